@@ -1,0 +1,1 @@
+"""SQLite storage through sqlite-utils: schema migrations, pages, templates and rules, LSH buckets, clusters."""

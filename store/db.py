@@ -1,0 +1,60 @@
+"""Opening a templater database and migrating its schema.
+
+Each component (pages, templates, lsh, ...) owns its tables and an ordered list of migration steps. The
+versions applied are recorded in ``schema_migrations`` so a step runs once, inside a transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import sqlite_utils
+
+from templater.errors import StoreError
+
+BUSY_TIMEOUT_MS = 30_000
+
+Migration = Callable[[sqlite_utils.Database], None]
+
+
+def open_db(path: str | Path, *, create: bool = True) -> sqlite_utils.Database:
+    """Open (or create) a templater database in WAL mode; a clear StoreError when it cannot be used."""
+    path = Path(path)
+    if not create and not path.exists():
+        raise StoreError(f"no database at {path}: run `templater build` or `templater run` first, or check --db")
+    if path.exists() and path.is_dir():
+        raise StoreError(f"{path} is a folder, not a database file: give --db a file path")
+    try:
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError as e:
+        raise StoreError(f"{path} is not a usable SQLite database ({e}); give --db another file or restore it"
+                         ) from None
+    db = sqlite_utils.Database(conn)
+    _ensure_migrations_table(db)
+    return db
+
+
+def _ensure_migrations_table(db: sqlite_utils.Database) -> None:
+    db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (component TEXT NOT NULL, version INTEGER NOT NULL,"
+               " applied_at TEXT DEFAULT (datetime('now')), PRIMARY KEY (component, version))")
+
+
+def migrate(db: sqlite_utils.Database, component: str, steps: Sequence[Migration]) -> None:
+    """Apply the steps of ``component`` not yet applied, each in its own transaction."""
+    done = {row[0] for row in db.execute(
+        "SELECT version FROM schema_migrations WHERE component = ?", [component]).fetchall()}
+    for version, step in enumerate(steps, 1):
+        if version in done:
+            continue
+        with db.conn:
+            db.conn.execute("BEGIN IMMEDIATE")
+            step(db)
+            db.conn.execute("INSERT INTO schema_migrations (component, version) VALUES (?, ?)",
+                            [component, version])

@@ -1,0 +1,3 @@
+"""templater: learn each site's template from its own pages, extract main content, find near-duplicates."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,60 @@
+"""Named settings: thresholds, limits, shingle and LSH defaults. No bare numbers elsewhere."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# --- input limits ---------------------------------------------------------------------------------------
+MAX_PAGE_BYTES = 8 * 1024 * 1024  # a page larger than this is skipped as "huge"
+MIN_PAGE_CHARS = 16  # fewer characters of markup than this: "empty"
+BINARY_CONTROL_SHARE = 0.10  # share of control characters above which a body is "binary"
+
+# Reasons a record is skipped; the run summary counts them under these names.
+SKIP_REASONS = (
+    "empty",  # no bytes, or only whitespace
+    "huge",  # over MAX_PAGE_BYTES
+    "binary",  # not text
+    "not-html",  # a text type other than HTML (JSON, plain text, images by Content-Type)
+    "undecodable",  # no encoding gives text
+    "bad-url",  # missing or unusable URL
+    "bad-record",  # malformed JSON line, truncated WARC record or gzip member
+    "http-status",  # a WARC response that is not 200
+    "unparsable",  # lxml could not build a tree
+    "no-text",  # parsed, but no text blocks at all
+)
+
+# --- segmentation --------------------------------------------------------------------------------------
+BLOCK_TAGS = frozenset(
+    "address article aside blockquote body caption center dd details dialog dir div dl dt fieldset figcaption "
+    "figure footer form frameset h1 h2 h3 h4 h5 h6 header hgroup hr html iframe legend li main menu nav noframes "
+    "ol option p pre section select summary table tbody td tfoot th thead title tr ul".split()
+)
+BREAK_TAGS = frozenset({"br"})
+DROP_TAGS = ("script", "style", "noscript", "template", "svg", "math")
+
+# --- grouping and learning -----------------------------------------------------------------------------
+MIN_GROUP_PAGES = 3  # a URL prefix with fewer pages backs off to a shorter prefix
+MIN_TEMPLATE_PAGES = 3  # a layout cluster needs this many pages to learn a template
+LAYOUT_SIMILARITY = 0.30  # pages join one layout cluster when the share of shared shapes is at least this
+STATIC_SUPPORT = 0.5  # a (tag path, text) block on at least this share of a cluster's pages is boilerplate
+MIN_STATIC_PAGES = 2  # ... and on at least this many pages
+SHAPE_SUPPORT = 0.5  # a tag path on this share of pages whose text varies ...
+SHAPE_MAX_CHARS = 60  # ... and whose median text is this short is dynamic boilerplate (dates, bylines, counts)
+SHAPE_MAX_LINK_DENSITY = 0.5  # ... or whose links make up more than this share of its text (related lists)
+MAX_LEARN_PAGES = 60  # pages sampled from a cluster to learn from (larger clusters are sampled, seeded)
+LEARN_SEED = 7
+
+
+@dataclass(frozen=True, slots=True)
+class LearnSettings:
+    """Settings of template learning, persisted beside the templates they shaped."""
+
+    min_group_pages: int = MIN_GROUP_PAGES
+    min_template_pages: int = MIN_TEMPLATE_PAGES
+    layout_similarity: float = LAYOUT_SIMILARITY
+    static_support: float = STATIC_SUPPORT
+    min_static_pages: int = MIN_STATIC_PAGES
+    shape_support: float = SHAPE_SUPPORT
+    shape_max_chars: int = SHAPE_MAX_CHARS
+    shape_max_link_density: float = SHAPE_MAX_LINK_DENSITY
+    max_learn_pages: int = MAX_LEARN_PAGES

@@ -1,0 +1,137 @@
+"""Data that crosses module lines: frozen, slotted dataclasses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True, slots=True)
+class RawPage:
+    """One fetched page as read from an input, before decoding.
+
+    ``body`` is bytes when the input carried bytes (WARC, files) and str when it carried text (JSON Lines).
+    """
+
+    id: str
+    url: str
+    body: bytes | str
+    fetched_at: str | None = None
+    content_type: str | None = None  # the HTTP Content-Type header, when known
+    source: str = ""  # where it came from, for messages: "file.warc.gz#12"
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """A record that was not processed, with a reason from config.SKIP_REASONS."""
+
+    reason: str
+    source: str
+    detail: str = ""
+    id: str | None = None
+    url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A decoded page ready to parse."""
+
+    id: str
+    url: str
+    html: str
+    fetched_at: str | None = None
+    encoding: str = "utf-8"
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """A run of adjacent inline content owned by one block-level element.
+
+    ``xpath`` is the owner element's positional XPath, ``tag_path`` the same path without positions.
+    ``hash`` is CRC32 of (tag_path, normalized text); ``shape`` is CRC32 of tag_path alone.
+    """
+
+    index: int
+    xpath: str
+    tag_path: str
+    tag: str
+    text: str
+    link_chars: int
+    markup_bytes: int
+    hash: int
+    shape: int
+    element: Any = field(default=None, compare=False, repr=False)  # the owning lxml element (same parse only)
+
+    @property
+    def text_chars(self) -> int:
+        return len(self.text)
+
+    @property
+    def link_density(self) -> float:
+        return self.link_chars / len(self.text) if self.text else 0.0
+
+    @property
+    def text_density(self) -> float:
+        """Text bytes over text plus markup bytes (the founding notes' line density)."""
+        total = len(self.text) + self.markup_bytes
+        return len(self.text) / total if total else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Segmented:
+    """A parsed page cut into blocks, with its block vector."""
+
+    page: Page
+    blocks: tuple[Block, ...]
+    vector: np.ndarray  # uint32 block hashes, in document order
+    hints: tuple[str, ...] = ()  # xpaths of the page's own content hints (<article>, <main>, schema.org)
+    title: str = ""
+    root: Any = field(default=None, compare=False, repr=False)  # the parsed lxml tree the blocks point into
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One learned (or pinned) rule of a template.
+
+    action: "drop" (static boilerplate: this tag path with this text), "drop-shape" (dynamic boilerplate:
+    this tag path whatever its text) or "content" (the content region).
+    """
+
+    xpath: str
+    action: str
+    support: float
+    tag_path: str = ""
+    hash: int | None = None
+    sample: str = ""
+    pinned: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    site: str  # the group key it was learned for (URL prefix, with the layout cluster number)
+    version: int
+    rules: tuple[Rule, ...]
+    page_count: int
+    learned_at: str
+    layout: int = 0
+    reason: str = "learned"
+    stale: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    id: str
+    url: str
+    site: str
+    text: str
+    method: str  # "template" or "fallback"
+    template: str | None  # "<site>@v<version>" or None
+    coverage: float | None
+    kept: tuple[int, ...] = field(default=(), repr=False)  # indexes of the blocks kept
+    boilerplate_chars: int = 0
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "url": self.url, "site": self.site, "text": self.text, "method": self.method,
+                "template": self.template, "coverage": self.coverage}
