@@ -34,6 +34,7 @@ DROP_TAGS = ("script", "style", "noscript", "template", "svg", "math")
 
 # --- grouping and learning -----------------------------------------------------------------------------
 MIN_GROUP_PAGES = 3  # a URL prefix with fewer pages backs off to a shorter prefix
+LAYOUT_SAMPLE = 200  # leaders of layout clusters are chosen among at most this many pages of a group
 MIN_TEMPLATE_PAGES = 3  # a layout cluster needs this many pages to learn a template
 LAYOUT_SIMILARITY = 0.30  # pages join one layout cluster when the share of shared shapes is at least this
 STATIC_SUPPORT = 0.5  # a (tag path, text) block on at least this share of a cluster's pages is boilerplate

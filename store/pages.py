@@ -1,0 +1,140 @@
+"""Pages, skipped records and extractions.
+
+A page keeps its HTML (zlib-compressed), a content hash (re-ingesting an unchanged page only touches last_seen),
+its block vector and shape vector (uint32 blobs) so that grouping and layout clustering need no re-parse, and the
+group it was assigned to by the last build.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import sqlite_utils
+
+from .db import migrate
+
+
+def _v1(db: sqlite_utils.Database) -> None:
+    db.execute("""CREATE TABLE pages (
+        id TEXT PRIMARY KEY, url TEXT NOT NULL, host TEXT NOT NULL, content_hash TEXT NOT NULL,
+        fetched_at TEXT, first_seen TEXT NOT NULL, last_seen TEXT NOT NULL, encoding TEXT,
+        html BLOB NOT NULL, block_hashes BLOB NOT NULL, block_shapes BLOB NOT NULL, n_blocks INTEGER NOT NULL,
+        text_chars INTEGER NOT NULL, group_key TEXT, site TEXT, retired INTEGER NOT NULL DEFAULT 0)""")
+    db.execute("CREATE INDEX pages_host ON pages(host)")
+    db.execute("CREATE INDEX pages_site ON pages(site)")
+    db.execute("""CREATE TABLE extractions (
+        page_id TEXT PRIMARY KEY REFERENCES pages(id) ON DELETE CASCADE, site TEXT, method TEXT NOT NULL,
+        template TEXT, coverage REAL, text TEXT NOT NULL, boilerplate_chars INTEGER NOT NULL,
+        content_hash TEXT NOT NULL, extracted_at TEXT NOT NULL)""")
+    db.execute("CREATE INDEX extractions_template ON extractions(template)")
+    db.execute("""CREATE TABLE skips (
+        source TEXT NOT NULL, reason TEXT NOT NULL, detail TEXT, page_id TEXT, url TEXT,
+        seen_at TEXT NOT NULL, PRIMARY KEY (source, reason))""")
+
+
+MIGRATIONS = [_v1]
+
+
+def ensure_schema(db: sqlite_utils.Database) -> None:
+    migrate(db, "pages", MIGRATIONS)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredPage:
+    id: str
+    url: str
+    html: str
+    fetched_at: str | None
+    encoding: str | None
+    group_key: str | None
+    site: str | None
+    content_hash: str
+
+
+def content_hash(html: str) -> str:
+    return hashlib.sha1(html.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def vector_blob(values: np.ndarray) -> bytes:
+    return np.asarray(values, dtype="<u4").tobytes()
+
+
+def blob_vector(blob: bytes) -> np.ndarray:
+    return np.frombuffer(blob, dtype="<u4")
+
+
+def upsert_page(db: sqlite_utils.Database, *, id: str, url: str, host: str, html: str, digest: str,
+                fetched_at: str | None, encoding: str, hashes: np.ndarray, shapes: np.ndarray, text_chars: int,
+                now: str) -> str:
+    """Insert or update one page; returns "new", "changed" or "unchanged". Call inside a transaction."""
+    row = db.execute("SELECT content_hash FROM pages WHERE id = ?", [id]).fetchone()
+    if row is not None and row[0] == digest:
+        db.execute("UPDATE pages SET last_seen = ?, retired = 0, fetched_at = coalesce(?, fetched_at) WHERE id = ?",
+                   [now, fetched_at, id])
+        return "unchanged"
+    values = [url, host, digest, fetched_at, now, encoding, zlib.compress(html.encode("utf-8", "replace"), 6),
+              vector_blob(hashes), vector_blob(shapes), len(hashes), text_chars]
+    if row is None:
+        db.execute("INSERT INTO pages (url, host, content_hash, fetched_at, last_seen, encoding, html, block_hashes,"
+                   " block_shapes, n_blocks, text_chars, id, first_seen) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                   values + [id, now])
+        return "new"
+    db.execute("UPDATE pages SET url=?, host=?, content_hash=?, fetched_at=?, last_seen=?, encoding=?, html=?,"
+               " block_hashes=?, block_shapes=?, n_blocks=?, text_chars=?, retired=0 WHERE id = ?", values + [id])
+    return "changed"
+
+
+def record_skip(db: sqlite_utils.Database, *, source: str, reason: str, detail: str, page_id: str | None,
+                url: str | None, now: str) -> None:
+    db.execute("INSERT OR REPLACE INTO skips (source, reason, detail, page_id, url, seen_at) VALUES (?,?,?,?,?,?)",
+               [source, reason, detail[:500], page_id, url, now])
+
+
+def iter_page_keys(db: sqlite_utils.Database) -> Iterator[tuple[str, str, str | None]]:
+    """(id, url, site) of every live page, in id order."""
+    yield from db.execute("SELECT id, url, site FROM pages WHERE retired = 0 ORDER BY id")
+
+
+def page_shapes(db: sqlite_utils.Database, ids: Iterable[str]) -> dict[str, np.ndarray]:
+    out = {}
+    for chunk in _chunks(list(ids), 500):
+        marks = ",".join("?" * len(chunk))
+        for pid, blob in db.execute(f"SELECT id, block_shapes FROM pages WHERE id IN ({marks})", chunk):
+            out[pid] = blob_vector(blob)
+    return out
+
+
+def load_pages(db: sqlite_utils.Database, ids: Iterable[str]) -> Iterator[StoredPage]:
+    """The stored pages with the given ids, in the order given."""
+    for chunk in _chunks(list(ids), 200):
+        marks = ",".join("?" * len(chunk))
+        rows = {r[0]: r for r in db.execute(
+            "SELECT id, url, html, fetched_at, encoding, group_key, site, content_hash FROM pages"
+            f" WHERE id IN ({marks})", chunk)}
+        for pid in chunk:
+            r = rows.get(pid)
+            if r is not None:
+                yield StoredPage(r[0], r[1], zlib.decompress(r[2]).decode("utf-8", "replace"), r[3], r[4], r[5],
+                                 r[6], r[7])
+
+
+def assign_sites(db: sqlite_utils.Database, assignments: Iterable[tuple[str, str | None, str | None]]) -> None:
+    """Set (group_key, site) of pages: rows of (id, group_key, site)."""
+    db.conn.executemany("UPDATE pages SET group_key = ?, site = ? WHERE id = ?",
+                        [(g, s, pid) for pid, g, s in assignments])
+
+
+def save_extraction(db: sqlite_utils.Database, *, page_id: str, site: str, method: str, template: str | None,
+                    coverage: float | None, text: str, boilerplate_chars: int, digest: str, now: str) -> None:
+    db.execute("INSERT OR REPLACE INTO extractions (page_id, site, method, template, coverage, text,"
+               " boilerplate_chars, content_hash, extracted_at) VALUES (?,?,?,?,?,?,?,?,?)",
+               [page_id, site, method, template, coverage, text, boilerplate_chars, digest, now])
+
+
+def _chunks(items: list, size: int) -> Iterator[list]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]

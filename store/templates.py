@@ -1,0 +1,92 @@
+"""Versioned templates and their rules.
+
+Tables: ``templates`` (one row per version of a site layout's template) and ``rules`` (its XPath rules, in a
+stable order). Browsable with ordinary SQLite tools: ``sqlite-utils rows templater.db rules``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import numpy as np
+import sqlite_utils
+
+from templater.types import Rule, Template
+
+from .db import migrate
+from .pages import blob_vector, vector_blob
+
+
+def _v1(db: sqlite_utils.Database) -> None:
+    db.execute("""CREATE TABLE templates (
+        id INTEGER PRIMARY KEY, site TEXT NOT NULL, group_key TEXT NOT NULL, layout INTEGER NOT NULL,
+        version INTEGER NOT NULL, page_count INTEGER NOT NULL, rule_count INTEGER NOT NULL,
+        learned_at TEXT NOT NULL, reason TEXT NOT NULL, stale INTEGER NOT NULL DEFAULT 0, current INTEGER NOT NULL,
+        layout_shapes BLOB NOT NULL, settings TEXT NOT NULL, UNIQUE (site, version))""")
+    db.execute("CREATE INDEX templates_group ON templates(group_key, current)")
+    db.execute("""CREATE TABLE rules (
+        template_id INTEGER NOT NULL REFERENCES templates(id) ON DELETE CASCADE, position INTEGER NOT NULL,
+        action TEXT NOT NULL, xpath TEXT NOT NULL, tag_path TEXT, hash INTEGER, support REAL NOT NULL,
+        sample TEXT, pinned INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (template_id, position))""")
+
+
+MIGRATIONS = [_v1]
+
+
+def ensure_schema(db: sqlite_utils.Database) -> None:
+    migrate(db, "templates", MIGRATIONS)
+
+
+def save_template(db: sqlite_utils.Database, template: Template, *, group_key: str, layout_shapes: np.ndarray,
+                  settings: dict) -> tuple[Template, bool]:
+    """Store a template as the site's new current version unless its rules equal the current ones.
+
+    Returns the stored template (with its version) and whether a new version was written. Call inside a
+    transaction.
+    """
+    current = db.execute("SELECT id, version FROM templates WHERE site = ? AND current = 1",
+                         [template.site]).fetchone()
+    if current is not None and _rule_key(load_rules(db, current[0])) == _rule_key(template.rules):
+        db.execute("UPDATE templates SET page_count = ?, layout_shapes = ? WHERE id = ?",
+                   [template.page_count, vector_blob(layout_shapes), current[0]])
+        return _with_version(template, current[1]), False
+    last = db.execute("SELECT max(version) FROM templates WHERE site = ?", [template.site]).fetchone()[0] or 0
+    db.execute("UPDATE templates SET current = 0 WHERE site = ?", [template.site])
+    cursor = db.execute(
+        "INSERT INTO templates (site, group_key, layout, version, page_count, rule_count, learned_at, reason, stale,"
+        " current, layout_shapes, settings) VALUES (?,?,?,?,?,?,?,?,0,1,?,?)",
+        [template.site, group_key, template.layout, last + 1, template.page_count, len(template.rules),
+         template.learned_at, template.reason, vector_blob(layout_shapes), json.dumps(settings, sort_keys=True)])
+    db.conn.executemany(
+        "INSERT INTO rules (template_id, position, action, xpath, tag_path, hash, support, sample, pinned)"
+        " VALUES (?,?,?,?,?,?,?,?,?)",
+        [(cursor.lastrowid, i, r.action, r.xpath, r.tag_path, r.hash, r.support, r.sample, int(r.pinned))
+         for i, r in enumerate(template.rules)])
+    return _with_version(template, last + 1), True
+
+
+def _rule_key(rules) -> list:
+    return [(r.action, r.tag_path, r.hash, r.xpath if r.action != "drop" else "") for r in rules]
+
+
+def _with_version(template: Template, version: int) -> Template:
+    return Template(site=template.site, version=version, rules=template.rules, page_count=template.page_count,
+                    learned_at=template.learned_at, layout=template.layout, reason=template.reason,
+                    stale=template.stale)
+
+
+def load_rules(db: sqlite_utils.Database, template_id: int) -> tuple[Rule, ...]:
+    return tuple(Rule(xpath=r[0], action=r[1], support=r[2], tag_path=r[3] or "", hash=r[4], sample=r[5] or "",
+                      pinned=bool(r[6]))
+                 for r in db.execute("SELECT xpath, action, support, tag_path, hash, sample, pinned FROM rules"
+                                     " WHERE template_id = ? ORDER BY position", [template_id]))
+
+
+def iter_current(db: sqlite_utils.Database) -> Iterator[tuple[str, np.ndarray, Template]]:
+    """(group_key, layout shape set, template) of every site's current version."""
+    for row in db.execute("SELECT id, site, group_key, layout, version, page_count, learned_at, reason, stale,"
+                          " layout_shapes FROM templates WHERE current = 1 ORDER BY site"):
+        template = Template(site=row[1], version=row[4], rules=load_rules(db, row[0]), page_count=row[5],
+                            learned_at=row[6], layout=row[3], reason=row[7], stale=bool(row[8]))
+        yield row[2], blob_vector(row[9]), template

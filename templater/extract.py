@@ -1,0 +1,103 @@
+"""Page + Template | None -> Extraction.
+
+With a template: drop what the rules name (static blocks aligned by LCS, dynamic shapes, pinned XPaths), keep
+only the content region where the page has it, then let the single-page classifier trim what the template cannot
+know. Without one: the single-page fallback alone.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from lxml import etree
+
+from . import fallback
+from .align import lcs_pairs
+from .errors import RuleError
+from .grouping import host_of
+from .types import Extraction, Rule, Segmented, Template
+
+REGION_MIN_SHARE = 0.5  # the region is used only when it holds this share of the text the rules left
+
+
+class CompiledTemplate:
+    """A template prepared for fast application: hash sets and sequences built once."""
+
+    __slots__ = ("template", "name", "static_seq", "static_set", "shapes", "region", "pinned")
+
+    def __init__(self, template: Template) -> None:
+        self.template = template
+        self.name = f"{template.site}@v{template.version}"
+        static = [r for r in template.rules if r.action == "drop" and r.hash is not None]
+        self.static_seq = [r.hash for r in static]
+        self.static_set = np.array(sorted(set(self.static_seq)), dtype=np.uint32)
+        self.shapes = frozenset(r.tag_path for r in template.rules if r.action == "drop-shape")
+        regions = [r for r in template.rules if r.action == "content"]
+        self.region = regions[0].xpath if regions else None
+        self.pinned = tuple(_compile(r) for r in template.rules if r.pinned)
+
+
+def _compile(rule: Rule) -> tuple[Rule, etree.XPath]:
+    try:
+        return rule, etree.XPath(rule.xpath)
+    except etree.XPathSyntaxError as e:
+        raise RuleError(f"rule XPath {rule.xpath!r} does not compile: {e}; fix it in the rules file") from None
+
+
+def apply_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarray, float]:
+    """Mask of blocks the template allows (True = not boilerplate), and the template's coverage of the page."""
+    vector = seg.vector
+    allowed = ~np.isin(vector, compiled.static_set)
+    coverage = 1.0
+    if compiled.static_seq:
+        coverage = len(lcs_pairs(compiled.static_seq, vector)) / len(compiled.static_seq)
+    if compiled.shapes:
+        allowed &= np.fromiter((b.tag_path not in compiled.shapes for b in seg.blocks), dtype=bool,
+                               count=len(seg.blocks))
+    for rule, xpath in compiled.pinned:
+        allowed &= _pinned_mask(seg, rule, xpath)
+    if compiled.region:
+        allowed &= _region_mask(seg, compiled.region, allowed)
+    return allowed, coverage
+
+
+def _pinned_mask(seg: Segmented, rule: Rule, xpath: etree.XPath) -> np.ndarray:
+    """A pinned drop rule removes every block at or under its elements; a pinned content rule keeps only those."""
+    tree = seg.root.getroottree()
+    prefixes = tuple(tree.getpath(e) for e in xpath(seg.root) if isinstance(e, etree._Element))
+    inside = np.fromiter((_under(b.xpath, prefixes) for b in seg.blocks), dtype=bool, count=len(seg.blocks))
+    return inside if rule.action == "content" else ~inside
+
+
+def _under(xpath: str, prefixes: tuple[str, ...]) -> bool:
+    return any(xpath == p or xpath.startswith(p + "/") for p in prefixes)
+
+
+def _region_mask(seg: Segmented, region: str, allowed: np.ndarray) -> np.ndarray:
+    inside = np.fromiter((_under(b.xpath, (region,)) for b in seg.blocks), dtype=bool, count=len(seg.blocks))
+    chars = np.fromiter((len(b.text) for b in seg.blocks), dtype=np.int64, count=len(seg.blocks))
+    total = chars[allowed].sum()
+    if total and chars[allowed & inside].sum() >= REGION_MIN_SHARE * total:
+        return inside
+    return np.ones(len(seg.blocks), dtype=bool)
+
+
+def extract_page(seg: Segmented, compiled: CompiledTemplate | None = None, *, site: str | None = None,
+                 method: str = "auto") -> Extraction:
+    """Extract one page's main content, with its site template when there is one."""
+    page = seg.page
+    if compiled is None:
+        keep = fallback.select_blocks(seg, method=method)
+        return _extraction(seg, keep, site=site or host_of(page.url), method="fallback", template=None,
+                           coverage=None)
+    allowed, coverage = apply_template(seg, compiled)
+    keep = fallback.select_blocks(seg, method=method, allowed=allowed) if method != "none" else allowed
+    return _extraction(seg, keep, site=site or compiled.template.site, method="template", template=compiled.name,
+                       coverage=round(coverage, 4))
+
+
+def _extraction(seg: Segmented, keep: np.ndarray, *, site: str, method: str, template: str | None,
+                coverage: float | None) -> Extraction:
+    text = fallback.extract_text(seg, keep)
+    boilerplate = sum(len(b.text) for b, k in zip(seg.blocks, keep) if not k)
+    return Extraction(id=seg.page.id, url=seg.page.url, site=site, text=text, method=method, template=template,
+                      coverage=coverage, kept=tuple(np.flatnonzero(keep).tolist()), boilerplate_chars=boilerplate)

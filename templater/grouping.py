@@ -1,0 +1,107 @@
+"""URL -> group key: host and path up to the last segment, backing off to shorter prefixes.
+
+    https://www.example.com/news/2017/story.html  ->  example.com/news/2017/  ->  example.com/news/  ->  example.com/
+
+A page joins the longest of its prefixes that holds at least ``min_pages`` pages of the batch; where none does,
+its host. Pages of one prefix may still hold several layouts: see ``cluster_layouts``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from . import config
+
+
+def host_of(url: str) -> str:
+    """Lower-cased host without ``www.`` and port; '' when the URL has none."""
+    try:
+        host = (urlsplit(url.strip()).hostname or "").lower()
+    except ValueError:
+        return ""
+    return host[4:] if host.startswith("www.") else host
+
+
+def url_prefixes(url: str) -> list[str]:
+    """The URL's group keys, longest first, down to the host: ``['h/a/b/', 'h/a/', 'h/']``."""
+    host = host_of(url)
+    if not host:
+        return []
+    try:
+        path = urlsplit(url.strip()).path or "/"
+    except ValueError:
+        path = "/"
+    segments = [s for s in path.split("/")[:-1] if s]
+    prefixes = [host + "/" + "".join(s + "/" for s in segments[:depth]) for depth in range(len(segments), 0, -1)]
+    prefixes.append(host + "/")
+    return prefixes
+
+
+def assign_groups(urls: Sequence[str], *, min_pages: int = config.MIN_GROUP_PAGES) -> list[str]:
+    """Group key of each URL: its longest prefix shared by at least ``min_pages`` of the given URLs."""
+    chains = [url_prefixes(u) for u in urls]
+    counts = Counter(p for chain in chains for p in chain)
+    groups = []
+    for chain in chains:
+        if not chain:
+            groups.append("")
+            continue
+        groups.append(next((p for p in chain if counts[p] >= min_pages), chain[-1]))
+    return groups
+
+
+def match_prefix(url: str, known: Iterable[str]) -> str | None:
+    """The longest of the URL's prefixes that is among ``known`` group keys, or None."""
+    known = known if isinstance(known, (set, frozenset, dict)) else set(known)
+    return next((p for p in url_prefixes(url) if p in known), None)
+
+
+def shape_set(shapes: np.ndarray) -> np.ndarray:
+    """The distinct tag-path hashes of a page, sorted: what its layout is compared on."""
+    return np.unique(np.asarray(shapes, dtype=np.uint32))
+
+
+def layout_similarity(a: np.ndarray, b: np.ndarray) -> float:
+    """Jaccard similarity of two sorted shape sets."""
+    if len(a) == 0 and len(b) == 0:
+        return 1.0
+    shared = len(np.intersect1d(a, b, assume_unique=True))
+    return shared / (len(a) + len(b) - shared)
+
+
+def cluster_layouts(shape_sets: Sequence[np.ndarray], *, threshold: float = config.LAYOUT_SIMILARITY,
+                    sample: int = config.LAYOUT_SAMPLE) -> list[int]:
+    """Cluster pages of one group by layout: a page joins the cluster whose leader it resembles most.
+
+    Leader clustering on the Jaccard similarity of shape sets, most typical pages first, so that the result does
+    not depend on input order. Leaders are chosen among at most ``sample`` pages (evenly spaced); the rest join
+    their most similar leader, or open a cluster of their own. Returns a cluster number per page, 0 the largest.
+    """
+    n = len(shape_sets)
+    if n == 0:
+        return []
+    picked = np.linspace(0, n - 1, min(n, sample)).round().astype(int).tolist() if n > sample else list(range(n))
+    m = len(picked)
+    sim = np.eye(m)
+    for x in range(m):
+        for y in range(x + 1, m):
+            sim[x, y] = sim[y, x] = layout_similarity(shape_sets[picked[x]], shape_sets[picked[y]])
+    labels = np.full(n, -1)
+    leaders: list[int] = []
+    order = [picked[x] for x in np.argsort(-sim.sum(axis=1), kind="stable")]
+    rest = [i for i in range(n) if i not in set(picked)]
+    for i in order + rest:
+        scores = [layout_similarity(shape_sets[i], shape_sets[leader]) for leader in leaders]
+        best = int(np.argmax(scores)) if scores else -1
+        if best >= 0 and scores[best] >= threshold:
+            labels[i] = labels[leaders[best]]
+        else:
+            labels[i] = len(leaders)
+            leaders.append(i)
+    sizes = Counter(labels.tolist())
+    renumber = {old: new for new, (old, _) in enumerate(sorted(sizes.items(), key=lambda kv: (-kv[1], kv[0])))}
+    return [renumber[x] for x in labels.tolist()]

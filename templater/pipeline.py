@@ -1,0 +1,277 @@
+"""The only templater module that talks to the store: ingest, build, extract, run.
+
+Each public function is what one CLI command calls. Work is committed in batches, so a killed run keeps what it
+committed and a rerun continues (an unchanged page is recognised by its content hash and only touched).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import sqlite_utils
+
+from store import pages as page_store
+from store import templates as template_store
+from store.db import open_db
+
+from . import config
+from .blocks import segment
+from .config import LearnSettings
+from .encoding import decode_page
+from .extract import CompiledTemplate, extract_page
+from .grouping import assign_groups, cluster_layouts, host_of, layout_similarity, match_prefix, shape_set
+from .parse import parse_html
+from .sources import iter_records
+from .template import learn_template
+from .types import Extraction, Page, Segmented, Skip
+
+log = logging.getLogger(__name__)
+
+BATCH_PAGES = 200  # pages per committed transaction
+LAYOUT_SHAPE_SHARE = 0.5  # a tag path on this share of a cluster's pages belongs to its layout signature
+
+Progress = Callable[[int, int | None], None]  # (items done so far, total if known)
+
+
+@dataclass
+class Summary:
+    """Counts of what a command did; ``skipped`` holds the reasons of records not processed."""
+
+    counts: Counter = field(default_factory=Counter)
+    skipped: Counter = field(default_factory=Counter)
+
+    def to_json(self) -> dict:
+        return {"counts": dict(sorted(self.counts.items())), "skipped": dict(sorted(self.skipped.items()))}
+
+    def merge(self, other: Summary) -> Summary:
+        self.counts.update(other.counts)
+        self.skipped.update(other.skipped)
+        return self
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def open_store(path: str | Path, *, create: bool = True) -> sqlite_utils.Database:
+    """Open a templater database and bring its schema up to date."""
+    db = open_db(path, create=create)
+    page_store.ensure_schema(db)
+    template_store.ensure_schema(db)
+    return db
+
+
+def segment_page(page: Page) -> Segmented | Skip:
+    """Parse and segment a decoded page; a Skip with the reason when it yields nothing to work with."""
+    root = parse_html(page.html)
+    if root is None:
+        return Skip("unparsable", page.url, "lxml built no tree", id=page.id, url=page.url)
+    seg = segment(root, page)
+    if not seg.blocks:
+        return Skip("no-text", page.url, "no text blocks in the body", id=page.id, url=page.url)
+    return seg
+
+
+class _Batch:
+    """Commit every ``size`` writes: one transaction per batch."""
+
+    def __init__(self, db: sqlite_utils.Database, size: int = BATCH_PAGES) -> None:
+        self.db, self.size, self.pending = db, size, 0
+
+    def __enter__(self) -> _Batch:
+        return self
+
+    def write(self) -> None:
+        if self.pending == 0:
+            self.db.execute("BEGIN IMMEDIATE")
+        self.pending += 1
+        if self.pending >= self.size:
+            self.commit()
+
+    def commit(self) -> None:
+        if self.pending:
+            self.db.execute("COMMIT")
+            self.pending = 0
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.commit()
+        elif self.pending:
+            self.db.execute("ROLLBACK")
+
+
+def ingest(db: sqlite_utils.Database, inputs: Sequence[str | Path], *, progress: Progress | None = None) -> Summary:
+    """Read pages from files and folders into the store; bad records are skipped and counted by reason."""
+    summary = Summary()
+    with _Batch(db) as batch:
+        for done, item in enumerate(iter_records(inputs), 1):
+            outcome = _ingest_one(db, item, batch)
+            if isinstance(outcome, Skip):
+                summary.skipped[outcome.reason] += 1
+                log.info("skipped %s: %s %s", outcome.source, outcome.reason, outcome.detail)
+            else:
+                summary.counts[outcome] += 1
+            if progress:
+                progress(done, None)
+    return summary
+
+
+def _ingest_one(db: sqlite_utils.Database, item, batch: _Batch) -> str | Skip:
+    stamp = now()
+    page = item if isinstance(item, Skip) else decode_page(item)
+    seg = page if isinstance(page, Skip) else segment_page(page)
+    if isinstance(seg, Skip):
+        batch.write()
+        page_store.record_skip(db, source=seg.source, reason=seg.reason, detail=seg.detail, page_id=seg.id,
+                               url=seg.url, now=stamp)
+        return seg
+    host = host_of(page.url)
+    batch.write()
+    return page_store.upsert_page(
+        db, id=page.id, url=page.url, host=host, html=page.html, digest=page_store.content_hash(page.html),
+        fetched_at=page.fetched_at, encoding=page.encoding, hashes=seg.vector,
+        shapes=np.fromiter((b.shape for b in seg.blocks), dtype=np.uint32, count=len(seg.blocks)),
+        text_chars=sum(len(b.text) for b in seg.blocks), now=stamp)
+
+
+def site_name(group_key: str, layout: int) -> str:
+    """A template's site name: the URL prefix, with the layout cluster number when it is not the first."""
+    return group_key if layout == 0 else f"{group_key}#{layout}"
+
+
+def build(db: sqlite_utils.Database, *, settings: LearnSettings = LearnSettings(),
+          progress: Progress | None = None) -> Summary:
+    """Group stored pages by URL prefix and layout, and learn a template for each large enough cluster."""
+    summary = Summary()
+    keys = list(page_store.iter_page_keys(db))
+    groups = assign_groups([url for _, url, _ in keys], min_pages=settings.min_group_pages)
+    members: dict[str, list[str]] = defaultdict(list)
+    for (pid, _, _), group in zip(keys, groups):
+        members[group].append(pid)
+    done = 0
+    for group, ids in sorted(members.items()):
+        summary.merge(_build_group(db, group, ids, settings))
+        done += len(ids)
+        if progress:
+            progress(done, len(keys))
+    summary.counts["pages"] = len(keys)
+    return summary
+
+
+def _build_group(db: sqlite_utils.Database, group: str, ids: list[str], settings: LearnSettings) -> Summary:
+    summary = Summary()
+    assignments: list[tuple[str, str | None, str | None]] = []
+    if len(ids) < settings.min_template_pages:
+        assignments = [(pid, group, None) for pid in ids]
+        summary.counts["pages without template"] += len(ids)
+    else:
+        shapes = page_store.page_shapes(db, ids)
+        sets = [shape_set(shapes[pid]) for pid in ids]
+        labels = cluster_layouts(sets, threshold=settings.layout_similarity)
+        for layout in sorted(set(labels)):
+            cluster = [pid for pid, label in zip(ids, labels) if label == layout]
+            cluster_sets = [s for s, label in zip(sets, labels) if label == layout]
+            site = _learn_cluster(db, group, layout, cluster, cluster_sets, settings, summary)
+            assignments += [(pid, group, site) for pid in cluster]
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        page_store.assign_sites(db, assignments)
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return summary
+
+
+def _learn_cluster(db: sqlite_utils.Database, group: str, layout: int, ids: list[str], sets: list[np.ndarray],
+                   settings: LearnSettings, summary: Summary) -> str | None:
+    if len(ids) < settings.min_template_pages:
+        summary.counts["pages without template"] += len(ids)
+        return None
+    sample = sorted(ids)
+    if len(sample) > settings.max_learn_pages:
+        sample = sorted(random.Random(config.LEARN_SEED).sample(sample, settings.max_learn_pages))
+    segs = [s for s in (_stored_segment(p) for p in page_store.load_pages(db, sample)) if isinstance(s, Segmented)]
+    if len(segs) < settings.min_template_pages:
+        summary.counts["pages without template"] += len(ids)
+        return None
+    site = site_name(group, layout)
+    template = learn_template(segs, site=site, layout=layout, settings=settings)
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        _, written = template_store.save_template(db, template, group_key=group,
+                                                  layout_shapes=_layout_signature(sets), settings=asdict(settings))
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    summary.counts["templates learned" if written else "templates unchanged"] += 1
+    summary.counts["pages with template"] += len(ids)
+    return site
+
+
+def _layout_signature(sets: list[np.ndarray]) -> np.ndarray:
+    """Tag paths on at least LAYOUT_SHAPE_SHARE of a cluster's pages: what a new page is matched against."""
+    counts = Counter(x for s in sets for x in s.tolist())
+    need = LAYOUT_SHAPE_SHARE * len(sets)
+    return np.array(sorted(x for x, n in counts.items() if n >= need), dtype=np.uint32)
+
+
+def _stored_segment(stored: page_store.StoredPage) -> Segmented | Skip:
+    page = Page(id=stored.id, url=stored.url, html=stored.html, fetched_at=stored.fetched_at,
+                encoding=stored.encoding or "utf-8")
+    return segment_page(page)
+
+
+class TemplateIndex:
+    """The current templates, by site and by URL prefix, compiled for extraction."""
+
+    def __init__(self, db: sqlite_utils.Database) -> None:
+        self.by_site: dict[str, CompiledTemplate] = {}
+        self.by_group: dict[str, list[tuple[np.ndarray, CompiledTemplate]]] = defaultdict(list)
+        for group, shapes, template in template_store.iter_current(db):
+            compiled = CompiledTemplate(template)
+            self.by_site[template.site] = compiled
+            self.by_group[group].append((shapes, compiled))
+
+    def find(self, seg: Segmented, site: str | None, *, threshold: float) -> CompiledTemplate | None:
+        """The page's template: the one its build assigned, else the best layout of its longest known prefix."""
+        if site in self.by_site:
+            return self.by_site[site]
+        group = match_prefix(seg.page.url, self.by_group)
+        if group is None:
+            return None
+        shapes = shape_set(np.fromiter((b.shape for b in seg.blocks), dtype=np.uint32, count=len(seg.blocks)))
+        scored = [(layout_similarity(shapes, layout), compiled) for layout, compiled in self.by_group[group]]
+        score, best = max(scored, key=lambda sc: sc[0])
+        return best if score >= threshold else None
+
+
+def extract(db: sqlite_utils.Database, *, method: str = "auto", ids: Sequence[str] | None = None,
+            settings: LearnSettings = LearnSettings(), progress: Progress | None = None) -> Iterator[Extraction]:
+    """Extract every stored page (or the given ids) with its template, store the result, and yield it."""
+    index = TemplateIndex(db)
+    if ids is None:
+        ids = [pid for pid, _, _ in page_store.iter_page_keys(db)]
+    with _Batch(db) as batch:
+        for done, stored in enumerate(page_store.load_pages(db, ids), 1):
+            seg = _stored_segment(stored)
+            if isinstance(seg, Skip):
+                continue
+            compiled = index.find(seg, stored.site, threshold=settings.layout_similarity)
+            result = extract_page(seg, compiled, site=stored.site or stored.group_key, method=method)
+            batch.write()
+            page_store.save_extraction(db, page_id=result.id, site=result.site, method=result.method,
+                                       template=result.template, coverage=result.coverage, text=result.text,
+                                       boilerplate_chars=result.boilerplate_chars, digest=stored.content_hash,
+                                       now=now())
+            if progress:
+                progress(done, len(ids))
+            yield result

@@ -1,0 +1,143 @@
+"""A layout cluster's segmented pages -> Template (static and dynamic boilerplate, content region).
+
+The steps, in order:
+1. static blocks: (tag path, text) hashes on at least ``static_support`` of the pages;
+2. their consensus order: each page's static blocks aligned by LCS against a reference page, positions that
+   enough pages match become drop rules (the alignment is what tells a menu item from the same words in text);
+3. dynamic boilerplate: tag paths present on most pages whose text varies but stays short or link-heavy
+   (dates, bylines, related-link lists, share bars, counters) become shape drop rules;
+4. the content region: the element that holds most of what is left on most pages.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from datetime import datetime, timezone
+
+import numpy as np
+
+from . import config
+from .align import lcs_length, lcs_pairs
+from .config import LearnSettings
+from .types import Block, Rule, Segmented, Template
+
+HEADING_TAGS = frozenset({"h1", "h2", "title"})
+REFERENCE_CANDIDATES = 15  # pages tried as the alignment reference
+REGION_TEXT_SHARE = 0.8  # the content region holds at least this share of a page's remaining text
+REGION_PAGE_SHARE = 0.5  # ... on at least this share of the pages
+
+
+def learn_template(pages: Sequence[Segmented], *, site: str, version: int = 1, layout: int = 0,
+                   settings: LearnSettings = LearnSettings(), reason: str = "learned") -> Template:
+    """Learn a site layout's template from its pages (at least settings.min_template_pages of them)."""
+    static = static_hashes(pages, settings)
+    reference, support = align_static(pages, static)
+    rules = [_static_rule(block, share) for block, share in zip(reference, support)
+             if share >= settings.static_support]
+    dropped = [_dropped_mask(seg, static) for seg in pages]
+    rules += dynamic_rules(pages, dropped, settings)
+    region = content_region(pages, dropped, rules)
+    if region is not None:
+        rules.append(region)
+    return Template(site=site, version=version, rules=tuple(rules), page_count=len(pages),
+                    learned_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), layout=layout,
+                    reason=reason)
+
+
+def static_hashes(pages: Sequence[Segmented], settings: LearnSettings) -> set[int]:
+    """Hashes present on enough pages to be boilerplate."""
+    df = Counter()
+    for seg in pages:
+        df.update(set(seg.vector.tolist()))
+    need = max(settings.min_static_pages, settings.static_support * len(pages))
+    return {h for h, n in df.items() if n >= need}
+
+
+def align_static(pages: Sequence[Segmented], static: set[int]) -> tuple[list[Block], list[float]]:
+    """The reference page's static blocks and, for each, the share of pages whose LCS matches it."""
+    sequences = [[b for b in seg.blocks if b.hash in static] for seg in pages]
+    hashes = [[b.hash for b in seq] for seq in sequences]
+    candidates = sorted(range(len(pages)), key=lambda i: -len(hashes[i]))[:REFERENCE_CANDIDATES]
+    ref = max(candidates, key=lambda i: (sum(lcs_length(hashes[i], h) for h in hashes), -i)) if candidates else 0
+    matched = np.zeros(len(hashes[ref]) if hashes else 0)
+    for h in hashes:
+        for i, _ in lcs_pairs(hashes[ref], h):
+            matched[i] += 1
+    return (sequences[ref] if sequences else []), (matched / max(len(pages), 1)).tolist()
+
+
+def _static_rule(block: Block, support: float) -> Rule:
+    return Rule(xpath=block.xpath, action="drop", support=round(support, 4), tag_path=block.tag_path,
+                hash=block.hash, sample=block.text[:120])
+
+
+def _dropped_mask(seg: Segmented, static: set[int]) -> np.ndarray:
+    return np.isin(seg.vector, np.fromiter(static, dtype=np.uint32, count=len(static)))
+
+
+def dynamic_rules(pages: Sequence[Segmented], dropped: Sequence[np.ndarray],
+                  settings: LearnSettings) -> list[Rule]:
+    """Tag paths on most pages whose varying text is short or mostly links: dynamic boilerplate."""
+    by_shape: dict[str, list[Block]] = defaultdict(list)
+    pages_with: Counter = Counter()
+    for seg, mask in zip(pages, dropped):
+        seen = set()
+        for block, gone in zip(seg.blocks, mask):
+            if not gone:
+                by_shape[block.tag_path].append(block)
+                seen.add(block.tag_path)
+        pages_with.update(seen)
+    rules = []
+    need = max(settings.min_static_pages, settings.shape_support * len(pages))
+    for tag_path, blocks in sorted(by_shape.items()):
+        if pages_with[tag_path] < need or blocks[0].tag in HEADING_TAGS:
+            continue
+        chars = sum(len(b.text) for b in blocks)
+        link_share = sum(b.link_chars for b in blocks) / max(chars, 1)
+        short = float(np.median([len(b.text) for b in blocks])) <= settings.shape_max_chars
+        per_page = len(blocks) / pages_with[tag_path]
+        if link_share > settings.shape_max_link_density or (short and per_page <= 2
+                                                              and max(len(b.text) for b in blocks) < 2 *
+                                                              settings.shape_max_chars):
+            rules.append(Rule(xpath="/" + tag_path.lstrip("/"), action="drop-shape",
+                              support=round(pages_with[tag_path] / len(pages), 4), tag_path=tag_path,
+                              sample=blocks[0].text[:120]))
+    return rules
+
+
+def content_region(pages: Sequence[Segmented], dropped: Sequence[np.ndarray], rules: Sequence[Rule]) -> Rule | None:
+    """The element (by positional XPath) that holds most of the remaining text on most pages, if any."""
+    shapes = {r.tag_path for r in rules if r.action == "drop-shape"}
+    votes: Counter = Counter()
+    samples: dict[str, str] = {}
+    for seg, mask in zip(pages, dropped):
+        kept = [b for b, gone in zip(seg.blocks, mask) if not gone and b.tag_path not in shapes]
+        region = _deepest_holder(kept)
+        if region:
+            votes[region] += 1
+            samples.setdefault(region, next((b.text for b in kept if b.xpath.startswith(region)), ""))
+    if not votes:
+        return None
+    xpath, count = votes.most_common(1)[0]
+    if count < REGION_PAGE_SHARE * len(pages):
+        return None
+    return Rule(xpath=xpath, action="content", support=round(count / len(pages), 4), sample=samples[xpath][:120])
+
+
+def _deepest_holder(blocks: Sequence[Block]) -> str | None:
+    """Deepest ancestor path holding REGION_TEXT_SHARE of the blocks' non-link text."""
+    weights: Counter = Counter()
+    total = 0
+    for b in blocks:
+        w = len(b.text) - b.link_chars
+        if w <= 0:
+            continue
+        total += w
+        parts = b.xpath.split("/")
+        for depth in range(2, len(parts)):  # ancestors only: a region holds blocks
+            weights["/".join(parts[:depth])] += w
+    if not total:
+        return None
+    holders = [p for p, w in weights.items() if w >= REGION_TEXT_SHARE * total]
+    return max(holders, key=lambda p: p.count("/")) if holders else None
