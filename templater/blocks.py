@@ -26,7 +26,7 @@ _HINTS = etree.XPath(
 )
 _POSITIONS = re.compile(r"\[\d+\]")
 _BLOCK = config.BLOCK_TAGS
-_BREAK = config.BREAK_TAGS
+_SPLIT = config.BLOCK_TAGS | config.BREAK_TAGS
 
 
 def crc32(text: str) -> int:
@@ -40,104 +40,91 @@ def normalize_block_text(text: str) -> str:
 
 
 def _markup_bytes(element: etree._Element) -> int:
-    tag = element.tag
-    attrs = element.attrib
-    size = 2 * len(tag) + 5
-    if attrs:
-        for key, value in attrs.items():
-            size += len(key) + len(value) + 4
+    """Bytes of an element's start and end tags with its attributes (an estimate of its markup)."""
+    size = 2 * len(element.tag) + 5
+    for key, value in element.items():
+        size += len(key) + len(value) + 4
     return size
 
 
-class _Owners:
-    """Cache: text-parent element -> (owning block element, inside a link?)."""
-
-    __slots__ = ("cache",)
-
-    def __init__(self) -> None:
-        self.cache: dict = {}
-
-    def lookup(self, element: etree._Element) -> tuple[etree._Element, bool]:
-        found = self.cache.get(element)
-        if found is not None:
-            return found
-        in_link = False
-        node = element
-        while node is not None:
-            tag = node.tag
-            if tag == "a":
-                in_link = True
-            if tag in _BLOCK:
-                break
-            parent = node.getparent()
-            if parent is None:
-                break
-            node = parent
-        found = (node, in_link)
-        self.cache[element] = found
-        return found
+def _context(element: etree._Element) -> tuple[etree._Element, bool, int]:
+    """(owning block element, inside a link?, markup bytes) of a text node's parent element."""
+    in_link = False
+    node = element
+    while True:
+        tag = node.tag
+        if tag == "a":
+            in_link = True
+        if tag in _BLOCK:
+            break
+        parent = node.getparent()
+        if parent is None:
+            break
+        node = parent
+    return node, in_link, _markup_bytes(element)
 
 
 def segment(root: etree._Element, page: Page) -> Segmented:
-    """Cut a parsed page into blocks in document order."""
-    tree = root.getroottree()
-    owners = _Owners()
-    paths: dict = {}
+    """Cut a parsed page into blocks in document order.
+
+    Consecutive text nodes with the same owner form one block, unless a block-level tag or <br> closes in between.
+    """
+    getpath = root.getroottree().getpath
+    contexts: dict = {}
+    owners: dict = {}
     blocks: list[Block] = []
     parts: list[str] = []
-    link_chars = 0
-    markup = 0
-    seen_parents: set = set()
-    current = None
-
-    def flush() -> None:
-        nonlocal link_chars, markup
-        text = " ".join("".join(parts).split())
-        if text:
-            xpath, tag_path = paths[current]
-            digest = crc32(tag_path + "\x1f" + text.lower())
-            blocks.append(Block(len(blocks), xpath, tag_path, current.tag, text, min(link_chars, len(text)),
-                                markup, digest, crc32(tag_path), current))
-        parts.clear()
-        seen_parents.clear()
-        link_chars = 0
-        markup = 0
-
+    current = last_context = None
+    link_chars = markup = 0
     for node in _TEXT_NODES(root):
         parent = node.getparent()
         if node.is_tail:
-            context = parent.getparent()
-            boundary = parent.tag in _BLOCK or parent.tag in _BREAK
-            if context is None:
+            boundary = parent.tag in _SPLIT
+            parent = parent.getparent()
+            if parent is None:
                 continue
         else:
-            context = parent
             boundary = False
-        owner, in_link = owners.lookup(context)
+        info = contexts.get(parent)
+        if info is None:
+            info = contexts[parent] = _context(parent)
+        owner, in_link, size = info
         if owner is not current or boundary:
-            if current is not None:
-                flush()
+            if parts:
+                _close(blocks, owners[current], parts, link_chars, markup)
+            if owner not in owners:
+                xpath = getpath(owner)
+                tag_path = _POSITIONS.sub("", xpath)
+                owners[owner] = (xpath, tag_path, owner.tag, crc32(tag_path), _markup_bytes(owner), owner)
             current = owner
-            if owner not in paths:
-                xpath = tree.getpath(owner)
-                paths[owner] = (xpath, _POSITIONS.sub("", xpath))
-            markup += _markup_bytes(owner)
-            seen_parents.add(owner)
-        if context not in seen_parents:
-            seen_parents.add(context)
-            markup += _markup_bytes(context)
+            parts = []
+            link_chars = 0
+            markup = owners[owner][4]
+            last_context = owner
+        if parent is not last_context:
+            markup += size
+            last_context = parent
         parts.append(node)
         if in_link:
             link_chars += len(node.strip())
-    if current is not None:
-        flush()
+    if parts:
+        _close(blocks, owners[current], parts, link_chars, markup)
     vector = np.fromiter((b.hash for b in blocks), dtype=np.uint32, count=len(blocks))
-    hints = tuple(tree.getpath(e) for e in _HINTS(root))
+    hints = tuple(getpath(e) for e in _HINTS(root))
     return Segmented(page=page, blocks=tuple(blocks), vector=vector, hints=hints, title=_title(root), root=root)
+
+
+def _close(blocks: list[Block], owner: tuple, parts: list[str], link_chars: int, markup: int) -> None:
+    text = " ".join("".join(parts).split())
+    if text:
+        xpath, tag_path, tag, shape, _, element = owner
+        digest = zlib.crc32((tag_path + "\x1f" + text.lower()).encode("utf-8", "surrogatepass")) & 0xFFFFFFFF
+        blocks.append(Block(len(blocks), xpath, tag_path, tag, text, min(link_chars, len(text)), markup, digest,
+                            shape, element))
 
 
 def _title(root: etree._Element) -> str:
     title = root.find("head/title")
     if title is None:
         return ""
-    return " ".join(title.text_content().split())
+    return " ".join("".join(title.itertext()).split())

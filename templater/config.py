@@ -8,6 +8,18 @@ from dataclasses import dataclass
 MAX_PAGE_BYTES = 8 * 1024 * 1024  # a page larger than this is skipped as "huge"
 MIN_PAGE_CHARS = 16  # fewer characters of markup than this: "empty"
 BINARY_CONTROL_SHARE = 0.10  # share of control characters above which a body is "binary"
+SNIFF_BYTES = 64 * 1024  # "binary", "undecodable" and "looks like HTML" are judged on this much of the start
+META_SCAN_BYTES = 32 * 1024  # <meta charset> and <?xml encoding?> are looked for in this much of the start
+DETECT_BYTES = 64 * 1024  # the charset detector reads at most this much of the start
+MAX_REPLACEMENT_SHARE = 0.10  # share of U+FFFD (bytes no codec decodes) above which a page is "undecodable"
+UTF16_SNIFF_BYTES = 1024  # a body without BOM is taken for UTF-16 when, in this much of its start, ...
+UTF16_MIN_NUL_SHARE = 0.30  # ... at least this share of the code units has a NUL on one side ...
+UTF16_MAX_OTHER_NUL_SHARE = 0.05  # ... and at most this share a NUL on the other
+HTTP_OK_STATUS = "200"  # a WARC response with another HTTP status is skipped as "http-status"
+HTML_CONTENT_TYPES = ("text/html", "application/xhtml+xml")  # HTTP Content-Types taken as HTML
+# Content-Types servers send for HTML by mistake or laziness: the body decides ("not-html" when no markup).
+SNIFFED_CONTENT_TYPES = ("", "text/plain", "text/xml", "application/xml", "application/octet-stream",
+                         "binary/octet-stream", "application/unknown", "unknown/unknown")
 
 # Reasons a record is skipped; the run summary counts them under these names.
 SKIP_REASONS = (
