@@ -11,6 +11,7 @@ BINARY_CONTROL_SHARE = 0.10  # share of control characters above which a body is
 SNIFF_BYTES = 64 * 1024  # "binary", "undecodable" and "looks like HTML" are judged on this much of the start
 META_SCAN_BYTES = 32 * 1024  # <meta charset> and <?xml encoding?> are looked for in this much of the start
 DETECT_BYTES = 64 * 1024  # the charset detector reads at most this much of the start
+DETECT_CP1252_CHAOS = 0.05  # windows-1252 wins over the detector's pick when at most this much "chaos" worse
 MAX_REPLACEMENT_SHARE = 0.10  # share of U+FFFD (bytes no codec decodes) above which a page is "undecodable"
 UTF16_SNIFF_BYTES = 1024  # a body without BOM is taken for UTF-16 when, in this much of its start, ...
 UTF16_MIN_NUL_SHARE = 0.30  # ... at least this share of the code units has a NUL on one side ...
@@ -46,6 +47,7 @@ DROP_TAGS = ("script", "style", "noscript", "template", "svg", "math")
 
 # --- grouping and learning -----------------------------------------------------------------------------
 MIN_GROUP_PAGES = 3  # a URL prefix with fewer pages backs off to a shorter prefix
+LAYOUT_MATCH = 0.6  # a page fits a layout when it holds this share of the layout's signature tag paths
 LAYOUT_SAMPLE = 200  # leaders of layout clusters are chosen among at most this many pages of a group
 MIN_TEMPLATE_PAGES = 3  # a layout cluster needs this many pages to learn a template
 LAYOUT_SIMILARITY = 0.30  # pages join one layout cluster when the share of shared shapes is at least this
@@ -65,6 +67,7 @@ class LearnSettings:
     min_group_pages: int = MIN_GROUP_PAGES
     min_template_pages: int = MIN_TEMPLATE_PAGES
     layout_similarity: float = LAYOUT_SIMILARITY
+    layout_match: float = LAYOUT_MATCH
     static_support: float = STATIC_SUPPORT
     min_static_pages: int = MIN_STATIC_PAGES
     shape_support: float = SHAPE_SUPPORT

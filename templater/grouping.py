@@ -73,6 +73,13 @@ def layout_similarity(a: np.ndarray, b: np.ndarray) -> float:
     return shared / (len(a) + len(b) - shared)
 
 
+def layout_containment(signature: np.ndarray, shapes: np.ndarray) -> float:
+    """Share of a layout signature's tag paths that a page's sorted shape set contains."""
+    if len(signature) == 0:
+        return 0.0
+    return len(np.intersect1d(signature, shapes, assume_unique=True)) / len(signature)
+
+
 def cluster_layouts(shape_sets: Sequence[np.ndarray], *, threshold: float = config.LAYOUT_SIMILARITY,
                     sample: int = config.LAYOUT_SAMPLE) -> list[int]:
     """Cluster pages of one group by layout: a page joins the cluster whose leader it resembles most.

@@ -26,7 +26,7 @@ from .blocks import segment
 from .config import LearnSettings
 from .encoding import decode_page
 from .extract import CompiledTemplate, extract_page
-from .grouping import assign_groups, cluster_layouts, host_of, layout_similarity, match_prefix, shape_set
+from .grouping import assign_groups, cluster_layouts, host_of, layout_containment, match_prefix, shape_set
 from .parse import parse_html
 from .sources import iter_records
 from .template import learn_template
@@ -175,6 +175,7 @@ def _build_group(db: sqlite_utils.Database, group: str, ids: list[str], settings
         shapes = page_store.page_shapes(db, ids)
         sets = [shape_set(shapes[pid]) for pid in ids]
         labels = cluster_layouts(sets, threshold=settings.layout_similarity)
+        labels = _adopt_strays(labels, sets, settings)
         for layout in sorted(set(labels)):
             cluster = [pid for pid, label in zip(ids, labels) if label == layout]
             cluster_sets = [s for s, label in zip(sets, labels) if label == layout]
@@ -188,6 +189,21 @@ def _build_group(db: sqlite_utils.Database, group: str, ids: list[str], settings
         db.execute("ROLLBACK")
         raise
     return summary
+
+
+def _adopt_strays(labels: list[int], sets: list[np.ndarray], settings: LearnSettings) -> list[int]:
+    """Pages of clusters too small for a template join the large cluster whose layout they contain, if any."""
+    sizes = Counter(labels)
+    large = [label for label, n in sorted(sizes.items()) if n >= settings.min_template_pages]
+    signatures = {label: _layout_signature([s for s, x in zip(sets, labels) if x == label]) for label in large}
+    adopted = list(labels)
+    for i, (label, shapes) in enumerate(zip(labels, sets)):
+        if sizes[label] >= settings.min_template_pages or not large:
+            continue
+        score, best = max((layout_containment(signatures[x], shapes), x) for x in large)
+        if score >= settings.layout_match:
+            adopted[i] = best
+    return adopted
 
 
 def _learn_cluster(db: sqlite_utils.Database, group: str, layout: int, ids: list[str], sets: list[np.ndarray],
@@ -249,7 +265,7 @@ class TemplateIndex:
         if group is None:
             return None
         shapes = shape_set(np.fromiter((b.shape for b in seg.blocks), dtype=np.uint32, count=len(seg.blocks)))
-        scored = [(layout_similarity(shapes, layout), compiled) for layout, compiled in self.by_group[group]]
+        scored = [(layout_containment(layout, shapes), compiled) for layout, compiled in self.by_group[group]]
         score, best = max(scored, key=lambda sc: sc[0])
         return best if score >= threshold else None
 
@@ -265,7 +281,7 @@ def extract(db: sqlite_utils.Database, *, method: str = "auto", ids: Sequence[st
             seg = _stored_segment(stored)
             if isinstance(seg, Skip):
                 continue
-            compiled = index.find(seg, stored.site, threshold=settings.layout_similarity)
+            compiled = index.find(seg, stored.site, threshold=settings.layout_match)
             result = extract_page(seg, compiled, site=stored.site or stored.group_key, method=method)
             batch.write()
             page_store.save_extraction(db, page_id=result.id, site=result.site, method=result.method,

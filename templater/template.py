@@ -26,6 +26,8 @@ HEADING_TAGS = frozenset({"h1", "h2", "title"})
 REFERENCE_CANDIDATES = 15  # pages tried as the alignment reference
 REGION_TEXT_SHARE = 0.8  # the content region holds at least this share of a page's remaining text
 REGION_PAGE_SHARE = 0.5  # ... on at least this share of the pages
+HEADLINE_TAGS = frozenset({"h1", "h2", "h3"})
+HEADLINE_MIN_OVERLAP = 0.5  # share of a heading's words found in the <title> for it to be the headline
 
 
 def learn_template(pages: Sequence[Segmented], *, site: str, version: int = 1, layout: int = 0,
@@ -113,7 +115,8 @@ def content_region(pages: Sequence[Segmented], dropped: Sequence[np.ndarray], ru
     samples: dict[str, str] = {}
     for seg, mask in zip(pages, dropped):
         kept = [b for b, gone in zip(seg.blocks, mask) if not gone and b.tag_path not in shapes]
-        region = _deepest_holder(kept)
+        headline = find_headline(seg)
+        region = _deepest_holder(kept, seg.blocks[headline].xpath if headline is not None else None)
         if region:
             votes[region] += 1
             samples.setdefault(region, next((b.text for b in kept if b.xpath.startswith(region)), ""))
@@ -125,8 +128,23 @@ def content_region(pages: Sequence[Segmented], dropped: Sequence[np.ndarray], ru
     return Rule(xpath=xpath, action="content", support=round(count / len(pages), 4), sample=samples[xpath][:120])
 
 
-def _deepest_holder(blocks: Sequence[Block]) -> str | None:
-    """Deepest ancestor path holding REGION_TEXT_SHARE of the blocks' non-link text."""
+def find_headline(seg: Segmented) -> int | None:
+    """Index of the heading block that repeats the page's <title> best (the article's headline), if any."""
+    title = set(seg.title.lower().split())
+    if not title:
+        return None
+    best, best_score = None, HEADLINE_MIN_OVERLAP
+    for block in seg.blocks:
+        if block.tag in HEADLINE_TAGS:
+            words = set(block.text.lower().split())
+            score = len(words & title) / len(words) if words else 0.0
+            if score > best_score:
+                best, best_score = block.index, score
+    return best
+
+
+def _deepest_holder(blocks: Sequence[Block], headline: str | None = None) -> str | None:
+    """Deepest ancestor path holding REGION_TEXT_SHARE of the blocks' non-link text (and the headline)."""
     weights: Counter = Counter()
     total = 0
     for b in blocks:
@@ -139,5 +157,6 @@ def _deepest_holder(blocks: Sequence[Block]) -> str | None:
             weights["/".join(parts[:depth])] += w
     if not total:
         return None
-    holders = [p for p, w in weights.items() if w >= REGION_TEXT_SHARE * total]
+    holders = [p for p, w in weights.items() if w >= REGION_TEXT_SHARE * total
+               and (headline is None or headline.startswith(p + "/"))]
     return max(holders, key=lambda p: p.count("/")) if holders else None

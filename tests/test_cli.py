@@ -1,0 +1,58 @@
+import json
+
+from typer.testing import CliRunner
+
+from cli import app
+
+from conftest import SAMPLES
+
+runner = CliRunner()
+
+
+def test_run_writes_the_documented_fields(tmp_path):
+    out = tmp_path / "out.jsonl"
+    result = runner.invoke(app, ["run", str(SAMPLES / "pages.jsonl.gz"), "--db", str(tmp_path / "s.db"),
+                                 "--output", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 38
+    assert all(set(r) == {"id", "url", "site", "text", "method", "template", "coverage"} for r in rows)
+    assert {r["method"] for r in rows} == {"template", "fallback"}
+
+
+def test_ingest_build_extract_match_run(tmp_path):
+    db = str(tmp_path / "s.db")
+    assert runner.invoke(app, ["ingest", str(SAMPLES / "docs.warc.gz"), "--db", db, "-q"]).exit_code == 0
+    assert runner.invoke(app, ["build", "--db", db, "-q"]).exit_code == 0
+    result = runner.invoke(app, ["extract", "--db", db, "-q"])
+    assert result.exit_code == 0
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(rows) == 30
+    # the two pages of SQLite's older layout are too few for a template of their own
+    fallback = sorted(r["url"] for r in rows if r["method"] == "fallback")
+    assert fallback == ["https://sqlite.org/different.html", "https://sqlite.org/whentouse.html"]
+
+
+def test_summary_counts_skips(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"url": "https://a.example/x", "html": ""}\n', encoding="utf-8")
+    result = runner.invoke(app, ["ingest", str(bad), "--db", str(tmp_path / "s.db")])
+    assert result.exit_code == 0
+    assert "empty=1" in result.stderr
+
+
+def test_errors_are_messages_not_tracebacks(tmp_path):
+    missing = runner.invoke(app, ["ingest", str(tmp_path / "nope.jsonl"), "--db", str(tmp_path / "s.db")])
+    assert missing.exit_code != 0 and "Traceback" not in missing.output
+    no_db = runner.invoke(app, ["extract", "--db", str(tmp_path / "none.db")])
+    assert no_db.exit_code == 1 and "no database" in no_db.stderr
+    broken = tmp_path / "broken.db"
+    broken.write_bytes(b"garbage" * 500)
+    corrupt = runner.invoke(app, ["build", "--db", str(broken)])
+    assert corrupt.exit_code == 1 and "not a usable SQLite database" in corrupt.stderr
+
+
+def test_every_command_has_help_with_an_example():
+    for command in ("ingest", "build", "extract", "run"):
+        result = runner.invoke(app, [command, "--help"])
+        assert result.exit_code == 0 and "Example:" in result.stdout

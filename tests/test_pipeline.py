@@ -1,0 +1,84 @@
+import gzip
+import json
+
+import pytest
+
+from templater import pipeline
+from templater.errors import StoreError
+
+from conftest import SAMPLES
+from sitegen import article_html
+
+
+def write_site(path, count, *, start=0):
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        for seed in range(start, start + count):
+            html, _ = article_html(seed)
+            f.write(json.dumps({"id": f"p{seed}", "url": f"https://news.example.com/story/{seed}.html",
+                                "html": html}) + "\n")
+
+
+def test_run_learns_a_template_and_extracts_every_page(tmp_path):
+    write_site(tmp_path / "site.jsonl.gz", 6)
+    db = pipeline.open_store(tmp_path / "t.db")
+    assert pipeline.ingest(db, [tmp_path / "site.jsonl.gz"]).counts["new"] == 6
+    built = pipeline.build(db)
+    assert built.counts["templates learned"] == 1
+    results = list(pipeline.extract(db))
+    assert {r.method for r in results} == {"template"}
+    assert {r.template for r in results} == {"news.example.com/story/@v1"}
+    assert all(r.coverage == 1.0 for r in results)
+    assert all("Copyright" not in r.text for r in results)
+
+
+def test_reingest_is_idempotent_and_rebuild_keeps_the_version(tmp_path):
+    write_site(tmp_path / "site.jsonl.gz", 5)
+    db = pipeline.open_store(tmp_path / "t.db")
+    pipeline.ingest(db, [tmp_path / "site.jsonl.gz"])
+    pipeline.build(db)
+    again = pipeline.ingest(db, [tmp_path / "site.jsonl.gz"])
+    assert again.counts == {"unchanged": 5}
+    assert pipeline.build(db).counts["templates unchanged"] == 1
+    assert db.execute("SELECT count(*) FROM pages").fetchone()[0] == 5
+    assert db.execute("SELECT count(*) FROM templates").fetchone()[0] == 1
+
+
+def test_a_new_page_of_a_known_site_gets_its_template_without_a_rebuild(tmp_path):
+    write_site(tmp_path / "site.jsonl.gz", 5)
+    write_site(tmp_path / "later.jsonl.gz", 1, start=40)
+    db = pipeline.open_store(tmp_path / "t.db")
+    pipeline.ingest(db, [tmp_path / "site.jsonl.gz"])
+    pipeline.build(db)
+    pipeline.ingest(db, [tmp_path / "later.jsonl.gz"])
+    result = list(pipeline.extract(db, ids=["p40"]))[0]
+    assert result.method == "template" and result.template == "news.example.com/story/@v1"
+
+
+def test_bad_records_are_counted_and_stored_pages_survive(tmp_path):
+    write_site(tmp_path / "site.jsonl.gz", 4)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"url": "https://news.example.com/x.html", "html": ""}\nnot json\n'
+                   '{"url": "nope", "html": "<p>hello</p>"}\n', encoding="utf-8")
+    db = pipeline.open_store(tmp_path / "t.db")
+    pipeline.ingest(db, [tmp_path / "site.jsonl.gz"])
+    summary = pipeline.ingest(db, [bad])
+    assert sum(summary.skipped.values()) == 3 and not summary.counts
+    assert db.execute("SELECT count(*) FROM pages").fetchone()[0] == 4
+
+
+def test_a_corrupt_database_is_a_clear_error(tmp_path):
+    path = tmp_path / "broken.db"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StoreError, match="not a usable SQLite database"):
+        pipeline.open_store(path)
+    with pytest.raises(StoreError, match="no database"):
+        pipeline.open_store(tmp_path / "missing.db", create=False)
+
+
+def test_samples_run_end_to_end(tmp_path):
+    db = pipeline.open_store(tmp_path / "s.db")
+    pipeline.ingest(db, [SAMPLES / "pages.jsonl.gz"])
+    assert pipeline.build(db).counts["templates learned"] >= 3
+    results = {r.id: r for r in pipeline.extract(db)}
+    assert len(results) == 38
+    assert sum(r.method == "template" for r in results.values()) >= 25
