@@ -65,7 +65,7 @@ def report(title: str, summary: pipeline.Summary, quiet: bool) -> None:
     skipped = sum(summary.skipped.values())
     if skipped:
         parts.append(f"skipped={skipped} (" + ", ".join(f"{k}={v}" for k, v in sorted(summary.skipped.items())) + ")")
-    err.print(f"{title}: " + ", ".join(parts), highlight=False)
+    err.print(f"{title}: " + ", ".join(parts), highlight=False, soft_wrap=True)
 
 
 @contextlib.contextmanager
