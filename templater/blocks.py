@@ -72,6 +72,7 @@ def segment(root: etree._Element, page: Page) -> Segmented:
     getpath = root.getroottree().getpath
     contexts: dict = {}
     owners: dict = {}
+    tag_paths: dict = {}
     blocks: list[Block] = []
     parts: list[str] = []
     current = last_context = None
@@ -93,9 +94,8 @@ def segment(root: etree._Element, page: Page) -> Segmented:
             if parts:
                 _close(blocks, owners[current], parts, link_chars, markup)
             if owner not in owners:
-                xpath = getpath(owner)
-                tag_path = _POSITIONS.sub("", xpath)
-                owners[owner] = (xpath, tag_path, owner.tag, crc32(tag_path), _markup_bytes(owner), owner)
+                tag_path = _tag_path(owner, tag_paths)
+                owners[owner] = (None, tag_path, owner.tag, crc32(tag_path), _markup_bytes(owner), owner)
             current = owner
             parts = []
             link_chars = 0
@@ -112,6 +112,19 @@ def segment(root: etree._Element, page: Page) -> Segmented:
     vector = np.fromiter((b.hash for b in blocks), dtype=np.uint32, count=len(blocks))
     hints = tuple(getpath(e) for e in _HINTS(root))
     return Segmented(page=page, blocks=tuple(blocks), vector=vector, hints=hints, title=_title(root), root=root)
+
+
+def _tag_path(element: etree._Element, cache: dict) -> str:
+    """'/html/body/div/p': the element's path of tag names, built from its cached ancestors."""
+    chain = []
+    node = element
+    while node is not None and node not in cache:
+        chain.append(node)
+        node = node.getparent()
+    path = cache[node] if node is not None else ""
+    for item in reversed(chain):
+        path = cache[item] = path + "/" + item.tag
+    return path
 
 
 def _close(blocks: list[Block], owner: tuple, parts: list[str], link_chars: int, markup: int) -> None:

@@ -31,8 +31,8 @@ class CompiledTemplate:
         self.static_seq = [r.hash for r in static]
         self.static_set = np.array(sorted(set(self.static_seq)), dtype=np.uint32)
         self.shapes = frozenset(r.tag_path for r in template.rules if r.action == "drop-shape")
-        regions = [r for r in template.rules if r.action == "content"]
-        self.region = regions[0].xpath if regions else None
+        regions = [r for r in template.rules if r.action == "content" and not r.pinned]
+        self.region = _compile(regions[0])[1] if regions else None
         self.pinned = tuple(_compile(r) for r in template.rules if r.pinned)
 
 
@@ -55,25 +55,27 @@ def apply_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarr
                                count=len(seg.blocks))
     for rule, xpath in compiled.pinned:
         allowed &= _pinned_mask(seg, rule, xpath)
-    if compiled.region:
+    if compiled.region is not None:
         allowed &= _region_mask(seg, compiled.region, allowed)
     return allowed, coverage
 
 
 def _pinned_mask(seg: Segmented, rule: Rule, xpath: etree.XPath) -> np.ndarray:
     """A pinned drop rule removes every block at or under its elements; a pinned content rule keeps only those."""
-    tree = seg.root.getroottree()
-    prefixes = tuple(tree.getpath(e) for e in xpath(seg.root) if isinstance(e, etree._Element))
-    inside = np.fromiter((_under(b.xpath, prefixes) for b in seg.blocks), dtype=bool, count=len(seg.blocks))
+    inside = _inside(seg, [e for e in xpath(seg.root) if isinstance(e, etree._Element)])
     return inside if rule.action == "content" else ~inside
 
 
-def _under(xpath: str, prefixes: tuple[str, ...]) -> bool:
-    return any(xpath == p or xpath.startswith(p + "/") for p in prefixes)
+def _inside(seg: Segmented, elements: list) -> np.ndarray:
+    """Mask of the blocks owned by the given elements or their descendants."""
+    members = set()
+    for element in elements:
+        members.update(element.iter())
+    return np.fromiter((b.element in members for b in seg.blocks), dtype=bool, count=len(seg.blocks))
 
 
-def _region_mask(seg: Segmented, region: str, allowed: np.ndarray) -> np.ndarray:
-    inside = np.fromiter((_under(b.xpath, (region,)) for b in seg.blocks), dtype=bool, count=len(seg.blocks))
+def _region_mask(seg: Segmented, region: etree.XPath, allowed: np.ndarray) -> np.ndarray:
+    inside = _inside(seg, [e for e in region(seg.root) if isinstance(e, etree._Element)][:1])
     chars = np.fromiter((len(b.text) for b in seg.blocks), dtype=np.int64, count=len(seg.blocks))
     total = chars[allowed].sum()
     if total and chars[allowed & inside].sum() >= REGION_MIN_SHARE * total:

@@ -15,6 +15,8 @@ from . import config
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]")
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*>", re.IGNORECASE)
+_UNCLOSED_TITLE = re.compile(r"(<title[^>]*>[^<\n]*)", re.IGNORECASE)
+MAX_TITLE_CHARS = 1000  # a longer <title> text means the tag was never closed
 
 # lxml.etree's parser, not lxml.html's: html's element classes cost a Python call per element proxy.
 _PARSER = etree.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True, no_network=True,
@@ -29,14 +31,28 @@ def clean_text(markup: str) -> str:
 
 def parse_html(markup: str) -> etree._Element | None:
     """Parse decoded HTML into an lxml tree with non-content elements removed; None if nothing parses."""
-    data = clean_text(markup).encode("utf-8", "replace")
-    if not data.strip():
-        return None
-    try:
-        root = etree.fromstring(data, parser=_PARSER)
-    except (etree.ParserError, etree.XMLSyntaxError, ValueError):
-        return None
+    markup = clean_text(markup)
+    root = _parse(markup)
+    if root is not None and _swallowed_by_title(root):
+        repaired = _parse(_UNCLOSED_TITLE.sub(r"\1</title>", markup, count=1))
+        root = repaired if repaired is not None else root
     if root is None:
         return None
     etree.strip_elements(root, *config.DROP_TAGS, with_tail=False)
     return root
+
+
+def _parse(markup: str) -> etree._Element | None:
+    data = markup.encode("utf-8", "replace")
+    if not data.strip():
+        return None
+    try:
+        return etree.fromstring(data, parser=_PARSER)
+    except (etree.ParserError, etree.XMLSyntaxError, ValueError):
+        return None
+
+
+def _swallowed_by_title(root: etree._Element) -> bool:
+    """An unclosed <title> makes the parser read the whole page as its text (real pages do this)."""
+    title = root.find("head/title")
+    return title is not None and len(title.text or "") > MAX_TITLE_CHARS

@@ -45,24 +45,44 @@ class Page:
     encoding: str = "utf-8"
 
 
-@dataclass(frozen=True, slots=True)
 class Block:
     """A run of adjacent inline content owned by one block-level element.
 
-    ``xpath`` is the owner element's positional XPath, ``tag_path`` the same path without positions.
-    ``hash`` is CRC32 of (tag_path, normalized text); ``shape`` is CRC32 of tag_path alone.
+    ``xpath`` is the owner element's positional XPath (computed on first use from ``element``, since most blocks
+    of most pages never need it), ``tag_path`` the same path without positions. ``hash`` is CRC32 of
+    (tag_path, normalized text); ``shape`` is CRC32 of tag_path alone. Treat instances as immutable.
     """
 
-    index: int
-    xpath: str
-    tag_path: str
-    tag: str
-    text: str
-    link_chars: int
-    markup_bytes: int
-    hash: int
-    shape: int
-    element: Any = field(default=None, compare=False, repr=False)  # the owning lxml element (same parse only)
+    __slots__ = ("index", "_xpath", "tag_path", "tag", "text", "link_chars", "markup_bytes", "hash", "shape",
+                 "element")
+
+    def __init__(self, index: int, xpath: str | None, tag_path: str, tag: str, text: str, link_chars: int,
+                 markup_bytes: int, hash: int, shape: int, element: Any = None) -> None:
+        self.index = index
+        self._xpath = xpath
+        self.tag_path = tag_path
+        self.tag = tag
+        self.text = text
+        self.link_chars = link_chars
+        self.markup_bytes = markup_bytes
+        self.hash = hash
+        self.shape = shape
+        self.element = element  # the owning lxml element (valid while its tree lives)
+
+    @property
+    def xpath(self) -> str:
+        if self._xpath is None:
+            self._xpath = self.element.getroottree().getpath(self.element) if self.element is not None else ""
+        return self._xpath
+
+    def __repr__(self) -> str:
+        return f"Block({self.index}, {self.tag_path!r}, {self.text[:40]!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Block) and (self.index, self.xpath, self.hash, self.text) == (
+            other.index, other.xpath, other.hash, other.text)
+
+    __hash__ = None  # mutable cache inside: not hashable
 
     @property
     def text_chars(self) -> int:

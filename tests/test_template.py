@@ -58,3 +58,15 @@ def test_headline_is_the_heading_that_repeats_the_title():
     index = find_headline(seg)
     assert index is not None and seg.blocks[index].text == text.split("\n")[0]
     assert np.asarray(seg.vector).dtype == np.uint32
+
+
+def test_an_unclosed_title_does_not_swallow_the_page():
+    from templater.blocks import segment
+    from templater.parse import parse_html
+    from templater.types import Page
+
+    html = "<html><head><title>Headline here\n" + "<script>var x = 1;</script>" * 80 + \
+        "</head><body><p>" + "The body text. " * 20 + "</p></body></html>"
+    seg = segment(parse_html(html), Page("p", "https://a.example/p", html))
+    assert seg.title == "Headline here"
+    assert seg.blocks and seg.blocks[0].text.startswith("The body text.")
