@@ -14,6 +14,7 @@ from . import fallback
 from .align import lcs_pairs
 from .errors import RuleError
 from .grouping import host_of
+from .template import contains, find_headline
 from .types import Extraction, Rule, Segmented, Template
 
 REGION_MIN_SHARE = 0.5  # the region is used only when it holds this share of the text the rules left
@@ -22,7 +23,7 @@ REGION_MIN_SHARE = 0.5  # the region is used only when it holds this share of th
 class CompiledTemplate:
     """A template prepared for fast application: hash sets and sequences built once."""
 
-    __slots__ = ("template", "name", "static_seq", "static_set", "shapes", "region", "pinned")
+    __slots__ = ("template", "name", "static_seq", "static_set", "shapes", "region", "pinned", "containers")
 
     def __init__(self, template: Template) -> None:
         self.template = template
@@ -34,6 +35,7 @@ class CompiledTemplate:
         regions = [r for r in template.rules if r.action == "content" and not r.pinned]
         self.region = _compile(regions[0])[1] if regions else None
         self.pinned = tuple(_compile(r) for r in template.rules if r.pinned)
+        self.containers = tuple(_compile(r)[1] for r in template.rules if r.action == "drop-xpath" and not r.pinned)
 
 
 def _compile(rule: Rule) -> tuple[Rule, etree.XPath]:
@@ -53,6 +55,8 @@ def apply_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarr
     if compiled.shapes:
         allowed &= np.fromiter((b.tag_path not in compiled.shapes for b in seg.blocks), dtype=bool,
                                count=len(seg.blocks))
+    if compiled.containers:
+        allowed &= ~_container_mask(seg, compiled.containers)
     for rule, xpath in compiled.pinned:
         allowed &= _pinned_mask(seg, rule, xpath)
     if compiled.region is not None:
@@ -64,6 +68,15 @@ def _pinned_mask(seg: Segmented, rule: Rule, xpath: etree.XPath) -> np.ndarray:
     """A pinned drop rule removes every block at or under its elements; a pinned content rule keeps only those."""
     inside = _inside(seg, [e for e in xpath(seg.root) if isinstance(e, etree._Element)])
     return inside if rule.action == "content" else ~inside
+
+
+def _container_mask(seg: Segmented, rules: tuple[etree.XPath, ...]) -> np.ndarray:
+    """Blocks under elements that learned container rules match (never a container holding the headline)."""
+    headline = find_headline(seg)
+    elements = [e for xpath in rules for e in xpath(seg.root) if isinstance(e, etree._Element)]
+    if headline is not None:
+        elements = [e for e in elements if not contains(e, seg.blocks[headline].element)]
+    return _inside(seg, elements)
 
 
 def _inside(seg: Segmented, elements: list) -> np.ndarray:

@@ -15,7 +15,10 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from datetime import datetime, timezone
 
+import re
+
 import numpy as np
+from lxml import etree
 
 from . import config
 from .align import lcs_length, lcs_pairs
@@ -27,6 +30,12 @@ REFERENCE_CANDIDATES = 15  # pages tried as the alignment reference
 REGION_TEXT_SHARE = 0.8  # the content region holds at least this share of a page's remaining text
 REGION_PAGE_SHARE = 0.5  # ... on at least this share of the pages
 HEADLINE_TAGS = frozenset({"h1", "h2", "h3"})
+COMMENT_SUPPORT = 0.2  # a comments container on this share of a cluster's pages becomes a drop rule
+COMMENT_NAME = re.compile(
+    r"(?i)comments?|comment-?list|comments?-(?:area|section|wrap|wrapper|container|block|box|thread|holder)"
+    r"|comment-(?:body|content|text|item)|respond|disqus_thread|dsq-content|replies|reader-?comments"
+    r"|commentary-list|user-?comments")
+_NAMED = etree.XPath("//body//*[@id or @class][not(self::body)]")
 HEADLINE_MIN_OVERLAP = 0.5  # share of a heading's words found in the <title> for it to be the headline
 
 
@@ -42,6 +51,7 @@ def learn_template(pages: Sequence[Segmented], *, site: str, version: int = 1, l
     region = content_region(pages, dropped, rules)
     if region is not None:
         rules.append(region)
+    rules += comment_rules(pages, settings)
     return Template(site=site, version=version, rules=tuple(rules), page_count=len(pages),
                     learned_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), layout=layout,
                     reason=reason)
@@ -106,6 +116,54 @@ def dynamic_rules(pages: Sequence[Segmented], dropped: Sequence[np.ndarray],
                               support=round(pages_with[tag_path] / len(pages), 4), tag_path=tag_path,
                               sample=blocks[0].text[:120]))
     return rules
+
+
+def comment_rules(pages: Sequence[Segmented], settings: LearnSettings) -> list[Rule]:
+    """Containers named like reader comments (by id or class) on enough pages: XPath drop rules.
+
+    Comments vary from page to page like the article itself, so neither repetition nor shape finds them; the
+    site's own markup names them. A container that holds the page's headline is never taken for comments.
+    """
+    found: Counter = Counter()
+    samples: dict[str, str] = {}
+    for seg in pages:
+        headline = find_headline(seg)
+        keep_out = seg.blocks[headline].element if headline is not None else None
+        for xpath, element in set(_comment_containers(seg.root)):
+            if keep_out is not None and contains(element, keep_out):
+                continue
+            found[xpath] += 1
+            samples.setdefault(xpath, " ".join("".join(element.itertext()).split())[:120])
+    need = max(settings.min_static_pages, COMMENT_SUPPORT * len(pages))
+    return [Rule(xpath=xpath, action="drop-xpath", support=round(n / len(pages), 4), sample=samples[xpath])
+            for xpath, n in sorted(found.items()) if n >= need]
+
+
+def _comment_containers(root) -> list[tuple[str, object]]:
+    """(generalized XPath, element) of the outermost elements whose id or a class names comments."""
+    out = []
+    for element in _NAMED(root):
+        if any(contains(outer, element) for _, outer in out):
+            continue
+        ident = element.get("id") or ""
+        if ident and COMMENT_NAME.fullmatch(ident) and not ident[-1:].isdigit():
+            out.append((f"//*[@id='{ident}']", element))
+            continue
+        token = next((t for t in (element.get("class") or "").split() if COMMENT_NAME.fullmatch(t)), None)
+        if token is not None:
+            out.append((f"//{element.tag}[contains(concat(' ', normalize-space(@class), ' '), ' {token} ')]",
+                        element))
+    return out
+
+
+def contains(outer, inner) -> bool:
+    """Whether element outer is inner or one of its ancestors."""
+    node = inner
+    while node is not None:
+        if node is outer:
+            return True
+        node = node.getparent()
+    return False
 
 
 def content_region(pages: Sequence[Segmented], dropped: Sequence[np.ndarray], rules: Sequence[Rule]) -> Rule | None:
