@@ -1,7 +1,7 @@
 """Raw page -> decoded Page, or a Skip that says why not.
 
-The steps of ``decode_page``: refuse what is not a page (empty, huge, binary by its magic number), find the
-codec, decode, then refuse text that is binary, undecodable, empty or not HTML.
+The steps of ``decode_page``: refuse what is not a page (empty, huge, binary by magic number or control
+bytes), find the codec, decode, then refuse text that is binary, undecodable, empty or not HTML.
 
 The codec, first that works:
   1. a byte order mark (it cannot be wrong, so it comes first, as in the WHATWG encoding standard);
@@ -11,8 +11,9 @@ The codec, first that works:
      <?xml encoding?> in the first config.META_SCAN_BYTES, each decoded strictly;
   4. UTF-16 without a BOM, told by its NUL bytes;
   5. UTF-8 (an ASCII body);
-  6. the charset-normalizer detector;
-  7. the first usable declared codec, else UTF-8, with replacement characters.
+  6. the charset-normalizer detector (windows-1252 preferred among Latin code pages it cannot tell apart);
+  7. windows-1252, the web's default legacy encoding, when it decodes strictly;
+  8. the first usable declared codec, else the detected one, else UTF-8, with replacement characters.
 Labels are normalized the WHATWG way by our own table (``normalize_charset``): bogus labels (``0``, empty,
 unknown) are ignored, ``b'euc_kr'`` loses its Python bytes wrapper, latin-1/ascii mean cp1252, gb2312 means
 gb18030 and so on.
@@ -29,6 +30,7 @@ import logging
 import re
 
 import charset_normalizer
+from charset_normalizer.utils import is_multi_byte_encoding
 
 from . import config
 from .types import Page, RawPage, Skip
@@ -52,6 +54,7 @@ _MAGIC = {
 }
 _CONTROL_BYTES = bytes([*range(0x00, 0x09), 0x0B, *range(0x0E, 0x20), 0x7F])  # not \t \n \f \r
 _REPLACEMENT = "\ufffd"
+_CP1252 = "cp1252"
 
 _META_CHARSET = re.compile(rb"""<meta\s[^>]*?charset\s*=\s*["']?\s*([^\s"/>;]*)""", re.IGNORECASE)
 _XML_ENCODING = re.compile(rb"""^\s*<\?xml[^>]*?encoding\s*=\s*["']([^"']*)["']""", re.IGNORECASE)
@@ -74,7 +77,7 @@ _ALIASES = {
 # Python's canonical codec names -> the codec decoded with (WHATWG supersets); anything else is not a web
 # text encoding (base64, rot13, idna, unicode-escape, utf-7, EBCDIC...) and is ignored.
 _WEB_CODECS = {
-    "utf-8": "utf-8", "ascii": "cp1252", "latin-1": "cp1252", "iso8859-1": "cp1252", "cp1252": "cp1252",
+    "utf-8": "utf-8", "ascii": "cp1252", "iso8859-1": "cp1252", "cp1252": "cp1252",
     "iso8859-9": "cp1254", "iso8859-11": "cp874", "tis-620": "cp874", "cp874": "cp874",
     "gb2312": "gb18030", "gbk": "gb18030", "gb18030": "gb18030", "hz": "hz",
     "big5": "big5hkscs", "big5hkscs": "big5hkscs", "cp950": "big5hkscs",
@@ -98,7 +101,7 @@ def decode_page(raw: RawPage) -> Page | Skip:
         problem = _check_size(len(raw.body), raw.body.strip())
         text, codec = _repair_text(raw.body), TEXT_INPUT
     else:
-        problem = _check_size(len(raw.body), raw.body.strip()) or _check_magic(raw.body)
+        problem = _check_size(len(raw.body), raw.body.strip()) or _check_magic(raw.body) or _check_bytes(raw.body)
         text, codec = ("", "") if problem else decode_body(raw.body, raw.content_type)
     problem = problem or _check_text(text)
     if problem:
@@ -109,8 +112,9 @@ def decode_page(raw: RawPage) -> Page | Skip:
 
 def decode_body(body: bytes, content_type: str | None = None) -> tuple[str, str]:
     """Bytes -> (text, codec used), trying the sources in the module's order; never raises."""
-    for codec, start in _bom(body):
-        return body[start:].decode(codec, "replace"), codec
+    if bom := _bom(body):
+        codec, size = bom
+        return body[size:].decode(codec, "replace"), codec
     if not body.isascii() and (text := _decode_strict(body, "utf-8")) is not None:
         return text, "utf-8"
     declared = declared_charsets(body, content_type)
@@ -121,9 +125,11 @@ def decode_body(body: bytes, content_type: str | None = None) -> tuple[str, str]
         return body.decode(codec, "replace"), codec
     if body.isascii():
         return body.decode("ascii"), "utf-8"
-    if (codec := detect_charset(body)) and (text := _decode_strict(body, codec)) is not None:
-        return text, codec
-    codec = (declared or [codec or "utf-8"])[0]
+    detected = detect_charset(body)
+    for codec in (detected, _CP1252):
+        if codec and (text := _decode_strict(body, codec)) is not None:
+            return text, codec
+    codec = next((c for c in declared if not c.startswith(_WIDE)), None) or detected or "utf-8"
     log.debug("no codec decodes the body strictly; using %s with replacement characters", codec)
     return body.decode(codec, "replace"), codec
 
@@ -179,19 +185,32 @@ def sniff_utf16(body: bytes) -> str | None:
 
 
 def detect_charset(body: bytes) -> str | None:
-    """The detector's codec for the body's first config.DETECT_BYTES (cut at a line end), or None."""
+    """The detector's codec for the body's first config.DETECT_BYTES (cut at a line end), or None.
+
+    charset-normalizer cannot tell the Latin code pages apart on short texts (English with curly quotes comes
+    out as cp1250, French as cp1257): when windows-1252, the web's default legacy encoding, is among its
+    candidates and nearly as clean as the best single-byte pick, windows-1252 is taken.
+    """
     sample = body[: config.DETECT_BYTES]
     if len(body) > len(sample) and (cut := sample.rfind(b"\n")) > 0:
         sample = sample[: cut + 1]  # never split a multibyte character: a newline is one byte in them all
-    match = charset_normalizer.from_bytes(sample).best()
-    return normalize_charset(match.encoding) if match is not None else None
+    matches = charset_normalizer.from_bytes(sample)
+    best = matches.best()
+    if best is None:
+        return None
+    if is_multi_byte_encoding(best.encoding):
+        return normalize_charset(best.encoding)
+    if any(_CP1252 in match.could_be_from_charset and match.chaos <= best.chaos + config.DETECT_CP1252_CHAOS
+           for match in matches):
+        return "cp1252"
+    return normalize_charset(best.encoding)
 
 
-def _bom(body: bytes):
+def _bom(body: bytes) -> tuple[str, int] | None:
     for mark, codec in _BOMS:
         if body.startswith(mark):
-            yield codec, len(mark)
-            return
+            return codec, len(mark)
+    return None
 
 
 def _decode_strict(body: bytes, codec: str) -> str | None:
@@ -228,13 +247,26 @@ def _check_magic(body: bytes) -> tuple[str, str] | None:
     return None
 
 
+def _check_bytes(body: bytes) -> tuple[str, str] | None:
+    """Binary by its control bytes, unless it is UTF-16 or UTF-32 (whose NUL bytes are text)."""
+    if _bom(body) or sniff_utf16(body):
+        return None
+    return _check_controls(body[: config.SNIFF_BYTES], len(body[: config.SNIFF_BYTES]))
+
+
+def _check_controls(data: bytes, length: int) -> tuple[str, str] | None:
+    controls = (len(data) - len(data.translate(None, _CONTROL_BYTES))) / max(length, 1)
+    if controls > config.BINARY_CONTROL_SHARE:
+        return "binary", f"{controls:.0%} control characters at the start"
+    return None
+
+
 def _check_text(text: str) -> tuple[str, str] | None:
     """Reasons found in the decoded text itself: binary, undecodable, empty, not HTML."""
     sample = text[: config.SNIFF_BYTES]
-    data = sample.encode("utf-8", "surrogatepass")
-    controls = (len(data) - len(data.translate(None, _CONTROL_BYTES))) / max(len(sample), 1)
-    if controls > config.BINARY_CONTROL_SHARE:
-        return "binary", f"{controls:.0%} control characters at the start"
+    binary = _check_controls(sample.encode("utf-8", "surrogatepass"), len(sample))
+    if binary:
+        return binary
     replaced = sample.count(_REPLACEMENT) / max(len(sample), 1)
     if replaced > config.MAX_REPLACEMENT_SHARE:
         return "undecodable", f"{replaced:.0%} of the start is bytes no codec decodes"

@@ -25,7 +25,7 @@ _PARSER = etree.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=Tr
 
 def clean_text(markup: str) -> str:
     """Remove what lxml refuses in a decoded string: control characters and an XML declaration."""
-    markup = _CONTROL.sub("", markup)
+    markup = _CONTROL.sub(" ", markup)
     return _XML_DECL.sub("", markup, count=1)
 
 

@@ -27,6 +27,8 @@ from .types import Block, Rule, Segmented, Template
 
 HEADING_TAGS = frozenset({"h1", "h2", "title"})
 REFERENCE_CANDIDATES = 15  # pages tried as the alignment reference
+NEAR_COPY = 0.8  # Jaccard similarity of long-block sets above which two pages count as one when learning
+NEAR_COPY_CHARS = 80  # blocks this long (paragraphs, not menu items) decide whether two pages are copies
 REGION_TEXT_SHARE = 0.8  # the content region holds at least this share of a page's remaining text
 REGION_PAGE_SHARE = 0.5  # ... on at least this share of the pages
 HEADLINE_TAGS = frozenset({"h1", "h2", "h3"})
@@ -42,6 +44,8 @@ HEADLINE_MIN_OVERLAP = 0.5  # share of a heading's words found in the <title> fo
 def learn_template(pages: Sequence[Segmented], *, site: str, version: int = 1, layout: int = 0,
                    settings: LearnSettings = LearnSettings(), reason: str = "learned") -> Template:
     """Learn a site layout's template from its pages (at least settings.min_template_pages of them)."""
+    page_count = len(pages)
+    pages = distinct_pages(pages)
     static = static_hashes(pages, settings)
     reference, support = align_static(pages, static)
     rules = [_static_rule(block, share) for block, share in zip(reference, support)
@@ -52,9 +56,28 @@ def learn_template(pages: Sequence[Segmented], *, site: str, version: int = 1, l
     if region is not None:
         rules.append(region)
     rules += comment_rules(pages, settings)
-    return Template(site=site, version=version, rules=tuple(rules), page_count=len(pages),
+    return Template(site=site, version=version, rules=tuple(rules), page_count=page_count,
                     learned_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), layout=layout,
                     reason=reason)
+
+
+def distinct_pages(pages: Sequence[Segmented]) -> list[Segmented]:
+    """The pages less near-copies: a page whose long blocks are NEAR_COPY-similar to a kept page's is left out.
+
+    Two copies of one article (a syndicated story, a page under two URLs) would otherwise make the article's
+    text look like boilerplate the site repeats.
+    """
+    longs = [{b.hash for b in seg.blocks if len(b.text) >= NEAR_COPY_CHARS} for seg in pages]
+    common = {h for h, n in Counter(h for s in longs for h in s).items() if n > len(pages) / 2}
+    kept: list[Segmented] = []
+    sets: list[set[int]] = []
+    for seg, blocks in zip(pages, longs):
+        blocks = blocks - common  # long blocks most pages share are the site's, not the article's
+        if blocks and any(len(blocks & other) >= NEAR_COPY * len(blocks | other) for other in sets):
+            continue
+        kept.append(seg)
+        sets.append(blocks)
+    return kept
 
 
 def static_hashes(pages: Sequence[Segmented], settings: LearnSettings) -> set[int]:

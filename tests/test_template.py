@@ -70,3 +70,12 @@ def test_an_unclosed_title_does_not_swallow_the_page():
     seg = segment(parse_html(html), Page("p", "https://a.example/p", html))
     assert seg.title == "Headline here"
     assert seg.blocks and seg.blocks[0].text.startswith("The body text.")
+
+
+def test_copies_of_one_article_do_not_make_it_boilerplate():
+    pages = [s for s, _ in site_pages(4)]
+    copy, text = site_pages(1, start=1)[0]  # the same article as pages[1] under another URL
+    template = learn_template(pages + [copy], site="s")
+    allowed, _ = apply_template(copy, CompiledTemplate(template))
+    assert all(line in kept_text(copy, allowed) for line in text.split("\n")[1:])
+    assert template.page_count == 5

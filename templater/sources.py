@@ -1,0 +1,301 @@
+"""Inputs -> raw pages: JSON Lines (plain or gzipped), WARC (plain or gzipped) and .html files, or folders of them.
+
+``iter_records`` checks every path before reading any (a missing, unreadable or unknown input is a bad
+argument: InputError), then yields a RawPage for each page and a Skip, with its reason, for each record that
+is not one (bad JSON, bad URL, HTTP status other than 200, a non-HTML Content-Type, a truncated gzip member
+or WARC record). A broken record never ends the run: the file goes on where the library can, else one Skip
+ends that file and the next file is read. Reading the same inputs twice yields equal records, in the same order.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import itertools
+import json
+import logging
+import os
+import re
+import zlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import BinaryIO
+from urllib.parse import urlsplit
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.bufferedreaders import ChunkedDataException
+from warcio.recordloader import ArcWarcRecord
+
+from . import config
+from .errors import InputError
+from .types import RawPage, Skip
+
+log = logging.getLogger(__name__)
+
+_FORMATS = {  # file name ending -> format
+    ".jsonl": "jsonl", ".jsonl.gz": "jsonl", ".ndjson": "jsonl", ".ndjson.gz": "jsonl",
+    ".warc": "warc", ".warc.gz": "warc",
+    ".html": "html", ".htm": "html", ".xhtml": "html",
+}
+_EXPECTED = "a .jsonl, .jsonl.gz, .warc, .warc.gz, .html or .htm file, or a folder of them"
+_GZIP_MAGIC = b"\x1f\x8b"
+_GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)
+_PAYLOAD_ERRORS = (OSError, EOFError, ValueError, zlib.error, ChunkedDataException)
+_NOT_PAGES = ("dns:", "whois:", "ntp:")  # response records of these schemes are no web pages
+_HTTP_SCHEMES = ("http", "https")
+_SCHEMELESS_HOST = re.compile(  # host.tld[:port][/...], where the "tld" is no file extension (page.html)
+    r"^[\w-]+(\.[\w-]+)*\.(?!(?:s?html?|php\d?|aspx?|jsp|cgi|xml|json|txt)\b)[a-z]{2,}\.?(:\d+)?([/?#]|$)",
+    re.IGNORECASE)
+_HOST = re.compile(r"^[\w-]+(\.[\w-]+)*\.?$|^[0-9a-f:.]*:[0-9a-f:.]*$", re.IGNORECASE)  # name or IPv6
+_URL_IGNORED = re.compile(r"[\t\r\n]")  # dropped from URLs, as browsers do
+
+
+def iter_records(paths: Sequence[str | Path]) -> Iterator[RawPage | Skip]:
+    """RawPage or Skip for every record of the given files and folders; InputError on a bad path, at once."""
+    inputs = [check_input(Path(path)) for path in paths]
+    return _iter_inputs(inputs)
+
+
+def check_input(path: Path) -> Path:
+    """The path itself when it is a readable folder or a file of a known format; InputError otherwise."""
+    if not path.exists():
+        raise InputError(f"{path}: no such file or folder; give {_EXPECTED}")
+    if path.is_dir():
+        if not os.access(path, os.R_OK | os.X_OK):
+            raise InputError(f"{path}: cannot list this folder; check its permissions")
+        return path
+    if input_format(path) is None:
+        raise InputError(f"{path}: unknown input format; give {_EXPECTED}")
+    if not os.access(path, os.R_OK):
+        raise InputError(f"{path}: cannot read this file; check its permissions")
+    return path
+
+
+def input_format(path: Path) -> str | None:
+    """'jsonl', 'warc' or 'html' from the file name's ending, or None."""
+    name = path.name.lower()
+    return next((kind for ending, kind in _FORMATS.items() if name.endswith(ending)), None)
+
+
+def repair_url(url: object) -> str | None:
+    """The URL, with "http://" added to "//host/..." or "host.tld/...", or None when no host can be found."""
+    if not isinstance(url, str):
+        return None
+    text = _URL_IGNORED.sub("", url).strip()
+    if text.startswith("//"):
+        text = "http:" + text
+    elif "://" not in text and _SCHEMELESS_HOST.match(text):
+        text = "http://" + text
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 -- raises ValueError on a bad port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme in _HTTP_SCHEMES and parts.hostname and _HOST.match(parts.hostname):
+        return text
+    if scheme == "file" and parts.path:
+        return text
+    return None
+
+
+def _iter_inputs(inputs: list[Path]) -> Iterator[RawPage | Skip]:
+    for path in inputs:
+        if path.is_dir():
+            yield from _iter_folder(path)
+        else:
+            yield from _iter_file(path, page_id=None)
+
+
+def _iter_folder(folder: Path) -> Iterator[RawPage | Skip]:
+    """Every known file under the folder, recursively, in sorted order; hidden files and folders left out."""
+    for top, folders, files in os.walk(folder):
+        folders[:] = sorted(name for name in folders if not name.startswith("."))
+        for name in sorted(files):
+            path = Path(top) / name
+            if name.startswith(".") or input_format(path) is None:
+                log.debug("%s: not an input format, left out", path)
+                continue
+            yield from _iter_file(path, page_id=path.relative_to(folder).as_posix())
+
+
+def _iter_file(path: Path, *, page_id: str | None) -> Iterator[RawPage | Skip]:
+    kind = input_format(path)
+    if kind == "jsonl":
+        yield from _iter_jsonl(path)
+    elif kind == "warc":
+        yield from _iter_warc(path)
+    else:
+        yield _read_html_file(path, page_id=page_id)
+
+
+def _open(path: Path) -> BinaryIO:
+    try:
+        return open(path, "rb")  # noqa: SIM115 -- closed by the caller's with
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror}); check the path and its permissions") from exc
+
+
+# --- JSON Lines ------------------------------------------------------------------------------------------
+
+def _iter_jsonl(path: Path) -> Iterator[RawPage | Skip]:
+    with _open(path) as raw:
+        stream = gzip.GzipFile(fileobj=raw) if raw.peek(2)[:2] == _GZIP_MAGIC else raw
+        number = 0
+        try:
+            for number, line in enumerate(stream, 1):
+                if line.strip():
+                    yield _json_record(line, f"{path}#{number}")
+        except _GZIP_ERRORS as exc:
+            yield Skip("bad-record", f"{path}#{number + 1}",
+                       detail=f"truncated or corrupt gzip data ({exc}); the rest of the file is not read")
+        except OSError as exc:
+            raise InputError(f"{path}: read failed after line {number} ({exc}); check the file") from exc
+
+
+def _json_record(line: bytes, source: str) -> RawPage | Skip:
+    """One JSON Lines record -> RawPage, or a Skip: bad-record (not a JSON object, no html), bad-url, empty."""
+    record = _json_object(line)
+    if isinstance(record, str):
+        return Skip("bad-record", source, detail=record)
+    given_id = record.get("id")
+    page_id = str(given_id) if given_id not in (None, "") else None
+    url = repair_url(record.get("url"))
+    if url is None:
+        return Skip("bad-url", source, detail=f"url {record.get('url')!r} has no usable scheme and host", id=page_id)
+    problem = _html_problem(record)
+    if problem:
+        reason, detail = problem
+        return Skip(reason, source, detail=detail, id=page_id or url, url=url)
+    fetched_at = record.get("fetched_at")
+    return RawPage(id=page_id or url, url=url, body=record["html"], source=source,
+                   fetched_at=str(fetched_at) if fetched_at is not None else None)
+
+
+def _json_object(line: bytes) -> dict | str:
+    """The line's JSON object, or why there is none."""
+    try:
+        record = json.loads(line.decode("utf-8", "replace").removeprefix("\ufeff"))
+    except ValueError as exc:
+        return f"not JSON ({exc})"
+    return record if isinstance(record, dict) else f"a JSON {type(record).__name__}, not an object"
+
+
+def _html_problem(record: dict) -> tuple[str, str] | None:
+    if "html" not in record:
+        return "bad-record", "no html field"
+    html = record["html"]
+    if html is not None and not isinstance(html, str):
+        return "bad-record", f"html is a JSON {type(html).__name__}, not a string"
+    if not html or not html.strip():
+        return "empty", "html is empty"
+    return None
+
+
+# --- WARC ------------------------------------------------------------------------------------------------
+
+def _iter_warc(path: Path) -> Iterator[RawPage | Skip]:
+    """Response records of a WARC file; a truncated or corrupt record yields one Skip and ends the file."""
+    with _open(path) as stream:
+        size = os.fstat(stream.fileno()).st_size
+        records = ArchiveIterator(stream)
+        for number in itertools.count(1):
+            try:
+                record = next(records, None)
+            except Exception as exc:  # noqa: BLE001 -- warcio raises many types on broken input; kept in detail
+                yield _warc_broken(path, number, f"unreadable WARC record ({type(exc).__name__}: {exc})")
+                return
+            if record is None:
+                break
+            length = (record.rec_headers.get_header("Content-Length") or "").strip()
+            if record.format != "warc" or not record.rec_type or not length.isdigit():
+                yield _warc_broken(path, number, "not a whole WARC record (no WARC-Type or Content-Length)")
+                return
+            source = f"{path}#{number}"
+            page = _warc_page(record, source)
+            if page is None:  # not a page, but a cut record all the same
+                page = _check_whole(record, source, url=None)
+            if page is not None:
+                yield page
+        if records.offset < size:  # the iterator stopped short of the end: a member or record was cut
+            yield _warc_broken(path, number, f"truncated or corrupt data from byte {records.offset} of {size}")
+
+
+def _warc_broken(path: Path, number: int, why: str) -> Skip:
+    return Skip("bad-record", f"{path}#{number}", detail=f"{why}; the rest of the file is not read")
+
+
+def _warc_page(record: ArcWarcRecord, source: str) -> RawPage | Skip | None:
+    """A response record -> RawPage or Skip; None for records that are no pages (requests, metadata, DNS)."""
+    if record.rec_type != "response":
+        return None
+    target = record.rec_headers.get_header("WARC-Target-URI") or ""
+    if target.startswith(_NOT_PAGES):
+        return None
+    url = repair_url(target)
+    if url is None:
+        return Skip("bad-url", source, detail=f"WARC-Target-URI {target!r} has no usable scheme and host")
+    skip = _check_http(record, source, url)
+    if skip is not None:
+        return _check_whole(record, source, url) or skip  # a cut record can show any status: say it is cut
+    body_or_skip = _read_warc_body(record, source, url)
+    if isinstance(body_or_skip, Skip):
+        return body_or_skip
+    content_type = record.http_headers.get_header("Content-Type") if record.http_headers else None
+    return RawPage(id=url, url=url, body=body_or_skip, source=source, content_type=content_type,
+                   fetched_at=record.rec_headers.get_header("WARC-Date"))
+
+
+def _check_http(record: ArcWarcRecord, source: str, url: str) -> Skip | None:
+    """Skip for an HTTP status other than 200 (redirects included) or a Content-Type that is not HTML."""
+    headers = record.http_headers
+    if headers is None:
+        return None  # a response of another protocol (ftp:): the body decides
+    status = headers.get_statuscode()
+    if status != config.HTTP_OK_STATUS:
+        location = headers.get_header("Location")
+        detail = f"HTTP {status or '(no status)'}" + (f", redirected to {location}" if location else "")
+        return Skip("http-status", source, detail=detail, id=url, url=url)
+    content_type = headers.get_header("Content-Type") or ""
+    mime = content_type.split(";")[0].strip().lower()
+    if mime not in config.HTML_CONTENT_TYPES and mime not in config.SNIFFED_CONTENT_TYPES:
+        return Skip("not-html", source, detail=f"Content-Type {content_type}", id=url, url=url)
+    return None
+
+
+def _read_warc_body(record: ArcWarcRecord, source: str, url: str) -> bytes | Skip:
+    """The payload (chunked and Content-Encoding undone), at most one byte over the page limit."""
+    truncated = record.rec_headers.get_header("WARC-Truncated")
+    if truncated:
+        return Skip("bad-record", source, detail=f"WARC-Truncated: {truncated}", id=url, url=url)
+    try:
+        body = record.content_stream().read(config.MAX_PAGE_BYTES + 1)
+    except _PAYLOAD_ERRORS as exc:
+        return Skip("bad-record", source, detail=f"unreadable payload ({exc})", id=url, url=url)
+    if len(body) > config.MAX_PAGE_BYTES:
+        return body  # "huge" for decode_page; the iterator skips the rest of the record
+    return _check_whole(record, source, url) or body
+
+
+def _check_whole(record: ArcWarcRecord, source: str, url: str | None) -> Skip | None:
+    """Skip when the record holds fewer bytes than its Content-Length says (read to its end first)."""
+    while record.raw_stream.read(io.DEFAULT_BUFFER_SIZE):
+        pass  # what the payload decoders left (a chunked trailer), or all of a record that was not read
+    missing = getattr(record.raw_stream, "limit", 0)
+    if missing > 0:
+        return Skip("bad-record", source, detail=f"record cut short: {missing} bytes of its Content-Length missing",
+                    id=url, url=url)
+    return None
+
+
+# --- .html files -----------------------------------------------------------------------------------------
+
+def _read_html_file(path: Path, *, page_id: str | None) -> RawPage:
+    """A file's bytes (at most one over the page limit); URL: its file:// URI; id: given, else the URL."""
+    with _open(path) as stream:
+        try:
+            body = stream.read(config.MAX_PAGE_BYTES + 1)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read ({exc.strerror}); check the file") from exc
+    url = path.resolve().as_uri()
+    return RawPage(id=page_id or url, url=url, body=body, source=str(path))
