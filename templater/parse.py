@@ -13,9 +13,11 @@ from lxml import etree
 
 from . import config
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]")
+# Control characters (never part of a multi-byte UTF-8 sequence) become spaces, in C, on the encoded bytes.
+_CONTROLS = bytes([*range(0, 9), 11, 12, *range(14, 32), 127])  # all but \t \n \r
+_CONTROL_TO_SPACE = bytes.maketrans(_CONTROLS, b" " * len(_CONTROLS))
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*>", re.IGNORECASE)
-_UNCLOSED_TITLE = re.compile(r"(<title[^>]*>[^<\n]*)", re.IGNORECASE)
+_UNCLOSED_TITLE = re.compile(rb"(<title[^>]*>[^<\n]*)", re.IGNORECASE)
 MAX_TITLE_CHARS = 1000  # a longer <title> text means the tag was never closed
 
 # lxml.etree's parser, not lxml.html's: html's element classes cost a Python call per element proxy.
@@ -23,10 +25,10 @@ _PARSER = etree.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=Tr
                            default_doctype=False)
 
 
-def clean_text(markup: str) -> str:
-    """Remove what lxml refuses in a decoded string: control characters and an XML declaration."""
-    markup = _CONTROL.sub(" ", markup)
-    return _XML_DECL.sub("", markup, count=1)
+def clean_text(markup: str) -> bytes:
+    """UTF-8 bytes without what lxml refuses in a decoded string: control characters and an XML declaration."""
+    markup = _XML_DECL.sub("", markup, count=1)
+    return markup.encode("utf-8", "replace").translate(_CONTROL_TO_SPACE)
 
 
 def parse_html(markup: str) -> etree._Element | None:
@@ -34,7 +36,7 @@ def parse_html(markup: str) -> etree._Element | None:
     markup = clean_text(markup)
     root = _parse(markup)
     if root is not None and _swallowed_by_title(root):
-        repaired = _parse(_UNCLOSED_TITLE.sub(r"\1</title>", markup, count=1))
+        repaired = _parse(_UNCLOSED_TITLE.sub(rb"\1</title>", markup, count=1))
         root = repaired if repaired is not None else root
     if root is None:
         return None
@@ -42,8 +44,7 @@ def parse_html(markup: str) -> etree._Element | None:
     return root
 
 
-def _parse(markup: str) -> etree._Element | None:
-    data = markup.encode("utf-8", "replace")
+def _parse(data: bytes) -> etree._Element | None:
     if not data.strip():
         return None
     try:
