@@ -19,7 +19,8 @@ from lxml import etree
 from . import config
 from .types import Block, Page, Segmented
 
-_TEXT_NODES = etree.XPath("//body//text()[normalize-space()]")
+# Non-blank text nodes, and blank ones between two elements (the space in "<b>hello</b> <i>world</i>").
+_TEXT_NODES = etree.XPath("//body//text()[normalize-space() or (preceding-sibling::* and following-sibling::*)]")
 _HINTS = etree.XPath(
     "//article | //main | //*[@itemprop='articleBody'] | //*[contains(@itemtype, 'Article')]"
     " | //*[@role='main']"
@@ -90,6 +91,10 @@ def segment(root: etree._Element, page: Page) -> Segmented:
         if info is None:
             info = contexts[parent] = _context(parent)
         owner, in_link, size = info
+        if node.isspace():
+            if parts and owner is current and not boundary:
+                parts.append(" ")
+            continue
         if owner is not current or boundary:
             if parts:
                 _close(blocks, owners[current], parts, link_chars, markup)

@@ -56,21 +56,21 @@ def apply_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarr
         allowed &= np.fromiter((b.tag_path not in compiled.shapes for b in seg.blocks), dtype=bool,
                                count=len(seg.blocks))
     if compiled.containers:
-        allowed &= ~_container_mask(seg, compiled.containers)
+        allowed &= ~container_mask(seg, compiled.containers)
     for rule, xpath in compiled.pinned:
-        allowed &= _pinned_mask(seg, rule, xpath)
+        allowed &= pinned_mask(seg, rule, xpath)
     if compiled.region is not None:
         allowed &= _region_mask(seg, compiled.region, allowed)
     return allowed, coverage
 
 
-def _pinned_mask(seg: Segmented, rule: Rule, xpath: etree.XPath) -> np.ndarray:
+def pinned_mask(seg: Segmented, rule: Rule, xpath: etree.XPath) -> np.ndarray:
     """A pinned drop rule removes every block at or under its elements; a pinned content rule keeps only those."""
     inside = _inside(seg, [e for e in xpath(seg.root) if isinstance(e, etree._Element)])
     return inside if rule.action == "content" else ~inside
 
 
-def _container_mask(seg: Segmented, rules: tuple[etree.XPath, ...]) -> np.ndarray:
+def container_mask(seg: Segmented, rules: tuple[etree.XPath, ...]) -> np.ndarray:
     """Blocks under elements that learned container rules match (never a container holding the headline)."""
     headline = find_headline(seg)
     elements = [e for xpath in rules for e in xpath(seg.root) if isinstance(e, etree._Element)]

@@ -18,6 +18,7 @@ import numpy as np
 import sqlite_utils
 
 from store import pages as page_store
+from store import pins as pin_store
 from store import templates as template_store
 from store.db import open_db
 
@@ -65,6 +66,7 @@ def open_store(path: str | Path, *, create: bool = True) -> sqlite_utils.Databas
     db = open_db(path, create=create)
     page_store.ensure_schema(db)
     template_store.ensure_schema(db)
+    pin_store.ensure_schema(db)
     return db
 
 
@@ -253,7 +255,7 @@ class TemplateIndex:
         self.by_site: dict[str, CompiledTemplate] = {}
         self.by_group: dict[str, list[tuple[np.ndarray, CompiledTemplate]]] = defaultdict(list)
         for group, shapes, template in template_store.iter_current(db):
-            compiled = CompiledTemplate(template)
+            compiled = CompiledTemplate(pin_store.apply_pins(db, template))
             self.by_site[template.site] = compiled
             self.by_group[group].append((shapes, compiled))
 

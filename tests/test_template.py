@@ -79,3 +79,13 @@ def test_copies_of_one_article_do_not_make_it_boilerplate():
     allowed, _ = apply_template(copy, CompiledTemplate(template))
     assert all(line in kept_text(copy, allowed) for line in text.split("\n")[1:])
     assert template.page_count == 5
+
+
+def test_blank_text_between_inline_elements_keeps_words_apart():
+    from templater.blocks import segment
+    from templater.parse import parse_html
+    from templater.types import Page
+
+    html = "<html><body><p><b>hello</b> <i>world</i> and <em>x</em>y</p><div> <p>a</p> <p>b</p> tail</div></body></html>"
+    seg = segment(parse_html(html), Page("p", "https://a.example/p", html))
+    assert [b.text for b in seg.blocks] == ["hello world and xy", "a", "b", "tail"]

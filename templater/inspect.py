@@ -1,0 +1,584 @@
+"""Rule inspection: what each site's template removes, why a block went missing, what changed between versions,
+and rules pinned by hand.
+
+Each public function is what one ``templater rules`` command calls; they read the store and write to it only to
+import or remove pinned rules. A page is explained by running the same code extraction runs (``apply_template``,
+``extract_page``) and then naming, for each block, the first rule that removed it, in the order the template
+applies them: learned static rule, learned shape rule, learned container rule, pinned XPath rule, content
+region, then the single-page classifier.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import re
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import sqlite_utils
+from lxml import etree
+
+from store import inspection as views
+from store import pages as page_store
+from store import pins as pin_store
+
+from .config import LearnSettings
+from .encoding import decode_page
+from .errors import InputError, RuleError
+from .extract import CompiledTemplate, container_mask, pinned_mask, apply_template, extract_page
+from .pipeline import Progress, TemplateIndex, now, segment_page
+from .report import (CLASSIFIER, FALLBACK_PREFIX, TEMPLATE_ONLY, BlockDecision, PageCoverage, PageExplanation,
+                     ReportData, TemplateSummary, render_report, shorten)
+from .sources import check_input, input_format, iter_records
+from .types import Page, Rule, Segmented, Skip
+
+log = logging.getLogger(__name__)
+
+matched_by = pin_store.matched_by
+__all__ = ["BlockDecision", "PageExplanation", "TemplateSummary", "SiteRules", "RuleDiff", "RuleChange",
+           "list_templates", "show_rules", "explain_page", "explain_blocks", "test_rules", "diff_rules",
+           "export_rules", "read_rules_file", "import_rules", "remove_pinned", "build_report", "check_xpath",
+           "matched_by", "rule_json", "shorten"]
+
+ACTIONS = ("drop", "drop-shape", "drop-xpath", "content")
+MATCHES = {"hash": ("drop",), "shape": ("drop-shape",), "container": ("drop-xpath",), "region": ("content",),
+           "xpath": ("drop", "content")}
+RULE_KEYS = frozenset({"action", "matched_by", "xpath", "tag_path", "hash", "support", "sample", "note"})
+EXPORT_FORMAT = 1  # version of the rules file layout
+PIN_SAMPLE_PAGES = 20  # a pinned XPath rule's support and sample are measured on at most this many site pages
+REPORT_MAX_PAGES = 200  # the report's coverage table covers at most this many of the site's pages
+SAMPLE_CHARS = 120  # characters of matched text kept as a rule's sample
+EXPORT_HELP = ("Edit, then `templater rules import --db DB FILE`: the rules become the site's pinned rules and "
+               "replace its learned ones until `templater rules remove-pinned --db DB SITE`. matched_by: 'xpath' "
+               "(default) evaluates the XPath on every page: action 'drop' removes the blocks at or under what it "
+               "selects, 'content' keeps only those; 'hash', 'shape', 'container' and 'region' are learned rules "
+               "kept as they were learned (the XPath of a 'hash' rule is where it was seen). Delete a rule to stop "
+               "it.")
+
+
+# --- what the commands return ------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class SiteRules:
+    """A template version's rules and the site's pinned rules (with their notes)."""
+
+    site: str
+    version: int
+    current: bool
+    learned_at: str
+    pages: int
+    learned: tuple[Rule, ...]
+    pinned: tuple[tuple[Rule, str], ...]
+
+    def to_json(self) -> dict:
+        return {"site": self.site, "version": self.version, "current": self.current, "learned_at": self.learned_at,
+                "pages": self.pages, "rules": [rule_json(r, i) for i, r in enumerate(self.learned)],
+                "pinned_rules": [rule_json(r, i, note=n) for i, (r, n) in enumerate(self.pinned)]}
+
+
+@dataclass(frozen=True, slots=True)
+class RuleChange:
+    position_before: int
+    position_after: int
+    before: Rule
+    after: Rule
+    fields: tuple[str, ...]  # what changed: "xpath", "support"
+
+    def to_json(self) -> dict:
+        return {"fields": list(self.fields), "before": rule_json(self.before, self.position_before),
+                "after": rule_json(self.after, self.position_after)}
+
+
+@dataclass(frozen=True, slots=True)
+class RuleDiff:
+    site: str
+    old: int
+    new: int
+    added: tuple[tuple[int, Rule], ...]
+    removed: tuple[tuple[int, Rule], ...]
+    changed: tuple[RuleChange, ...]
+    unchanged: int
+
+    def to_json(self) -> dict:
+        return {"site": self.site, "old": self.old, "new": self.new,
+                "added": [rule_json(r, i) for i, r in self.added],
+                "removed": [rule_json(r, i) for i, r in self.removed],
+                "changed": [c.to_json() for c in self.changed], "unchanged": self.unchanged}
+
+
+def rule_json(rule: Rule, position: int, *, note: str | None = None) -> dict:
+    """A rule as the JSON the commands print and the rules file holds."""
+    out = {"position": position, "action": rule.action, "matched_by": pin_store.matched_by(rule), "xpath": rule.xpath,
+           "support": rule.support, "sample": rule.sample}
+    if not rule.pinned and rule.action in ("drop", "drop-shape"):
+        out["tag_path"] = rule.tag_path
+    if not rule.pinned and rule.action == "drop":
+        out["hash"] = rule.hash
+    if note is not None:
+        out["note"] = note
+    return out
+
+
+# --- list, show, diff ---------------------------------------------------------------------------------------
+
+def list_templates(db: sqlite_utils.Database) -> list[TemplateSummary]:
+    """Every site group's current template with its page count, rule count, median coverage and staleness."""
+    pin_store.ensure_schema(db)
+    counts, coverages, pins = views.site_page_counts(db), views.template_coverages(db), pin_store.pinned_sites(db)
+    return [_summary(row, counts, coverages, pins) for row in views.current_templates(db)]
+
+
+def _summary(row: views.TemplateRow, counts: dict, coverages: dict, pins: dict) -> TemplateSummary:
+    t = row.template
+    values = coverages.get(f"{t.site}@v{t.version}")
+    return TemplateSummary(site=t.site, version=t.version, pages=counts.get(t.site, 0), rules=len(t.rules),
+                           pinned=pins.get(t.site, (0, ""))[0],
+                           median_coverage=round(statistics.median(values), 4) if values else None,
+                           learned_at=t.learned_at, stale=t.stale, learned_from=t.page_count)
+
+
+def show_rules(db: sqlite_utils.Database, site: str, *, version: int | None = None) -> SiteRules:
+    """A site's rules (the current version unless one is given) and its pinned rules."""
+    pin_store.ensure_schema(db)
+    row = _template_row(db, site, version)
+    pages = views.site_page_counts(db).get(site, 0)
+    return SiteRules(site=site, version=row.template.version, current=row.current,
+                     learned_at=row.template.learned_at, pages=pages, learned=row.template.rules,
+                     pinned=tuple(pin_store.load_pins(db, site)))
+
+
+def _template_row(db: sqlite_utils.Database, site: str, version: int | None = None) -> views.TemplateRow:
+    row = views.load_template(db, site, version)
+    if row is not None:
+        return row
+    versions = views.site_versions(db, site)
+    if versions:
+        raise InputError(f"site {site!r} has no template version {version}: it has versions "
+                         f"{', '.join(map(str, versions))}")
+    raise InputError(f"no template for site {site!r}: `templater rules list --db DB` lists the sites "
+                     "(run `templater build` first if it lists none)")
+
+
+def diff_rules(db: sqlite_utils.Database, site: str, old: int, new: int) -> RuleDiff:
+    """Rules added, removed and changed (same rule, other XPath or support) from version ``old`` to ``new``."""
+    before, after = _template_row(db, site, old).template.rules, _template_row(db, site, new).template.rules
+    left, right = _keyed(before), _keyed(after)
+    changed = []
+    for key in left.keys() & right.keys():
+        (i, a), (j, b) = left[key], right[key]
+        fields = tuple(f for f in ("xpath", "support") if getattr(a, f) != getattr(b, f))
+        if fields:
+            changed.append(RuleChange(i, j, a, b, fields))
+    return RuleDiff(site=site, old=old, new=new,
+                    added=tuple(sorted(right[k] for k in right.keys() - left.keys())),
+                    removed=tuple(sorted(left[k] for k in left.keys() - right.keys())),
+                    changed=tuple(sorted(changed, key=lambda c: c.position_after)),
+                    unchanged=len(left.keys() & right.keys()) - len(changed))
+
+
+def _keyed(rules: Sequence[Rule]) -> dict[tuple, tuple[int, Rule]]:
+    """Rules by identity (what they match, not where they were seen), numbered when an identity repeats."""
+    seen: Counter = Counter()
+    out = {}
+    for position, rule in enumerate(rules):
+        if rule.pinned:
+            identity = ("xpath", rule.action, rule.xpath)
+        elif rule.action == "drop":
+            identity = ("hash", rule.tag_path, rule.hash)
+        elif rule.action == "drop-shape":
+            identity = ("shape", rule.tag_path)
+        elif rule.action == "drop-xpath":
+            identity = ("container", rule.xpath)
+        else:
+            identity = ("region",)
+        out[identity + (seen[identity],)] = (position, rule)
+        seen[identity] += 1
+    return out
+
+
+# --- explain and test ---------------------------------------------------------------------------------------
+
+def explain_page(db: sqlite_utils.Database, target: str, *, url: str | None = None, method: str = "auto",
+                 settings: LearnSettings = LearnSettings()) -> PageExplanation:
+    """Each block of a stored page (by URL) or of a local .html file, kept or dropped, and what decided it.
+
+    A file is matched to a template by ``url`` (else its file:// URL), the way a new page of a known site is.
+    """
+    pin_store.ensure_schema(db)
+    if not Path(target).exists() and re.match(r"^[a-z][a-z0-9+.-]*://", target, re.IGNORECASE):
+        seg, site = _stored_page(db, target)
+    else:
+        seg, site = _file_page(Path(target), url=url), None
+    compiled = TemplateIndex(db).find(seg, site, threshold=settings.layout_match)
+    if compiled is not None:
+        compiled = CompiledTemplate(pin_store.apply_pins(db, compiled.template))
+    return explain_blocks(seg, compiled, method=method)
+
+
+def test_rules(db: sqlite_utils.Database, site: str, path: str | Path, *, url: str | None = None,
+               method: str = "auto") -> PageExplanation:
+    """Apply a site's current template (with its pinned rules) to a local page; nothing is stored."""
+    pin_store.ensure_schema(db)
+    compiled = CompiledTemplate(pin_store.apply_pins(db, _template_row(db, site).template))
+    return explain_blocks(_file_page(Path(path), url=url), compiled, method=method)
+
+
+def _stored_page(db: sqlite_utils.Database, url: str) -> tuple[Segmented, str | None]:
+    page_id = views.page_id_for_url(db, url)
+    if page_id is None:
+        raise InputError(f"no stored page has the URL {url}: ingest it first, or explain a saved copy with "
+                         f"`templater rules explain --db DB page.html --url {url}`")
+    stored = next(page_store.load_pages(db, [page_id]))
+    page = Page(id=stored.id, url=stored.url, html=stored.html, fetched_at=stored.fetched_at,
+                encoding=stored.encoding or "utf-8")
+    return _segmented(segment_page(page), url), stored.site
+
+
+def _file_page(path: Path, *, url: str | None) -> Segmented:
+    check_input(path)
+    if input_format(path) != "html" or path.is_dir():
+        raise InputError(f"{path}: give one .html or .htm file to explain or test")
+    raw = next(iter_records([path]))
+    if url:
+        raw = dataclasses.replace(raw, url=url, id=url)
+    page = decode_page(raw)
+    return _segmented(page if isinstance(page, Skip) else segment_page(page), str(path))
+
+
+def _segmented(outcome: Segmented | Skip, where: str) -> Segmented:
+    if isinstance(outcome, Skip):
+        detail = f": {outcome.detail}" if outcome.detail else ""
+        raise InputError(f"{where}: nothing to explain ({outcome.reason}{detail})")
+    return outcome
+
+
+def explain_blocks(seg: Segmented, compiled: CompiledTemplate | None, *, method: str = "auto") -> PageExplanation:
+    """Extract the page as ``extract`` does and name, for each block, what kept or dropped it."""
+    result = extract_page(seg, compiled, method=method)
+    kept = np.zeros(len(seg.blocks), dtype=bool)
+    kept[list(result.kept)] = True
+    if compiled is None:
+        reason = FALLBACK_PREFIX + method
+        decisions = tuple(_decision(b, bool(kept[b.index]), reason) for b in seg.blocks)
+    else:
+        allowed, _ = apply_template(seg, compiled)
+        causes = _template_causes(seg, compiled, allowed)
+        survivor = TEMPLATE_ONLY if method == "none" else CLASSIFIER
+        decisions = tuple(_decision(b, bool(kept[b.index]), survivor) if allowed[b.index]
+                          else _decision(b, False, *causes[b.index], rules=compiled.template.rules)
+                          for b in seg.blocks)
+    return PageExplanation(url=seg.page.url, site=result.site if compiled else None, template=result.template,
+                           pinned=compiled is not None and compiled.template.reason == pin_store.PINNED_REASON,
+                           coverage=result.coverage, method=method, blocks=decisions, text=result.text)
+
+
+def _decision(block, kept: bool, reason: str, rule: int | None = None, *,
+              rules: Sequence[Rule] = ()) -> BlockDecision:
+    decided = rules[rule] if rule is not None else None
+    return BlockDecision(index=block.index, xpath=block.xpath, tag=block.tag, text=block.text, kept=kept,
+                         reason=reason, rule=rule, action=decided.action if decided else "",
+                         support=decided.support if decided and not decided.pinned else None)
+
+
+def _template_causes(seg: Segmented, compiled: CompiledTemplate, allowed: np.ndarray) -> dict[int, tuple]:
+    """For each block the template removed: (reason, position of the rule), first rule in the order applied:
+    static, shape, container, pinned, region."""
+    rules = compiled.template.rules
+    by_hash: dict[int, int] = {}
+    by_shape: dict[str, int] = {}
+    for i, r in enumerate(rules):
+        if r.action == "drop" and r.hash is not None:
+            by_hash.setdefault(r.hash, i)
+        elif r.action == "drop-shape":
+            by_shape.setdefault(r.tag_path, i)
+    containers = [i for i, r in enumerate(rules) if r.action == "drop-xpath" and not r.pinned]
+    masks = [("drop-xpath", i, container_mask(seg, (xpath,))) for i, xpath in zip(containers, compiled.containers)]
+    position = {id(r): i for i, r in enumerate(rules)}
+    masks += [("pinned", position[id(rule)], ~pinned_mask(seg, rule, xpath)) for rule, xpath in compiled.pinned]
+    region = next((i for i, r in enumerate(rules) if r.action == "content" and not r.pinned), None)
+    causes = {}
+    for b in seg.blocks:
+        if allowed[b.index]:
+            continue
+        if b.hash in by_hash:
+            causes[b.index] = ("drop", by_hash[b.hash])
+        elif b.tag_path in by_shape:
+            causes[b.index] = ("drop-shape", by_shape[b.tag_path])
+        else:
+            causes[b.index] = next(((reason, i) for reason, i, mask in masks if mask[b.index]), ("region", region))
+    return causes
+
+
+# --- export, import, remove ---------------------------------------------------------------------------------
+
+def export_rules(db: sqlite_utils.Database, site: str, *, version: int | None = None) -> dict:
+    """A site's rules in force (its pinned rules, else the current version's) as an editable document.
+
+    With ``version``: that learned version's rules.
+    """
+    pin_store.ensure_schema(db)
+    row = _template_row(db, site, version)
+    pins = pin_store.load_pins(db, site) if version is None else []
+    rules = pins or [(r, "") for r in row.template.rules]
+    return {"format": EXPORT_FORMAT, "site": site, "version": row.template.version,
+            "source": "pinned" if pins else "learned", "exported_at": now(), "help": EXPORT_HELP,
+            "rules": [rule_json(r, i, note=n) for i, (r, n) in enumerate(rules)]}
+
+
+def read_rules_file(path: str | Path) -> dict:
+    """A rules file's document; RuleError naming the line and column where its JSON is broken."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"{path}: cannot read the rules file ({e.strerror})") from None
+    except UnicodeDecodeError:
+        raise RuleError(f"{path}: a rules file is UTF-8 JSON; save it as UTF-8") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise RuleError(f"{path}: not valid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+
+
+def import_rules(db: sqlite_utils.Database, document: dict, *, site: str | None = None,
+                 source: str = "rules file") -> SiteRules:
+    """Pin a site's rules from a rules document (as ``export_rules`` writes it), replacing any pinned before.
+
+    Every rule is checked first (action, how it matches, its XPath); nothing is stored if one is refused.
+    """
+    pin_store.ensure_schema(db)
+    if not isinstance(document, dict) or not isinstance(document.get("rules"), list):
+        raise RuleError(f"{source}: expected a JSON object with a \"rules\" list, as `templater rules export` writes")
+    site = site or document.get("site")
+    if not isinstance(site, str) or not site:
+        raise RuleError(f"{source}: no site: give it in the file (\"site\") or with --site")
+    _template_row(db, site)
+    if not document["rules"]:
+        raise RuleError(f"{source}: no rules; to go back to the learned rules run "
+                        f"`templater rules remove-pinned --db DB {site}`")
+    pins = [_parse_rule(item, number, source) for number, item in enumerate(document["rules"])]
+    pins = _measure_pins(db, site, pins, source)
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        pin_store.save_pins(db, site, pins, now=now())
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    log.info("pinned %d rules for %s from %s", len(pins), site, source)
+    return show_rules(db, site)
+
+
+def _parse_rule(item: object, number: int, source: str) -> tuple[Rule, str]:
+    where = f"{source}: rule {number}"
+    if not isinstance(item, dict):
+        raise RuleError(f"{where}: expected an object with \"action\" and \"xpath\"")
+    unknown = sorted(set(item) - RULE_KEYS - {"position"})
+    if unknown:
+        raise RuleError(f"{where}: unknown field {', '.join(unknown)}; known: {', '.join(sorted(RULE_KEYS))}")
+    action, match, xpath = item.get("action"), item.get("matched_by", "xpath"), item.get("xpath")
+    if action not in ACTIONS:
+        raise RuleError(f"{where}: action {action!r} is not one of {', '.join(ACTIONS)}")
+    if match not in MATCHES or action not in MATCHES[match]:
+        allowed = [m for m, acts in MATCHES.items() if action in acts]
+        raise RuleError(f"{where}: matched_by {match!r} does not go with action {action!r}; use "
+                        f"{' or '.join(allowed)}")
+    if not isinstance(xpath, str) or not xpath.strip():
+        raise RuleError(f"{where}: \"xpath\" must be a non-empty string")
+    check_xpath(xpath, where=where)
+    return _rule_of(item, action, match, xpath, where), str(item.get("note") or "")
+
+
+def _rule_of(item: dict, action: str, match: str, xpath: str, where: str) -> Rule:
+    support = item.get("support") or 0.0
+    sample = str(item.get("sample") or "")
+    if match == "xpath":
+        return Rule(xpath=xpath, action=action, support=float(support), sample=sample, pinned=True)
+    if match in ("region", "container"):
+        return Rule(xpath=xpath, action=action, support=float(support), sample=sample)
+    tag_path = item.get("tag_path") or (xpath if match == "shape" else None)
+    if not isinstance(tag_path, str) or not tag_path.startswith("/"):
+        raise RuleError(f"{where}: a {match!r} rule needs its \"tag_path\" (like /html/body/div/p) as exported")
+    digest = item.get("hash")
+    if match == "hash" and (not isinstance(digest, int) or isinstance(digest, bool) or not 0 <= digest < 2 ** 32):
+        raise RuleError(f"{where}: a 'hash' rule needs its \"hash\" (a 32-bit number) as exported; to match by "
+                        "XPath instead, set \"matched_by\": \"xpath\"")
+    return Rule(xpath=xpath, action=action, support=float(support), tag_path=tag_path,
+                hash=digest if match == "hash" else None, sample=sample)
+
+
+def _measure_pins(db: sqlite_utils.Database, site: str, pins: list[tuple[Rule, str]],
+                  source: str) -> list[tuple[Rule, str]]:
+    """XPath rules get their support (share of sampled site pages where they select something) and a sample."""
+    if not any(r.pinned for r, _ in pins):
+        return pins
+    pages = [seg for seg in (_stored_segment(p) for p in page_store.load_pages(
+        db, views.site_page_ids(db, site)[:PIN_SAMPLE_PAGES])) if seg is not None]
+    out = []
+    for number, (rule, note) in enumerate(pins):
+        if rule.pinned:
+            rule = _measured(rule, pages, f"{source}: rule {number}")
+        out.append((rule, note))
+    return out
+
+
+def _measured(rule: Rule, pages: Sequence[Segmented], where: str) -> Rule:
+    xpath = etree.XPath(rule.xpath)
+    hits, sample = 0, ""
+    for seg in pages:
+        found = xpath(seg.root)
+        if not isinstance(found, list) or any(not isinstance(e, etree._Element) for e in found):
+            raise RuleError(f"{where}: XPath {rule.xpath!r} selects text, attributes or a value on "
+                            f"{seg.page.url}, not elements (column 1); select the elements themselves")
+        if found:
+            hits += 1
+            sample = sample or " ".join(" ".join(found[0].itertext()).split())[:SAMPLE_CHARS]
+    support = round(hits / len(pages), 4) if pages else rule.support
+    return dataclasses.replace(rule, support=support, sample=sample or rule.sample)
+
+
+def _stored_segment(stored: page_store.StoredPage) -> Segmented | None:
+    seg = segment_page(Page(id=stored.id, url=stored.url, html=stored.html, fetched_at=stored.fetched_at,
+                            encoding=stored.encoding or "utf-8"))
+    return None if isinstance(seg, Skip) else seg
+
+
+def remove_pinned(db: sqlite_utils.Database, site: str) -> int:
+    """Remove a site's pinned rules (its learned rules apply again); the number removed."""
+    pin_store.ensure_schema(db)
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        removed = pin_store.remove_pins(db, site)
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    if not removed:
+        raise InputError(f"site {site!r} has no pinned rules; `templater rules list --db DB` shows which have")
+    return removed
+
+
+# --- XPath checks -------------------------------------------------------------------------------------------
+
+_PROBE = etree.fromstring("<html><head><title>t</title></head><body><div><p>x</p></div></body></html>")
+_CLOSERS = {")": "(", "]": "["}
+_CORE_FUNCTIONS = frozenset(
+    "last position count id local-name namespace-uri name string concat starts-with contains substring-before "
+    "substring-after substring string-length normalize-space translate boolean not true false lang number sum "
+    "floor ceiling round node text comment processing-instruction".split())
+_NAME_CALL = re.compile(r"(?<![\w.:-])([A-Za-z_][\w.-]*(?::[A-Za-z_][\w.-]*)?)\s*\(")
+_PREFIX = re.compile(r"(?<![\w.:-])([A-Za-z_][\w.-]*):(?!:)")
+
+
+def check_xpath(expr: str, *, where: str = "rule") -> etree.XPath:
+    """The compiled XPath; RuleError naming the column where it is wrong when it does not compile or run."""
+    try:
+        compiled = etree.XPath(expr)
+    except etree.XPathSyntaxError as e:
+        offsets = [entry.column for entry in e.error_log if entry.column >= 0]
+        column = offsets[-1] + 1 if offsets else _scan_column(expr, str(e))[0]
+        raise RuleError(_xpath_message(where, expr, column, str(e))) from None
+    try:
+        result = compiled(_PROBE)
+    except etree.XPathError as e:
+        raise RuleError(_xpath_message(where, expr, _scan_column(expr, str(e))[0], str(e))) from None
+    if not isinstance(result, list):
+        raise RuleError(_xpath_message(where, expr, 1, f"selects a {type(result).__name__} value, not elements"))
+    return compiled
+
+
+def _xpath_message(where: str, expr: str, column: int, problem: str) -> str:
+    hint = _scan_column(expr, problem)[1]
+    pointer = expr + "\n    " + " " * (column - 1) + "^"
+    return (f"{where}: invalid XPath at column {column}: {problem}{'; ' + hint if hint else ''}\n    {pointer}\n"
+            "fix the XPath (it must select elements, e.g. //div[@id='content']) and import again")
+
+
+def _scan_column(expr: str, problem: str) -> tuple[int, str]:
+    """(1-based column, hint) of the likely fault: an unclosed quote or bracket, an unknown prefix, function or
+    variable; else the end of the expression."""
+    stack: list[tuple[str, int]] = []
+    quote: tuple[str, int] | None = None
+    masked = []
+    for i, ch in enumerate(expr):
+        if quote:
+            masked.append(" ")
+            if ch == quote[0]:
+                quote = None
+            continue
+        masked.append(ch)
+        if ch in "'\"":
+            quote = (ch, i)
+        elif ch in "([":
+            stack.append((ch, i))
+        elif ch in _CLOSERS:
+            if not stack or stack[-1][0] != _CLOSERS[ch]:
+                return i + 1, f"'{ch}' at column {i + 1} closes nothing"
+            stack.pop()
+    if quote:
+        return quote[1] + 1, f"the string opened at column {quote[1] + 1} is never closed"
+    if stack:
+        return stack[-1][1] + 1, f"'{stack[-1][0]}' at column {stack[-1][1] + 1} is never closed"
+    return _name_column(expr, "".join(masked), problem)
+
+
+def _name_column(expr: str, masked: str, problem: str) -> tuple[int, str]:
+    lowered = problem.lower()
+    if "function" in lowered:
+        for m in _NAME_CALL.finditer(masked):
+            if m.group(1) not in _CORE_FUNCTIONS:
+                return m.start(1) + 1, f"{m.group(1)}() is not an XPath 1.0 function"
+    if "namespace" in lowered and (m := _PREFIX.search(masked)):
+        return m.start(1) + 1, f"the prefix {m.group(1)!r} is not declared (HTML elements have none)"
+    if "variable" in lowered and "$" in masked:
+        return masked.index("$") + 1, "variables cannot be used in rules"
+    return len(expr) + 1 if "expression" in lowered else 1, ""
+
+
+# --- report -------------------------------------------------------------------------------------------------
+
+def build_report(db: sqlite_utils.Database, site: str, *, page_url: str | None = None, method: str = "auto",
+                 progress: Progress | None = None) -> str:
+    """A self-contained HTML report of a site's template: one page's blocks with what decided each, the rules,
+    and how the template fits each of the site's pages."""
+    pin_store.ensure_schema(db)
+    row = _template_row(db, site)
+    summary = _summary(row, views.site_page_counts(db), views.template_coverages(db), pin_store.pinned_sites(db))
+    compiled = CompiledTemplate(pin_store.apply_pins(db, row.template))
+    ids = views.site_page_ids(db, site)[:REPORT_MAX_PAGES]
+    shown_id = _report_page_id(db, site, ids, page_url)
+    explained: dict[str, PageExplanation] = {}
+    for done, stored in enumerate(page_store.load_pages(db, list(dict.fromkeys(ids + [shown_id]))), 1):
+        seg = _stored_segment(stored)
+        if seg is not None:
+            explained[stored.id] = explain_blocks(seg, compiled, method=method)
+        if progress:
+            progress(done, len(ids))
+    if shown_id not in explained:
+        raise InputError(f"the page {page_url or shown_id} has no text blocks to show; pick another with --page")
+    pages = tuple(_page_coverage(explained[i]) for i in ids if i in explained)
+    return render_report(ReportData(summary=summary, rules=compiled.template.rules, page=explained[shown_id],
+                                    pages=pages, generated_at=now()))
+
+
+def _report_page_id(db: sqlite_utils.Database, site: str, ids: list[str], page_url: str | None) -> str:
+    if page_url is None:
+        if not ids:
+            raise InputError(f"site {site!r} has no stored pages: run `templater build` after ingesting them")
+        return ids[0]
+    page_id = views.page_id_for_url(db, page_url)
+    if page_id is None:
+        raise InputError(f"no stored page has the URL {page_url}; `templater rules report` shows stored pages only")
+    return page_id
+
+
+def _page_coverage(page: PageExplanation) -> PageCoverage:
+    return PageCoverage(url=page.url, coverage=page.coverage, kept_chars=page.kept_chars,
+                        total_chars=page.total_chars, blocks=len(page.blocks),
+                        dropped_blocks=sum(not b.kept for b in page.blocks))
