@@ -43,7 +43,8 @@ BLOCK_TAGS = frozenset(
     "ol option p pre section select summary table tbody td tfoot th thead title tr ul".split()
 )
 BREAK_TAGS = frozenset({"br"})
-DROP_TAGS = ("script", "style", "noscript", "template", "svg", "math")
+DROP_TAGS = ("script", "style", "noscript", "template", "svg", "math", "iframe", "object", "embed", "applet", "select",
+             "button", "textarea")
 
 # --- grouping and learning -----------------------------------------------------------------------------
 MIN_GROUP_PAGES = 3  # a URL prefix with fewer pages backs off to a shorter prefix
