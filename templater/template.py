@@ -29,6 +29,7 @@ HEADING_TAGS = frozenset({"h1", "h2", "title"})
 REFERENCE_CANDIDATES = 15  # pages tried as the alignment reference
 NEAR_COPY = 0.8  # Jaccard similarity of long-block sets above which two pages count as one when learning
 NEAR_COPY_CHARS = 80  # blocks this long (paragraphs, not menu items) decide whether two pages are copies
+NEAR_COPY_COMMON_PAGES = 3  # ... unless this many pages (and half of them) have them: then they are the site's
 REGION_TEXT_SHARE = 0.8  # the content region holds at least this share of a page's remaining text
 REGION_PAGE_SHARE = 0.5  # ... on at least this share of the pages
 HEADLINE_TAGS = frozenset({"h1", "h2", "h3"})
@@ -68,7 +69,8 @@ def distinct_pages(pages: Sequence[Segmented]) -> list[Segmented]:
     text look like boilerplate the site repeats.
     """
     longs = [{b.hash for b in seg.blocks if len(b.text) >= NEAR_COPY_CHARS} for seg in pages]
-    common = {h for h, n in Counter(h for s in longs for h in s).items() if n > len(pages) / 2}
+    need = max(NEAR_COPY_COMMON_PAGES, len(pages) / 2)
+    common = {h for h, n in Counter(h for s in longs for h in s).items() if n >= need}
     kept: list[Segmented] = []
     sets: list[set[int]] = []
     for seg, blocks in zip(pages, longs):

@@ -89,3 +89,11 @@ def test_blank_text_between_inline_elements_keeps_words_apart():
     html = "<html><body><p><b>hello</b> <i>world</i> and <em>x</em>y</p><div> <p>a</p> <p>b</p> tail</div></body></html>"
     seg = segment(parse_html(html), Page("p", "https://a.example/p", html))
     assert [b.text for b in seg.blocks] == ["hello world and xy", "a", "b", "tail"]
+
+
+def test_two_copies_among_three_pages_still_keep_the_article():
+    pages = [s for s, _ in site_pages(2)]
+    copy, text = site_pages(1, start=1)[0]
+    template = learn_template(pages + [copy], site="s")
+    allowed, _ = apply_template(copy, CompiledTemplate(template))
+    assert all(line in kept_text(copy, allowed) for line in text.split("\n")[1:])
