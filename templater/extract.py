@@ -18,6 +18,7 @@ from .template import contains, find_headline
 from .types import Extraction, Rule, Segmented, Template
 
 REGION_MIN_SHARE = 0.5  # the region is used only when it holds this share of the text the rules left
+REPEAT_MIN_CHARS = 100  # a kept block this long whose text was already kept is a repeat, not more content
 
 
 class CompiledTemplate:
@@ -110,8 +111,23 @@ def extract_page(seg: Segmented, compiled: CompiledTemplate | None = None, *, si
                        coverage=round(coverage, 4))
 
 
+def drop_repeats(seg: Segmented, keep: np.ndarray) -> np.ndarray:
+    """Keep only the first of kept blocks with the same long text (pages that print their article twice)."""
+    seen: set[str] = set()
+    out = keep.copy()
+    for i in np.flatnonzero(keep):
+        text = seg.blocks[i].text
+        if len(text) < REPEAT_MIN_CHARS:
+            continue
+        if text in seen:
+            out[i] = False
+        seen.add(text)
+    return out
+
+
 def _extraction(seg: Segmented, keep: np.ndarray, *, site: str, method: str, template: str | None,
                 coverage: float | None) -> Extraction:
+    keep = drop_repeats(seg, keep)
     text = fallback.extract_text(seg, keep)
     boilerplate = sum(len(b.text) for b, k in zip(seg.blocks, keep) if not k)
     return Extraction(id=seg.page.id, url=seg.page.url, site=site, text=text, method=method, template=template,
