@@ -15,8 +15,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from templater import config, dedup, evaluation_run, pipeline
 from templater import inspect as rule_inspect
-from templater import pipeline
+from templater import recrawl as recrawls
 from templater.errors import TemplaterError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
@@ -81,8 +82,44 @@ def output_stream(path: Optional[Path]) -> Iterator:
         yield f
 
 
+@contextlib.contextmanager
+def log_to_file(path: Optional[Path]) -> Iterator[None]:
+    """With --log FILE: INFO and above of every templater logger appended to FILE; stderr keeps warnings only."""
+    if path is None:
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    quieted = [h for h in root.handlers if h.level == logging.NOTSET]
+    for h in quieted:
+        h.setLevel(logging.WARNING)
+    previous = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(previous)
+        for h in quieted:
+            h.setLevel(logging.NOTSET)
+        handler.close()
+
+
 def write_jsonl(stream, record: dict) -> None:
     stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def extract_all(store, output: Optional[Path], *, fallback: str, index: bool, quiet: bool) -> None:
+    """Extract every stored page to JSON Lines (the shared body of `extract` and `run`)."""
+    summary = pipeline.Summary()
+    with progress_bar("extract", quiet) as progress, output_stream(output) as stream:
+        for result in pipeline.extract(store, method=fallback, index=index, progress=progress):
+            write_jsonl(stream, result.to_json())
+            summary.counts[result.method] += 1
+    report("extract", summary, quiet)
 
 
 @app.command()
@@ -111,13 +148,14 @@ def build(db: Path = DbOption, quiet: bool = QuietOption) -> None:
         report("build", summary, quiet)
 
 
+IndexOption = typer.Option(True, "--index/--no-index", help="Add the extracted texts to the near-duplicate index.")
 FallbackOption = typer.Option("auto", "--fallback", help="Single-page method: density, ann, fdr or auto.")
 OutputOption = typer.Option(None, "--output", "-o", help="JSON Lines output file (default: standard output).")
 
 
 @app.command()
 def extract(db: Path = DbOption, output: Optional[Path] = OutputOption, fallback: str = FallbackOption,
-            quiet: bool = QuietOption) -> None:
+            index: bool = IndexOption, quiet: bool = QuietOption) -> None:
     """Extract the main content of every stored page as JSON Lines.
 
     Each line: {"id", "url", "site", "text", "method", "template", "coverage"}.
@@ -126,17 +164,12 @@ def extract(db: Path = DbOption, output: Optional[Path] = OutputOption, fallback
     """
     with handled_errors():
         store = pipeline.open_store(db, create=False)
-        summary = pipeline.Summary()
-        with progress_bar("extract", quiet) as progress, output_stream(output) as stream:
-            for result in pipeline.extract(store, method=fallback, progress=progress):
-                write_jsonl(stream, result.to_json())
-                summary.counts[result.method] += 1
-        report("extract", summary, quiet)
+        extract_all(store, output, fallback=fallback, index=index, quiet=quiet)
 
 
 @app.command()
 def run(inputs: list[Path] = InputsArgument, db: Path = DbOption, output: Optional[Path] = OutputOption,
-        fallback: str = FallbackOption, quiet: bool = QuietOption) -> None:
+        fallback: str = FallbackOption, index: bool = IndexOption, quiet: bool = QuietOption) -> None:
     """Ingest, learn templates and extract, in one go.
 
     Example: templater run samples/pages.jsonl.gz --db samples.db --output extracted.jsonl
@@ -147,12 +180,89 @@ def run(inputs: list[Path] = InputsArgument, db: Path = DbOption, output: Option
             report("ingest", pipeline.ingest(store, inputs, progress=progress), quiet)
         with progress_bar("build", quiet) as progress:
             report("build", pipeline.build(store, progress=progress), quiet)
-        summary = pipeline.Summary()
-        with progress_bar("extract", quiet) as progress, output_stream(output) as stream:
-            for result in pipeline.extract(store, method=fallback, progress=progress):
-                write_jsonl(stream, result.to_json())
-                summary.counts[result.method] += 1
-        report("extract", summary, quiet)
+        extract_all(store, output, fallback=fallback, index=index, quiet=quiet)
+
+
+@app.command()
+def recrawl(inputs: list[Path] = InputsArgument, db: Path = DbOption,
+            retire_missing: bool = typer.Option(False, "--retire-missing",
+                                                help="Retire the stored pages this crawl did not fetch (they leave "
+                                                     "the near-duplicate index; a page that comes back is revived)."),
+            log: Optional[Path] = typer.Option(None, "--log", help="Append a log to this file: each committed batch "
+                                                                  "with counts per site, drift, relearning."),
+            fallback: str = FallbackOption,
+            batch_size: int = typer.Option(config.RECRAWL_BATCH_PAGES, "--batch-size",
+                                           help="Records per committed batch: a killed run loses at most one."),
+            quiet: bool = QuietOption) -> None:
+    """Bring the database up to date with a crawl that came back; rerun the same command after a kill to continue.
+
+    An unchanged page (same content hash) only has its last-seen time updated; a changed or new page is extracted
+    with the stored templates and its near-duplicate index entry replaced. When a share of a site's recent pages
+    no longer fit its template (a redesign), a new template version is learned from them, the old one is kept
+    and marked stale (see `templater rules history`), and its pages are extracted again. Work is committed in
+    batches with the run's progress, so a rerun after a kill (even kill -9) continues where it stopped.
+
+    Example: templater recrawl crawl-2024-06.warc.gz --db crawl.db --retire-missing --log recrawl.log
+    """
+    with handled_errors(), log_to_file(log):
+        store = pipeline.open_store(db)
+        with progress_bar("recrawl", quiet) as progress:
+            summary = recrawls.recrawl(store, inputs, retire_missing=retire_missing, method=fallback,
+                                       batch_size=batch_size, progress=progress)
+        report("recrawl", summary, quiet)
+
+
+@app.command()
+def dups(db: Path = DbOption, output: Optional[Path] = OutputOption) -> None:
+    """Pages in near-duplicate clusters, as JSON Lines: {"id", "url", "cluster", "canonical", "similarity"}.
+
+    Example: templater dups --db crawl.db --output dups.jsonl
+    """
+    with handled_errors():
+        store = pipeline.open_store(db, create=False)
+        with output_stream(output) as stream:
+            for row in dedup.iter_duplicates(store):
+                write_jsonl(stream, row)
+
+
+@app.command()
+def similar(target: str = typer.Argument(..., metavar="URL|FILE",
+                                         help="A stored page's id or URL, or an .html or text file."),
+            db: Path = DbOption, url: Optional[str] = typer.Option(None, "--url", help="The file's real URL."),
+            limit: int = typer.Option(10, "--limit", min=1, help="At most this many pages."),
+            fallback: str = FallbackOption) -> None:
+    """A page's near-duplicates, as JSON Lines {"id", "url", "similarity"}.
+
+    An .html file is extracted first (with its site's template when --url or its content matches one).
+
+    Example: templater similar --db crawl.db https://example.org/news/a.html
+    """
+    with handled_errors():
+        store = pipeline.open_store(db, create=False)
+        path = Path(target)
+        if path.is_file():
+            text = pipeline.extract_file(store, path, url=url, method=fallback).text
+            rows = dedup.find_similar(store, text, limit=limit)
+        else:
+            rows = dedup.find_similar_page(store, target, limit=limit)
+        for row in rows:
+            write_jsonl(sys.stdout, row)
+
+
+@app.command("dups-settings")
+def dups_settings(db: Path = DbOption, as_json: bool = typer.Option(False, "--json", help="One JSON object.")) -> None:
+    """The near-duplicate index's settings, with the S-curve threshold (1/b)^(1/r) of its bands.
+
+    Example: templater dups-settings --db crawl.db
+    """
+    with handled_errors():
+        described = dedup.describe_settings(pipeline.open_store(db, create=False))
+    if as_json:
+        write_jsonl(sys.stdout, described)
+        return
+    for key, value in described.items():
+        typer.echo(f"{key}: {value}")
+
 
 
 rules_app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
@@ -354,6 +464,91 @@ def report_html(site: str = SiteArgument, db: Path = DbOption,
         output.write_text(document, encoding="utf-8")
     if not quiet:
         err.print(f"report: wrote {output}", highlight=False, soft_wrap=True, markup=False)
+
+
+eval_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
+                       help="Measure duplicate search and extraction against gold data.")
+app.add_typer(eval_app, name="eval")
+
+TruthOption = typer.Option(..., "--truth", help='Gold clustering: JSON Lines {"id", "cluster"}, one line per page '
+                                                "that has duplicates; ids are the pages' ids in the database.")
+MethodOption = typer.Option(None, "--method", "-m", help="Only this method (repeatable): md5, tf, tfidf, long-sent, "
+                                                         "heavy-sent, lex-rand, descr-words, minhash-lsh.")
+EvalJsonOption = typer.Option(False, "--json", help="JSON Lines on stdout instead of a table.")
+
+
+@eval_app.command("dedup")
+def eval_dedup(db: Path = DbOption, truth: Path = TruthOption, method: Optional[list[str]] = MethodOption,
+               as_json: bool = EvalJsonOption, quiet: bool = QuietOption) -> None:
+    """Precision, recall and F1 of each duplicate method's pairs against a gold clustering, with its time.
+
+    Reads the extracted texts of the database (run `templater extract` first). Each method is fitted on those
+    texts, signs them and pairs the pages that share a signature; minhash-lsh is the near-duplicate index's
+    MinHash + LSH. A pair is right when both pages are in one gold cluster.
+
+    Example: templater eval dedup --db crawl.db --truth clusters.jsonl --json
+    """
+    with handled_errors():
+        store = pipeline.open_store(db, create=False)
+        with progress_bar("eval dedup", quiet) as progress:
+            report = evaluation_run.evaluate_dedup(store, truth, methods=method or None, progress=progress)
+        if as_json:
+            for run in report.runs:
+                write_jsonl(sys.stdout, run.to_json())
+        else:
+            print_dedup_table(report.runs)
+        if not quiet:
+            err.print(f"eval dedup: pages={report.pages} truth_pages={report.truth_pages} "
+                      f"unknown_truth_ids={report.unknown} gold_pairs={report.runs[0].score.gold_pairs}",
+                      highlight=False)
+
+
+def print_dedup_table(runs) -> None:
+    typer.echo(f"{'method':<12} {'precision':>9} {'recall':>7} {'f1':>6} {'seconds':>8} {'pairs':>8} {'judged':>7}")
+    for run in runs:
+        s = run.score
+        typer.echo(f"{run.method:<12} {s.precision:9.3f} {s.recall:7.3f} {s.f1:6.3f} {run.seconds:8.2f} "
+                   f"{s.predicted_pairs:8d} {run.judged:7d}")
+
+
+@eval_app.command("extract")
+def eval_extract(gold: Path = typer.Argument(..., help='Gold corpus: JSON Lines (.gz too) with "id" and "gold".'),
+                 predicted: Path = typer.Argument(..., help='Predictions: JSON Lines with "id" and "text".'),
+                 as_json: bool = typer.Option(False, "--json", help="Print the figures as one JSON object.")) -> None:
+    """Bag-of-tokens precision, recall and F1 per page, macro-averaged (the measure of shared/eval/score.py).
+
+    A gold page with no prediction counts as an empty extraction; pages without gold text are not scored.
+
+    Example: templater eval extract gold.jsonl.gz extracted.jsonl
+    """
+    with handled_errors():
+        score = evaluation_run.evaluate_extract(gold, predicted)
+        if as_json:
+            typer.echo(json.dumps({"pages": score.pages, "missing": score.missing, "precision": score.precision,
+                                   "recall": score.recall, "f1": score.f1, "f1_median": score.f1_median}))
+            return
+        if score.missing:
+            typer.echo(f"{score.missing} gold pages had no prediction (scored as empty)")
+        typer.echo(f"pages={score.pages} precision={score.precision:.4f} recall={score.recall:.4f} f1={score.f1:.4f}")
+
+
+@rules_app.command("history")
+def rules_history(site: str = SiteArgument, db: Path = DbOption, as_json: bool = JsonOption) -> None:
+    """Every version of a site's template: when it was learned and why, and when and why it went stale.
+
+    Example: templater rules history --db crawl.db nytimes.com/
+    """
+    with handled_errors():
+        versions = recrawls.template_history(pipeline.open_store(db, create=False), site)
+    if as_json:
+        _print_json([v.to_json() for v in versions])
+        return
+    typer.echo(f"{'VERSION':>7}  {'LEARNED AT':<25}  {'STATE':<7} {'PAGES':>5} {'RULES':>5}  WHY")
+    for v in versions:
+        state = "current" if v.current else "old"
+        typer.echo(f"{v.version:>7}  {v.learned_at:<25}  {state:<7} {v.pages:>5} {v.rules:>5}  {v.reason}")
+        if v.stale:
+            typer.echo(f"{'':>7}  {v.stale_at or '':<25}  {'stale':<7} {'':>5} {'':>5}  {v.stale_reason or ''}")
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,6 +86,16 @@ def upsert_page(db: sqlite_utils.Database, *, id: str, url: str, host: str, html
     db.execute("UPDATE pages SET url=?, host=?, content_hash=?, fetched_at=?, last_seen=?, encoding=?, html=?,"
                " block_hashes=?, block_shapes=?, n_blocks=?, text_chars=?, retired=0 WHERE id = ?", values + [id])
     return "changed"
+
+
+def touch_pages(db: sqlite_utils.Database, rows: Iterable[tuple[str, str | None]], *, now: str) -> None:
+    """An unchanged page fetched again: only its last-seen time (and fetch time, when given) change."""
+    db.conn.executemany("UPDATE pages SET last_seen = ?, fetched_at = coalesce(?, fetched_at) WHERE id = ?",
+                        [(now, fetched_at, pid) for pid, fetched_at in rows])
+
+
+def retire_pages(db: sqlite_utils.Database, ids: Sequence[str]) -> None:
+    db.conn.executemany("UPDATE pages SET retired = 1 WHERE id = ?", [(pid,) for pid in ids])
 
 
 def record_skip(db: sqlite_utils.Database, *, source: str, reason: str, detail: str, page_id: str | None,

@@ -75,3 +75,12 @@ class LearnSettings:
     shape_max_chars: int = SHAPE_MAX_CHARS
     shape_max_link_density: float = SHAPE_MAX_LINK_DENSITY
     max_learn_pages: int = MAX_LEARN_PAGES
+
+# --- recrawl: batches and template health (issue 5; templater/recrawl.py) -------------------------------
+# On big9 (dev corpus) a page's coverage by its own site-year template was at least 0.56 on 174 of 178 pages
+# (lowest 0.28); pages of the next redesign fitted no learned layout at all, or covered at most 0.16.
+RECRAWL_BATCH_PAGES = 200  # records per committed batch of a recrawl (a killed run loses at most one batch)
+DRIFT_COVERAGE = 0.5  # an extraction covering less than this share of its template's static blocks is "low" ...
+DRIFT_SHARE = 0.5  # ... and a group's templates are stale when at least this share of its recent pages are low
+DRIFT_WINDOW = 50  # the recent pages: a group's last this many extracted since its templates were last learned
+DRIFT_MIN_PAGES = 3  # a group is judged once it has this many recent pages (a site is learned from them)

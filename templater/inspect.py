@@ -29,14 +29,12 @@ from store import pages as page_store
 from store import pins as pin_store
 
 from .config import LearnSettings
-from .encoding import decode_page
 from .errors import InputError, RuleError
 from .extract import CompiledTemplate, container_mask, pinned_mask, apply_template, extract_page
-from .pipeline import Progress, TemplateIndex, now, segment_page
+from .pipeline import Progress, TemplateIndex, now, segment_file, stored_segment
 from .report import (CLASSIFIER, FALLBACK_PREFIX, TEMPLATE_ONLY, BlockDecision, PageCoverage, PageExplanation,
                      ReportData, TemplateSummary, render_report, shorten)
-from .sources import check_input, input_format, iter_records
-from .types import Page, Rule, Segmented, Skip
+from .types import Rule, Segmented, Skip
 
 log = logging.getLogger(__name__)
 
@@ -214,11 +212,8 @@ def explain_page(db: sqlite_utils.Database, target: str, *, url: str | None = No
     if not Path(target).exists() and re.match(r"^[a-z][a-z0-9+.-]*://", target, re.IGNORECASE):
         seg, site = _stored_page(db, target)
     else:
-        seg, site = _file_page(Path(target), url=url), None
-    compiled = TemplateIndex(db).find(seg, site, threshold=settings.layout_match)
-    if compiled is not None:
-        compiled = CompiledTemplate(pin_store.apply_pins(db, compiled.template))
-    return explain_blocks(seg, compiled, method=method)
+        seg, site = segment_file(Path(target), url=url), None
+    return explain_blocks(seg, TemplateIndex(db).find(seg, site, threshold=settings.layout_match), method=method)
 
 
 def test_rules(db: sqlite_utils.Database, site: str, path: str | Path, *, url: str | None = None,
@@ -226,7 +221,7 @@ def test_rules(db: sqlite_utils.Database, site: str, path: str | Path, *, url: s
     """Apply a site's current template (with its pinned rules) to a local page; nothing is stored."""
     pin_store.ensure_schema(db)
     compiled = CompiledTemplate(pin_store.apply_pins(db, _template_row(db, site).template))
-    return explain_blocks(_file_page(Path(path), url=url), compiled, method=method)
+    return explain_blocks(segment_file(Path(path), url=url), compiled, method=method)
 
 
 def _stored_page(db: sqlite_utils.Database, url: str) -> tuple[Segmented, str | None]:
@@ -235,20 +230,7 @@ def _stored_page(db: sqlite_utils.Database, url: str) -> tuple[Segmented, str | 
         raise InputError(f"no stored page has the URL {url}: ingest it first, or explain a saved copy with "
                          f"`templater rules explain --db DB page.html --url {url}`")
     stored = next(page_store.load_pages(db, [page_id]))
-    page = Page(id=stored.id, url=stored.url, html=stored.html, fetched_at=stored.fetched_at,
-                encoding=stored.encoding or "utf-8")
-    return _segmented(segment_page(page), url), stored.site
-
-
-def _file_page(path: Path, *, url: str | None) -> Segmented:
-    check_input(path)
-    if input_format(path) != "html" or path.is_dir():
-        raise InputError(f"{path}: give one .html or .htm file to explain or test")
-    raw = next(iter_records([path]))
-    if url:
-        raw = dataclasses.replace(raw, url=url, id=url)
-    page = decode_page(raw)
-    return _segmented(page if isinstance(page, Skip) else segment_page(page), str(path))
+    return _segmented(stored_segment(stored), url), stored.site
 
 
 def _segmented(outcome: Segmented | Skip, where: str) -> Segmented:
@@ -418,7 +400,7 @@ def _measure_pins(db: sqlite_utils.Database, site: str, pins: list[tuple[Rule, s
     """XPath rules get their support (share of sampled site pages where they select something) and a sample."""
     if not any(r.pinned for r, _ in pins):
         return pins
-    pages = [seg for seg in (_stored_segment(p) for p in page_store.load_pages(
+    pages = [seg for seg in (_usable_segment(p) for p in page_store.load_pages(
         db, views.site_page_ids(db, site)[:PIN_SAMPLE_PAGES])) if seg is not None]
     out = []
     for number, (rule, note) in enumerate(pins):
@@ -443,9 +425,8 @@ def _measured(rule: Rule, pages: Sequence[Segmented], where: str) -> Rule:
     return dataclasses.replace(rule, support=support, sample=sample or rule.sample)
 
 
-def _stored_segment(stored: page_store.StoredPage) -> Segmented | None:
-    seg = segment_page(Page(id=stored.id, url=stored.url, html=stored.html, fetched_at=stored.fetched_at,
-                            encoding=stored.encoding or "utf-8"))
+def _usable_segment(stored: page_store.StoredPage) -> Segmented | None:
+    seg = stored_segment(stored)
     return None if isinstance(seg, Skip) else seg
 
 
@@ -555,7 +536,7 @@ def build_report(db: sqlite_utils.Database, site: str, *, page_url: str | None =
     shown_id = _report_page_id(db, site, ids, page_url)
     explained: dict[str, PageExplanation] = {}
     for done, stored in enumerate(page_store.load_pages(db, list(dict.fromkeys(ids + [shown_id]))), 1):
-        seg = _stored_segment(stored)
+        seg = _usable_segment(stored)
         if seg is not None:
             explained[stored.id] = explain_blocks(seg, compiled, method=method)
         if progress:

@@ -6,6 +6,7 @@ committed and a rerun continues (an unchanged page is recognised by its content 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 from collections import Counter, defaultdict
@@ -22,14 +23,15 @@ from store import pins as pin_store
 from store import templates as template_store
 from store.db import open_db
 
-from . import config
+from . import config, dedup
 from .blocks import segment
 from .config import LearnSettings
 from .encoding import decode_page
+from .errors import InputError
 from .extract import CompiledTemplate, extract_page
 from .grouping import assign_groups, cluster_layouts, host_of, layout_containment, match_prefix, shape_set
 from .parse import parse_html
-from .sources import iter_records
+from .sources import check_input, input_format, iter_records
 from .template import learn_template
 from .types import Extraction, Page, Segmented, Skip
 
@@ -159,7 +161,7 @@ def build(db: sqlite_utils.Database, *, settings: LearnSettings = LearnSettings(
         members[group].append(pid)
     done = 0
     for group, ids in sorted(members.items()):
-        summary.merge(_build_group(db, group, ids, settings))
+        summary.merge(learn_group(db, group, ids, settings))
         done += len(ids)
         if progress:
             progress(done, len(keys))
@@ -167,7 +169,10 @@ def build(db: sqlite_utils.Database, *, settings: LearnSettings = LearnSettings(
     return summary
 
 
-def _build_group(db: sqlite_utils.Database, group: str, ids: list[str], settings: LearnSettings) -> Summary:
+def learn_group(db: sqlite_utils.Database, group: str, ids: list[str], settings: LearnSettings, *,
+                reason: str = "learned") -> Summary:
+    """Cluster one URL group's pages by layout, learn a template for each large enough cluster (each committed on
+    its own, a new version only when its rules changed) and assign the pages to their sites."""
     summary = Summary()
     assignments: list[tuple[str, str | None, str | None]] = []
     if len(ids) < settings.min_template_pages:
@@ -181,7 +186,7 @@ def _build_group(db: sqlite_utils.Database, group: str, ids: list[str], settings
         for layout in sorted(set(labels)):
             cluster = [pid for pid, label in zip(ids, labels) if label == layout]
             cluster_sets = [s for s, label in zip(sets, labels) if label == layout]
-            site = _learn_cluster(db, group, layout, cluster, cluster_sets, settings, summary)
+            site = _learn_cluster(db, group, layout, cluster, cluster_sets, settings, summary, reason=reason)
             assignments += [(pid, group, site) for pid in cluster]
     db.execute("BEGIN IMMEDIATE")
     try:
@@ -209,19 +214,19 @@ def _adopt_strays(labels: list[int], sets: list[np.ndarray], settings: LearnSett
 
 
 def _learn_cluster(db: sqlite_utils.Database, group: str, layout: int, ids: list[str], sets: list[np.ndarray],
-                   settings: LearnSettings, summary: Summary) -> str | None:
+                   settings: LearnSettings, summary: Summary, *, reason: str = "learned") -> str | None:
     if len(ids) < settings.min_template_pages:
         summary.counts["pages without template"] += len(ids)
         return None
     sample = sorted(ids)
     if len(sample) > settings.max_learn_pages:
         sample = sorted(random.Random(config.LEARN_SEED).sample(sample, settings.max_learn_pages))
-    segs = [s for s in (_stored_segment(p) for p in page_store.load_pages(db, sample)) if isinstance(s, Segmented)]
+    segs = [s for s in (stored_segment(p) for p in page_store.load_pages(db, sample)) if isinstance(s, Segmented)]
     if len(segs) < settings.min_template_pages:
         summary.counts["pages without template"] += len(ids)
         return None
     site = site_name(group, layout)
-    template = learn_template(segs, site=site, layout=layout, settings=settings)
+    template = learn_template(segs, site=site, layout=layout, settings=settings, reason=reason)
     db.execute("BEGIN IMMEDIATE")
     try:
         _, written = template_store.save_template(db, template, group_key=group,
@@ -242,10 +247,33 @@ def _layout_signature(sets: list[np.ndarray]) -> np.ndarray:
     return np.array(sorted(x for x, n in counts.items() if n >= need), dtype=np.uint32)
 
 
-def _stored_segment(stored: page_store.StoredPage) -> Segmented | Skip:
+def stored_segment(stored: page_store.StoredPage) -> Segmented | Skip:
     page = Page(id=stored.id, url=stored.url, html=stored.html, fetched_at=stored.fetched_at,
                 encoding=stored.encoding or "utf-8")
     return segment_page(page)
+
+
+def segment_file(path: Path, *, url: str | None = None) -> Segmented:
+    """Read, decode and segment one local .html file (its URL is ``url``, else its file:// URL)."""
+    check_input(path)
+    if input_format(path) != "html" or path.is_dir():
+        raise InputError(f"{path}: give one .html or .htm file")
+    raw = next(iter_records([path]))
+    if url:
+        raw = dataclasses.replace(raw, url=url, id=url)
+    page = decode_page(raw)
+    seg = page if isinstance(page, Skip) else segment_page(page)
+    if isinstance(seg, Skip):
+        detail = f": {seg.detail}" if seg.detail else ""
+        raise InputError(f"{path}: no text to work with ({seg.reason}{detail})")
+    return seg
+
+
+def extract_file(db: sqlite_utils.Database, path: Path, *, url: str | None = None, method: str = "auto",
+                 settings: LearnSettings = LearnSettings()) -> Extraction:
+    """Extract a local .html file with the template of the site its URL (or layout) matches; nothing is stored."""
+    seg = segment_file(path, url=url)
+    return extract_page(seg, TemplateIndex(db).find(seg, None, threshold=settings.layout_match), method=method)
 
 
 class TemplateIndex:
@@ -273,14 +301,39 @@ class TemplateIndex:
 
 
 def extract(db: sqlite_utils.Database, *, method: str = "auto", ids: Sequence[str] | None = None,
-            settings: LearnSettings = LearnSettings(), progress: Progress | None = None) -> Iterator[Extraction]:
-    """Extract every stored page (or the given ids) with its template, store the result, and yield it."""
-    index = TemplateIndex(db)
+            settings: LearnSettings = LearnSettings(), index: bool = False,
+            progress: Progress | None = None) -> Iterator[Extraction]:
+    """Extract every stored page (or the given ids) with its template, store the result, and yield it.
+
+    With ``index``, the extracted texts also go into the near-duplicate index, one batch per committed batch.
+    """
     if ids is None:
         ids = [pid for pid, _, _ in page_store.iter_page_keys(db)]
+    results = _extract_stored(db, ids, method=method, settings=settings, progress=progress)
+    if not index:
+        yield from results
+        return
+    pending: list[Extraction] = []
+    for result in results:
+        pending.append(result)
+        if len(pending) >= BATCH_PAGES:
+            dedup.index_texts(db, [_index_item(r) for r in pending])
+            pending.clear()
+        yield result
+    if pending:
+        dedup.index_texts(db, [_index_item(r) for r in pending])
+
+
+def _index_item(result: Extraction) -> dedup.TextItem:
+    return dedup.TextItem(result.id, result.url, result.text, result.boilerplate_chars)
+
+
+def _extract_stored(db: sqlite_utils.Database, ids: Sequence[str], *, method: str, settings: LearnSettings,
+                    progress: Progress | None) -> Iterator[Extraction]:
+    index = TemplateIndex(db)
     with _Batch(db) as batch:
         for done, stored in enumerate(page_store.load_pages(db, ids), 1):
-            seg = _stored_segment(stored)
+            seg = stored_segment(stored)
             if isinstance(seg, Skip):
                 continue
             compiled = index.find(seg, stored.site, threshold=settings.layout_match)

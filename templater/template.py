@@ -20,7 +20,6 @@ import re
 import numpy as np
 from lxml import etree
 
-from . import config
 from .align import lcs_length, lcs_pairs
 from .config import LearnSettings
 from .types import Block, Rule, Segmented, Template

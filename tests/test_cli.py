@@ -56,3 +56,34 @@ def test_every_command_has_help_with_an_example():
     for command in ("ingest", "build", "extract", "run"):
         result = runner.invoke(app, [command, "--help"])
         assert result.exit_code == 0 and "Example:" in result.stdout
+
+
+def test_run_indexes_and_dups_lists_clusters(tmp_path):
+    import gzip
+
+    from sitegen import article_html
+
+    pages = tmp_path / "site.jsonl.gz"
+    with gzip.open(pages, "wt", encoding="utf-8") as f:
+        for seed in range(6):
+            html, _ = article_html(seed, paragraphs=8)
+            f.write(json.dumps({"id": f"p{seed}", "url": f"https://news.example.com/story/{seed}.html",
+                                "html": html}) + "\n")
+        html, _ = article_html(2, paragraphs=8)  # the same article again under another URL
+        f.write(json.dumps({"id": "copy", "url": "https://news.example.com/story/copy.html", "html": html}) + "\n")
+    db = str(tmp_path / "d.db")
+    assert runner.invoke(app, ["run", str(pages), "--db", db, "-q", "--output", str(tmp_path / "o.jsonl")]).exit_code == 0
+    result = runner.invoke(app, ["dups", "--db", db])
+    assert result.exit_code == 0
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert {r["id"] for r in rows} == {"p2", "copy"}
+    assert all(set(r) == {"id", "url", "cluster", "canonical", "similarity"} for r in rows)
+    assert {r["canonical"] for r in rows} == {"p2"}  # first seen
+    similar = runner.invoke(app, ["similar", "--db", db, "p2"])
+    assert similar.exit_code == 0 and json.loads(similar.stdout.splitlines()[0])["id"] == "copy"
+    page = tmp_path / "copy.html"
+    page.write_text(article_html(2, paragraphs=8)[0], encoding="utf-8")
+    by_file = runner.invoke(app, ["similar", "--db", db, str(page), "--url", "https://news.example.com/story/x.html"])
+    assert by_file.exit_code == 0 and {json.loads(x)["id"] for x in by_file.stdout.splitlines()} >= {"p2", "copy"}
+    settings = runner.invoke(app, ["dups-settings", "--db", db, "--json"])
+    assert settings.exit_code == 0 and 0 < json.loads(settings.stdout)["s_curve_threshold"] < 1

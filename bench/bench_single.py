@@ -1,0 +1,185 @@
+"""Single-page extraction: templater's fallback methods beside peer extractors, measured in the same run.
+
+    python bench/bench_single.py [--suite ../data/suites/single.jsonl.gz] [--limit N] [--methods a,b,...]
+
+Every method turns each page's HTML string into text (templater's methods include parsing and
+segmentation). Each method's predictions are written as JSON Lines and scored by the shared evaluation
+script (../shared/eval/score.py), so every figure is that script's. Printed per method: precision, recall
+and F1 (macro over pages), pages per second, and both as ratios to trafilatura's.
+
+Peers: trafilatura (comments excluded: the gold holds none), readability-lxml (the summary's text),
+goose3, jusText (English stop list), and a plain 0.5 cut on templater's block text density. A peer that is
+not installed is reported as missing; a page a peer fails on counts as an empty extraction.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import logging
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from templater import fallback  # noqa: E402
+from templater.blocks import segment  # noqa: E402
+from templater.parse import parse_html  # noqa: E402
+from templater.types import Page  # noqa: E402
+
+DEFAULT_SUITE = REPO.parent / "data" / "suites" / "single.jsonl.gz"
+DEFAULT_SCORER = REPO.parent / "shared" / "eval" / "score.py"
+BASELINE = "trafilatura"
+PLAIN_DENSITY_CUT = 0.5
+
+
+def read_pages(path: Path, limit: int | None) -> list[dict]:
+    """The suite's pages that have gold text (the scorer ignores the others)."""
+    pages = []
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            record = json.loads(line)
+            if (record.get("gold") or "").strip():
+                pages.append(record)
+                if limit and len(pages) >= limit:
+                    break
+    return pages
+
+
+def templater_method(method: str):
+    def run(record: dict) -> str:
+        seg = _segment(record)
+        return fallback.extract_text(seg, fallback.select_blocks(seg, method=method)) if seg else ""
+    return run
+
+
+def plain_density(record: dict) -> str:
+    seg = _segment(record)
+    if seg is None:
+        return ""
+    return "\n".join(b.text for b in seg.blocks if b.text_density > PLAIN_DENSITY_CUT)
+
+
+def _segment(record: dict):
+    root = parse_html(record["html"])
+    return segment(root, Page(record["id"], record["url"], record["html"])) if root is not None else None
+
+
+def peer_methods() -> dict:
+    """The peers that are installed, by name."""
+    peers = {}
+    try:
+        import trafilatura
+        peers["trafilatura"] = lambda r: trafilatura.extract(r["html"], url=r["url"], include_comments=False) or ""
+    except ImportError:
+        pass
+    try:
+        import html_text
+        from readability import Document
+        peers["readability"] = lambda r: html_text.extract_text(Document(r["html"]).summary(html_partial=True))
+    except ImportError:
+        pass
+    try:
+        from goose3 import Goose
+        goose = Goose()
+        peers["goose3"] = lambda r: goose.extract(raw_html=r["html"]).cleaned_text or ""
+    except ImportError:
+        pass
+    try:
+        import justext
+        stoplist = justext.get_stoplist("English")
+        peers["justext"] = lambda r: "\n".join(
+            p.text for p in justext.justext(r["html"].encode("utf-8", "replace"), stoplist) if not p.is_boilerplate)
+    except ImportError:
+        pass
+    return peers
+
+
+def all_methods() -> dict:
+    methods = {f"templater-{m}": templater_method(m) for m in fallback.METHODS}
+    methods["density-0.5"] = plain_density
+    methods.update(peer_methods())
+    return methods
+
+
+def run_method(run, pages: list[dict], out: Path) -> tuple[float, int]:
+    """Write the method's predictions to ``out``; return (seconds spent extracting, pages that failed)."""
+    failures = 0
+    spent = 0.0
+    with open(out, "w", encoding="utf-8") as handle:
+        for record in pages:
+            start = time.perf_counter()
+            try:
+                text = run(record)
+            except Exception:  # a peer's crash on one page is its empty extraction, counted
+                text = ""
+                failures += 1
+            spent += time.perf_counter() - start
+            handle.write(json.dumps({"id": record["id"], "text": text}, ensure_ascii=False) + "\n")
+    return spent, failures
+
+
+def score(scorer: Path, gold: Path, predictions: Path) -> dict:
+    result = subprocess.run([sys.executable, str(scorer), str(gold), str(predictions), "--json"],
+                            capture_output=True, text=True, check=True)
+    return json.loads(result.stdout[: result.stdout.rindex("}") + 1])
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--suite", type=Path, default=DEFAULT_SUITE)
+    parser.add_argument("--scorer", type=Path, default=DEFAULT_SCORER)
+    parser.add_argument("--limit", type=int, default=None, help="only the first N pages with gold")
+    parser.add_argument("--methods", default="", help="comma-separated subset of the method names")
+    parser.add_argument("--out", type=Path, default=None, help="keep the predictions in this folder")
+    args = parser.parse_args(argv)
+    logging.disable(logging.WARNING)  # peers log per-page chatter (dates, languages)
+    if not args.suite.exists() or not args.scorer.exists():
+        print(f"bench_single: need {args.suite} and {args.scorer} (see README: cutting the suites)", file=sys.stderr)
+        return 2
+    methods = all_methods()
+    if args.methods:
+        wanted = args.methods.split(",")
+        unknown = sorted(set(wanted) - set(methods))
+        if unknown:
+            print(f"bench_single: unknown or missing methods {unknown}; have {sorted(methods)}", file=sys.stderr)
+            return 2
+        methods = {name: methods[name] for name in wanted}
+    pages = read_pages(args.suite, args.limit)
+    out = args.out or Path(tempfile.mkdtemp(prefix="bench_single_"))
+    out.mkdir(parents=True, exist_ok=True)
+    gold = out / "gold.jsonl"
+    with open(gold, "w", encoding="utf-8") as handle:
+        for record in pages:
+            handle.write(json.dumps({"id": record["id"], "site": record["site"], "gold": record["gold"]},
+                                    ensure_ascii=False) + "\n")
+    fallback.default_weights()  # load once, outside the timing
+    rows = {}
+    for name, run in methods.items():
+        seconds, failures = run_method(run, pages, out / f"{name}.jsonl")
+        figures = score(args.scorer, gold, out / f"{name}.jsonl")
+        rows[name] = (figures, len(pages) / seconds, failures)
+        print(f"  {name}: f1={figures['f1']:.4f} {len(pages) / seconds:.1f} pages/s", file=sys.stderr, flush=True)
+    print_table(rows, suite=args.suite.name, pages=len(pages))
+    return 0
+
+
+def print_table(rows: dict, *, suite: str, pages: int) -> None:
+    base = rows.get(BASELINE)
+    print(f"suite={suite} pages={pages}")
+    print(f"| method | precision | recall | F1 | pages/s | F1 / {BASELINE} | speed / {BASELINE} | failed |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name, (figures, speed, failures) in rows.items():
+        f1_ratio = f"{figures['f1'] / base[0]['f1']:.3f}" if base else "-"
+        speed_ratio = f"{speed / base[1]:.2f}" if base else "-"
+        print(f"| {name} | {figures['precision']:.3f} | {figures['recall']:.3f} | {figures['f1']:.3f} | "
+              f"{speed:.1f} | {f1_ratio} | {speed_ratio} | {failures} |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,265 @@
+"""Near-duplicate quality on real text: precision and recall of the index against exact Jaccard >= 0.8.
+
+    python bench/neardup.py [--corpus ../shared/corpus] [--variants 1000] [--seed 4] [--write-set FILE.jsonl.gz]
+
+The set, rebuilt the same way from the dev corpus by anyone with this script:
+
+* Documents: every gold text of the dev corpus with at least MIN_WORDS words (page id "<dataset>/<id>"), plus
+  ``--variants`` edited copies of gold texts drawn at random (seeded) among those with at least MIN_BASE_WORDS
+  words (page id "<dataset>/<id>~<kind>").
+* Each copy gets one edit kind, chosen uniformly, with a rate drawn uniformly from its range. Edits work on the
+  whitespace-separated words of the gold text; new words are drawn from the words of the whole gold corpus.
+
+      substitute  replace 0.5-5% of the words at random positions
+      insert      insert 0.5-5% new words at random positions
+      delete      delete 0.5-5% of the words at random positions
+      truncate    cut the last 1-30% of the words
+      embed       the article inside another site's page: before and after it, runs of 1-15% of its length taken
+                  from a gold text of another site (a stand-in for that site's template text)
+      mixed       substitute 0.5-2% of the words, then truncate 1-10%
+
+  (Word 5-gram Jaccard falls fast: one substituted word in 100 removes up to 5 shingles in 100, so 0.5-5% edits
+  span Jaccard of about 0.95 down to 0.6, the range that tests a 0.8 threshold.)
+* Truth: every pair of documents (originals among themselves included) whose exact Jaccard of word 5-gram sets
+  (templater's normalization, 64-bit shingle hashes, so no collisions) is at least 0.8, found exhaustively with a
+  prefix filter (a pair at or above the threshold shares a shingle among the rarest |x| - ceil(0.8|x|) + 1 of each
+  set).
+* System: ``templater.dedup.index_texts`` into a fresh SQLite index with the default settings (verify="exact"),
+  then ``iter_candidate_pairs`` (LSH candidates before verification) and ``iter_similar_pairs`` (verified pairs);
+  again with ``verify="estimate"``. Precision = found and true / found; recall = found and true / true.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from store import lsh  # noqa: E402
+from store.db import open_db  # noqa: E402
+from templater import dedup  # noqa: E402
+from templater.shingles import ShingleSettings, shingle_hashes  # noqa: E402
+
+DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+MIN_WORDS = 20  # gold texts shorter than this are left out
+MIN_BASE_WORDS = 100  # edited copies are made of texts at least this long
+THRESHOLD = 0.8
+EDIT_RATE = (0.005, 0.05)
+TRUNCATE = (0.01, 0.30)
+EMBED = (0.01, 0.15)
+MIXED_SUBSTITUTE = (0.005, 0.02)
+MIXED_TRUNCATE = (0.01, 0.10)
+KINDS = ("substitute", "insert", "delete", "truncate", "embed", "mixed")
+J_BINS = (0.8, 0.85, 0.9, 0.95, 1.0001)
+
+
+@dataclass(frozen=True, slots=True)
+class Doc:
+    id: str
+    site: str
+    text: str
+    kind: str = "original"
+    rate: float = 0.0
+
+
+def load_gold(corpus: Path) -> list[Doc]:
+    docs = []
+    for path in sorted(corpus.glob("*/pages.jsonl.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for line in f:
+                record = json.loads(line)
+                gold = record.get("gold") or ""
+                if len(gold.split()) >= MIN_WORDS:
+                    docs.append(Doc(f"{record['dataset']}/{record['id']}", record.get("site", ""), gold))
+    return docs
+
+
+# --- edits ----------------------------------------------------------------------------------------------------
+
+def _positions(rng: np.random.Generator, length: int, rate: float) -> np.ndarray:
+    return rng.choice(length, size=max(1, round(rate * length)), replace=False)
+
+
+def substitute(rng, words: list[str], rate: float, vocabulary: list[str]) -> list[str]:
+    out = list(words)
+    for p in _positions(rng, len(out), rate).tolist():
+        out[p] = vocabulary[rng.integers(len(vocabulary))]
+    return out
+
+
+def insert(rng, words: list[str], rate: float, vocabulary: list[str]) -> list[str]:
+    out = list(words)
+    for p in sorted(_positions(rng, len(out), rate).tolist(), reverse=True):
+        out.insert(p, vocabulary[rng.integers(len(vocabulary))])
+    return out
+
+
+def delete(rng, words: list[str], rate: float) -> list[str]:
+    gone = set(_positions(rng, len(words), rate).tolist())
+    return [w for i, w in enumerate(words) if i not in gone]
+
+
+def truncate(words: list[str], rate: float) -> list[str]:
+    return words[:len(words) - max(1, round(rate * len(words)))]
+
+
+def embed(rng, words: list[str], rate: float, host: list[str]) -> list[str]:
+    """Runs of ``rate`` x len(words) words from ``host`` before and after the article."""
+    size = max(1, round(rate * len(words)))
+    start = rng.integers(0, max(1, len(host) - 2 * size))
+    return host[start:start + size] + words + host[start + size:start + 2 * size]
+
+
+def make_variant(rng: np.random.Generator, base: Doc, kind: str, vocabulary: list[str], hosts: list[Doc]) -> Doc:
+    words = base.text.split()
+    if kind in ("substitute", "insert", "delete"):
+        rate = rng.uniform(*EDIT_RATE)
+        out = delete(rng, words, rate) if kind == "delete" else \
+            (substitute if kind == "substitute" else insert)(rng, words, rate, vocabulary)
+    elif kind == "truncate":
+        rate = rng.uniform(*TRUNCATE)
+        out = truncate(words, rate)
+    elif kind == "embed":
+        rate = rng.uniform(*EMBED)
+        others = [h for h in hosts if h.site != base.site]
+        out = embed(rng, words, rate, others[rng.integers(len(others))].text.split())
+    else:
+        rate = rng.uniform(*MIXED_SUBSTITUTE)
+        out = truncate(substitute(rng, words, rate, vocabulary), rng.uniform(*MIXED_TRUNCATE))
+    return Doc(f"{base.id}~{kind}", base.site, " ".join(out), kind, round(float(rate), 4))
+
+
+def build_set(corpus: Path, variants: int, seed: int) -> list[Doc]:
+    """The originals and ``variants`` edited copies (see the module docstring)."""
+    originals = load_gold(corpus)
+    rng = np.random.default_rng(seed)
+    vocabulary = [w for d in originals for w in d.text.split()]
+    bases = [d for d in originals if len(d.text.split()) >= MIN_BASE_WORDS]
+    chosen = rng.choice(len(bases), size=min(variants, len(bases)), replace=False)
+    copies = [make_variant(rng, bases[i], KINDS[rng.integers(len(KINDS))], vocabulary, originals)
+              for i in chosen.tolist()]
+    return originals + copies
+
+
+# --- truth: exact Jaccard >= threshold, exhaustively --------------------------------------------------------------
+
+def shingle_sets(texts: list[str], settings: ShingleSettings) -> list[np.ndarray]:
+    shingles = shingle_hashes(texts, settings)
+    return [np.unique(shingles.of(i)) for i in range(len(texts))]
+
+
+def exact_pairs(sets: list[np.ndarray], threshold: float = THRESHOLD) -> dict[tuple[int, int], float]:
+    """Every pair (i < j) with exact Jaccard >= threshold: prefix-filter candidates, then exact Jaccard."""
+    frequency = Counter(h for s in sets for h in s.tolist())
+    postings: dict[int, list[int]] = {}
+    for i, s in enumerate(sets):
+        if not len(s):
+            continue
+        ranked = sorted(s.tolist(), key=lambda h: (frequency[h], h))
+        for h in ranked[:len(s) - math.ceil(threshold * len(s)) + 1]:
+            postings.setdefault(h, []).append(i)
+    candidates = {(a, b) for docs in postings.values() for k, b in enumerate(docs) for a in docs[:k]}
+    out = {}
+    for a, b in candidates:
+        small, large = sorted((len(sets[a]), len(sets[b])))
+        if small < threshold * large:
+            continue
+        inter = len(np.intersect1d(sets[a], sets[b], assume_unique=True))
+        jaccard = inter / (len(sets[a]) + len(sets[b]) - inter)
+        if jaccard >= threshold:
+            out[(a, b)] = jaccard
+    return out
+
+
+def score(found: Iterable[tuple[int, int]], truth: Iterable[tuple[int, int]]) -> tuple[float, float, int, int]:
+    """(precision, recall, found, true); an empty side scores 1."""
+    found, truth = set(found), set(truth)
+    hit = len(found & truth)
+    return (hit / len(found) if found else 1.0, hit / len(truth) if truth else 1.0, len(found), len(truth))
+
+
+# --- the system under test --------------------------------------------------------------------------------------
+
+def system_pairs(docs: list[Doc], settings: ShingleSettings) -> tuple[set, set, float]:
+    """(LSH candidate pairs, verified pairs, seconds to index) as pairs of positions in ``docs``."""
+    position = {d.id: i for i, d in enumerate(docs)}
+    with tempfile.TemporaryDirectory() as folder:
+        db = open_db(Path(folder) / "neardup.db")
+        began = time.perf_counter()
+        dedup.index_texts(db, [(d.id, d.id, d.text) for d in docs], settings)
+        seconds = time.perf_counter() - began
+        names = lsh.page_ids(db, range(1, len(docs) + 1))
+        candidates = {tuple(sorted((position[names[a][0]], position[names[b][0]])))
+                      for chunk in lsh.iter_candidate_pairs(db) for a, b in chunk.tolist()}
+        verified = {tuple(sorted((position[p["a"]], position[p["b"]]))) for p in dedup.iter_similar_pairs(db)}
+        db.conn.close()
+    return candidates, verified, seconds
+
+
+def report(name: str, found: set, truth: dict, docs: list[Doc]) -> None:
+    precision, recall, n_found, n_true = score(found, truth)
+    print(f"  {name:28s} precision {precision:.4f}  recall {recall:.4f}  ({n_found:,} found, {n_true:,} true)")
+
+
+def breakdown(found: set, truth: dict, docs: list[Doc]) -> None:
+    """Recall by edit kind (pairs of a copy and its original) and by exact-Jaccard bin (all true pairs)."""
+    by_kind: dict[str, list[bool]] = {}
+    for (a, b) in truth:
+        kinds = {docs[a].kind, docs[b].kind} - {"original"}
+        key = kinds.pop() if len(kinds) == 1 else ("natural" if not kinds else "copy-copy")
+        by_kind.setdefault(key, []).append((a, b) in found)
+    print("    recall by kind: " + ", ".join(f"{k} {np.mean(v):.3f} ({len(v)})" for k, v in sorted(by_kind.items())))
+    bins = np.digitize([truth[p] for p in truth], J_BINS)
+    hits = np.array([p in found for p in truth])
+    print("    recall by exact J: " + ", ".join(
+        f"[{J_BINS[i - 1]:.2f},{min(J_BINS[i], 1):.2f}) {hits[bins == i].mean():.3f} ({(bins == i).sum()})"
+        for i in range(1, len(J_BINS)) if (bins == i).any()))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--variants", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=4)
+    parser.add_argument("--write-set", type=Path, default=None,
+                        help="also write the documents (id, kind, rate, text) as JSON Lines (keep it local: "
+                             "research-only licences)")
+    args = parser.parse_args()
+    if not args.corpus.is_dir():
+        sys.exit(f"no corpus at {args.corpus}: give --corpus DIR (the dev corpus folder with */pages.jsonl.gz)")
+    docs = build_set(args.corpus, args.variants, args.seed)
+    if args.write_set:
+        with gzip.open(args.write_set, "wt", encoding="utf-8") as f:
+            for d in docs:
+                f.write(json.dumps({"id": d.id, "kind": d.kind, "rate": d.rate, "text": d.text}) + "\n")
+    settings = ShingleSettings()
+    began = time.perf_counter()
+    truth = exact_pairs(shingle_sets([d.text for d in docs], ShingleSettings(hash_bits=64)))
+    kinds = Counter(d.kind for d in docs if d.kind != "original")
+    print(f"{len(docs):,} documents ({len(docs) - sum(kinds.values()):,} gold texts, {dict(sorted(kinds.items()))}); "
+          f"{len(truth):,} pairs with exact word-5-gram Jaccard >= {THRESHOLD} (found in "
+          f"{time.perf_counter() - began:.1f} s)")
+    for label, variant in (("exact", settings), ("estimate", ShingleSettings(verify="estimate"))):
+        candidates, verified, seconds = system_pairs(docs, variant)
+        print(f"verify={label} ({settings.bands} bands x {settings.rows} rows, S-curve threshold "
+              f"{settings.s_curve_threshold:.3f}; indexed in {seconds:.1f} s)")
+        report("LSH candidates", candidates, truth, docs)
+        breakdown(candidates, truth, docs)
+        report("verified pairs", verified, truth, docs)
+        breakdown(verified, truth, docs)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,716 @@
+"""The persistent near-duplicate index: MinHash signatures, LSH band keys and clusters in SQLite.
+
+Tables (component "lsh"):
+
+    lsh_settings    name -> JSON value of every ShingleSettings field; data made with other settings is refused
+    lsh_state       counters: next_doc (internal page numbers are never reused), generation (one per add call)
+    lsh_signatures  doc INTEGER PK, page_id UNIQUE, url, signature BLOB (uint32 slots), first_seen (generation),
+                    boilerplate_chars, text_chars, cluster (a cluster's label is the doc number of one member;
+                    a page alone has cluster = doc; a partial index holds only pages whose cluster != doc)
+    lsh_bands       (key, doc) WITHOUT ROWID: one 47-bit key per band
+    lsh_links       (doc, other) WITHOUT ROWID, both directions: a spanning forest of every cluster, the verified
+                    pairs that joined it; removing a page whose links leave one piece needs no re-verification
+    lsh_shingles    doc -> the page's shingle hashes, 4 or 8 bytes each (only with verify = "exact")
+    dup_clusters    cluster -> size, for clusters of two or more pages
+
+Clusters are the connected components of the graph whose edges are candidate pairs (sharing a band key) whose
+similarity reaches the threshold. A band key shared by more than BUCKET_CAP pages offers only its first
+BUCKET_CAP pages (by doc number) as candidates: such buckets hold near-identical pages, and the cap keeps one
+popular page from costing a quadratic number of comparisons.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from itertools import groupby
+
+import numpy as np
+import sqlite_utils
+
+from store.db import migrate
+from templater.errors import InputError, SettingsMismatchError
+from templater.shingles import (ALGORITHM_VERSION, ShingleSettings, Shingles, Signatures, band_keys,
+                                estimate_similarity, jaccard_of_sets, sorted_set)
+
+BUCKET_CAP = 256  # candidates offered by one band key
+STAGE_WIDTH = 16  # (key, doc) pairs bound per staging row: one executemany row per 16 band keys
+ID_CHUNK = 10_000  # ids per IN (...) list
+CACHE_KIB = 512 * 1024  # SQLite page cache for this connection: the band index is touched at random
+CHECKPOINT_BYTES = 512 * 2**20  # let the WAL grow to this before a checkpoint: a batch of random band inserts
+# dirties most of the band index, and a checkpoint per batch copied and synced it all every time (14,400 docs/s
+# against 21,800 at 1M pages, bench/README_dedup.md)
+WAL_KEEP_BYTES = 64 * 2**20  # after a checkpoint the WAL file is cut back to this
+ROUND_LIMITS = (1, 4, 16, 64, 256, 1 << 62)  # candidates verified per (page, cluster) before giving up, cumulative
+PAD_KEY = -1  # padding in staging rows (real keys are >= 0)
+PAIR_SHIFT = 31  # a pair of doc numbers (each below 2**31) packed into one int64
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedPage:
+    """What the index keeps about a page besides its signature."""
+
+    page_id: str
+    url: str
+    boilerplate_chars: int = 0
+    text_chars: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class AddResult:
+    added: int = 0
+    updated: int = 0  # already indexed with another text: re-indexed, first_seen kept
+    unchanged: int = 0  # already indexed with the same signature: only url and counts refreshed
+    empty: int = 0  # no shingle: not indexed
+    joined: int = 0  # verified links that joined two clusters
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """A page of a cluster, with what choosing the canonical page needs."""
+
+    doc: int
+    page_id: str
+    url: str
+    signature: np.ndarray
+    first_seen: int
+    boilerplate_chars: int
+    text_chars: int
+
+
+# --- schema, settings, transactions ---------------------------------------------------------------------------
+
+def _create_tables(db: sqlite_utils.Database) -> None:
+    for sql in (
+        "CREATE TABLE lsh_settings (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        "CREATE TABLE lsh_state (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+        "CREATE TABLE lsh_signatures (doc INTEGER PRIMARY KEY, page_id TEXT NOT NULL UNIQUE, url TEXT NOT NULL,"
+        " signature BLOB NOT NULL, first_seen INTEGER NOT NULL, boilerplate_chars INTEGER NOT NULL,"
+        " text_chars INTEGER NOT NULL, cluster INTEGER NOT NULL)",
+        "CREATE INDEX lsh_signatures_cluster ON lsh_signatures (cluster) WHERE cluster != doc",
+        "CREATE TABLE lsh_bands (key INTEGER NOT NULL, doc INTEGER NOT NULL, PRIMARY KEY (key, doc)) WITHOUT ROWID",
+        "CREATE TABLE lsh_links (doc INTEGER NOT NULL, other INTEGER NOT NULL, PRIMARY KEY (doc, other))"
+        " WITHOUT ROWID",
+        "CREATE TABLE lsh_shingles (doc INTEGER PRIMARY KEY, hashes BLOB NOT NULL)",
+        "CREATE TABLE dup_clusters (cluster INTEGER PRIMARY KEY, size INTEGER NOT NULL)",
+        "INSERT INTO lsh_state (name, value) VALUES ('next_doc', 1), ('generation', 1)",
+    ):
+        db.execute(sql)
+
+
+STEPS = [_create_tables]
+
+
+def prepare(db: sqlite_utils.Database) -> None:
+    """Create or migrate the index tables and tune this connection (cache, checkpoints) for the band index."""
+    migrate(db, "lsh", STEPS)
+    conn = db.conn
+    (page_size,) = conn.execute("PRAGMA page_size").fetchone()
+    conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+    conn.execute(f"PRAGMA wal_autocheckpoint = {CHECKPOINT_BYTES // page_size}")
+    conn.execute(f"PRAGMA journal_size_limit = {WAL_KEEP_BYTES}")
+    conn.execute("PRAGMA temp_store = MEMORY")
+    columns = ", ".join(f"k{i} INTEGER, d{i} INTEGER" for i in range(STAGE_WIDTH))
+    conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS lsh_stage ({columns})")
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS lsh_probe (key INTEGER, doc INTEGER)")
+
+
+@contextmanager
+def _transaction(db: sqlite_utils.Database) -> Iterator[None]:
+    """One write transaction (a savepoint when the caller already holds one)."""
+    conn = db.conn
+    if conn.in_transaction:
+        conn.execute("SAVEPOINT lsh")
+        try:
+            yield
+        except BaseException:
+            conn.execute("ROLLBACK TO lsh")
+            conn.execute("RELEASE lsh")
+            raise
+        conn.execute("RELEASE lsh")
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _db_name(db: sqlite_utils.Database) -> str:
+    row = db.conn.execute("PRAGMA database_list").fetchone()
+    return row[2] or "the in-memory database"
+
+
+def load_settings(db: sqlite_utils.Database) -> ShingleSettings | None:
+    """The settings the index was built with, or None for an empty index."""
+    prepare(db)
+    values = {name: json.loads(value) for name, value in db.conn.execute("SELECT name, value FROM lsh_settings")}
+    if not values:
+        return None
+    if values.get("algorithm") != ALGORITHM_VERSION:
+        raise SettingsMismatchError(
+            f"the near-duplicate index in {_db_name(db)} was built by signature algorithm version "
+            f"{values.get('algorithm')}, this templater makes version {ALGORITHM_VERSION}: rebuild it in a new --db")
+    return ShingleSettings.from_dict(values)
+
+
+def ensure_settings(db: sqlite_utils.Database, settings: ShingleSettings | None = None) -> ShingleSettings:
+    """The index's settings: stored on first use; later, other settings are refused with SettingsMismatchError."""
+    stored = load_settings(db)
+    if stored is None:
+        settings = settings or ShingleSettings()
+        with _transaction(db):
+            db.conn.executemany("INSERT OR IGNORE INTO lsh_settings (name, value) VALUES (?, ?)",
+                                [(k, json.dumps(v)) for k, v in settings.to_dict().items()])
+        stored = load_settings(db)
+    if settings is not None and settings != stored:
+        raise SettingsMismatchError(
+            f"the near-duplicate index in {_db_name(db)} was built with other settings (stored != given: "
+            f"{'; '.join(stored.differences(settings))}): leave out the options that change them, or index into a "
+            "new --db")
+    return stored
+
+
+def _next(db: sqlite_utils.Database, name: str, count: int = 1) -> int:
+    """Take ``count`` values of a counter; returns the first."""
+    (first,) = db.conn.execute("SELECT value FROM lsh_state WHERE name = ?", [name]).fetchone()
+    db.conn.execute("UPDATE lsh_state SET value = ? WHERE name = ?", [first + count, name])
+    return first
+
+
+def _chunks(values: Sequence, size: int = ID_CHUNK) -> Iterator[Sequence]:
+    for i in range(0, len(values), size):
+        yield values[i:i + size]
+
+
+def _select_in(db: sqlite_utils.Database, sql: str, ids: Sequence) -> list[tuple]:
+    """Rows of ``sql`` (with one ``{ids}`` placeholder) for every id, querying ID_CHUNK ids at a time."""
+    rows: list[tuple] = []
+    for chunk in _chunks(list(ids)):
+        rows.extend(db.conn.execute(sql.format(ids=",".join("?" * len(chunk))), chunk).fetchall())
+    return rows
+
+
+# --- signatures in memory and from the database -----------------------------------------------------------------
+
+class _SignatureSource:
+    """Signatures (and, for exact verification, shingle sets) of the batch in memory and of stored pages."""
+
+    def __init__(self, db: sqlite_utils.Database, settings: ShingleSettings, docs: np.ndarray, values: np.ndarray,
+                 shingle_sets: dict[int, np.ndarray] | None = None):
+        self.db, self.settings = db, settings
+        self.rows = {int(d): values[i] for i, d in enumerate(docs.tolist())}
+        self.sets = dict(shingle_sets or {})  # as stored
+        self.sorted: dict[int, np.ndarray] = {}  # sorted distinct values, made when first verified
+
+    def signatures(self, docs: np.ndarray) -> np.ndarray:
+        missing = [d for d in set(docs.tolist()) if d not in self.rows]
+        for doc, blob in _select_in(self.db, "SELECT doc, signature FROM lsh_signatures WHERE doc IN ({ids})",
+                                    missing):
+            self.rows[doc] = np.frombuffer(blob, dtype=np.uint32)
+        return np.stack([self.rows[d] for d in docs.tolist()]) if len(docs) else \
+            np.empty((0, self.settings.permutations), np.uint32)
+
+    def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        if self.settings.verify == "exact":
+            return self._exact(a, b)
+        return estimate_similarity(self.signatures(a), self.signatures(b))
+
+    def _exact(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        docs = set(a.tolist()) | set(b.tolist())
+        missing = [d for d in docs if d not in self.sets]
+        dtype = np.uint32 if self.settings.hash_bits == 32 else np.uint64
+        for doc, blob in _select_in(self.db, "SELECT doc, hashes FROM lsh_shingles WHERE doc IN ({ids})", missing):
+            self.sets[doc] = np.frombuffer(blob, dtype=dtype)
+        for doc in docs - self.sorted.keys():
+            self.sorted[doc] = sorted_set(self.sets[doc])
+        return np.array([jaccard_of_sets(self.sorted[x], self.sorted[y]) for x, y in zip(a.tolist(), b.tolist())])
+
+
+# --- adding pages ----------------------------------------------------------------------------------------------
+
+def add_signatures(db: sqlite_utils.Database, pages: Sequence[IndexedPage], signatures: Signatures, *,
+                   shingles: Shingles | None = None) -> AddResult:
+    """Index (or re-index) pages with their signatures and update the clusters, in one transaction.
+
+    A page id seen before with the same signature only refreshes its url and counts; with another signature it is
+    removed and added again, keeping its first_seen. Pages without shingles are not indexed.
+    """
+    prepare(db)
+    settings = ensure_settings(db, signatures.settings)
+    _check_batch(pages, signatures, settings, shingles)
+    positions = _last_nonempty(pages, signatures)
+    with _transaction(db):
+        generation = _next(db, "generation")
+        known = {row[0]: row[1:] for row in _select_in(
+            db, "SELECT page_id, doc, signature, first_seen FROM lsh_signatures WHERE page_id IN ({ids})",
+            [pages[i].page_id for i in positions])}
+        same = [i for i in positions if pages[i].page_id in known
+                and known[pages[i].page_id][1] == signatures.values[i].tobytes()]
+        changed = sorted(set(i for i in positions if pages[i].page_id in known) - set(same))
+        fresh = [i for i in positions if pages[i].page_id not in known]
+        _refresh(db, [pages[i] for i in same])
+        _remove_docs(db, [known[pages[i].page_id][0] for i in changed], settings)
+        order = changed + fresh
+        first_new = _next(db, "next_doc", len(fresh))
+        docs = np.array([known[pages[i].page_id][0] for i in changed] + list(range(first_new, first_new + len(fresh))),
+                        dtype=np.int64)
+        seen = [known[pages[i].page_id][2] for i in changed] + [generation] * len(fresh)
+        sets = _shingle_sets(shingles, order, settings) if settings.verify == "exact" else None
+        joined = _insert_docs(db, docs, [pages[i] for i in order], signatures.values[order], seen, settings, sets)
+    return AddResult(added=len(fresh), updated=len(changed), unchanged=len(same),
+                     empty=int(signatures.empty.sum()), joined=joined)
+
+
+def _check_batch(pages: Sequence[IndexedPage], signatures: Signatures, settings: ShingleSettings,
+                 shingles: Shingles | None) -> None:
+    if len(pages) != len(signatures):
+        raise InputError(f"{len(pages)} pages but {len(signatures)} signatures: give one signature per page")
+    if signatures.values.shape[1:] != (settings.permutations,):
+        raise SettingsMismatchError(f"signatures of {signatures.values.shape[1:]} slots do not fit an index of "
+                                    f"{settings.permutations} permutations: sign with the index's settings")
+    if settings.verify == "exact" and (shingles is None or len(shingles.offsets) != len(pages) + 1):
+        raise InputError("this index verifies candidates with exact Jaccard: pass the shingles of every page")
+
+
+def _last_nonempty(pages: Sequence[IndexedPage], signatures: Signatures) -> list[int]:
+    """Positions of the last occurrence of each page id, leaving out pages without shingles."""
+    last = {p.page_id: i for i, p in enumerate(pages)}
+    return sorted(i for i in last.values() if not signatures.empty[i])
+
+
+def _shingle_sets(shingles: Shingles, order: list[int], settings: ShingleSettings) -> list[np.ndarray]:
+    """Each page's shingle hashes as stored (in text order, repeats kept: exact_jaccard takes sets)."""
+    hashes = shingles.hashes.astype(np.uint32 if settings.hash_bits == 32 else np.uint64, copy=False)
+    return [hashes[shingles.offsets[i]:shingles.offsets[i + 1]] for i in order]
+
+
+def _refresh(db: sqlite_utils.Database, pages: list[IndexedPage]) -> None:
+    db.conn.executemany(
+        "UPDATE lsh_signatures SET url = ?, boilerplate_chars = ?, text_chars = ? WHERE page_id = ?",
+        [(p.url, p.boilerplate_chars, p.text_chars, p.page_id) for p in pages])
+
+
+def _band_rows(keys: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The (key, doc) rows of a batch, sorted by key then doc."""
+    flat_keys, flat_docs = keys.ravel(), np.repeat(docs, keys.shape[1])
+    order = np.lexsort((flat_docs, flat_keys))
+    return flat_keys[order], flat_docs[order]
+
+
+def _stage_keys(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) -> None:
+    """Fill temp.lsh_probe with sorted (key, doc) rows, binding STAGE_WIDTH pairs per executemany row."""
+    count = len(keys)
+    height = -(-count // STAGE_WIDTH)
+    padded = np.full((2, height * STAGE_WIDTH), PAD_KEY, dtype=np.int64)
+    padded[0, :count], padded[1, :count] = keys, docs
+    rows = np.empty((height, 2 * STAGE_WIDTH), dtype=np.int64)
+    rows[:, 0::2] = padded[0].reshape(STAGE_WIDTH, height).T  # column-major: reading column 0, then 1, ... is sorted
+    rows[:, 1::2] = padded[1].reshape(STAGE_WIDTH, height).T
+    conn = db.conn
+    conn.execute("DELETE FROM temp.lsh_stage")
+    conn.execute("DELETE FROM temp.lsh_probe")
+    conn.executemany(f"INSERT INTO temp.lsh_stage VALUES ({','.join('?' * 2 * STAGE_WIDTH)})", rows.tolist())
+    union = " UNION ALL ".join(f"SELECT k{i}, d{i} FROM temp.lsh_stage WHERE k{i} >= 0" for i in range(STAGE_WIDTH))
+    conn.execute(f"INSERT INTO temp.lsh_probe (key, doc) {union}")
+
+
+CANDIDATES_SQL = f"""
+SELECT p.doc, b.doc FROM temp.lsh_probe p JOIN lsh_bands b ON b.key = p.key
+WHERE b.doc IN (SELECT doc FROM lsh_bands WHERE key = p.key ORDER BY doc LIMIT {BUCKET_CAP})
+"""  # run before the batch's own keys are inserted: (new page, stored page) pairs
+
+
+def _insert_docs(db: sqlite_utils.Database, docs: np.ndarray, pages: list[IndexedPage], values: np.ndarray,
+                 first_seen: list[int], settings: ShingleSettings, sets: list[np.ndarray] | None) -> int:
+    """Insert band keys, find and verify candidates, then store the pages with their clusters."""
+    if not len(docs):
+        return 0
+    pairs = _candidate_pairs(db, *_band_rows(band_keys(values, settings), docs))
+    source = _SignatureSource(db, settings, docs, values,
+                              dict(zip(docs.tolist(), sets)) if sets is not None else None)
+    edges, sizes = _verified_edges(db, pairs, docs, source, settings.threshold)
+    labels, links, merged = _merge(docs, edges, sizes)
+    db.conn.executemany(
+        "INSERT INTO lsh_signatures (doc, page_id, url, signature, first_seen, boilerplate_chars, text_chars,"
+        " cluster) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [(d, p.page_id, p.url, v.tobytes(), s, p.boilerplate_chars, p.text_chars, labels.get(d, d))
+         for d, p, v, s in zip(docs.tolist(), pages, values, first_seen)])
+    if sets is not None:
+        db.conn.executemany("INSERT INTO lsh_shingles (doc, hashes) VALUES (?, ?)",
+                            [(d, s.tobytes()) for d, s in zip(docs.tolist(), sets)])
+    _relabel(db, merged)
+    _add_links(db, links)
+    return len(links)
+
+
+def _candidate_pairs(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
+    """(new page, earlier page) rows, one per shared band: stored pages from the index (queried before the batch's
+    keys go in), pages of the batch from its own sorted keys. Then the batch's keys are inserted."""
+    _stage_keys(db, keys, docs)
+    stored = np.array(db.conn.execute(CANDIDATES_SQL).fetchall(), dtype=np.int64).reshape(-1, 2)
+    db.conn.execute("INSERT OR IGNORE INTO lsh_bands (key, doc) SELECT key, doc FROM temp.lsh_probe")
+    within = bucket_pairs(keys, docs)[:, ::-1]
+    return np.concatenate((stored, within))
+
+
+def _verified_edges(db: sqlite_utils.Database, pairs: np.ndarray, docs: np.ndarray, source: _SignatureSource,
+                    threshold: float) -> tuple[list[tuple[int, int, int]], dict[int, int]]:
+    """(new page, group, verified partner) for every group a new page links to, and the old labels' sizes.
+
+    ``pairs`` are (new page, stored page) and (new page, earlier new page), one row per shared band. A group is an
+    existing cluster (by its label) or another page of this batch.
+    """
+    codes, shared = np.unique((pairs[:, 0] << PAIR_SHIFT) | pairs[:, 1], return_counts=True)
+    if not len(codes):
+        return [], {}
+    x, y = codes >> PAIR_SHIFT, codes & ((1 << PAIR_SHIFT) - 1)
+    old = np.unique(y[~np.isin(y, docs)])
+    cluster_of = dict(_select_in(db, "SELECT doc, cluster FROM lsh_signatures WHERE doc IN ({ids})", old.tolist()))
+    group = np.array([cluster_of.get(d, d) for d in y.tolist()], dtype=np.int64)
+    sizes = _cluster_sizes(db, sorted(set(cluster_of.values())))
+    found = _first_passing(x, group, y, shared, source, threshold)
+    return found, sizes
+
+
+def _cluster_sizes(db: sqlite_utils.Database, labels: list[int]) -> dict[int, int]:
+    sizes = dict(_select_in(db, "SELECT cluster, size FROM dup_clusters WHERE cluster IN ({ids})", labels))
+    return {label: sizes.get(label, 1) for label in labels}
+
+
+def _first_passing(x: np.ndarray, group: np.ndarray, y: np.ndarray, shared: np.ndarray, source: _SignatureSource,
+                   threshold: float) -> list[tuple[int, int, int]]:
+    """For each (x, group): the first partner (most shared bands first) whose similarity reaches the threshold.
+
+    Candidates are verified in rounds (1, then up to 4, 16, ... per pair of x and group); a (x, group) stops at
+    its first verified partner and is given up only when all its candidates failed.
+    """
+    order = np.lexsort((y, -shared, group, x))
+    x, group, y = x[order], group[order], y[order]
+    starts = np.flatnonzero(np.r_[True, (x[1:] != x[:-1]) | (group[1:] != group[:-1])])
+    segment = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(x)]))
+    rank = np.arange(len(x)) - starts[segment]
+    winner = np.full(len(starts), -1, dtype=np.int64)
+    low = 0
+    for high in ROUND_LIMITS:
+        todo = np.flatnonzero((rank >= low) & (rank < high) & (winner[segment] < 0))
+        if len(todo):
+            passed = todo[source.similarity(x[todo], y[todo]) >= threshold]
+            segs, first = np.unique(segment[passed], return_index=True)
+            winner[segs] = passed[first]
+        low = high
+        if low > rank.max():
+            break
+    hits = winner[winner >= 0]
+    return list(zip(x[hits].tolist(), group[hits].tolist(), y[hits].tolist()))
+
+
+class _UnionFind:
+    def __init__(self) -> None:
+        self.parent: dict[int, int] = {}
+
+    def find(self, a: int) -> int:
+        root = a
+        while self.parent.get(root, root) != root:
+            root = self.parent[root]
+        while self.parent.get(a, a) != root:
+            self.parent[a], a = root, self.parent[a]
+        return root
+
+    def union(self, a: int, b: int) -> bool:
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return False
+        self.parent[max(ra, rb)] = min(ra, rb)
+        return True
+
+    def components(self) -> dict[int, list[int]]:
+        out: dict[int, list[int]] = {}
+        for node in list(self.parent):
+            out.setdefault(self.find(node), []).append(node)
+        for root in out:
+            if root not in out[root]:
+                out[root].append(root)
+        return out
+
+
+def _merge(docs: np.ndarray, edges: list[tuple[int, int, int]],
+           sizes: dict[int, int]) -> tuple[dict[int, int], list[tuple[int, int]], list[tuple[int, list[int], int]]]:
+    """Union the batch's edges: labels of new pages, the links that joined components, and old clusters to merge.
+
+    Nodes are new pages and old cluster labels. A component keeps the label of its largest old cluster (ties: the
+    smallest label); one made of new pages only takes its smallest doc number.
+    """
+    uf = _UnionFind()
+    links = [(x, partner) for x, g, partner in sorted(edges) if uf.union(x, g)]
+    new = set(docs.tolist())
+    labels: dict[int, int] = {}
+    merged: list[tuple[int, list[int], int]] = []
+    for nodes in uf.components().values():
+        old = [n for n in nodes if n not in new]
+        fresh = [n for n in nodes if n in new]
+        final = max(old, key=lambda label: (sizes[label], -label)) if old else min(fresh)
+        labels.update({d: final for d in fresh})
+        merged.append((final, [n for n in old if n != final], sum(sizes[n] for n in old) + len(fresh)))
+    return labels, links, merged
+
+
+def _relabel(db: sqlite_utils.Database, merged: list[tuple[int, list[int], int]]) -> None:
+    """Move every page of the absorbed clusters to the surviving label and record the new sizes."""
+    conn = db.conn
+    for final, absorbed, size in merged:
+        for label in absorbed:
+            conn.execute("UPDATE lsh_signatures SET cluster = ? WHERE cluster = ? AND cluster != doc", [final, label])
+            conn.execute("UPDATE lsh_signatures SET cluster = ? WHERE doc = ?", [final, label])
+            conn.execute("DELETE FROM dup_clusters WHERE cluster = ?", [label])
+        conn.execute("INSERT OR REPLACE INTO dup_clusters (cluster, size) VALUES (?, ?)", [final, size])
+
+
+def _add_links(db: sqlite_utils.Database, links: list[tuple[int, int]]) -> None:
+    db.conn.executemany("INSERT OR IGNORE INTO lsh_links (doc, other) VALUES (?, ?)",
+                        links + [(b, a) for a, b in links])
+
+
+# --- removing pages --------------------------------------------------------------------------------------------
+
+def remove_pages(db: sqlite_utils.Database, page_ids: Sequence[str]) -> int:
+    """Remove pages from the index and repair the clusters they were in; returns how many were indexed."""
+    prepare(db)
+    settings = load_settings(db)
+    if settings is None:
+        return 0
+    with _transaction(db):
+        docs = [row[0] for row in _select_in(db, "SELECT doc FROM lsh_signatures WHERE page_id IN ({ids})",
+                                             list(dict.fromkeys(page_ids)))]
+        _remove_docs(db, docs, settings)
+    return len(docs)
+
+
+def _remove_docs(db: sqlite_utils.Database, docs: list[int], settings: ShingleSettings) -> None:
+    if not docs:
+        return
+    rows = _select_in(db, "SELECT doc, cluster, signature FROM lsh_signatures WHERE doc IN ({ids})", docs)
+    values = np.stack([np.frombuffer(r[2], dtype=np.uint32) for r in rows])
+    keys = band_keys(values, settings)
+    conn = db.conn
+    conn.executemany("DELETE FROM lsh_bands WHERE key = ? AND doc = ?",
+                     [(k, r[0]) for r, row_keys in zip(rows, keys.tolist()) for k in row_keys])
+    for doc in docs:
+        neighbours = [n for (n,) in conn.execute("SELECT other FROM lsh_links WHERE doc = ?", [doc])]
+        conn.executemany("DELETE FROM lsh_links WHERE doc = ? AND other = ?", [(n, doc) for n in neighbours])
+        conn.execute("DELETE FROM lsh_links WHERE doc = ?", [doc])
+        conn.execute("DELETE FROM lsh_signatures WHERE doc = ?", [doc])
+        conn.execute("DELETE FROM lsh_shingles WHERE doc = ?", [doc])
+    clustered = _cluster_sizes(db, sorted({r[1] for r in rows}))
+    for label in sorted(label for label, size in clustered.items() if size > 1):
+        _repair(db, label, settings)
+
+
+def _members(db: sqlite_utils.Database, label: int) -> list[int]:
+    rows = db.conn.execute("SELECT doc FROM lsh_signatures WHERE cluster = ? AND cluster != doc", [label]).fetchall()
+    root = db.conn.execute("SELECT doc FROM lsh_signatures WHERE doc = ? AND cluster = doc", [label]).fetchall()
+    return sorted(r[0] for r in rows + root)
+
+
+def _repair(db: sqlite_utils.Database, label: int, settings: ShingleSettings) -> None:
+    """Re-establish the cluster ``label`` after some of its pages were removed.
+
+    If the remaining pages' links still form one piece the cluster only shrinks (and takes a member's doc number
+    as label if its label page left); otherwise its pages are clustered again from their band keys.
+    """
+    members = _members(db, label)
+    conn = db.conn
+    conn.execute("DELETE FROM dup_clusters WHERE cluster = ?", [label])
+    if len(members) < 2:
+        _assign(db, {m: m for m in members})
+        return
+    links = _select_in(db, "SELECT doc, other FROM lsh_links WHERE doc IN ({ids})", members)
+    uf = _UnionFind()
+    for a, b in links:
+        uf.union(a, b)
+    if len({uf.find(m) for m in members}) == 1:
+        final = label if label in members else members[0]
+        if final != label:
+            _assign(db, {m: final for m in members})
+        conn.execute("INSERT INTO dup_clusters (cluster, size) VALUES (?, ?)", [final, len(members)])
+        return
+    conn.executemany("DELETE FROM lsh_links WHERE doc = ? AND other = ?", links)
+    _recluster(db, members, settings, keep_label=label)
+
+
+def _assign(db: sqlite_utils.Database, labels: dict[int, int]) -> None:
+    db.conn.executemany("UPDATE lsh_signatures SET cluster = ? WHERE doc = ?",
+                        [(label, doc) for doc, label in labels.items()])
+
+
+def _recluster(db: sqlite_utils.Database, members: list[int], settings: ShingleSettings, *, keep_label: int) -> None:
+    """Cluster ``members`` from scratch, in doc order, against the earlier members that share a band key."""
+    docs = np.array(members, dtype=np.int64)
+    source = _SignatureSource(db, settings, np.empty(0, np.int64), np.empty((0, settings.permutations), np.uint32))
+    values = source.signatures(docs)
+    candidates = _bucket_heads(docs, band_keys(values, settings))
+    uf = _UnionFind()
+    links = []
+    for i, doc in enumerate(members):
+        if not candidates[i]:
+            continue
+        partners, shared = np.unique(np.concatenate(candidates[i]), return_counts=True)
+        partners, shared = partners[partners < doc], shared[partners < doc]
+        if not len(partners):
+            continue
+        groups = np.array([uf.find(p) for p in partners.tolist()], dtype=np.int64)
+        found = _first_passing(np.full(len(partners), doc), groups, partners, shared, source, settings.threshold)
+        links += [(doc, partner) for _, group, partner in found if uf.union(doc, group)]
+    labels: dict[int, int] = {m: m for m in members}
+    for nodes in uf.components().values():
+        final = keep_label if keep_label in nodes else min(nodes)
+        labels.update({n: final for n in nodes})
+        db.conn.execute("INSERT INTO dup_clusters (cluster, size) VALUES (?, ?)", [final, len(nodes)])
+    _assign(db, labels)
+    _add_links(db, links)
+
+
+def _bucket_heads(docs: np.ndarray, keys: np.ndarray) -> list[list[np.ndarray]]:
+    """For each doc, the first BUCKET_CAP docs of every bucket (of 2+) it is in: one array per shared band."""
+    out: list[list[np.ndarray]] = [[] for _ in docs]
+    for band in range(keys.shape[1]):
+        order = np.lexsort((docs, keys[:, band]))
+        sorted_keys = keys[order, band]
+        starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+        ends = np.r_[starts[1:], len(order)]
+        for s, e in zip(starts.tolist(), ends.tolist()):
+            if e - s > 1:
+                heads = docs[order[s:min(e, s + BUCKET_CAP)]]
+                for position in order[s:e].tolist():
+                    out[position].append(heads)
+    return out
+
+
+# --- reading ---------------------------------------------------------------------------------------------------
+
+def page_row(db: sqlite_utils.Database, id_or_url: str) -> Member | None:
+    """A stored page by page id, else by URL (a URL lookup scans the table)."""
+    prepare(db)
+    columns = "doc, page_id, url, signature, first_seen, boilerplate_chars, text_chars"
+    row = db.conn.execute(f"SELECT {columns} FROM lsh_signatures WHERE page_id = ?", [id_or_url]).fetchone() or \
+        db.conn.execute(f"SELECT {columns} FROM lsh_signatures WHERE url = ? ORDER BY doc LIMIT 1",
+                        [id_or_url]).fetchone()
+    return _member(row) if row else None
+
+
+def _member(row: tuple) -> Member:
+    doc, page_id, url, blob, first_seen, boilerplate, chars = row
+    return Member(doc, page_id, url, np.frombuffer(blob, dtype=np.uint32), first_seen, boilerplate, chars)
+
+
+def query(db: sqlite_utils.Database, signature: np.ndarray, settings: ShingleSettings, *,
+          shingle_set: np.ndarray | None = None, exclude: int | None = None) -> list[tuple[Member, float]]:
+    """Stored pages whose similarity to ``signature`` reaches the threshold, most similar first."""
+    keys = band_keys(signature[None, :], settings)[0].tolist()
+    rows = db.conn.execute(_lookup_sql(len(keys)), keys + [-1 if exclude is None else exclude]).fetchall()
+    if not rows:
+        return []
+    members = [_member(r) for r in rows]
+    if settings.verify == "exact" and shingle_set is not None:
+        source = _SignatureSource(db, settings, np.empty(0, np.int64), np.empty((0, settings.permutations)))
+        source.sets[-1] = shingle_set
+        sims = source.similarity(np.full(len(members), -1), np.array([m.doc for m in members]))
+    else:
+        sims = estimate_similarity(np.stack([m.signature for m in members]), signature[None, :])
+    found = [(m, float(s)) for m, s in zip(members, sims) if s >= settings.threshold]
+    return sorted(found, key=lambda pair: (-pair[1], pair[0].doc))
+
+
+@functools.cache
+def _lookup_sql(bands: int) -> str:
+    """The stored pages sharing any of ``bands`` keys (each bucket's first BUCKET_CAP), in one statement."""
+    bucket = f"SELECT doc FROM (SELECT doc FROM lsh_bands WHERE key = ? ORDER BY doc LIMIT {BUCKET_CAP})"
+    buckets = " UNION ".join([bucket] * bands)
+    return ("SELECT doc, page_id, url, signature, first_seen, boilerplate_chars, text_chars FROM lsh_signatures"
+            f" WHERE doc IN ({buckets}) AND doc != ?")
+
+
+def iter_clusters(db: sqlite_utils.Database) -> Iterator[tuple[int, list[Member]]]:
+    """(label, members in doc order) for every cluster of two or more pages, by label."""
+    prepare(db)
+    columns = "s.doc, s.page_id, s.url, s.signature, s.first_seen, s.boilerplate_chars, s.text_chars"
+    rows = db.conn.execute(
+        f"SELECT s.cluster, {columns} FROM lsh_signatures s WHERE s.cluster != s.doc"
+        f" UNION ALL SELECT s.cluster, {columns} FROM dup_clusters c JOIN lsh_signatures s ON s.doc = c.cluster"
+        " ORDER BY 1, 2")
+    for label, group in groupby(rows, key=lambda r: r[0]):
+        yield label, [_member(r[1:]) for r in group]
+
+
+def exact_shingles(db: sqlite_utils.Database, docs: Sequence[int], settings: ShingleSettings) -> dict[int, np.ndarray]:
+    """Stored shingle sets (verify = "exact" only)."""
+    dtype = np.uint32 if settings.hash_bits == 32 else np.uint64
+    return {doc: np.frombuffer(blob, dtype=dtype)
+            for doc, blob in _select_in(db, "SELECT doc, hashes FROM lsh_shingles WHERE doc IN ({ids})", list(docs))}
+
+
+def iter_candidate_pairs(db: sqlite_utils.Database, *, chunk_rows: int = 1 << 20) -> Iterator[np.ndarray]:
+    """Every candidate pair of the index as (n, 2) arrays of doc numbers (a < b; a pair sharing several bands
+    repeats). One scan of the band index in key order; a bucket offers its first BUCKET_CAP pages, as on insert.
+    """
+    prepare(db)
+    rows = db.conn.execute("SELECT key, doc FROM (SELECT key, doc, count(*) OVER (PARTITION BY key) AS n"
+                           " FROM lsh_bands) WHERE n > 1 ORDER BY key, doc")
+    carry = np.empty((0, 2), np.int64)
+    while batch := rows.fetchmany(chunk_rows):
+        block = np.concatenate((carry, np.array(batch, dtype=np.int64)))
+        last = np.flatnonzero(block[:, 0] != block[-1, 0])
+        cut = last[-1] + 1 if len(last) else 0  # the last bucket may continue in the next chunk
+        carry = block[cut:]
+        yield bucket_pairs(block[:cut, 0], block[:cut, 1])
+    if len(carry):
+        yield bucket_pairs(carry[:, 0], carry[:, 1])
+
+
+def bucket_pairs(keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
+    """Pairs (head, later page) within runs of equal keys; keys sorted, docs ascending within a run."""
+    if not len(keys):
+        return np.empty((0, 2), np.int64)
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    sizes = np.diff(np.r_[starts, len(keys)])
+    run = np.repeat(np.arange(len(starts)), sizes)
+    position = np.arange(len(keys)) - starts[run]
+    partners = np.where(position < BUCKET_CAP, sizes[run] - 1 - position, 0)
+    first = np.repeat(np.arange(len(keys)) + 1, partners)
+    offset = np.arange(int(partners.sum())) - np.repeat(np.cumsum(partners) - partners, partners)
+    return np.stack((np.repeat(docs, partners), docs[first + offset]), axis=1)
+
+
+def iter_verified_pairs(db: sqlite_utils.Database) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(docs a, docs b, similarity) of every distinct candidate pair whose similarity reaches the threshold."""
+    settings = load_settings(db)
+    if settings is None:
+        return
+    codes = np.unique(np.concatenate([(p[:, 0] << PAIR_SHIFT) | p[:, 1] for p in iter_candidate_pairs(db)]
+                                     or [np.empty(0, np.int64)]))
+    source = _SignatureSource(db, settings, np.empty(0, np.int64), np.empty((0, settings.permutations), np.uint32))
+    for chunk in _chunks(codes, ID_CHUNK * 10):
+        a, b = chunk >> PAIR_SHIFT, chunk & ((1 << PAIR_SHIFT) - 1)
+        sims = source.similarity(a, b)
+        keep = sims >= settings.threshold
+        yield a[keep], b[keep], sims[keep]
+
+
+def page_ids(db: sqlite_utils.Database, docs: Sequence[int]) -> dict[int, tuple[str, str]]:
+    """doc -> (page id, url)."""
+    return {doc: (page_id, url) for doc, page_id, url in _select_in(
+        db, "SELECT doc, page_id, url FROM lsh_signatures WHERE doc IN ({ids})", list(docs))}
+
+
+def stats(db: sqlite_utils.Database) -> dict:
+    """Counts: pages indexed, clusters, pages in clusters."""
+    prepare(db)
+    conn = db.conn
+    pages = conn.execute("SELECT count(*) FROM lsh_signatures").fetchone()[0]
+    clusters, clustered = conn.execute("SELECT count(*), coalesce(sum(size), 0) FROM dup_clusters").fetchone()
+    return {"pages": pages, "clusters": clusters, "pages_in_clusters": clustered}

@@ -1,0 +1,167 @@
+"""Near-duplicate detection for the pipeline and the CLI: the functions that join shingles.py to store/lsh.py.
+
+    index_texts        texts -> shingles -> signatures -> the SQLite index (candidates verified, clusters updated)
+    remove_pages       take pages out and repair their clusters
+    iter_duplicates    every page of a cluster of two or more, with the cluster's canonical page
+    find_similar       the indexed near-duplicates of a text; find_similar_page: of an indexed page
+    iter_similar_pairs every verified candidate pair (what the quality benchmark and template-aware checks compare)
+    describe_settings  the index's settings with the S-curve threshold
+
+The canonical page of a cluster is the first seen (the earliest ``index_texts`` call), then the one with less
+boilerplate, then the shorter URL (then the URL, then the earliest indexed, so the choice is deterministic).
+
+Template-aware comparisons: index the same pages twice, once with the extracted main text and once with the whole
+page text, into two databases; ``iter_similar_pairs`` of each is the set of pairs found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, fields
+from itertools import islice
+
+import numpy as np
+import sqlite_utils
+
+from store import lsh
+from store.lsh import AddResult, IndexedPage, Member
+from templater.errors import InputError
+from templater.shingles import ShingleSettings, Shingles, Signatures, estimate_similarity, iter_batches, \
+    jaccard_of_sets, shingle_hashes, sign_shingles, sorted_set
+
+BATCH_PAGES = 10_000  # pages per index transaction
+SIMILAR_LIMIT = 10
+
+
+@dataclass(frozen=True, slots=True)
+class TextItem:
+    """A page to index: its id (a record's id, else its URL), URL, text and how many boilerplate characters the
+    extraction removed (used to choose a cluster's canonical page)."""
+
+    page_id: str
+    url: str
+    text: str
+    boilerplate_chars: int = 0
+
+
+def _as_item(item: TextItem | Sequence) -> TextItem:
+    if isinstance(item, TextItem):
+        return item
+    if not 3 <= len(item) <= 4:
+        raise InputError(f"an item to index is (page_id, url, text[, boilerplate_chars]), not {len(item)} values")
+    return TextItem(*item)
+
+
+def _sign(texts: list[str], settings: ShingleSettings, *, keep_shingles: bool) -> tuple[Signatures, Shingles | None]:
+    parts = [shingle_hashes(batch, settings) for batch in iter_batches(texts)]
+    signed = [sign_shingles(p, settings) for p in parts]
+    signatures = Signatures(np.concatenate([s.values for s in signed]) if signed else
+                            np.empty((0, settings.permutations), np.uint32),
+                            np.concatenate([s.empty for s in signed]) if signed else np.empty(0, bool), settings)
+    if not keep_shingles:
+        return signatures, None
+    counts = np.concatenate([p.counts for p in parts]) if parts else np.empty(0, np.int64)
+    hashes = np.concatenate([p.hashes for p in parts]) if parts else np.empty(0, np.uint64)
+    return signatures, Shingles(hashes, np.concatenate(([0], np.cumsum(counts))).astype(np.int64))
+
+
+def index_texts(db: sqlite_utils.Database, items: Iterable[TextItem | Sequence],
+                settings: ShingleSettings | None = None, *, batch_size: int = BATCH_PAGES) -> AddResult:
+    """Index texts (``TextItem`` or (page_id, url, text[, boilerplate_chars]) tuples) in batches.
+
+    The first call fixes the index's settings (``settings`` or the defaults); a later call with other settings
+    raises SettingsMismatchError. A page id indexed before is updated when its text changed.
+    """
+    settings = lsh.ensure_settings(db, settings)
+    totals = {f.name: 0 for f in fields(AddResult)}
+    iterator = iter(items)
+    while batch := [_as_item(item) for item in islice(iterator, batch_size)]:
+        signatures, shingles = _sign([it.text for it in batch], settings, keep_shingles=settings.verify == "exact")
+        pages = [IndexedPage(it.page_id, it.url, it.boilerplate_chars, len(it.text)) for it in batch]
+        result = lsh.add_signatures(db, pages, signatures, shingles=shingles)
+        for name in totals:
+            totals[name] += getattr(result, name)
+    return AddResult(**totals)
+
+
+def remove_pages(db: sqlite_utils.Database, ids: Iterable[str]) -> int:
+    """Remove pages by id and repair their clusters; returns how many were indexed."""
+    return lsh.remove_pages(db, list(ids))
+
+
+def choose_canonical(members: Sequence[Member]) -> Member:
+    """First seen, then less boilerplate, then the shorter URL (then URL and doc number, for determinism)."""
+    return min(members, key=lambda m: (m.first_seen, m.boilerplate_chars, len(m.url), m.url, m.doc))
+
+
+def _similarities(db: sqlite_utils.Database, settings: ShingleSettings, members: Sequence[Member],
+                  reference: Member) -> np.ndarray:
+    if settings.verify == "exact":
+        sets = {doc: sorted_set(hashes) for doc, hashes in lsh.exact_shingles(db, [m.doc for m in members],
+                                                                            settings).items()}
+        return np.array([jaccard_of_sets(sets[m.doc], sets[reference.doc]) for m in members])
+    return estimate_similarity(np.stack([m.signature for m in members]), reference.signature[None, :])
+
+
+def iter_duplicates(db: sqlite_utils.Database) -> Iterator[dict]:
+    """{"id", "url", "cluster", "canonical", "similarity"} for every page in a cluster of two or more.
+
+    Clusters come by label; in each, the canonical page first, then by similarity to it (highest first).
+    ``similarity`` is to the canonical page (1.0 for itself): clusters are connected components, so a page can be
+    below the threshold to the canonical page while above it to another member.
+    """
+    settings = lsh.load_settings(db)
+    if settings is None:
+        return
+    for label, members in lsh.iter_clusters(db):
+        canonical = choose_canonical(members)
+        sims = _similarities(db, settings, members, canonical)
+        ranked = sorted(zip(members, sims.tolist()), key=lambda ms: (ms[0] is not canonical, -ms[1], ms[0].doc))
+        for member, sim in ranked:
+            yield {"id": member.page_id, "url": member.url, "cluster": label, "canonical": canonical.page_id,
+                   "similarity": round(sim, 4)}
+
+
+def _as_found(matches: list[tuple[Member, float]], limit: int) -> list[dict]:
+    return [{"id": m.page_id, "url": m.url, "similarity": round(s, 4)} for m, s in matches[:limit]]
+
+
+def find_similar(db: sqlite_utils.Database, text: str, *, limit: int = SIMILAR_LIMIT) -> list[dict]:
+    """{"id", "url", "similarity"} of the indexed pages whose similarity to ``text`` reaches the threshold."""
+    settings = lsh.load_settings(db)
+    if settings is None:
+        return []
+    signatures, shingles = _sign([text], settings, keep_shingles=settings.verify == "exact")
+    if signatures.empty[0]:
+        return []
+    shingle_set = np.unique(shingles.of(0)) if shingles is not None else None
+    return _as_found(lsh.query(db, signatures.values[0], settings, shingle_set=shingle_set), limit)
+
+
+def find_similar_page(db: sqlite_utils.Database, id_or_url: str, *, limit: int = SIMILAR_LIMIT) -> list[dict]:
+    """Like ``find_similar`` for a page already indexed (by page id, else URL), leaving the page itself out."""
+    settings = lsh.load_settings(db)
+    page = lsh.page_row(db, id_or_url) if settings is not None else None
+    if page is None:
+        raise InputError(f"{id_or_url} is not in the near-duplicate index: index it first (`templater run`), "
+                         "or give the page's id or URL exactly as indexed, or a file with its text")
+    shingle_set = lsh.exact_shingles(db, [page.doc], settings)[page.doc] if settings.verify == "exact" else None
+    return _as_found(lsh.query(db, page.signature, settings, shingle_set=shingle_set, exclude=page.doc), limit)
+
+
+def iter_similar_pairs(db: sqlite_utils.Database) -> Iterator[dict]:
+    """{"a", "b", "similarity"} (page ids) of every candidate pair whose similarity reaches the threshold."""
+    for a, b, sims in lsh.iter_verified_pairs(db):
+        names = lsh.page_ids(db, np.unique(np.concatenate((a, b))).tolist())
+        for x, y, s in zip(a.tolist(), b.tolist(), sims.tolist()):
+            yield {"a": names[x][0], "b": names[y][0], "similarity": round(s, 4)}
+
+
+def describe_settings(db: sqlite_utils.Database) -> dict:
+    """The index's settings (the defaults if nothing is indexed yet), its S-curve threshold and counts."""
+    stored = lsh.load_settings(db)
+    settings = stored or ShingleSettings()
+    return {**settings.to_dict(), "stored": stored is not None,
+            "s_curve_threshold": round(settings.s_curve_threshold, 4),
+            "candidate_probability_at_threshold": round(settings.candidate_probability(settings.threshold), 4),
+            **lsh.stats(db)}

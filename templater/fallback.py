@@ -1,0 +1,250 @@
+"""Single-page extraction: which blocks of one page are its main content, where no site template helps.
+
+Four methods, chosen by name:
+
+- ``density``: the founding notes' line text density. Each block's density is text bytes over text plus
+  markup bytes (averaged with its two neighbours either side, weighted by text length); the page's densities
+  are modelled as two normal distributions (boilerplate, content), fitted per page, and the blocks above the
+  point where the two meet are kept.
+- ``ann``: the notes' small neural line classifier: nine inputs (density, markup bytes and text length of
+  the block, of the previous block and of the next block), one hidden layer, shipped weights.
+- ``fdr``: the notes' false-discovery-rate cut: each block's classifier score becomes a p-value against the
+  scores boilerplate blocks get, and Benjamini-Hochberg at q picks the cut, so that the expected share of
+  boilerplate among the kept blocks stays under q.
+- ``auto`` (the default): a two-stage classifier on DOM-aware features (text shape, link density, tag,
+  ancestors' class/id words and tags, depth, position, content hints, readability's content region,
+  neighbours), whose second stage also sees what the first stage made of the neighbours and containers.
+
+Where a site template already dropped its boilerplate, ``allowed`` marks the blocks it kept; the classifier
+then decides among those only.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from importlib import resources
+
+import numpy as np
+
+from . import ann
+from .errors import InputError
+from .features import (CONTEXT_NAMES, FEATURE_NAMES, Tree, block_features, context_features, inside, line_features,
+                       number_tree, sum_up)
+from .types import Segmented
+
+log = logging.getLogger(__name__)
+
+METHODS = ("density", "ann", "fdr", "auto")
+DEFAULT_METHOD = "auto"
+
+FDR_Q = 0.05  # default false-discovery rate of the fdr method
+ANN_THRESHOLD = 0.5  # the line network keeps blocks whose probability is above this
+REGION_BASE = 0.3  # a block adds (score - this) x its characters to the content region's sum
+REGION_INSIDE = 0.4  # inside the content region, blocks scoring above this are kept
+REGION_OUTSIDE = 0.7  # outside it, only blocks scoring above this
+ALLOWED_THRESHOLD = 0.3  # behind a site template, allowed blocks scoring above this are kept
+HEADLINE_TAGS = frozenset({"h1", "h2", "h3"})  # tags a headline may have ...
+HEADLINE_TITLE_OVERLAP = 0.5  # ... and the least share of its words found in the page <title>
+DENSITY_BOUNDS = (0.3, 0.9)  # the per-page density threshold is clamped to this range
+DENSITY_ITERATIONS = 50  # at most this many EM steps of the per-page two-normal fit ...
+DENSITY_TOLERANCE = 1e-4  # ... stopping once neither mean moves more than this
+DENSITY_MIN_SPREAD = 0.02  # floor of each normal's standard deviation
+DENSITY_WINDOW = 2  # blocks either side whose density is averaged into a block's
+WEIGHTS_FILE = "ann_weights.npz"
+_TITLE_OVERLAP = FEATURE_NAMES.index("title_overlap")
+
+
+def select_blocks(seg: Segmented, *, method: str = DEFAULT_METHOD, allowed: np.ndarray | None = None,
+                  q: float = FDR_Q, weights: ann.Weights | None = None) -> np.ndarray:
+    """Per block of ``seg``, True where it is main content by ``method``; blocks not ``allowed`` stay False."""
+    if method not in METHODS:
+        raise InputError(f"unknown fallback method {method!r} for {seg.page.url}; choose one of {', '.join(METHODS)}")
+    if allowed is not None and len(allowed) != len(seg.blocks):
+        raise InputError(f"allowed mask has {len(allowed)} entries but {seg.page.url} has {len(seg.blocks)} blocks")
+    if not seg.blocks:
+        return np.zeros(0, dtype=bool)
+    allowed = None if allowed is None else np.asarray(allowed, dtype=bool)
+    if method == "density":
+        keep = keep_dense(seg)
+    else:
+        weights = default_weights() if weights is None else weights
+        if method == "ann":
+            keep = ann.predict(weights.line, line_features(seg)) > ANN_THRESHOLD
+        elif method == "fdr":
+            scores = score_blocks(seg, weights, allowed=allowed)
+            keep = benjamini_hochberg(p_values(scores, weights.null_scores), q)
+        else:
+            keep = classify_blocks(seg, weights, allowed=allowed)
+    return keep if allowed is None else keep & allowed
+
+
+def extract_text(seg: Segmented, keep: np.ndarray) -> str:
+    """The kept blocks' text in document order, one block a line."""
+    return "\n".join(block.text for block, kept in zip(seg.blocks, keep) if kept)
+
+
+# --- density ----------------------------------------------------------------------------------------------------
+
+def keep_dense(seg: Segmented) -> np.ndarray:
+    """Blocks whose text density (averaged with their neighbours', weighted by text length) is above the
+    page's own threshold."""
+    chars = np.fromiter((len(b.text) for b in seg.blocks), dtype=np.float64, count=len(seg.blocks))
+    density = np.fromiter((b.text_density for b in seg.blocks), dtype=np.float64, count=len(seg.blocks))
+    smoothed = smooth_density(density, chars)
+    return smoothed > density_threshold(smoothed, chars)
+
+
+def smooth_density(density: np.ndarray, chars: np.ndarray, width: int = DENSITY_WINDOW) -> np.ndarray:
+    """Each block's density averaged over the ``width`` blocks either side, weighted by text length, so a
+    short line inside a dense paragraph run is judged with its run."""
+    window = np.ones(2 * width + 1)
+    text = np.convolve(np.pad(density * chars, width), window, mode="valid")
+    weight = np.convolve(np.pad(chars, width), window, mode="valid")
+    return text / np.maximum(weight, 1.0)
+
+
+def density_threshold(density: np.ndarray, chars: np.ndarray) -> float:
+    """The page's density cut: fit two normal distributions to the blocks' densities (each block weighted by
+    its text length, by EM from the lower and upper quartiles) and return where the weighted densities of
+    the two meet between their means, clamped to DENSITY_BOUNDS."""
+    low, high = DENSITY_BOUNDS
+    if len(density) < 2 or np.ptp(density) < DENSITY_MIN_SPREAD:
+        return low
+    weight = chars / chars.sum()
+    means = np.quantile(density, [0.25, 0.75])
+    spreads = np.full(2, max(float(np.std(density)), DENSITY_MIN_SPREAD))
+    shares = np.full(2, 0.5)
+    previous = means
+    for _ in range(DENSITY_ITERATIONS):
+        likelihood = shares * _normal(density[:, None], means, spreads)
+        responsibility = likelihood / np.maximum(likelihood.sum(axis=1, keepdims=True), 1e-300)
+        mass = (weight[:, None] * responsibility).sum(axis=0)
+        if (mass <= 0).any():
+            break
+        shares = mass
+        means = (weight[:, None] * responsibility * density[:, None]).sum(axis=0) / mass
+        spreads = np.sqrt((weight[:, None] * responsibility * (density[:, None] - means) ** 2).sum(axis=0) / mass)
+        spreads = np.maximum(spreads, DENSITY_MIN_SPREAD)
+        if np.abs(means - previous).max() < DENSITY_TOLERANCE:
+            break
+        previous = means
+    return float(np.clip(_crossing(means, spreads, shares), low, high))
+
+
+def _normal(x: np.ndarray, mean: np.ndarray, spread: np.ndarray) -> np.ndarray:
+    return np.exp(-0.5 * ((x - mean) / spread) ** 2) / spread
+
+
+def _crossing(means: np.ndarray, spreads: np.ndarray, shares: np.ndarray) -> float:
+    """Where share0*N(mean0, spread0) equals share1*N(mean1, spread1) between the means; the midpoint if
+    they do not cross there."""
+    order = np.argsort(means)
+    (m0, m1), (s0, s1), (w0, w1) = means[order], spreads[order], shares[order]
+    grid = np.linspace(m0, m1, 201)
+    gap = w0 * _normal(grid, m0, s0) - w1 * _normal(grid, m1, s1)
+    change = np.flatnonzero(np.diff(np.sign(gap)) != 0)
+    return float(grid[change[0] + 1]) if len(change) else float((m0 + m1) / 2)
+
+
+# --- classifiers ---------------------------------------------------------------------------------------------------
+
+def classify_blocks(seg: Segmented, weights: ann.Weights, *, allowed: np.ndarray | None = None) -> np.ndarray:
+    """The default method's choice. On a page of its own: the content region (the subtree whose blocks'
+    scores, less REGION_BASE, weighted by their text length, sum highest), the blocks inside it that score
+    above REGION_INSIDE, and any block elsewhere that scores above REGION_OUTSIDE. Behind a site template:
+    the allowed blocks that score above ALLOWED_THRESHOLD (the template already found the region). Then the
+    headline, where the classifier left it out."""
+    tree = number_tree(seg)
+    features = block_features(seg, tree)
+    scores = _score(seg, tree, features, weights, allowed)
+    if allowed is None:
+        keep = _keep_region(seg, tree, scores)
+    else:
+        keep = (scores > ALLOWED_THRESHOLD) & allowed
+    return keep_headline(seg, features, keep)
+
+
+def score_blocks(seg: Segmented, weights: ann.Weights, *, allowed: np.ndarray | None = None) -> np.ndarray:
+    """The default classifier's probability that each block is main content. Blocks not ``allowed`` count
+    as boilerplate in the context the second stage sees."""
+    tree = number_tree(seg)
+    return _score(seg, tree, block_features(seg, tree), weights, allowed)
+
+
+def _score(seg: Segmented, tree: Tree, features: np.ndarray, weights: ann.Weights,
+           allowed: np.ndarray | None) -> np.ndarray:
+    first = ann.predict_mean(weights.first, features)
+    if allowed is not None:
+        first = first * allowed
+    return ann.predict_mean(weights.second, np.hstack([features, context_features(seg, tree, first)]))
+
+
+def _keep_region(seg: Segmented, tree: Tree, scores: np.ndarray) -> np.ndarray:
+    chars = np.fromiter((len(b.text) for b in seg.blocks), dtype=np.float64, count=len(seg.blocks))
+    per_element = np.zeros(len(tree.parent))
+    np.add.at(per_element, tree.owner, chars * (scores - REGION_BASE))
+    region = np.zeros(len(tree.parent), dtype=bool)
+    region[int(np.argmax(sum_up(tree, per_element)))] = True
+    return (inside(tree, region)[tree.owner] & (scores > REGION_INSIDE)) | (scores > REGION_OUTSIDE)
+
+
+def keep_headline(seg: Segmented, features: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """Add the headline: the last heading before the first kept block that shares at least
+    HEADLINE_TITLE_OVERLAP of its words with the page <title>."""
+    if not keep.any():
+        return keep
+    first = int(np.argmax(keep))
+    overlap = features[:first, _TITLE_OVERLAP]
+    found = [i for i in range(first) if seg.blocks[i].tag in HEADLINE_TAGS and overlap[i] >= HEADLINE_TITLE_OVERLAP]
+    if found:
+        keep = keep.copy()
+        keep[found[-1]] = True
+    return keep
+
+
+def p_values(scores: np.ndarray, null_scores: np.ndarray) -> np.ndarray:
+    """Per score, the share of boilerplate scores at least as high (with the +1 that keeps it a valid
+    p-value): how surprising the score would be if the block were boilerplate."""
+    above = len(null_scores) - np.searchsorted(null_scores, scores, side="left")
+    return (above + 1) / (len(null_scores) + 1)
+
+
+def benjamini_hochberg(p: np.ndarray, q: float) -> np.ndarray:
+    """Benjamini-Hochberg: keep the k smallest p-values, k the largest rank with p_(k) <= k q / m."""
+    if not 0 < q <= 1:
+        raise InputError(f"the FDR level q must lie in (0, 1], got {q}")
+    m = len(p)
+    order = np.argsort(p, kind="stable")
+    passed = np.flatnonzero(p[order] <= q * np.arange(1, m + 1) / m)
+    keep = np.zeros(m, dtype=bool)
+    if len(passed):
+        keep[order[: passed[-1] + 1]] = True
+    return keep
+
+
+@functools.lru_cache(maxsize=1)
+def default_weights() -> ann.Weights:
+    """The weights shipped with the package (trained on the MIT-licensed scrapinghub pages)."""
+    with resources.files("templater").joinpath("data", WEIGHTS_FILE).open("rb") as handle:
+        return load_weights(handle, source=f"templater/data/{WEIGHTS_FILE}")
+
+
+def load_weights(file, *, source: str | None = None) -> ann.Weights:
+    """Weights from a path or binary file written by ``templater train`` (training.save_weights), checked
+    against the block features this version computes."""
+    source = source or str(file)
+    try:
+        weights = ann.read_weights(file)
+    except (OSError, KeyError, ValueError) as error:
+        raise InputError(f"cannot read weights from {source}: {error}; write them with `templater train`") from error
+    check_weights(weights, source)
+    return weights
+
+
+def check_weights(weights: ann.Weights, source: str) -> None:
+    """Refuse weights trained on other block features than this version computes."""
+    expected = FEATURE_NAMES + CONTEXT_NAMES
+    if weights.features != expected:
+        raise InputError(f"weights in {source} were trained on other block features than this version computes; "
+                         "retrain them with `templater train`")

@@ -1,0 +1,363 @@
+"""Per-block features for the single-page classifiers, computed in one pass over a Segmented page.
+
+Two sets:
+- ``line_features``: the founding notes' nine inputs (density, markup bytes and text length of the line,
+  of the previous line and of the next line), for the small neural line classifier.
+- ``block_features``: the richer DOM-aware set of the default ("auto") classifier: text shape, link
+  density, the owner tag, what the ancestors' tags and class/id tokens say (comment, sidebar, nav, article,
+  ...), depth, position in the page, the page's own content hints (<article>, <main>, schema.org
+  articleBody), the readability-style content region, the title overlap, and the same for the neighbours.
+
+Ancestor facts are memoised per element, so a page costs one short walk per distinct element plus a few
+numpy passes, whatever the number of blocks.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from .types import Segmented
+
+# --- class/id vocabulary: an element's class and id are cut into lower-case words (at non-letters and at
+# camelCase humps); a group fires when a word starts with one of the group's stems ----------------------------
+CLASS_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("comment", ("comment", "disqus", "respond", "reply", "replies", "discussion", "reaction")),
+    ("nav", ("nav", "menu", "breadcrumb", "pagination", "pager", "toolbar", "subnav", "tabs", "skip")),
+    ("footer", ("foot", "copyright", "legal", "colophon")),
+    ("header", ("header", "masthead", "banner", "topbar", "logo", "branding", "brand")),
+    ("sidebar", ("sidebar", "side", "aside", "widget", "rail", "secondary", "blogroll", "right", "left")),
+    ("related", ("related", "recommend", "popular", "trending", "recent", "latest", "most", "more", "outbrain",
+                 "taboola", "teaser", "promo", "featured", "archive", "next", "prev")),
+    ("share", ("share", "sharing", "social", "tweet", "twitter", "facebook", "fb$", "linkedin", "pinterest",
+               "reddit", "digg", "print", "follow", "rss", "plusone", "googleplus", "instagram", "youtube",
+               "email", "mail")),
+    ("account", ("subscribe", "newsletter", "signup", "login", "logged", "register", "sign(?:in|up|on)?$", "account",
+                 "search", "form", "button", "btn", "input")),
+    ("ad", ("ads?$", "advert", "sponsor", "dfp$", "gpt$", "leaderboard", "adsense", "commercial", "300x250")),
+    ("meta", ("meta", "byline", "author", "date", "time", "dateline", "tag", "categor", "taxonomy", "posted",
+              "publish", "credit", "caption", "vcard", "avatar", "profile", "rating", "count", "info")),
+    ("hidden", ("hidden", "hide", "modal", "popup", "overlay", "cookie", "consent", "tooltip", "dropdown",
+                "collapse", "offscreen", "visually", "sr$")),
+    ("content", ("article", "content", "entry", "post", "story", "body", "text", "main", "blog", "prose",
+                 "detail", "single", "hentry", "richtext", "page")),
+    ("headline", ("headline", "title", "heading", "subhead", "dek", "summary", "lede", "intro", "standfirst",
+                  "description")),
+)
+_CLASS_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+x[0-9]+")
+_STEM_GROUPS = re.compile("|".join(
+    f"(?P<g{number}>{'|'.join(sorted(stems, key=len, reverse=True))})" for number, (_, stems) in enumerate(CLASS_GROUPS)))
+
+# --- ancestor tags worth a flag -------------------------------------------------------------------------------
+TAG_GROUPS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("in_nav", frozenset({"nav", "menu"})),
+    ("in_footer", frozenset({"footer"})),
+    ("in_header", frozenset({"header"})),
+    ("in_aside", frozenset({"aside"})),
+    ("in_form", frozenset({"form", "select", "fieldset", "button", "label"})),
+    ("in_list", frozenset({"ul", "ol", "dl"})),
+    ("in_table", frozenset({"table"})),
+    ("in_link", frozenset({"a"})),
+    ("in_quote", frozenset({"blockquote", "q"})),
+    ("in_figure", frozenset({"figure", "figcaption"})),
+)
+
+# --- the owner tag's family ------------------------------------------------------------------------------------
+OWNER_TAGS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("tag_p", frozenset({"p"})),
+    ("tag_div", frozenset({"div", "section", "article", "main", "body", "center", "span", "font"})),
+    ("tag_li", frozenset({"li", "dd", "dt"})),
+    ("tag_cell", frozenset({"td", "th", "caption", "tr", "tbody", "table"})),
+    ("tag_h1", frozenset({"h1"})),
+    ("tag_h", frozenset({"h2", "h3", "h4", "h5", "h6", "hgroup", "legend"})),
+    ("tag_pre", frozenset({"pre", "blockquote", "address"})),
+    ("tag_form", frozenset({"option", "select", "form", "fieldset", "button", "label", "input"})),
+    ("tag_box", frozenset({"header", "footer", "nav", "aside", "menu", "figcaption", "figure", "ul", "ol", "dl"})),
+)
+_TAG_BITS = {tag: sum(1 << n for n, (_, tags) in enumerate(TAG_GROUPS) if tag in tags)
+             for _, group in TAG_GROUPS for tag in group}
+_OWNER_COLUMN = {tag: column for column, (_, tags) in enumerate(OWNER_TAGS) for tag in tags}
+
+_HINT_TAGS = frozenset({"article", "main"})
+_PUNCT = re.compile(r"[.,;:!?\u3002\uff0c\u3001\uff1f\uff01]")
+_SENTENCE_END = re.compile(r"[.!?\"'\u201d\u3002\uff01\uff1f)]\s*$")
+_DIGIT = re.compile(r"\d")
+_WORD = re.compile(r"[^\W_]+")
+_COPYRIGHT = re.compile(r"\u00a9|copyright|all rights reserved", re.IGNORECASE)
+
+REGION_MIN_CHARS = 25  # a block shorter than this adds nothing to a container's content score
+REGION_GRANDPARENT_SHARE = 0.5  # share of a block's content score its grandparent receives (readability)
+NEIGHBOUR_WINDOW = 3  # blocks either side averaged into the context features
+LENGTH_SCALE = 100.0  # text lengths enter as log1p(chars / LENGTH_SCALE)
+CLASS_CACHE_SIZE = 1 << 16  # distinct (class, id) pairs whose flags are remembered
+FAR = 1_000  # the distance recorded when no ancestor carries a flag
+CONTEXT_LEVELS = 3  # containers above a block whose text-weighted score the second stage sees
+MIN_SCORE = 1e-6  # floor of a page's best score when scores are divided by it
+
+
+def line_features(seg: Segmented) -> np.ndarray:
+    """The notes' nine inputs per line: (density, log markup bytes, log text length) of the line, of the
+    previous line and of the next line; a missing neighbour reads as zeros."""
+    text = np.fromiter((len(b.text) for b in seg.blocks), dtype=np.float64, count=len(seg.blocks))
+    markup = np.fromiter((b.markup_bytes for b in seg.blocks), dtype=np.float64, count=len(seg.blocks))
+    density = np.divide(text, text + markup, out=np.zeros_like(text), where=(text + markup) > 0)
+    own = np.column_stack([density, np.log1p(markup), np.log1p(text)])
+    return np.hstack([own, shift(own, 1), shift(own, -1)])
+
+
+@dataclass(frozen=True, slots=True)
+class Tree:
+    """The elements that own or contain blocks, numbered so that a parent comes before its children."""
+
+    parent: np.ndarray  # int64 per element, -1 at the top
+    depth: np.ndarray  # int64 per element
+    class_bits: np.ndarray  # uint32 per element: CLASS_GROUPS its own class/id words fall in
+    tag_bits: np.ndarray  # uint32 per element: TAG_GROUPS its tag falls in
+    hint: np.ndarray  # bool per element: a content hint (<article>, <main>, articleBody, role=main)
+    owner: np.ndarray  # int64 per block: the number of its owner element
+
+    def levels(self) -> list[np.ndarray]:
+        """Element numbers by depth, from the top down (for passes that need the parent done first)."""
+        order = np.argsort(self.depth, kind="stable")
+        bounds = np.searchsorted(self.depth[order], np.arange(int(self.depth.max(initial=0)) + 2))
+        return [order[bounds[d]:bounds[d + 1]] for d in range(len(bounds) - 1)]
+
+
+def number_tree(seg: Segmented) -> Tree:
+    """Number the blocks' owners and all their ancestors, with each element's own class and tag flags."""
+    numbers: dict = {}
+    elements: list = []
+    parent: list[int] = []
+    depth: list[int] = []
+
+    def number(element) -> int:
+        chain = []
+        node = element
+        while node is not None and node not in numbers:
+            chain.append(node)
+            node = node.getparent()
+        above = numbers[node] if node is not None else -1
+        for node in reversed(chain):
+            numbers[node] = len(elements)
+            elements.append(node)
+            parent.append(above)
+            depth.append(depth[above] + 1 if above >= 0 else 0)
+            above = numbers[node]
+        return numbers[element]
+
+    owner = [number(b.element) for b in seg.blocks]
+    return Tree(parent=np.array(parent, dtype=np.int64), depth=np.array(depth, dtype=np.int64),
+                class_bits=np.fromiter((_class_bits(e) for e in elements), dtype=np.uint32, count=len(elements)),
+                tag_bits=np.fromiter((_tag_bits(e.tag) for e in elements), dtype=np.uint32, count=len(elements)),
+                hint=np.fromiter((_is_hint(e) for e in elements), dtype=bool, count=len(elements)),
+                owner=np.array(owner, dtype=np.int64))
+
+
+def _class_bits(element) -> int:
+    attrs = element.attrib
+    return _words_bits(attrs.get("class", ""), attrs.get("id", "")) if attrs else 0
+
+
+@functools.lru_cache(maxsize=CLASS_CACHE_SIZE)
+def _words_bits(class_: str, id_: str) -> int:
+    """CLASS_GROUPS bits of a class and id pair (pages repeat the same few pairs, hence the cache)."""
+    words = _CLASS_WORDS.findall(class_ + " " + id_)
+    bits = 0
+    for word in words:
+        found = _STEM_GROUPS.match(word.lower())
+        if found:
+            bits |= 1 << int(found.lastgroup[1:])
+    return bits
+
+
+def _tag_bits(tag) -> int:
+    return _TAG_BITS.get(tag, 0) if isinstance(tag, str) else 0
+
+
+def _is_hint(element) -> bool:
+    attrs = element.attrib
+    return (element.tag in _HINT_TAGS or attrs.get("itemprop") == "articleBody"
+            or "Article" in attrs.get("itemtype", "") or attrs.get("role") == "main")
+
+
+def _distances(tree: Tree, bits: np.ndarray, count: int) -> np.ndarray:
+    """Per element and flag: levels up to the nearest element (itself = 0) carrying the flag, else FAR."""
+    own = ((bits[:, None] >> np.arange(count, dtype=np.uint32)) & 1).astype(bool)
+    distance = np.where(own, 0, FAR)
+    for level in tree.levels()[1:]:
+        above = distance[tree.parent[level]] + 1
+        distance[level] = np.where(own[level], 0, np.minimum(above, FAR))
+    return distance
+
+
+def inside(tree: Tree, marked: np.ndarray) -> np.ndarray:
+    """Per element: True when it or one of its ancestors is marked."""
+    result = marked.copy()
+    for level in tree.levels()[1:]:
+        result[level] |= result[tree.parent[level]]
+    return result
+
+
+def sum_up(tree: Tree, values: np.ndarray) -> np.ndarray:
+    """Per element, the sum of ``values`` (per element) over itself and its descendants."""
+    total = values.astype(np.float64).copy()
+    for level in reversed(tree.levels()[1:]):
+        np.add.at(total, tree.parent[level], total[level])
+    return total
+
+
+def _region(tree: Tree, block_score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Readability's content region: a block's score goes to its owner's parent, half to its grandparent;
+    the element with the highest total is the region. Per block: (inside the region, inside its parent)."""
+    score = np.zeros(len(tree.parent))
+    first = tree.parent[tree.owner]
+    has_first = first >= 0
+    np.add.at(score, first[has_first], block_score[has_first])
+    second = np.where(has_first, tree.parent[np.maximum(first, 0)], -1)
+    has_second = second >= 0
+    np.add.at(score, second[has_second], REGION_GRANDPARENT_SHARE * block_score[has_second])
+    best = int(np.argmax(score))
+    if not score[best]:
+        zeros = np.zeros(len(tree.owner))
+        return zeros, zeros
+    region = np.zeros(len(tree.parent), dtype=bool)
+    region[best] = True
+    wider = np.zeros(len(tree.parent), dtype=bool)
+    wider[best if tree.parent[best] < 0 else tree.parent[best]] = True
+    return (inside(tree, region)[tree.owner].astype(np.float64),
+            inside(tree, wider)[tree.owner].astype(np.float64))
+
+
+def _hint_columns(tree: Tree, mass: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per block: inside any content hint; inside the hint element holding the most text."""
+    hints = np.flatnonzero(tree.hint)
+    if not len(hints):
+        zeros = np.zeros(len(tree.owner))
+        return zeros, zeros
+    top = np.zeros(len(tree.parent), dtype=bool)
+    top[hints[np.argmax(mass[hints])]] = True
+    return (inside(tree, tree.hint)[tree.owner].astype(np.float64),
+            inside(tree, top)[tree.owner].astype(np.float64))
+
+
+def window_mean(values: np.ndarray, width: int) -> np.ndarray:
+    """Mean over the ``width`` blocks either side (the block itself excluded), edges padded by zeros."""
+    if not len(values):
+        return values
+    padded = np.concatenate([np.zeros(width), values, np.zeros(width)])
+    sums = np.convolve(padded, np.ones(2 * width + 1), mode="valid")
+    return (sums - values) / (2 * width)
+
+
+def shift(values: np.ndarray, step: int) -> np.ndarray:
+    """The previous (step 1) or next (step -1) row's values; zeros past the edge."""
+    shifted = np.roll(values, step, axis=0)
+    if step > 0:
+        shifted[:step] = 0.0
+    else:
+        shifted[step:] = 0.0
+    return shifted
+
+
+def _text_columns(seg: Segmented) -> np.ndarray:
+    title_words = set(_WORD.findall(seg.title.lower()))
+    rows = []
+    for block in seg.blocks:
+        text = block.text
+        words = _WORD.findall(text.lower())
+        spaced = text.split()
+        rows.append((
+            len(text), block.link_chars, block.markup_bytes, len(words),
+            len(_PUNCT.findall(text)) / len(text),
+            1.0 if _SENTENCE_END.search(text) else 0.0,
+            len(_DIGIT.findall(text)) / len(text),
+            sum(map(title_words.__contains__, words)) / (len(words) or 1),
+            1.0 if _COPYRIGHT.search(text) else 0.0,
+            sum(map(str.isupper, [w[0] for w in spaced])) / (len(spaced) or 1),
+        ))
+    return np.array(rows, dtype=np.float64).reshape(len(rows), 10)
+
+
+def _tag_columns(seg: Segmented) -> np.ndarray:
+    columns = np.zeros((len(seg.blocks), len(OWNER_TAGS) + 1))
+    found = np.fromiter((_OWNER_COLUMN.get(b.tag, len(OWNER_TAGS)) for b in seg.blocks), dtype=np.int64,
+                        count=len(seg.blocks))
+    columns[np.arange(len(seg.blocks)), found] = 1.0
+    return columns[:, :-1]
+
+
+FEATURE_NAMES: tuple[str, ...] = (
+    "log_chars", "log_words", "density", "link_density", "punct", "sentence_end", "digits", "title_overlap",
+    "copyright", "capitalised", "depth", "position", "text_position", "chars_share",
+    *[name for name, _ in OWNER_TAGS],
+    *[name for name, _ in TAG_GROUPS],
+    *["class_" + name for name, _ in CLASS_GROUPS],
+    "in_hint", "in_top_hint", "in_region", "in_region_parent", "page_has_hint",
+    "ctx_log_chars", "ctx_link_density", "ctx_density", "ctx_punct",
+    "prev_log_chars", "prev_link_density", "next_log_chars", "next_link_density",
+    "wide_log_chars", "wide_link_density", "log_blocks",
+)
+
+
+def block_features(seg: Segmented, tree: Tree | None = None) -> np.ndarray:
+    """The default classifier's features, one row per block, columns named by FEATURE_NAMES."""
+    count = len(seg.blocks)
+    if not count:
+        return np.zeros((0, len(FEATURE_NAMES)))
+    tree = number_tree(seg) if tree is None else tree
+    (chars, link_chars, markup, words, punct, sentence_end, digits, title_overlap, copyright,
+     capitalised) = _text_columns(seg).T
+    log_chars = np.log1p(chars / LENGTH_SCALE)
+    link_density = np.minimum(link_chars / chars, 1.0)
+    density = chars / (chars + markup)
+    region_score = np.where(chars >= REGION_MIN_CHARS,
+                            (1 + punct * chars + np.minimum(chars / LENGTH_SCALE, 3)) * (1 - link_density), 0.0)
+    plain = np.zeros(len(tree.parent))
+    np.add.at(plain, tree.owner, chars - link_chars)
+    mass = sum_up(tree, plain)
+    depth = tree.depth[tree.owner].astype(np.float64)
+    tag_near = 1.0 / (1.0 + _distances(tree, tree.tag_bits, len(TAG_GROUPS))[tree.owner])
+    class_near = 1.0 / (1.0 + _distances(tree, tree.class_bits, len(CLASS_GROUPS))[tree.owner])
+    columns = [
+        log_chars, np.log1p(words), density, link_density, punct, sentence_end, digits, title_overlap,
+        copyright, capitalised,
+        depth / max(depth.max(), 1.0), np.arange(count) / count, (np.cumsum(chars) - chars) / chars.sum(),
+        chars / chars.max(),
+        *_tag_columns(seg).T, *tag_near.T, *class_near.T,
+        *_hint_columns(tree, mass), *_region(tree, region_score), np.full(count, float(tree.hint.any())),
+        window_mean(log_chars, NEIGHBOUR_WINDOW), window_mean(link_density, NEIGHBOUR_WINDOW),
+        window_mean(density, NEIGHBOUR_WINDOW), window_mean(punct, NEIGHBOUR_WINDOW),
+        shift(log_chars, 1), shift(link_density, 1), shift(log_chars, -1), shift(link_density, -1),
+        window_mean(log_chars, 3 * NEIGHBOUR_WINDOW), window_mean(link_density, 3 * NEIGHBOUR_WINDOW),
+        np.full(count, np.log1p(count)),
+    ]
+    return np.column_stack(columns)
+
+
+CONTEXT_NAMES: tuple[str, ...] = (
+    "score", "score_near1", "score_near3", "score_near10", "score_prev", "score_next",
+    "score_up1", "score_up2", "score_up3", "page_max_score", "page_mean_score", "score_to_max",
+)
+
+
+def context_features(seg: Segmented, tree: Tree, scores: np.ndarray) -> np.ndarray:
+    """The second stage's inputs beside block_features: a first-stage score per block, and what the
+    neighbours, the enclosing containers (text-weighted) and the whole page scored."""
+    chars = np.fromiter((len(b.text) for b in seg.blocks), dtype=np.float64, count=len(seg.blocks))
+    columns = [scores, window_mean(scores, 1), window_mean(scores, 3), window_mean(scores, 10),
+               shift(scores, 1), shift(scores, -1)]
+    element = tree.owner
+    for _ in range(CONTEXT_LEVELS):
+        element = np.where(tree.parent[element] >= 0, tree.parent[element], element)
+        weighted = np.zeros(len(tree.parent))
+        weight = np.zeros(len(tree.parent))
+        np.add.at(weighted, element, chars * scores)
+        np.add.at(weight, element, chars)
+        columns.append(weighted[element] / weight[element])
+    top = max(float(scores.max(initial=0.0)), MIN_SCORE)
+    columns += [np.full(len(scores), top), np.full(len(scores), float((chars * scores).sum() / chars.sum())),
+                scores / top]
+    return np.column_stack(columns)

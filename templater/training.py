@@ -1,0 +1,135 @@
+"""Fit the single-page classifiers on pages with gold text (pure: pages in, weights out).
+
+A block's label comes from the gold: a block is content when most of its tokens are still unclaimed in the
+gold's bag of tokens, read in document order (a token claimed by one block cannot vouch for another).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import ann
+from .ann import Weights, read_weights, save_weights
+from .errors import InputError
+from .evaluation import tokens
+from .features import CONTEXT_NAMES, FEATURE_NAMES, Tree, block_features, context_features, line_features, number_tree
+from .blocks import segment
+from .parse import parse_html
+from .types import Page, Segmented
+
+__all__ = ["LabelledPage", "describe_page", "iter_labelled", "label_blocks", "read_weights", "save_weights",
+           "train_ann"]
+
+LABEL_SHARE = 0.5  # a block is content when more than this share of its tokens is found in the gold
+
+
+def label_blocks(seg, gold: str) -> np.ndarray:
+    """1.0 for blocks whose tokens are mostly in the gold, else 0.0, in document order."""
+    remaining = Counter(tokens(gold))
+    labels = np.zeros(len(seg.blocks))
+    for row, block in enumerate(seg.blocks):
+        words = Counter(tokens(block.text))
+        total = sum(words.values())
+        if total and sum((words & remaining).values()) > LABEL_SHARE * total:
+            labels[row] = 1.0
+            remaining -= words
+    return labels
+
+
+# --- training settings (the shipped weights were made with these) -------------------------------------------
+TRAIN_SEED = 7
+LINE_HIDDEN = 6  # hidden units of the nine-input line network
+AUTO_HIDDEN = 8  # hidden units of each default-classifier network
+EPOCHS = 1000  # full-batch Adam steps per network
+ENSEMBLE = 3  # networks averaged per stage of the default classifier
+FOLDS = 5  # page folds for the out-of-fold scores the second stage and the FDR null are fitted on
+AUTO_L2 = 3e-3  # weight decay of the default classifier's networks (its inputs are many, its pages few)
+
+
+@dataclass(frozen=True, slots=True)
+class LabelledPage:
+    """One training page, described once: block features, line features, labels and label weights."""
+
+    seg: Segmented
+    tree: Tree
+    blocks: np.ndarray  # block_features
+    lines: np.ndarray  # line_features
+    labels: np.ndarray
+    weights: np.ndarray  # log1p of each block's tokens: long blocks weigh more, as in the token metric
+
+
+def iter_labelled(records: Iterable[Mapping]) -> Iterator[tuple[Segmented, str]]:
+    """(segmented page, gold text) per record with ``html`` and non-blank ``gold`` (``url`` and ``id``
+    optional); a record without gold, or whose HTML does not parse, is passed over."""
+    for number, record in enumerate(records):
+        gold = record.get("gold") or ""
+        root = parse_html(record.get("html") or "") if gold.strip() else None
+        if root is None:
+            continue
+        url = record.get("url") or ""
+        yield segment(root, Page(str(record.get("id", number)), url, record["html"])), gold
+
+
+def describe_page(seg: Segmented, gold: str) -> LabelledPage:
+    tree = number_tree(seg)
+    counts = np.fromiter((len(tokens(b.text)) for b in seg.blocks), dtype=np.float64, count=len(seg.blocks))
+    return LabelledPage(seg=seg, tree=tree, blocks=block_features(seg, tree), lines=line_features(seg),
+                        labels=label_blocks(seg, gold), weights=np.log1p(counts))
+
+
+def train_ann(pages: Iterable[tuple[Segmented, str]], *, seed: int = TRAIN_SEED, hidden: int = LINE_HIDDEN,
+              auto_hidden: int = AUTO_HIDDEN, epochs: int = EPOCHS, ensemble: int = ENSEMBLE,
+              folds: int = FOLDS) -> Weights:
+    """Fit every network the single-page methods use on (segmented page, gold text) pairs.
+
+    Steps: label the blocks from the gold; fit the nine-input line network; score each page with
+    first-stage networks that did not see it (page folds) and fit the first stage on all pages; fit the
+    second stage on the block features plus the out-of-fold first-stage context; keep the out-of-fold
+    second-stage scores of boilerplate blocks as the FDR method's null distribution.
+    """
+    described = [describe_page(seg, gold) for seg, gold in pages if seg.blocks]
+    if len(described) < folds:
+        raise InputError(f"training needs at least {folds} pages with text blocks and gold text, got "
+                         f"{len(described)}; add labelled pages (JSON Lines with url, html, gold)")
+    fold_of = np.random.default_rng(seed).permutation(len(described)) % folds
+    line = _fit_stage(described, [p.lines for p in described], hidden=hidden, epochs=epochs, seeds=[seed],
+                      l2=ann.L2_PENALTY)[0]
+    settings = dict(hidden=auto_hidden, epochs=epochs, seeds=[seed + k for k in range(ensemble)], l2=AUTO_L2)
+    first_oof = _out_of_fold(described, [p.blocks for p in described], fold_of, **settings)
+    second_inputs = [np.hstack([p.blocks, context_features(p.seg, p.tree, scores)])
+                     for p, scores in zip(described, first_oof)]
+    second_oof = _out_of_fold(described, second_inputs, fold_of, **settings)
+    labels = np.concatenate([p.labels for p in described])
+    null = np.sort(np.concatenate(second_oof)[labels == 0])
+    info = json.dumps({"seed": seed, "hidden": hidden, "auto_hidden": auto_hidden, "epochs": epochs,
+                       "ensemble": ensemble, "folds": folds, "pages": len(described),
+                       "blocks": int(len(labels)), "content_blocks": int(labels.sum())}, sort_keys=True)
+    return Weights(line=line, first=tuple(_fit_stage(described, [p.blocks for p in described], **settings)),
+                   second=tuple(_fit_stage(described, second_inputs, **settings)), null_scores=null,
+                   features=FEATURE_NAMES + CONTEXT_NAMES, info=info)
+
+
+def _fit_stage(pages: list[LabelledPage], inputs: list[np.ndarray], *, hidden: int, epochs: int,
+               seeds: list[int], l2: float) -> list[ann.Network]:
+    stacked = np.vstack(inputs)
+    labels = np.concatenate([p.labels for p in pages])
+    weights = np.concatenate([p.weights for p in pages])
+    return [ann.fit_network(stacked, labels, weights=weights, hidden=hidden, epochs=epochs, seed=s, l2=l2)
+            for s in seeds]
+
+
+def _out_of_fold(pages: list[LabelledPage], inputs: list[np.ndarray], fold_of: np.ndarray,
+                 **settings) -> list[np.ndarray]:
+    """Each page's ensemble score from networks fitted on the other folds."""
+    scores: list[np.ndarray] = [np.zeros(0)] * len(pages)
+    for fold in range(int(fold_of.max()) + 1):
+        train = [i for i in range(len(pages)) if fold_of[i] != fold]
+        networks = _fit_stage([pages[i] for i in train], [inputs[i] for i in train], **settings)
+        for i in np.flatnonzero(fold_of == fold):
+            scores[i] = ann.predict_mean(networks, inputs[i])
+    return scores

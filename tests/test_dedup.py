@@ -1,0 +1,152 @@
+"""templater.dedup: texts in, duplicate clusters and similar pages out, through a real SQLite index."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from store.db import open_db
+from templater import dedup
+from templater.dedup import TextItem
+from templater.errors import InputError, SettingsMismatchError
+from templater.shingles import ShingleSettings
+
+WORDS = [f"w{i}" for i in range(5000)]
+
+
+def article(rng: np.random.Generator, length: int = 300) -> list[str]:
+    return list(rng.choice(WORDS, size=length))
+
+
+def edited(rng: np.random.Generator, words: list[str], share: float) -> str:
+    """Substitute ``share`` of the words at random positions."""
+    out = list(words)
+    for position in rng.choice(len(out), size=max(1, int(share * len(out))), replace=False):
+        out[position] = str(rng.choice(WORDS))
+    return " ".join(out)
+
+
+def corpus(seed: int = 1, families: int = 12, copies: int = 3) -> list[TextItem]:
+    rng = np.random.default_rng(seed)
+    items = []
+    for f in range(families):
+        words = article(rng)
+        items.append(TextItem(f"f{f}-0", f"http://site{f}.example/a/{f}", " ".join(words), 100))
+        for c in range(1, copies):
+            items.append(TextItem(f"f{f}-{c}", f"http://mirror{c}.example/{f}", edited(rng, words, 0.005), 50 + c))
+    for s in range(10):
+        items.append(TextItem(f"single-{s}", f"http://single.example/{s}", " ".join(article(rng)), 0))
+    return items
+
+
+def clusters(db) -> set[frozenset]:
+    groups: dict[int, set] = {}
+    for row in dedup.iter_duplicates(db):
+        groups.setdefault(row["cluster"], set()).add(row["id"])
+    return {frozenset(g) for g in groups.values()}
+
+
+@pytest.fixture
+def db(tmp_path):
+    return open_db(tmp_path / "dedup.db")
+
+
+def test_near_duplicate_texts_form_clusters(db):
+    items = corpus()
+    result = dedup.index_texts(db, items)
+    assert result.added == len(items)
+    assert clusters(db) == {frozenset(f"f{f}-{c}" for c in range(3)) for f in range(12)}
+    rows = list(dedup.iter_duplicates(db))
+    assert set(rows[0]) == {"id", "url", "cluster", "canonical", "similarity"}
+    assert all(0.8 <= r["similarity"] <= 1.0 for r in rows)
+
+
+def test_canonical_is_first_seen_then_less_boilerplate_then_shorter_url(db):
+    text = " ".join(article(np.random.default_rng(2)))
+    dedup.index_texts(db, [("late", "http://a.example/1", text, 0)])
+    dedup.index_texts(db, [("long-url", "http://b.example/very/long/path", text, 10),
+                           ("short-url", "http://c.example/x", text, 10),
+                           ("boilerplate", "http://d.example/x", text, 99)])
+    assert {r["canonical"] for r in dedup.iter_duplicates(db)} == {"late"}
+    dedup.remove_pages(db, ["late"])
+    assert {r["canonical"] for r in dedup.iter_duplicates(db)} == {"short-url"}
+    first = next(dedup.iter_duplicates(db))
+    assert first["id"] == first["canonical"] and first["similarity"] == 1.0
+
+
+def test_update_and_remove_keep_clusters_right(db):
+    items = corpus(seed=3)
+    dedup.index_texts(db, items)
+    rng = np.random.default_rng(4)
+    moved = TextItem("f0-1", "http://mirror1.example/0", " ".join(article(rng)))
+    result = dedup.index_texts(db, [moved, items[5]])
+    assert (result.updated, result.unchanged) == (1, 1)
+    assert dedup.remove_pages(db, ["f1-0", "nope"]) == 1
+    expected = {frozenset(f"f{f}-{c}" for c in range(3)) for f in range(2, 12)}
+    expected |= {frozenset({"f0-0", "f0-2"}), frozenset({"f1-1", "f1-2"})}
+    assert clusters(db) == expected
+
+
+def test_restart_between_inserts_gives_the_same_duplicates(tmp_path):
+    items = corpus(seed=5)
+    one = open_db(tmp_path / "one.db")
+    dedup.index_texts(one, items)
+    for start in range(0, len(items), 7):
+        many = open_db(tmp_path / "many.db")
+        dedup.index_texts(many, items[start:start + 7])
+        many.conn.close()
+    many = open_db(tmp_path / "many.db")
+    assert clusters(many) == clusters(one)
+
+
+def test_find_similar_by_text_and_by_page(db):
+    items = corpus(seed=6)
+    dedup.index_texts(db, items, batch_size=5)
+    found = dedup.find_similar(db, items[0].text)
+    assert [f["id"] for f in found][:1] == ["f0-0"] and {f["id"] for f in found} == {"f0-0", "f0-1", "f0-2"}
+    assert {f["id"] for f in dedup.find_similar_page(db, "http://site0.example/a/0")} == {"f0-1", "f0-2"}
+    assert dedup.find_similar(db, "") == []
+    with pytest.raises(InputError, match="not in the near-duplicate index"):
+        dedup.find_similar_page(db, "http://unknown.example/")
+
+
+def test_empty_texts_are_counted_not_indexed(db):
+    result = dedup.index_texts(db, [("a", "http://a/", "   ...  "), ("b", "http://b/", "one two three")])
+    assert (result.added, result.empty) == (1, 1)
+    with pytest.raises(InputError, match="page_id, url, text"):
+        dedup.index_texts(db, [("only-two", "values")])
+
+
+def test_settings_are_fixed_by_the_first_call(db):
+    dedup.index_texts(db, corpus(seed=7)[:3], ShingleSettings(kind="char", n=7))
+    described = dedup.describe_settings(db)
+    assert described["kind"] == "char" and described["stored"] is True
+    assert described["s_curve_threshold"] == pytest.approx((1 / 16) ** (1 / 6), abs=1e-4)
+    with pytest.raises(SettingsMismatchError, match="kind: 'char' != 'word'"):
+        dedup.index_texts(db, corpus(seed=7)[3:4], ShingleSettings())
+    dedup.index_texts(db, corpus(seed=7)[3:4])  # no settings: the stored ones
+
+
+def test_estimate_verification(db):
+    items = corpus(seed=8)
+    dedup.index_texts(db, items, ShingleSettings(verify="estimate"))
+    assert clusters(db) == {frozenset(f"f{f}-{c}" for c in range(3)) for f in range(12)}
+    assert all(r["similarity"] >= 0.8 for r in dedup.iter_duplicates(db))
+    assert {f["id"] for f in dedup.find_similar_page(db, "f3-0")} == {"f3-1", "f3-2"}
+    assert len(list(dedup.iter_similar_pairs(db))) == 12 * 3
+    assert db.conn.execute("SELECT count(*) FROM lsh_shingles").fetchone() == (0,)
+
+
+def test_exact_verification_is_the_default_and_stores_shingle_sets(db):
+    items = corpus(seed=9)[:3]
+    dedup.index_texts(db, items)
+    assert dedup.describe_settings(db)["verify"] == "exact"
+    assert db.conn.execute("SELECT count(*) FROM lsh_shingles").fetchone() == (3,)
+    rows = list(dedup.iter_duplicates(db))
+    assert len(rows) == 3 and all(r["similarity"] >= 0.8 for r in rows)
+
+
+def test_describe_settings_of_an_empty_index(db):
+    described = dedup.describe_settings(db)
+    assert described["stored"] is False and described["pages"] == 0
+    assert described["candidate_probability_at_threshold"] > 0.99

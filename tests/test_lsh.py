@@ -1,0 +1,206 @@
+"""store.lsh: persisted settings, band rows, and clusters that stay equal to a from-scratch computation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings as hsettings, strategies as st
+
+from store import lsh
+from store.db import open_db
+from store.lsh import IndexedPage
+from templater.errors import SettingsMismatchError
+from templater.shingles import ShingleSettings, Signatures, band_keys, estimate_similarity
+
+SETTINGS = ShingleSettings(permutations=32, bands=8, rows=4, threshold=0.7, verify="estimate")
+
+
+def make_signatures(rng: np.random.Generator, count: int, families: int, noise: float,
+                    k: int = SETTINGS.permutations) -> np.ndarray:
+    """``count`` signatures drawn around ``families`` random bases, each slot replaced with probability ``noise``."""
+    bases = rng.integers(0, 2**32, size=(families, k), dtype=np.uint32)
+    values = bases[rng.integers(0, families, size=count)].copy()
+    replace = rng.random((count, k)) < rng.uniform(0, noise, size=(count, 1))
+    values[replace] = rng.integers(0, 2**32, size=int(replace.sum()), dtype=np.uint32)
+    return values
+
+
+def add(db, ids: list[str], values: np.ndarray, settings: ShingleSettings = SETTINGS) -> lsh.AddResult:
+    pages = [IndexedPage(i, f"http://example.org/{i}") for i in ids]
+    return lsh.add_signatures(db, pages, Signatures(values, np.zeros(len(ids), bool), settings))
+
+
+def reference_clusters(pages: dict[str, np.ndarray], settings: ShingleSettings = SETTINGS) -> set[frozenset]:
+    """Connected components of (shares a band key) and (estimated similarity >= threshold), all pairs."""
+    ids = sorted(pages)
+    values = np.stack([pages[i] for i in ids]) if ids else np.empty((0, settings.permutations), np.uint32)
+    keys = band_keys(values, settings)
+    parent = list(range(len(ids)))
+
+    def find(a):
+        while parent[a] != a:
+            a = parent[a]
+        return a
+
+    for i in range(len(ids)):
+        for j in range(i):
+            if (keys[i] == keys[j]).any() and estimate_similarity(values[i], values[j]) >= settings.threshold:
+                parent[find(i)] = find(j)
+    groups: dict[int, set] = {}
+    for i, name in enumerate(ids):
+        groups.setdefault(find(i), set()).add(name)
+    return {frozenset(g) for g in groups.values() if len(g) > 1}
+
+
+def stored_clusters(db) -> set[frozenset]:
+    return {frozenset(m.page_id for m in members) for _, members in lsh.iter_clusters(db)}
+
+
+def check_invariants(db) -> None:
+    """Labels are members' doc numbers, sizes are right, links are a spanning tree of each cluster."""
+    conn = db.conn
+    sizes = dict(conn.execute("SELECT cluster, size FROM dup_clusters"))
+    counts = dict(conn.execute("SELECT cluster, count(*) FROM lsh_signatures GROUP BY cluster HAVING count(*) > 1"))
+    assert sizes == counts
+    for label in sizes:
+        assert conn.execute("SELECT cluster FROM lsh_signatures WHERE doc = ?", [label]).fetchone() == (label,)
+    links = conn.execute("SELECT count(*) FROM lsh_links").fetchone()[0]
+    assert links == 2 * sum(size - 1 for size in sizes.values())
+    rows = conn.execute("SELECT a.cluster, b.cluster FROM lsh_links l JOIN lsh_signatures a ON a.doc = l.doc"
+                        " JOIN lsh_signatures b ON b.doc = l.other").fetchall()
+    assert all(x == y for x, y in rows)
+    bands = conn.execute("SELECT count(*) FROM lsh_bands").fetchone()[0]
+    pages = conn.execute("SELECT count(*) FROM lsh_signatures").fetchone()[0]
+    assert bands == pages * SETTINGS.bands
+
+
+@pytest.fixture
+def db(tmp_path):
+    return open_db(tmp_path / "index.db")
+
+
+def test_settings_are_persisted_and_other_settings_refused(db, tmp_path):
+    rng = np.random.default_rng(1)
+    add(db, ["a", "b"], make_signatures(rng, 2, 1, 0.1))
+    db.conn.close()
+    db = open_db(tmp_path / "index.db")
+    assert lsh.load_settings(db) == SETTINGS
+    other = ShingleSettings(permutations=32, bands=4, rows=8, threshold=0.7, verify="estimate")
+    with pytest.raises(SettingsMismatchError, match="bands: 8 != 4"):
+        add(db, ["c"], make_signatures(rng, 1, 1, 0.1), settings=other)
+    assert lsh.stats(db)["pages"] == 2
+
+
+def test_batches_match_the_reference(db):
+    rng = np.random.default_rng(2)
+    values = make_signatures(rng, 300, 40, 0.5)
+    ids = [f"p{i:03d}" for i in range(300)]
+    for start in range(0, 300, 70):
+        add(db, ids[start:start + 70], values[start:start + 70])
+    expected = reference_clusters(dict(zip(ids, values)))
+    assert len(expected) > 10
+    assert stored_clusters(db) == expected
+    check_invariants(db)
+
+
+def test_removal_and_update_keep_clusters_right(db):
+    rng = np.random.default_rng(3)
+    values = make_signatures(rng, 200, 15, 0.5)
+    ids = [f"p{i:03d}" for i in range(200)]
+    pages = dict(zip(ids, values))
+    add(db, ids, values)
+    order = rng.permutation(200)
+    gone = [ids[i] for i in order[:40]]
+    assert lsh.remove_pages(db, gone) == 40
+    for name in gone:
+        del pages[name]
+    changed = [ids[i] for i in order[40:70]]
+    new_values = make_signatures(rng, 30, 5, 0.3)
+    result = add(db, changed, new_values)
+    assert result.updated == 30 and result.added == 0
+    pages.update(zip(changed, new_values))
+    assert stored_clusters(db) == reference_clusters(pages)
+    check_invariants(db)
+
+
+def test_unchanged_pages_keep_first_seen_and_refresh_url(db):
+    rng = np.random.default_rng(4)
+    values = make_signatures(rng, 3, 1, 0.0)
+    add(db, ["a", "b", "c"], values)
+    result = lsh.add_signatures(db, [IndexedPage("a", "http://new/a", 7, 9)],
+                                Signatures(values[:1], np.zeros(1, bool), SETTINGS))
+    assert result.unchanged == 1
+    member = lsh.page_row(db, "a")
+    assert (member.url, member.boilerplate_chars, member.first_seen) == ("http://new/a", 7, 1)
+
+
+def test_restart_between_inserts_gives_the_same_clusters(tmp_path):
+    rng = np.random.default_rng(5)
+    values = make_signatures(rng, 240, 30, 0.5)
+    ids = [f"p{i:03d}" for i in range(240)]
+    one = open_db(tmp_path / "one.db")
+    add(one, ids, values)
+    for start in range(0, 240, 60):
+        many = open_db(tmp_path / "many.db")
+        add(many, ids[start:start + 60], values[start:start + 60])
+        many.conn.close()
+    many = open_db(tmp_path / "many.db")
+    assert stored_clusters(many) == stored_clusters(one) == reference_clusters(dict(zip(ids, values)))
+
+
+def test_removing_a_hub_reconnects_the_rest(db):
+    """Pages all close to each other: removing the page every other one linked to leaves one cluster."""
+    rng = np.random.default_rng(6)
+    values = make_signatures(rng, 12, 1, 0.1)
+    ids = [f"p{i:02d}" for i in range(12)]
+    add(db, ids[:1], values[:1])
+    add(db, ids[1:], values[1:])
+    lsh.remove_pages(db, ["p00"])
+    assert stored_clusters(db) == reference_clusters(dict(zip(ids[1:], values[1:])))
+    check_invariants(db)
+
+
+def test_a_bucket_above_the_cap_still_clusters(db, monkeypatch):
+    monkeypatch.setattr(lsh, "BUCKET_CAP", 3)
+    monkeypatch.setattr(lsh, "CANDIDATES_SQL", lsh.CANDIDATES_SQL.replace("LIMIT 256", "LIMIT 3"))
+    values = np.repeat(make_signatures(np.random.default_rng(7), 1, 1, 0.0), 10, axis=0)
+    add(db, [f"p{i}" for i in range(10)], values)
+    assert stored_clusters(db) == {frozenset(f"p{i}" for i in range(10))}
+    lsh.remove_pages(db, ["p0", "p1"])
+    assert stored_clusters(db) == {frozenset(f"p{i}" for i in range(2, 10))}
+    pairs = np.concatenate(list(lsh.iter_candidate_pairs(db)))
+    assert len(pairs) and (pairs[:, 0] < pairs[:, 1]).all()
+
+
+@hsettings(max_examples=25, deadline=None)
+@given(ops=st.lists(st.tuples(st.sampled_from(["add", "remove"]), st.lists(st.integers(0, 39), max_size=12),
+                              st.integers(0, 2**32 - 1)), min_size=1, max_size=8))
+def test_any_sequence_of_adds_and_removes_matches_the_reference(tmp_path_factory, ops):
+    db = open_db(tmp_path_factory.mktemp("ops") / "index.db")
+    pages: dict[str, np.ndarray] = {}
+    for kind, which, seed in ops:
+        names = [f"p{i:02d}" for i in dict.fromkeys(which)]
+        if kind == "add" and names:
+            values = make_signatures(np.random.default_rng(seed), len(names), 3, 0.6)
+            add(db, names, values)
+            pages.update(zip(names, values))
+        elif names:
+            lsh.remove_pages(db, names)
+            for name in names:
+                pages.pop(name, None)
+    assert stored_clusters(db) == reference_clusters(pages)
+    check_invariants(db)
+
+
+def test_candidate_pairs_cover_every_shared_key(db):
+    rng = np.random.default_rng(8)
+    values = make_signatures(rng, 150, 20, 0.6)
+    ids = [f"p{i:03d}" for i in range(150)]
+    add(db, ids, values)
+    pairs = {tuple(p) for chunk in lsh.iter_candidate_pairs(db, chunk_rows=50) for p in chunk.tolist()}
+    keys = band_keys(values, SETTINGS)
+    expected = {(i + 1, j + 1) for j in range(150) for i in range(j) if (keys[i] == keys[j]).any()}
+    assert pairs == expected
+    verified = {(a, b) for x, y, _ in lsh.iter_verified_pairs(db) for a, b in zip(x.tolist(), y.tolist())}
+    assert verified == {(a, b) for a, b in expected
+                        if estimate_similarity(values[a - 1], values[b - 1]) >= SETTINGS.threshold}

@@ -1,0 +1,266 @@
+"""templater.shingles: the numpy path against plain Python integers, and the estimate's error against theory."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import numpy as np
+import pytest
+from hypothesis import given, settings as hsettings, strategies as st
+
+from templater import shingles as sh
+from templater.errors import InputError
+from templater.shingles import ShingleSettings, Shingles
+
+MASK = (1 << 64) - 1
+
+
+# --- a plain-Python reference of every step (Python ints, masked explicitly) ----------------------------------
+
+def ref_fmix(h: int) -> int:
+    h ^= h >> 33
+    h = (h * sh.MIX1) & MASK
+    h ^= h >> 33
+    h = (h * sh.MIX2) & MASK
+    return h ^ (h >> 33)
+
+
+def ref_is_token_char(ch: str) -> bool:
+    return ch.isalnum() or unicodedata.category(ch)[0] == "M"
+
+
+def ref_tokens(text: str, keep_numbers: bool) -> list[str]:
+    tokens, current = [], []
+    for ch in text.lower() + " ":
+        if ref_is_token_char(ch):
+            current.append(ch)
+        elif current:
+            tokens.append("".join(current))
+            current = []
+    if not keep_numbers:
+        tokens = [t for t in tokens if any(not c.isnumeric() for c in t)]
+    return tokens
+
+
+def ref_horner(values: list[int]) -> int:
+    acc = 0
+    for v in values:
+        acc = (acc * sh.NGRAM_BASE + v) & MASK
+    return acc
+
+
+def ref_token_hash(token: str) -> int:
+    h = sum(ord(c) * pow(sh.CHAR_PRIME, i, 1 << 64) for i, c in enumerate(token)) & MASK
+    return ref_fmix(h ^ len(token))
+
+
+def ref_shingles(text: str, s: ShingleSettings) -> list[int]:
+    tokens = ref_tokens(text, s.keep_numbers)
+    units = [ref_token_hash(t) for t in tokens] if s.kind == "word" else [ord(c) for c in " ".join(tokens)]
+    if not units:
+        return []
+    grams = [ref_horner(units[i:i + s.n]) for i in range(len(units) - s.n + 1)] or [ref_horner(units)]
+    hashes = [ref_fmix(g) for g in grams]
+    return [h & 0xFFFFFFFF for h in hashes] if s.hash_bits == 32 else hashes
+
+
+def ref_sign_oph(hashes: list[int], s: ShingleSettings) -> list[int]:
+    """By definition: each slot is the minimum over every round's values and its fallback value (no early stop)."""
+    k, mask = s.permutations, (1 << sh.VALUE_BITS) - 1
+    slots = [None] * k
+    for r in range(sh.OPH_ROUNDS):
+        salt = sh.splitmix64(s.seed, r)
+        for x in hashes:
+            h = ref_fmix(x ^ salt)
+            j = ((h >> 32) * k) >> 32
+            v = (r << sh.VALUE_BITS) | (h & mask)
+            slots[j] = v if slots[j] is None else min(slots[j], v)
+    for j in range(k):
+        salt = sh.splitmix64(s.seed, sh.OPH_ROUNDS + j)
+        fallback = (sh.OPH_ROUNDS << sh.VALUE_BITS) | min(ref_fmix(x ^ salt) & mask for x in hashes)
+        slots[j] = fallback if slots[j] is None else min(slots[j], fallback)
+    return slots
+
+
+def ref_sign_kperm(hashes: list[int], s: ShingleSettings) -> list[int]:
+    out = []
+    for j in range(s.permutations):
+        a1, a2, b = (sh.splitmix64(s.seed, 3 * j + i) for i in range(3))
+        out.append(min((((a1 * (x & 0xFFFFFFFF) + a2 * (x >> 32) + b) & MASK) >> 32) for x in hashes))
+    return out
+
+
+def ref_band_keys(signature: list[int], s: ShingleSettings) -> list[int]:
+    keys = []
+    for i in range(s.bands):
+        acc = ((i + 1) * sh.GOLDEN) & MASK
+        for v in signature[i * s.rows:(i + 1) * s.rows]:
+            acc = (acc * sh.BAND_BASE + v) & MASK
+        keys.append(ref_fmix(acc) >> 17)
+    return keys
+
+
+# --- normalization ---------------------------------------------------------------------------------------------
+
+def test_normalize_lowercases_and_drops_punctuation_whitespace_and_pseudo_graphics():
+    text = "  Hello,\tWORLD!!  ┌──┐ ║ ★ — “quoted” text…\n\nnaïve café_au-lait "
+    assert sh.normalize(text) == "hello world quoted text naïve café au lait"
+
+
+def test_number_policy_is_a_setting():
+    text = "Sold 1,250 units in 2017 for $4.99: the mp3 player of the 1990s"
+    assert sh.normalize(text, keep_numbers=True) == "sold 1 250 units in 2017 for 4 99 the mp3 player of the 1990s"
+    assert sh.normalize(text, keep_numbers=False) == "sold units in for the mp3 player of the 1990s"
+
+
+def test_combining_marks_stay_inside_words():
+    # Devanagari vowel signs and viramas are combining marks, not separators
+    assert sh.normalize("हिन्दी भाषा") == "हिन्दी भाषा"
+    assert sh.normalize("Cafe\u0301 au lait") == "cafe\u0301 au lait"
+
+
+# --- the numpy path against plain Python integers ----------------------------------------------------------
+
+TEXT = st.text(alphabet=st.sampled_from(list("abcXYZ éß09½२ि्,.-\n\t┌★😀") + ["\ud800"]), max_size=80)
+
+
+@hsettings(max_examples=150, deadline=None)
+@given(texts=st.lists(TEXT, min_size=1, max_size=6), kind=st.sampled_from(["word", "char"]),
+       n=st.integers(1, 6), keep=st.booleans(), bits=st.sampled_from([32, 64]))
+def test_shingle_hashes_match_python_integers(texts, kind, n, keep, bits):
+    s = ShingleSettings(kind=kind, n=n, keep_numbers=keep, hash_bits=bits)
+    got = sh.shingle_hashes(texts, s)
+    for i, text in enumerate(texts):
+        assert got.of(i).tolist() == ref_shingles(text, s)
+
+
+@hsettings(max_examples=200, deadline=None)
+@given(text=st.one_of(TEXT, st.text(max_size=60)), keep=st.booleans())
+def test_normalize_matches_the_reference_tokens(text, keep):
+    assert sh.normalize(text, keep_numbers=keep) == " ".join(ref_tokens(text, keep))
+
+
+@hsettings(max_examples=60, deadline=None)
+@given(texts=st.lists(st.text(alphabet="abcdefgh ", max_size=300), min_size=1, max_size=5),
+       scheme=st.sampled_from(["oph", "kperm"]), k=st.sampled_from([1, 7, 64, 128]), seed=st.integers(0, 2**64 - 1))
+def test_signatures_match_python_integers(texts, scheme, k, seed):
+    s = ShingleSettings(scheme=scheme, permutations=k, bands=1, rows=1, seed=seed, n=2)
+    sig = sh.sign(texts, s)
+    reference = ref_sign_oph if scheme == "oph" else ref_sign_kperm
+    for i, text in enumerate(texts):
+        hashes = ref_shingles(text, s)
+        if hashes:
+            assert sig.values[i].tolist() == reference(hashes, s)
+            assert not sig.empty[i]
+        else:
+            assert sig.empty[i] and (sig.values[i] == sh.EMPTY_SLOT).all()
+
+
+def test_large_hashes_do_not_overflow_silently():
+    """Hashes near 2**64 with 64-bit multipliers: numpy's wrap-around must equal Python's exact arithmetic."""
+    s = ShingleSettings(scheme="kperm")
+    hashes = np.array([2**64 - 1, 2**64 - 2, 2**63 + 12345, 2**32 - 1, 2**32, 1], dtype=np.uint64)
+    got = sh.sign_shingles(Shingles(hashes, np.array([0, len(hashes)])), s).values[0].tolist()
+    assert got == ref_sign_kperm(hashes.tolist(), s)
+    s = ShingleSettings(scheme="oph")
+    got = sh.sign_shingles(Shingles(hashes, np.array([0, len(hashes)])), s).values[0].tolist()
+    assert got == ref_sign_oph(hashes.tolist(), s)
+
+
+def test_band_keys_match_python_integers():
+    s = ShingleSettings()
+    sig = sh.sign(["the quick brown fox jumps over the lazy dog again and again", "another text entirely here"], s)
+    keys = sh.band_keys(sig.values, s)
+    for row, k in zip(sig.values.tolist(), keys.tolist()):
+        assert k == ref_band_keys(row, s)
+    assert (keys >= 0).all() and (keys < 2**47).all()
+
+
+def test_batches_do_not_change_results():
+    texts = [f"document number {i} says " + "word " * (i % 13) + "end" for i in range(50)]
+    whole = sh.sign(texts).values
+    parts = [sh.sign(list(b)).values for b in sh.iter_batches(texts, batch_chars=200)]
+    assert np.array_equal(whole, np.concatenate(parts))
+    assert len(parts) > 3
+
+
+# --- the estimate's error against theory ----------------------------------------------------------------------
+
+def random_pair(rng: np.random.Generator, union: int, jaccard: float) -> tuple[np.ndarray, np.ndarray]:
+    elements = rng.integers(0, 2**64, size=union, dtype=np.uint64)
+    both = round(jaccard * union)
+    only = union - both
+    a = np.concatenate((elements[:both], elements[both:both + only // 2]))
+    b = np.concatenate((elements[:both], elements[both + only // 2:]))
+    return a, b
+
+
+def estimates(scheme: str, union: int, jaccard: float, trials: int, seed: int = 5) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    pairs = [random_pair(rng, union, jaccard) for _ in range(trials)]
+    flat = [x for pair in pairs for x in pair]
+    offsets = np.concatenate(([0], np.cumsum([len(x) for x in flat])))
+    sig = sh.sign_shingles(Shingles(np.concatenate(flat), offsets), ShingleSettings(scheme=scheme)).values
+    return sh.estimate_similarity(sig[0::2], sig[1::2])
+
+
+THEORY_CASES = [(1000, 0.8), (1000, 0.5), (400, 0.9), (60, 0.7)]
+
+
+@pytest.mark.parametrize("scheme,union,jaccard",
+                         [(s, u, j) for s in ("oph", "kperm") for u, j in THEORY_CASES] + [("oph", 5000, 0.9)])
+def test_estimate_error_matches_theory(scheme, union, jaccard):
+    """Over 400 pairs: no bias, and an RMSE of about sqrt(J(1-J)/k), the error of k independent permutations.
+
+    Large sets must come within 20% of it either way. One-permutation hashing samples slots without replacement
+    and its later rounds spread small sets over more slots, so on small sets it may do better (never worse).
+    """
+    k, trials = ShingleSettings().permutations, 400
+    est = estimates(scheme, union, jaccard, trials)
+    theory = np.sqrt(jaccard * (1 - jaccard) / k)
+    rmse = np.sqrt(np.mean((est - jaccard) ** 2))
+    assert rmse < 1.2 * theory
+    if union >= 1000:
+        assert rmse > 0.8 * theory
+    assert abs(est.mean() - jaccard) < 4 * theory / np.sqrt(trials)
+
+
+def test_kperm_functions_pick_different_minima():
+    """The failure the issue names: correlated functions all choose the same element. Here ~k distinct do."""
+    rng = np.random.default_rng(3)
+    hashes = rng.integers(0, 2**64, size=2000, dtype=np.uint64)
+    s = ShingleSettings(scheme="kperm")
+    a1, a2, b = sh._kperm_params(s.seed, s.permutations)
+    lo, hi = hashes & sh.MASK32, hashes >> np.uint64(32)
+    mixed = (a1[:, None] * lo + a2[:, None] * hi + b[:, None]) >> np.uint64(32)
+    winners = set(np.argmin(mixed, axis=1).tolist())
+    assert len(winners) > 0.9 * s.permutations
+
+
+def test_identical_and_disjoint_texts():
+    a = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu"
+    b = "one two three four five six seven eight nine ten eleven twelve"
+    sig = sh.sign([a, a, b]).values
+    assert sh.estimate_similarity(sig[0], sig[1]) == 1.0
+    assert sh.estimate_similarity(sig[0], sig[2]) < 0.1
+
+
+# --- settings ----------------------------------------------------------------------------------------------------
+
+def test_settings_validate_and_report_s_curve():
+    s = ShingleSettings(bands=16, rows=8)
+    assert s.s_curve_threshold == pytest.approx((1 / 16) ** (1 / 8))
+    assert ShingleSettings.from_dict(s.to_dict()) == s
+    with pytest.raises(InputError, match="bands x rows"):
+        ShingleSettings(bands=20, rows=7)
+    with pytest.raises(InputError, match="kind"):
+        ShingleSettings(kind="sentence")
+    with pytest.raises(InputError, match="unknown"):
+        ShingleSettings.from_dict({"bandz": 3})
+    assert ShingleSettings().differences(s) == ["rows: 6 != 8"]
+
+
+def test_exact_jaccard():
+    a = np.array([1, 2, 3, 4], dtype=np.uint64)
+    b = np.array([3, 4, 5, 5], dtype=np.uint64)
+    assert sh.exact_jaccard(a, b) == pytest.approx(2 / 5)
