@@ -19,12 +19,7 @@ from lxml import etree
 from . import config
 from .types import Block, Page, Segmented
 
-# Non-blank text nodes, and blank ones between two elements (the space in "<b>hello</b> <i>world</i>").
-_TEXT_NODES = etree.XPath("//body//text()[normalize-space() or (preceding-sibling::* and following-sibling::*)]")
-_HINTS = etree.XPath(
-    "//article | //main | //*[@itemprop='articleBody'] | //*[contains(@itemtype, 'Article')]"
-    " | //*[@role='main']"
-)
+_TEXT_NODES = etree.XPath("//body//text()[normalize-space()]")
 _POSITIONS = re.compile(r"\[\d+\]")
 _BLOCK = config.BLOCK_TAGS
 _SPLIT = config.BLOCK_TAGS | config.BREAK_TAGS
@@ -91,10 +86,6 @@ def segment(root: etree._Element, page: Page) -> Segmented:
         if info is None:
             info = contexts[parent] = _context(parent)
         owner, in_link, size = info
-        if node.isspace():
-            if parts and owner is current and not boundary:
-                parts.append(" ")
-            continue
         if owner is not current or boundary:
             if parts:
                 _close(blocks, owners[current], parts, link_chars, markup)
@@ -109,14 +100,26 @@ def segment(root: etree._Element, page: Page) -> Segmented:
         if parent is not last_context:
             markup += size
             last_context = parent
+        if parts and not node.is_tail and not parts[-1][-1:].isspace() and _blank_before(parent):
+            parts.append(" ")  # the blank text node between "<b>hello</b> <i>world</i>" (not visited)
         parts.append(node)
         if in_link:
             link_chars += len(node.strip())
     if parts:
         _close(blocks, owners[current], parts, link_chars, markup)
     vector = np.fromiter((b.hash for b in blocks), dtype=np.uint32, count=len(blocks))
-    hints = tuple(getpath(e) for e in _HINTS(root))
-    return Segmented(page=page, blocks=tuple(blocks), vector=vector, hints=hints, title=_title(root), root=root)
+    return Segmented(page=page, blocks=tuple(blocks), vector=vector, title=_title(root), root=root)
+
+
+def _blank_before(element: etree._Element) -> bool:
+    """Whether blank text (not visited by the walk) stands right before the element's start tag."""
+    previous = element.getprevious()
+    if previous is not None:
+        tail = previous.tail
+        return bool(tail) and tail.isspace()
+    parent = element.getparent()
+    text = parent.text if parent is not None else None
+    return bool(text) and text.isspace()
 
 
 def _tag_path(element: etree._Element, cache: dict) -> str:

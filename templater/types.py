@@ -106,7 +106,6 @@ class Segmented:
     page: Page
     blocks: tuple[Block, ...]
     vector: np.ndarray  # uint32 block hashes, in document order
-    hints: tuple[str, ...] = ()  # xpaths of the page's own content hints (<article>, <main>, schema.org)
     title: str = ""
     root: Any = field(default=None, compare=False, repr=False)  # the parsed lxml tree the blocks point into
 

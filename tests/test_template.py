@@ -33,7 +33,7 @@ def test_coverage_falls_when_the_layout_changes():
     seg, _ = site_pages(1, start=50)[0]
     redesigned = seg.vector.copy()
     redesigned[: len(redesigned) // 2] = 12345
-    seg2 = type(seg)(page=seg.page, blocks=seg.blocks, vector=redesigned, hints=seg.hints, title=seg.title,
+    seg2 = type(seg)(page=seg.page, blocks=seg.blocks, vector=redesigned, title=seg.title,
                      root=seg.root)
     _, full = apply_template(seg, CompiledTemplate(template))
     _, partial = apply_template(seg2, CompiledTemplate(template))
