@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from templater import config, dedup, evaluation_run, pipeline
+from templater import config, dedup, evaluation_run, pipeline, signature_run
 from templater import inspect as rule_inspect
 from templater import recrawl as recrawls
 from templater.errors import TemplaterError
@@ -212,17 +212,66 @@ def recrawl(inputs: list[Path] = InputsArgument, db: Path = DbOption,
         report("recrawl", summary, quiet)
 
 
+DupsMethodOption = typer.Option(
+    "minhash", "--method", "-m",
+    help="minhash (the near-duplicate index, default) or a signature method indexed by `templater "
+         "index-signatures`: md5, tf, tfidf, long-sent, heavy-sent, lex-rand, descr-words.")
+
+
 @app.command()
-def dups(db: Path = DbOption, output: Optional[Path] = OutputOption) -> None:
+def dups(db: Path = DbOption, output: Optional[Path] = OutputOption, method: str = DupsMethodOption) -> None:
     """Pages in near-duplicate clusters, as JSON Lines: {"id", "url", "cluster", "canonical", "similarity"}.
 
-    Example: templater dups --db crawl.db --output dups.jsonl
+    With --method minhash (the default) clusters come from the near-duplicate index and similarity is to the
+    canonical page. With a signature method, pages that share a signature form a cluster (connected components)
+    and similarity is 1.0 for a page sharing a signature with the canonical page (0.0 when linked to it only
+    through other pages, which only lex-rand can do). The canonical page is the first seen, then the one with
+    less boilerplate, then the shorter URL.
+
+    Example: templater dups --db crawl.db --method tfidf --output dups.jsonl
     """
     with handled_errors():
         store = pipeline.open_store(db, create=False)
+        rows = signature_run.iter_signature_duplicates(store, method=method)
         with output_stream(output) as stream:
-            for row in dedup.iter_duplicates(store):
+            for row in rows:
                 write_jsonl(stream, row)
+
+
+IndexMethodOption = typer.Option(..., "--method", "-m",
+                                 help="md5, tf, tfidf, long-sent, heavy-sent, lex-rand, descr-words or minhash.")
+ParamOption = typer.Option(None, "--param", "-p",
+                           help="A method parameter KEY=VALUE (repeatable; values read as JSON), e.g. terms=8, "
+                                "stem=true, coverage=[0.3,0.7]. Default: the stored params, else the method's.")
+
+
+@app.command("index-signatures")
+def index_signatures(db: Path = DbOption, method: str = IndexMethodOption, param: Optional[list[str]] = ParamOption,
+                     replace: bool = typer.Option(False, "--replace",
+                                                  help="Drop the method's index first, so new params can replace "
+                                                       "the stored ones."),
+                     as_json: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
+                     quiet: bool = QuietOption) -> None:
+    """Fit a duplicate-signature method on the stored extractions and index every page's signatures.
+
+    The fitted model (params, IDF, dictionaries, descriptive words) is stored beside the signatures; rerunning
+    refits it on the current extractions and re-signs every page. Params are fixed by the first run: other params
+    are refused unless --replace. Then `templater dups --method METHOD` lists the clusters. minhash fills the
+    near-duplicate index from the stored extractions instead (params: its shingle/LSH settings).
+
+    Example: templater index-signatures --db crawl.db --method tfidf --param terms=8
+    """
+    with handled_errors():
+        store = pipeline.open_store(db, create=False)
+        params = signature_run.parse_params(param or [])
+        with progress_bar(f"index {method}", quiet) as progress:
+            result = signature_run.index_signatures(store, method=method, params=params or None, replace=replace,
+                                                    progress=progress)
+    if as_json:
+        write_jsonl(sys.stdout, result.to_json())
+    elif not quiet:
+        err.print("index-signatures: " + ", ".join(f"{k}={v}" for k, v in result.to_json().items()),
+                  highlight=False, soft_wrap=True)
 
 
 @app.command()

@@ -1,6 +1,7 @@
 """Single-page extraction: templater's fallback methods beside peer extractors, measured in the same run.
 
     python bench/bench_single.py [--suite ../data/suites/single.jsonl.gz] [--limit N] [--methods a,b,...]
+                                 [--fdr-q 0.05,0.2] [--template]
 
 Every method turns each page's HTML string into text (templater's methods include parsing and
 segmentation). Each method's predictions are written as JSON Lines and scored by the shared evaluation
@@ -10,6 +11,12 @@ and F1 (macro over pages), pages per second, and both as ratios to trafilatura's
 Peers: trafilatura (comments excluded: the gold holds none), readability-lxml (the summary's text),
 goose3, jusText (English stop list), and a plain 0.5 cut on templater's block text density. A peer that is
 not installed is reported as missing; a page a peer fails on counts as an empty extraction.
+
+With --template (for the `sites` suite), the suite's pages also go through templater's pipeline in a
+temporary store (ingest, build: site templates learned from these pages), and each page is extracted with its
+template alone (`template-only`) and with the template plus each single-page method (`template+auto`, ...);
+a page no template covers gets the default fallback in every variant. Their pages/s cover extraction (parse,
+segment, apply the template, classify), not learning.
 """
 
 from __future__ import annotations
@@ -100,8 +107,16 @@ def peer_methods() -> dict:
     return peers
 
 
-def all_methods() -> dict:
+def fdr_method(q: float):
+    def run(record: dict) -> str:
+        seg = _segment(record)
+        return fallback.extract_text(seg, fallback.select_blocks(seg, method="fdr", q=q)) if seg else ""
+    return run
+
+
+def all_methods(fdr_levels: list[float]) -> dict:
     methods = {f"templater-{m}": templater_method(m) for m in fallback.METHODS}
+    methods.update({f"templater-fdr-q{q:g}": fdr_method(q) for q in fdr_levels if q != fallback.FDR_Q})
     methods["density-0.5"] = plain_density
     methods.update(peer_methods())
     return methods
@@ -124,6 +139,47 @@ def run_method(run, pages: list[dict], out: Path) -> tuple[float, int]:
     return spent, failures
 
 
+def run_with_templates(pages: list[dict], out: Path) -> tuple[dict[str, float], int]:
+    """Learn templates from the pages in a temporary store, then extract every page with its template alone
+    and with the template plus each single-page method (a page no template covers gets the default fallback
+    in every variant); write each variant's predictions. Returns pages/s per variant (parse, segment, apply,
+    classify; not learning) and the number of pages a template covers."""
+    from store import pages as page_store
+    from templater import pipeline
+    from templater.config import LearnSettings
+    from templater.extract import extract_page
+
+    speeds = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = Path(tmp) / "pages.jsonl"
+        with open(corpus, "w", encoding="utf-8") as handle:
+            for record in pages:
+                handle.write(json.dumps({k: record[k] for k in ("id", "url", "html")}, ensure_ascii=False) + "\n")
+        db = pipeline.open_store(Path(tmp) / "bench.db")
+        pipeline.ingest(db, [corpus])
+        pipeline.build(db)
+        index = pipeline.TemplateIndex(db)
+        stored = list(page_store.load_pages(db, [pid for pid, _, _ in page_store.iter_page_keys(db)]))
+    threshold = LearnSettings().layout_match
+    covered = 0
+    for method in ("none", *fallback.METHODS):
+        name = "template-only" if method == "none" else f"template+{method}"
+        start = time.perf_counter()
+        results = []
+        for page in stored:
+            seg = pipeline.stored_segment(page)
+            if not hasattr(seg, "blocks"):
+                continue
+            compiled = index.find(seg, page.site, threshold=threshold)
+            covered += method == "none" and compiled is not None
+            results.append(extract_page(seg, compiled, site=page.site, method=method if compiled else "auto"))
+        speeds[name] = len(results) / (time.perf_counter() - start)
+        with open(out / f"{name}.jsonl", "w", encoding="utf-8") as handle:
+            for result in results:
+                handle.write(json.dumps({"id": result.id, "text": result.text}, ensure_ascii=False) + "\n")
+    return speeds, covered
+
+
 def score(scorer: Path, gold: Path, predictions: Path) -> dict:
     result = subprocess.run([sys.executable, str(scorer), str(gold), str(predictions), "--json"],
                             capture_output=True, text=True, check=True)
@@ -137,12 +193,16 @@ def main(argv=None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="only the first N pages with gold")
     parser.add_argument("--methods", default="", help="comma-separated subset of the method names")
     parser.add_argument("--out", type=Path, default=None, help="keep the predictions in this folder")
+    parser.add_argument("--fdr-q", default=str(fallback.FDR_Q),
+                        help="comma-separated FDR levels; each other than the default adds a templater-fdr-qX row")
+    parser.add_argument("--template", action="store_true",
+                        help="also learn site templates from the suite and score template alone and template+method")
     args = parser.parse_args(argv)
     logging.disable(logging.WARNING)  # peers log per-page chatter (dates, languages)
     if not args.suite.exists() or not args.scorer.exists():
         print(f"bench_single: need {args.suite} and {args.scorer} (see README: cutting the suites)", file=sys.stderr)
         return 2
-    methods = all_methods()
+    methods = all_methods([float(q) for q in args.fdr_q.split(",")])
     if args.methods:
         wanted = args.methods.split(",")
         unknown = sorted(set(wanted) - set(methods))
@@ -165,6 +225,12 @@ def main(argv=None) -> int:
         figures = score(args.scorer, gold, out / f"{name}.jsonl")
         rows[name] = (figures, len(pages) / seconds, failures)
         print(f"  {name}: f1={figures['f1']:.4f} {len(pages) / seconds:.1f} pages/s", file=sys.stderr, flush=True)
+    if args.template:
+        speeds, covered = run_with_templates(pages, out)
+        print(f"  pages a learned template covers: {covered} of {len(pages)}", file=sys.stderr)
+        for name, speed in speeds.items():
+            rows[name] = (score(args.scorer, gold, out / f"{name}.jsonl"), speed, 0)
+            print(f"  {name}: f1={rows[name][0]['f1']:.4f} {speed:.1f} pages/s", file=sys.stderr, flush=True)
     print_table(rows, suite=args.suite.name, pages=len(pages))
     return 0
 

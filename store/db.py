@@ -54,8 +54,23 @@ def migrate(db: sqlite_utils.Database, component: str, steps: Sequence[Migration
     for version, step in enumerate(steps, 1):
         if version in done:
             continue
+        if db.conn.in_transaction:  # inside a caller's batch: the step commits or rolls back with it
+            _apply_in_savepoint(db, component, version, step)
+            continue
         with db.conn:
             db.conn.execute("BEGIN IMMEDIATE")
             step(db)
             db.conn.execute("INSERT INTO schema_migrations (component, version) VALUES (?, ?)",
                             [component, version])
+
+
+def _apply_in_savepoint(db: sqlite_utils.Database, component: str, version: int, step: Migration) -> None:
+    db.conn.execute("SAVEPOINT migrate")
+    try:
+        step(db)
+        db.conn.execute("INSERT INTO schema_migrations (component, version) VALUES (?, ?)", [component, version])
+    except BaseException:
+        db.conn.execute("ROLLBACK TO migrate")
+        db.conn.execute("RELEASE migrate")
+        raise
+    db.conn.execute("RELEASE migrate")

@@ -116,6 +116,7 @@ def prepare(db: sqlite_utils.Database) -> None:
     columns = ", ".join(f"k{i} INTEGER, d{i} INTEGER" for i in range(STAGE_WIDTH))
     conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS lsh_stage ({columns})")
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS lsh_probe (key INTEGER, doc INTEGER)")
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS lsh_hits (key INTEGER PRIMARY KEY)")
 
 
 @contextmanager
@@ -320,10 +321,15 @@ def _stage_keys(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) -
     conn.execute(f"INSERT INTO temp.lsh_probe (key, doc) {union}")
 
 
-CANDIDATES_SQL = f"""
-SELECT p.doc, b.doc FROM temp.lsh_probe p JOIN lsh_bands b ON b.key = p.key
-WHERE b.doc IN (SELECT doc FROM lsh_bands WHERE key = p.key ORDER BY doc LIMIT {BUCKET_CAP})
-"""  # run before the batch's own keys are inserted: (new page, stored page) pairs
+HITS_SQL = "SELECT key FROM temp.lsh_probe p WHERE EXISTS (SELECT 1 FROM lsh_bands b WHERE b.key = p.key)"
+# one index seek per band key of the batch (a correlated bucket-cap subquery here doubled the seeks), run before
+# the batch's own keys go in; only the keys found (a few percent) are then read with the cap (_buckets_sql)
+
+
+@functools.cache
+def _buckets_sql(cap: int) -> str:
+    return ("SELECT h.key, b.doc FROM temp.lsh_hits h JOIN lsh_bands b ON b.key = h.key WHERE b.doc IN"
+            f" (SELECT doc FROM lsh_bands WHERE key = h.key ORDER BY doc LIMIT {cap}) ORDER BY h.key, b.doc")
 
 
 def _insert_docs(db: sqlite_utils.Database, docs: np.ndarray, pages: list[IndexedPage], values: np.ndarray,
@@ -353,10 +359,27 @@ def _candidate_pairs(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarr
     """(new page, earlier page) rows, one per shared band: stored pages from the index (queried before the batch's
     keys go in), pages of the batch from its own sorted keys. Then the batch's keys are inserted."""
     _stage_keys(db, keys, docs)
-    stored = np.array(db.conn.execute(CANDIDATES_SQL).fetchall(), dtype=np.int64).reshape(-1, 2)
+    stored = _stored_partners(db, keys, docs)
     db.conn.execute("INSERT OR IGNORE INTO lsh_bands (key, doc) SELECT key, doc FROM temp.lsh_probe")
     within = bucket_pairs(keys, docs)[:, ::-1]
     return np.concatenate((stored, within))
+
+
+def _stored_partners(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
+    """(new page, stored page) for every staged key found in the index: the keys found, then their buckets
+    (each bucket's first BUCKET_CAP pages), matched to the batch's sorted keys in numpy."""
+    conn = db.conn
+    found = np.unique(np.array(conn.execute(HITS_SQL).fetchall(), dtype=np.int64).reshape(-1))
+    if not len(found):
+        return np.empty((0, 2), np.int64)
+    conn.execute("DELETE FROM temp.lsh_hits")
+    conn.executemany("INSERT INTO temp.lsh_hits (key) VALUES (?)", [(k,) for k in found.tolist()])
+    bucket = np.array(conn.execute(_buckets_sql(BUCKET_CAP)).fetchall(), dtype=np.int64).reshape(-1, 2)
+    first = np.searchsorted(bucket[:, 0], keys, side="left")
+    sizes = np.searchsorted(bucket[:, 0], keys, side="right") - first
+    row = np.repeat(np.arange(len(keys)), sizes)
+    at = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes) + np.repeat(first, sizes)
+    return np.stack((docs[row], bucket[at, 1]), axis=1)
 
 
 def _verified_edges(db: sqlite_utils.Database, pairs: np.ndarray, docs: np.ndarray, source: _SignatureSource,
@@ -612,7 +635,7 @@ def query(db: sqlite_utils.Database, signature: np.ndarray, settings: ShingleSet
           shingle_set: np.ndarray | None = None, exclude: int | None = None) -> list[tuple[Member, float]]:
     """Stored pages whose similarity to ``signature`` reaches the threshold, most similar first."""
     keys = band_keys(signature[None, :], settings)[0].tolist()
-    rows = db.conn.execute(_lookup_sql(len(keys)), keys + [-1 if exclude is None else exclude]).fetchall()
+    rows = db.conn.execute(_lookup_sql(len(keys), BUCKET_CAP), keys + [-1 if exclude is None else exclude]).fetchall()
     if not rows:
         return []
     members = [_member(r) for r in rows]
@@ -627,9 +650,9 @@ def query(db: sqlite_utils.Database, signature: np.ndarray, settings: ShingleSet
 
 
 @functools.cache
-def _lookup_sql(bands: int) -> str:
-    """The stored pages sharing any of ``bands`` keys (each bucket's first BUCKET_CAP), in one statement."""
-    bucket = f"SELECT doc FROM (SELECT doc FROM lsh_bands WHERE key = ? ORDER BY doc LIMIT {BUCKET_CAP})"
+def _lookup_sql(bands: int, cap: int) -> str:
+    """The stored pages sharing any of ``bands`` keys (each bucket's first ``cap``), in one statement."""
+    bucket = f"SELECT doc FROM (SELECT doc FROM lsh_bands WHERE key = ? ORDER BY doc LIMIT {cap})"
     buckets = " UNION ".join([bucket] * bands)
     return ("SELECT doc, page_id, url, signature, first_seen, boilerplate_chars, text_chars FROM lsh_signatures"
             f" WHERE doc IN ({buckets}) AND doc != ?")

@@ -65,7 +65,6 @@ def segment(root: etree._Element, page: Page) -> Segmented:
 
     Consecutive text nodes with the same owner form one block, unless a block-level tag or <br> closes in between.
     """
-    getpath = root.getroottree().getpath
     contexts: dict = {}
     owners: dict = {}
     tag_paths: dict = {}

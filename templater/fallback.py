@@ -13,7 +13,9 @@ Four methods, chosen by name:
   boilerplate among the kept blocks stays under q.
 - ``auto`` (the default): a two-stage classifier on DOM-aware features (text shape, link density, tag,
   ancestors' class/id words and tags, depth, position, content hints, readability's content region,
-  neighbours), whose second stage also sees what the first stage made of the neighbours and containers.
+  neighbours), whose second stage also sees what the first stage made of the neighbours and containers;
+  then the content region (the subtree where the scores add up best) bounds what is kept, and the headline
+  (the heading before the content that echoes the page <title>) is kept with the text.
 
 Where a site template already dropped its boilerplate, ``allowed`` marks the blocks it kept; the classifier
 then decides among those only.
@@ -22,7 +24,6 @@ then decides among those only.
 from __future__ import annotations
 
 import functools
-import logging
 from importlib import resources
 
 import numpy as np
@@ -32,8 +33,6 @@ from .errors import InputError
 from .features import (CONTEXT_NAMES, FEATURE_NAMES, Tree, block_features, context_features, inside, line_features,
                        number_tree, sum_up)
 from .types import Segmented
-
-log = logging.getLogger(__name__)
 
 METHODS = ("density", "ann", "fdr", "auto")
 DEFAULT_METHOD = "auto"

@@ -23,7 +23,7 @@ from store import pins as pin_store
 from store import templates as template_store
 from store.db import open_db
 
-from . import config, dedup
+from . import config, dedup, signature_run
 from .blocks import segment
 from .config import LearnSettings
 from .encoding import decode_page
@@ -317,15 +317,18 @@ def extract(db: sqlite_utils.Database, *, method: str = "auto", ids: Sequence[st
     for result in results:
         pending.append(result)
         if len(pending) >= BATCH_PAGES:
-            dedup.index_texts(db, [_index_item(r) for r in pending])
+            _index(db, pending)
             pending.clear()
         yield result
     if pending:
-        dedup.index_texts(db, [_index_item(r) for r in pending])
+        _index(db, pending)
 
 
-def _index_item(result: Extraction) -> dedup.TextItem:
-    return dedup.TextItem(result.id, result.url, result.text, result.boilerplate_chars)
+def _index(db: sqlite_utils.Database, results: list[Extraction]) -> None:
+    """Extracted texts into the near-duplicate index and into every signature index the database has."""
+    items = [dedup.TextItem(r.id, r.url, r.text, r.boilerplate_chars) for r in results]
+    dedup.index_texts(db, items)
+    signature_run.add_to_signature_indexes(db, items)
 
 
 def _extract_stored(db: sqlite_utils.Database, ids: Sequence[str], *, method: str, settings: LearnSettings,

@@ -40,7 +40,7 @@ from store import pages as page_store
 from store import runs as run_store
 from store.pages import blob_vector
 
-from . import config, dedup, pipeline
+from . import config, dedup, pipeline, signature_run
 from .config import LearnSettings
 from .encoding import decode_page
 from .errors import InputError, StoreError
@@ -327,9 +327,11 @@ class _Crawl:
         blank = [r.id for r in results if not r.text.strip()]
         if blank:
             dedup.remove_pages(self.db, blank)
+            signature_run.remove_signature_pages(self.db, blank)
         items = [dedup.TextItem(r.id, r.url, r.text, b) for r, b in zip(results, boilerplate) if r.text.strip()]
         if items:
             dedup.index_texts(self.db, items)
+            signature_run.add_to_signature_indexes(self.db, items)
 
     def _has_template(self, group: str) -> bool:
         return bool(self.index.by_group.get(group))
@@ -482,6 +484,7 @@ class _Crawl:
             with transaction(self.db):
                 page_store.retire_pages(self.db, ids)
                 dedup.remove_pages(self.db, ids)
+                signature_run.remove_signature_pages(self.db, ids)
                 self.summary.counts["retired"] += len(ids)
                 self._save_counts()
                 self.checkpoint("commit retire")

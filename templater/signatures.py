@@ -26,6 +26,13 @@ stemmed (``TermOptions``). Sentences come from ``split_sentences`` on the raw te
 decimals and paragraphs without a final full stop handled), each then normalized.
 
 Signatures are ``str`` (md5) or non-negative ``int`` below 2**63, so they can be stored in SQLite as they are.
+
+A fitted method can be persisted and restored (what the signature index stores beside its signatures, so a later
+incremental add signs with the same collection statistics):
+
+    method_params(method)         -> its parameters as JSON values (every constructor field, the term options too)
+    method.fitted_state()         -> its collection statistics as JSON values, None for a method without any
+    make_method(name, **params).load_state(state)   the same method again, ready to sign
 """
 
 from __future__ import annotations
@@ -38,11 +45,11 @@ import re
 import zlib
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from itertools import combinations
 from typing import Protocol
 
-from .errors import InputError, TemplaterError
+from .errors import InputError, StoreError, TemplaterError
 from .shingles import normalize
 
 log = logging.getLogger(__name__)
@@ -64,6 +71,8 @@ DESCR_MIN_DF = 4  # a term must occur in this many fitted documents to be consid
 DESCR_MIN_BITS = 3  # documents with fewer bits set are not judged
 MIN_STEM = 3  # the stemmer leaves at least this many letters
 WORD_WINDOW = 64  # characters looked back for the word before a full stop (abbreviations are short)
+SIGNATURE_VERSION = 1  # bump when a method's signatures change for the same text and parameters: stored
+# signature indexes made by another version are refused
 MASK32 = 0xFFFFFFFF
 MASK63 = (1 << 63) - 1
 
@@ -87,10 +96,15 @@ Signature = Hashable
 
 class SignatureMethod(Protocol):
     name: str
+    needs_fit: bool  # True when signatures need collection statistics (fit, or load_state of a fitted one)
 
     def fit(self, texts: Iterable[str]) -> SignatureMethod: ...
 
     def signatures(self, text: str) -> list[Signature]: ...
+
+    def fitted_state(self) -> dict | None: ...
+
+    def load_state(self, state: dict | None) -> SignatureMethod: ...
 
 
 # --- text: terms, stemming, sentences ----------------------------------------------------------------------
@@ -215,16 +229,51 @@ def _check_positive(name: str, value: float) -> None:
         raise InputError(f"{name} must be positive, got {value}")
 
 
+def _state_value(state: dict | None, key: str, method: object) -> object:
+    if not isinstance(state, dict) or key not in state:
+        raise StoreError(f"the stored fitted state of {getattr(method, 'name', method)} has no {key!r}: the "
+                         "signature index is damaged; rebuild it (`templater index-signatures --replace`)")
+    return state[key]
+
+
+class _Stateless:
+    """A method that needs no collection statistics: fit does nothing, there is no state to keep."""
+
+    needs_fit = False
+
+    def fit(self, texts: Iterable[str]):
+        return self
+
+    def fitted_state(self) -> dict | None:
+        return None
+
+    def load_state(self, state: dict | None):
+        return self
+
+
+class _CollectionBased:
+    """A method whose statistics are the document frequencies of the fitted collection (``self.collection``)."""
+
+    needs_fit = True
+
+    def fitted_state(self) -> dict | None:
+        if self.collection is None:
+            return None
+        return {"documents": self.collection.documents, "df": dict(sorted(self.collection.df.items()))}
+
+    def load_state(self, state: dict | None):
+        df = _state_value(state, "df", self)
+        self.collection = Collection(int(_state_value(state, "documents", self)), Counter(df))
+        return self
+
+
 # --- the seven methods --------------------------------------------------------------------------------------
 
 @dataclass(eq=False)
-class MD5:
+class MD5(_Stateless):
     """MD5 of the normalized text (hex). Equal exactly when the normalized texts are equal; blank: not judged."""
 
     name = "md5"
-
-    def fit(self, texts: Iterable[str]) -> MD5:
-        return self
 
     def signatures(self, text: str) -> list[Signature]:
         normalized = normalize(text)
@@ -232,7 +281,7 @@ class MD5:
 
 
 @dataclass(eq=False)
-class TF:
+class TF(_Stateless):
     """CRC32 of the ``terms`` most frequent terms (ties by the term), concatenated in alphabetical order."""
 
     terms: int = TOP_TERMS
@@ -242,16 +291,13 @@ class TF:
     def __post_init__(self) -> None:
         _check_positive("terms", self.terms)
 
-    def fit(self, texts: Iterable[str]) -> TF:
-        return self
-
     def signatures(self, text: str) -> list[Signature]:
         counts = Counter(self.options.terms(text))
         return [crc32(" ".join(sorted(top_keys(counts, self.terms))))] if counts else []
 
 
 @dataclass(eq=False)
-class TFIDF:
+class TFIDF(_CollectionBased):
     """CRC32 of the ``terms`` terms of highest TF*IDF (IDF from the fitted collection), in alphabetical order."""
 
     terms: int = TOP_TERMS
@@ -289,7 +335,7 @@ def _sentences_signature(weights: dict[str, float], count: int) -> list[Signatur
 
 
 @dataclass(eq=False)
-class LongSent:
+class LongSent(_Stateless):
     """CRC32 of the ``sentences`` longest sentences (length in terms; ties by text), in alphabetical order."""
 
     sentences: int = TOP_SENTENCES
@@ -299,16 +345,13 @@ class LongSent:
     def __post_init__(self) -> None:
         _check_positive("sentences", self.sentences)
 
-    def fit(self, texts: Iterable[str]) -> LongSent:
-        return self
-
     def signatures(self, text: str) -> list[Signature]:
         lengths = {sentence: float(len(terms)) for sentence, terms in _sentence_terms(text, self.options).items()}
         return _sentences_signature(lengths, self.sentences)
 
 
 @dataclass(eq=False)
-class HeavySent:
+class HeavySent(_CollectionBased):
     """CRC32 of the ``sentences`` heaviest sentences: weight = sum of the TF*IDF of the sentence's distinct terms,
     where TF counts the term in the whole document and IDF comes from the fitted collection."""
 
@@ -352,6 +395,7 @@ class LexRand:
     seed: int = LEX_SEED
     options: TermOptions = field(default_factory=TermOptions)
     name = "lex-rand"
+    needs_fit = True
     lexicons: list[frozenset[str]] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -370,6 +414,13 @@ class LexRand:
         keep = len(base) - round(self.cut * len(base))
         self.lexicons = [frozenset(random.Random(self.seed * 1_000 + k).sample(base, keep))
                          for k in range(self.dictionaries)]
+        return self
+
+    def fitted_state(self) -> dict | None:
+        return None if self.lexicons is None else {"lexicons": [sorted(lexicon) for lexicon in self.lexicons]}
+
+    def load_state(self, state: dict | None) -> LexRand:
+        self.lexicons = [frozenset(lexicon) for lexicon in _state_value(state, "lexicons", self)]
         return self
 
     def signatures(self, text: str) -> list[Signature]:
@@ -404,6 +455,7 @@ class DescrWords:
     min_bits: int = DESCR_MIN_BITS
     options: TermOptions = field(default_factory=TermOptions)
     name = "descr-words"
+    needs_fit = True
     thresholds: dict[str, int] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -440,6 +492,13 @@ class DescrWords:
                 best, best_gap = t, gap
         return best
 
+    def fitted_state(self) -> dict | None:
+        return None if self.thresholds is None else {"thresholds": [[t, n] for t, n in self.thresholds.items()]}
+
+    def load_state(self, state: dict | None) -> DescrWords:
+        self.thresholds = {term: int(count) for term, count in _state_value(state, "thresholds", self)}
+        return self
+
     def vector(self, text: str) -> tuple[bool, ...] | None:
         """The document's bits in dictionary order, or None when fewer than ``min_bits`` are set."""
         _require_fit(self, self.thresholds)
@@ -459,12 +518,56 @@ METHODS: dict[str, type] = {m.name: m for m in (MD5, TF, TFIDF, LongSent, HeavyS
 
 
 def make_method(name: str, **params) -> SignatureMethod:
-    """A method by its name (``METHODS``) with its parameters; InputError names the known methods."""
+    """A method by its name (``METHODS``) with its parameters; InputError names the known methods or parameters.
+
+    Parameters may come as JSON values (what ``method_params`` gives and the index stores): ``options`` as
+    {"stop_words": [...], "stem": bool}, tuples as lists. ``stem`` and ``stop_words`` may also be given on their
+    own; they go into the term options.
+    """
     try:
         factory = METHODS[name]
     except KeyError:
         raise InputError(f"unknown signature method {name!r}: choose one of {', '.join(METHODS)}") from None
-    return factory(**params)
+    known = {f.name for f in fields(factory) if f.init}
+    accepted = known | ({"stem", "stop_words"} if "options" in known else set())
+    unknown = sorted(set(params) - accepted)
+    if unknown:
+        raise InputError(f"{name} has no parameter {', '.join(unknown)}: give "
+                         f"{'one of ' + ', '.join(sorted(accepted)) if accepted else 'none'}")
+    kwargs = {key: tuple(value) if isinstance(value, list) else value
+              for key, value in params.items() if key in known and key != "options"}
+    if "options" in known:
+        kwargs["options"] = _term_options(params)
+    try:
+        return factory(**kwargs)
+    except TypeError as e:  # a value of the wrong type reaching a comparison in __post_init__
+        raise InputError(f"bad parameter value for {name} ({params}): {e}") from None
+
+
+def _term_options(params: dict) -> TermOptions:
+    given = params.get("options") or {}
+    if isinstance(given, TermOptions):
+        given = {"stop_words": given.stop_words, "stem": given.stem}
+    merged = {**given, **{k: params[k] for k in ("stop_words", "stem") if k in params}}
+    stop_words = merged.get("stop_words", STOP_WORDS)
+    if isinstance(stop_words, str):
+        raise InputError("stop_words must be a list of words, not a string")
+    return TermOptions(stop_words=frozenset(stop_words), stem=bool(merged.get("stem", False)))
+
+
+def method_params(method: SignatureMethod) -> dict:
+    """Every constructor parameter of ``method`` as JSON values, in field order (stop words sorted)."""
+    out = {}
+    for f in fields(method):
+        if not f.init:
+            continue
+        value = getattr(method, f.name)
+        if isinstance(value, TermOptions):
+            value = {"stop_words": sorted(value.stop_words), "stem": value.stem}
+        elif isinstance(value, tuple):
+            value = list(value)
+        out[f.name] = value
+    return out
 
 
 def pairs_from_signatures(ids: Sequence[Hashable], signatures: Sequence[Iterable[Signature]]) -> set[tuple]:
@@ -478,3 +581,27 @@ def pairs_from_signatures(ids: Sequence[Hashable], signatures: Sequence[Iterable
     return {(a, b) if a < b else (b, a)
             for members in buckets.values() if len(members) > 1
             for a, b in combinations(members, 2) if a != b}
+
+
+def signature_components(buckets: Iterable[Sequence[Hashable]]) -> list[list]:
+    """Connected components of the ids that share a bucket (a signature), each in first-met order; components
+    ordered by their first id met. Every id of a bucket joins the bucket's first, so the work is linear."""
+    parent: dict[Hashable, Hashable] = {}
+
+    def root(x: Hashable) -> Hashable:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for bucket in buckets:
+        first = root(bucket[0]) if bucket else None
+        for other in bucket[1:]:
+            top = root(other)
+            if top != first:
+                parent[top] = first
+    groups: dict[Hashable, list] = defaultdict(list)
+    for x in parent:
+        groups[root(x)].append(x)
+    return [members for members in groups.values() if len(members) > 1]

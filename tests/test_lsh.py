@@ -162,7 +162,6 @@ def test_removing_a_hub_reconnects_the_rest(db):
 
 def test_a_bucket_above_the_cap_still_clusters(db, monkeypatch):
     monkeypatch.setattr(lsh, "BUCKET_CAP", 3)
-    monkeypatch.setattr(lsh, "CANDIDATES_SQL", lsh.CANDIDATES_SQL.replace("LIMIT 256", "LIMIT 3"))
     values = np.repeat(make_signatures(np.random.default_rng(7), 1, 1, 0.0), 10, axis=0)
     add(db, [f"p{i}" for i in range(10)], values)
     assert stored_clusters(db) == {frozenset(f"p{i}" for i in range(10))}

@@ -141,14 +141,18 @@ def test_the_cli_killed_with_sigkill_continues_on_rerun(tmp_path, crawls):
     rng = random.Random(11)
     killed = 0
 
-    def command(crawl):
-        return [sys.executable, "cli.py", "recrawl", str(crawl), "--db", str(path), "--retire-missing",
+    def command(crawl, db=path):
+        return [sys.executable, "cli.py", "recrawl", str(crawl), "--db", str(db), "--retire-missing",
                 "--batch-size", str(BATCH), "--quiet"]
 
+    # Kill at random moments within what an uninterrupted run takes on this machine (start-up included).
+    started = time.perf_counter()
+    subprocess.run(command(crawls[0], tmp_path / "timing.db"), cwd=ROOT, capture_output=True, check=True)
+    full = time.perf_counter() - started
     for crawl in crawls:
         for _ in range(3):
             proc = subprocess.Popen(command(crawl), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            time.sleep(rng.uniform(0.3, 2.0))
+            time.sleep(rng.uniform(0.3, 0.95) * full)
             proc.send_signal(signal.SIGKILL)
             _, err = proc.communicate()
             assert proc.returncode in (0, -signal.SIGKILL), err.decode()

@@ -1,5 +1,6 @@
 """The seven signature methods on hand-made documents, the sentence splitter, and pair bucketing."""
 
+import json
 import random
 
 import pytest
@@ -20,6 +21,7 @@ from templater.signatures import (
     LongSent,
     TermOptions,
     make_method,
+    method_params,
     pairs_from_signatures,
     split_sentences,
     stem,
@@ -233,3 +235,32 @@ def test_every_method_pairs_exact_copies_in_a_fitted_collection():
         method = make_method(name, **params.get(name, {})).fit(corpus)
         pairs = pairs_from_signatures(ids, [method.signatures(t) for t in corpus])
         assert (3, 100) in pairs, name
+
+
+# --- params and fitted state (what the signature index persists) -----------------------------------------
+
+def test_params_round_trip_as_json_values():
+    method = make_method("descr-words", words=50, coverage=[0.3, 0.7], stem=True)
+    params = method_params(method)
+    assert params["coverage"] == [0.3, 0.7] and params["options"]["stem"] is True
+    assert params["options"]["stop_words"] == sorted(STOP_WORDS)
+    again = make_method("descr-words", **json.loads(json.dumps(params)))
+    assert again.coverage == (0.3, 0.7) and again.options == method.options and method_params(again) == params
+    assert method_params(make_method("md5")) == {}
+    with pytest.raises(InputError, match="has no parameter stem: give none"):
+        make_method("md5", stem=True)
+    with pytest.raises(InputError, match="terms"):
+        make_method("tf", terms="many")
+
+
+def test_a_fitted_state_restores_a_method_that_signs_the_same():
+    texts = [document(seed, 60).replace(" ", ". ", 6) for seed in range(12)]
+    params = {"lex-rand": {"max_df_share": 1.0}, "descr-words": {"min_df": 2}}
+    for name in METHODS:
+        fitted = make_method(name, **params.get(name, {})).fit(texts)
+        state = json.loads(json.dumps(fitted.fitted_state()))
+        assert (state is None) == (not fitted.needs_fit), name
+        restored = make_method(name, **method_params(fitted)).load_state(state)
+        assert [restored.signatures(t) for t in texts] == [fitted.signatures(t) for t in texts], name
+    with pytest.raises(TemplaterError, match="index-signatures --replace"):
+        TFIDF().load_state({"documents": 3})
