@@ -10,7 +10,8 @@ Tables (component "lsh"):
     lsh_bands       (key, doc) WITHOUT ROWID: one 47-bit key per band
     lsh_links       (doc, other) WITHOUT ROWID, both directions: a spanning forest of every cluster, the verified
                     pairs that joined it; removing a page whose links leave one piece needs no re-verification
-    lsh_shingles    doc -> the page's shingle hashes, 4 or 8 bytes each (only with verify = "exact")
+    lsh_shingles    doc -> the page's verification set, 4 or 8 bytes a hash: its bottom-k sample (verify =
+                    "sample") or every shingle hash in text order (verify = "exact"); nothing with "estimate"
     dup_clusters    cluster -> size, for clusters of two or more pages
 
 Clusters are the connected components of the graph whose edges are candidate pairs (sharing a band key) whose
@@ -33,8 +34,8 @@ import sqlite_utils
 
 from store.db import migrate
 from templater.errors import InputError, SettingsMismatchError
-from templater.shingles import (ALGORITHM_VERSION, ShingleSettings, Shingles, Signatures, band_keys,
-                                estimate_similarity, jaccard_of_sets, sorted_set)
+from templater.shingles import (ALGORITHM_VERSION, ShingleSettings, Shingles, Signatures, band_keys, comparable_set,
+                                estimate_similarity, set_similarity, verification_sets)
 
 BUCKET_CAP = 256  # candidates offered by one band key
 STAGE_WIDTH = 16  # (key, doc) pairs bound per staging row: one executemany row per 16 band keys
@@ -200,14 +201,14 @@ def _select_in(db: sqlite_utils.Database, sql: str, ids: Sequence) -> list[tuple
 # --- signatures in memory and from the database -----------------------------------------------------------------
 
 class _SignatureSource:
-    """Signatures (and, for exact verification, shingle sets) of the batch in memory and of stored pages."""
+    """Signatures (and verification sets, unless verify = "estimate") of the batch in memory and of stored pages."""
 
     def __init__(self, db: sqlite_utils.Database, settings: ShingleSettings, docs: np.ndarray, values: np.ndarray,
                  shingle_sets: dict[int, np.ndarray] | None = None):
         self.db, self.settings = db, settings
         self.rows = {int(d): values[i] for i, d in enumerate(docs.tolist())}
         self.sets = dict(shingle_sets or {})  # as stored
-        self.sorted: dict[int, np.ndarray] = {}  # sorted distinct values, made when first verified
+        self.sorted: dict[int, np.ndarray] = {}  # comparable sets, made when first verified
 
     def signatures(self, docs: np.ndarray) -> np.ndarray:
         missing = [d for d in set(docs.tolist()) if d not in self.rows]
@@ -218,19 +219,18 @@ class _SignatureSource:
             np.empty((0, self.settings.permutations), np.uint32)
 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        if self.settings.verify == "exact":
-            return self._exact(a, b)
-        return estimate_similarity(self.signatures(a), self.signatures(b))
+        if self.settings.verify == "estimate":
+            return estimate_similarity(self.signatures(a), self.signatures(b))
+        return self._set_similarity(a, b)
 
-    def _exact(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    def _set_similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         docs = set(a.tolist()) | set(b.tolist())
-        missing = [d for d in docs if d not in self.sets]
-        dtype = np.uint32 if self.settings.hash_bits == 32 else np.uint64
-        for doc, blob in _select_in(self.db, "SELECT doc, hashes FROM lsh_shingles WHERE doc IN ({ids})", missing):
-            self.sets[doc] = np.frombuffer(blob, dtype=dtype)
+        self.sets.update(stored_sets(self.db, [d for d in docs if d not in self.sets], self.settings))
         for doc in docs - self.sorted.keys():
-            self.sorted[doc] = sorted_set(self.sets[doc])
-        return np.array([jaccard_of_sets(self.sorted[x], self.sorted[y]) for x, y in zip(a.tolist(), b.tolist())])
+            self.sorted[doc] = comparable_set(self.sets[doc], self.settings)
+        settings = self.settings
+        return np.array([set_similarity(self.sorted[x], self.sorted[y], settings)
+                         for x, y in zip(a.tolist(), b.tolist())])
 
 
 # --- adding pages ----------------------------------------------------------------------------------------------
@@ -262,7 +262,7 @@ def add_signatures(db: sqlite_utils.Database, pages: Sequence[IndexedPage], sign
         docs = np.array([known[pages[i].page_id][0] for i in changed] + list(range(first_new, first_new + len(fresh))),
                         dtype=np.int64)
         seen = [known[pages[i].page_id][2] for i in changed] + [generation] * len(fresh)
-        sets = _shingle_sets(shingles, order, settings) if settings.verify == "exact" else None
+        sets = _stored_form(shingles, order, settings) if settings.verify != "estimate" else None
         joined = _insert_docs(db, docs, [pages[i] for i in order], signatures.values[order], seen, settings, sets)
     return AddResult(added=len(fresh), updated=len(changed), unchanged=len(same),
                      empty=int(signatures.empty.sum()), joined=joined)
@@ -275,8 +275,9 @@ def _check_batch(pages: Sequence[IndexedPage], signatures: Signatures, settings:
     if signatures.values.shape[1:] != (settings.permutations,):
         raise SettingsMismatchError(f"signatures of {signatures.values.shape[1:]} slots do not fit an index of "
                                     f"{settings.permutations} permutations: sign with the index's settings")
-    if settings.verify == "exact" and (shingles is None or len(shingles.offsets) != len(pages) + 1):
-        raise InputError("this index verifies candidates with exact Jaccard: pass the shingles of every page")
+    if settings.verify != "estimate" and (shingles is None or len(shingles.offsets) != len(pages) + 1):
+        raise InputError(f"this index verifies candidates with shingle sets (verify={settings.verify!r}): pass the "
+                         "shingles of every page")
 
 
 def _last_nonempty(pages: Sequence[IndexedPage], signatures: Signatures) -> list[int]:
@@ -285,8 +286,9 @@ def _last_nonempty(pages: Sequence[IndexedPage], signatures: Signatures) -> list
     return sorted(i for i in last.values() if not signatures.empty[i])
 
 
-def _shingle_sets(shingles: Shingles, order: list[int], settings: ShingleSettings) -> list[np.ndarray]:
-    """Each page's shingle hashes as stored (in text order, repeats kept: exact_jaccard takes sets)."""
+def _stored_form(shingles: Shingles, order: list[int], settings: ShingleSettings) -> list[np.ndarray]:
+    """Each page's verification set as stored: its sample, or all its hashes in text order (repeats kept)."""
+    shingles = verification_sets(shingles, settings)
     hashes = shingles.hashes.astype(np.uint32 if settings.hash_bits == 32 else np.uint64, copy=False)
     return [hashes[shingles.offsets[i]:shingles.offsets[i + 1]] for i in order]
 
@@ -639,7 +641,7 @@ def query(db: sqlite_utils.Database, signature: np.ndarray, settings: ShingleSet
     if not rows:
         return []
     members = [_member(r) for r in rows]
-    if settings.verify == "exact" and shingle_set is not None:
+    if settings.verify != "estimate" and shingle_set is not None:
         source = _SignatureSource(db, settings, np.empty(0, np.int64), np.empty((0, settings.permutations)))
         source.sets[-1] = shingle_set
         sims = source.similarity(np.full(len(members), -1), np.array([m.doc for m in members]))
@@ -670,8 +672,8 @@ def iter_clusters(db: sqlite_utils.Database) -> Iterator[tuple[int, list[Member]
         yield label, [_member(r[1:]) for r in group]
 
 
-def exact_shingles(db: sqlite_utils.Database, docs: Sequence[int], settings: ShingleSettings) -> dict[int, np.ndarray]:
-    """Stored shingle sets (verify = "exact" only)."""
+def stored_sets(db: sqlite_utils.Database, docs: Sequence[int], settings: ShingleSettings) -> dict[int, np.ndarray]:
+    """Stored verification sets (samples or all shingle hashes; none with verify = "estimate")."""
     dtype = np.uint32 if settings.hash_bits == 32 else np.uint64
     return {doc: np.frombuffer(blob, dtype=dtype)
             for doc, blob in _select_in(db, "SELECT doc, hashes FROM lsh_shingles WHERE doc IN ({ids})", list(docs))}

@@ -26,8 +26,8 @@ import sqlite_utils
 from store import lsh
 from store.lsh import AddResult, IndexedPage, Member
 from templater.errors import InputError
-from templater.shingles import ShingleSettings, Shingles, Signatures, estimate_similarity, iter_batches, \
-    jaccard_of_sets, shingle_hashes, sign_shingles, sorted_set
+from templater.shingles import ShingleSettings, Shingles, Signatures, comparable_set, estimate_similarity, \
+    iter_batches, set_similarity, shingle_hashes, sign_shingles, verification_sets
 
 BATCH_PAGES = 10_000  # pages per index transaction
 SIMILAR_LIMIT = 10
@@ -52,9 +52,13 @@ def _as_item(item: TextItem | Sequence) -> TextItem:
     return TextItem(*item)
 
 
-def _sign(texts: list[str], settings: ShingleSettings, *, keep_shingles: bool) -> tuple[Signatures, Shingles | None]:
+def _sign(texts: list[str], settings: ShingleSettings) -> tuple[Signatures, Shingles | None]:
+    """Signatures of ``texts`` and, unless the index verifies by estimate, their verification sets."""
+    keep_shingles = settings.verify != "estimate"
     parts = [shingle_hashes(batch, settings) for batch in iter_batches(texts)]
     signed = [sign_shingles(p, settings) for p in parts]
+    if keep_shingles:
+        parts = [verification_sets(p, settings) for p in parts]
     signatures = Signatures(np.concatenate([s.values for s in signed]) if signed else
                             np.empty((0, settings.permutations), np.uint32),
                             np.concatenate([s.empty for s in signed]) if signed else np.empty(0, bool), settings)
@@ -76,7 +80,7 @@ def index_texts(db: sqlite_utils.Database, items: Iterable[TextItem | Sequence],
     totals = {f.name: 0 for f in fields(AddResult)}
     iterator = iter(items)
     while batch := [_as_item(item) for item in islice(iterator, batch_size)]:
-        signatures, shingles = _sign([it.text for it in batch], settings, keep_shingles=settings.verify == "exact")
+        signatures, shingles = _sign([it.text for it in batch], settings)
         pages = [IndexedPage(it.page_id, it.url, it.boilerplate_chars, len(it.text)) for it in batch]
         result = lsh.add_signatures(db, pages, signatures, shingles=shingles)
         for name in totals:
@@ -96,10 +100,10 @@ def choose_canonical(members: Sequence[Member]) -> Member:
 
 def _similarities(db: sqlite_utils.Database, settings: ShingleSettings, members: Sequence[Member],
                   reference: Member) -> np.ndarray:
-    if settings.verify == "exact":
-        sets = {doc: sorted_set(hashes) for doc, hashes in lsh.exact_shingles(db, [m.doc for m in members],
-                                                                            settings).items()}
-        return np.array([jaccard_of_sets(sets[m.doc], sets[reference.doc]) for m in members])
+    if settings.verify != "estimate":
+        sets = {doc: comparable_set(hashes, settings)
+                for doc, hashes in lsh.stored_sets(db, [m.doc for m in members], settings).items()}
+        return np.array([set_similarity(sets[m.doc], sets[reference.doc], settings) for m in members])
     return estimate_similarity(np.stack([m.signature for m in members]), reference.signature[None, :])
 
 
@@ -131,10 +135,10 @@ def find_similar(db: sqlite_utils.Database, text: str, *, limit: int = SIMILAR_L
     settings = lsh.load_settings(db)
     if settings is None:
         return []
-    signatures, shingles = _sign([text], settings, keep_shingles=settings.verify == "exact")
+    signatures, shingles = _sign([text], settings)
     if signatures.empty[0]:
         return []
-    shingle_set = np.unique(shingles.of(0)) if shingles is not None else None
+    shingle_set = comparable_set(shingles.of(0), settings) if shingles is not None else None
     return _as_found(lsh.query(db, signatures.values[0], settings, shingle_set=shingle_set), limit)
 
 
@@ -145,7 +149,7 @@ def find_similar_page(db: sqlite_utils.Database, id_or_url: str, *, limit: int =
     if page is None:
         raise InputError(f"{id_or_url} is not in the near-duplicate index: index it first (`templater run`), "
                          "or give the page's id or URL exactly as indexed, or a file with its text")
-    shingle_set = lsh.exact_shingles(db, [page.doc], settings)[page.doc] if settings.verify == "exact" else None
+    shingle_set = lsh.stored_sets(db, [page.doc], settings)[page.doc] if settings.verify != "estimate" else None
     return _as_found(lsh.query(db, page.signature, settings, shingle_set=shingle_set, exclude=page.doc), limit)
 
 

@@ -48,6 +48,13 @@ def _compile(rule: Rule) -> tuple[Rule, etree.XPath]:
 
 def apply_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarray, float]:
     """Mask of blocks the template allows (True = not boilerplate), and the template's coverage of the page."""
+    allowed, coverage, _ = match_template(seg, compiled)
+    return allowed, coverage
+
+
+def match_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarray, float, np.ndarray]:
+    """(allowed, coverage, in_region): as apply_template, plus the allowed blocks inside the learned content
+    region (all False when the template has none, or the page's region holds too little of its text)."""
     vector = seg.vector
     allowed = ~np.isin(vector, compiled.static_set)
     coverage = 1.0
@@ -60,9 +67,12 @@ def apply_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarr
         allowed &= ~container_mask(seg, compiled.containers)
     for rule, xpath in compiled.pinned:
         allowed &= pinned_mask(seg, rule, xpath)
+    in_region = np.zeros(len(seg.blocks), dtype=bool)
     if compiled.region is not None:
-        allowed &= _region_mask(seg, compiled.region, allowed)
-    return allowed, coverage
+        region = _region_mask(seg, compiled.region, allowed)
+        allowed &= region
+        in_region = allowed & ~region.all()
+    return allowed, coverage, in_region
 
 
 def pinned_mask(seg: Segmented, rule: Rule, xpath: etree.XPath) -> np.ndarray:
@@ -105,8 +115,9 @@ def extract_page(seg: Segmented, compiled: CompiledTemplate | None = None, *, si
         keep = fallback.select_blocks(seg, method=method)
         return _extraction(seg, keep, site=site or host_of(page.url), method="fallback", template=None,
                            coverage=None)
-    allowed, coverage = apply_template(seg, compiled)
-    keep = fallback.select_blocks(seg, method=method, allowed=allowed) if method != "none" else allowed
+    allowed, coverage, in_region = match_template(seg, compiled)
+    keep = allowed if method == "none" else fallback.select_blocks(seg, method=method, allowed=allowed,
+                                                                   trusted=in_region)
     return _extraction(seg, keep, site=site or compiled.template.site, method="template", template=compiled.name,
                        coverage=round(coverage, 4))
 

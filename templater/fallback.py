@@ -24,6 +24,7 @@ then decides among those only.
 from __future__ import annotations
 
 import functools
+import zipfile
 from importlib import resources
 
 import numpy as np
@@ -43,6 +44,7 @@ REGION_BASE = 0.3  # a block adds (score - this) x its characters to the content
 REGION_INSIDE = 0.4  # inside the content region, blocks scoring above this are kept
 REGION_OUTSIDE = 0.7  # outside it, only blocks scoring above this
 ALLOWED_THRESHOLD = 0.3  # behind a site template, allowed blocks scoring above this are kept
+TRUSTED_THRESHOLD = 0.05  # ... and, inside the template's learned content region, those above this
 HEADLINE_TAGS = frozenset({"h1", "h2", "h3"})  # tags a headline may have ...
 HEADLINE_TITLE_OVERLAP = 0.5  # ... and the least share of its words found in the page <title>
 DENSITY_BOUNDS = (0.3, 0.9)  # the per-page density threshold is clamped to this range
@@ -55,8 +57,12 @@ _TITLE_OVERLAP = FEATURE_NAMES.index("title_overlap")
 
 
 def select_blocks(seg: Segmented, *, method: str = DEFAULT_METHOD, allowed: np.ndarray | None = None,
-                  q: float = FDR_Q, weights: ann.Weights | None = None) -> np.ndarray:
-    """Per block of ``seg``, True where it is main content by ``method``; blocks not ``allowed`` stay False."""
+                  trusted: np.ndarray | None = None, q: float = FDR_Q,
+                  weights: ann.Weights | None = None) -> np.ndarray:
+    """Per block of ``seg``, True where it is main content by ``method``; blocks not ``allowed`` stay False.
+
+    ``trusted`` (with ``allowed``) marks blocks inside the site template's learned content region: the default
+    classifier drops those only when it is nearly sure (TRUSTED_THRESHOLD)."""
     if method not in METHODS:
         raise InputError(f"unknown fallback method {method!r} for {seg.page.url}; choose one of {', '.join(METHODS)}")
     if allowed is not None and len(allowed) != len(seg.blocks):
@@ -74,7 +80,7 @@ def select_blocks(seg: Segmented, *, method: str = DEFAULT_METHOD, allowed: np.n
             scores = score_blocks(seg, weights, allowed=allowed)
             keep = benjamini_hochberg(p_values(scores, weights.null_scores), q)
         else:
-            keep = classify_blocks(seg, weights, allowed=allowed)
+            keep = classify_blocks(seg, weights, allowed=allowed, trusted=trusted)
     return keep if allowed is None else keep & allowed
 
 
@@ -148,7 +154,8 @@ def _crossing(means: np.ndarray, spreads: np.ndarray, shares: np.ndarray) -> flo
 
 # --- classifiers ---------------------------------------------------------------------------------------------------
 
-def classify_blocks(seg: Segmented, weights: ann.Weights, *, allowed: np.ndarray | None = None) -> np.ndarray:
+def classify_blocks(seg: Segmented, weights: ann.Weights, *, allowed: np.ndarray | None = None,
+                    trusted: np.ndarray | None = None) -> np.ndarray:
     """The default method's choice. On a page of its own: the content region (the subtree whose blocks'
     scores, less REGION_BASE, weighted by their text length, sum highest), the blocks inside it that score
     above REGION_INSIDE, and any block elsewhere that scores above REGION_OUTSIDE. Behind a site template:
@@ -160,7 +167,8 @@ def classify_blocks(seg: Segmented, weights: ann.Weights, *, allowed: np.ndarray
     if allowed is None:
         keep = _keep_region(seg, tree, scores)
     else:
-        keep = (scores > ALLOWED_THRESHOLD) & allowed
+        threshold = ALLOWED_THRESHOLD if trusted is None else np.where(trusted, TRUSTED_THRESHOLD, ALLOWED_THRESHOLD)
+        keep = (scores > threshold) & allowed
     return keep_headline(seg, features, keep)
 
 
@@ -235,7 +243,7 @@ def load_weights(file, *, source: str | None = None) -> ann.Weights:
     source = source or str(file)
     try:
         weights = ann.read_weights(file)
-    except (OSError, KeyError, ValueError) as error:
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as error:
         raise InputError(f"cannot read weights from {source}: {error}; write them with `templater train`") from error
     check_weights(weights, source)
     return weights

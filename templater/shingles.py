@@ -20,6 +20,10 @@ The steps, each a function below:
    multiply-add-shift ``((a1*lo + a2*hi + b) mod 2**64) >> 32`` (Dietzfelbinger; strongly universal), whose
    mod 2**64 is uint64 wrap-around by design: no product is ever reduced by a prime that it might overflow.
 4. ``band_keys``: ``bands`` keys of ``rows`` slots each, hashed to 47-bit integers (6 bytes in SQLite).
+5. ``verification_sets``: what the index stores to verify a candidate pair: with ``verify="sample"`` (the default)
+   each text's ``sample`` smallest distinct shingle hashes (a bottom-k sample: ``sample_jaccard`` is exact for
+   texts with fewer distinct shingles, an estimate from at least ``sample`` of the union's hashes otherwise), with
+   "exact" every shingle hash, with "estimate" nothing (the signatures' agreement is the similarity).
 
 Every hash is exact integer arithmetic modulo 2**64 and matches a plain-Python reference (tests/test_shingles.py).
 No Python loop runs per shingle or per token: texts are processed in batches as one code-point array.
@@ -48,13 +52,16 @@ SEED = 1
 KEEP_NUMBERS = True
 THRESHOLD = 0.8  # a candidate pair is a near-duplicate when its (estimated or exact) Jaccard is at least this
 SCHEME = "oph"  # "oph" (one-permutation MinHash, the fast default) or "kperm" (k independent hash functions)
-VERIFY = "exact"  # "exact" (Jaccard of stored shingle sets) or "estimate" (signature agreement: no sets stored,
-# but at 128 slots its error of +-0.035 near J = 0.8 costs about 7% of precision and recall: bench/README_dedup.md)
+VERIFY = "sample"  # how a candidate pair is verified: "sample" (Jaccard of stored bottom-k samples of the shingle
+# sets: exact for texts of fewer than SAMPLE distinct shingles), "exact" (Jaccard of every stored shingle hash) or
+# "estimate" (signature agreement: nothing more stored, but at 128 slots its error of +-0.035 near J = 0.8 costs
+# about 7% of precision and recall). Measured in bench/README_dedup.md.
+SAMPLE = 256  # shingle hashes a page keeps for verify="sample": its smallest (1 KiB a page at 32 bits)
 ALGORITHM_VERSION = 1  # bump when any hash below changes: stored signatures become incompatible
 
 KINDS = ("word", "char")
 SCHEMES = ("oph", "kperm")
-VERIFIES = ("estimate", "exact")
+VERIFIES = ("estimate", "exact", "sample")
 HASH_WIDTHS = (32, 64)
 
 BATCH_CHARS = 1 << 16  # texts are hashed in batches of about this many characters (fastest on 2,000 gold texts)
@@ -95,6 +102,7 @@ class ShingleSettings:
     threshold: float = THRESHOLD
     scheme: str = SCHEME
     verify: str = VERIFY
+    sample: int = SAMPLE
     algorithm: int = field(default=ALGORITHM_VERSION)
 
     def __post_init__(self) -> None:
@@ -142,6 +150,7 @@ def _setting_problems(s: ShingleSettings) -> list[str]:
         (0.0 < s.threshold <= 1.0, f"threshold must be in (0, 1], not {s.threshold!r}"),
         (s.scheme in SCHEMES, f"scheme must be one of {SCHEMES}, not {s.scheme!r}"),
         (s.verify in VERIFIES, f"verify must be one of {VERIFIES}, not {s.verify!r}"),
+        (isinstance(s.sample, int) and s.sample >= 1, f"sample must be a positive integer, not {s.sample!r}"),
         (s.algorithm == ALGORITHM_VERSION,
          f"algorithm version {s.algorithm} is not this code's ({ALGORITHM_VERSION}): rebuild the index"),
     ]
@@ -512,3 +521,68 @@ def jaccard_of_sets(a: np.ndarray, b: np.ndarray) -> float:
 def exact_jaccard(a: np.ndarray, b: np.ndarray) -> float:
     """Jaccard of two shingle-hash sets (arrays may hold repeats; two empty sets are identical)."""
     return jaccard_of_sets(sorted_set(a), sorted_set(b))
+
+
+# --- step 5: what verification compares -------------------------------------------------------------------------
+
+def sample_shingles(shingles: Shingles, size: int) -> Shingles:
+    """Each text's ``size`` smallest distinct shingle hashes, ascending: a bottom-k sample of its set (the whole
+    set when it has fewer). One sort of the batch, no loop per text."""
+    counts = shingles.counts
+    doc = np.repeat(np.arange(len(counts), dtype=np.uint64), counts)
+    if not len(doc) or int(shingles.hashes.max()) <= 0xFFFFFFFF:
+        ordered = np.sort((doc << _U64(32)) | shingles.hashes)
+        hashes, doc = ordered & MASK32, ordered >> _U64(32)
+    else:
+        order = np.lexsort((shingles.hashes, doc))
+        hashes, doc = shingles.hashes[order], doc[order]
+    distinct = np.r_[True, (hashes[1:] != hashes[:-1]) | (doc[1:] != doc[:-1])]
+    hashes, doc = hashes[distinct], doc[distinct].astype(np.int64)
+    first = np.searchsorted(doc, np.arange(len(counts)))
+    keep = np.arange(len(doc)) - first[doc] < size
+    hashes, doc = hashes[keep], doc[keep]
+    offsets = np.concatenate(([0], np.cumsum(np.bincount(doc, minlength=len(counts)))))
+    return Shingles(hashes, offsets.astype(np.int64))
+
+
+def as_samples(shingles: Shingles, size: int) -> Shingles:
+    """``shingles`` as bottom-``size`` samples: returned as they are when every text already is one (ascending,
+    distinct, at most ``size`` hashes: signing samples, and the index need not sort again), else sampled."""
+    counts = shingles.counts
+    doc = np.repeat(np.arange(len(counts)), counts)
+    falling = (shingles.hashes[1:] <= shingles.hashes[:-1]) & (doc[1:] == doc[:-1])
+    if (counts <= size).all() and not falling.any():
+        return shingles
+    return sample_shingles(shingles, size)
+
+
+def verification_sets(shingles: Shingles, settings: ShingleSettings) -> Shingles:
+    """What an index with these settings stores to verify candidates: every shingle hash ("exact") or each
+    text's bottom-``sample`` sample ("sample")."""
+    return as_samples(shingles, settings.sample) if settings.verify == "sample" else shingles
+
+
+def comparable_set(hashes: np.ndarray, settings: ShingleSettings) -> np.ndarray:
+    """A text's shingle hashes (or stored verification set) in the form ``set_similarity`` compares."""
+    ordered = sorted_set(hashes)
+    return ordered[:settings.sample] if settings.verify == "sample" else ordered
+
+
+def sample_jaccard(a: np.ndarray, b: np.ndarray, size: int) -> float:
+    """Jaccard of two texts from their bottom-``size`` samples (``comparable_set`` output).
+
+    Both samples hold every hash of their text up to their largest value, so below the smaller largest value of a
+    full sample (``size`` hashes) both sets are known exactly: their Jaccard there, over at least ``size`` of the
+    union's smallest hashes, estimates J with standard deviation about sqrt(J(1-J)/size) (0.025 at J = 0.8 and
+    256), and is J itself when both texts have fewer than ``size`` distinct shingles.
+    """
+    full = [s[-1] for s in (a, b) if len(s) >= size]
+    if full:
+        cut = min(full)
+        a, b = a[:np.searchsorted(a, cut, side="right")], b[:np.searchsorted(b, cut, side="right")]
+    return jaccard_of_sets(a, b)
+
+
+def set_similarity(a: np.ndarray, b: np.ndarray, settings: ShingleSettings) -> float:
+    """The similarity a candidate pair is verified with, from two ``comparable_set`` arrays."""
+    return sample_jaccard(a, b, settings.sample) if settings.verify == "sample" else jaccard_of_sets(a, b)
