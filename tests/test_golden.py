@@ -11,7 +11,7 @@ from templater.evaluation import score_text
 from conftest import SAMPLES
 
 # Per-site floors, a little under what the run scores today (see README): a fall below is a regression.
-SITE_FLOORS = {"docs.python.org": 0.95, "postgresql.org": 0.95, "sqlite.org": 0.95}
+SITE_FLOORS = {"docs.python.org": 0.92, "postgresql.org": 0.97, "sqlite.org": 0.96}
 SINGLE_PAGE_FLOOR = 0.85  # mean over the single scrapinghub pages (fallback)
 
 
