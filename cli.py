@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import logging
 import sys
@@ -15,10 +16,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from templater import config, dedup, evaluation_run, pipeline, signature_run
+from templater import config, dedup, evaluation_run, pipeline, signature_run, sources, training
 from templater import inspect as rule_inspect
 from templater import recrawl as recrawls
-from templater.errors import TemplaterError
+from templater.errors import InputError, TemplaterError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Learn each site's template from its own pages, extract main content, find near-duplicates.")
@@ -122,6 +123,44 @@ def extract_all(store, output: Optional[Path], *, fallback: str, index: bool, qu
     report("extract", summary, quiet)
 
 
+def read_labelled(path: Path) -> list[dict]:
+    """JSON Lines records of a training file; a line that is not JSON is a clear error."""
+    path = sources.check_input(path)
+    opener = gzip.open if path.name.endswith(".gz") else open
+    records = []
+    with opener(path, "rt", encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError as e:
+                    raise InputError(f"{path}:{number}: not JSON ({e}); give JSON Lines with url, html and gold")
+    return records
+
+
+@app.command()
+def train(inputs: list[Path] = typer.Argument(..., help="JSON Lines (.jsonl, .jsonl.gz) with url, html and gold."),
+          output: Path = typer.Option(..., "--output", "-o", help="Weights file to write (.npz)."),
+          seed: int = typer.Option(training.TRAIN_SEED, "--seed", help="Random seed: the same seed, the same weights."),
+          epochs: int = typer.Option(training.EPOCHS, "--epochs", min=1, help="Training epochs of each network."),
+          quiet: bool = QuietOption) -> None:
+    """Train the single-page line classifiers on labelled pages (gold text gives the labels).
+
+    The shipped weights were made with:
+    templater train ../shared/corpus/scrapinghub/pages.jsonl.gz --output templater/data/ann_weights.npz --seed 7
+
+    Example: templater train labelled.jsonl.gz --output my-weights.npz
+    """
+    with handled_errors():
+        records = [record for path in inputs for record in read_labelled(path)]
+        with progress_bar("train", quiet):
+            weights = training.train_ann(training.iter_labelled(records), seed=seed, epochs=epochs)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        training.save_weights(weights, output)
+        if not quiet:
+            err.print(f"train: {len(records)} pages -> {output}", highlight=False)
+
+
 @app.command()
 def ingest(inputs: list[Path] = InputsArgument, db: Path = DbOption, quiet: bool = QuietOption) -> None:
     """Read pages into the database (bad records are skipped and counted by reason).
@@ -149,7 +188,9 @@ def build(db: Path = DbOption, quiet: bool = QuietOption) -> None:
 
 
 IndexOption = typer.Option(True, "--index/--no-index", help="Add the extracted texts to the near-duplicate index.")
-FallbackOption = typer.Option("auto", "--fallback", help="Single-page method: density, ann, fdr or auto.")
+FallbackOption = typer.Option("auto", "--fallback",
+                              help="Single-page method: density, ann, fdr or auto (the best); none for the template's "
+                                   "rules alone.")
 OutputOption = typer.Option(None, "--output", "-o", help="JSON Lines output file (default: standard output).")
 
 

@@ -1,15 +1,17 @@
 """The SQLite near-duplicate index at scale: incremental inserts, all candidates, single lookups, size, memory.
 
     python bench/bench_index.py [--n 1000000] [--batch 50000] [--dup-share 0.1] [--lookups 2000] [--db FILE]
-                                [--page-size 0] [--exact --set-size 500] [--keep]
+                                [--page-size 0] [--verify sample|exact|estimate] [--set-size 1000] [--sample 256]
+                                [--keep]
 
 Synthetic signatures (default settings: 128 slots, 16 bands x 6 rows, threshold 0.8) with planted near-duplicates:
 ``--dup-share`` of the pages copy an earlier page (from a rolling pool of recent originals) with each slot
 replaced at random with probability q, q uniform in [0, 0.35] (so the expected agreement is 1 - q). Page ids are
-URL-like and arrive in no particular key order, as crawled URLs do. Verification is by estimated Jaccard
-(signatures only); with ``--exact`` every page also gets a synthetic set of ``--set-size`` 32-bit shingle hashes
-(a planted copy replaces the same share q of its original's set) and candidates are verified by exact Jaccard,
-the default of a real index.
+URL-like and arrive in no particular key order, as crawled URLs do. Every page also has a synthetic set of
+``--set-size`` distinct 32-bit shingle hashes (a planted copy replaces the same share q of its original's set).
+``--verify`` is how candidates are verified: "sample" (the default of a real index) stores each page's
+``--sample`` smallest hashes, given to the index already sampled as ``dedup.index_texts`` gives them (sampling is
+part of signing, timed by bench_minhash.py); "exact" stores the whole set; "estimate" stores no set.
 
 Phases, each timed on its own:
   insert    ``store.lsh.add_signatures`` per batch: band keys into the live index, candidates of the batch, their
@@ -42,6 +44,7 @@ from store.lsh import IndexedPage  # noqa: E402
 from templater.shingles import ShingleSettings, Shingles, Signatures  # noqa: E402
 
 POOL = 20_000  # recent originals a planted duplicate may copy
+CHUNK = 5_000  # synthetic pages whose full shingle sets are made at once
 MAX_NOISE = 0.35
 SEED = 11
 
@@ -58,19 +61,51 @@ def perturb(rng: np.random.Generator, rows: np.ndarray, share: np.ndarray) -> np
     return rows
 
 
-def make_batch(rng: np.random.Generator, count: int, pool: tuple[np.ndarray, np.ndarray | None], dup_share: float,
-               k: int, set_size: int) -> tuple[np.ndarray, np.ndarray | None, int]:
-    """Signatures (and synthetic shingle sets when set_size) of ``count`` pages, some planted copies of the pool."""
+def make_batch(rng: np.random.Generator, count: int, pool: tuple[np.ndarray, np.ndarray], args,
+               k: int) -> tuple[np.ndarray, Shingles | None, np.ndarray, int]:
+    """Signatures of ``count`` pages (some planted copies of the pool's pages), what the index is given to verify
+    them, and the full synthetic sets of the last POOL pages (the next pool). Sets are made CHUNK pages at a time,
+    so the benchmark's own arrays stay small beside the index's memory."""
     values = rng.integers(0, 2**32, size=(count, k), dtype=np.uint32)
-    sets = rng.integers(0, 2**32, size=(count, set_size), dtype=np.uint32) if set_size else None
-    dups = np.flatnonzero(rng.random(count) < dup_share) if len(pool[0]) else np.empty(0, np.int64)
+    dups = np.flatnonzero(rng.random(count) < args.dup_share) if len(pool[0]) else np.empty(0, np.int64)
+    source = rng.integers(0, len(pool[0]), size=len(dups)) if len(dups) else dups
+    share = rng.uniform(0, MAX_NOISE, size=len(dups))
     if len(dups):
-        source = rng.integers(0, len(pool[0]), size=len(dups))
-        share = rng.uniform(0, MAX_NOISE, size=len(dups))
         values[dups] = perturb(rng, pool[0][source], share)
-        if sets is not None:
-            sets[dups] = perturb(rng, pool[1][source], share)
-    return values, sets, len(dups)
+    if args.verify == "estimate":  # no shingle sets at all
+        return values, None, pool[1], len(dups)
+    parts, tail = [], []
+    for start in range(0, count, CHUNK):
+        sets = rng.integers(0, 2**32, size=(min(CHUNK, count - start), args.set_size), dtype=np.uint32)
+        mine = (dups >= start) & (dups < start + len(sets))
+        if mine.any():
+            sets[dups[mine] - start] = perturb(rng, pool[1][source[mine]], share[mine])
+        parts.append(verification_input(sets, args.verify, args.sample))
+        if start + len(sets) > count - POOL:
+            tail.append(sets[max(0, count - POOL - start):])
+    return values, _joined(parts), np.concatenate(tail), len(dups)
+
+
+def verification_input(sets: np.ndarray, verify: str, sample: int) -> Shingles | None:
+    """What the index is given to store: nothing (estimate), every hash (exact) or each page's sample."""
+    count, size = sets.shape
+    if verify == "estimate":
+        return None
+    if verify == "exact" or sample >= size:
+        return Shingles(sets.ravel().astype(np.uint64), np.arange(count + 1) * size)
+    smallest = np.sort(np.partition(sets, sample - 1, axis=1)[:, :sample], axis=1)
+    rows = list(smallest)
+    for i in np.flatnonzero((np.diff(smallest, axis=1) == 0).any(axis=1)).tolist():  # a value drawn twice (rare)
+        rows[i] = np.unique(sets[i])[:sample]
+    counts = np.array([len(r) for r in rows])
+    return Shingles(np.concatenate(rows).astype(np.uint64), np.concatenate(([0], np.cumsum(counts))))
+
+
+def _joined(parts: list[Shingles | None]) -> Shingles | None:
+    if parts[0] is None:
+        return None
+    counts = np.concatenate([p.counts for p in parts])
+    return Shingles(np.concatenate([p.hashes for p in parts]), np.concatenate(([0], np.cumsum(counts))))
 
 
 def create(path: Path, page_size: int):
@@ -82,29 +117,28 @@ def create(path: Path, page_size: int):
     return open_db(path)
 
 
-def insert_all(db, args, settings: ShingleSettings) -> tuple[int, list[float], list[float]]:
+def insert_all(db, args, settings: ShingleSettings) -> tuple[int, list[float], list[float], int]:
     rng = np.random.default_rng(SEED)
-    set_size = args.set_size if args.exact else 0
-    pool = (np.empty((0, settings.permutations), np.uint32), np.empty((0, set_size), np.uint32))
-    batch_times, cpu_times, planted = [], [], 0
+    pool = (np.empty((0, settings.permutations), np.uint32), np.empty((0, args.set_size), np.uint32))
+    batch_times, cpu_times, planted, own_bytes = [], [], 0, 0
     for start in range(0, args.n, args.batch):
         count = min(args.batch, args.n - start)
-        values, sets, dups = make_batch(rng, count, pool, args.dup_share, settings.permutations, set_size)
+        values, shingles, sets, dups = make_batch(rng, count, pool, args, settings.permutations)
         planted += dups
         pages = [IndexedPage(page_id(i), page_id(i)) for i in range(start, start + count)]
         signatures = Signatures(values, np.zeros(count, bool), settings)
-        shingles = Shingles(sets.ravel(), np.arange(count + 1) * set_size) if set_size else None
         began, cpu = time.perf_counter(), time.process_time()
         lsh.add_signatures(db, pages, signatures, shingles=shingles)
         batch_times.append(time.perf_counter() - began)
         cpu_times.append(time.process_time() - cpu)
-        pool = (np.concatenate((pool[0], values))[-POOL:],
-                np.concatenate((pool[1], sets))[-POOL:] if set_size else pool[1])
+        own_bytes = max(own_bytes, sum(a.nbytes for a in (*pool, values, sets)) +
+                        (shingles.hashes.nbytes if shingles is not None else 0))
+        pool = (np.concatenate((pool[0], values))[-POOL:], np.concatenate((pool[1], sets))[-POOL:])
         done = start + count
         if len(batch_times) % max(1, len(range(0, args.n, args.batch)) // 10) == 0 or done == args.n:
             print(f"  {done:>9,} pages  {done / sum(batch_times):>8,.0f} docs/s so far  "
                   f"(last batch {count / batch_times[-1]:,.0f} docs/s)", flush=True)
-    return planted, batch_times, cpu_times
+    return planted, batch_times, cpu_times, own_bytes
 
 
 def time_pairs(db) -> None:
@@ -124,7 +158,7 @@ def time_lookups(db, settings: ShingleSettings, n: int, lookups: int) -> None:
     docs = rng.integers(1, n + 1, size=lookups)
     rows = dict(db.conn.execute(f"SELECT doc, signature FROM lsh_signatures WHERE doc IN "
                                 f"({','.join(map(str, docs.tolist()))})").fetchall())
-    sets = lsh.exact_shingles(db, docs.tolist(), settings) if settings.verify == "exact" else {}
+    sets = lsh.stored_sets(db, docs.tolist(), settings)
     latencies, found = [], 0
     for doc in docs.tolist():
         signature = np.frombuffer(rows[doc], dtype=np.uint32)
@@ -144,21 +178,26 @@ def main() -> None:
     parser.add_argument("--lookups", type=int, default=2000)
     parser.add_argument("--db", type=Path, default=None, help="database file (default: a new temporary file)")
     parser.add_argument("--page-size", type=int, default=0)
-    parser.add_argument("--exact", action="store_true", help="verify by exact Jaccard of synthetic shingle sets")
-    parser.add_argument("--set-size", type=int, default=500, help="shingles per page with --exact")
+    parser.add_argument("--verify", choices=("sample", "exact", "estimate"), default=ShingleSettings().verify,
+                        help="how candidates are verified (the index's setting)")
+    parser.add_argument("--set-size", type=int, default=1000, help="distinct shingles a synthetic page has")
+    parser.add_argument("--sample", type=int, default=ShingleSettings().sample,
+                        help="hashes a page keeps with --verify sample")
     parser.add_argument("--keep", action="store_true", help="keep the database file")
     args = parser.parse_args()
     path = args.db or Path(tempfile.mkdtemp(prefix="bench-index-")) / "index.db"
     if path.exists():
         sys.exit(f"{path} exists: give a new --db path")
-    settings = ShingleSettings(verify="exact" if args.exact else "estimate")
+    settings = ShingleSettings(verify=args.verify, sample=args.sample)
     db = create(path, args.page_size)
     page_size = db.conn.execute("PRAGMA page_size").fetchone()[0]
     print(f"{args.n:,} synthetic signatures in batches of {args.batch:,}, {args.dup_share:.0%} planted duplicates; "
           f"{settings.bands} bands x {settings.rows} rows; verify={settings.verify}"
-          f"{f' ({args.set_size} shingles a page)' if args.exact else ''}; SQLite page size {page_size}; {path}")
+          f"{f' ({args.sample} of {args.set_size} shingles a page)' if args.verify == 'sample' else ''}"
+          f"{f' ({args.set_size} shingles a page)' if args.verify == 'exact' else ''}; SQLite page size {page_size}; "
+          f"{path}")
     began = time.perf_counter()
-    planted, batch_times, cpu_times = insert_all(db, args, settings)
+    planted, batch_times, cpu_times, own_bytes = insert_all(db, args, settings)
     wall = time.perf_counter() - began
     last = max(1, len(batch_times) // 10)
     tail, tail_cpu = sum(batch_times[-last:]), sum(cpu_times[-last:])
@@ -173,7 +212,8 @@ def main() -> None:
     db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     size = path.stat().st_size
     print(f"disk: {size / 2**20:,.0f} MiB, {size / args.n:,.0f} bytes per page; peak memory (max RSS) "
-          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB")
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB, of which the benchmark's own synthetic "
+          f"arrays take up to {own_bytes / 2**20:,.0f} MiB")
     db.conn.close()
     if not args.keep:
         for suffix in ("", "-wal", "-shm"):

@@ -1,7 +1,7 @@
 """Single-page extraction: templater's fallback methods beside peer extractors, measured in the same run.
 
     python bench/bench_single.py [--suite ../data/suites/single.jsonl.gz] [--limit N] [--methods a,b,...]
-                                 [--fdr-q 0.05,0.2] [--template]
+                                 [--fdr-q 0.05,0.2] [--template] [--exclude scrapinghub/]
 
 Every method turns each page's HTML string into text (templater's methods include parsing and
 segmentation). Each method's predictions are written as JSON Lines and scored by the shared evaluation
@@ -45,13 +45,13 @@ BASELINE = "trafilatura"
 PLAIN_DENSITY_CUT = 0.5
 
 
-def read_pages(path: Path, limit: int | None) -> list[dict]:
-    """The suite's pages that have gold text (the scorer ignores the others)."""
+def read_pages(path: Path, limit: int | None, exclude: tuple[str, ...] = ()) -> list[dict]:
+    """The suite's pages that have gold text (the scorer ignores the others), less ids starting with ``exclude``."""
     pages = []
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         for line in handle:
             record = json.loads(line)
-            if (record.get("gold") or "").strip():
+            if (record.get("gold") or "").strip() and not record["id"].startswith(exclude):
                 pages.append(record)
                 if limit and len(pages) >= limit:
                     break
@@ -192,6 +192,7 @@ def main(argv=None) -> int:
     parser.add_argument("--scorer", type=Path, default=DEFAULT_SCORER)
     parser.add_argument("--limit", type=int, default=None, help="only the first N pages with gold")
     parser.add_argument("--methods", default="", help="comma-separated subset of the method names")
+    parser.add_argument("--exclude", default="", help="comma-separated id prefixes to leave out (scrapinghub/)")
     parser.add_argument("--out", type=Path, default=None, help="keep the predictions in this folder")
     parser.add_argument("--fdr-q", default=str(fallback.FDR_Q),
                         help="comma-separated FDR levels; each other than the default adds a templater-fdr-qX row")
@@ -210,7 +211,7 @@ def main(argv=None) -> int:
             print(f"bench_single: unknown or missing methods {unknown}; have {sorted(methods)}", file=sys.stderr)
             return 2
         methods = {name: methods[name] for name in wanted}
-    pages = read_pages(args.suite, args.limit)
+    pages = read_pages(args.suite, args.limit, tuple(p for p in args.exclude.split(",") if p))
     out = args.out or Path(tempfile.mkdtemp(prefix="bench_single_"))
     out.mkdir(parents=True, exist_ok=True)
     gold = out / "gold.jsonl"

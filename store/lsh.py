@@ -116,7 +116,6 @@ def prepare(db: sqlite_utils.Database) -> None:
     conn.execute("PRAGMA temp_store = MEMORY")
     columns = ", ".join(f"k{i} INTEGER, d{i} INTEGER" for i in range(STAGE_WIDTH))
     conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS lsh_stage ({columns})")
-    conn.execute("CREATE TEMP TABLE IF NOT EXISTS lsh_probe (key INTEGER, doc INTEGER)")
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS lsh_hits (key INTEGER PRIMARY KEY)")
 
 
@@ -307,7 +306,8 @@ def _band_rows(keys: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 def _stage_keys(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) -> None:
-    """Fill temp.lsh_probe with sorted (key, doc) rows, binding STAGE_WIDTH pairs per executemany row."""
+    """Fill temp.lsh_stage with sorted (key, doc) rows, STAGE_WIDTH pairs per executemany row (``STAGED_SQL`` reads
+    them back in order)."""
     count = len(keys)
     height = -(-count // STAGE_WIDTH)
     padded = np.full((2, height * STAGE_WIDTH), PAD_KEY, dtype=np.int64)
@@ -317,13 +317,12 @@ def _stage_keys(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) -
     rows[:, 1::2] = padded[1].reshape(STAGE_WIDTH, height).T
     conn = db.conn
     conn.execute("DELETE FROM temp.lsh_stage")
-    conn.execute("DELETE FROM temp.lsh_probe")
     conn.executemany(f"INSERT INTO temp.lsh_stage VALUES ({','.join('?' * 2 * STAGE_WIDTH)})", rows.tolist())
-    union = " UNION ALL ".join(f"SELECT k{i}, d{i} FROM temp.lsh_stage WHERE k{i} >= 0" for i in range(STAGE_WIDTH))
-    conn.execute(f"INSERT INTO temp.lsh_probe (key, doc) {union}")
 
 
-HITS_SQL = "SELECT key FROM temp.lsh_probe p WHERE EXISTS (SELECT 1 FROM lsh_bands b WHERE b.key = p.key)"
+STAGED_SQL = " UNION ALL ".join(f"SELECT k{i} AS key, d{i} AS doc FROM temp.lsh_stage WHERE k{i} >= 0"
+                                for i in range(STAGE_WIDTH))  # the staged rows in (key, doc) order
+HITS_SQL = f"SELECT key FROM ({STAGED_SQL}) p WHERE EXISTS (SELECT 1 FROM lsh_bands b WHERE b.key = p.key)"
 # one index seek per band key of the batch (a correlated bucket-cap subquery here doubled the seeks), run before
 # the batch's own keys go in; only the keys found (a few percent) are then read with the cap (_buckets_sql)
 
@@ -362,7 +361,7 @@ def _candidate_pairs(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarr
     keys go in), pages of the batch from its own sorted keys. Then the batch's keys are inserted."""
     _stage_keys(db, keys, docs)
     stored = _stored_partners(db, keys, docs)
-    db.conn.execute("INSERT OR IGNORE INTO lsh_bands (key, doc) SELECT key, doc FROM temp.lsh_probe")
+    db.conn.execute(f"INSERT OR IGNORE INTO lsh_bands (key, doc) {STAGED_SQL}")
     within = bucket_pairs(keys, docs)[:, ::-1]
     return np.concatenate((stored, within))
 
@@ -679,13 +678,17 @@ def stored_sets(db: sqlite_utils.Database, docs: Sequence[int], settings: Shingl
             for doc, blob in _select_in(db, "SELECT doc, hashes FROM lsh_shingles WHERE doc IN ({ids})", list(docs))}
 
 
+SHARED_KEYS_SQL = ("SELECT key, doc FROM lsh_bands WHERE key IN (SELECT key FROM lsh_bands GROUP BY key"
+                   " HAVING count(*) > 1) ORDER BY key, doc")  # one streaming pass finds the shared keys (a window
+# count over the whole table took three times as long), then their rows come in key order without a sort
+
+
 def iter_candidate_pairs(db: sqlite_utils.Database, *, chunk_rows: int = 1 << 20) -> Iterator[np.ndarray]:
     """Every candidate pair of the index as (n, 2) arrays of doc numbers (a < b; a pair sharing several bands
     repeats). One scan of the band index in key order; a bucket offers its first BUCKET_CAP pages, as on insert.
     """
     prepare(db)
-    rows = db.conn.execute("SELECT key, doc FROM (SELECT key, doc, count(*) OVER (PARTITION BY key) AS n"
-                           " FROM lsh_bands) WHERE n > 1 ORDER BY key, doc")
+    rows = db.conn.execute(SHARED_KEYS_SQL)
     carry = np.empty((0, 2), np.int64)
     while batch := rows.fetchmany(chunk_rows):
         block = np.concatenate((carry, np.array(batch, dtype=np.int64)))

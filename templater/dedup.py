@@ -29,7 +29,9 @@ from templater.errors import InputError
 from templater.shingles import ShingleSettings, Shingles, Signatures, comparable_set, estimate_similarity, \
     iter_batches, set_similarity, shingle_hashes, sign_shingles, verification_sets
 
-BATCH_PAGES = 10_000  # pages per index transaction
+BATCH_PAGES = 50_000  # pages per index transaction: each commit rewrites most of the band index (every batch of
+# random keys touches nearly all its pages), so at a million pages 10,000-page batches index at half the rate of
+# 50,000-page ones (bench/README_dedup.md); a batch holds its texts, signatures and samples in memory
 SIMILAR_LIMIT = 10
 
 

@@ -18,6 +18,7 @@ from .template import contains, find_headline
 from .types import Extraction, Rule, Segmented, Template
 
 REGION_MIN_SHARE = 0.5  # the region is used only when it holds this share of the text the rules left
+NO_CLASSIFIER = "none"  # --fallback none: the template's rules alone (the whole text where there is no template)
 REPEAT_MIN_CHARS = 100  # a kept block this long whose text was already kept is a repeat, not more content
 
 
@@ -112,11 +113,12 @@ def extract_page(seg: Segmented, compiled: CompiledTemplate | None = None, *, si
     """Extract one page's main content, with its site template when there is one."""
     page = seg.page
     if compiled is None:
-        keep = fallback.select_blocks(seg, method=method)
+        keep = np.ones(len(seg.blocks), dtype=bool) if method == NO_CLASSIFIER else fallback.select_blocks(
+            seg, method=method)
         return _extraction(seg, keep, site=site or host_of(page.url), method="fallback", template=None,
                            coverage=None)
     allowed, coverage, in_region = match_template(seg, compiled)
-    keep = allowed if method == "none" else fallback.select_blocks(seg, method=method, allowed=allowed,
+    keep = allowed if method == NO_CLASSIFIER else fallback.select_blocks(seg, method=method, allowed=allowed,
                                                                    trusted=in_region)
     return _extraction(seg, keep, site=site or compiled.template.site, method="template", template=compiled.name,
                        coverage=round(coverage, 4))

@@ -8,8 +8,9 @@ Two sets:
   ...), depth, position in the page, the page's own content hints (<article>, <main>, schema.org
   articleBody), the readability-style content region, the title overlap, and the same for the neighbours.
 
-Ancestor facts are memoised per element, so a page costs one short walk per distinct element plus a few
-numpy passes, whatever the number of blocks.
+The blocks' owners and their ancestors are numbered once (each element visited once, parents first); what
+the ancestors say (nearest flagged ancestor, inside a hint or the region, text held below) is then computed
+level by level with numpy, so a page costs one short walk per distinct element plus a few array passes.
 """
 
 from __future__ import annotations

@@ -529,8 +529,10 @@ def sample_shingles(shingles: Shingles, size: int) -> Shingles:
     """Each text's ``size`` smallest distinct shingle hashes, ascending: a bottom-k sample of its set (the whole
     set when it has fewer). One sort of the batch, no loop per text."""
     counts = shingles.counts
+    if not len(shingles.hashes):
+        return Shingles(shingles.hashes.astype(np.uint64), np.zeros(len(counts) + 1, np.int64))
     doc = np.repeat(np.arange(len(counts), dtype=np.uint64), counts)
-    if not len(doc) or int(shingles.hashes.max()) <= 0xFFFFFFFF:
+    if int(shingles.hashes.max()) <= 0xFFFFFFFF:
         ordered = np.sort((doc << _U64(32)) | shingles.hashes)
         hashes, doc = ordered & MASK32, ordered >> _U64(32)
     else:
@@ -563,9 +565,12 @@ def verification_sets(shingles: Shingles, settings: ShingleSettings) -> Shingles
 
 
 def comparable_set(hashes: np.ndarray, settings: ShingleSettings) -> np.ndarray:
-    """A text's shingle hashes (or stored verification set) in the form ``set_similarity`` compares."""
-    ordered = sorted_set(hashes)
-    return ordered[:settings.sample] if settings.verify == "sample" else ordered
+    """A text's shingle hashes (or stored verification set) in the form ``set_similarity`` compares: sorted and
+    distinct, and cut to ``settings.sample`` hashes when verifying by sample (a stored sample is used as it is)."""
+    if settings.verify != "sample":
+        return sorted_set(hashes)
+    ascending = len(hashes) < 2 or bool((hashes[1:] > hashes[:-1]).all())
+    return (hashes if ascending else sorted_set(hashes))[:settings.sample]
 
 
 def sample_jaccard(a: np.ndarray, b: np.ndarray, size: int) -> float:

@@ -15,31 +15,15 @@ import numpy as np
 
 from . import ann
 from .ann import Weights, read_weights, save_weights
+from .blocks import segment
 from .errors import InputError
 from .evaluation import tokens
 from .features import CONTEXT_NAMES, FEATURE_NAMES, Tree, block_features, context_features, line_features, number_tree
-from .blocks import segment
 from .parse import parse_html
 from .types import Page, Segmented
 
 __all__ = ["LabelledPage", "describe_page", "iter_labelled", "label_blocks", "read_weights", "save_weights",
            "train_ann"]
-
-LABEL_SHARE = 0.5  # a block is content when more than this share of its tokens is found in the gold
-
-
-def label_blocks(seg, gold: str) -> np.ndarray:
-    """1.0 for blocks whose tokens are mostly in the gold, else 0.0, in document order."""
-    remaining = Counter(tokens(gold))
-    labels = np.zeros(len(seg.blocks))
-    for row, block in enumerate(seg.blocks):
-        words = Counter(tokens(block.text))
-        total = sum(words.values())
-        if total and sum((words & remaining).values()) > LABEL_SHARE * total:
-            labels[row] = 1.0
-            remaining -= words
-    return labels
-
 
 # --- training settings (the shipped weights were made with these) -------------------------------------------
 TRAIN_SEED = 7
@@ -49,6 +33,7 @@ EPOCHS = 1000  # full-batch Adam steps per network
 ENSEMBLE = 3  # networks averaged per stage of the default classifier
 FOLDS = 5  # page folds for the out-of-fold scores the second stage and the FDR null are fitted on
 AUTO_L2 = 3e-3  # weight decay of the default classifier's networks (its inputs are many, its pages few)
+LABEL_SHARE = 0.5  # a block is content when more than this share of its tokens is found in the gold
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +60,21 @@ def iter_labelled(records: Iterable[Mapping]) -> Iterator[tuple[Segmented, str]]
         yield segment(root, Page(str(record.get("id", number)), url, record["html"])), gold
 
 
+def label_blocks(seg: Segmented, gold: str) -> np.ndarray:
+    """1.0 for blocks whose tokens are mostly in the gold, else 0.0, in document order."""
+    remaining = Counter(tokens(gold))
+    labels = np.zeros(len(seg.blocks))
+    for row, block in enumerate(seg.blocks):
+        words = Counter(tokens(block.text))
+        total = sum(words.values())
+        if total and sum((words & remaining).values()) > LABEL_SHARE * total:
+            labels[row] = 1.0
+            remaining -= words
+    return labels
+
+
 def describe_page(seg: Segmented, gold: str) -> LabelledPage:
+    """A training page's features, labels and label weights, computed once."""
     tree = number_tree(seg)
     counts = np.fromiter((len(tokens(b.text)) for b in seg.blocks), dtype=np.float64, count=len(seg.blocks))
     return LabelledPage(seg=seg, tree=tree, blocks=block_features(seg, tree), lines=line_features(seg),

@@ -87,3 +87,25 @@ def test_run_indexes_and_dups_lists_clusters(tmp_path):
     assert by_file.exit_code == 0 and {json.loads(x)["id"] for x in by_file.stdout.splitlines()} >= {"p2", "copy"}
     settings = runner.invoke(app, ["dups-settings", "--db", db, "--json"])
     assert settings.exit_code == 0 and 0 < json.loads(settings.stdout)["s_curve_threshold"] < 1
+
+
+def test_train_writes_weights_that_extract_can_load(tmp_path):
+    import gzip
+
+    from templater import fallback
+
+    from sitegen import article_html
+
+    data = tmp_path / "labelled.jsonl.gz"
+    with gzip.open(data, "wt", encoding="utf-8") as f:
+        for seed in range(6):
+            html, text = article_html(seed)
+            f.write(json.dumps({"url": f"https://a.example/{seed}.html", "html": html, "gold": text}) + "\n")
+    out = tmp_path / "w.npz"
+    result = runner.invoke(app, ["train", str(data), "--output", str(out), "--epochs", "5", "-q"])
+    assert result.exit_code == 0, result.output
+    assert fallback.load_weights(out) is not None
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n", encoding="utf-8")
+    refused = runner.invoke(app, ["train", str(bad), "--output", str(out)])
+    assert refused.exit_code == 1 and "not JSON" in refused.stderr

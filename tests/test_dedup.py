@@ -137,13 +137,33 @@ def test_estimate_verification(db):
     assert db.conn.execute("SELECT count(*) FROM lsh_shingles").fetchone() == (0,)
 
 
-def test_exact_verification_is_the_default_and_stores_shingle_sets(db):
+def test_sample_verification_is_the_default_and_stores_bottom_k_samples(db):
     items = corpus(seed=9)[:3]
     dedup.index_texts(db, items)
-    assert dedup.describe_settings(db)["verify"] == "exact"
-    assert db.conn.execute("SELECT count(*) FROM lsh_shingles").fetchone() == (3,)
+    described = dedup.describe_settings(db)
+    assert described["verify"] == "sample" and described["sample"] == 256
+    blobs = [np.frombuffer(b, dtype=np.uint32) for (b,) in db.conn.execute("SELECT hashes FROM lsh_shingles")]
+    assert len(blobs) == 3 and all(len(b) == 256 and (np.diff(b.astype(np.int64)) > 0).all() for b in blobs)
     rows = list(dedup.iter_duplicates(db))
     assert len(rows) == 3 and all(r["similarity"] >= 0.8 for r in rows)
+
+
+def test_exact_verification_stores_every_shingle_hash(db):
+    items = corpus(seed=9)[:3]
+    dedup.index_texts(db, items, ShingleSettings(verify="exact"))
+    sizes = [n for (n,) in db.conn.execute("SELECT length(hashes) / 4 FROM lsh_shingles ORDER BY doc")]
+    assert sizes == [len(it.text.split()) - 4 for it in items]
+    rows = list(dedup.iter_duplicates(db))
+    assert len(rows) == 3 and all(r["similarity"] >= 0.8 for r in rows)
+
+
+@pytest.mark.parametrize("verify", ["sample", "exact"])
+def test_set_verification_finds_the_planted_families(db, verify):
+    dedup.index_texts(db, corpus(seed=8), ShingleSettings(verify=verify))
+    assert clusters(db) == {frozenset(f"f{f}-{c}" for c in range(3)) for f in range(12)}
+    assert {f["id"] for f in dedup.find_similar_page(db, "f3-0")} == {"f3-1", "f3-2"}
+    text = next(it.text for it in corpus(seed=8) if it.page_id == "f5-1")
+    assert {f["id"] for f in dedup.find_similar(db, text)} == {"f5-0", "f5-1", "f5-2"}
 
 
 def test_describe_settings_of_an_empty_index(db):

@@ -10,7 +10,8 @@ from store import lsh
 from store.db import open_db
 from store.lsh import IndexedPage
 from templater.errors import SettingsMismatchError
-from templater.shingles import ShingleSettings, Signatures, band_keys, estimate_similarity
+from templater.shingles import (ShingleSettings, Shingles, Signatures, band_keys, comparable_set, estimate_similarity,
+                                sample_jaccard, sign_shingles)
 
 SETTINGS = ShingleSettings(permutations=32, bands=8, rows=4, threshold=0.7, verify="estimate")
 
@@ -167,6 +168,9 @@ def test_a_bucket_above_the_cap_still_clusters(db, monkeypatch):
     assert stored_clusters(db) == {frozenset(f"p{i}" for i in range(10))}
     lsh.remove_pages(db, ["p0", "p1"])
     assert stored_clusters(db) == {frozenset(f"p{i}" for i in range(2, 10))}
+    add(db, [f"q{i}" for i in range(4)], values[:4])  # stored buckets of 8 offer their first 3 pages
+    assert stored_clusters(db) == {frozenset([f"p{i}" for i in range(2, 10)] + [f"q{i}" for i in range(4)])}
+    check_invariants(db)
     pairs = np.concatenate(list(lsh.iter_candidate_pairs(db)))
     assert len(pairs) and (pairs[:, 0] < pairs[:, 1]).all()
 
@@ -203,3 +207,67 @@ def test_candidate_pairs_cover_every_shared_key(db):
     verified = {(a, b) for x, y, _ in lsh.iter_verified_pairs(db) for a, b in zip(x.tolist(), y.tolist())}
     assert verified == {(a, b) for a, b in expected
                         if estimate_similarity(values[a - 1], values[b - 1]) >= SETTINGS.threshold}
+
+
+SAMPLED = ShingleSettings(permutations=32, bands=8, rows=4, threshold=0.7, verify="sample", sample=24)
+
+
+def make_sets(rng: np.random.Generator, count: int, families: int, noise: float) -> list[np.ndarray]:
+    """Shingle sets of 40 hashes around ``families`` bases, each hash replaced with probability up to ``noise``."""
+    bases = rng.integers(0, 2**32, size=(families, 40), dtype=np.uint64)
+    sets = bases[rng.integers(0, families, size=count)].copy()
+    replace = rng.random(sets.shape) < rng.uniform(0, noise, size=(count, 1))
+    sets[replace] = rng.integers(0, 2**32, size=int(replace.sum()), dtype=np.uint64)
+    return list(sets)
+
+
+def add_sets(db, ids: list[str], sets: list[np.ndarray]) -> None:
+    shingles = Shingles(np.concatenate(sets), np.arange(len(sets) + 1) * 40)
+    signatures = sign_shingles(shingles, SAMPLED)
+    lsh.add_signatures(db, [IndexedPage(i, f"http://example.org/{i}") for i in ids], signatures, shingles=shingles)
+
+
+def reference_sample_clusters(pages: dict[str, np.ndarray]) -> set[frozenset]:
+    """Components of (shares a band key) and (bottom-k sample Jaccard >= threshold), all pairs."""
+    ids = sorted(pages)
+    if not ids:
+        return set()
+    shingles = Shingles(np.concatenate([pages[i] for i in ids]), np.arange(len(ids) + 1) * 40)
+    keys = band_keys(sign_shingles(shingles, SAMPLED).values, SAMPLED)
+    sets = [comparable_set(pages[i], SAMPLED) for i in ids]
+    parent = list(range(len(ids)))
+
+    def find(a):
+        while parent[a] != a:
+            a = parent[a]
+        return a
+
+    for i in range(len(ids)):
+        for j in range(i):
+            if (keys[i] == keys[j]).any() and sample_jaccard(sets[i], sets[j], SAMPLED.sample) >= SAMPLED.threshold:
+                parent[find(i)] = find(j)
+    groups: dict[int, set] = {}
+    for i, name in enumerate(ids):
+        groups.setdefault(find(i), set()).add(name)
+    return {frozenset(g) for g in groups.values() if len(g) > 1}
+
+
+@hsettings(max_examples=20, deadline=None)
+@given(ops=st.lists(st.tuples(st.sampled_from(["add", "remove"]), st.lists(st.integers(0, 29), max_size=10),
+                              st.integers(0, 2**32 - 1)), min_size=1, max_size=6))
+def test_sample_verification_matches_the_reference(tmp_path_factory, ops):
+    db = open_db(tmp_path_factory.mktemp("sample") / "index.db")
+    pages: dict[str, np.ndarray] = {}
+    for kind, which, seed in ops:
+        names = [f"p{i:02d}" for i in dict.fromkeys(which)]
+        if kind == "add" and names:
+            sets = make_sets(np.random.default_rng(seed), len(names), 2, 0.4)
+            add_sets(db, names, sets)
+            pages.update(zip(names, sets))
+        elif names:
+            lsh.remove_pages(db, names)
+            for name in names:
+                pages.pop(name, None)
+    assert stored_clusters(db) == reference_sample_clusters(pages)
+    stored = lsh.stored_sets(db, [m.doc for _, ms in lsh.iter_clusters(db) for m in ms], SAMPLED)
+    assert all(len(s) <= SAMPLED.sample and (np.diff(s.astype(np.int64)) > 0).all() for s in stored.values())

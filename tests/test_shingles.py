@@ -264,3 +264,61 @@ def test_exact_jaccard():
     a = np.array([1, 2, 3, 4], dtype=np.uint64)
     b = np.array([3, 4, 5, 5], dtype=np.uint64)
     assert sh.exact_jaccard(a, b) == pytest.approx(2 / 5)
+
+
+# --- verification sets: bottom-k samples ----------------------------------------------------------------------
+
+def ref_sample(hashes: list[int], size: int) -> list[int]:
+    return sorted(set(hashes))[:size]
+
+
+@hsettings(max_examples=60, deadline=None)
+@given(sets=st.lists(st.lists(st.integers(0, 2**32 - 1) | st.sampled_from([5, 7, 2**32 - 1]), max_size=40),
+                     max_size=6),
+       size=st.integers(1, 12), wide=st.booleans())
+def test_sample_shingles_are_each_texts_smallest_distinct_hashes(sets, size, wide):
+    values = [[h << 30 for h in s] if wide else s for s in sets]  # 62-bit hashes take the lexsort path
+    counts = [len(s) for s in values]
+    shingles = Shingles(np.array([h for s in values for h in s], dtype=np.uint64),
+                        np.concatenate(([0], np.cumsum(counts))).astype(np.int64))
+    sampled = sh.sample_shingles(shingles, size)
+    assert [sampled.of(i).tolist() for i in range(len(values))] == [ref_sample(s, size) for s in values]
+    assert sh.as_samples(sampled, size) is sampled  # already samples: kept as they are
+    again = sh.as_samples(shingles, size)
+    assert [again.of(i).tolist() for i in range(len(values))] == [ref_sample(s, size) for s in values]
+
+
+def test_sample_jaccard_is_exact_below_the_sample_size():
+    rng = np.random.default_rng(3)
+    a = np.unique(rng.integers(0, 2**32, 200, dtype=np.uint64))
+    b = np.unique(np.concatenate((a[:150], rng.integers(0, 2**32, 30, dtype=np.uint64))))
+    assert sh.sample_jaccard(a, b, 256) == sh.jaccard_of_sets(a, b)
+    assert sh.sample_jaccard(a, a, 16) == 1.0
+
+
+@pytest.mark.parametrize("jaccard", [0.5, 0.8, 0.9])
+def test_sample_jaccard_error_matches_theory(jaccard):
+    """Pairs of 2,000-shingle texts at a known J: the bottom-256 estimate is unbiased, its spread near
+    sqrt(J(1-J)/256) or below (sampling without replacement from the union)."""
+    rng = np.random.default_rng(int(jaccard * 100))
+    union, size, estimates = 2000, 256, []
+    shared = round(2 * union * jaccard / (1 + jaccard))  # |A| = |B| = shared + (union - shared) / 2
+    for _ in range(300):
+        pool = np.unique(rng.integers(0, 2**32, union + 50, dtype=np.uint64))[:union]
+        pool = rng.permutation(pool)
+        own = (union - shared) // 2
+        a = np.sort(np.concatenate((pool[:shared], pool[shared:shared + own])))
+        b = np.sort(np.concatenate((pool[:shared], pool[shared + own:shared + 2 * own])))
+        truth = sh.jaccard_of_sets(a, b)
+        estimates.append(sh.sample_jaccard(a[:size], b[:size], size) - truth)
+    sd = np.sqrt(jaccard * (1 - jaccard) / size)
+    assert abs(np.mean(estimates)) < 3 * sd / np.sqrt(len(estimates)) + 0.005
+    assert np.std(estimates) < 1.2 * sd
+
+
+def test_comparable_sets_follow_the_verify_setting():
+    hashes = np.array([9, 3, 3, 7, 1], dtype=np.uint64)
+    assert sh.comparable_set(hashes, ShingleSettings(verify="exact")).tolist() == [1, 3, 7, 9]
+    assert sh.comparable_set(hashes, ShingleSettings(sample=2)).tolist() == [1, 3]
+    with pytest.raises(InputError, match="sample"):
+        ShingleSettings(sample=0)
