@@ -19,7 +19,6 @@ import gzip
 import json
 import os
 import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,15 +29,9 @@ sys.path.insert(0, str(ROOT))
 
 from templater import pipeline  # noqa: E402
 
-SHARED = ROOT.parent / "shared"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from suites import suite_file  # noqa: E402
 
-
-def suite_file(name: str) -> Path:
-    out = Path(tempfile.gettempdir()) / "templater-suites"
-    if not (out / f"{name}.jsonl.gz").exists():
-        subprocess.run([sys.executable, str(SHARED / "eval" / "suites.py"), str(SHARED / "corpus"), str(out)],
-                       check=True, stdout=subprocess.DEVNULL)
-    return out / f"{name}.jsonl.gz"
 
 
 def load(path: Path, limit: int | None) -> list[dict]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import subprocess
 import sys
 import tempfile
 from collections import defaultdict
@@ -27,13 +26,8 @@ sys.path.insert(0, str(SHARED / "eval"))
 
 from templater import pipeline  # noqa: E402
 
-
-def suite_file(name: str) -> Path:
-    out = Path(tempfile.gettempdir()) / "templater-suites"
-    if not (out / f"{name}.jsonl.gz").exists():
-        subprocess.run([sys.executable, str(SHARED / "eval" / "suites.py"), str(SHARED / "corpus"), str(out)],
-                       check=True, stdout=subprocess.DEVNULL)
-    return out / f"{name}.jsonl.gz"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from suites import suite_file  # noqa: E402
 
 
 def run_templater(suite: Path, out: Path, workdir: Path) -> None:

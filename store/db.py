@@ -7,7 +7,8 @@ versions applied are recorded in ``schema_migrations`` so a step runs once, insi
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import sqlite_utils
@@ -54,23 +55,36 @@ def migrate(db: sqlite_utils.Database, component: str, steps: Sequence[Migration
     for version, step in enumerate(steps, 1):
         if version in done:
             continue
-        if db.conn.in_transaction:  # inside a caller's batch: the step commits or rolls back with it
-            _apply_in_savepoint(db, component, version, step)
-            continue
-        with db.conn:
-            db.conn.execute("BEGIN IMMEDIATE")
+        with transaction(db, name="migrate"):  # inside a caller's batch, it commits or rolls back with it
             step(db)
             db.conn.execute("INSERT INTO schema_migrations (component, version) VALUES (?, ?)",
                             [component, version])
 
 
-def _apply_in_savepoint(db: sqlite_utils.Database, component: str, version: int, step: Migration) -> None:
-    db.conn.execute("SAVEPOINT migrate")
+@contextmanager
+def transaction(db: sqlite_utils.Database, *, name: str = "work") -> Iterator[None]:
+    """One write transaction, committed together or not at all (a savepoint when the caller holds one)."""
+    conn = db.conn
+    if conn.in_transaction:
+        conn.execute(f"SAVEPOINT {name}")
+        try:
+            yield
+        except BaseException:
+            conn.execute(f"ROLLBACK TO {name}")
+            conn.execute(f"RELEASE {name}")
+            raise
+        conn.execute(f"RELEASE {name}")
+        return
+    conn.execute("BEGIN IMMEDIATE")
     try:
-        step(db)
-        db.conn.execute("INSERT INTO schema_migrations (component, version) VALUES (?, ?)", [component, version])
+        yield
     except BaseException:
-        db.conn.execute("ROLLBACK TO migrate")
-        db.conn.execute("RELEASE migrate")
+        conn.execute("ROLLBACK")
         raise
-    db.conn.execute("RELEASE migrate")
+    conn.execute("COMMIT")
+
+
+def db_name(db: sqlite_utils.Database) -> str:
+    """The database file's path, for messages."""
+    row = db.conn.execute("PRAGMA database_list").fetchone()
+    return row[2] or "the in-memory database"

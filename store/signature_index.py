@@ -22,14 +22,13 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Hashable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from itertools import groupby
 
 import sqlite_utils
 
-from store.db import migrate
+from store.db import db_name, migrate, transaction
 from templater.errors import SettingsMismatchError, StoreError
 
 ID_CHUNK = 10_000  # ids per IN (...) list
@@ -101,34 +100,6 @@ STEPS = [_create_tables]
 def prepare(db: sqlite_utils.Database) -> None:
     """Create or migrate the signature index tables."""
     migrate(db, "sigindex", STEPS)
-
-
-@contextmanager
-def transaction(db: sqlite_utils.Database) -> Iterator[None]:
-    """One write transaction (a savepoint when the caller already holds one)."""
-    conn = db.conn
-    if conn.in_transaction:
-        conn.execute("SAVEPOINT sigindex")
-        try:
-            yield
-        except BaseException:
-            conn.execute("ROLLBACK TO sigindex")
-            conn.execute("RELEASE sigindex")
-            raise
-        conn.execute("RELEASE sigindex")
-        return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
-
-def db_name(db: sqlite_utils.Database) -> str:
-    row = db.conn.execute("PRAGMA database_list").fetchone()
-    return row[2] or "the in-memory database"
 
 
 def _chunks(values: Sequence, size: int = ID_CHUNK) -> Iterator[Sequence]:

@@ -38,6 +38,7 @@ import sqlite_utils
 from store import lsh
 from store import pages as page_store
 from store import runs as run_store
+from store.db import transaction
 from store.pages import blob_vector
 
 from . import config, dedup, pipeline, signature_run
@@ -133,18 +134,6 @@ def busy_as_store_error(db: sqlite_utils.Database) -> Iterator[None]:
         raise StoreError(f"{path} stayed locked by another writer (a build, ingest or rules import?) past the busy "
                          f"timeout ({e}): wait for it to finish and rerun; a rerun continues where this run "
                          "stopped") from None
-
-
-@contextlib.contextmanager
-def transaction(db: sqlite_utils.Database) -> Iterator[None]:
-    """One write transaction: everything in it is committed together or not at all."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
 
 
 def _no_checkpoint(_: str) -> None:

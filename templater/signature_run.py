@@ -38,10 +38,12 @@ from itertools import islice
 import sqlite_utils
 
 from store import signature_index as sig_store
+from store.db import db_name, transaction
 from store.signature_index import SignedAddResult, SignedPage
 
 from . import dedup
 from .dedup import TextItem
+from .dedup import _as_item as dedup_as_item
 from .errors import InputError, SettingsMismatchError, StoreError
 from .shingles import ShingleSettings
 from .signatures import (
@@ -113,7 +115,7 @@ def _restored(db: sqlite_utils.Database, stored: sig_store.StoredModel, params: 
     """The stored model, ready to sign; other ``params`` or another signature version are refused."""
     if stored.version != SIGNATURE_VERSION:
         raise SettingsMismatchError(
-            f"the {stored.method} signature index in {sig_store.db_name(db)} was made by signature version "
+            f"the {stored.method} signature index in {db_name(db)} was made by signature version "
             f"{stored.version}, this templater makes version {SIGNATURE_VERSION}: rebuild it with "
             f"`templater index-signatures --method {stored.method}`")
     _check_params(db, stored, params)
@@ -131,14 +133,6 @@ def _check_params(db: sqlite_utils.Database, stored: sig_store.StoredModel, para
 def _sign(signer: SignatureMethod, item: TextItem) -> SignedPage:
     return SignedPage(item.page_id, item.url, tuple(dict.fromkeys(signer.signatures(item.text))),
                       item.boilerplate_chars, len(item.text))
-
-
-def _as_item(item: TextItem | Sequence) -> TextItem:
-    if isinstance(item, TextItem):
-        return item
-    if not 3 <= len(item) <= 4:
-        raise InputError(f"an item to index is (page_id, url, text[, boilerplate_chars]), not {len(item)} values")
-    return TextItem(*item)
 
 
 # --- the stored extractions ----------------------------------------------------------------------------------
@@ -195,7 +189,7 @@ def index_signatures(db: sqlite_utils.Database, *, method: str, params: dict | N
     if signer.needs_fit:
         signer.fit(item.text for batch in iter_extractions(db, batch_size=batch_size) for item in batch)
     fitted = total if signer.needs_fit else 0
-    with sig_store.transaction(db):
+    with transaction(db):
         sig_store.save_model(db, method, version=SIGNATURE_VERSION, params=method_params(signer),
                              state=signer.fitted_state(), fitted_pages=fitted)
         counts, seen = _store_all(db, signer, batch_size=batch_size, progress=progress, total=total)
@@ -254,7 +248,7 @@ def add_signatures(db: sqlite_utils.Database, items: Iterable[TextItem | Sequenc
     signer = _model_for_adding(db, method, params)
     generation = sig_store.next_generation(db, method)
     counts, iterator = SignedAddResult(), iter(items)
-    while batch := [_as_item(item) for item in islice(iterator, batch_size)]:
+    while batch := [dedup_as_item(item) for item in islice(iterator, batch_size)]:
         result = sig_store.add_pages(db, method, [_sign(signer, item) for item in batch], generation=generation)
         counts = _sum(counts, result)
     return counts
@@ -266,7 +260,7 @@ def _model_for_adding(db: sqlite_utils.Database, method: str, params: dict | Non
         return _restored(db, stored, params)
     signer = make_method(method, **(params or {}))
     if signer.needs_fit:
-        raise StoreError(f"no fitted {method} model in {sig_store.db_name(db)}: {method} needs collection "
+        raise StoreError(f"no fitted {method} model in {db_name(db)}: {method} needs collection "
                          f"statistics; run `templater index-signatures --method {method}` first (it fits them on "
                          "the stored extractions), then add pages")
     sig_store.save_model(db, method, version=SIGNATURE_VERSION, params=method_params(signer), state=None,
@@ -279,7 +273,7 @@ def add_to_signature_indexes(db: sqlite_utils.Database, items: Iterable[TextItem
     methods = sig_store.methods(db)
     if not methods:
         return {}
-    items = [_as_item(item) for item in items]
+    items = [dedup_as_item(item) for item in items]
     return {method: add_signatures(db, items, method=method) for method in methods}
 
 
@@ -306,7 +300,7 @@ def iter_signature_duplicates(db: sqlite_utils.Database, *, method: str = MINHAS
     if method == MINHASH:
         return dedup.iter_duplicates(db)
     if sig_store.load_model(db, method) is None:
-        raise StoreError(f"no {method} signature index in {sig_store.db_name(db)}: build it with "
+        raise StoreError(f"no {method} signature index in {db_name(db)}: build it with "
                          f"`templater index-signatures --method {method}`")
     return _iter_clusters(db, method)
 
