@@ -8,7 +8,7 @@ Synthetic signatures (default settings: 128 slots, 16 bands x 6 rows, threshold 
 ``--dup-share`` of the pages copy an earlier page (from a rolling pool of recent originals) with each slot
 replaced at random with probability q, q uniform in [0, 0.35] (so the expected agreement is 1 - q). Page ids are
 URL-like and arrive in no particular key order, as crawled URLs do. Every page also has a synthetic set of
-``--set-size`` distinct 32-bit shingle hashes (a planted copy replaces the same share q of its original's set).
+``--set-size`` random 32-bit shingle hashes (a planted copy replaces the same share q of its original's set).
 ``--verify`` is how candidates are verified: "sample" (the default of a real index) stores each page's
 ``--sample`` smallest hashes, given to the index already sampled as ``dedup.index_texts`` gives them (sampling is
 part of signing, timed by bench_minhash.py); "exact" stores the whole set; "estimate" stores no set.
@@ -16,8 +16,8 @@ part of signing, timed by bench_minhash.py); "exact" stores the whole set; "esti
 Phases, each timed on its own:
   insert    ``store.lsh.add_signatures`` per batch: band keys into the live index, candidates of the batch, their
             verification, cluster updates, all in one transaction per batch (the path ``index_texts`` takes)
-  pairs     every candidate pair of the index (``iter_candidate_pairs``: one scan of the band index), then every
-            verified pair (``iter_verified_pairs``)
+  pairs     every candidate pair of the index (``iter_candidate_pairs``: one pass over the band index finds the
+            shared keys, then their rows in key order), then every verified pair (``iter_verified_pairs``)
   lookup    ``store.lsh.query`` for ``--lookups`` random indexed pages, one at a time: p50 and p99 latency
 Then the bytes per page on disk (database file after a checkpoint) and the process's peak resident memory.
 ``--page-size`` creates the database with that SQLite page size before ``open_db`` (0: open_db's default).

@@ -30,7 +30,6 @@ import argparse
 import gzip
 import json
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from neardup import exact_pairs, shingle_sets  # noqa: E402
+from suites import suite_file  # noqa: E402
 
 from store import lsh  # noqa: E402
 from store import pages as page_store  # noqa: E402
@@ -51,21 +51,16 @@ from templater import dedup, pipeline  # noqa: E402
 from templater.shingles import ShingleSettings  # noqa: E402
 from templater.types import Skip  # noqa: E402
 
-SHARED = ROOT.parent / "shared"
 SUITES = ROOT.parent / "data" / "suites"
 DIFFERENT = 0.5  # gold Jaccard below this: two different articles
 DUPLICATE = 0.8  # gold Jaccard at or above this: true near-duplicates
 EXAMPLES = 5
 
 
-def suite_file(name: str, folder: Path) -> Path:
-    """The suite file, cut from ../shared/corpus into ``folder`` when /work/data/suites does not have it."""
-    path = SUITES / f"{name}.jsonl.gz"
-    if path.exists():
-        return path
-    subprocess.run([sys.executable, str(SHARED / "eval" / "suites.py"), str(SHARED / "corpus"), str(folder)],
-                   check=True, stdout=subprocess.DEVNULL)
-    return folder / f"{name}.jsonl.gz"
+def sites_suite() -> Path:
+    """/work/data/suites/sites.jsonl.gz, else the suite cut from ../shared/corpus into a temp folder."""
+    path = SUITES / "sites.jsonl.gz"
+    return path if path.exists() else suite_file("sites")
 
 
 def load(path: Path, limit: int | None) -> list[dict]:
@@ -178,7 +173,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
-        suite = args.suite or suite_file("sites", Path(tmp))
+        suite = args.suite or sites_suite()
         records = load(suite, args.limit)
         if args.limit:
             suite = Path(tmp) / "suite.jsonl.gz"

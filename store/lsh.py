@@ -18,6 +18,12 @@ Clusters are the connected components of the graph whose edges are candidate pai
 similarity reaches the threshold. A band key shared by more than BUCKET_CAP pages offers only its first
 BUCKET_CAP pages (by doc number) as candidates: such buckets hold near-identical pages, and the cap keeps one
 popular page from costing a quadratic number of comparisons.
+
+Adding a batch (``add_signatures``, one transaction): its band keys are staged sorted, each is looked up once in
+the band index (``HITS_SQL``), the capped buckets of the few keys found give the stored candidates, the batch's own
+sorted keys give the candidates within it; the keys go in, candidates are verified (by sample, all shingles or
+signature), and the clusters are updated. Band keys are random, so a batch rewrites most pages of the band index
+whatever its size: larger batches cost less per page (bench/README_dedup.md).
 """
 
 from __future__ import annotations
@@ -25,14 +31,13 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import groupby
 
 import numpy as np
 import sqlite_utils
 
-from store.db import migrate
+from store.db import db_name, migrate, transaction
 from templater.errors import InputError, SettingsMismatchError
 from templater.shingles import (ALGORITHM_VERSION, ShingleSettings, Shingles, Signatures, band_keys, comparable_set,
                                 estimate_similarity, set_similarity, verification_sets)
@@ -119,34 +124,6 @@ def prepare(db: sqlite_utils.Database) -> None:
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS lsh_hits (key INTEGER PRIMARY KEY)")
 
 
-@contextmanager
-def _transaction(db: sqlite_utils.Database) -> Iterator[None]:
-    """One write transaction (a savepoint when the caller already holds one)."""
-    conn = db.conn
-    if conn.in_transaction:
-        conn.execute("SAVEPOINT lsh")
-        try:
-            yield
-        except BaseException:
-            conn.execute("ROLLBACK TO lsh")
-            conn.execute("RELEASE lsh")
-            raise
-        conn.execute("RELEASE lsh")
-        return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
-
-def _db_name(db: sqlite_utils.Database) -> str:
-    row = db.conn.execute("PRAGMA database_list").fetchone()
-    return row[2] or "the in-memory database"
-
-
 def load_settings(db: sqlite_utils.Database) -> ShingleSettings | None:
     """The settings the index was built with, or None for an empty index."""
     prepare(db)
@@ -155,7 +132,7 @@ def load_settings(db: sqlite_utils.Database) -> ShingleSettings | None:
         return None
     if values.get("algorithm") != ALGORITHM_VERSION:
         raise SettingsMismatchError(
-            f"the near-duplicate index in {_db_name(db)} was built by signature algorithm version "
+            f"the near-duplicate index in {db_name(db)} was built by signature algorithm version "
             f"{values.get('algorithm')}, this templater makes version {ALGORITHM_VERSION}: rebuild it in a new --db")
     return ShingleSettings.from_dict(values)
 
@@ -165,13 +142,13 @@ def ensure_settings(db: sqlite_utils.Database, settings: ShingleSettings | None 
     stored = load_settings(db)
     if stored is None:
         settings = settings or ShingleSettings()
-        with _transaction(db):
+        with transaction(db, name="lsh"):
             db.conn.executemany("INSERT OR IGNORE INTO lsh_settings (name, value) VALUES (?, ?)",
                                 [(k, json.dumps(v)) for k, v in settings.to_dict().items()])
         stored = load_settings(db)
     if settings is not None and settings != stored:
         raise SettingsMismatchError(
-            f"the near-duplicate index in {_db_name(db)} was built with other settings (stored != given: "
+            f"the near-duplicate index in {db_name(db)} was built with other settings (stored != given: "
             f"{'; '.join(stored.differences(settings))}): leave out the options that change them, or index into a "
             "new --db")
     return stored
@@ -245,7 +222,7 @@ def add_signatures(db: sqlite_utils.Database, pages: Sequence[IndexedPage], sign
     settings = ensure_settings(db, signatures.settings)
     _check_batch(pages, signatures, settings, shingles)
     positions = _last_nonempty(pages, signatures)
-    with _transaction(db):
+    with transaction(db, name="lsh"):
         generation = _next(db, "generation")
         known = {row[0]: row[1:] for row in _select_in(
             db, "SELECT page_id, doc, signature, first_seen FROM lsh_signatures WHERE page_id IN ({ids})",
@@ -508,7 +485,7 @@ def remove_pages(db: sqlite_utils.Database, page_ids: Sequence[str]) -> int:
     settings = load_settings(db)
     if settings is None:
         return 0
-    with _transaction(db):
+    with transaction(db, name="lsh"):
         docs = [row[0] for row in _select_in(db, "SELECT doc FROM lsh_signatures WHERE page_id IN ({ids})",
                                              list(dict.fromkeys(page_ids)))]
         _remove_docs(db, docs, settings)
@@ -685,7 +662,8 @@ SHARED_KEYS_SQL = ("SELECT key, doc FROM lsh_bands WHERE key IN (SELECT key FROM
 
 def iter_candidate_pairs(db: sqlite_utils.Database, *, chunk_rows: int = 1 << 20) -> Iterator[np.ndarray]:
     """Every candidate pair of the index as (n, 2) arrays of doc numbers (a < b; a pair sharing several bands
-    repeats). One scan of the band index in key order; a bucket offers its first BUCKET_CAP pages, as on insert.
+    repeats). The rows of shared keys in key order (``SHARED_KEYS_SQL``); a bucket offers its first BUCKET_CAP pages,
+    as on insert.
     """
     prepare(db)
     rows = db.conn.execute(SHARED_KEYS_SQL)

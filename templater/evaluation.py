@@ -29,7 +29,8 @@ from itertools import combinations
 import numpy as np
 
 from .errors import InputError
-from .shingles import ShingleSettings, band_keys, exact_jaccard, iter_batches, shingle_hashes, sign_shingles
+from .shingles import (ShingleSettings, band_keys, comparable_set, iter_batches, set_similarity, shingle_hashes,
+                       sign_shingles)
 from .signatures import METHODS, make_method, pairs_from_signatures
 
 Pair = tuple[Hashable, Hashable]
@@ -92,7 +93,7 @@ def find_pairs(method: str, ids: Sequence[Hashable], texts: Sequence[str], *,
 
 def minhash_pairs(ids: Sequence[Hashable], texts: Sequence[str], settings: ShingleSettings) -> FoundPairs:
     """LSH candidates (a shared band key) whose Jaccard reaches ``settings.threshold``: the exact Jaccard of the
-    shingle sets when ``settings.verify`` is "exact", else the MinHash estimate (as the index verifies)."""
+    shingle sets ("exact"), of their bottom-k samples ("sample"), or the MinHash estimate, as the index verifies."""
     parts = [shingle_hashes(batch, settings) for batch in iter_batches(texts)]
     signed = [sign_shingles(part, settings) for part in parts]
     values = np.concatenate([s.values for s in signed]) if signed else np.empty((0, settings.permutations))
@@ -103,9 +104,9 @@ def minhash_pairs(ids: Sequence[Hashable], texts: Sequence[str], settings: Shing
     candidates = sorted(pairs_from_signatures(ids, buckets))
     left = [position[a] for a, _ in candidates]
     right = [position[b] for _, b in candidates]
-    if settings.verify == "exact":
-        sets = [part.of(i) for part in parts for i in range(len(part.offsets) - 1)]
-        similarity = [exact_jaccard(sets[a], sets[b]) for a, b in zip(left, right)]
+    if settings.verify != "estimate":  # "exact" or "sample": the sets the index itself compares
+        sets = [comparable_set(part.of(i), settings) for part in parts for i in range(len(part.offsets) - 1)]
+        similarity = [set_similarity(sets[a], sets[b], settings) for a, b in zip(left, right)]
     else:
         similarity = np.mean(values[left] == values[right], axis=1).tolist() if candidates else []
     kept = frozenset(pair for pair, sim in zip(candidates, similarity) if sim >= settings.threshold)
