@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import json
+import os
 import logging
 import sys
 from collections.abc import Iterator
@@ -19,7 +20,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from templater import config, dedup, evaluation_run, pipeline, signature_run, sources, training
 from templater import inspect as rule_inspect
 from templater import recrawl as recrawls
+from templater import fallback
 from templater.errors import InputError, TemplaterError
+from templater.extract import NO_CLASSIFIER
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Learn each site's template from its own pages, extract main content, find near-duplicates.")
@@ -57,6 +60,9 @@ def handled_errors() -> Iterator[None]:
     except TemplaterError as e:
         err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
+    except BrokenPipeError:  # the reader of our output went away (`| head`): stop quietly
+        sys.stdout = open(os.devnull, "w")
+        raise typer.Exit(1) from None
     except OSError as e:
         err.print(f"[red]error:[/red] {escape(str(e.strerror or e))}: {escape(str(e.filename or ''))}",
                   highlight=False, soft_wrap=True)
@@ -70,7 +76,7 @@ def report(title: str, summary: pipeline.Summary, quiet: bool) -> None:
     skipped = sum(summary.skipped.values())
     if skipped:
         parts.append(f"skipped={skipped} (" + ", ".join(f"{k}={v}" for k, v in sorted(summary.skipped.items())) + ")")
-    err.print(f"{title}: " + ", ".join(parts), highlight=False, soft_wrap=True)
+    err.print(f"{title}: " + (", ".join(parts) or "nothing to do"), highlight=False, soft_wrap=True)
 
 
 @contextlib.contextmanager
@@ -188,7 +194,13 @@ def build(db: Path = DbOption, quiet: bool = QuietOption) -> None:
 
 
 IndexOption = typer.Option(True, "--index/--no-index", help="Add the extracted texts to the near-duplicate index.")
-FallbackOption = typer.Option("auto", "--fallback",
+def check_fallback(value: str) -> str:
+    if value not in (*fallback.METHODS, NO_CLASSIFIER):
+        raise typer.BadParameter(f"{value!r}: choose one of {', '.join((*fallback.METHODS, NO_CLASSIFIER))}")
+    return value
+
+
+FallbackOption = typer.Option("auto", "--fallback", callback=check_fallback,
                               help="Single-page method: density, ann, fdr or auto (the best); none for the template's "
                                    "rules alone.")
 OutputOption = typer.Option(None, "--output", "-o", help="JSON Lines output file (default: standard output).")

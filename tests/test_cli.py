@@ -109,3 +109,10 @@ def test_train_writes_weights_that_extract_can_load(tmp_path):
     bad.write_text("{not json\n", encoding="utf-8")
     refused = runner.invoke(app, ["train", str(bad), "--output", str(out)])
     assert refused.exit_code == 1 and "not JSON" in refused.stderr
+
+
+def test_an_unknown_fallback_is_refused_before_any_work(tmp_path):
+    result = runner.invoke(app, ["run", str(SAMPLES / "pages.jsonl.gz"), "--db", str(tmp_path / "s.db"),
+                                 "--fallback", "bogus"])
+    assert result.exit_code == 2 and "choose one of" in result.output
+    assert not (tmp_path / "s.db").exists()
