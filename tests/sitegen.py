@@ -47,3 +47,20 @@ def site_pages(count: int, *, base: str = "https://news.example.com/story/", sta
         page = Page(id=f"p{seed}", url=f"{base}{seed}.html", html=html)
         out.append((segment(parse_html(html), page), text))
     return out
+
+
+def store_extracted(db, texts: dict[str, str], *, boilerplate: dict[str, int] | None = None) -> None:
+    """Store pages with their extracted texts directly, as `templater extract` leaves them (no extraction run)."""
+    import numpy as np
+
+    from store import pages as page_store
+
+    page_store.ensure_schema(db)
+    for page_id, text in texts.items():
+        page_store.upsert_page(db, id=page_id, url=f"https://example.com/{page_id}", host="example.com",
+                               html="<p>x</p>", digest=page_id, fetched_at=None, encoding="utf-8",
+                               hashes=np.zeros(1, np.uint32), shapes=np.zeros(1, np.uint32), text_chars=1,
+                               now="2024-01-01")
+        page_store.save_extraction(db, page_id=page_id, site="example.com/", method="template", template=None,
+                                   coverage=None, text=text, boilerplate_chars=(boilerplate or {}).get(page_id, 0),
+                                   digest=page_id, now="2024-01-01")

@@ -1,11 +1,10 @@
 import json
 
-import numpy as np
 from typer.testing import CliRunner
 
 from cli import app
-from store import pages as page_store
 from store.db import open_db
+from sitegen import store_extracted
 
 EVAL_TEXT = ("The harbor lights were switched on long before the fishing boats came home. Nobody in the village "
              "remembered a winter as cold as the one that followed the flood, and the old men said so every day.")
@@ -13,14 +12,7 @@ EVAL_TEXT = ("The harbor lights were switched on long before the fishing boats c
 
 def eval_db(path, texts: dict[str, str]) -> None:
     db = open_db(path)
-    page_store.ensure_schema(db)
-    for page_id, text in texts.items():
-        page_store.upsert_page(db, id=page_id, url=f"https://example.com/{page_id}", host="example.com",
-                               html="<p>x</p>", digest=page_id, fetched_at=None, encoding="utf-8",
-                               hashes=np.zeros(1, np.uint32), shapes=np.zeros(1, np.uint32), text_chars=1,
-                               now="2024-01-01")
-        page_store.save_extraction(db, page_id=page_id, site="example.com/", method="template", template=None,
-                                   coverage=None, text=text, boilerplate_chars=0, digest=page_id, now="2024-01-01")
+    store_extracted(db, texts)
     db.conn.close()
 
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from templater.evaluation import cluster_pairs, score_extraction, score_pairs, score_text, tokens
 
 from conftest import SHARED
+from sitegen import store_extracted
 
 
 def test_cluster_pairs_are_every_pair_within_a_cluster():
@@ -106,7 +107,6 @@ def test_extraction_metric_gives_the_figures_of_score_py(tmp_path):
 
 import random  # noqa: E402
 
-import numpy as np  # noqa: E402
 
 from store import pages as page_store  # noqa: E402
 from store.db import open_db  # noqa: E402
@@ -150,14 +150,7 @@ def test_every_method_finds_exact_copies_and_refuses_unknown_names():
 
 def make_db(path, texts: dict[str, str]):
     db = open_store(path)
-    for page_id, text in texts.items():
-        page_store.upsert_page(db, id=page_id, url=f"https://example.com/{page_id}", host="example.com",
-                               html="<p>x</p>", digest=page_id, fetched_at=None, encoding="utf-8",
-                               hashes=np.zeros(1, np.uint32), shapes=np.zeros(1, np.uint32), text_chars=1,
-                               now="2024-01-01")
-        page_store.save_extraction(db, page_id=page_id, site="example.com/", method="template", template=None,
-                                   coverage=None, text=text, boilerplate_chars=0, digest=page_id,
-                                   now="2024-01-01")
+    store_extracted(db, texts)
     return db
 
 

@@ -5,19 +5,18 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from store import pages as page_store
 from store import signature_index as sig_store
 from store.db import open_db
 from templater import dedup, signature_run
 from templater.dedup import TextItem
 from templater.errors import InputError, SettingsMismatchError, StoreError
 from templater.signatures import TFIDF, make_method, signature_components
+from sitegen import store_extracted
 
 ARTICLE = ("The harbor lights were switched on long before the fishing boats came home. Nobody in the village "
            "remembered a winter as cold as the one that followed the flood, and the old men said so every day.")
@@ -27,15 +26,7 @@ THIRD = "A recipe for bread needs flour, water, salt and time. Bakers say the do
 
 def save_pages(db, texts: dict[str, str], *, boilerplate: dict[str, int] | None = None) -> None:
     """Store pages and their extractions, as `templater extract` leaves them."""
-    page_store.ensure_schema(db)
-    for page_id, text in texts.items():
-        page_store.upsert_page(db, id=page_id, url=f"https://example.com/{page_id}", host="example.com",
-                               html="<p>x</p>", digest=page_id, fetched_at=None, encoding="utf-8",
-                               hashes=np.zeros(1, np.uint32), shapes=np.zeros(1, np.uint32), text_chars=1,
-                               now="2024-01-01")
-        page_store.save_extraction(db, page_id=page_id, site="example.com/", method="template", template=None,
-                                   coverage=None, text=text, boilerplate_chars=(boilerplate or {}).get(page_id, 0),
-                                   digest=page_id, now="2024-01-01")
+    store_extracted(db, texts, boilerplate=boilerplate)
 
 
 def clusters(db, method: str) -> set[frozenset]:
