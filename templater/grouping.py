@@ -1,6 +1,9 @@
 """URL -> group key: host and path up to the last segment, backing off to shorter prefixes.
 
-    https://www.example.com/news/2017/story.html  ->  example.com/news/2017/  ->  example.com/news/  ->  example.com/
+    https://www.example.com/news/world/story.html  ->  example.com/news/world/  ->  example.com/news/  ->  example.com/
+
+A numeric segment (/2017/04/05/, /12345/) is a date or an id, not a section: the prefix stops before it, so a
+site's dated pages are not cut into one small group a day.
 
 A page joins the longest of its prefixes that holds at least ``min_pages`` pages of the batch; where none does,
 its host. Pages of one prefix may still hold several layouts: see ``cluster_layouts``.
@@ -35,7 +38,11 @@ def url_prefixes(url: str) -> list[str]:
         path = urlsplit(url.strip()).path or "/"
     except ValueError:
         path = "/"
-    segments = [s for s in path.split("/")[:-1] if s]
+    segments = []
+    for segment in (s for s in path.split("/")[:-1] if s):
+        if segment.isdigit():  # a date or an id (/2012/11/05/), not a section: deeper prefixes split a site
+            break
+        segments.append(segment)
     prefixes = [host + "/" + "".join(s + "/" for s in segments[:depth]) for depth in range(len(segments), 0, -1)]
     prefixes.append(host + "/")
     return prefixes

@@ -5,8 +5,11 @@ from templater.grouping import (assign_groups, cluster_layouts, host_of, layout_
 
 
 def test_prefixes_run_from_longest_to_host():
-    assert url_prefixes("https://www.Example.com/news/2017/story.html") == [
-        "example.com/news/2017/", "example.com/news/", "example.com/"]
+    assert url_prefixes("https://www.Example.com/news/world/story.html") == [
+        "example.com/news/world/", "example.com/news/", "example.com/"]
+    # a numeric segment (a date, an id) is not a section: the prefix stops before it
+    assert url_prefixes("https://blogs.example.com/2012/11/05/post/") == ["blogs.example.com/"]
+    assert url_prefixes("https://example.com/news/2017/04/story.html") == ["example.com/news/", "example.com/"]
     assert url_prefixes("http://example.org") == ["example.org/"]
     assert url_prefixes("not a url") == []
     assert host_of("https://user@Host.example:8080/x") == "host.example"
