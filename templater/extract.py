@@ -11,7 +11,7 @@ import numpy as np
 from lxml import etree
 
 from . import fallback
-from .align import lcs_pairs
+from .align import lcs_length
 from .errors import RuleError
 from .grouping import host_of
 from .template import contains, find_headline
@@ -60,7 +60,7 @@ def match_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarr
     allowed = ~np.isin(vector, compiled.static_set)
     coverage = 1.0
     if compiled.static_seq:
-        coverage = len(lcs_pairs(compiled.static_seq, vector)) / len(compiled.static_seq)
+        coverage = lcs_length(compiled.static_seq, vector.tolist()) / len(compiled.static_seq)
     if compiled.shapes:
         allowed &= np.fromiter((b.tag_path not in compiled.shapes for b in seg.blocks), dtype=bool,
                                count=len(seg.blocks))
