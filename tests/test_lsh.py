@@ -175,22 +175,28 @@ def test_a_bucket_above_the_cap_still_clusters(db, monkeypatch):
     assert len(pairs) and (pairs[:, 0] < pairs[:, 1]).all()
 
 
-@hsettings(max_examples=25, deadline=None)
-@given(ops=st.lists(st.tuples(st.sampled_from(["add", "remove"]), st.lists(st.integers(0, 39), max_size=12),
-                              st.integers(0, 2**32 - 1)), min_size=1, max_size=8))
-def test_any_sequence_of_adds_and_removes_matches_the_reference(tmp_path_factory, ops):
-    db = open_db(tmp_path_factory.mktemp("ops") / "index.db")
-    pages: dict[str, np.ndarray] = {}
+def replay(db, ops, make, add_pages) -> dict:
+    """Apply (kind, page numbers, seed) add/remove operations; returns what each live page was added with."""
+    pages: dict = {}
     for kind, which, seed in ops:
         names = [f"p{i:02d}" for i in dict.fromkeys(which)]
         if kind == "add" and names:
-            values = make_signatures(np.random.default_rng(seed), len(names), 3, 0.6)
-            add(db, names, values)
+            values = make(np.random.default_rng(seed), len(names))
+            add_pages(db, names, values)
             pages.update(zip(names, values))
         elif names:
             lsh.remove_pages(db, names)
             for name in names:
                 pages.pop(name, None)
+    return pages
+
+
+@hsettings(max_examples=25, deadline=None)
+@given(ops=st.lists(st.tuples(st.sampled_from(["add", "remove"]), st.lists(st.integers(0, 39), max_size=12),
+                              st.integers(0, 2**32 - 1)), min_size=1, max_size=8))
+def test_any_sequence_of_adds_and_removes_matches_the_reference(tmp_path_factory, ops):
+    db = open_db(tmp_path_factory.mktemp("ops") / "index.db")
+    pages = replay(db, ops, lambda rng, n: make_signatures(rng, n, 3, 0.6), add)
     assert stored_clusters(db) == reference_clusters(pages)
     check_invariants(db)
 
@@ -257,17 +263,7 @@ def reference_sample_clusters(pages: dict[str, np.ndarray]) -> set[frozenset]:
                               st.integers(0, 2**32 - 1)), min_size=1, max_size=6))
 def test_sample_verification_matches_the_reference(tmp_path_factory, ops):
     db = open_db(tmp_path_factory.mktemp("sample") / "index.db")
-    pages: dict[str, np.ndarray] = {}
-    for kind, which, seed in ops:
-        names = [f"p{i:02d}" for i in dict.fromkeys(which)]
-        if kind == "add" and names:
-            sets = make_sets(np.random.default_rng(seed), len(names), 2, 0.4)
-            add_sets(db, names, sets)
-            pages.update(zip(names, sets))
-        elif names:
-            lsh.remove_pages(db, names)
-            for name in names:
-                pages.pop(name, None)
+    pages = replay(db, ops, lambda rng, n: make_sets(rng, n, 2, 0.4), add_sets)
     assert stored_clusters(db) == reference_sample_clusters(pages)
     stored = lsh.stored_sets(db, [m.doc for _, ms in lsh.iter_clusters(db) for m in ms], SAMPLED)
     assert all(len(s) <= SAMPLED.sample and (np.diff(s.astype(np.int64)) > 0).all() for s in stored.values())
