@@ -19,13 +19,14 @@ from .types import Extraction, Rule, Segmented, Template
 
 REGION_MIN_SHARE = 0.5  # the region is used only when it holds this share of the text the rules left
 NO_CLASSIFIER = "none"  # --fallback none: the template's rules alone (the whole text where there is no template)
+WRAPPER_DEPTH = 3  # steps of a region XPath right under <body> (/html/body/div[1])
 REPEAT_MIN_CHARS = 100  # a kept block this long whose text was already kept is a repeat, not more content
 
 
 class CompiledTemplate:
     """A template prepared for fast application: hash sets and sequences built once."""
 
-    __slots__ = ("template", "name", "static_seq", "static_set", "shapes", "region", "pinned", "containers")
+    __slots__ = ("template", "name", "static_seq", "static_set", "shapes", "region", "region_trusted", "pinned", "containers")
 
     def __init__(self, template: Template) -> None:
         self.template = template
@@ -36,6 +37,8 @@ class CompiledTemplate:
         self.shapes = frozenset(r.tag_path for r in template.rules if r.action == "drop-shape")
         regions = [r for r in template.rules if r.action == "content" and not r.pinned]
         self.region = _compile(regions[0])[1] if regions else None
+        # a region right under <body> is the page's wrapper: it bounds what is kept but earns no trust
+        self.region_trusted = bool(regions) and regions[0].xpath.count("/") > WRAPPER_DEPTH
         self.pinned = tuple(_compile(r) for r in template.rules if r.pinned)
         self.containers = tuple(_compile(r)[1] for r in template.rules if r.action == "drop-xpath" and not r.pinned)
 
@@ -72,7 +75,8 @@ def match_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarr
     if compiled.region is not None:
         region = _region_mask(seg, compiled.region, allowed)
         allowed &= region
-        in_region = allowed & ~region.all()
+        if compiled.region_trusted:
+            in_region = allowed & ~region.all()
     return allowed, coverage, in_region
 
 

@@ -31,6 +31,7 @@ NEAR_COPY_CHARS = 80  # blocks this long (paragraphs, not menu items) decide whe
 NEAR_COPY_COMMON_PAGES = 3  # ... unless this many pages (and half of them) have them: then they are the site's
 REGION_TEXT_SHARE = 0.8  # the content region holds at least this share of a page's remaining text
 REGION_PAGE_SHARE = 0.5  # ... on at least this share of the pages
+LINKED_HEADINGS_PER_PAGE = 2  # linked headings of one tag path, on average a page, that make a list of links
 HEADLINE_TAGS = frozenset({"h1", "h2", "h3"})
 COMMENT_SUPPORT = 0.2  # a comments container on this share of a cluster's pages becomes a drop rule
 COMMENT_NAME = re.compile(
@@ -127,12 +128,16 @@ def dynamic_rules(pages: Sequence[Segmented], dropped: Sequence[np.ndarray],
     rules = []
     need = max(settings.min_static_pages, settings.shape_support * len(pages))
     for tag_path, blocks in sorted(by_shape.items()):
-        if pages_with[tag_path] < need or blocks[0].tag in HEADING_TAGS:
+        if pages_with[tag_path] < need:
             continue
         chars = sum(len(b.text) for b in blocks)
-        link_share = sum(b.link_chars for b in blocks) / max(chars, 1)
+        # a block inside a link (<a><article><h2>...) is link text all through
+        link_share = 1.0 if "/a/" in tag_path else sum(b.link_chars for b in blocks) / max(chars, 1)
         short = float(np.median([len(b.text) for b in blocks])) <= settings.shape_max_chars
         per_page = len(blocks) / pages_with[tag_path]
+        if blocks[0].tag in HEADING_TAGS and not (link_share > settings.shape_max_link_density
+                                                  and per_page >= LINKED_HEADINGS_PER_PAGE):
+            continue  # a page's headline, unless several linked headings a page: a list of other articles
         if link_share > settings.shape_max_link_density or (short and per_page <= 2
                                                               and max(len(b.text) for b in blocks) < 2 *
                                                               settings.shape_max_chars):
@@ -153,31 +158,43 @@ def comment_rules(pages: Sequence[Segmented], settings: LearnSettings) -> list[R
     for seg in pages:
         headline = find_headline(seg)
         keep_out = seg.blocks[headline].element if headline is not None else None
-        for xpath, element in set(_comment_containers(seg.root)):
-            if keep_out is not None and contains(element, keep_out):
-                continue
-            found[xpath] += 1
+        containers = _comment_containers(seg.root, keep_out)
+        for xpath, element in containers:
             samples.setdefault(xpath, " ".join("".join(element.itertext()).split())[:120])
+        found.update({xpath for xpath, _ in containers})
     need = max(settings.min_static_pages, COMMENT_SUPPORT * len(pages))
     return [Rule(xpath=xpath, action="drop-xpath", support=round(n / len(pages), 4), sample=samples[xpath])
             for xpath, n in sorted(found.items()) if n >= need]
 
 
-def _comment_containers(root) -> list[tuple[str, object]]:
-    """(generalized XPath, element) of the outermost elements whose id or a class names comments."""
+def _comment_containers(root, keep_out=None) -> list[tuple[str, object]]:
+    """(generalized XPath, element) of the outermost elements whose id or a class names comments, less those
+    holding ``keep_out`` (the headline): inside such an element, the comments' own containers are looked for."""
     out = []
     for element in _NAMED(root):
         if any(contains(outer, element) for _, outer in out):
             continue
+        if keep_out is not None and contains(element, keep_out):
+            continue
         ident = element.get("id") or ""
         if ident and COMMENT_NAME.fullmatch(ident) and not ident[-1:].isdigit():
-            out.append((f"//*[@id='{ident}']", element))
+            if len(element) or (element.text or "").strip():
+                out.append((f"//*[@id='{ident}']", element))
+            elif keep_out is None or _order(keep_out) < _order(element):
+                # an empty anchor (<a id="comments"></a>, old blog engines): the comments are what follows it
+                out.append((f"//*[@id='{ident}']/ancestor-or-self::*[following-sibling::*][1]/following-sibling::*",
+                            element))
             continue
         token = next((t for t in (element.get("class") or "").split() if COMMENT_NAME.fullmatch(t)), None)
         if token is not None:
             out.append((f"//{element.tag}[contains(concat(' ', normalize-space(@class), ' '), ' {token} ')]",
                         element))
     return out
+
+
+def _order(element) -> int:
+    """The element's position in document order."""
+    return int(element.xpath("count(preceding::*) + count(ancestor::*)"))
 
 
 def contains(outer, inner) -> bool:

@@ -97,3 +97,97 @@ def test_two_copies_among_three_pages_still_keep_the_article():
     template = learn_template(pages + [copy], site="s")
     allowed, _ = apply_template(copy, CompiledTemplate(template))
     assert all(line in kept_text(copy, allowed) for line in text.split("\n")[1:])
+
+
+def _variant_pages(count, transform, *, start=0):
+    """site_pages with each page's markup rewritten by transform(html, seed)."""
+    from sitegen import article_html
+    from templater.blocks import segment
+    from templater.parse import parse_html
+    from templater.types import Page
+
+    out = []
+    for seed in range(start, start + count):
+        html, text = article_html(seed)
+        html = transform(html, seed)
+        out.append((segment(parse_html(html), Page(id=f"p{seed}", url=f"https://x.example/{seed}", html=html)), text))
+    return out
+
+
+def _reader_comments(seed, n=3):
+    return "".join(f"<p>Reader {seed}-{i} says the river stone garden was lovely this winter, thanks.</p>"
+                   for i in range(n))
+
+
+def test_comments_after_an_empty_anchor_are_dropped_and_the_article_kept():
+    # old blog engines: <h2><a id="comments"></a>Comments</h2> then the comments as siblings of the article
+    def with_anchor(html, seed):
+        return html.replace("\n</div>\n<div class=\"related\">",
+                            f'\n<h2><a id="comments"></a>Comments</h2>{_reader_comments(seed)}</div>\n'
+                            '<div class="related">')
+    pages = _variant_pages(6, with_anchor)
+    template = learn_template([s for s, _ in pages], site="s")
+    anchors = [r for r in template.rules if r.action == "drop-xpath"]
+    assert [r.xpath for r in anchors] == [
+        "//*[@id='comments']/ancestor-or-self::*[following-sibling::*][1]/following-sibling::*"]
+    assert anchors[0].support == 1.0
+    seg, text = _variant_pages(1, with_anchor, start=40)[0]
+    kept = kept_text(seg, apply_template(seg, CompiledTemplate(template))[0])
+    assert all(line in kept for line in text.split("\n"))
+    assert not any(t.startswith("Reader 40-") for t in kept)
+
+
+def test_an_anchor_before_the_headline_makes_no_rule():
+    def anchor_first(html, seed):
+        return html.replace('<div class="article">', '<div class="article"><a id="comments"></a>')
+    template = learn_template([s for s, _ in _variant_pages(6, anchor_first)], site="s")
+    assert not [r for r in template.rules if r.action == "drop-xpath"]
+
+
+def test_comment_items_inside_a_container_holding_the_headline_are_found_once_a_page():
+    # the whole discussion section repeats the story's title, so only the comments inside it are rules
+    def discussion(html, seed):
+        title = html.split("<h1>")[1].split("</h1>")[0]
+        items = "".join(f'<li class="comment"><p>Reader {seed}-{i} says the river stone garden was lovely.</p></li>'
+                        for i in range(4))
+        html = html.replace(f"<h1>{title}</h1>", f"<h1>{title} <span>{seed + 40} comments</span></h1>")
+        return html.replace('<div class="related">',
+                            f'<section id="comments"><h2>{title}</h2><ul>{items}</ul></section><div class="related">')
+    pages = _variant_pages(6, discussion)
+    assert find_headline(pages[0][0]) == next(b.index for b in pages[0][0].blocks if b.tag == "h2")
+    template = learn_template([s for s, _ in pages], site="s")
+    rules = {r.xpath: r.support for r in template.rules if r.action == "drop-xpath"}
+    assert rules == {"//li[contains(concat(' ', normalize-space(@class), ' '), ' comment ')]": 1.0}
+
+
+def test_lists_of_linked_headings_are_dynamic_but_the_headline_is_not():
+    def teasers(html, seed):
+        cards = "".join(f'<a href="/s/{seed}-{i}"><article><h2>Other story {seed} number {i} about a harbour</h2>'
+                        "</article></a>" for i in range(3))
+        return html.replace('<div class="related">', f'<div class="more">{cards}</div><div class="related">')
+    pages = _variant_pages(6, teasers)
+    template = learn_template([s for s, _ in pages], site="s")
+    shapes = {r.tag_path for r in template.rules if r.action == "drop-shape"}
+    assert any(path.endswith("/a/article/h2") for path in shapes)
+    assert not any(path.endswith("/h1") for path in shapes)
+    seg, text = _variant_pages(1, teasers, start=60)[0]
+    kept = kept_text(seg, apply_template(seg, CompiledTemplate(template))[0])
+    assert kept[0] == text.split("\n")[0] and not any(t.startswith("Other story") for t in kept)
+
+
+def test_a_region_right_under_body_bounds_the_page_but_earns_no_trust():
+    from dataclasses import replace
+
+    from templater.extract import match_template
+    from templater.types import Rule
+
+    pages = site_pages(6)
+    template = learn_template([s for s, _ in pages], site="s")
+    region = next(r for r in template.rules if r.action == "content")
+    assert region.xpath.count("/") > 3 and CompiledTemplate(template).region_trusted
+    seg, _ = site_pages(1, start=70)[0]
+    assert match_template(seg, CompiledTemplate(template))[2].any()
+    wrapper = replace(template, rules=tuple(Rule(xpath="/html/body/div[3]", action="content", support=1.0)
+                                            if r is region else r for r in template.rules))
+    allowed, _, trusted = match_template(seg, CompiledTemplate(wrapper))
+    assert not CompiledTemplate(wrapper).region_trusted and not trusted.any()
