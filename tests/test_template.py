@@ -191,3 +191,15 @@ def test_a_region_right_under_body_bounds_the_page_but_earns_no_trust():
                                             if r is region else r for r in template.rules))
     allowed, _, trusted = match_template(seg, CompiledTemplate(wrapper))
     assert not CompiledTemplate(wrapper).region_trusted and not trusted.any()
+
+
+def test_varying_breadcrumbs_inside_nav_are_dynamic_whatever_their_length():
+    def breadcrumbs(html, seed):
+        title = html.split("<h1>")[1].split("</h1>")[0]
+        crumbs = "".join(f'<li><a href="/{w}">{w}</a></li>' for w in ("news", f"section{seed % 3}"))
+        return html.replace('<div id="main">', f'<div id="main"><nav><ul>{crumbs}<li>{title} and more</li></ul></nav>')
+    template = learn_template([s for s, _ in _variant_pages(6, breadcrumbs)], site="s")
+    assert any("/nav/" in r.tag_path for r in template.rules if r.action == "drop-shape")
+    seg, text = _variant_pages(1, breadcrumbs, start=80)[0]
+    kept = kept_text(seg, apply_template(seg, CompiledTemplate(template))[0])
+    assert kept[0] == text.split("\n")[0] and not any(t.endswith(" and more") for t in kept)
