@@ -34,11 +34,17 @@ REGION_PAGE_SHARE = 0.5  # ... on at least this share of the pages
 NAV_PATH = "/nav/"  # a varying block inside <nav> (breadcrumbs, section menus) is navigation whatever its text
 LINKED_HEADINGS_PER_PAGE = 2  # linked headings of one tag path, on average a page, that make a list of links
 HEADLINE_TAGS = frozenset({"h1", "h2", "h3"})
-COMMENT_SUPPORT = 0.2  # a comments container on this share of a cluster's pages becomes a drop rule
+COMMENT_SUPPORT = 0.2  # a comments (or related-articles) container on this share of a cluster's pages becomes a drop rule
 COMMENT_NAME = re.compile(
     r"(?i)comments?|comment-?list|comments?-(?:area|section|wrap|wrapper|container|block|box|thread|holder)"
     r"|comment-(?:body|content|text|item)|respond|disqus_thread|dsq-content|replies|reader-?comments"
     r"|commentary-list|user-?comments")
+RELATED_NAME = re.compile(
+    r"(?i)(?:most-?)?popular(?:[-_][a-z]+)*|related(?:[-_][a-z]+)*|recommended(?:[-_][a-z]+)*|trending(?:[-_][a-z]+)*"
+    r"|outbrain\w*|taboola\w*|more-?stories|also-?like")
+RELATED_MAX_SHARE = 0.3  # a related-articles container holds less than this share of the page's text
+RELATED_SIZE_TEST = (f"string-length(normalize-space(.)) < {RELATED_MAX_SHARE} * "
+                     "string-length(normalize-space(/html/body))")
 _NAMED = etree.XPath("//body//*[@id or @class][not(self::body)]")
 HEADLINE_MIN_OVERLAP = 0.5  # share of a heading's words found in the <title> for it to be the headline
 
@@ -149,17 +155,21 @@ def dynamic_rules(pages: Sequence[Segmented], dropped: Sequence[np.ndarray],
 
 
 def comment_rules(pages: Sequence[Segmented], settings: LearnSettings) -> list[Rule]:
-    """Containers named like reader comments (by id or class) on enough pages: XPath drop rules.
+    """Containers named like reader comments or like lists of other articles (by id or class) on enough pages:
+    XPath drop rules.
 
-    Comments vary from page to page like the article itself, so neither repetition nor shape finds them; the
-    site's own markup names them. A container that holds the page's headline is never taken for comments.
+    Comments and "most popular" / "related" boxes vary from page to page like the article itself, so neither
+    repetition nor shape finds them; the site's own markup names them. A container that holds the page's
+    headline is never taken for either; a related-articles container must also hold less than
+    RELATED_MAX_SHARE of the page's text (the rule's XPath says so, so it holds at extraction too).
     """
     found: Counter = Counter()
     samples: dict[str, str] = {}
     for seg in pages:
         headline = find_headline(seg)
         keep_out = seg.blocks[headline].element if headline is not None else None
-        containers = _comment_containers(seg.root, keep_out)
+        containers = _named_containers(seg.root, COMMENT_NAME, keep_out, anchors=True)
+        containers += _named_containers(seg.root, RELATED_NAME, keep_out)
         for xpath, element in containers:
             samples.setdefault(xpath, " ".join("".join(element.itertext()).split())[:120])
         found.update({xpath for xpath, _ in containers})
@@ -168,27 +178,36 @@ def comment_rules(pages: Sequence[Segmented], settings: LearnSettings) -> list[R
             for xpath, n in sorted(found.items()) if n >= need]
 
 
-def _comment_containers(root, keep_out=None) -> list[tuple[str, object]]:
-    """(generalized XPath, element) of the outermost elements whose id or a class names comments, less those
-    holding ``keep_out`` (the headline): inside such an element, the comments' own containers are looked for."""
+def _named_containers(root, name: re.Pattern, keep_out=None, *, anchors: bool = False) -> list[tuple[str, object]]:
+    """(generalized XPath, element) of the outermost elements whose id or a class ``name`` matches, less those
+    holding ``keep_out`` (the headline) and, unless ``anchors``, those holding RELATED_MAX_SHARE of the page's
+    text: inside such an element, the inner containers are looked for.
+
+    With ``anchors``, an empty element with such an id (<a id="comments"></a> of old blog engines) stands for
+    what follows it, when it comes after the headline."""
+    size_test = "" if anchors else f"[{RELATED_SIZE_TEST}]"
     out = []
     for element in _NAMED(root):
+        ident = element.get("id") or ""
+        token = None
+        if not (ident and name.fullmatch(ident) and not ident[-1:].isdigit()):
+            ident = ""
+            token = next((t for t in (element.get("class") or "").split() if name.fullmatch(t)), None)
+            if token is None:
+                continue
         if any(contains(outer, element) for _, outer in out):
             continue
         if keep_out is not None and contains(element, keep_out):
             continue
-        ident = element.get("id") or ""
-        if ident and COMMENT_NAME.fullmatch(ident) and not ident[-1:].isdigit():
-            if len(element) or (element.text or "").strip():
-                out.append((f"//*[@id='{ident}']", element))
-            elif keep_out is None or _order(keep_out) < _order(element):
-                # an empty anchor (<a id="comments"></a>, old blog engines): the comments are what follows it
-                out.append((f"//*[@id='{ident}']/ancestor-or-self::*[following-sibling::*][1]/following-sibling::*",
-                            element))
-            continue
-        token = next((t for t in (element.get("class") or "").split() if COMMENT_NAME.fullmatch(t)), None)
+        if size_test and not element.xpath(RELATED_SIZE_TEST):
+            continue  # too large for a box of links: look inside
         if token is not None:
-            out.append((f"//{element.tag}[contains(concat(' ', normalize-space(@class), ' '), ' {token} ')]",
+            out.append((f"//{element.tag}[contains(concat(' ', normalize-space(@class), ' '), ' {token} ')]"
+                        f"{size_test}", element))
+        elif len(element) or (element.text or "").strip() or not anchors:
+            out.append((f"//*[@id='{ident}']{size_test}", element))
+        elif keep_out is None or _order(keep_out) < _order(element):
+            out.append((f"//*[@id='{ident}']/ancestor-or-self::*[following-sibling::*][1]/following-sibling::*",
                         element))
     return out
 

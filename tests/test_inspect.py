@@ -85,7 +85,7 @@ def test_list_templates_over_the_samples(tmp_path):
 def test_show_rules_gives_every_rule_with_a_sample(site_db):
     shown = rules.show_rules(site_db, SITE)
     assert shown.current and shown.version == 1 and shown.pages == 6 and not shown.pinned
-    assert {r.action for r in shown.learned} == {"drop", "drop-shape", "content"}
+    assert {r.action for r in shown.learned} == {"drop", "drop-shape", "drop-xpath", "content"}
     assert all(r.sample for r in shown.learned)
     with pytest.raises(InputError, match="has versions 1"):
         rules.show_rules(site_db, SITE, version=4)
@@ -122,7 +122,8 @@ def test_a_learned_comments_rule_is_named(tmp_path):
     pipeline.ingest(db, [tmp_path / "site.jsonl.gz"])
     pipeline.build(db)
     compiled = pipeline.TemplateIndex(db).by_site[SITE]
-    (position,) = [i for i, r in enumerate(compiled.template.rules) if r.action == "drop-xpath"]
+    (position,) = [i for i, r in enumerate(compiled.template.rules)
+                   if r.action == "drop-xpath" and "comments" in r.xpath]
     explained = rules.explain_blocks(stored_segment(db, "https://news.example.com/story/2.html"), compiled,
                                      method="none")
     comments = [b for b in explained.blocks if b.text.startswith("Reader 2-")]

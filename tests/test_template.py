@@ -114,6 +114,14 @@ def _variant_pages(count, transform, *, start=0):
     return out
 
 
+SITE_RELATED = "//div[contains(concat(' ', normalize-space(@class), ' '), ' related ')]"  # sitegen's box
+
+
+def _containers(template):
+    """The template's container rules other than the one for sitegen's own related-stories box."""
+    return [r for r in template.rules if r.action == "drop-xpath" and not r.xpath.startswith(SITE_RELATED)]
+
+
 def _reader_comments(seed, n=3):
     return "".join(f"<p>Reader {seed}-{i} says the river stone garden was lovely this winter, thanks.</p>"
                    for i in range(n))
@@ -127,7 +135,7 @@ def test_comments_after_an_empty_anchor_are_dropped_and_the_article_kept():
                             '<div class="related">')
     pages = _variant_pages(6, with_anchor)
     template = learn_template([s for s, _ in pages], site="s")
-    anchors = [r for r in template.rules if r.action == "drop-xpath"]
+    anchors = _containers(template)
     assert [r.xpath for r in anchors] == [
         "//*[@id='comments']/ancestor-or-self::*[following-sibling::*][1]/following-sibling::*"]
     assert anchors[0].support == 1.0
@@ -141,7 +149,7 @@ def test_an_anchor_before_the_headline_makes_no_rule():
     def anchor_first(html, seed):
         return html.replace('<div class="article">', '<div class="article"><a id="comments"></a>')
     template = learn_template([s for s, _ in _variant_pages(6, anchor_first)], site="s")
-    assert not [r for r in template.rules if r.action == "drop-xpath"]
+    assert not _containers(template)
 
 
 def test_comment_items_inside_a_container_holding_the_headline_are_found_once_a_page():
@@ -156,7 +164,7 @@ def test_comment_items_inside_a_container_holding_the_headline_are_found_once_a_
     pages = _variant_pages(6, discussion)
     assert find_headline(pages[0][0]) == next(b.index for b in pages[0][0].blocks if b.tag == "h2")
     template = learn_template([s for s, _ in pages], site="s")
-    rules = {r.xpath: r.support for r in template.rules if r.action == "drop-xpath"}
+    rules = {r.xpath: r.support for r in _containers(template)}
     assert rules == {"//li[contains(concat(' ', normalize-space(@class), ' '), ' comment ')]": 1.0}
 
 
@@ -203,3 +211,26 @@ def test_varying_breadcrumbs_inside_nav_are_dynamic_whatever_their_length():
     seg, text = _variant_pages(1, breadcrumbs, start=80)[0]
     kept = kept_text(seg, apply_template(seg, CompiledTemplate(template))[0])
     assert kept[0] == text.split("\n")[0] and not any(t.endswith(" and more") for t in kept)
+
+
+def test_named_boxes_of_other_articles_are_dropped_but_never_the_article():
+    from templater.template import RELATED_SIZE_TEST
+
+    def popular(html, seed):
+        items = "".join(f'<li class="popular-item"><p>Excerpt {seed}-{i}: the lantern valley market opened early '
+                        f'this winter and the copper bridge was painted again by the harbour crew.</p></li>'
+                        for i in range(2))
+        return html.replace('<div class="related">', f'<ul class="most-popular">{items}</ul><div class="related">')
+    pages = _variant_pages(6, popular)
+    template = learn_template([s for s, _ in pages], site="s")
+    rules = [r.xpath for r in _containers(template)]
+    assert rules == [f"//ul[contains(concat(' ', normalize-space(@class), ' '), ' most-popular ')][{RELATED_SIZE_TEST}]"]
+    seg, text = _variant_pages(1, popular, start=90)[0]
+    kept = kept_text(seg, apply_template(seg, CompiledTemplate(template))[0])
+    assert all(line in kept for line in text.split("\n")) and not any(t.startswith("Excerpt") for t in kept)
+
+    # a site that names its article wrapper "related-content" gets no rule for it: it holds most of the text
+    def wrapper(html, seed):
+        return html.replace('<div class="article">', '<div class="related-content">')
+    template = learn_template([s for s, _ in _variant_pages(6, wrapper)], site="s")
+    assert not _containers(template) and not [r for r in template.rules if "related-content" in r.xpath]
