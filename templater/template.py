@@ -125,7 +125,11 @@ def dynamic_rules(pages: Sequence[Segmented], dropped: Sequence[np.ndarray],
     """Tag paths on most pages whose varying text is short or mostly links: dynamic boilerplate."""
     by_shape: dict[str, list[Block]] = defaultdict(list)
     pages_with: Counter = Counter()
+    headlines: Counter = Counter()  # tag paths of the pages' headlines
     for seg, mask in zip(pages, dropped):
+        headline = find_headline(seg)
+        if headline is not None:
+            headlines[seg.blocks[headline].tag_path] += 1
         seen = set()
         for block, gone in zip(seg.blocks, mask):
             if not gone:
@@ -135,8 +139,8 @@ def dynamic_rules(pages: Sequence[Segmented], dropped: Sequence[np.ndarray],
     rules = []
     need = max(settings.min_static_pages, settings.shape_support * len(pages))
     for tag_path, blocks in sorted(by_shape.items()):
-        if pages_with[tag_path] < need:
-            continue
+        if pages_with[tag_path] < need or headlines[tag_path] >= need:
+            continue  # too rare, or where the site puts its headlines (a permalink <h3><a> is one)
         chars = sum(len(b.text) for b in blocks)
         # a block inside a link (<a><article><h2>...) is link text all through
         link_share = 1.0 if "/a/" in tag_path else sum(b.link_chars for b in blocks) / max(chars, 1)

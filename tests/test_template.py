@@ -234,3 +234,16 @@ def test_named_boxes_of_other_articles_are_dropped_but_never_the_article():
         return html.replace('<div class="article">', '<div class="related-content">')
     template = learn_template([s for s, _ in _variant_pages(6, wrapper)], site="s")
     assert not _containers(template) and not [r for r in template.rules if "related-content" in r.xpath]
+
+
+def test_a_linked_headline_is_never_dynamic_boilerplate():
+    # blogs print the headline as a permalink, <h3><a href=...>Title</a></h3>: varying, short, all link text
+    def permalink(html, seed):
+        title = html.split("<h1>")[1].split("</h1>")[0]
+        return html.replace(f"<h1>{title}</h1>", f'<h3><a href="/p/{seed}">{title}</a></h3>')
+    pages = _variant_pages(6, permalink)
+    assert pages[0][0].blocks[find_headline(pages[0][0])].tag == "h3"
+    template = learn_template([s for s, _ in pages], site="s")
+    assert not [r for r in template.rules if r.action == "drop-shape" and r.tag_path.endswith("/h3")]
+    seg, text = _variant_pages(1, permalink, start=30)[0]
+    assert kept_text(seg, apply_template(seg, CompiledTemplate(template))[0])[0] == text.split("\n")[0]
