@@ -31,7 +31,8 @@ NEAR_COPY_CHARS = 80  # blocks this long (paragraphs, not menu items) decide whe
 NEAR_COPY_COMMON_PAGES = 3  # ... unless this many pages (and half of them) have them: then they are the site's
 REGION_TEXT_SHARE = 0.8  # the content region holds at least this share of a page's remaining text
 REGION_PAGE_SHARE = 0.5  # ... on at least this share of the pages
-NAV_PATH = "/nav/"  # a varying block inside <nav> (breadcrumbs, section menus) is navigation whatever its text
+NAV_PATHS = ("/nav/", "/aside/")  # a varying block inside <nav> (breadcrumbs, section menus) or <aside> is not the
+# page's own content, whatever its text
 LINKED_HEADINGS_PER_PAGE = 2  # linked headings of one tag path, on average a page, that make a list of links
 HEADLINE_TAGS = frozenset({"h1", "h2", "h3"})
 COMMENT_SUPPORT = 0.2  # a comments (or related-articles) container on this share of a cluster's pages becomes a drop rule
@@ -149,7 +150,7 @@ def dynamic_rules(pages: Sequence[Segmented], dropped: Sequence[np.ndarray],
         if blocks[0].tag in HEADING_TAGS and not (link_share > settings.shape_max_link_density
                                                   and per_page >= LINKED_HEADINGS_PER_PAGE):
             continue  # a page's headline, unless several linked headings a page: a list of other articles
-        if link_share > settings.shape_max_link_density or NAV_PATH in tag_path + "/" or (short and per_page <= 2
+        if link_share > settings.shape_max_link_density or any(p in tag_path + "/" for p in NAV_PATHS) or (short and per_page <= 2
                                                               and max(len(b.text) for b in blocks) < 2 *
                                                               settings.shape_max_chars):
             rules.append(Rule(xpath="/" + tag_path.lstrip("/"), action="drop-shape",

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from templater.config import LearnSettings
 from templater.extract import CompiledTemplate, apply_template
@@ -201,13 +202,14 @@ def test_a_region_right_under_body_bounds_the_page_but_earns_no_trust():
     assert not CompiledTemplate(wrapper).region_trusted and not trusted.any()
 
 
-def test_varying_breadcrumbs_inside_nav_are_dynamic_whatever_their_length():
+@pytest.mark.parametrize("tag", ["nav", "aside"])
+def test_varying_blocks_inside_nav_or_aside_are_dynamic_whatever_their_length(tag):
     def breadcrumbs(html, seed):
         title = html.split("<h1>")[1].split("</h1>")[0]
         crumbs = "".join(f'<li><a href="/{w}">{w}</a></li>' for w in ("news", f"section{seed % 3}"))
-        return html.replace('<div id="main">', f'<div id="main"><nav><ul>{crumbs}<li>{title} and more</li></ul></nav>')
+        return html.replace('<div id="main">', f'<div id="main"><{tag}><ul>{crumbs}<li>{title} and more</li></ul></{tag}>')
     template = learn_template([s for s, _ in _variant_pages(6, breadcrumbs)], site="s")
-    assert any("/nav/" in r.tag_path for r in template.rules if r.action == "drop-shape")
+    assert any(f"/{tag}/" in r.tag_path for r in template.rules if r.action == "drop-shape")
     seg, text = _variant_pages(1, breadcrumbs, start=80)[0]
     kept = kept_text(seg, apply_template(seg, CompiledTemplate(template))[0])
     assert kept[0] == text.split("\n")[0] and not any(t.endswith(" and more") for t in kept)
