@@ -54,7 +54,7 @@ def _as_item(item: TextItem | Sequence) -> TextItem:
     return TextItem(*item)
 
 
-def _sign(texts: list[str], settings: ShingleSettings) -> tuple[Signatures, Shingles | None]:
+def sign_texts(texts: list[str], settings: ShingleSettings) -> tuple[Signatures, Shingles | None]:
     """Signatures of ``texts`` and, unless the index verifies by estimate, their verification sets."""
     keep_shingles = settings.verify != "estimate"
     parts = [shingle_hashes(batch, settings) for batch in iter_batches(texts)]
@@ -82,7 +82,7 @@ def index_texts(db: sqlite_utils.Database, items: Iterable[TextItem | Sequence],
     totals = {f.name: 0 for f in fields(AddResult)}
     iterator = iter(items)
     while batch := [_as_item(item) for item in islice(iterator, batch_size)]:
-        signatures, shingles = _sign([it.text for it in batch], settings)
+        signatures, shingles = sign_texts([it.text for it in batch], settings)
         pages = [IndexedPage(it.page_id, it.url, it.boilerplate_chars, len(it.text)) for it in batch]
         result = lsh.add_signatures(db, pages, signatures, shingles=shingles)
         for name in totals:
@@ -137,7 +137,7 @@ def find_similar(db: sqlite_utils.Database, text: str, *, limit: int = SIMILAR_L
     settings = lsh.load_settings(db)
     if settings is None:
         return []
-    signatures, shingles = _sign([text], settings)
+    signatures, shingles = sign_texts([text], settings)
     if signatures.empty[0]:
         return []
     shingle_set = comparable_set(shingles.of(0), settings) if shingles is not None else None
