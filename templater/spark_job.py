@@ -29,12 +29,20 @@ the smallest doc number of the cluster).
 
 from __future__ import annotations
 
-import argparse
-import json
-import logging
 import os
 import sys
-import time
+
+if __name__ == "__main__":
+    # Run as a script (spark-submit templater/spark_job.py), Python puts this file's folder first on sys.path, where
+    # templater/types.py and inspect.py would hide the standard library's modules: take it off; the package is
+    # imported by name instead (installed, or shipped with --py-files).
+    _HERE = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import logging  # noqa: E402
+import time  # noqa: E402
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -49,9 +57,9 @@ from store import pages as page_store
 from store import pins as pin_store
 from store import templates as template_store
 from store.db import transaction
-from templater import config, dedup, pipeline
+from templater import dedup, pipeline
 from templater.config import LearnSettings
-from templater.errors import InputError
+from templater.errors import InputError, TemplaterError
 from templater.extract import CompiledTemplate, extract_page
 from templater.grouping import choose_group, host_of, shape_set, url_prefixes
 from templater.shingles import ShingleSettings, band_keys, comparable_set, estimate_similarity, set_similarity
@@ -113,21 +121,26 @@ class StoredRow:
 
 # --- the session ------------------------------------------------------------------------------------------------
 
-def local_session(master: str = "local[2]", *, partitions: int | None = None, app_name: str = "templater"):
-    """A SparkSession in local mode, with what these machines need (loopback address, this Python for workers)."""
+def spark_session(master: str | None = "local[2]", *, partitions: int | None = None, app_name: str = "templater"):
+    """A SparkSession on ``master`` (None: the one spark-submit gives). In local mode, with what these machines
+    need: the loopback address, and this Python for the workers."""
     try:
         from pyspark.sql import SparkSession
     except ImportError:
         raise InputError(SPARK_MISSING) from None
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    cores = _cores(master)
-    shuffle = str(partitions or PARTITIONS_PER_CORE * cores)
-    return (SparkSession.builder.master(master).appName(app_name)
-            .config("spark.sql.shuffle.partitions", shuffle).config("spark.default.parallelism", shuffle)
-            .config("spark.ui.showConsoleProgress", "false").config("spark.driver.host", "127.0.0.1")
-            .getOrCreate())
+    builder = SparkSession.builder.appName(app_name).config("spark.ui.showConsoleProgress", "false")
+    if master is None:
+        return builder.getOrCreate()
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        shuffle = str(partitions or PARTITIONS_PER_CORE * _cores(master))
+        builder = (builder.config("spark.sql.shuffle.partitions", shuffle).config("spark.default.parallelism", shuffle)
+                   .config("spark.driver.host", "127.0.0.1"))
+    elif partitions:
+        builder = builder.config("spark.sql.shuffle.partitions", str(partitions))
+    return builder.master(master).getOrCreate()
 
 
 def _cores(master: str) -> int:
@@ -525,17 +538,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     """``spark-submit templater/spark_job.py INPUT... --out DIR --db DB``: prints the summary as JSON."""
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    inputs = check_inputs(args.inputs)
     try:
-        from pyspark.sql import SparkSession
-    except ImportError:
-        raise SystemExit(SPARK_MISSING) from None
-    if "PYSPARK_GATEWAY_PORT" in os.environ and not args.master:  # started by spark-submit: its master
-        spark = SparkSession.builder.appName("templater").getOrCreate()
-    elif (args.master or "local").startswith("local"):
-        spark = local_session(args.master or "local[2]", partitions=args.partitions)
-    else:
-        spark = SparkSession.builder.master(args.master).appName("templater").getOrCreate()
+        inputs = check_inputs(args.inputs)
+    except TemplaterError as e:
+        raise SystemExit(f"error: {e}") from None
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # started by spark-submit: its master unless one is given
+    spark = spark_session(args.master or (None if submitted else "local[2]"), partitions=args.partitions)
     try:
         result = run_job(spark, inputs, out=args.out, db_path=args.db,
                          options=JobOptions(method=args.fallback, partitions=args.partitions))

@@ -7,6 +7,8 @@ same inputs. Skipped when pyspark or Java is missing; CI installs '.[test,spark]
 import gzip
 import json
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -27,7 +29,7 @@ INDEX_BATCH = 16  # small index batches, so that pages are first seen in differe
 
 @pytest.fixture(scope="module")
 def spark():
-    session = spark_job.local_session("local[2]", partitions=2, app_name="templater-test")
+    session = spark_job.spark_session("local[2]", partitions=2, app_name="templater-test")
     yield session
     session.stop()
 
@@ -146,3 +148,38 @@ def test_rules_and_recrawl_continue_from_a_spark_database(distributed):
 def test_package_declares_the_spark_extra():
     text = (ROOT / "pyproject.toml").read_text()
     assert 'spark = ["pyspark>=4.0,<5"]' in text
+
+
+def test_job_runs_as_a_script():
+    """spark-submit runs the file itself: its folder must not hide the standard library (types.py, inspect.py)."""
+    done = subprocess.run([sys.executable, str(ROOT / "templater" / "spark_job.py"), "--help"], capture_output=True,
+                          text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert "--out" in done.stdout
+
+
+def test_cli_starts_the_job(monkeypatch, tmp_path):
+    """`templater spark` checks its inputs, starts a session on --master and reports the job's counts."""
+    calls = {}
+
+    class Session:
+        def stop(self):
+            calls["stopped"] = True
+
+    def run_job(session, inputs, *, out, db_path, options):
+        calls.update(inputs=inputs, out=out, db=db_path, options=options)
+        result = spark_job.JobSummary(outputs={"extractions": out + "/extractions"})
+        result.summary.counts["template"] = 30
+        return result
+
+    monkeypatch.setattr(spark_job, "spark_session", lambda master, partitions=None: calls.update(master=master)
+                        or Session())
+    monkeypatch.setattr(spark_job, "run_job", run_job)
+    done = CliRunner().invoke(app, ["spark", str(SAMPLES / "pages.jsonl.gz"), "--out", str(tmp_path / "out"),
+                                    "--db", str(tmp_path / "x.db"), "--master", "local[1]", "--fallback", "density"])
+    assert done.exit_code == 0, done.output
+    assert calls["master"] == "local[1]" and calls["stopped"] and calls["options"].method == "density"
+    assert calls["inputs"] == [str(SAMPLES / "pages.jsonl.gz")]
+    assert "template=30" in done.output
+    missing = CliRunner().invoke(app, ["spark", str(tmp_path / "nope.jsonl"), "--out", "o", "--db", "x.db"])
+    assert missing.exit_code == 1 and "no such file" in missing.output
