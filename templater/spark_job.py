@@ -14,7 +14,8 @@ templater[spark]``; ``templater spark`` starts it in local mode, ``spark-submit 
                 so that one large site is not one task) -> ``pipeline.best_layout``, ``extract.extract_page``
     sign        pages in id order, numbered into the local run's index batches -> signatures, band keys and
                 verification sets (``dedup.sign_texts``, ``shingles.band_keys``, ``lsh.stored_form``)
-    candidates  a shuffle on band keys; each bucket offers its pairs as the index does (``lsh.bucket_pairs``: a
+    band keys   a shuffle on band keys (16 rows a page by default): the buckets two or more pages share
+    candidates  each bucket offers its pairs as the index does (``lsh.bucket_pairs``: a
                 bucket's first BUCKET_CAP pages, and within an index batch the batch's first BUCKET_CAP)
     verify      each pair joined with both pages' sets -> ``shingles.set_similarity`` >= threshold
     components  connected components of the verified pairs by min-label propagation on DataFrames
@@ -174,7 +175,7 @@ def run_job(spark, inputs: Sequence[str], *, out: str, db_path: str | Path,
         records = _read(sc, inputs, parts).persist(disk)
         skips = records.filter(lambda r: isinstance(r[1], Skip)).values()
         result.summary.skipped.update(skips.map(lambda s: (s.reason, 1)).reduceByKey(add).collectAsMap())
-        pages = (records.filter(lambda r: not isinstance(r[1], Skip)).map(lambda r: (r[1].id, r[1]))
+        pages = (records.filter(lambda r: not isinstance(r[1], Skip))  # partitioned by id already: no shuffle
                  .groupByKey(parts).mapValues(keep_version).persist(disk))
         counts["records"] = records.count()
         counts["pages"] = pages.count()
@@ -200,8 +201,11 @@ def run_job(spark, inputs: Sequence[str], *, out: str, db_path: str | Path,
     with _stage(result, sc, "sign"):
         signed = _sign(extractions, options, parts).persist(disk)
         counts["indexed"] = signed.count()
+    with _stage(result, sc, "band keys"):
+        buckets = band_buckets(signed, options.shingles, parts).persist(disk)
+        counts["shared band keys"] = buckets.count()
     with _stage(result, sc, "candidates+verify"):
-        edges = _verified_edges(signed, options, parts).persist(disk)
+        edges = _verified_edges(buckets, signed, options, parts).persist(disk)
         counts["verified pairs"] = edges.count()
     with _stage(result, sc, "components"):
         labels = connected_components(spark, edges.map(lambda e: (e[0], e[1])))
@@ -212,19 +216,20 @@ def run_job(spark, inputs: Sequence[str], *, out: str, db_path: str | Path,
     with _stage(result, sc, "write"):
         result.outputs = _write(spark, out, pages=pages, assigned=assigned, extractions=extractions,
                                 clusters=clusters, skips=skips)
-    for rdd in (records, pages, groups, plans, assigned, extractions, signed, edges, clusters):
+    for rdd in (pages, groups, plans, assigned, extractions, signed, buckets, edges, clusters):
         rdd.unpersist()
     return result
 
 
 def _read(sc, inputs: Sequence[str], parts: int):
-    """(order, StoredRow | Skip) of every record of every input file (folders and globs as Spark reads them)."""
+    """(page id, StoredRow | Skip) of every record of every input file (folders and globs as Spark reads them).
+
+    Records go to their page id's partition before they are parsed: one shuffle spreads the parsing over every
+    core and brings the versions of a page id together (a skipped record goes by its source)."""
     files = sc.union([sc.binaryFiles(path).map(lambda nf, i=i: (i, nf[0], nf[1])) for i, path in enumerate(inputs)])
     records = files.filter(lambda f: input_format(Path(f[1])) is not None).flatMap(
-        lambda f: (((f[0], f[1], n), r) for n, r in enumerate(iter_file_bytes(f[1], f[2]))))
-    if records.getNumPartitions() < parts:  # few large files: spread the parsing over every core
-        records = records.repartition(parts)
-    return records.map(lambda item: (item[0], ingest_record(item[0], item[1])))
+        lambda f: ((r.id or r.source, ((f[0], f[1], n), r)) for n, r in enumerate(iter_file_bytes(f[1], f[2]))))
+    return records.partitionBy(parts).mapValues(lambda item: ingest_record(*item))
 
 
 def ingest_record(order: tuple[int, str, int], item) -> StoredRow | Skip:
@@ -410,11 +415,17 @@ def _sign_partition(items: list[tuple[Extraction, int]], settings: ShingleSettin
                                    signatures.values[i], sets[i] if sets is not None else None)
 
 
-def _verified_edges(signed, options: JobOptions, parts: int):
+def band_buckets(signed, settings: ShingleSettings, parts: int):
+    """(band key, [(doc, batch)]) of every band key two or more pages share: the shuffle of the LSH stage (one row
+    per page and band)."""
+    keyed = signed.mapPartitions(lambda pages: _band_rows(list(pages), settings))
+    return keyed.groupByKey(parts).mapValues(list).filter(lambda kv: len(kv[1]) > 1)
+
+
+def _verified_edges(buckets, signed, options: JobOptions, parts: int):
     """(doc a, doc b) of every candidate pair whose similarity reaches the threshold."""
     settings, cap = options.shingles, options.bucket_cap
-    keyed = signed.mapPartitions(lambda pages: _band_rows(list(pages), settings))
-    pairs = keyed.groupByKey(parts).flatMap(lambda kv: bucket_candidates(kv[1], cap)).distinct(parts)
+    pairs = buckets.flatMap(lambda kv: bucket_candidates(kv[1], cap)).distinct(parts)
     values = signed.map(lambda sp: (sp.doc, sp.verify_set if sp.verify_set is not None else sp.signature))
     joined = (pairs.join(values, parts).map(lambda kv: (kv[1][0], (kv[0], kv[1][1])))
               .join(values, parts).map(lambda kv: (kv[1][0][0], kv[0], kv[1][0][1], kv[1][1])))
@@ -495,10 +506,9 @@ SKIPS_SCHEMA = "source string, reason string, detail string, id string, url stri
 def _write(spark, out: str, *, pages, assigned, extractions, clusters, skips) -> dict[str, str]:
     """The Parquet datasets under ``out`` (overwritten)."""
     rows = {
-        "pages": (pages.join(assigned).map(lambda kv: (
-            kv[0], kv[1][0].url, host_of(kv[1][0].url), kv[1][1][0], kv[1][1][1], kv[1][0].digest,
-            kv[1][0].fetched_at, kv[1][0].encoding, len(kv[1][0].shapes), kv[1][0].text_chars, kv[1][0].source)),
-            PAGES_SCHEMA),
+        "pages": (pages.mapValues(lambda r: (r.url, host_of(r.url), r.digest, r.fetched_at, r.encoding,
+                                             len(r.shapes), r.text_chars, r.source))
+                  .join(assigned).map(lambda kv: (kv[0], *kv[1][0][:2], *kv[1][1], *kv[1][0][2:])), PAGES_SCHEMA),
         "extractions": (extractions.map(lambda e: (e.id, e.url, e.site, e.text, e.method, e.template, e.coverage,
                                                    e.boilerplate_chars)), EXTRACTIONS_SCHEMA),
         "clusters": (clusters.map(lambda r: (r["id"], r["url"], r["cluster"], r["canonical"], r["similarity"])),
