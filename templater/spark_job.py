@@ -173,7 +173,7 @@ def run_job(spark, inputs: Sequence[str], *, out: str, db_path: str | Path,
     counts = result.summary.counts
     with _stage(result, sc, "read+ingest"):
         records = _read(sc, inputs, parts).persist(disk)
-        skips = records.filter(lambda r: isinstance(r[1], Skip)).values()
+        skips = records.filter(lambda r: isinstance(r[1], Skip)).values().persist(disk)
         result.summary.skipped.update(skips.map(lambda s: (s.reason, 1)).reduceByKey(add).collectAsMap())
         pages = (records.filter(lambda r: not isinstance(r[1], Skip))  # partitioned by id already: no shuffle
                  .groupByKey(parts).mapValues(keep_version).persist(disk))
@@ -216,7 +216,7 @@ def run_job(spark, inputs: Sequence[str], *, out: str, db_path: str | Path,
     with _stage(result, sc, "write"):
         result.outputs = _write(spark, out, pages=pages, assigned=assigned, extractions=extractions,
                                 clusters=clusters, skips=skips)
-    for rdd in (pages, groups, plans, assigned, extractions, signed, buckets, edges, clusters):
+    for rdd in (skips, pages, groups, plans, assigned, extractions, signed, buckets, edges, clusters):
         rdd.unpersist()
     return result
 
