@@ -137,11 +137,15 @@ def spark_session(master: str | None = "local[2]", *, partitions: int | None = N
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         shuffle = str(partitions or PARTITIONS_PER_CORE * _cores(master))
-        builder = (builder.config("spark.sql.shuffle.partitions", shuffle).config("spark.default.parallelism", shuffle)
-                   .config("spark.driver.host", "127.0.0.1"))
+        builder = builder.config("spark.sql.shuffle.partitions", shuffle).config("spark.driver.host", "127.0.0.1")
     elif partitions:
         builder = builder.config("spark.sql.shuffle.partitions", str(partitions))
-    return builder.master(master).getOrCreate()
+    try:
+        return builder.master(master).getOrCreate()
+    except Exception as e:  # noqa: BLE001 -- py4j and pyspark raise several types when the JVM does not start
+        raise InputError(f"Spark did not start on {master} ({type(e).__name__}: {str(e)[:300]}): it needs Java 17 "
+                         "or later on PATH or in JAVA_HOME, and SPARK_LOCAL_IP set where the host name does not "
+                         "resolve") from None
 
 
 def _cores(master: str) -> int:
