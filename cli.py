@@ -265,6 +265,38 @@ def recrawl(inputs: list[Path] = InputsArgument, db: Path = DbOption,
         report("recrawl", summary, quiet)
 
 
+@app.command()
+def spark(inputs: list[str] = typer.Argument(..., help="JSON Lines (.jsonl, .jsonl.gz) or WARC (.warc, .warc.gz) files "
+                                                      "or folders: local paths, or any URI Spark reads (hdfs://, "
+                                                      "s3a://)."),
+          out: str = typer.Option(..., "--out", help="Folder (any Spark path) for the Parquet outputs: pages, "
+                                                     "extractions, clusters, skips."),
+          db: Path = DbOption,
+          master: str = typer.Option("local[2]", "--master", help="Spark master; local[N] runs on N cores here."),
+          partitions: Optional[int] = typer.Option(None, "--partitions",
+                                                   help="Partitions per stage (default: 2 per core)."),
+          fallback: str = FallbackOption, quiet: bool = QuietOption) -> None:
+    """Run the whole pipeline on Apache Spark (pip install 'templater[spark]'): the same templates, extractions and
+    near-duplicate clusters as `templater run`, written as Parquet under --out, the templates into --db.
+
+    Example: templater spark samples/pages.jsonl.gz --out spark-out --db spark.db --master local[2]
+    """
+    from templater import spark_job
+
+    with handled_errors():
+        inputs = spark_job.check_inputs(inputs)
+        session = spark_job.spark_session(master, partitions=partitions)
+        try:
+            result = spark_job.run_job(session, inputs, out=out, db_path=db,
+                                       options=spark_job.JobOptions(method=fallback, partitions=partitions))
+        finally:
+            session.stop()
+    report("spark", result.summary, quiet)
+    if not quiet:
+        seconds = ", ".join(f"{k}={v:.1f}s" for k, v in result.seconds.items())
+        err.print(f"spark: {seconds}; wrote {', '.join(result.outputs.values())}", highlight=False, soft_wrap=True)
+
+
 DupsMethodOption = typer.Option(
     "minhash", "--method", "-m",
     help="minhash (the near-duplicate index, default) or a signature method indexed by `templater "

@@ -238,7 +238,7 @@ def add_signatures(db: sqlite_utils.Database, pages: Sequence[IndexedPage], sign
         docs = np.array([known[pages[i].page_id][0] for i in changed] + list(range(first_new, first_new + len(fresh))),
                         dtype=np.int64)
         seen = [known[pages[i].page_id][2] for i in changed] + [generation] * len(fresh)
-        sets = _stored_form(shingles, order, settings) if settings.verify != "estimate" else None
+        sets = stored_form(shingles, order, settings) if settings.verify != "estimate" else None
         joined = _insert_docs(db, docs, [pages[i] for i in order], signatures.values[order], seen, settings, sets)
     return AddResult(added=len(fresh), updated=len(changed), unchanged=len(same),
                      empty=int(signatures.empty.sum()), joined=joined)
@@ -262,7 +262,7 @@ def _last_nonempty(pages: Sequence[IndexedPage], signatures: Signatures) -> list
     return sorted(i for i in last.values() if not signatures.empty[i])
 
 
-def _stored_form(shingles: Shingles, order: list[int], settings: ShingleSettings) -> list[np.ndarray]:
+def stored_form(shingles: Shingles, order: list[int], settings: ShingleSettings) -> list[np.ndarray]:
     """Each page's verification set as stored: its sample, or all its hashes in text order (repeats kept)."""
     shingles = verification_sets(shingles, settings)
     hashes = shingles.hashes.astype(np.uint32 if settings.hash_bits == 32 else np.uint64, copy=False)
@@ -678,15 +678,16 @@ def iter_candidate_pairs(db: sqlite_utils.Database, *, chunk_rows: int = 1 << 20
         yield bucket_pairs(carry[:, 0], carry[:, 1])
 
 
-def bucket_pairs(keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
-    """Pairs (head, later page) within runs of equal keys; keys sorted, docs ascending within a run."""
+def bucket_pairs(keys: np.ndarray, docs: np.ndarray, *, cap: int = BUCKET_CAP) -> np.ndarray:
+    """Pairs (head, later page) within runs of equal keys; keys sorted, docs ascending within a run. A run's
+    first ``cap`` pages are its heads."""
     if not len(keys):
         return np.empty((0, 2), np.int64)
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     sizes = np.diff(np.r_[starts, len(keys)])
     run = np.repeat(np.arange(len(starts)), sizes)
     position = np.arange(len(keys)) - starts[run]
-    partners = np.where(position < BUCKET_CAP, sizes[run] - 1 - position, 0)
+    partners = np.where(position < cap, sizes[run] - 1 - position, 0)
     first = np.repeat(np.arange(len(keys)) + 1, partners)
     offset = np.arange(int(partners.sum())) - np.repeat(np.cumsum(partners) - partners, partners)
     return np.stack((np.repeat(docs, partners), docs[first + offset]), axis=1)

@@ -59,6 +59,11 @@ def content_hash(html: str) -> str:
     return hashlib.sha1(html.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def stored_html(html: str) -> str:
+    """The HTML as the store gives it back (``upsert_page`` keeps it as UTF-8, unencodable characters replaced)."""
+    return html.encode("utf-8", "replace").decode("utf-8", "replace")
+
+
 def vector_blob(values: np.ndarray) -> bytes:
     return np.asarray(values, dtype="<u4").tobytes()
 

@@ -54,7 +54,7 @@ def _as_item(item: TextItem | Sequence) -> TextItem:
     return TextItem(*item)
 
 
-def _sign(texts: list[str], settings: ShingleSettings) -> tuple[Signatures, Shingles | None]:
+def sign_texts(texts: list[str], settings: ShingleSettings) -> tuple[Signatures, Shingles | None]:
     """Signatures of ``texts`` and, unless the index verifies by estimate, their verification sets."""
     keep_shingles = settings.verify != "estimate"
     parts = [shingle_hashes(batch, settings) for batch in iter_batches(texts)]
@@ -82,7 +82,7 @@ def index_texts(db: sqlite_utils.Database, items: Iterable[TextItem | Sequence],
     totals = {f.name: 0 for f in fields(AddResult)}
     iterator = iter(items)
     while batch := [_as_item(item) for item in islice(iterator, batch_size)]:
-        signatures, shingles = _sign([it.text for it in batch], settings)
+        signatures, shingles = sign_texts([it.text for it in batch], settings)
         pages = [IndexedPage(it.page_id, it.url, it.boilerplate_chars, len(it.text)) for it in batch]
         result = lsh.add_signatures(db, pages, signatures, shingles=shingles)
         for name in totals:
@@ -100,13 +100,24 @@ def choose_canonical(members: Sequence[Member]) -> Member:
     return min(members, key=lambda m: (m.first_seen, m.boilerplate_chars, len(m.url), m.url, m.doc))
 
 
-def _similarities(db: sqlite_utils.Database, settings: ShingleSettings, members: Sequence[Member],
-                  reference: Member) -> np.ndarray:
+def member_similarities(members: Sequence[Member], reference: Member, settings: ShingleSettings,
+                        sets: dict[int, np.ndarray] | None) -> np.ndarray:
+    """Similarity of each member to ``reference``: of their stored verification sets (doc -> set), or of their
+    signatures when the index verifies by estimate."""
     if settings.verify != "estimate":
-        sets = {doc: comparable_set(hashes, settings)
-                for doc, hashes in lsh.stored_sets(db, [m.doc for m in members], settings).items()}
-        return np.array([set_similarity(sets[m.doc], sets[reference.doc], settings) for m in members])
+        sorted_sets = {doc: comparable_set(hashes, settings) for doc, hashes in sets.items()}
+        return np.array([set_similarity(sorted_sets[m.doc], sorted_sets[reference.doc], settings) for m in members])
     return estimate_similarity(np.stack([m.signature for m in members]), reference.signature[None, :])
+
+
+def cluster_rows(label: int, members: Sequence[Member], settings: ShingleSettings,
+                 sets: dict[int, np.ndarray] | None) -> list[dict]:
+    """The rows ``iter_duplicates`` gives for one cluster: the canonical page first, then by similarity to it."""
+    canonical = choose_canonical(members)
+    sims = member_similarities(members, canonical, settings, sets)
+    ranked = sorted(zip(members, sims.tolist()), key=lambda ms: (ms[0] is not canonical, -ms[1], ms[0].doc))
+    return [{"id": member.page_id, "url": member.url, "cluster": label, "canonical": canonical.page_id,
+             "similarity": round(sim, 4)} for member, sim in ranked]
 
 
 def iter_duplicates(db: sqlite_utils.Database) -> Iterator[dict]:
@@ -120,12 +131,8 @@ def iter_duplicates(db: sqlite_utils.Database) -> Iterator[dict]:
     if settings is None:
         return
     for label, members in lsh.iter_clusters(db):
-        canonical = choose_canonical(members)
-        sims = _similarities(db, settings, members, canonical)
-        ranked = sorted(zip(members, sims.tolist()), key=lambda ms: (ms[0] is not canonical, -ms[1], ms[0].doc))
-        for member, sim in ranked:
-            yield {"id": member.page_id, "url": member.url, "cluster": label, "canonical": canonical.page_id,
-                   "similarity": round(sim, 4)}
+        sets = lsh.stored_sets(db, [m.doc for m in members], settings) if settings.verify != "estimate" else None
+        yield from cluster_rows(label, members, settings, sets)
 
 
 def _as_found(matches: list[tuple[Member, float]], limit: int) -> list[dict]:
@@ -137,7 +144,7 @@ def find_similar(db: sqlite_utils.Database, text: str, *, limit: int = SIMILAR_L
     settings = lsh.load_settings(db)
     if settings is None:
         return []
-    signatures, shingles = _sign([text], settings)
+    signatures, shingles = sign_texts([text], settings)
     if signatures.empty[0]:
         return []
     shingle_set = comparable_set(shingles.of(0), settings) if shingles is not None else None

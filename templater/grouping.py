@@ -12,7 +12,7 @@ its host. Pages of one prefix may still hold several layouts: see ``cluster_layo
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -52,13 +52,16 @@ def assign_groups(urls: Sequence[str], *, min_pages: int = config.MIN_GROUP_PAGE
     """Group key of each URL: its longest prefix shared by at least ``min_pages`` of the given URLs."""
     chains = [url_prefixes(u) for u in urls]
     counts = Counter(p for chain in chains for p in chain)
-    groups = []
-    for chain in chains:
-        if not chain:
-            groups.append("")
-            continue
-        groups.append(next((p for p in chain if counts[p] >= min_pages), chain[-1]))
-    return groups
+    return [choose_group(chain, counts, min_pages=min_pages) for chain in chains]
+
+
+def choose_group(chain: Sequence[str], counts: Mapping[str, int], *, min_pages: int = config.MIN_GROUP_PAGES) -> str:
+    """The group of a URL from its prefixes (``url_prefixes``, longest first) and how many pages of the batch
+    have each prefix: the longest with at least ``min_pages``, else the host; '' for a URL without host.
+    ``counts`` needs only the chain's own prefixes (a distributed run joins just those)."""
+    if not chain:
+        return ""
+    return next((p for p in chain if counts.get(p, 0) >= min_pages), chain[-1])
 
 
 def match_prefix(url: str, known: Iterable[str]) -> str | None:

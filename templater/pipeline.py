@@ -33,7 +33,7 @@ from .grouping import assign_groups, cluster_layouts, host_of, layout_containmen
 from .parse import parse_html
 from .sources import check_input, input_format, iter_records
 from .template import learn_template
-from .types import Extraction, Page, Segmented, Skip
+from .types import Extraction, Page, RawPage, Segmented, Skip, Template
 
 log = logging.getLogger(__name__)
 
@@ -129,20 +129,30 @@ def ingest(db: sqlite_utils.Database, inputs: Sequence[str | Path], *, progress:
 
 def _ingest_one(db: sqlite_utils.Database, item, batch: _Batch) -> str | Skip:
     stamp = now()
-    page = item if isinstance(item, Skip) else decode_page(item)
-    seg = page if isinstance(page, Skip) else segment_page(page)
+    seg = prepare_record(item)
     if isinstance(seg, Skip):
         batch.write()
         page_store.record_skip(db, source=seg.source, reason=seg.reason, detail=seg.detail, page_id=seg.id,
                                url=seg.url, now=stamp)
         return seg
+    page = seg.page
     host = host_of(page.url)
     batch.write()
     return page_store.upsert_page(
         db, id=page.id, url=page.url, host=host, html=page.html, digest=page_store.content_hash(page.html),
-        fetched_at=page.fetched_at, encoding=page.encoding, hashes=seg.vector,
-        shapes=np.fromiter((b.shape for b in seg.blocks), dtype=np.uint32, count=len(seg.blocks)),
+        fetched_at=page.fetched_at, encoding=page.encoding, hashes=seg.vector, shapes=block_shapes(seg),
         text_chars=sum(len(b.text) for b in seg.blocks), now=stamp)
+
+
+def prepare_record(item: RawPage | Skip) -> Segmented | Skip:
+    """A record as ingest sees it: decoded and segmented, or a Skip with the reason."""
+    page = item if isinstance(item, Skip) else decode_page(item)
+    return page if isinstance(page, Skip) else segment_page(page)
+
+
+def block_shapes(seg: Segmented) -> np.ndarray:
+    """The page's tag-path hashes (uint32), one per block: what layout clustering compares."""
+    return np.fromiter((b.shape for b in seg.blocks), dtype=np.uint32, count=len(seg.blocks))
 
 
 def site_name(group_key: str, layout: int) -> str:
@@ -180,12 +190,7 @@ def learn_group(db: sqlite_utils.Database, group: str, ids: list[str], settings:
         summary.counts["pages without template"] += len(ids)
     else:
         shapes = page_store.page_shapes(db, ids)
-        sets = [shape_set(shapes[pid]) for pid in ids]
-        labels = cluster_layouts(sets, threshold=settings.layout_similarity)
-        labels = _adopt_strays(labels, sets, settings)
-        for layout in sorted(set(labels)):
-            cluster = [pid for pid, label in zip(ids, labels) if label == layout]
-            cluster_sets = [s for s, label in zip(sets, labels) if label == layout]
+        for layout, cluster, cluster_sets in plan_layouts(ids, [shape_set(shapes[pid]) for pid in ids], settings):
             site = _learn_cluster(db, group, layout, cluster, cluster_sets, settings, summary, reason=reason)
             assignments += [(pid, group, site) for pid in cluster]
     db.execute("BEGIN IMMEDIATE")
@@ -198,11 +203,20 @@ def learn_group(db: sqlite_utils.Database, group: str, ids: list[str], settings:
     return summary
 
 
+def plan_layouts(ids: list[str], sets: list[np.ndarray],
+                 settings: LearnSettings) -> list[tuple[int, list[str], list[np.ndarray]]]:
+    """(layout number, page ids, their shape sets) of each layout cluster of one URL group's pages (ids in order)."""
+    labels = cluster_layouts(sets, threshold=settings.layout_similarity)
+    labels = _adopt_strays(labels, sets, settings)
+    return [(layout, [pid for pid, label in zip(ids, labels) if label == layout],
+             [s for s, label in zip(sets, labels) if label == layout]) for layout in sorted(set(labels))]
+
+
 def _adopt_strays(labels: list[int], sets: list[np.ndarray], settings: LearnSettings) -> list[int]:
     """Pages of clusters too small for a template join the large cluster whose layout they contain, if any."""
     sizes = Counter(labels)
     large = [label for label, n in sorted(sizes.items()) if n >= settings.min_template_pages]
-    signatures = {label: _layout_signature([s for s, x in zip(sets, labels) if x == label]) for label in large}
+    signatures = {label: layout_signature([s for s, x in zip(sets, labels) if x == label]) for label in large}
     adopted = list(labels)
     for i, (label, shapes) in enumerate(zip(labels, sets)):
         if sizes[label] >= settings.min_template_pages or not large:
@@ -218,29 +232,44 @@ def _learn_cluster(db: sqlite_utils.Database, group: str, layout: int, ids: list
     if len(ids) < settings.min_template_pages:
         summary.counts["pages without template"] += len(ids)
         return None
-    sample = sorted(ids)
-    if len(sample) > settings.max_learn_pages:
-        sample = sorted(random.Random(config.LEARN_SEED).sample(sample, settings.max_learn_pages))
-    segs = [s for s in (stored_segment(p) for p in page_store.load_pages(db, sample)) if isinstance(s, Segmented)]
-    if len(segs) < settings.min_template_pages:
+    pages = page_store.load_pages(db, learn_sample(ids, settings))
+    template = learn_cluster(group, layout, [stored_segment(p) for p in pages], settings, reason=reason)
+    if template is None:
         summary.counts["pages without template"] += len(ids)
         return None
-    site = site_name(group, layout)
-    template = learn_template(segs, site=site, layout=layout, settings=settings, reason=reason)
     db.execute("BEGIN IMMEDIATE")
     try:
         _, written = template_store.save_template(db, template, group_key=group,
-                                                  layout_shapes=_layout_signature(sets), settings=asdict(settings))
+                                                  layout_shapes=layout_signature(sets), settings=asdict(settings))
         db.execute("COMMIT")
     except BaseException:
         db.execute("ROLLBACK")
         raise
     summary.counts["templates learned" if written else "templates unchanged"] += 1
     summary.counts["pages with template"] += len(ids)
-    return site
+    return template.site
 
 
-def _layout_signature(sets: list[np.ndarray]) -> np.ndarray:
+def learn_sample(ids: list[str], settings: LearnSettings) -> list[str]:
+    """The ids of a layout cluster's pages to learn from, sorted: all of them, or a seeded sample of
+    ``max_learn_pages``."""
+    sample = sorted(ids)
+    if len(sample) > settings.max_learn_pages:
+        sample = sorted(random.Random(config.LEARN_SEED).sample(sample, settings.max_learn_pages))
+    return sample
+
+
+def learn_cluster(group: str, layout: int, segs: Sequence[Segmented | Skip], settings: LearnSettings, *,
+                  reason: str = "learned") -> Template | None:
+    """The template of one layout cluster from its sampled pages (in ``learn_sample`` order), or None when too few
+    of them could be segmented."""
+    segs = [s for s in segs if isinstance(s, Segmented)]
+    if len(segs) < settings.min_template_pages:
+        return None
+    return learn_template(segs, site=site_name(group, layout), layout=layout, settings=settings, reason=reason)
+
+
+def layout_signature(sets: list[np.ndarray]) -> np.ndarray:
     """Tag paths on at least LAYOUT_SHAPE_SHARE of a cluster's pages: what a new page is matched against."""
     counts = Counter(x for s in sets for x in s.tolist())
     need = LAYOUT_SHAPE_SHARE * len(sets)
@@ -261,8 +290,7 @@ def segment_file(path: Path, *, url: str | None = None) -> Segmented:
     raw = next(iter_records([path]))
     if url:
         raw = dataclasses.replace(raw, url=url, id=url)
-    page = decode_page(raw)
-    seg = page if isinstance(page, Skip) else segment_page(page)
+    seg = prepare_record(raw)
     if isinstance(seg, Skip):
         detail = f": {seg.detail}" if seg.detail else ""
         raise InputError(f"{path}: no text to work with ({seg.reason}{detail})")
@@ -294,10 +322,16 @@ class TemplateIndex:
         group = match_prefix(seg.page.url, self.by_group)
         if group is None:
             return None
-        shapes = shape_set(np.fromiter((b.shape for b in seg.blocks), dtype=np.uint32, count=len(seg.blocks)))
-        scored = [(layout_containment(layout, shapes), compiled) for layout, compiled in self.by_group[group]]
-        score, best = max(scored, key=lambda sc: sc[0])
-        return best if score >= threshold else None
+        return best_layout(seg, self.by_group[group], threshold=threshold)
+
+
+def best_layout(seg: Segmented, layouts: Sequence[tuple[np.ndarray, CompiledTemplate]], *,
+                threshold: float) -> CompiledTemplate | None:
+    """Of a group's (layout signature, template) pairs, the template whose layout the page fits best, if it fits."""
+    shapes = shape_set(block_shapes(seg))
+    scored = [(layout_containment(layout, shapes), compiled) for layout, compiled in layouts]
+    score, best = max(scored, key=lambda sc: sc[0])
+    return best if score >= threshold else None
 
 
 def extract(db: sqlite_utils.Database, *, method: str = "auto", ids: Sequence[str] | None = None,

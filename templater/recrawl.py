@@ -250,7 +250,7 @@ class _Crawl:
         compiled = self._choose_template(seg, known[3] if known else None)
         site = compiled.template.site if compiled is not None else None
         result = extract_page(seg, compiled, site=site or group, method=self.method)
-        shapes = np.fromiter((b.shape for b in seg.blocks), dtype=np.uint32, count=len(seg.blocks))
+        shapes = pipeline.block_shapes(seg)
         return _Fetched(kind, id=page.id, url=page.url, fetched_at=page.fetched_at, html=page.html,
                         encoding=page.encoding, digest=digest, hashes=seg.vector, shapes=shapes,
                         text_chars=sum(len(b.text) for b in seg.blocks), group=group, site=site, result=result)
@@ -260,7 +260,7 @@ class _Crawl:
         (a changed page may have moved to another layout), else the stored one (its coverage will tell)."""
         stored = self.index.by_site.get(site) if site else None
         if stored is not None:
-            shapes = shape_set(np.fromiter((b.shape for b in seg.blocks), dtype=np.uint32, count=len(seg.blocks)))
+            shapes = shape_set(pipeline.block_shapes(seg))
             if layout_containment(self.layouts[site], shapes) >= self.settings.layout_match:
                 return stored
         return self.index.find(seg, None, threshold=self.settings.layout_match) or stored

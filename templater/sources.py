@@ -18,7 +18,7 @@ import os
 import re
 import zlib
 from collections.abc import Iterator, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 from urllib.parse import urlsplit
 
@@ -119,6 +119,19 @@ def _iter_folder(folder: Path) -> Iterator[RawPage | Skip]:
             yield from _iter_file(path, page_id=path.relative_to(folder).as_posix())
 
 
+def iter_file_bytes(name: str, data: bytes) -> Iterator[RawPage | Skip]:
+    """The records of one JSON Lines or WARC file already read into memory, by the same readers as a local file:
+    what a distributed reader (Spark's ``binaryFiles``: local, HDFS, s3a) hands over. ``name`` (a path or URI)
+    gives the format by its ending and names the records in skips."""
+    kind = input_format(PurePosixPath(name))
+    stream = io.BufferedReader(io.BytesIO(data))
+    if kind == "jsonl":
+        return _iter_jsonl_stream(stream, name)
+    if kind == "warc":
+        return _iter_warc_stream(stream, name, size=len(data))
+    raise InputError(f"{name}: give JSON Lines (.jsonl, .jsonl.gz) or WARC (.warc, .warc.gz) files here")
+
+
 def _iter_file(path: Path, *, page_id: str | None) -> Iterator[RawPage | Skip]:
     kind = input_format(path)
     if kind == "jsonl":
@@ -140,17 +153,21 @@ def _open(path: Path) -> BinaryIO:
 
 def _iter_jsonl(path: Path) -> Iterator[RawPage | Skip]:
     with _open(path) as raw:
-        stream = gzip.GzipFile(fileobj=raw) if raw.peek(2)[:2] == _GZIP_MAGIC else raw
-        number = 0
-        try:
-            for number, line in enumerate(stream, 1):
-                if line.strip():
-                    yield _json_record(line, f"{path}#{number}")
-        except _GZIP_ERRORS as exc:
-            yield Skip("bad-record", f"{path}#{number + 1}",
-                       detail=f"truncated or corrupt gzip data ({exc}); the rest of the file is not read")
-        except OSError as exc:
-            raise InputError(f"{path}: read failed after line {number} ({exc}); check the file") from exc
+        yield from _iter_jsonl_stream(raw, path)
+
+
+def _iter_jsonl_stream(raw: io.BufferedIOBase, path: Path | str) -> Iterator[RawPage | Skip]:
+    stream = gzip.GzipFile(fileobj=raw) if raw.peek(2)[:2] == _GZIP_MAGIC else raw
+    number = 0
+    try:
+        for number, line in enumerate(stream, 1):
+            if line.strip():
+                yield _json_record(line, f"{path}#{number}")
+    except _GZIP_ERRORS as exc:
+        yield Skip("bad-record", f"{path}#{number + 1}",
+                   detail=f"truncated or corrupt gzip data ({exc}); the rest of the file is not read")
+    except OSError as exc:
+        raise InputError(f"{path}: read failed after line {number} ({exc}); check the file") from exc
 
 
 def _json_record(line: bytes, source: str) -> RawPage | Skip:
@@ -197,28 +214,31 @@ def _html_problem(record: dict) -> tuple[str, str] | None:
 def _iter_warc(path: Path) -> Iterator[RawPage | Skip]:
     """Response records of a WARC file; a truncated or corrupt record yields one Skip and ends the file."""
     with _open(path) as stream:
-        size = os.fstat(stream.fileno()).st_size
-        records = ArchiveIterator(stream)
-        for number in itertools.count(1):
-            try:
-                record = next(records, None)
-            except Exception as exc:  # noqa: BLE001 -- warcio raises many types on broken input; kept in detail
-                yield _warc_broken(path, number, f"unreadable WARC record ({type(exc).__name__}: {exc})")
-                return
-            if record is None:
-                break
-            length = (record.rec_headers.get_header("Content-Length") or "").strip()
-            if record.format != "warc" or not record.rec_type or not length.isdigit():
-                yield _warc_broken(path, number, "not a whole WARC record (no WARC-Type or Content-Length)")
-                return
-            source = f"{path}#{number}"
-            page = _warc_page(record, source)
-            if page is None:  # not a page, but a cut record all the same
-                page = _check_whole(record, source, url=None)
-            if page is not None:
-                yield page
-        if records.offset < size:  # the iterator stopped short of the end: a member or record was cut
-            yield _warc_broken(path, number, f"truncated or corrupt data from byte {records.offset} of {size}")
+        yield from _iter_warc_stream(stream, path, size=os.fstat(stream.fileno()).st_size)
+
+
+def _iter_warc_stream(stream: io.BufferedIOBase, path: Path | str, *, size: int) -> Iterator[RawPage | Skip]:
+    records = ArchiveIterator(stream)
+    for number in itertools.count(1):
+        try:
+            record = next(records, None)
+        except Exception as exc:  # noqa: BLE001 -- warcio raises many types on broken input; kept in detail
+            yield _warc_broken(path, number, f"unreadable WARC record ({type(exc).__name__}: {exc})")
+            return
+        if record is None:
+            break
+        length = (record.rec_headers.get_header("Content-Length") or "").strip()
+        if record.format != "warc" or not record.rec_type or not length.isdigit():
+            yield _warc_broken(path, number, "not a whole WARC record (no WARC-Type or Content-Length)")
+            return
+        source = f"{path}#{number}"
+        page = _warc_page(record, source)
+        if page is None:  # not a page, but a cut record all the same
+            page = _check_whole(record, source, url=None)
+        if page is not None:
+            yield page
+    if records.offset < size:  # the iterator stopped short of the end: a member or record was cut
+        yield _warc_broken(path, number, f"truncated or corrupt data from byte {records.offset} of {size}")
 
 
 def _warc_broken(path: Path, number: int, why: str) -> Skip:

@@ -1,0 +1,572 @@
+"""The pipeline on Apache Spark: the same pure functions as a local run, distributed (``pip install
+templater[spark]``; ``templater spark`` starts it in local mode, ``spark-submit templater/spark_job.py`` on a cluster).
+
+    read        every input file through Spark (``binaryFiles``: local, HDFS, s3a), records by the local readers
+                (``sources.iter_file_bytes``)
+    ingest      decode and segment (``pipeline.prepare_record``); bad records counted by reason; one version of
+                each page id, the one a local ingest of the same inputs keeps
+    group       the pages of each URL prefix counted (a shuffle), then each page's group (``grouping.choose_group``)
+    layouts     per group: layout clusters and the pages to learn from (``pipeline.plan_layouts``, ``learn_sample``)
+    learn       per layout cluster: its sampled pages -> template (``pipeline.learn_cluster``); the templates are
+                saved on the driver into a templater database (``store.templates.save_template``), in the order a
+                local build saves them
+    extract     each page joined with its site's template, or its longest template prefix's layouts (salted keys,
+                so that one large site is not one task) -> ``pipeline.best_layout``, ``extract.extract_page``
+    sign        pages in id order, numbered into the local run's index batches -> signatures, band keys and
+                verification sets (``dedup.sign_texts``, ``shingles.band_keys``, ``lsh.stored_form``)
+    band keys   a shuffle on band keys (16 rows a page by default): the buckets two or more pages share
+    candidates  each bucket offers its pairs as the index does (``lsh.bucket_pairs``: a
+                bucket's first BUCKET_CAP pages, and within an index batch the batch's first BUCKET_CAP)
+    verify      each pair joined with both pages' sets -> ``shingles.set_similarity`` >= threshold
+    components  connected components of the verified pairs by min-label propagation on DataFrames
+    clusters    each component's canonical page and similarities (``dedup.cluster_rows``)
+
+Outputs: Parquet datasets ``pages``, ``extractions``, ``clusters`` and ``skips`` under ``out``, and the templates in
+the SQLite database ``db`` (the driver's local file). A local run indexes texts incrementally, so its clusters are
+the connected components of its verified candidate pairs and its canonical page is the first seen (index batch),
+then less boilerplate, shorter URL, URL, doc number: the job reproduces exactly that, except cluster labels (here
+the smallest doc number of the cluster).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+if __name__ == "__main__":
+    # Run as a script (spark-submit templater/spark_job.py), Python puts this file's folder first on sys.path, where
+    # templater/types.py and inspect.py would hide the standard library's modules: take it off; the package is
+    # imported by name instead (installed, or shipped with --py-files).
+    _HERE = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import logging  # noqa: E402
+import time  # noqa: E402
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, replace
+from operator import add
+from pathlib import Path
+
+import numpy as np
+
+from store import lsh
+from store import pages as page_store
+from store import pins as pin_store
+from store import templates as template_store
+from store.db import transaction
+from templater import dedup, pipeline
+from templater.config import LearnSettings
+from templater.errors import InputError, TemplaterError
+from templater.extract import CompiledTemplate, extract_page
+from templater.grouping import choose_group, host_of, shape_set, url_prefixes
+from templater.shingles import ShingleSettings, band_keys, comparable_set, estimate_similarity, set_similarity
+from templater.sources import check_input, input_format, iter_file_bytes
+from templater.types import Extraction, Page, Segmented, Skip
+
+log = logging.getLogger(__name__)
+
+JOIN_SALTS = 16  # a template's rows are copied to this many keys, so a site's pages spread over as many tasks
+PARTITIONS_PER_CORE = 2  # default partitions of every stage: this many per core Spark reports
+SPARK_MISSING = "pyspark is not installed: pip install 'templater[spark]' (and Java 17 or later)"
+
+
+@dataclass(frozen=True, slots=True)
+class JobOptions:
+    """What shapes a run besides its inputs and outputs."""
+
+    method: str = "auto"  # the single-page method (extract --fallback)
+    learn: LearnSettings = LearnSettings()
+    shingles: ShingleSettings = ShingleSettings()
+    index_batch: int = pipeline.BATCH_PAGES  # pages per index batch of the local run it reproduces
+    bucket_cap: int = lsh.BUCKET_CAP
+    partitions: int | None = None  # partitions of each stage; default PARTITIONS_PER_CORE per core
+
+
+@dataclass
+class JobSummary:
+    """Counts (``pipeline.Summary``), seconds per stage and the outputs written."""
+
+    summary: pipeline.Summary = field(default_factory=pipeline.Summary)
+    seconds: dict[str, float] = field(default_factory=dict)
+    outputs: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {**self.summary.to_json(), "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+                "outputs": self.outputs}
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRow:
+    """A page as a local ingest stores it: its order in the inputs decides which version of an id is kept."""
+
+    order: tuple[int, str, int]  # (input number, file, record number)
+    id: str
+    url: str
+    html: str  # as the store gives it back (page_store.stored_html)
+    encoding: str
+    fetched_at: str | None
+    digest: str
+    shapes: np.ndarray  # tag-path hash of each block (uint32)
+    text_chars: int
+    source: str
+
+    def segment(self) -> Segmented | Skip:
+        """Parsed and segmented again, as the local build and extraction do from the stored page."""
+        return pipeline.segment_page(Page(id=self.id, url=self.url, html=self.html, fetched_at=self.fetched_at,
+                                          encoding=self.encoding or "utf-8"))
+
+
+# --- the session ------------------------------------------------------------------------------------------------
+
+def spark_session(master: str | None = "local[2]", *, partitions: int | None = None, app_name: str = "templater"):
+    """A SparkSession on ``master`` (None: the one spark-submit gives). In local mode, with what these machines
+    need: the loopback address, and this Python for the workers."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise InputError(SPARK_MISSING) from None
+    builder = SparkSession.builder.appName(app_name).config("spark.ui.showConsoleProgress", "false")
+    if master is None:
+        return builder.getOrCreate()
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        shuffle = str(partitions or PARTITIONS_PER_CORE * _cores(master))
+        builder = builder.config("spark.sql.shuffle.partitions", shuffle).config("spark.driver.host", "127.0.0.1")
+    elif partitions:
+        builder = builder.config("spark.sql.shuffle.partitions", str(partitions))
+    try:
+        return builder.master(master).getOrCreate()
+    except Exception as e:  # noqa: BLE001 -- py4j and pyspark raise several types when the JVM does not start
+        raise InputError(f"Spark did not start on {master} ({type(e).__name__}: {str(e)[:300]}): it needs Java 17 "
+                         "or later on PATH or in JAVA_HOME, and SPARK_LOCAL_IP set where the host name does not "
+                         "resolve") from None
+
+
+def _cores(master: str) -> int:
+    inside = master[master.find("[") + 1:master.find("]")] if "[" in master else "1"
+    return (os.cpu_count() or 1) if inside.strip() == "*" else int(inside.split(",")[0])
+
+
+@contextmanager
+def _stage(result: JobSummary, sc, name: str) -> Iterator[None]:
+    """Time one stage (its actions run inside) and tag its Spark jobs with its name."""
+    sc.setJobGroup(name, f"templater {name}")
+    start = time.perf_counter()
+    yield
+    result.seconds[name] = result.seconds.get(name, 0.0) + time.perf_counter() - start
+
+
+# --- the job ----------------------------------------------------------------------------------------------------
+
+def run_job(spark, inputs: Sequence[str], *, out: str, db_path: str | Path,
+            options: JobOptions = JobOptions()) -> JobSummary:
+    """Read ``inputs``, learn templates, extract, find near-duplicate clusters; write Parquet under ``out`` and the
+    templates into the templater database ``db_path``."""
+    from pyspark import StorageLevel
+
+    disk = StorageLevel.MEMORY_AND_DISK  # what does not fit in memory spills instead of being computed again
+    sc = spark.sparkContext
+    parts = options.partitions or int(sc.defaultParallelism) * PARTITIONS_PER_CORE
+    result = JobSummary()
+    counts = result.summary.counts
+    with _stage(result, sc, "read+ingest"):
+        records = _read(sc, inputs, parts).persist(disk)
+        skips = records.filter(lambda r: isinstance(r[1], Skip)).values().persist(disk)
+        result.summary.skipped.update(skips.map(lambda s: (s.reason, 1)).reduceByKey(add).collectAsMap())
+        pages = (records.filter(lambda r: not isinstance(r[1], Skip))  # partitioned by id already: no shuffle
+                 .groupByKey(parts).mapValues(keep_version).persist(disk))
+        counts["records"] = records.count()
+        counts["pages"] = pages.count()
+        records.unpersist()
+    with _stage(result, sc, "group"):
+        urls = pages.mapValues(lambda row: row.url)
+        groups = assign_groups_rdd(urls, min_pages=options.learn.min_group_pages, parts=parts).persist(disk)
+        groups.count()
+    with _stage(result, sc, "layouts+learn"):
+        plans = (groups.join(pages.mapValues(lambda row: shape_set(row.shapes)), parts)
+                 .map(lambda kv: (kv[1][0], (kv[0], kv[1][1]))).groupByKey(parts)
+                 .flatMap(lambda gv: plan_group(gv[0], gv[1], options.learn)).persist(disk))
+        learned = _learn(plans, pages, options.learn, parts)
+        entries, sites = _save_templates(db_path, learned, options, result)
+        assigned = (plans.flatMap(lambda plan: [(pid, (plan[0], plan[1])) for pid in plan[2]])
+                    .map(lambda kv: (kv[0], (kv[1][0], sites.get(kv[1]))))).persist(disk)
+        assigned_sites = assigned.values().map(lambda gs: (gs[1] is not None, 1)).reduceByKey(add).collectAsMap()
+        counts["pages with template"] = assigned_sites.get(True, 0)
+        counts["pages without template"] = assigned_sites.get(False, 0)
+    with _stage(result, sc, "extract"):
+        extractions = _extract(sc, pages, assigned, entries, options, parts).persist(disk)
+        counts.update({k: v for k, v in extractions.map(lambda e: (e.method, 1)).reduceByKey(add).collect()})
+    with _stage(result, sc, "sign"):
+        signed = _sign(extractions, options, parts).persist(disk)
+        counts["indexed"] = signed.count()
+    with _stage(result, sc, "band keys"):
+        buckets = band_buckets(signed, options.shingles, parts).persist(disk)
+        counts["shared band keys"] = buckets.count()
+    with _stage(result, sc, "candidates+verify"):
+        edges = _verified_edges(buckets, signed, options, parts).persist(disk)
+        counts["verified pairs"] = edges.count()
+    with _stage(result, sc, "components"):
+        labels = connected_components(spark, edges.map(lambda e: (e[0], e[1])))
+    with _stage(result, sc, "clusters"):
+        clusters = _clusters(signed, labels, options.shingles, parts).persist(disk)
+        counts["pages in clusters"] = clusters.count()
+        counts["clusters"] = clusters.filter(lambda row: row["id"] == row["canonical"]).count()
+    with _stage(result, sc, "write"):
+        result.outputs = _write(spark, out, pages=pages, assigned=assigned, extractions=extractions,
+                                clusters=clusters, skips=skips)
+    for rdd in (skips, pages, groups, plans, assigned, extractions, signed, buckets, edges, clusters):
+        rdd.unpersist()
+    return result
+
+
+def _read(sc, inputs: Sequence[str], parts: int):
+    """(page id, StoredRow | Skip) of every record of every input file (folders and globs as Spark reads them).
+
+    Records go to their page id's partition before they are parsed: one shuffle spreads the parsing over every
+    core and brings the versions of a page id together (a skipped record goes by its source)."""
+    files = sc.union([sc.binaryFiles(path).map(lambda nf, i=i: (i, nf[0], nf[1])) for i, path in enumerate(inputs)])
+    records = files.filter(lambda f: input_format(Path(f[1])) is not None).flatMap(
+        lambda f: ((r.id or r.source, ((f[0], f[1], n), r)) for n, r in enumerate(iter_file_bytes(f[1], f[2]))))
+    return records.partitionBy(parts).mapValues(lambda item: ingest_record(*item))
+
+
+def ingest_record(order: tuple[int, str, int], item) -> StoredRow | Skip:
+    """A record as a local ingest stores it, or the Skip it records."""
+    seg = pipeline.prepare_record(item)
+    if isinstance(seg, Skip):
+        return seg
+    page = seg.page
+    return StoredRow(order=order, id=page.id, url=page.url, html=page_store.stored_html(page.html),
+                     encoding=page.encoding, fetched_at=page.fetched_at, digest=page_store.content_hash(page.html),
+                     shapes=pipeline.block_shapes(seg), text_chars=sum(len(b.text) for b in seg.blocks),
+                     source=item.source)
+
+
+def keep_version(rows: Iterable[StoredRow]) -> StoredRow:
+    """The version of a page id the store keeps after ingesting its records in order (``upsert_page``): a record
+    with other content replaces the page; one with the same content only moves its fetch time."""
+    kept = None
+    for row in sorted(rows, key=lambda r: r.order):
+        if kept is not None and kept.digest == row.digest:
+            kept = replace(kept, fetched_at=row.fetched_at or kept.fetched_at)
+        else:
+            kept = row
+    return kept
+
+
+def assign_groups_rdd(urls, *, min_pages: int, parts: int):
+    """(id, group) for (id, url) pairs: ``grouping.assign_groups`` with its prefix counts made by a shuffle."""
+    chains = urls.mapValues(url_prefixes)
+    counts = chains.flatMap(lambda ic: ((p, 1) for p in ic[1])).reduceByKey(add, parts)
+    known = (chains.flatMap(lambda ic: ((p, ic[0]) for p in ic[1])).join(counts, parts)
+             .map(lambda kv: (kv[1][0], (kv[0], kv[1][1]))).groupByKey(parts))
+    return chains.leftOuterJoin(known, parts).mapValues(
+        lambda ck: choose_group(ck[0], dict(ck[1] or ()), min_pages=min_pages))
+
+
+def plan_group(group: str, members: Iterable[tuple[str, np.ndarray]],
+               settings: LearnSettings) -> list[tuple[str, int | None, list[str], list[str], np.ndarray | None]]:
+    """(group, layout, page ids, ids to learn from, layout signature) of each layout cluster of a group, as
+    ``pipeline.learn_group`` plans them; layout None for pages no template can be learned for."""
+    ordered = sorted(members, key=lambda m: m[0])
+    ids = [pid for pid, _ in ordered]
+    if len(ids) < settings.min_template_pages:
+        return [(group, None, ids, [], None)]
+    plans = []
+    for layout, cluster, sets in pipeline.plan_layouts(ids, [s for _, s in ordered], settings):
+        if len(cluster) < settings.min_template_pages:
+            plans.append((group, None, cluster, [], None))
+        else:
+            plans.append((group, layout, cluster, pipeline.learn_sample(cluster, settings),
+                          pipeline.layout_signature(sets)))
+    return plans
+
+
+def _learn(plans, pages, settings: LearnSettings, parts: int) -> list[tuple]:
+    """(group, layout, template or None, layout signature, cluster size) of every cluster large enough."""
+    clusters = plans.filter(lambda p: p[1] is not None)
+    wanted = clusters.flatMap(lambda p: [(pid, (p[0], p[1])) for pid in p[3]])
+    samples = wanted.join(pages, parts).map(lambda kv: (kv[1][0], kv[1][1])).groupByKey(parts)
+    templates = samples.map(lambda kv: (kv[0], _learn_one(kv[0], kv[1], settings)))
+    shapes = clusters.map(lambda p: ((p[0], p[1]), (p[4], len(p[2]))))
+    return shapes.leftOuterJoin(templates, parts).map(
+        lambda kv: (kv[0][0], kv[0][1], kv[1][1], kv[1][0][0], kv[1][0][1])).collect()
+
+
+def _learn_one(key: tuple[str, int], rows: Iterable[StoredRow], settings: LearnSettings):
+    ordered = sorted(rows, key=lambda r: r.id)  # learn_sample's order
+    return pipeline.learn_cluster(key[0], key[1], [row.segment() for row in ordered], settings)
+
+
+def _save_templates(db_path, learned: list[tuple], options: JobOptions,
+                    result: JobSummary) -> tuple[list[tuple], dict[tuple[str, int], str]]:
+    """Save the learned templates as a local build does (groups and layouts in order, a version only when the rules
+    changed); returns the current templates as the local extraction sees them, and each cluster's site."""
+    db = pipeline.open_store(db_path)
+    try:
+        lsh.ensure_settings(db, options.shingles)
+        sites = {}
+        for group, layout, template, signature, _size in sorted(learned, key=lambda t: (t[0], t[1])):
+            if template is None:
+                continue
+            with transaction(db, name="template"):
+                _, written = template_store.save_template(db, template, group_key=group, layout_shapes=signature,
+                                                          settings=asdict(options.learn))
+            result.summary.counts["templates learned" if written else "templates unchanged"] += 1
+            sites[(group, layout)] = template.site
+        entries = [(group, shapes, pin_store.apply_pins(db, template))
+                   for group, shapes, template in template_store.iter_current(db)]
+    finally:
+        db.conn.close()
+    return entries, sites
+
+
+def _extract(sc, pages, assigned, entries: list[tuple], options: JobOptions, parts: int):
+    """Extraction of every page with the template a local ``TemplateIndex.find`` gives it."""
+    template_groups = sc.parallelize(sorted({group for group, _, _ in entries}), parts).map(lambda g: (g, True))
+    unassigned = assigned.filter(lambda kv: kv[1][1] is None).join(pages.mapValues(lambda row: row.url), parts)
+    longest = (unassigned.flatMap(lambda kv: ((p, (kv[0], depth)) for depth, p in enumerate(url_prefixes(kv[1][1]))))
+               .join(template_groups, parts).map(lambda kv: (kv[1][0][0], (kv[1][0][1], kv[0])))
+               .reduceByKey(min, parts).mapValues(lambda dp: ("group", dp[1])))
+    keys = assigned.leftOuterJoin(longest, parts).mapValues(
+        lambda gk: (gk[0][0], gk[0][1], ("site", gk[0][1]) if gk[0][1] is not None else gk[1]))
+    lists = sc.parallelize(_template_lists(entries), parts)
+    by_key = keys.join(pages, parts).map(
+        lambda kv: ((kv[1][0][2], zlib.crc32(kv[0].encode()) % JOIN_SALTS), (kv[1][1], kv[1][0][0], kv[1][0][1])))
+    with_lists = by_key.filter(lambda kv: kv[0][0] is not None).join(lists, parts).values()
+    without = by_key.filter(lambda kv: kv[0][0] is None).values().map(lambda v: (v, []))
+    method, threshold = options.method, options.learn.layout_match
+    return with_lists.union(without).mapPartitions(lambda items: _extract_partition(items, method, threshold))
+
+
+def _template_lists(entries: list[tuple]) -> list[tuple]:
+    """((key, salt), [(layout signature, template)]) for every site and every template group (in site order, as
+    ``TemplateIndex.by_group`` holds them)."""
+    by_key: dict[tuple, list] = {}
+    for group, shapes, template in sorted(entries, key=lambda e: e[2].site):
+        by_key.setdefault(("site", template.site), []).append((shapes, template))
+        by_key.setdefault(("group", group), []).append((shapes, template))
+    return [((key, salt), layouts) for key, layouts in by_key.items() for salt in range(JOIN_SALTS)]
+
+
+def _extract_partition(items, method: str, threshold: float) -> Iterator[Extraction]:
+    compiled: dict[tuple[str, int], CompiledTemplate] = {}
+
+    def compile_once(template):
+        key = (template.site, template.version)
+        if key not in compiled:
+            compiled[key] = CompiledTemplate(template)
+        return compiled[key]
+
+    for (row, group, site), layouts in items:
+        seg = row.segment()
+        if isinstance(seg, Skip):
+            continue
+        candidates = [(shapes, compile_once(template)) for shapes, template in layouts]
+        if site is not None and candidates:
+            chosen = candidates[0][1]
+        else:
+            chosen = pipeline.best_layout(seg, candidates, threshold=threshold) if candidates else None
+        yield extract_page(seg, chosen, site=site or group, method=method)
+
+
+# --- near-duplicates ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class SignedPage:
+    """An indexed page: its doc number and index batch (generation) as a local run numbers them."""
+
+    doc: int
+    batch: int
+    page_id: str
+    url: str
+    boilerplate_chars: int
+    text_chars: int
+    signature: np.ndarray
+    verify_set: np.ndarray | None  # the stored verification set (None when verifying by estimate)
+
+    def member(self) -> lsh.Member:
+        return lsh.Member(self.doc, self.page_id, self.url, self.signature, self.batch, self.boilerplate_chars,
+                          self.text_chars)
+
+
+def _sign(extractions, options: JobOptions, parts: int):
+    """SignedPage of every page with shingles, numbered like a local run: extracted in id order, indexed in batches
+    of ``index_batch`` extractions, doc numbers in that order."""
+    ordered = extractions.sortBy(lambda e: e.id, numPartitions=parts).zipWithIndex()
+    settings, size = options.shingles, options.index_batch
+    signed = ordered.mapPartitions(lambda items: _sign_partition(list(items), settings, size))
+    return signed.sortBy(lambda sp: sp[0], numPartitions=parts).zipWithIndex().map(
+        lambda item: replace(item[0][1], doc=item[1] + 1))
+
+
+def _sign_partition(items: list[tuple[Extraction, int]], settings: ShingleSettings,
+                    size: int) -> Iterator[tuple[int, SignedPage]]:
+    if not items:
+        return
+    signatures, shingles = dedup.sign_texts([e.text for e, _ in items], settings)
+    sets = lsh.stored_form(shingles, list(range(len(items))), settings) if shingles is not None else None
+    for i, (e, position) in enumerate(items):
+        if signatures.empty[i]:
+            continue
+        yield position, SignedPage(0, position // size + 1, e.id, e.url, e.boilerplate_chars, len(e.text),
+                                   signatures.values[i], sets[i] if sets is not None else None)
+
+
+def band_buckets(signed, settings: ShingleSettings, parts: int):
+    """(band key, [(doc, batch)]) of every band key two or more pages share: the shuffle of the LSH stage (one row
+    per page and band)."""
+    keyed = signed.mapPartitions(lambda pages: _band_rows(list(pages), settings))
+    return keyed.groupByKey(parts).mapValues(list).filter(lambda kv: len(kv[1]) > 1)
+
+
+def _verified_edges(buckets, signed, options: JobOptions, parts: int):
+    """(doc a, doc b) of every candidate pair whose similarity reaches the threshold."""
+    settings, cap = options.shingles, options.bucket_cap
+    pairs = buckets.flatMap(lambda kv: bucket_candidates(kv[1], cap)).distinct(parts)
+    values = signed.map(lambda sp: (sp.doc, sp.verify_set if sp.verify_set is not None else sp.signature))
+    joined = (pairs.join(values, parts).map(lambda kv: (kv[1][0], (kv[0], kv[1][1])))
+              .join(values, parts).map(lambda kv: (kv[1][0][0], kv[0], kv[1][0][1], kv[1][1])))
+    return joined.filter(lambda p: similarity(p[2], p[3], settings) >= settings.threshold).map(lambda p: (p[0], p[1]))
+
+
+def _band_rows(pages: list[SignedPage], settings: ShingleSettings) -> Iterator[tuple[int, tuple[int, int]]]:
+    if not pages:
+        return
+    keys = band_keys(np.stack([p.signature for p in pages]), settings)
+    for page, row in zip(pages, keys.tolist()):
+        for key in row:
+            yield key, (page.doc, page.batch)
+
+
+def bucket_candidates(bucket: Iterable[tuple[int, int]], cap: int) -> list[tuple[int, int]]:
+    """(earlier doc, later doc) pairs one band key's pages give a local run's index: the bucket's first ``cap``
+    pages pair with every later page (what a stored bucket offers a new batch), and within one index batch its
+    first ``cap`` pages pair with the batch's later pages (the batch's own sorted keys)."""
+    members = sorted(bucket)
+    if len(members) < 2:
+        return []
+    docs = np.array([d for d, _ in members], dtype=np.int64)
+    batches = np.array([b for _, b in members], dtype=np.int64)
+    zeros = np.zeros(len(docs), dtype=np.int64)
+    found = [lsh.bucket_pairs(zeros, docs, cap=cap)]
+    for batch in np.unique(batches).tolist():
+        mine = docs[batches == batch]
+        found.append(lsh.bucket_pairs(zeros[:len(mine)], mine, cap=cap))
+    return sorted(set(map(tuple, np.concatenate(found).tolist())))
+
+
+def similarity(a: np.ndarray, b: np.ndarray, settings: ShingleSettings) -> float:
+    """What a candidate pair is verified with: stored verification sets, or signatures when verifying by estimate."""
+    if settings.verify == "estimate":
+        return float(estimate_similarity(a, b))
+    return set_similarity(comparable_set(a, settings), comparable_set(b, settings), settings)
+
+
+def connected_components(spark, edges):
+    """(doc, label) for every doc with an edge: the smallest doc of its component, by min-label propagation (a
+    DataFrame join and group-by per round; rounds: the components' largest diameter, plus one)."""
+    from pyspark.sql import functions as F
+
+    both = spark.createDataFrame(edges.flatMap(lambda e: [e, (e[1], e[0])]), "src long, dst long").persist()
+    labels = both.select(F.col("src").alias("id")).distinct().withColumn("label", F.col("id")).localCheckpoint()
+    while True:
+        offered = both.join(labels, both.src == labels.id).select(F.col("dst").alias("id"), "label")
+        updated = (labels.unionByName(offered).groupBy("id").agg(F.min("label").alias("label"))
+                   .localCheckpoint())
+        changed = (updated.join(labels.withColumnRenamed("label", "old"), "id")
+                   .where(F.col("label") != F.col("old")).count())
+        labels = updated
+        if changed == 0:
+            break
+    both.unpersist()
+    return labels.rdd.map(lambda row: (row["id"], row["label"]))
+
+
+def _clusters(signed, labels, settings: ShingleSettings, parts: int):
+    """The rows ``templater dups`` gives for every page of a cluster (label: the smallest doc of the cluster)."""
+    members = signed.map(lambda sp: (sp.doc, sp)).join(labels, parts).map(lambda kv: (kv[1][1], kv[1][0]))
+    return members.groupByKey(parts).flatMap(lambda kv: dedup.cluster_rows(
+        kv[0], [sp.member() for sp in sorted(kv[1], key=lambda sp: sp.doc)], settings,
+        {sp.doc: sp.verify_set for sp in kv[1]} if settings.verify != "estimate" else None))
+
+
+# --- outputs ------------------------------------------------------------------------------------------------------
+
+PAGES_SCHEMA = ("id string, url string, host string, group_key string, site string, content_hash string, "
+                "fetched_at string, encoding string, n_blocks int, text_chars int, source string")
+EXTRACTIONS_SCHEMA = ("id string, url string, site string, text string, method string, template string, "
+                      "coverage double, boilerplate_chars int")
+CLUSTERS_SCHEMA = "id string, url string, cluster long, canonical string, similarity double"
+SKIPS_SCHEMA = "source string, reason string, detail string, id string, url string"
+
+
+def _write(spark, out: str, *, pages, assigned, extractions, clusters, skips) -> dict[str, str]:
+    """The Parquet datasets under ``out`` (overwritten)."""
+    rows = {
+        "pages": (pages.mapValues(lambda r: (r.url, host_of(r.url), r.digest, r.fetched_at, r.encoding,
+                                             len(r.shapes), r.text_chars, r.source))
+                  .join(assigned).map(lambda kv: (kv[0], *kv[1][0][:2], *kv[1][1], *kv[1][0][2:])), PAGES_SCHEMA),
+        "extractions": (extractions.map(lambda e: (e.id, e.url, e.site, e.text, e.method, e.template, e.coverage,
+                                                   e.boilerplate_chars)), EXTRACTIONS_SCHEMA),
+        "clusters": (clusters.map(lambda r: (r["id"], r["url"], r["cluster"], r["canonical"], r["similarity"])),
+                     CLUSTERS_SCHEMA),
+        "skips": (skips.map(lambda s: (s.source, s.reason, s.detail, s.id, s.url)), SKIPS_SCHEMA),
+    }
+    written = {}
+    for name, (rdd, schema) in rows.items():
+        path = out.rstrip("/") + "/" + name
+        spark.createDataFrame(rdd, schema).write.mode("overwrite").parquet(path)
+        written[name] = path
+    return written
+
+
+# --- spark-submit ---------------------------------------------------------------------------------------------------
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="spark_job.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("inputs", nargs="+", help="JSON Lines / WARC files or folders: any path Spark reads")
+    parser.add_argument("--out", required=True, help="folder (any Spark path) for the Parquet outputs")
+    parser.add_argument("--db", required=True, help="templater database (a local file on the driver)")
+    parser.add_argument("--master", default=None, help="Spark master (default: spark-submit's, else local[2])")
+    parser.add_argument("--partitions", type=int, default=None, help="partitions per stage")
+    parser.add_argument("--fallback", default="auto", help="single-page method, as in `templater extract`")
+    return parser.parse_args(argv)
+
+
+def check_inputs(inputs: Sequence[str]) -> list[str]:
+    """Local paths are checked at once (a clear error instead of a Spark stack trace); URIs are left to Spark."""
+    for path in inputs:
+        if "://" not in path and not any(c in path for c in "*?["):
+            check_input(Path(path))
+    return [str(Path(p).resolve()) if "://" not in p else p for p in inputs]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``spark-submit templater/spark_job.py INPUT... --out DIR --db DB``: prints the summary as JSON."""
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    try:
+        inputs = check_inputs(args.inputs)
+    except TemplaterError as e:
+        raise SystemExit(f"error: {e}") from None
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # started by spark-submit: its master unless one is given
+    spark = spark_session(args.master or (None if submitted else "local[2]"), partitions=args.partitions)
+    try:
+        result = run_job(spark, inputs, out=args.out, db_path=args.db,
+                         options=JobOptions(method=args.fallback, partitions=args.partitions))
+    finally:
+        spark.stop()
+    sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
+
+
+if __name__ == "__main__":  # spark-submit runs this file as a script: run the module, so executors find its names
+    from templater import spark_job
+
+    spark_job.main()
