@@ -20,6 +20,7 @@ from .types import Extraction, Rule, Segmented, Template
 REGION_MIN_SHARE = 0.5  # the region is used only when it holds this share of the text the rules left
 NO_CLASSIFIER = "none"  # --fallback none: the template's rules alone (the whole text where there is no template)
 WRAPPER_DEPTH = 3  # steps of a region XPath right under <body> (/html/body/div[1])
+PARAGRAPH_CHARS = 80  # a page with a block this long of which the template allows nothing falls back to single-page
 REPEAT_MIN_CHARS = 100  # a kept block this long whose text was already kept is a repeat, not more content
 
 
@@ -122,10 +123,19 @@ def extract_page(seg: Segmented, compiled: CompiledTemplate | None = None, *, si
         return _extraction(seg, keep, site=site or host_of(page.url), method="fallback", template=None,
                            coverage=None)
     allowed, coverage, in_region = match_template(seg, compiled)
+    if leaves_nothing(seg, allowed):
+        # the template knows this page's paragraphs as boilerplate (it was learned from copies of the article):
+        # the page is extracted as if the site had no template
+        return extract_page(seg, None, site=site or compiled.template.site, method=method)
     keep = allowed if method == NO_CLASSIFIER else fallback.select_blocks(seg, method=method, allowed=allowed,
                                                                    trusted=in_region)
     return _extraction(seg, keep, site=site or compiled.template.site, method="template", template=compiled.name,
                        coverage=round(coverage, 4))
+
+
+def leaves_nothing(seg: Segmented, allowed: np.ndarray) -> bool:
+    """Whether the page has paragraphs (a block of PARAGRAPH_CHARS or more) and the template allows no block."""
+    return not allowed.any() and any(len(b.text) >= PARAGRAPH_CHARS for b in seg.blocks)
 
 
 def drop_repeats(seg: Segmented, keep: np.ndarray) -> np.ndarray:

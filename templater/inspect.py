@@ -245,7 +245,7 @@ def explain_blocks(seg: Segmented, compiled: CompiledTemplate | None, *, method:
     result = extract_page(seg, compiled, method=method)
     kept = np.zeros(len(seg.blocks), dtype=bool)
     kept[list(result.kept)] = True
-    if compiled is None:
+    if compiled is None or result.method == "fallback":  # no template, or one that allowed nothing
         reason = FALLBACK_PREFIX + method
         decisions = tuple(_decision(b, bool(kept[b.index]), reason) for b in seg.blocks)
     else:

@@ -249,3 +249,18 @@ def test_a_linked_headline_is_never_dynamic_boilerplate():
     assert not [r for r in template.rules if r.action == "drop-shape" and r.tag_path.endswith("/h3")]
     seg, text = _variant_pages(1, permalink, start=30)[0]
     assert kept_text(seg, apply_template(seg, CompiledTemplate(template))[0])[0] == text.split("\n")[0]
+
+
+def test_a_page_of_which_the_template_allows_nothing_falls_back_to_the_single_page_method():
+    # one article under four URLs of one prefix (print versions, tracking parameters): learned from these
+    # pages alone, the template knows all of it as boilerplate; extraction must not come out empty
+    from templater.extract import extract_page
+
+    html, text = __import__("sitegen").article_html(5)
+    pages = _variant_pages(4, lambda _, seed: html)
+    template = CompiledTemplate(learn_template([s for s, _ in pages], site="s"))
+    seg = pages[0][0]
+    assert not apply_template(seg, template)[0].any()
+    result = extract_page(seg, template)
+    assert result.method == "fallback" and result.template is None and result.site == "s"
+    assert all(line in result.text.split("\n") for line in text.split("\n"))
