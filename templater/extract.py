@@ -27,7 +27,8 @@ REPEAT_MIN_CHARS = 100  # a kept block this long whose text was already kept is 
 class CompiledTemplate:
     """A template prepared for fast application: hash sets and sequences built once."""
 
-    __slots__ = ("template", "name", "static_seq", "static_set", "shapes", "region", "region_trusted", "pinned", "containers")
+    __slots__ = ("template", "name", "static_seq", "static_set", "shapes", "region", "region_trusted", "pinned",
+                 "containers")
 
     def __init__(self, template: Template) -> None:
         self.template = template

@@ -35,7 +35,7 @@ NAV_PATHS = ("/nav/", "/aside/")  # a varying block inside <nav> (breadcrumbs, s
 # page's own content, whatever its text
 LINKED_HEADINGS_PER_PAGE = 2  # linked headings of one tag path, on average a page, that make a list of links
 HEADLINE_TAGS = frozenset({"h1", "h2", "h3"})
-COMMENT_SUPPORT = 0.2  # a comments (or related-articles) container on this share of a cluster's pages becomes a drop rule
+COMMENT_SUPPORT = 0.2  # a comments (or related-articles) container on this share of a cluster's pages: a drop rule
 COMMENT_NAME = re.compile(
     r"(?i)comments?|comment-?list|comments?-(?:area|section|wrap|wrapper|container|block|box|thread|holder)"
     r"|comment-(?:body|content|text|item)|respond|disqus_thread|dsq-content|replies|reader-?comments"
@@ -64,7 +64,7 @@ def learn_template(pages: Sequence[Segmented], *, site: str, version: int = 1, l
     region = content_region(pages, dropped, rules)
     if region is not None:
         rules.append(region)
-    rules += comment_rules(pages, settings)
+    rules += container_rules(pages, settings)
     return Template(site=site, version=version, rules=tuple(rules), page_count=page_count,
                     learned_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), layout=layout,
                     reason=reason)
@@ -150,16 +150,16 @@ def dynamic_rules(pages: Sequence[Segmented], dropped: Sequence[np.ndarray],
         if blocks[0].tag in HEADING_TAGS and not (link_share > settings.shape_max_link_density
                                                   and per_page >= LINKED_HEADINGS_PER_PAGE):
             continue  # a page's headline, unless several linked headings a page: a list of other articles
-        if link_share > settings.shape_max_link_density or any(p in tag_path + "/" for p in NAV_PATHS) or (short and per_page <= 2
-                                                              and max(len(b.text) for b in blocks) < 2 *
-                                                              settings.shape_max_chars):
+        aside = any(p in tag_path + "/" for p in NAV_PATHS)
+        brief = short and per_page <= 2 and max(len(b.text) for b in blocks) < 2 * settings.shape_max_chars
+        if link_share > settings.shape_max_link_density or aside or brief:
             rules.append(Rule(xpath="/" + tag_path.lstrip("/"), action="drop-shape",
                               support=round(pages_with[tag_path] / len(pages), 4), tag_path=tag_path,
                               sample=blocks[0].text[:120]))
     return rules
 
 
-def comment_rules(pages: Sequence[Segmented], settings: LearnSettings) -> list[Rule]:
+def container_rules(pages: Sequence[Segmented], settings: LearnSettings) -> list[Rule]:
     """Containers named like reader comments or like lists of other articles (by id or class) on enough pages:
     XPath drop rules.
 

@@ -207,7 +207,8 @@ def test_varying_blocks_inside_nav_or_aside_are_dynamic_whatever_their_length(ta
     def breadcrumbs(html, seed):
         title = html.split("<h1>")[1].split("</h1>")[0]
         crumbs = "".join(f'<li><a href="/{w}">{w}</a></li>' for w in ("news", f"section{seed % 3}"))
-        return html.replace('<div id="main">', f'<div id="main"><{tag}><ul>{crumbs}<li>{title} and more</li></ul></{tag}>')
+        box = f"<{tag}><ul>{crumbs}<li>{title} and more</li></ul></{tag}>"
+        return html.replace('<div id="main">', f'<div id="main">{box}')
     template = learn_template([s for s, _ in _variant_pages(6, breadcrumbs)], site="s")
     assert any(f"/{tag}/" in r.tag_path for r in template.rules if r.action == "drop-shape")
     seg, text = _variant_pages(1, breadcrumbs, start=80)[0]
@@ -226,7 +227,8 @@ def test_named_boxes_of_other_articles_are_dropped_but_never_the_article():
     pages = _variant_pages(6, popular)
     template = learn_template([s for s, _ in pages], site="s")
     rules = [r.xpath for r in _containers(template)]
-    assert rules == [f"//ul[contains(concat(' ', normalize-space(@class), ' '), ' most-popular ')][{RELATED_SIZE_TEST}]"]
+    assert rules == ["//ul[contains(concat(' ', normalize-space(@class), ' '), ' most-popular ')]"
+                     f"[{RELATED_SIZE_TEST}]"]
     seg, text = _variant_pages(1, popular, start=90)[0]
     kept = kept_text(seg, apply_template(seg, CompiledTemplate(template))[0])
     assert all(line in kept for line in text.split("\n")) and not any(t.startswith("Excerpt") for t in kept)
