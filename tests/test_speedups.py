@@ -33,3 +33,62 @@ def test_text_columns_title_words_and_case_folding():
     seg = page_of(["ΟΔΟΣ ΣΟΦΟΚΛΕΟΥΣ. The İstanbul river", "Copyright © 2020 all rights reserved  ", "ΣΣ x"],
                   "Istanbul οδος river")
     assert features._text_columns(seg).tobytes() == features._text_columns_plain(seg).tobytes()
+
+
+# --- the C walk (templater._walk) against the plain walk ---------------------------------------------------------
+
+import gzip  # noqa: E402
+import json  # noqa: E402
+
+import pytest  # noqa: E402
+
+from conftest import SAMPLES  # noqa: E402
+from templater import blocks  # noqa: E402
+from templater.parse import parse_html  # noqa: E402
+
+needs_walk = pytest.mark.skipif(blocks._walk is None, reason="the C walk is not built here")
+
+
+def block_key(block):
+    return (block.index, block.xpath, block.tag_path, block.tag, block.text, block.link_chars, block.markup_bytes,
+            block.hash, block.shape)
+
+
+def assert_same_segmentation(markup):
+    root = parse_html(markup)
+    if root is None:
+        return
+    page = Page("p", "https://a.example/p", markup)
+    fast, plain = blocks.segment(root, page), blocks._segment_plain(root, page)
+    assert [block_key(b) for b in fast.blocks] == [block_key(b) for b in plain.blocks]
+    assert all(a.element is b.element for a, b in zip(fast.blocks, plain.blocks))
+    assert fast.vector.dtype == plain.vector.dtype and fast.vector.tobytes() == plain.vector.tobytes()
+    assert fast.title == plain.title
+
+
+@needs_walk
+def test_c_walk_matches_the_plain_walk_on_the_samples():
+    with gzip.open(SAMPLES / "pages.jsonl.gz", "rt", encoding="utf-8") as lines:
+        records = [json.loads(line) for line in lines if line.strip()]
+    assert records
+    for record in records:
+        assert_same_segmentation(record["html"])
+
+
+TAGS = ["div", "p", "a", "b", "i", "span", "br", "li", "ul", "h1", "td", "table", "body", "script", "em", "nav"]
+piece = st.one_of(
+    st.sampled_from(TAGS).map(lambda t: f"<{t}>"),
+    st.sampled_from(TAGS).map(lambda t: f"</{t}>"),
+    st.sampled_from(TAGS).map(lambda t: f'<{t} class="x y" id="\u00e9t\u00e9" data-z>'),
+    st.sampled_from([" ", "\n\t", "\u00a0", "\u2003", " \u3000 ", "&nbsp;", "&amp;", "<!-- c -->", "<?pi x?>"]),
+    st.text(alphabet=st.sampled_from("ab C\u00e9\u0130\u03a3\u4e2d.,!\t\n\u00a0\u2028"), min_size=1, max_size=12),
+)
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(st.lists(piece, max_size=40), st.booleans())
+def test_c_walk_matches_the_plain_walk_on_generated_markup(pieces, wrap):
+    body = "".join(pieces)
+    assert_same_segmentation(f"<html><head><title>T \u00e9</title></head><body>{body}</body></html>" if wrap
+                             else body)
