@@ -413,7 +413,256 @@ static PyObject *configure(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+
+/* --- a set / map of node pointers (open addressing) ------------------------------------------------------ */
+typedef struct {
+    const void **keys;
+    Py_ssize_t *values;
+    Py_ssize_t size, used;
+} PtrMap;
+
+static inline size_t ptr_hash(const void *p) {
+    uintptr_t x = (uintptr_t)p;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return (size_t)x;
+}
+
+static int map_init(PtrMap *m, Py_ssize_t expected) {
+    Py_ssize_t size = 16;
+    while (size < 2 * expected + 2) size *= 2;
+    m->keys = PyMem_Calloc(size, sizeof(void *));
+    m->values = PyMem_Malloc(size * sizeof(Py_ssize_t));
+    m->size = size;
+    m->used = 0;
+    if (!m->keys || !m->values) { PyErr_NoMemory(); return -1; }
+    return 0;
+}
+
+static void map_free(PtrMap *m) {
+    PyMem_Free(m->keys);
+    PyMem_Free(m->values);
+}
+
+static Py_ssize_t map_get(const PtrMap *m, const void *key) {  /* -1 when absent */
+    size_t mask = m->size - 1, i = ptr_hash(key) & mask;
+    while (m->keys[i]) {
+        if (m->keys[i] == key) return m->values[i];
+        i = (i + 1) & mask;
+    }
+    return -1;
+}
+
+static int map_put(PtrMap *m, const void *key, Py_ssize_t value) {
+    if (2 * (m->used + 1) > m->size) {
+        PtrMap bigger;
+        if (map_init(&bigger, m->size) < 0) return -1;
+        for (Py_ssize_t i = 0; i < m->size; i++)
+            if (m->keys[i]) map_put(&bigger, m->keys[i], m->values[i]);
+        map_free(m);
+        *m = bigger;
+    }
+    size_t mask = m->size - 1, i = ptr_hash(key) & mask;
+    while (m->keys[i] && m->keys[i] != key) i = (i + 1) & mask;
+    if (!m->keys[i]) m->used++;
+    m->keys[i] = key;
+    m->values[i] = value;
+    return 0;
+}
+
+static xmlNode *node_of(PyObject *element) {
+    if (!PyObject_TypeCheck(element, element_type)) return NULL;
+    return ((LxmlElement *)element)->_c_node;
+}
+
+/* An attribute's value as lxml's attrib.get(name) reads it (no namespace); *found = 0 when absent, -1 when
+ * the value is not plain text. Points into the tree or into ``scratch``. */
+static const char *attribute(const xmlNode *element, const char *name, Buffer *scratch, int *found) {
+    *found = 0;
+    for (xmlAttr *a = element->properties; a; a = a->next) {
+        if (a->type != XML_ATTRIBUTE_NODE || a->ns || strcmp((const char *)a->name, name) != 0) continue;
+        *found = 1;
+        xmlNode *t = a->children;
+        if (!t) return "";
+        if (!t->next && (t->type == XML_TEXT_NODE || t->type == XML_CDATA_SECTION_NODE))
+            return t->content ? (const char *)t->content : "";
+        scratch->size = 0;
+        for (; t; t = t->next) {
+            if (t->type != XML_TEXT_NODE && t->type != XML_CDATA_SECTION_NODE) { *found = -1; return NULL; }
+            if (t->content && buf_add(scratch, (const char *)t->content, strlen((const char *)t->content)) < 0) {
+                *found = -1;
+                return NULL;
+            }
+        }
+        if (buf_add(scratch, "", 1) < 0) { *found = -1; return NULL; }
+        return scratch->data;
+    }
+    return NULL;
+}
+
+#define MAX_TAG_BITS 256
+static char *tag_bit_names[MAX_TAG_BITS];
+static unsigned int tag_bit_values[MAX_TAG_BITS];
+static int n_tag_bits = 0;
+
+/* features.number_tree's numbering: (parent, depth, owner as int64 bytes, tag_bits as uint32 bytes, hint as
+ * bool bytes, [(element number, class, id)] of the elements with a class or an id); None to take the plain
+ * numbering. */
+static PyObject *number_tree(PyObject *self, PyObject *elements) {
+    PyObject *fast = PySequence_Fast(elements, "elements must be a sequence");
+    if (!fast) return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(fast);
+    PtrMap numbers = {0};
+    Buffer parent = {0}, depth = {0}, owner = {0}, tag_bits = {0}, hint = {0}, scratch = {0};
+    PyObject *classes = PyList_New(0), *result = NULL;
+    int give_up = 0;
+    const xmlNode *chain[4096];
+    if (!classes || map_init(&numbers, 4 * count) < 0) goto done;
+    for (Py_ssize_t b = 0; b < count; b++) {
+        xmlNode *node = node_of(PySequence_Fast_GET_ITEM(fast, b));
+        if (!node) { give_up = 1; goto done; }
+        xmlNode *start = node;
+        int length = 0;
+        Py_ssize_t above = -1;
+        while (node) {
+            Py_ssize_t known = map_get(&numbers, node);
+            if (known >= 0) { above = known; break; }
+            if (node->type != XML_ELEMENT_NODE || node->ns || length == 4096) { give_up = 1; goto done; }
+            chain[length++] = node;
+            node = parent_element(node);
+        }
+        while (length--) {
+            const xmlNode *n = chain[length];
+            Py_ssize_t number = parent.size / (Py_ssize_t)sizeof(int64_t);
+            int64_t up = above, level = above >= 0 ? ((int64_t *)depth.data)[above] + 1 : 0;
+            if (map_put(&numbers, n, number) < 0 || buf_add(&parent, (const char *)&up, 8) < 0
+                || buf_add(&depth, (const char *)&level, 8) < 0) goto done;
+            const char *name = (const char *)n->name;
+            unsigned int bits = 0;
+            for (int i = 0; i < n_tag_bits; i++)
+                if (strcmp(tag_bit_names[i], name) == 0) { bits = tag_bit_values[i]; break; }
+            if (buf_add(&tag_bits, (const char *)&bits, 4) < 0) goto done;
+            /* features._is_hint */
+            int found;
+            char is_hint = strcmp(name, "article") == 0 || strcmp(name, "main") == 0;
+            const char *value;
+            if (!is_hint) {
+                value = attribute(n, "itemprop", &scratch, &found);
+                if (found < 0) { give_up = 1; goto done; }
+                is_hint = found && strcmp(value, "articleBody") == 0;
+            }
+            if (!is_hint) {
+                value = attribute(n, "itemtype", &scratch, &found);
+                if (found < 0) { give_up = 1; goto done; }
+                is_hint = found && strstr(value, "Article") != NULL;
+            }
+            if (!is_hint) {
+                value = attribute(n, "role", &scratch, &found);
+                if (found < 0) { give_up = 1; goto done; }
+                is_hint = found && strcmp(value, "main") == 0;
+            }
+            if (buf_add(&hint, &is_hint, 1) < 0) goto done;
+            /* the class and id words (features._class_bits reads them) */
+            PyObject *class_ = NULL, *id_ = NULL;
+            value = attribute(n, "class", &scratch, &found);
+            if (found < 0) { give_up = 1; goto done; }
+            if (found) class_ = PyUnicode_DecodeUTF8(value, strlen(value), NULL);
+            value = attribute(n, "id", &scratch, &found);
+            if (found < 0) { Py_XDECREF(class_); give_up = 1; goto done; }
+            if (found) id_ = PyUnicode_DecodeUTF8(value, strlen(value), NULL);
+            if (class_ || id_) {
+                if (!class_) class_ = PyUnicode_FromString("");
+                if (!id_) id_ = PyUnicode_FromString("");
+                if (!class_ || !id_) { Py_XDECREF(class_); Py_XDECREF(id_); goto done; }
+                PyObject *item = Py_BuildValue("(nNN)", number, class_, id_);
+                if (!item || PyList_Append(classes, item) < 0) { Py_XDECREF(item); goto done; }
+                Py_DECREF(item);
+            } else if (PyErr_Occurred()) goto done;
+            above = number;
+        }
+        int64_t mine = map_get(&numbers, start);
+        if (buf_add(&owner, (const char *)&mine, 8) < 0) goto done;
+    }
+    result = Py_BuildValue("(y#y#y#y#y#O)", parent.data ? parent.data : "", parent.size,
+                           depth.data ? depth.data : "", depth.size, owner.data ? owner.data : "", owner.size,
+                           tag_bits.data ? tag_bits.data : "", tag_bits.size, hint.data ? hint.data : "", hint.size,
+                           classes);
+done:
+    Py_DECREF(fast);
+    Py_XDECREF(classes);
+    map_free(&numbers);
+    PyMem_Free(parent.data); PyMem_Free(depth.data); PyMem_Free(owner.data); PyMem_Free(tag_bits.data);
+    PyMem_Free(hint.data); PyMem_Free(scratch.data);
+    if (give_up && !PyErr_Occurred()) { Py_XDECREF(result); Py_RETURN_NONE; }
+    return result;
+}
+
+/* extract._inside: per owner (bytes of bool), is it one of ``elements`` or below one; None to take the plain
+ * test. */
+static PyObject *inside(PyObject *self, PyObject *args) {
+    PyObject *owners, *elements;
+    if (!PyArg_ParseTuple(args, "OO", &owners, &elements)) return NULL;
+    PyObject *fo = PySequence_Fast(owners, "owners must be a sequence");
+    if (!fo) return NULL;
+    PyObject *fe = PySequence_Fast(elements, "elements must be a sequence");
+    if (!fe) { Py_DECREF(fo); return NULL; }
+    Py_ssize_t n_owners = PySequence_Fast_GET_SIZE(fo), n_elements = PySequence_Fast_GET_SIZE(fe);
+    PyObject *result = NULL;
+    PtrMap marked = {0};
+    if (map_init(&marked, n_elements) < 0) goto done;
+    for (Py_ssize_t i = 0; i < n_elements; i++) {
+        xmlNode *node = node_of(PySequence_Fast_GET_ITEM(fe, i));
+        if (!node) goto plain;
+        if (map_put(&marked, node, 1) < 0) goto done;
+    }
+    result = PyBytes_FromStringAndSize(NULL, n_owners);
+    if (!result) goto done;
+    char *out = PyBytes_AS_STRING(result);
+    for (Py_ssize_t i = 0; i < n_owners; i++) {
+        xmlNode *node = node_of(PySequence_Fast_GET_ITEM(fo, i));
+        if (!node || node->type != XML_ELEMENT_NODE) { Py_CLEAR(result); goto plain; }
+        out[i] = 0;
+        if (n_elements)
+            for (; node; node = parent_element(node))
+                if (map_get(&marked, node) >= 0) { out[i] = 1; break; }
+    }
+    goto done;
+plain:
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    Py_DECREF(fo);
+    Py_DECREF(fe);
+    map_free(&marked);
+    return result;
+}
+
+static PyObject *configure_tree(PyObject *self, PyObject *pairs) {
+    PyObject *fast = PySequence_Fast(pairs, "pairs must be a sequence");
+    if (!fast) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    if (n > MAX_TAG_BITS) { Py_DECREF(fast); PyErr_SetString(PyExc_ValueError, "too many tags"); return NULL; }
+    for (int i = 0; i < n_tag_bits; i++) PyMem_Free(tag_bit_names[i]);
+    n_tag_bits = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const char *name;
+        unsigned int bits;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "sI", &name, &bits)) { Py_DECREF(fast); return NULL; }
+        char *copy = PyMem_Malloc(strlen(name) + 1);
+        if (!copy) { Py_DECREF(fast); return PyErr_NoMemory(); }
+        strcpy(copy, name);
+        tag_bit_names[n_tag_bits] = copy;
+        tag_bit_values[n_tag_bits++] = bits;
+    }
+    Py_DECREF(fast);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"configure_tree", configure_tree, METH_O, "configure_tree([(tag, bits)]): features' TAG_GROUPS bits."},
+    {"number_tree", number_tree, METH_O, "number_tree(owner elements): features.number_tree's numbering."},
+    {"inside", inside, METH_VARARGS, "inside(owners, elements) -> bytes | None: extract._inside's mask."},
     {"configure", configure, METH_VARARGS, "configure(block_tags, split_tags): the tag sets of the walk."},
     {"segment", segment, METH_O,
      "segment(root) -> (rows, hashes) | None: blocks._segment_plain's blocks as rows (tag_path, tag, text, "

@@ -11,6 +11,7 @@ import numpy as np
 from lxml import etree
 
 from . import fallback
+from .blocks import _walk
 from .align import lcs_length
 from .errors import RuleError
 from .grouping import host_of
@@ -93,6 +94,15 @@ def container_mask(seg: Segmented, rules: tuple[etree.XPath, ...]) -> np.ndarray
 
 def _inside(seg: Segmented, elements: list) -> np.ndarray:
     """Mask of the blocks owned by the given elements or their descendants."""
+    if _walk is not None:
+        found = _walk.inside([b.element for b in seg.blocks], elements)
+        if found is not None:
+            return np.frombuffer(found, dtype=bool).copy()
+    return _inside_plain(seg, elements)
+
+
+def _inside_plain(seg: Segmented, elements: list) -> np.ndarray:
+    """_inside over lxml's API: the definition the C test (templater._walk) follows."""
     members = set()
     for element in elements:
         members.update(element.iter())

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import blocks
 from .types import Segmented
 
 # --- class/id vocabulary: an element's class and id are cut into lower-case words (at non-letters and at
@@ -80,6 +81,8 @@ OWNER_TAGS: tuple[tuple[str, frozenset[str]], ...] = (
 )
 _TAG_BITS = {tag: sum(1 << n for n, (_, tags) in enumerate(TAG_GROUPS) if tag in tags)
              for _, group in TAG_GROUPS for tag in group}
+if blocks._walk is not None:
+    blocks._walk.configure_tree(sorted(_TAG_BITS.items()))
 _OWNER_COLUMN = {tag: column for column, (_, tags) in enumerate(OWNER_TAGS) for tag in tags}
 
 _HINT_TAGS = frozenset({"article", "main"})
@@ -129,6 +132,22 @@ class Tree:
 
 def number_tree(seg: Segmented) -> Tree:
     """Number the blocks' owners and all their ancestors, with each element's own class and tag flags."""
+    walk = blocks._walk
+    numbered = walk.number_tree([b.element for b in seg.blocks]) if walk is not None else None
+    if numbered is None:
+        return _number_tree_plain(seg)
+    parent, depth, owner, tag_bits, hint, classes = numbered
+    parent = np.frombuffer(parent, dtype=np.int64).copy()
+    class_bits = np.zeros(len(parent), dtype=np.uint32)
+    for number, class_, id_ in classes:
+        class_bits[number] = _words_bits(class_, id_)
+    return Tree(parent=parent, depth=np.frombuffer(depth, dtype=np.int64).copy(), class_bits=class_bits,
+                tag_bits=np.frombuffer(tag_bits, dtype=np.uint32).copy(),
+                hint=np.frombuffer(hint, dtype=bool).copy(), owner=np.frombuffer(owner, dtype=np.int64).copy())
+
+
+def _number_tree_plain(seg: Segmented) -> Tree:
+    """number_tree in Python over lxml's API: the definition the C numbering (templater._walk) follows."""
     numbers: dict = {}
     elements: list = []
     parent: list[int] = []

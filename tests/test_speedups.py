@@ -92,3 +92,34 @@ def test_c_walk_matches_the_plain_walk_on_generated_markup(pieces, wrap):
     body = "".join(pieces)
     assert_same_segmentation(f"<html><head><title>T \u00e9</title></head><body>{body}</body></html>" if wrap
                              else body)
+
+
+def sample_pages(limit=None):
+    with gzip.open(SAMPLES / "pages.jsonl.gz", "rt", encoding="utf-8") as lines:
+        records = [json.loads(line) for line in lines if line.strip()]
+    for record in records[:limit]:
+        root = parse_html(record["html"])
+        if root is not None:
+            yield blocks.segment(root, Page("p", record["url"], record["html"]))
+
+
+@needs_walk
+def test_c_numbering_matches_the_plain_numbering():
+    for seg in sample_pages():
+        fast, plain = features.number_tree(seg), features._number_tree_plain(seg)
+        for name in ("parent", "depth", "class_bits", "tag_bits", "hint", "owner"):
+            a, b = getattr(fast, name), getattr(plain, name)
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), name
+
+
+@needs_walk
+def test_c_inside_matches_the_plain_inside():
+    import random
+
+    from templater import extract
+    rng = random.Random(7)
+    for seg in sample_pages():
+        everything = list(seg.root.iter())
+        for size in (0, 1, 3, 20):
+            chosen = rng.sample(everything, min(size, len(everything)))
+            assert extract._inside(seg, chosen).tobytes() == extract._inside_plain(seg, chosen).tobytes()
