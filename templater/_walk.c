@@ -659,7 +659,121 @@ static PyObject *configure_tree(PyObject *self, PyObject *pairs) {
     Py_RETURN_NONE;
 }
 
+
+/* --- passes over features.Tree (elements numbered parents first: parent[e] < e) --------------------------- */
+static int get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t count) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0) return -1;
+    if (view->len != itemsize * count || (count >= 0 && view->len % itemsize)) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_ValueError, "array of the wrong size");
+        return -1;
+    }
+    return 0;
+}
+
+/* features._distances: int64 (elements x count): levels up to the nearest element carrying each flag. */
+static PyObject *tree_distances(PyObject *self, PyObject *args) {
+    PyObject *parent_obj, *bits_obj;
+    Py_ssize_t n, count;
+    long long far;
+    if (!PyArg_ParseTuple(args, "OOnnL", &parent_obj, &bits_obj, &n, &count, &far)) return NULL;
+    Py_buffer pv, bv;
+    if (get_buffer(parent_obj, &pv, 8, n) < 0) return NULL;
+    if (get_buffer(bits_obj, &bv, 4, n) < 0) { PyBuffer_Release(&pv); return NULL; }
+    PyObject *result = PyBytes_FromStringAndSize(NULL, n * count * 8);
+    if (result) {
+        const int64_t *parent = pv.buf;
+        const uint32_t *bits = bv.buf;
+        int64_t *out = (int64_t *)PyBytes_AS_STRING(result);
+        for (Py_ssize_t e = 0; e < n; e++) {
+            int64_t up = parent[e];
+            for (Py_ssize_t k = 0; k < count; k++) {
+                int own = (bits[e] >> k) & 1;
+                if (own) out[e * count + k] = 0;
+                else if (up < 0) out[e * count + k] = far;
+                else {
+                    int64_t above = out[up * count + k] + 1;
+                    out[e * count + k] = above < far ? above : far;
+                }
+            }
+        }
+    }
+    PyBuffer_Release(&pv);
+    PyBuffer_Release(&bv);
+    return result;
+}
+
+/* features.inside: bool per element, itself or an ancestor marked. */
+static PyObject *tree_inside(PyObject *self, PyObject *args) {
+    PyObject *parent_obj, *marked_obj;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "OOn", &parent_obj, &marked_obj, &n)) return NULL;
+    Py_buffer pv, mv;
+    if (get_buffer(parent_obj, &pv, 8, n) < 0) return NULL;
+    if (get_buffer(marked_obj, &mv, 1, n) < 0) { PyBuffer_Release(&pv); return NULL; }
+    PyObject *result = PyBytes_FromStringAndSize(NULL, n);
+    if (result) {
+        const int64_t *parent = pv.buf;
+        const char *marked = mv.buf;
+        char *out = PyBytes_AS_STRING(result);
+        for (Py_ssize_t e = 0; e < n; e++)
+            out[e] = marked[e] ? 1 : (parent[e] >= 0 ? out[parent[e]] : 0);
+    }
+    PyBuffer_Release(&pv);
+    PyBuffer_Release(&mv);
+    return result;
+}
+
+/* features.sum_up: float64 per element, its value plus its descendants'; the additions in the order of the
+ * plain version (deepest level first, each level in element order), so the sums are the same floats. */
+static PyObject *tree_sum_up(PyObject *self, PyObject *args) {
+    PyObject *parent_obj, *depth_obj, *values_obj;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "OOOn", &parent_obj, &depth_obj, &values_obj, &n)) return NULL;
+    Py_buffer pv, dv, vv;
+    if (get_buffer(parent_obj, &pv, 8, n) < 0) return NULL;
+    if (get_buffer(depth_obj, &dv, 8, n) < 0) { PyBuffer_Release(&pv); return NULL; }
+    if (get_buffer(values_obj, &vv, 8, n) < 0) { PyBuffer_Release(&pv); PyBuffer_Release(&dv); return NULL; }
+    PyObject *result = PyBytes_FromStringAndSize(vv.buf, n * 8);
+    Py_ssize_t *order = NULL, *start = NULL;
+    const int64_t *parent = pv.buf, *depth = dv.buf;
+    int64_t deepest = 0;
+    for (Py_ssize_t e = 0; e < n; e++) {
+        if (depth[e] < 0 || (depth[e] > 0 && parent[e] < 0)) { Py_CLEAR(result); Py_INCREF(Py_None); result = Py_None; goto done; }
+        if (depth[e] > deepest) deepest = depth[e];
+    }
+    if (!result) goto done;
+    order = PyMem_Malloc((n + 1) * sizeof(Py_ssize_t));
+    start = PyMem_Calloc(deepest + 2, sizeof(Py_ssize_t));
+    if (!order || !start) { Py_CLEAR(result); PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t e = 0; e < n; e++) start[depth[e] + 1]++;
+    for (int64_t d = 0; d <= deepest; d++) start[d + 1] += start[d];
+    {
+        Py_ssize_t *fill = PyMem_Malloc((deepest + 1) * sizeof(Py_ssize_t));
+        if (!fill) { Py_CLEAR(result); PyErr_NoMemory(); goto done; }
+        memcpy(fill, start, (deepest + 1) * sizeof(Py_ssize_t));
+        for (Py_ssize_t e = 0; e < n; e++) order[fill[depth[e]]++] = e;
+        PyMem_Free(fill);
+    }
+    double *total = (double *)PyBytes_AS_STRING(result);
+    for (int64_t d = deepest; d >= 1; d--)
+        for (Py_ssize_t i = start[d]; i < start[d + 1]; i++) {
+            Py_ssize_t e = order[i];
+            total[parent[e]] += total[e];
+        }
+done:
+    PyMem_Free(order);
+    PyMem_Free(start);
+    PyBuffer_Release(&pv);
+    PyBuffer_Release(&dv);
+    PyBuffer_Release(&vv);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"tree_distances", tree_distances, METH_VARARGS, "tree_distances(parent, bits, n, count, far) -> bytes"},
+    {"tree_inside", tree_inside, METH_VARARGS, "tree_inside(parent, marked, n) -> bytes"},
+    {"tree_sum_up", tree_sum_up, METH_VARARGS, "tree_sum_up(parent, depth, values, n) -> bytes | None"},
     {"configure_tree", configure_tree, METH_O, "configure_tree([(tag, bits)]): features' TAG_GROUPS bits."},
     {"number_tree", number_tree, METH_O, "number_tree(owner elements): features.number_tree's numbering."},
     {"inside", inside, METH_VARARGS, "inside(owners, elements) -> bytes | None: extract._inside's mask."},

@@ -205,6 +205,10 @@ def _is_hint(element) -> bool:
 
 def _distances(tree: Tree, bits: np.ndarray, count: int) -> np.ndarray:
     """Per element and flag: levels up to the nearest element (itself = 0) carrying the flag, else FAR."""
+    walk = blocks._walk
+    if walk is not None and _parents_first(tree) and bits.dtype == np.uint32:
+        found = walk.tree_distances(tree.parent, np.ascontiguousarray(bits), len(bits), count, FAR)
+        return np.frombuffer(found, dtype=np.int64).reshape(len(bits), count).copy()
     own = ((bits[:, None] >> np.arange(count, dtype=np.uint32)) & 1).astype(bool)
     distance = np.where(own, 0, FAR)
     for level in tree.levels()[1:]:
@@ -215,6 +219,10 @@ def _distances(tree: Tree, bits: np.ndarray, count: int) -> np.ndarray:
 
 def inside(tree: Tree, marked: np.ndarray) -> np.ndarray:
     """Per element: True when it or one of its ancestors is marked."""
+    walk = blocks._walk
+    if walk is not None and _parents_first(tree) and marked.dtype == bool:
+        found = walk.tree_inside(tree.parent, np.ascontiguousarray(marked), len(marked))
+        return np.frombuffer(found, dtype=bool).copy()
     result = marked.copy()
     for level in tree.levels()[1:]:
         result[level] |= result[tree.parent[level]]
@@ -223,22 +231,37 @@ def inside(tree: Tree, marked: np.ndarray) -> np.ndarray:
 
 def sum_up(tree: Tree, values: np.ndarray) -> np.ndarray:
     """Per element, the sum of ``values`` (per element) over itself and its descendants."""
+    walk = blocks._walk
+    if walk is not None and _parents_first(tree) and tree.depth.dtype == np.int64:
+        found = walk.tree_sum_up(tree.parent, np.ascontiguousarray(tree.depth),
+                                 np.ascontiguousarray(values, dtype=np.float64), len(tree.parent))
+        if found is not None:
+            return np.frombuffer(found, dtype=np.float64).copy()
     total = values.astype(np.float64).copy()
     for level in reversed(tree.levels()[1:]):
         np.add.at(total, tree.parent[level], total[level])
     return total
 
 
+def _parents_first(tree: Tree) -> bool:
+    """Whether the C passes apply: int64 parents numbered before their children (as number_tree numbers)."""
+    parent = tree.parent
+    return (parent.dtype == np.int64 and parent.flags.c_contiguous
+            and bool((parent < np.arange(len(parent))).all()))
+
+
 def _region(tree: Tree, block_score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Readability's content region: a block's score goes to its owner's parent, half to its grandparent;
     the element with the highest total is the region. Per block: (inside the region, inside its parent)."""
-    score = np.zeros(len(tree.parent))
     first = tree.parent[tree.owner]
     has_first = first >= 0
-    np.add.at(score, first[has_first], block_score[has_first])
     second = np.where(has_first, tree.parent[np.maximum(first, 0)], -1)
     has_second = second >= 0
-    np.add.at(score, second[has_second], REGION_GRANDPARENT_SHARE * block_score[has_second])
+    # bincount adds in input order, as two np.add.at calls (parents, then grandparents) would: the same floats
+    score = np.bincount(np.concatenate([first[has_first], second[has_second]]),
+                        weights=np.concatenate([block_score[has_first],
+                                                REGION_GRANDPARENT_SHARE * block_score[has_second]]),
+                        minlength=len(tree.parent))
     best = int(np.argmax(score))
     if not score[best]:
         zeros = np.zeros(len(tree.owner))
@@ -493,8 +516,7 @@ def block_features(seg: Segmented, tree: Tree | None = None) -> np.ndarray:
     density = chars / (chars + markup)
     region_score = np.where(chars >= REGION_MIN_CHARS,
                             (1 + punct * chars + np.minimum(chars / LENGTH_SCALE, 3)) * (1 - link_density), 0.0)
-    plain = np.zeros(len(tree.parent))
-    np.add.at(plain, tree.owner, chars - link_chars)
+    plain = np.bincount(tree.owner, weights=chars - link_chars, minlength=len(tree.parent))
     mass = sum_up(tree, plain)
     depth = tree.depth[tree.owner].astype(np.float64)
     tag_near = 1.0 / (1.0 + _distances(tree, tree.tag_bits, len(TAG_GROUPS))[tree.owner])
@@ -530,10 +552,8 @@ def context_features(seg: Segmented, tree: Tree, scores: np.ndarray) -> np.ndarr
     element = tree.owner
     for _ in range(CONTEXT_LEVELS):
         element = np.where(tree.parent[element] >= 0, tree.parent[element], element)
-        weighted = np.zeros(len(tree.parent))
-        weight = np.zeros(len(tree.parent))
-        np.add.at(weighted, element, chars * scores)
-        np.add.at(weight, element, chars)
+        weighted = np.bincount(element, weights=chars * scores, minlength=len(tree.parent))
+        weight = np.bincount(element, weights=chars, minlength=len(tree.parent))
         columns.append(weighted[element] / weight[element])
     top = max(float(scores.max(initial=0.0)), MIN_SCORE)
     columns += [np.full(len(scores), top), np.full(len(scores), float((chars * scores).sum() / chars.sum())),

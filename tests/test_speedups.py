@@ -123,3 +123,24 @@ def test_c_inside_matches_the_plain_inside():
         for size in (0, 1, 3, 20):
             chosen = rng.sample(everything, min(size, len(everything)))
             assert extract._inside(seg, chosen).tobytes() == extract._inside_plain(seg, chosen).tobytes()
+
+
+def plain_tree_passes(monkeypatch):
+    monkeypatch.setattr(blocks, "_walk", None)
+
+
+@needs_walk
+def test_c_tree_passes_match_the_plain_passes(monkeypatch):
+    rng = np.random.default_rng(3)
+    cases = []
+    for seg in sample_pages():
+        tree = features.number_tree(seg)
+        marked = rng.random(len(tree.parent)) < 0.1
+        values = rng.normal(size=len(tree.parent)) * 1e3
+        cases.append((tree, marked, values, features._distances(tree, tree.class_bits, len(features.CLASS_GROUPS)),
+                      features.inside(tree, marked), features.sum_up(tree, values)))
+    plain_tree_passes(monkeypatch)
+    for tree, marked, values, distances, inside, summed in cases:
+        assert distances.tobytes() == features._distances(tree, tree.class_bits, len(features.CLASS_GROUPS)).tobytes()
+        assert inside.tobytes() == features.inside(tree, marked).tobytes()
+        assert summed.tobytes() == features.sum_up(tree, values).tobytes()
