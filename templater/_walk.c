@@ -770,7 +770,158 @@ done:
     return result;
 }
 
+
+/* --- features._text_columns' per-block counts -------------------------------------------------------------- */
+/* The class bits of features._CLASS_TABLE (kept equal to the Python constants by features.py's check). */
+enum { C_KNOWN = 1, C_PUNCT = 2, C_DIGIT = 4, C_SPACE = 8, C_UPPER = 16, C_ALNUM = 32, C_SENTENCE_END = 64,
+       C_COPY = 128, C_Y = 256, C_R = 512, C_L = 1024, C_BLANK = 2048 };
+
+typedef struct {
+    uint16_t *table;
+    PyObject *fill;  /* features._code_point_class */
+} Classes;
+
+static inline int class_of(Classes *c, Py_UCS4 code, uint16_t *out) {
+    uint16_t bits = c->table[code];
+    if (!bits) {
+        PyObject *value = PyObject_CallFunction(c->fill, "I", (unsigned int)code);
+        if (!value) return -1;
+        long v = PyLong_AsLong(value);
+        Py_DECREF(value);
+        if (v == -1 && PyErr_Occurred()) return -1;
+        bits = c->table[code] = (uint16_t)v;
+    }
+    *out = bits;
+    return 0;
+}
+
+typedef struct {
+    Py_ssize_t length;
+    Py_UCS4 sum;
+    Py_UCS4 *codes;
+} TitleWord;
+
+#define TEXT_COLUMNS 9
+/* text_columns(texts, title_words, table, fill) -> bytes of int64 (blocks x 9): len, words, punct, digits,
+ * sentence end, copyright candidate, whitespace-split words, capitalised ones, words in the title. */
+static PyObject *text_columns(PyObject *self, PyObject *args) {
+    PyObject *texts, *title_list, *table_obj, *fill;
+    if (!PyArg_ParseTuple(args, "OOOO", &texts, &title_list, &table_obj, &fill)) return NULL;
+    PyObject *ft = PySequence_Fast(texts, "texts must be a sequence");
+    if (!ft) return NULL;
+    PyObject *fw = PySequence_Fast(title_list, "title words must be a sequence");
+    if (!fw) { Py_DECREF(ft); return NULL; }
+    Py_buffer tv;
+    if (PyObject_GetBuffer(table_obj, &tv, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        Py_DECREF(ft); Py_DECREF(fw); return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(ft), n_title = PySequence_Fast_GET_SIZE(fw);
+    TitleWord *title = PyMem_Calloc(n_title ? n_title : 1, sizeof(TitleWord));
+    Classes classes = {tv.buf, fill};
+    if (tv.len != 0x110000 * 2) { PyErr_SetString(PyExc_ValueError, "class table of the wrong size"); goto done; }
+    if (!title) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t k = 0; k < n_title; k++) {
+        PyObject *word = PySequence_Fast_GET_ITEM(fw, k);
+        if (!PyUnicode_Check(word)) { PyErr_SetString(PyExc_TypeError, "title words must be str"); goto done; }
+        title[k].codes = PyUnicode_AsUCS4Copy(word);
+        if (!title[k].codes) goto done;
+        title[k].length = PyUnicode_GET_LENGTH(word);
+        for (Py_ssize_t j = 0; j < title[k].length; j++) title[k].sum += title[k].codes[j];
+    }
+    result = PyBytes_FromStringAndSize(NULL, n * TEXT_COLUMNS * 8);
+    if (!result) goto done;
+    int64_t *out = (int64_t *)PyBytes_AS_STRING(result);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *text = PySequence_Fast_GET_ITEM(ft, i);
+        if (!PyUnicode_Check(text)) { PyErr_SetString(PyExc_TypeError, "texts must be str"); goto fail; }
+        int kind = PyUnicode_KIND(text);
+        const void *data = PyUnicode_DATA(text);
+        Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+        int64_t punct = 0, digits = 0, spaced = 0, capitals = 0, copyright = 0, sentence_end = 0;
+        uint16_t previous = C_SPACE, before = 0, before2 = 0, last_solid = 0;
+        for (Py_ssize_t j = 0; j < length; j++) {
+            uint16_t bits;
+            if (class_of(&classes, PyUnicode_READ(kind, data, j), &bits) < 0) goto fail;
+            punct += (bits & C_PUNCT) != 0;
+            digits += (bits & C_DIGIT) != 0;
+            if (!(bits & C_SPACE)) {
+                if (previous & C_SPACE) {
+                    spaced++;
+                    capitals += (bits & C_UPPER) != 0;
+                }
+                last_solid = bits;
+            }
+            if ((bits & C_COPY) || ((bits & C_R) && (previous & C_Y) && j > 0)
+                || ((bits & C_R) && j >= 3 && (previous & C_BLANK) && (before & C_L) && (before2 & C_L)))
+                copyright = 1;
+            before2 = before;
+            before = previous;
+            previous = bits;
+        }
+        sentence_end = (last_solid & C_SENTENCE_END) != 0;
+        /* words (and title words) of text.lower() */
+        PyObject *lower = NULL;
+        int lkind = kind;
+        const void *ldata = data;
+        Py_ssize_t llength = length;
+        if (kind != PyUnicode_1BYTE_KIND || !PyUnicode_IS_ASCII(text)) {
+            lower = PyObject_CallMethodNoArgs(text, lower_name);
+            if (!lower) goto fail;
+            lkind = PyUnicode_KIND(lower);
+            ldata = PyUnicode_DATA(lower);
+            llength = PyUnicode_GET_LENGTH(lower);
+        }
+        int64_t words = 0, hits = 0;
+        Py_ssize_t start = -1;
+        Py_UCS4 sum = 0;
+        for (Py_ssize_t j = 0; j <= llength; j++) {
+            int word_char = 0;
+            Py_UCS4 code = 0;
+            if (j < llength) {
+                code = PyUnicode_READ(lkind, ldata, j);
+                if (!lower && code >= 'A' && code <= 'Z') code += 'a' - 'A';
+                uint16_t bits;
+                if (class_of(&classes, code, &bits) < 0) { Py_XDECREF(lower); goto fail; }
+                word_char = (bits & C_ALNUM) != 0;
+            }
+            if (word_char) {
+                if (start < 0) { start = j; sum = 0; words++; }
+                sum += code;
+            } else if (start >= 0) {
+                Py_ssize_t size = j - start;
+                for (Py_ssize_t k = 0; k < n_title; k++) {
+                    if (title[k].length != size || title[k].sum != sum) continue;
+                    Py_ssize_t m = 0;
+                    for (; m < size; m++) {
+                        Py_UCS4 c = PyUnicode_READ(lkind, ldata, start + m);
+                        if (!lower && c >= 'A' && c <= 'Z') c += 'a' - 'A';
+                        if (c != title[k].codes[m]) break;
+                    }
+                    if (m == size) { hits++; break; }
+                }
+                start = -1;
+            }
+        }
+        Py_XDECREF(lower);
+        int64_t *row = out + i * TEXT_COLUMNS;
+        row[0] = length; row[1] = words; row[2] = punct; row[3] = digits; row[4] = sentence_end;
+        row[5] = copyright; row[6] = spaced; row[7] = capitals; row[8] = hits;
+    }
+    goto done;
+fail:
+    Py_CLEAR(result);
+done:
+    if (title) for (Py_ssize_t k = 0; k < n_title; k++) PyMem_Free(title[k].codes);
+    PyMem_Free(title);
+    PyBuffer_Release(&tv);
+    Py_DECREF(ft);
+    Py_DECREF(fw);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"text_columns", text_columns, METH_VARARGS, "text_columns(texts, title_words, table, fill) -> bytes"},
     {"tree_distances", tree_distances, METH_VARARGS, "tree_distances(parent, bits, n, count, far) -> bytes"},
     {"tree_inside", tree_inside, METH_VARARGS, "tree_inside(parent, marked, n) -> bytes"},
     {"tree_sum_up", tree_sum_up, METH_VARARGS, "tree_sum_up(parent, depth, values, n) -> bytes | None"},

@@ -16,6 +16,7 @@ level by level with numpy, so a page costs one short walk per distinct element p
 from __future__ import annotations
 
 import functools
+import operator
 import re
 from dataclasses import dataclass
 
@@ -307,8 +308,40 @@ def shift(values: np.ndarray, step: int) -> np.ndarray:
 
 def _text_columns(seg: Segmented) -> np.ndarray:
     """Per block: chars, link chars, markup bytes, words, punctuation and digit shares, sentence end, title
-    overlap, copyright, capitalised share. All blocks' texts are joined once and counted with numpy over their
-    code points (a per-code-point class table), which gives exactly the per-block regex counts."""
+    overlap, copyright, capitalised share: the per-block regex counts of _text_columns_plain, computed from a
+    per-code-point class table, in C (templater._walk) or else with numpy."""
+    walk = blocks._walk
+    if walk is None or not seg.blocks:
+        return _text_columns_numpy(seg)
+    texts = [b.text for b in seg.blocks]
+    counts = np.frombuffer(walk.text_columns(texts, list(set(_WORD.findall(seg.title.lower()))), _CLASS_TABLE,
+                                             _code_point_class), dtype=np.int64).reshape(len(texts), 9)
+    lengths, words, punct, digits, sentence_end, candidate, spaced, capitals, hits = counts.T
+    if not lengths.all():
+        return _text_columns_plain(seg)
+    copyright = np.zeros(len(texts))
+    for i in np.flatnonzero(candidate).tolist():
+        copyright[i] = 1.0 if _COPYRIGHT.search(texts[i]) else 0.0
+    columns = np.empty((len(texts), 10), dtype=np.float64)
+    columns[:, 0] = lengths
+    columns[:, 1] = np.fromiter(map(_LINK_CHARS, seg.blocks), dtype=np.int64, count=len(texts))
+    columns[:, 2] = np.fromiter(map(_MARKUP_BYTES, seg.blocks), dtype=np.int64, count=len(texts))
+    columns[:, 3] = words
+    columns[:, 4] = punct / lengths
+    columns[:, 5] = sentence_end
+    columns[:, 6] = digits / lengths
+    columns[:, 7] = hits / np.maximum(words, 1)
+    columns[:, 8] = copyright
+    columns[:, 9] = capitals / np.maximum(spaced, 1)
+    return columns
+
+
+_LINK_CHARS = operator.attrgetter("link_chars")
+_MARKUP_BYTES = operator.attrgetter("markup_bytes")
+
+
+def _text_columns_numpy(seg: Segmented) -> np.ndarray:
+    """_text_columns with numpy: all blocks' texts joined once and counted over their code points."""
     blocks = seg.blocks
     if not blocks:
         return np.zeros((0, 10))
@@ -428,20 +461,25 @@ def _title_hits(lowered: str, codes: np.ndarray, alnum: np.ndarray, starts: np.n
     np.cumsum(wide, out=sums[1:])
     squares = np.zeros(len(codes) + 1, dtype=np.uint64)
     np.cumsum(wide * wide, out=squares[1:])
-    keys = _word_keys(end - begin, sums[end] - sums[begin], squares[end] - squares[begin])
-    title = [_code_points(word).astype(np.uint64) for word in title_words]
-    title_keys = _word_keys(np.array([len(t) for t in title], dtype=np.int64),
-                            np.array([t.sum() for t in title], dtype=np.uint64),
-                            np.array([(t * t).sum() for t in title], dtype=np.uint64))
-    hits = np.isin(keys, title_keys)
-    for i in np.flatnonzero(hits).tolist():
-        hits[i] = lowered[begin[i]:end[i]] in title_words
+    keys = (end - begin).astype(np.uint64) * _KEY_LENGTH + (sums[end] - sums[begin]) * _KEY_SUM + (
+        squares[end] - squares[begin])
+    title_keys = np.array(sorted({_word_key(word) for word in title_words}), dtype=np.uint64)
+    place = np.minimum(np.searchsorted(title_keys, keys), len(title_keys) - 1)
+    hits = title_keys[place] == keys
+    candidates = np.flatnonzero(hits)
+    if len(candidates):
+        hits[candidates] = [lowered[b:e] in title_words
+                            for b, e in zip(begin[candidates].tolist(), end[candidates].tolist())]
     return hits
 
 
-def _word_keys(lengths: np.ndarray, sums: np.ndarray, squares: np.ndarray) -> np.ndarray:
-    return (lengths.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + sums * np.uint64(0xC2B2AE3D27D4EB4F)
-            + squares)
+_KEY_LENGTH, _KEY_SUM = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F)
+
+
+def _word_key(word: str) -> int:
+    """The key _title_hits gives a word, in Python integers (uint64 arithmetic wraps modulo 2**64)."""
+    codes = [ord(c) for c in word]
+    return (len(codes) * int(_KEY_LENGTH) + sum(codes) * int(_KEY_SUM) + sum(c * c for c in codes)) % (1 << 64)
 
 
 # --- code point classes for _text_columns: bit flags per code point, filled on first sight --------------------
