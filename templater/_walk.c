@@ -23,6 +23,7 @@ typedef PyObject *(*element_factory_t)(PyObject *doc, xmlNode *c_node);
 
 static element_factory_t element_factory = NULL;
 static PyObject *lower_name = NULL;
+static PyObject *block_class = NULL;  /* templater.types.Block */
 static PyTypeObject *element_type = NULL;
 
 #define MAX_TAGS 256
@@ -31,20 +32,30 @@ static int n_block_tags = 0;
 static char *split_tags[MAX_TAGS];
 static int n_split_tags = 0;
 
-/* --- CRC32 (zlib's polynomial), so no zlib headers are needed ------------------------------------------ */
-static uint32_t crc_table[256];
+/* --- CRC32 (zlib's polynomial, slicing by 8), so no zlib headers are needed ------------------------------ */
+static uint32_t crc_table[8][256];
 
 static void crc_init(void) {
     for (uint32_t n = 0; n < 256; n++) {
         uint32_t c = n;
         for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        crc_table[n] = c;
+        crc_table[0][n] = c;
     }
+    for (uint32_t n = 0; n < 256; n++)
+        for (int t = 1; t < 8; t++) crc_table[t][n] = (crc_table[t - 1][n] >> 8) ^ crc_table[0][crc_table[t - 1][n] & 0xFF];
 }
 
 static uint32_t crc_update(uint32_t crc, const unsigned char *data, Py_ssize_t size) {
     crc = ~crc;
-    for (Py_ssize_t i = 0; i < size; i++) crc = crc_table[(crc ^ data[i]) & 0xFF] ^ (crc >> 8);
+    while (size >= 8) {
+        uint32_t low = crc ^ ((uint32_t)data[0] | (uint32_t)data[1] << 8 | (uint32_t)data[2] << 16 | (uint32_t)data[3] << 24);
+        crc = crc_table[7][low & 0xFF] ^ crc_table[6][(low >> 8) & 0xFF] ^ crc_table[5][(low >> 16) & 0xFF]
+              ^ crc_table[4][low >> 24] ^ crc_table[3][data[4]] ^ crc_table[2][data[5]] ^ crc_table[1][data[6]]
+              ^ crc_table[0][data[7]];
+        data += 8;
+        size -= 8;
+    }
+    while (size--) crc = crc_table[0][(crc ^ *data++) & 0xFF] ^ (crc >> 8);
     return ~crc;
 }
 
@@ -201,23 +212,41 @@ typedef struct {
  * whether the result is all ASCII. */
 static int normalize_space(const Buffer *in, Buffer *out, int *ascii) {
     out->size = 0;
+    if (out->capacity < in->size + 1) {  /* the result is never longer than the input */
+        char *d = PyMem_Realloc(out->data, in->size + 1);
+        if (!d) { PyErr_NoMemory(); return -1; }
+        out->data = d;
+        out->capacity = in->size + 1;
+    }
     *ascii = 1;
     int pending = 0;
+    char *o = out->data;
     const unsigned char *p = (const unsigned char *)in->data, *end = p + in->size;
     while (p < end) {
+        unsigned char b = *p;
+        if (b < 0x80) {
+            if (b == ' ' || (b >= 0x09 && b <= 0x0D) || (b >= 0x1C && b <= 0x1F)) {  /* Python's ASCII whitespace */
+                pending = o > out->data;
+                p++;
+                continue;
+            }
+            if (pending) { *o++ = ' '; pending = 0; }
+            *o++ = (char)b;
+            p++;
+            continue;
+        }
         const unsigned char *start = p;
         Py_UCS4 c = utf8_next(&p);
         if (Py_UNICODE_ISSPACE(c)) {
-            pending = out->size > 0;
+            pending = o > out->data;
             continue;
         }
-        if (pending) {
-            if (buf_add(out, " ", 1) < 0) return -1;
-            pending = 0;
-        }
-        if (c >= 0x80) *ascii = 0;
-        if (buf_add(out, (const char *)start, p - start) < 0) return -1;
+        if (pending) { *o++ = ' '; pending = 0; }
+        *ascii = 0;
+        memcpy(o, start, p - start);
+        o += p - start;
     }
+    out->size = o - out->data;
     return 0;
 }
 
@@ -249,12 +278,21 @@ static int close_block(Walk *w, xmlNode *owner, Buffer *text_buf, Py_ssize_t lin
     }
     PyObject *element = element_factory(w->doc, owner);
     if (!element) { Py_DECREF(text); return -1; }
-    PyObject *row = Py_BuildValue("(s#sNnnkkN)", w->path.data, w->path.size, (const char *)owner->name, text,
-                                  link_chars < length ? link_chars : length, markup, (unsigned long)digest,
-                                  (unsigned long)shape, element);
-    if (!row) return -1;
-    int failed = PyList_Append(w->rows, row);
-    Py_DECREF(row);
+    /* Block(index, None, tag_path, tag, text, link_chars, markup_bytes, hash, shape, element) */
+    PyObject *args[10] = {PyLong_FromSsize_t(PyList_GET_SIZE(w->rows)), Py_None,
+                          PyUnicode_DecodeUTF8(w->path.data, w->path.size, NULL),
+                          PyUnicode_DecodeUTF8((const char *)owner->name, strlen((const char *)owner->name), NULL),
+                          text, PyLong_FromSsize_t(link_chars < length ? link_chars : length),
+                          PyLong_FromSsize_t(markup), PyLong_FromUnsignedLong(digest),
+                          PyLong_FromUnsignedLong(shape), element};
+    PyObject *block = NULL;
+    int complete = 1;
+    for (int i = 0; i < 10; i++) complete &= args[i] != NULL;
+    if (complete) block = PyObject_Vectorcall(block_class, args, 10, NULL);
+    for (int i = 0; i < 10; i++) if (i != 1) Py_XDECREF(args[i]);
+    if (!block) return -1;
+    int failed = PyList_Append(w->rows, block);
+    Py_DECREF(block);
     if (failed) return -1;
     return buf_add(&w->hashes, (const char *)&digest, 4);
 }
@@ -277,7 +315,7 @@ static int ends_with_space(const Buffer *b) {
 }
 
 static PyObject *segment(PyObject *self, PyObject *root) {
-    if (!element_factory || !PyObject_TypeCheck(root, element_type)) Py_RETURN_NONE;
+    if (!element_factory || !block_class || !PyObject_TypeCheck(root, element_type)) Py_RETURN_NONE;
     xmlNode *c_root = ((LxmlElement *)root)->_c_node;
     if (!c_root || !c_root->doc) Py_RETURN_NONE;
     Walk w = {((LxmlElement *)root)->_doc, PyList_New(0), {0}, {0}, {0}};
@@ -406,10 +444,12 @@ static int read_tags(PyObject *seq, char **tags, int *count) {
 }
 
 static PyObject *configure(PyObject *self, PyObject *args) {
-    PyObject *block, *split;
-    if (!PyArg_ParseTuple(args, "OO", &block, &split)) return NULL;
+    PyObject *block, *split, *cls;
+    if (!PyArg_ParseTuple(args, "OOO", &block, &split, &cls)) return NULL;
     if (read_tags(block, block_tags, &n_block_tags) < 0 || read_tags(split, split_tags, &n_split_tags) < 0)
         return NULL;
+    Py_INCREF(cls);
+    Py_XSETREF(block_class, cls);
     Py_RETURN_NONE;
 }
 
@@ -928,11 +968,11 @@ static PyMethodDef methods[] = {
     {"configure_tree", configure_tree, METH_O, "configure_tree([(tag, bits)]): features' TAG_GROUPS bits."},
     {"number_tree", number_tree, METH_O, "number_tree(owner elements): features.number_tree's numbering."},
     {"inside", inside, METH_VARARGS, "inside(owners, elements) -> bytes | None: extract._inside's mask."},
-    {"configure", configure, METH_VARARGS, "configure(block_tags, split_tags): the tag sets of the walk."},
+    {"configure", configure, METH_VARARGS,
+     "configure(block_tags, split_tags, block_class): the tag sets of the walk and the class of its blocks."},
     {"segment", segment, METH_O,
-     "segment(root) -> (rows, hashes) | None: blocks._segment_plain's blocks as rows (tag_path, tag, text, "
-     "link_chars, markup_bytes, hash, shape, element) and their hashes as uint32 bytes; None where the page "
-     "needs the plain walk."},
+     "segment(root) -> (blocks, hashes) | None: blocks._segment_plain's blocks and their hashes as uint32 "
+     "bytes; None where the page needs the plain walk."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -27,7 +27,7 @@ except ImportError:  # not built (no C compiler at install time): the plain walk
 if os.environ.get("TEMPLATER_PURE_PYTHON"):
     _walk = None
 if _walk is not None:
-    _walk.configure(tuple(sorted(config.BLOCK_TAGS)), tuple(sorted(config.BLOCK_TAGS | config.BREAK_TAGS)))
+    _walk.configure(tuple(sorted(config.BLOCK_TAGS)), tuple(sorted(config.BLOCK_TAGS | config.BREAK_TAGS)), Block)
 
 _TEXT_NODES = etree.XPath("//body//text()[normalize-space()]")
 _POSITIONS = re.compile(r"\[\d+\]")
@@ -80,8 +80,8 @@ def segment(root: etree._Element, page: Page) -> Segmented:
     walked = _walk.segment(root) if _walk is not None else None
     if walked is None:
         return _segment_plain(root, page)
-    rows, hashes = walked
-    blocks = tuple([Block(index, None, *row) for index, row in enumerate(rows)])
+    blocks, hashes = walked
+    blocks = tuple(blocks)
     vector = np.frombuffer(hashes, dtype=np.uint32).copy()
     return Segmented(page=page, blocks=blocks, vector=vector, title=_title(root), root=root)
 

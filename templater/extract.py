@@ -7,6 +7,8 @@ know. Without one: the single-page fallback alone.
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 from lxml import etree
 
@@ -58,13 +60,13 @@ def match_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarr
     """(allowed, coverage, in_region): as apply_template, plus the allowed blocks inside the learned content
     region (all False when the template has none, or the page's region holds too little of its text)."""
     vector = seg.vector
-    allowed = ~np.isin(vector, compiled.static_set)
+    allowed = ~_members(vector, compiled.static_set)
     coverage = 1.0
     if compiled.static_seq:
         coverage = lcs_length(compiled.static_seq, vector.tolist()) / len(compiled.static_seq)
     if compiled.shapes:
-        allowed &= np.fromiter((b.tag_path not in compiled.shapes for b in seg.blocks), dtype=bool,
-                               count=len(seg.blocks))
+        allowed &= ~np.fromiter(map(compiled.shapes.__contains__, map(_TAG_PATH, seg.blocks)), dtype=bool,
+                                count=len(seg.blocks))
     if compiled.containers:
         allowed &= ~container_mask(seg, compiled.containers)
     for rule, xpath in compiled.pinned:
@@ -75,6 +77,17 @@ def match_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarr
         allowed &= region
         in_region = allowed & ~region.all()
     return allowed, coverage, in_region
+
+
+def _members(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """np.isin(values, sorted_set) for a sorted array of distinct values, by binary search."""
+    if not len(sorted_set):
+        return np.zeros(len(values), dtype=bool)
+    place = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
+    return sorted_set[place] == values
+
+
+_TAG_PATH = operator.attrgetter("tag_path")
 
 
 def pinned_mask(seg: Segmented, rule: Rule, xpath: etree.XPath) -> np.ndarray:

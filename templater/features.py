@@ -16,6 +16,7 @@ level by level with numpy, so a page costs one short walk per distinct element p
 from __future__ import annotations
 
 import functools
+import itertools
 import operator
 import re
 from dataclasses import dataclass
@@ -337,6 +338,8 @@ def _text_columns(seg: Segmented) -> np.ndarray:
 
 
 _LINK_CHARS = operator.attrgetter("link_chars")
+_TEXT = operator.attrgetter("text")
+_TAG = operator.attrgetter("tag")
 _MARKUP_BYTES = operator.attrgetter("markup_bytes")
 
 
@@ -522,8 +525,8 @@ _CLASS_TABLE[:256] = [_code_point_class(code) for code in range(256)]
 
 def _tag_columns(seg: Segmented) -> np.ndarray:
     columns = np.zeros((len(seg.blocks), len(OWNER_TAGS) + 1))
-    found = np.fromiter((_OWNER_COLUMN.get(b.tag, len(OWNER_TAGS)) for b in seg.blocks), dtype=np.int64,
-                        count=len(seg.blocks))
+    found = np.fromiter(map(_OWNER_COLUMN.get, map(_TAG, seg.blocks), itertools.repeat(len(OWNER_TAGS))),
+                        dtype=np.int64, count=len(seg.blocks))
     columns[np.arange(len(seg.blocks)), found] = 1.0
     return columns[:, :-1]
 
@@ -584,7 +587,7 @@ CONTEXT_NAMES: tuple[str, ...] = (
 def context_features(seg: Segmented, tree: Tree, scores: np.ndarray) -> np.ndarray:
     """The second stage's inputs beside block_features: a first-stage score per block, and what the
     neighbours, the enclosing containers (text-weighted) and the whole page scored."""
-    chars = np.fromiter((len(b.text) for b in seg.blocks), dtype=np.float64, count=len(seg.blocks))
+    chars = np.fromiter(map(len, map(_TEXT, seg.blocks)), dtype=np.float64, count=len(seg.blocks))
     columns = [scores, window_mean(scores, 1), window_mean(scores, 3), window_mean(scores, 10),
                shift(scores, 1), shift(scores, -1)]
     element = tree.owner
