@@ -960,7 +960,112 @@ done:
     return result;
 }
 
+
+/* --- the container rules' two XPath forms, evaluated in one walk ------------------------------------------ */
+/* match_rules(root, rules): rules are (tag or None, id or None, class token or None) standing for
+ * //*[@id='ID'] (tag None) and //TAG[contains(concat(' ', normalize-space(@class), ' '), ' TOKEN ')]; returns
+ * one list per rule of the matching elements in document order (what lxml's XPath returns). */
+static int is_xml_blank(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+static PyObject *match_rules(PyObject *self, PyObject *args) {
+    PyObject *root, *rules;
+    if (!PyArg_ParseTuple(args, "OO", &root, &rules)) return NULL;
+    if (!element_factory || !PyObject_TypeCheck(root, element_type)) Py_RETURN_NONE;
+    xmlNode *c_root = ((LxmlElement *)root)->_c_node;
+    if (!c_root || !c_root->doc) Py_RETURN_NONE;
+    PyObject *fast = PySequence_Fast(rules, "rules must be a sequence");
+    if (!fast) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    const char **tags = PyMem_Calloc(n ? n : 1, sizeof(char *));
+    const char **ids = PyMem_Calloc(n ? n : 1, sizeof(char *));
+    const char **tokens = PyMem_Calloc(n ? n : 1, sizeof(char *));
+    PyObject *result = PyList_New(n);
+    Buffer scratch = {0}, normal = {0};
+    if (!tags || !ids || !tokens || !result) { Py_CLEAR(result); if (!PyErr_Occurred()) PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *rule = PySequence_Fast_GET_ITEM(fast, i);
+        if (!PyArg_ParseTuple(rule, "zzz", &tags[i], &ids[i], &tokens[i])) { Py_CLEAR(result); goto done; }
+        PyObject *list = PyList_New(0);
+        if (!list) { Py_CLEAR(result); goto done; }
+        PyList_SET_ITEM(result, i, list);
+    }
+    xmlNode *cur = c_root->doc->children;
+    while (cur) {
+        if (cur->type == XML_ELEMENT_NODE) {
+            for (Py_ssize_t i = 0; i < n; i++) {
+                int hit = 0;
+                if (tags[i] && (cur->ns || strcmp((const char *)cur->name, tags[i]) != 0)) continue;
+                if (ids[i]) {  /* @id = 'ID': any id attribute (no namespace) with that value */
+                    for (xmlAttr *a = cur->properties; a && !hit; a = a->next) {
+                        if (a->type != XML_ATTRIBUTE_NODE || a->ns || strcmp((const char *)a->name, "id") != 0) continue;
+                        scratch.size = 0;
+                        for (xmlNode *t = a->children; t; t = t->next)
+                            if ((t->type == XML_TEXT_NODE || t->type == XML_CDATA_SECTION_NODE) && t->content
+                                && buf_add(&scratch, (const char *)t->content, strlen((const char *)t->content)) < 0)
+                                { Py_CLEAR(result); goto done; }
+                        hit = scratch.size == (Py_ssize_t)strlen(ids[i]) && memcmp(scratch.data, ids[i], scratch.size) == 0;
+                    }
+                }
+                if (tokens[i]) {  /* the first class attribute, normalize-space'd, between spaces, holds ' TOKEN ' */
+                    xmlAttr *a = cur->properties;
+                    while (a && (a->type != XML_ATTRIBUTE_NODE || a->ns || strcmp((const char *)a->name, "class") != 0))
+                        a = a->next;
+                    scratch.size = 0;
+                    if (a)
+                        for (xmlNode *t = a->children; t; t = t->next)
+                            if ((t->type == XML_TEXT_NODE || t->type == XML_CDATA_SECTION_NODE) && t->content
+                                && buf_add(&scratch, (const char *)t->content, strlen((const char *)t->content)) < 0)
+                                { Py_CLEAR(result); goto done; }
+                    normal.size = 0;
+                    if (buf_add(&normal, " ", 1) < 0) { Py_CLEAR(result); goto done; }
+                    int pending = 0, any = 0;
+                    for (Py_ssize_t k = 0; k < scratch.size; k++) {
+                        unsigned char c = scratch.data[k];
+                        if (is_xml_blank(c)) { pending = any; continue; }
+                        if (pending && buf_add(&normal, " ", 1) < 0) { Py_CLEAR(result); goto done; }
+                        pending = 0;
+                        any = 1;
+                        if (buf_add(&normal, (const char *)&c, 1) < 0) { Py_CLEAR(result); goto done; }
+                    }
+                    if (buf_add(&normal, " ", 2) < 0) { Py_CLEAR(result); goto done; }  /* ' ' and the NUL */
+                    size_t token = strlen(tokens[i]);
+                    char *needle = PyMem_Malloc(token + 3);
+                    if (!needle) { Py_CLEAR(result); PyErr_NoMemory(); goto done; }
+                    needle[0] = ' ';
+                    memcpy(needle + 1, tokens[i], token);
+                    needle[token + 1] = ' ';
+                    needle[token + 2] = 0;
+                    hit = strstr(normal.data, needle) != NULL;
+                    PyMem_Free(needle);
+                }
+                if (hit) {
+                    PyObject *element = element_factory(((LxmlElement *)root)->_doc, cur);
+                    if (!element) { Py_CLEAR(result); goto done; }
+                    int failed = PyList_Append(PyList_GET_ITEM(result, i), element);
+                    Py_DECREF(element);
+                    if (failed) { Py_CLEAR(result); goto done; }
+                }
+            }
+            if (cur->children) { cur = cur->children; continue; }
+        }
+        while (!cur->next) {
+            cur = cur->parent;
+            if (!cur || cur->type == XML_DOCUMENT_NODE || cur->type == XML_HTML_DOCUMENT_NODE) goto done;
+        }
+        cur = cur->next;
+    }
+done:
+    Py_DECREF(fast);
+    PyMem_Free(tags);
+    PyMem_Free(ids);
+    PyMem_Free(tokens);
+    PyMem_Free(scratch.data);
+    PyMem_Free(normal.data);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"match_rules", match_rules, METH_VARARGS, "match_rules(root, [(tag, id, token)]) -> [[element]] | None"},
     {"text_columns", text_columns, METH_VARARGS, "text_columns(texts, title_words, table, fill) -> bytes"},
     {"tree_distances", tree_distances, METH_VARARGS, "tree_distances(parent, bits, n, count, far) -> bytes"},
     {"tree_inside", tree_inside, METH_VARARGS, "tree_inside(parent, marked, n) -> bytes"},

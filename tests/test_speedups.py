@@ -147,3 +147,54 @@ def test_c_tree_passes_match_the_plain_passes(monkeypatch):
         assert distances.tobytes() == features._distances(tree, tree.class_bits, len(features.CLASS_GROUPS)).tobytes()
         assert inside.tobytes() == features.inside(tree, marked).tobytes()
         assert summed.tobytes() == features.sum_up(tree, values).tobytes()
+
+
+def lxml_rule_elements(seg, rules):
+    from lxml import etree
+    return [e for xpath in rules for e in xpath(seg.root) if isinstance(e, etree._Element)]
+
+
+def rules_of(root):
+    """Container rules in both forms template.py writes, for the ids and class tokens a page has."""
+    from lxml import etree
+    paths = set()
+    for element in root.iter():
+        if not isinstance(element.tag, str):
+            continue
+        if element.get("id") and "'" not in element.get("id"):
+            paths.add(f"//*[@id='{element.get('id')}']")
+        for token in (element.get("class") or "").split()[:2]:
+            if "'" not in token:
+                paths.add(f"//{element.tag}[contains(concat(' ', normalize-space(@class), ' '), ' {token} ')]")
+    return [etree.XPath(p) for p in sorted(paths)]
+
+
+@needs_walk
+def test_c_rule_matching_matches_lxml_xpath():
+    from templater import extract
+    for seg in sample_pages():
+        rules = tuple(rules_of(seg.root))
+        for start in range(0, len(rules), 3):
+            chosen = rules[start:start + 3]
+            fast, slow = extract._rule_elements(seg, chosen), lxml_rule_elements(seg, chosen)
+            assert len(fast) == len(slow) and all(a is b for a, b in zip(fast, slow))
+
+
+@needs_walk
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["div", "p", "section", "span"]),
+                          st.text(alphabet=st.sampled_from(" \t\n\r\u00a0abc-\u00e9"), max_size=12),
+                          st.text(alphabet=st.sampled_from("abc-\u00e9 "), max_size=6)), max_size=12),
+       st.sampled_from(["a", "b", "abc", "c-a", "\u00e9"]))
+def test_c_rule_matching_matches_lxml_on_generated_classes(elements, token):
+    from lxml import etree
+
+    from templater import extract
+    body = "".join(f'<{tag} class="{cls}" id="{ident}">x</{tag}>' for tag, cls, ident in elements)
+    markup = f"<html><body>{body}<div class='{token} z' id='{token}'>y</div></body></html>"
+    seg = blocks.segment(parse_html(markup), Page("p", "https://a.example/p", markup))
+    rules = tuple(etree.XPath(p) for p in (
+        f"//*[@id='{token}']", f"//div[contains(concat(' ', normalize-space(@class), ' '), ' {token} ')]",
+        f"//span[contains(concat(' ', normalize-space(@class), ' '), ' {token} ')]"))
+    fast, slow = extract._rule_elements(seg, rules), lxml_rule_elements(seg, rules)
+    assert len(fast) == len(slow) and all(a is b for a, b in zip(fast, slow))
