@@ -546,19 +546,19 @@ static char *tag_bit_names[MAX_TAG_BITS];
 static unsigned int tag_bit_values[MAX_TAG_BITS];
 static int n_tag_bits = 0;
 
-/* features.number_tree's numbering: (parent, depth, owner as int64 bytes, tag_bits as uint32 bytes, hint as
- * bool bytes, [(element number, class, id)] of the elements with a class or an id); None to take the plain
- * numbering. */
+/* features.number_tree's numbering: (parent, depth, owner as int64 bytearrays, tag_bits as uint32, hint as
+ * bool, then the numbers (int64 bytes), classes and ids of the elements with a class or an id); None to take
+ * the plain numbering. */
 static PyObject *number_tree(PyObject *self, PyObject *elements) {
     PyObject *fast = PySequence_Fast(elements, "elements must be a sequence");
     if (!fast) return NULL;
     Py_ssize_t count = PySequence_Fast_GET_SIZE(fast);
     PtrMap numbers = {0};
-    Buffer parent = {0}, depth = {0}, owner = {0}, tag_bits = {0}, hint = {0}, scratch = {0};
-    PyObject *classes = PyList_New(0), *result = NULL;
+    Buffer parent = {0}, depth = {0}, owner = {0}, tag_bits = {0}, hint = {0}, scratch = {0}, named = {0};
+    PyObject *classes = PyList_New(0), *ids = PyList_New(0), *result = NULL;
     int give_up = 0;
     const xmlNode *chain[4096];
-    if (!classes || map_init(&numbers, 4 * count) < 0) goto done;
+    if (!classes || !ids || map_init(&numbers, 4 * count) < 0) goto done;
     for (Py_ssize_t b = 0; b < count; b++) {
         xmlNode *node = node_of(PySequence_Fast_GET_ITEM(fast, b));
         if (!node) { give_up = 1; goto done; }
@@ -615,22 +615,29 @@ static PyObject *number_tree(PyObject *self, PyObject *elements) {
                 if (!class_) class_ = PyUnicode_FromString("");
                 if (!id_) id_ = PyUnicode_FromString("");
                 if (!class_ || !id_) { Py_XDECREF(class_); Py_XDECREF(id_); goto done; }
-                PyObject *item = Py_BuildValue("(nNN)", number, class_, id_);
-                if (!item || PyList_Append(classes, item) < 0) { Py_XDECREF(item); goto done; }
-                Py_DECREF(item);
+                int64_t at = number;
+                int failed = PyList_Append(classes, class_) < 0 || PyList_Append(ids, id_) < 0
+                             || buf_add(&named, (const char *)&at, 8) < 0;
+                Py_DECREF(class_);
+                Py_DECREF(id_);
+                if (failed) goto done;
             } else if (PyErr_Occurred()) goto done;
             above = number;
         }
         int64_t mine = map_get(&numbers, start);
         if (buf_add(&owner, (const char *)&mine, 8) < 0) goto done;
     }
-    result = Py_BuildValue("(y#y#y#y#y#O)", parent.data ? parent.data : "", parent.size,
-                           depth.data ? depth.data : "", depth.size, owner.data ? owner.data : "", owner.size,
-                           tag_bits.data ? tag_bits.data : "", tag_bits.size, hint.data ? hint.data : "", hint.size,
-                           classes);
+    result = Py_BuildValue("(NNNNNNOO)", PyByteArray_FromStringAndSize(parent.data, parent.size),
+                           PyByteArray_FromStringAndSize(depth.data, depth.size),
+                           PyByteArray_FromStringAndSize(owner.data, owner.size),
+                           PyByteArray_FromStringAndSize(tag_bits.data, tag_bits.size),
+                           PyByteArray_FromStringAndSize(hint.data, hint.size),
+                           PyBytes_FromStringAndSize(named.data ? named.data : "", named.size), classes, ids);
 done:
     Py_DECREF(fast);
     Py_XDECREF(classes);
+    Py_XDECREF(ids);
+    PyMem_Free(named.data);
     map_free(&numbers);
     PyMem_Free(parent.data); PyMem_Free(depth.data); PyMem_Free(owner.data); PyMem_Free(tag_bits.data);
     PyMem_Free(hint.data); PyMem_Free(scratch.data);

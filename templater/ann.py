@@ -54,8 +54,15 @@ def predict(network: Network, inputs: np.ndarray) -> np.ndarray:
     """Probability of the positive class per row."""
     if not len(inputs):
         return np.zeros(0)
-    hidden = np.tanh(((inputs - network.mean) / network.std) @ network.hidden_weights + network.hidden_bias)
-    return _sigmoid(hidden @ network.output_weights + network.output_bias)
+    # The same operations as tanh(((inputs - mean) / std) @ W + b), sigmoid(hidden @ w + b), done in place.
+    scaled = inputs - network.mean
+    scaled /= network.std
+    hidden = scaled @ network.hidden_weights
+    hidden += network.hidden_bias
+    np.tanh(hidden, out=hidden)
+    output = hidden @ network.output_weights
+    output += network.output_bias
+    return _sigmoid_in_place(output)
 
 
 def predict_mean(networks, inputs: np.ndarray) -> np.ndarray:
@@ -108,6 +115,15 @@ def _gradients(params, scaled, labels, weights, l2):
 
 def _sigmoid(values: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.clip(values, -50, 50)))
+
+
+def _sigmoid_in_place(values: np.ndarray) -> np.ndarray:
+    """_sigmoid(values), overwriting values (a float64 array of the caller's own)."""
+    np.clip(values, -50, 50, out=values)
+    np.negative(values, out=values)
+    np.exp(values, out=values)
+    values += 1.0
+    return np.divide(1.0, values, out=values)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from lxml import etree
 
 from . import fallback
 from .blocks import _walk
-from .align import lcs_length
+from .align import _match_masks, lcs_length_masks
 from .errors import RuleError
 from .grouping import host_of
 from .template import contains, find_headline
@@ -30,7 +30,8 @@ REPEAT_MIN_CHARS = 100  # a kept block this long whose text was already kept is 
 class CompiledTemplate:
     """A template prepared for fast application: hash sets and sequences built once."""
 
-    __slots__ = ("template", "name", "static_seq", "static_set", "shapes", "region", "pinned", "containers")
+    __slots__ = ("template", "name", "static_seq", "static_set", "static_masks", "shapes", "region", "pinned",
+                 "containers")
 
     def __init__(self, template: Template) -> None:
         self.template = template
@@ -38,6 +39,7 @@ class CompiledTemplate:
         static = [r for r in template.rules if r.action == "drop" and r.hash is not None]
         self.static_seq = [r.hash for r in static]
         self.static_set = np.array(sorted(set(self.static_seq)), dtype=np.uint32)
+        self.static_masks = _match_masks(self.static_seq)
         self.shapes = frozenset(r.tag_path for r in template.rules if r.action == "drop-shape")
         regions = [r for r in template.rules if r.action == "content" and not r.pinned]
         self.region = _compile(regions[0])[1] if regions else None
@@ -65,7 +67,8 @@ def match_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarr
     allowed = ~_members(vector, compiled.static_set)
     coverage = 1.0
     if compiled.static_seq:
-        coverage = lcs_length(compiled.static_seq, vector.tolist()) / len(compiled.static_seq)
+        coverage = lcs_length_masks(compiled.static_masks, len(compiled.static_seq), vector.tolist()) / len(
+            compiled.static_seq)
     if compiled.shapes:
         allowed &= ~np.fromiter(map(compiled.shapes.__contains__, map(_TAG_PATH, seg.blocks)), dtype=bool,
                                 count=len(seg.blocks))

@@ -138,14 +138,13 @@ def number_tree(seg: Segmented) -> Tree:
     numbered = walk.number_tree([b.element for b in seg.blocks]) if walk is not None else None
     if numbered is None:
         return _number_tree_plain(seg)
-    parent, depth, owner, tag_bits, hint, classes = numbered
-    parent = np.frombuffer(parent, dtype=np.int64).copy()
+    parent, depth, owner, tag_bits, hint, named, classes, ids = numbered  # bytearrays: writable arrays
+    parent = np.frombuffer(parent, dtype=np.int64)
     class_bits = np.zeros(len(parent), dtype=np.uint32)
-    for number, class_, id_ in classes:
-        class_bits[number] = _words_bits(class_, id_)
-    return Tree(parent=parent, depth=np.frombuffer(depth, dtype=np.int64).copy(), class_bits=class_bits,
-                tag_bits=np.frombuffer(tag_bits, dtype=np.uint32).copy(),
-                hint=np.frombuffer(hint, dtype=bool).copy(), owner=np.frombuffer(owner, dtype=np.int64).copy())
+    class_bits[np.frombuffer(named, dtype=np.int64)] = list(map(_words_bits, classes, ids))
+    return Tree(parent=parent, depth=np.frombuffer(depth, dtype=np.int64), class_bits=class_bits,
+                tag_bits=np.frombuffer(tag_bits, dtype=np.uint32), hint=np.frombuffer(hint, dtype=bool),
+                owner=np.frombuffer(owner, dtype=np.int64))
 
 
 def _number_tree_plain(seg: Segmented) -> Tree:
@@ -189,10 +188,15 @@ def _words_bits(class_: str, id_: str) -> int:
     words = _CLASS_WORDS.findall(class_ + " " + id_)
     bits = 0
     for word in words:
-        found = _STEM_GROUPS.match(word.lower())
-        if found:
-            bits |= 1 << int(found.lastgroup[1:])
+        bits |= _word_bits(word)
     return bits
+
+
+@functools.lru_cache(maxsize=CLASS_CACHE_SIZE)
+def _word_bits(word: str) -> int:
+    """The CLASS_GROUPS bit of one class/id word (words repeat across pages far more than class/id pairs)."""
+    found = _STEM_GROUPS.match(word.lower())
+    return 1 << int(found.lastgroup[1:]) if found else 0
 
 
 def _tag_bits(tag) -> int:
