@@ -1071,7 +1071,70 @@ done:
     return result;
 }
 
+
+/* --- parse.clean_text's encoding step -------------------------------------------------------------------------- */
+/* utf8_controls_to_space(text) -> text.encode("utf-8", "replace").translate(control characters -> b" ") in one
+ * pass: ASCII control characters but \t \n \r become spaces, lone surrogates become "?". */
+static const unsigned char control_to_space[128] = {
+    ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', '\t', '\n', ' ', ' ', '\r', ' ', ' ',
+    ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ',
+    32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59,
+    60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87,
+    88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112,
+    113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, ' '};
+
+#define ENCODE_SIZE(TYPE)                                                                                    \
+    do {                                                                                                     \
+        const TYPE *d = (const TYPE *)data;                                                                  \
+        for (Py_ssize_t i = 0; i < length; i++) {                                                            \
+            Py_UCS4 c = d[i];                                                                                \
+            size += c < 0x80 ? 1 : c < 0x800 ? 2 : (c >= 0xD800 && c <= 0xDFFF) ? 1 : c < 0x10000 ? 3 : 4;   \
+        }                                                                                                    \
+    } while (0)
+
+#define ENCODE(TYPE)                                                                                         \
+    do {                                                                                                     \
+        const TYPE *d = (const TYPE *)data;                                                                  \
+        for (Py_ssize_t i = 0; i < length; i++) {                                                            \
+            Py_UCS4 c = d[i];                                                                                \
+            if (c < 0x80) *o++ = control_to_space[c];                                                        \
+            else if (c < 0x800) { *o++ = 0xC0 | (c >> 6); *o++ = 0x80 | (c & 0x3F); }                        \
+            else if (c >= 0xD800 && c <= 0xDFFF) *o++ = '?';                                                 \
+            else if (c < 0x10000) {                                                                          \
+                *o++ = 0xE0 | (c >> 12); *o++ = 0x80 | ((c >> 6) & 0x3F); *o++ = 0x80 | (c & 0x3F);          \
+            } else {                                                                                         \
+                *o++ = 0xF0 | (c >> 18); *o++ = 0x80 | ((c >> 12) & 0x3F);                                   \
+                *o++ = 0x80 | ((c >> 6) & 0x3F); *o++ = 0x80 | (c & 0x3F);                                   \
+            }                                                                                                \
+        }                                                                                                    \
+    } while (0)
+
+/* utf8_controls_to_space(text) -> text.encode("utf-8", "replace").translate(control characters -> b" ") in one
+ * pass: ASCII control characters but \t \n \r become spaces, lone surrogates become "?". */
+static PyObject *utf8_controls_to_space(PyObject *self, PyObject *text) {
+    if (!PyUnicode_Check(text)) { PyErr_SetString(PyExc_TypeError, "text must be str"); return NULL; }
+    Py_ssize_t length = PyUnicode_GET_LENGTH(text), size = 0;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    if (PyUnicode_IS_ASCII(text)) size = length;
+    else if (kind == PyUnicode_1BYTE_KIND) ENCODE_SIZE(Py_UCS1);
+    else if (kind == PyUnicode_2BYTE_KIND) ENCODE_SIZE(Py_UCS2);
+    else ENCODE_SIZE(Py_UCS4);
+    PyObject *result = PyBytes_FromStringAndSize(NULL, size);
+    if (!result) return NULL;
+    unsigned char *o = (unsigned char *)PyBytes_AS_STRING(result);
+    if (PyUnicode_IS_ASCII(text)) {
+        const Py_UCS1 *d = data;
+        for (Py_ssize_t i = 0; i < length; i++) o[i] = control_to_space[d[i]];
+    } else if (kind == PyUnicode_1BYTE_KIND) ENCODE(Py_UCS1);
+    else if (kind == PyUnicode_2BYTE_KIND) ENCODE(Py_UCS2);
+    else ENCODE(Py_UCS4);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"utf8_controls_to_space", utf8_controls_to_space, METH_O,
+     "utf8_controls_to_space(text) -> bytes: parse.clean_text's encode-and-translate step."},
     {"match_rules", match_rules, METH_VARARGS, "match_rules(root, [(tag, id, token)]) -> [[element]] | None"},
     {"text_columns", text_columns, METH_VARARGS, "text_columns(texts, title_words, table, fill) -> bytes"},
     {"tree_distances", tree_distances, METH_VARARGS, "tree_distances(parent, bits, n, count, far) -> bytes"},

@@ -198,3 +198,13 @@ def test_c_rule_matching_matches_lxml_on_generated_classes(elements, token):
         f"//span[contains(concat(' ', normalize-space(@class), ' '), ' {token} ')]"))
     fast, slow = extract._rule_elements(seg, rules), lxml_rule_elements(seg, rules)
     assert len(fast) == len(slow) and all(a is b for a, b in zip(fast, slow))
+
+
+@needs_walk
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=()) | st.sampled_from("\x00\x1f\x7f\t\n\r\ud800\udfff"),
+               max_size=60))
+def test_c_clean_encoding_matches_encode_and_translate(text):
+    from templater import parse
+    assert blocks._walk.utf8_controls_to_space(text) == text.encode("utf-8", "replace").translate(
+        parse._CONTROL_TO_SPACE)
