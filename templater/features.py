@@ -296,19 +296,28 @@ def window_mean(values: np.ndarray, width: int) -> np.ndarray:
     """Mean over the ``width`` blocks either side (the block itself excluded), edges padded by zeros."""
     if not len(values):
         return values
-    padded = np.concatenate([np.zeros(width), values, np.zeros(width)])
-    sums = np.convolve(padded, np.ones(2 * width + 1), mode="valid")
+    padding, kernel = _window_arrays(width)
+    padded = np.concatenate([padding, values, padding])
+    sums = np.convolve(padded, kernel, mode="valid")
     return (sums - values) / (2 * width)
+
+
+@functools.lru_cache(maxsize=16)
+def _window_arrays(width: int) -> tuple[np.ndarray, np.ndarray]:
+    """window_mean's zero padding and ones kernel for a width (read-only, shared)."""
+    padding, kernel = np.zeros(width), np.ones(2 * width + 1)
+    padding.flags.writeable = kernel.flags.writeable = False
+    return padding, kernel
 
 
 def shift(values: np.ndarray, step: int) -> np.ndarray:
     """The previous (step 1) or next (step -1) row's values; zeros past the edge."""
-    shifted = np.roll(values, step, axis=0)
+    shifted = np.zeros_like(values)  # what np.roll then zeroing the wrapped rows gives, without the roll
     if step > 0:
-        shifted[:step] = 0.0
-    else:
-        shifted[step:] = 0.0
-    return shifted
+        shifted[step:] = values[:-step]
+    elif step < 0:
+        shifted[:step] = values[-step:]
+    return shifted  # step 0: all rows zeroed, as the roll version did
 
 
 def _text_columns(seg: Segmented) -> np.ndarray:

@@ -208,3 +208,21 @@ def test_c_clean_encoding_matches_encode_and_translate(text):
     from templater import parse
     assert blocks._walk.utf8_controls_to_space(text) == text.encode("utf-8", "replace").translate(
         parse._CONTROL_TO_SPACE)
+
+
+def test_shift_is_the_roll_definition():
+    def rolled(values, step):
+        shifted = np.roll(values, step, axis=0)
+        if step > 0:
+            shifted[:step] = 0.0
+        else:
+            shifted[step:] = 0.0
+        return shifted
+
+    rng = np.random.default_rng(1)
+    for n in range(6):
+        for shape in ((n,), (n, 3)):
+            values = rng.normal(size=shape)
+            for step in (0, 1, -1, 2, -2, 7, -7):
+                fast, slow = features.shift(values, step), rolled(values, step)
+                assert fast.dtype == slow.dtype and fast.shape == slow.shape and fast.tobytes() == slow.tobytes()
