@@ -580,15 +580,35 @@ def block_features(seg: Segmented, tree: Tree | None = None) -> np.ndarray:
         copyright, capitalised,
         depth / max(depth.max(), 1.0), np.arange(count) / count, (np.cumsum(chars) - chars) / chars.sum(),
         chars / chars.max(),
-        *_tag_columns(seg).T, *tag_near.T, *class_near.T,
-        *_hint_columns(tree, mass), *_region(tree, region_score), np.full(count, float(tree.hint.any())),
+        _tag_columns(seg), tag_near, class_near,
+        *_hint_columns(tree, mass), *_region(tree, region_score), float(tree.hint.any()),
         window_mean(log_chars, NEIGHBOUR_WINDOW), window_mean(link_density, NEIGHBOUR_WINDOW),
         window_mean(density, NEIGHBOUR_WINDOW), window_mean(punct, NEIGHBOUR_WINDOW),
         shift(log_chars, 1), shift(link_density, 1), shift(log_chars, -1), shift(link_density, -1),
         window_mean(log_chars, 3 * NEIGHBOUR_WINDOW), window_mean(link_density, 3 * NEIGHBOUR_WINDOW),
-        np.full(count, np.log1p(count)),
+        float(np.log1p(count)),
     ]
-    return np.column_stack(columns)
+    return _assemble(count, len(FEATURE_NAMES), columns)
+
+
+def _assemble(count: int, width: int, columns: list) -> np.ndarray:
+    """np.column_stack of the columns (1-D arrays, 2-D blocks of columns, or scalars for a constant column)
+    into a float64 (count, width) array, filled in place."""
+    out = np.empty((count, width))
+    at = 0
+    for column in columns:
+        if isinstance(column, float):
+            out[:, at] = column
+            at += 1
+        elif column.ndim == 2:
+            out[:, at:at + column.shape[1]] = column
+            at += column.shape[1]
+        else:
+            out[:, at] = column
+            at += 1
+    if at != width:
+        raise ValueError(f"assembled {at} feature columns, expected {width}")
+    return out
 
 
 CONTEXT_NAMES: tuple[str, ...] = (
@@ -610,6 +630,5 @@ def context_features(seg: Segmented, tree: Tree, scores: np.ndarray) -> np.ndarr
         weight = np.bincount(element, weights=chars, minlength=len(tree.parent))
         columns.append(weighted[element] / weight[element])
     top = max(float(scores.max(initial=0.0)), MIN_SCORE)
-    columns += [np.full(len(scores), top), np.full(len(scores), float((chars * scores).sum() / chars.sum())),
-                scores / top]
-    return np.column_stack(columns)
+    columns += [top, float((chars * scores).sum() / chars.sum()), scores / top]
+    return _assemble(len(scores), len(CONTEXT_NAMES), columns)
