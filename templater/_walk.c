@@ -1132,7 +1132,25 @@ static PyObject *utf8_controls_to_space(PyObject *self, PyObject *text) {
     return result;
 }
 
+
+/* head_title(root) -> root.find("head/title"): the first <title> child of the first <head> child that has one. */
+static PyObject *head_title(PyObject *self, PyObject *root) {
+    if (!element_factory || !PyObject_TypeCheck(root, element_type)) {
+        PyErr_SetString(PyExc_TypeError, "root must be an lxml element");
+        return NULL;
+    }
+    xmlNode *c_root = ((LxmlElement *)root)->_c_node;
+    for (xmlNode *head = c_root ? c_root->children : NULL; head; head = head->next) {
+        if (head->type != XML_ELEMENT_NODE || head->ns || strcmp((const char *)head->name, "head") != 0) continue;
+        for (xmlNode *title = head->children; title; title = title->next)
+            if (title->type == XML_ELEMENT_NODE && !title->ns && strcmp((const char *)title->name, "title") == 0)
+                return element_factory(((LxmlElement *)root)->_doc, title);
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"head_title", head_title, METH_O, "head_title(root) -> root.find('head/title')"},
     {"utf8_controls_to_space", utf8_controls_to_space, METH_O,
      "utf8_controls_to_space(text) -> bytes: parse.clean_text's encode-and-translate step."},
     {"match_rules", match_rules, METH_VARARGS, "match_rules(root, [(tag, id, token)]) -> [[element]] | None"},

@@ -167,7 +167,14 @@ def _close(blocks: list[Block], owner: tuple, parts: list[str], link_chars: int,
 
 
 def _title(root: etree._Element) -> str:
-    title = root.find("head/title")
+    title = head_title(root)
     if title is None:
         return ""
     return " ".join("".join(title.itertext()).split())
+
+
+def head_title(root: etree._Element) -> etree._Element | None:
+    """root.find("head/title"), in C where templater._walk is built."""
+    if _walk is not None and isinstance(root, etree._Element):
+        return _walk.head_title(root)
+    return root.find("head/title")

@@ -12,7 +12,7 @@ import re
 from lxml import etree
 
 from . import config
-from .blocks import _walk
+from .blocks import _walk, head_title
 
 # Control characters (never part of a multi-byte UTF-8 sequence) become spaces, in C, on the encoded bytes.
 _CONTROLS = bytes([*range(0, 9), 11, 12, *range(14, 32), 127])  # all but \t \n \r
@@ -58,5 +58,5 @@ def _parse(data: bytes) -> etree._Element | None:
 
 def _swallowed_by_title(root: etree._Element) -> bool:
     """An unclosed <title> makes the parser read the whole page as its text (real pages do this)."""
-    title = root.find("head/title")
+    title = head_title(root)
     return title is not None and len(title.text or "") > MAX_TITLE_CHARS

@@ -226,3 +226,16 @@ def test_shift_is_the_roll_definition():
             for step in (0, 1, -1, 2, -2, 7, -7):
                 fast, slow = features.shift(values, step), rolled(values, step)
                 assert fast.dtype == slow.dtype and fast.shape == slow.shape and fast.tobytes() == slow.tobytes()
+
+
+@needs_walk
+def test_c_head_title_is_find_head_title():
+    from lxml import etree
+    cases = ["<html><head><title>a</title></head><body>x</body></html>", "<html><body>x</body></html>",
+             "<html><head></head><head><title>b</title></head></html>", "<title>t</title><p>x</p>",
+             "<html><head><meta x='1'><title>c</title><title>d</title></head></html>"]
+    for markup in cases:
+        root = etree.fromstring(markup, etree.HTMLParser())
+        assert blocks.head_title(root) is root.find("head/title")
+    for seg in sample_pages():
+        assert blocks.head_title(seg.root) is seg.root.find("head/title")
