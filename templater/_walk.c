@@ -970,7 +970,8 @@ done:
 
 /* --- the container rules' two XPath forms, evaluated in one walk ------------------------------------------ */
 /* match_rules(root, rules): rules are (tag or None, id or None, class token or None) standing for
- * //*[@id='ID'] (tag None) and //TAG[contains(concat(' ', normalize-space(@class), ' '), ' TOKEN ')]; returns
+ * the XPath forms extract._ID_RULE (any element whose id is ID; tag None) and extract._CLASS_RULE (TAG elements
+ * whose first class attribute, normalize-space'd and between spaces, holds ' TOKEN '); returns
  * one list per rule of the matching elements in document order (what lxml's XPath returns). */
 static int is_xml_blank(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
@@ -1188,9 +1189,26 @@ PyMODINIT_FUNC PyInit__walk(void) {
     Py_DECREF(capi);
     if (!element_factory || !PyType_Check(type)) {
         Py_DECREF(type);
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ImportError, "lxml's elementFactory C-API is missing");
+        PyErr_Clear();
+        PyErr_SetString(PyExc_ImportError, "lxml's elementFactory C-API is missing");
         return NULL;
     }
     element_type = (PyTypeObject *)type;
+    /* Check the struct layouts this file assumes against a live element: its _c_node must be an element
+     * node carrying the tag it was made with. Any mismatch (another lxml or libxml2 layout): no C walk. */
+    PyObject *etree_module = PyImport_ImportModule("lxml.etree");
+    PyObject *probe = etree_module ? PyObject_CallMethod(etree_module, "Element", "s", "templaterprobe") : NULL;
+    Py_XDECREF(etree_module);
+    int fits = probe && PyObject_TypeCheck(probe, element_type) && ((LxmlElement *)probe)->_c_node
+               && ((LxmlElement *)probe)->_c_node->type == XML_ELEMENT_NODE
+               && ((LxmlElement *)probe)->_c_node->name
+               && strcmp((const char *)((LxmlElement *)probe)->_c_node->name, "templaterprobe") == 0;
+    Py_XDECREF(probe);
+    if (!fits) {
+        element_factory = NULL;
+        PyErr_Clear();
+        PyErr_SetString(PyExc_ImportError, "lxml's element layout is not the one templater._walk was built for");
+        return NULL;
+    }
     return PyModule_Create(&module);
 }

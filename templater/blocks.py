@@ -22,7 +22,7 @@ from .types import Block, Page, Segmented
 
 try:
     from . import _walk
-except ImportError:  # not built (no C compiler at install time): the plain walk does all pages
+except ImportError:  # not built (no C compiler at install time), or built for another lxml: the plain walk
     _walk = None
 if os.environ.get("TEMPLATER_PURE_PYTHON"):
     _walk = None
