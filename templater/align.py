@@ -38,15 +38,19 @@ def lcs_length(a: Sequence[int], b: Sequence[int]) -> int:
     """Length of the longest common subsequence of two integer sequences."""
     if len(a) == 0 or len(b) == 0:
         return 0
-    full = (1 << len(a)) - 1
-    masks = _match_masks(a)
+    return lcs_length_masks(_match_masks(a), len(a), b)
+
+
+def lcs_length_masks(masks: dict[int, int], size: int, b: Sequence[int]) -> int:
+    """lcs_length(a, b) from a's match masks (_match_masks(a)) and length, for an ``a`` aligned against many b."""
+    if size == 0:
+        return 0
+    full = (1 << size) - 1
     row = full
-    for symbol in b:
-        matches = masks.get(symbol)
-        if matches:
-            u = row & matches
-            row = ((row + u) | (row - u)) & full
-    return len(a) - row.bit_count()
+    for matches in filter(None, map(masks.get, b)):  # symbols of b that a holds: the others leave the row as is
+        u = row & matches
+        row = ((row + u) | (row - u)) & full
+    return size - row.bit_count()
 
 
 def lcs_pairs(a: Sequence[int], b: Sequence[int]) -> list[tuple[int, int]]:

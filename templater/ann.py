@@ -54,13 +54,44 @@ def predict(network: Network, inputs: np.ndarray) -> np.ndarray:
     """Probability of the positive class per row."""
     if not len(inputs):
         return np.zeros(0)
-    hidden = np.tanh(((inputs - network.mean) / network.std) @ network.hidden_weights + network.hidden_bias)
-    return _sigmoid(hidden @ network.output_weights + network.output_bias)
+    # The same operations as tanh(((inputs - mean) / std) @ W + b), sigmoid(hidden @ w + b), done in place.
+    scaled = inputs - network.mean
+    scaled /= network.std
+    return _forward(network, scaled)
 
 
 def predict_mean(networks, inputs: np.ndarray) -> np.ndarray:
     """The mean probability of an ensemble of networks."""
+    if len(inputs) and len(networks) > 1 and _shared_scaling(networks):
+        # members trained on the same inputs share mean and std: standardise once (the same numbers)
+        scaled = inputs - networks[0].mean
+        scaled /= networks[0].std
+        return np.mean([_forward(network, scaled) for network in networks], axis=0)
     return np.mean([predict(network, inputs) for network in networks], axis=0)
+
+
+_SHARED: dict[int, tuple[object, bool]] = {}
+
+
+def _shared_scaling(networks) -> bool:
+    """Whether all networks have the same mean and std arrays (remembered per ensemble object)."""
+    known = _SHARED.get(id(networks))
+    if known is None or known[0] is not networks:
+        first = networks[0]
+        known = _SHARED[id(networks)] = (networks, all(
+            np.array_equal(first.mean, n.mean) and np.array_equal(first.std, n.std) and n.mean.dtype == first.mean.dtype
+            and n.std.dtype == first.std.dtype for n in networks))
+    return known[1]
+
+
+def _forward(network: Network, scaled: np.ndarray) -> np.ndarray:
+    """predict() after the standardisation."""
+    hidden = scaled @ network.hidden_weights
+    hidden += network.hidden_bias
+    np.tanh(hidden, out=hidden)
+    output = hidden @ network.output_weights
+    output += network.output_bias
+    return _sigmoid_in_place(output)
 
 
 def fit_network(inputs: np.ndarray, labels: np.ndarray, *, weights: np.ndarray | None = None, hidden: int,
@@ -108,6 +139,15 @@ def _gradients(params, scaled, labels, weights, l2):
 
 def _sigmoid(values: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.clip(values, -50, 50)))
+
+
+def _sigmoid_in_place(values: np.ndarray) -> np.ndarray:
+    """_sigmoid(values), overwriting values (a float64 array of the caller's own)."""
+    np.clip(values, -50, 50, out=values)
+    np.negative(values, out=values)
+    np.exp(values, out=values)
+    values += 1.0
+    return np.divide(1.0, values, out=values)
 
 
 @dataclass(frozen=True, slots=True)

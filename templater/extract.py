@@ -7,11 +7,16 @@ know. Without one: the single-page fallback alone.
 
 from __future__ import annotations
 
+import functools
+import operator
+import re
+
 import numpy as np
 from lxml import etree
 
 from . import fallback
-from .align import lcs_length
+from .blocks import _walk
+from .align import _match_masks, lcs_length_masks
 from .errors import RuleError
 from .grouping import host_of
 from .template import contains, find_headline
@@ -27,8 +32,8 @@ REPEAT_MIN_CHARS = 100  # a kept block this long whose text was already kept is 
 class CompiledTemplate:
     """A template prepared for fast application: hash sets and sequences built once."""
 
-    __slots__ = ("template", "name", "static_seq", "static_set", "shapes", "region", "region_trusted", "pinned",
-                 "containers")
+    __slots__ = ("template", "name", "static_seq", "static_set", "static_masks", "shapes", "region",
+                 "region_trusted", "pinned", "containers")
 
     def __init__(self, template: Template) -> None:
         self.template = template
@@ -36,6 +41,7 @@ class CompiledTemplate:
         static = [r for r in template.rules if r.action == "drop" and r.hash is not None]
         self.static_seq = [r.hash for r in static]
         self.static_set = np.array(sorted(set(self.static_seq)), dtype=np.uint32)
+        self.static_masks = _match_masks(self.static_seq)
         self.shapes = frozenset(r.tag_path for r in template.rules if r.action == "drop-shape")
         regions = [r for r in template.rules if r.action == "content" and not r.pinned]
         self.region = _compile(regions[0])[1] if regions else None
@@ -62,13 +68,14 @@ def match_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarr
     """(allowed, coverage, in_region): as apply_template, plus the allowed blocks inside the learned content
     region (all False when the template has none, or the page's region holds too little of its text)."""
     vector = seg.vector
-    allowed = ~np.isin(vector, compiled.static_set)
+    allowed = ~_members(vector, compiled.static_set)
     coverage = 1.0
     if compiled.static_seq:
-        coverage = lcs_length(compiled.static_seq, vector.tolist()) / len(compiled.static_seq)
+        coverage = lcs_length_masks(compiled.static_masks, len(compiled.static_seq), vector.tolist()) / len(
+            compiled.static_seq)
     if compiled.shapes:
-        allowed &= np.fromiter((b.tag_path not in compiled.shapes for b in seg.blocks), dtype=bool,
-                               count=len(seg.blocks))
+        allowed &= ~np.fromiter(map(compiled.shapes.__contains__, map(_TAG_PATH, seg.blocks)), dtype=bool,
+                                count=len(seg.blocks))
     if compiled.containers:
         allowed &= ~container_mask(seg, compiled.containers)
     for rule, xpath in compiled.pinned:
@@ -82,6 +89,17 @@ def match_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarr
     return allowed, coverage, in_region
 
 
+def _members(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """np.isin(values, sorted_set) for a sorted array of distinct values, by binary search."""
+    if not len(sorted_set):
+        return np.zeros(len(values), dtype=bool)
+    place = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
+    return sorted_set[place] == values
+
+
+_TAG_PATH = operator.attrgetter("tag_path")
+
+
 def pinned_mask(seg: Segmented, rule: Rule, xpath: etree.XPath) -> np.ndarray:
     """A pinned drop rule removes every block at or under its elements; a pinned content rule keeps only those."""
     inside = _inside(seg, [e for e in xpath(seg.root) if isinstance(e, etree._Element)])
@@ -90,15 +108,57 @@ def pinned_mask(seg: Segmented, rule: Rule, xpath: etree.XPath) -> np.ndarray:
 
 def container_mask(seg: Segmented, rules: tuple[etree.XPath, ...]) -> np.ndarray:
     """Blocks under elements that learned container rules match (never a container holding the headline)."""
-    headline = find_headline(seg)
-    elements = [e for xpath in rules for e in xpath(seg.root) if isinstance(e, etree._Element)]
+    elements = _rule_elements(seg, rules)
+    headline = find_headline(seg) if elements else None
     if headline is not None:
         elements = [e for e in elements if not contains(e, seg.blocks[headline].element)]
     return _inside(seg, elements)
 
 
+def _rule_elements(seg: Segmented, rules: tuple[etree.XPath, ...]) -> list:
+    """The elements the rules' XPaths select. The two plain forms template.py writes for named containers
+    (by id, by class token) are evaluated in one C walk (templater._walk) where it is built; any other form (the
+    related boxes' size test, the comment anchors, a hand-written rule) goes to lxml."""
+    slow = list(rules)
+    elements: list = []
+    if _walk is not None and rules:
+        fast = [(xpath, spec) for xpath, spec in ((x, _fast_rule(x.path)) for x in rules) if spec is not None]
+        found = _walk.match_rules(seg.root, [spec for _, spec in fast]) if fast else None
+        if found is not None:
+            elements = [e for matches in found for e in matches]
+            done = {id(xpath) for xpath, _ in fast}
+            slow = [xpath for xpath in rules if id(xpath) not in done]
+    return elements + [e for xpath in slow for e in xpath(seg.root) if isinstance(e, etree._Element)]
+
+
+_ID_RULE = re.compile(r"//\*\[@id='([^'\x00]*)'\]")
+_CLASS_RULE = re.compile(r"//([a-z][a-z0-9]*)\[contains\(concat\(' ', normalize-space\(@class\), ' '\), "
+                         r"' ([^'\x00]*) '\)\]")
+
+
+@functools.lru_cache(maxsize=4096)
+def _fast_rule(path: str) -> tuple[str | None, str | None, str | None] | None:
+    """(tag, id, class token) of a rule XPath of a form _walk.match_rules evaluates, else None."""
+    found = _ID_RULE.fullmatch(path)
+    if found:
+        return None, found.group(1), None
+    found = _CLASS_RULE.fullmatch(path)
+    if found:
+        return found.group(1), None, found.group(2)
+    return None
+
+
 def _inside(seg: Segmented, elements: list) -> np.ndarray:
     """Mask of the blocks owned by the given elements or their descendants."""
+    if _walk is not None:
+        found = _walk.inside([b.element for b in seg.blocks], elements)
+        if found is not None:
+            return np.frombuffer(found, dtype=bool).copy()
+    return _inside_plain(seg, elements)
+
+
+def _inside_plain(seg: Segmented, elements: list) -> np.ndarray:
+    """_inside over lxml's API: the definition the C test (templater._walk) follows."""
     members = set()
     for element in elements:
         members.update(element.iter())

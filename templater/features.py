@@ -16,11 +16,14 @@ level by level with numpy, so a page costs one short walk per distinct element p
 from __future__ import annotations
 
 import functools
+import itertools
+import operator
 import re
 from dataclasses import dataclass
 
 import numpy as np
 
+from . import blocks
 from .types import Segmented
 
 # --- class/id vocabulary: an element's class and id are cut into lower-case words (at non-letters and at
@@ -80,6 +83,8 @@ OWNER_TAGS: tuple[tuple[str, frozenset[str]], ...] = (
 )
 _TAG_BITS = {tag: sum(1 << n for n, (_, tags) in enumerate(TAG_GROUPS) if tag in tags)
              for _, group in TAG_GROUPS for tag in group}
+if blocks._walk is not None:
+    blocks._walk.configure_tree(sorted(_TAG_BITS.items()))
 _OWNER_COLUMN = {tag: column for column, (_, tags) in enumerate(OWNER_TAGS) for tag in tags}
 
 _HINT_TAGS = frozenset({"article", "main"})
@@ -129,6 +134,21 @@ class Tree:
 
 def number_tree(seg: Segmented) -> Tree:
     """Number the blocks' owners and all their ancestors, with each element's own class and tag flags."""
+    walk = blocks._walk
+    numbered = walk.number_tree([b.element for b in seg.blocks]) if walk is not None else None
+    if numbered is None:
+        return _number_tree_plain(seg)
+    parent, depth, owner, tag_bits, hint, named, classes, ids = numbered  # bytearrays: writable arrays
+    parent = np.frombuffer(parent, dtype=np.int64)
+    class_bits = np.zeros(len(parent), dtype=np.uint32)
+    class_bits[np.frombuffer(named, dtype=np.int64)] = list(map(_words_bits, classes, ids))
+    return Tree(parent=parent, depth=np.frombuffer(depth, dtype=np.int64), class_bits=class_bits,
+                tag_bits=np.frombuffer(tag_bits, dtype=np.uint32), hint=np.frombuffer(hint, dtype=bool),
+                owner=np.frombuffer(owner, dtype=np.int64))
+
+
+def _number_tree_plain(seg: Segmented) -> Tree:
+    """number_tree in Python over lxml's API: the definition the C numbering (templater._walk) follows."""
     numbers: dict = {}
     elements: list = []
     parent: list[int] = []
@@ -168,10 +188,15 @@ def _words_bits(class_: str, id_: str) -> int:
     words = _CLASS_WORDS.findall(class_ + " " + id_)
     bits = 0
     for word in words:
-        found = _STEM_GROUPS.match(word.lower())
-        if found:
-            bits |= 1 << int(found.lastgroup[1:])
+        bits |= _word_bits(word)
     return bits
+
+
+@functools.lru_cache(maxsize=CLASS_CACHE_SIZE)
+def _word_bits(word: str) -> int:
+    """The CLASS_GROUPS bit of one class/id word (words repeat across pages far more than class/id pairs)."""
+    found = _STEM_GROUPS.match(word.lower())
+    return 1 << int(found.lastgroup[1:]) if found else 0
 
 
 def _tag_bits(tag) -> int:
@@ -186,6 +211,10 @@ def _is_hint(element) -> bool:
 
 def _distances(tree: Tree, bits: np.ndarray, count: int) -> np.ndarray:
     """Per element and flag: levels up to the nearest element (itself = 0) carrying the flag, else FAR."""
+    walk = blocks._walk
+    if walk is not None and _parents_first(tree) and bits.dtype == np.uint32:
+        found = walk.tree_distances(tree.parent, np.ascontiguousarray(bits), len(bits), count, FAR)
+        return np.frombuffer(found, dtype=np.int64).reshape(len(bits), count).copy()
     own = ((bits[:, None] >> np.arange(count, dtype=np.uint32)) & 1).astype(bool)
     distance = np.where(own, 0, FAR)
     for level in tree.levels()[1:]:
@@ -196,6 +225,10 @@ def _distances(tree: Tree, bits: np.ndarray, count: int) -> np.ndarray:
 
 def inside(tree: Tree, marked: np.ndarray) -> np.ndarray:
     """Per element: True when it or one of its ancestors is marked."""
+    walk = blocks._walk
+    if walk is not None and _parents_first(tree) and marked.dtype == bool:
+        found = walk.tree_inside(tree.parent, np.ascontiguousarray(marked), len(marked))
+        return np.frombuffer(found, dtype=bool).copy()
     result = marked.copy()
     for level in tree.levels()[1:]:
         result[level] |= result[tree.parent[level]]
@@ -204,22 +237,37 @@ def inside(tree: Tree, marked: np.ndarray) -> np.ndarray:
 
 def sum_up(tree: Tree, values: np.ndarray) -> np.ndarray:
     """Per element, the sum of ``values`` (per element) over itself and its descendants."""
+    walk = blocks._walk
+    if walk is not None and _parents_first(tree) and tree.depth.dtype == np.int64:
+        found = walk.tree_sum_up(tree.parent, np.ascontiguousarray(tree.depth),
+                                 np.ascontiguousarray(values, dtype=np.float64), len(tree.parent))
+        if found is not None:
+            return np.frombuffer(found, dtype=np.float64).copy()
     total = values.astype(np.float64).copy()
     for level in reversed(tree.levels()[1:]):
         np.add.at(total, tree.parent[level], total[level])
     return total
 
 
+def _parents_first(tree: Tree) -> bool:
+    """Whether the C passes apply: int64 parents numbered before their children (as number_tree numbers)."""
+    parent = tree.parent
+    return (parent.dtype == np.int64 and parent.flags.c_contiguous
+            and bool((parent < np.arange(len(parent))).all()))
+
+
 def _region(tree: Tree, block_score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Readability's content region: a block's score goes to its owner's parent, half to its grandparent;
     the element with the highest total is the region. Per block: (inside the region, inside its parent)."""
-    score = np.zeros(len(tree.parent))
     first = tree.parent[tree.owner]
     has_first = first >= 0
-    np.add.at(score, first[has_first], block_score[has_first])
     second = np.where(has_first, tree.parent[np.maximum(first, 0)], -1)
     has_second = second >= 0
-    np.add.at(score, second[has_second], REGION_GRANDPARENT_SHARE * block_score[has_second])
+    # bincount adds in input order, as two np.add.at calls (parents, then grandparents) would: the same floats
+    score = np.bincount(np.concatenate([first[has_first], second[has_second]]),
+                        weights=np.concatenate([block_score[has_first],
+                                                REGION_GRANDPARENT_SHARE * block_score[has_second]]),
+                        minlength=len(tree.parent))
     best = int(np.argmax(score))
     if not score[best]:
         zeros = np.zeros(len(tree.owner))
@@ -248,22 +296,144 @@ def window_mean(values: np.ndarray, width: int) -> np.ndarray:
     """Mean over the ``width`` blocks either side (the block itself excluded), edges padded by zeros."""
     if not len(values):
         return values
-    padded = np.concatenate([np.zeros(width), values, np.zeros(width)])
-    sums = np.convolve(padded, np.ones(2 * width + 1), mode="valid")
+    padding, kernel = _window_arrays(width)
+    padded = np.concatenate([padding, values, padding])
+    sums = np.convolve(padded, kernel, mode="valid")
     return (sums - values) / (2 * width)
+
+
+@functools.lru_cache(maxsize=16)
+def _window_arrays(width: int) -> tuple[np.ndarray, np.ndarray]:
+    """window_mean's zero padding and ones kernel for a width (read-only, shared)."""
+    padding, kernel = np.zeros(width), np.ones(2 * width + 1)
+    padding.flags.writeable = kernel.flags.writeable = False
+    return padding, kernel
 
 
 def shift(values: np.ndarray, step: int) -> np.ndarray:
     """The previous (step 1) or next (step -1) row's values; zeros past the edge."""
-    shifted = np.roll(values, step, axis=0)
+    shifted = np.zeros_like(values)  # what np.roll then zeroing the wrapped rows gives, without the roll
     if step > 0:
-        shifted[:step] = 0.0
-    else:
-        shifted[step:] = 0.0
-    return shifted
+        shifted[step:] = values[:-step]
+    elif step < 0:
+        shifted[:step] = values[-step:]
+    return shifted  # step 0: all rows zeroed, as the roll version did
 
 
 def _text_columns(seg: Segmented) -> np.ndarray:
+    """Per block: chars, link chars, markup bytes, words, punctuation and digit shares, sentence end, title
+    overlap, copyright, capitalised share: the per-block regex counts of _text_columns_plain, computed from a
+    per-code-point class table, in C (templater._walk) or else with numpy."""
+    walk = blocks._walk
+    if walk is None or not seg.blocks:
+        return _text_columns_numpy(seg)
+    texts = [b.text for b in seg.blocks]
+    counts = np.frombuffer(walk.text_columns(texts, list(set(_WORD.findall(seg.title.lower()))), _CLASS_TABLE,
+                                             _code_point_class), dtype=np.int64).reshape(len(texts), 9)
+    lengths, words, punct, digits, sentence_end, candidate, spaced, capitals, hits = counts.T
+    if not lengths.all():
+        return _text_columns_plain(seg)
+    copyright = np.zeros(len(texts))
+    for i in np.flatnonzero(candidate).tolist():
+        copyright[i] = 1.0 if _COPYRIGHT.search(texts[i]) else 0.0
+    columns = np.empty((len(texts), 10), dtype=np.float64)
+    columns[:, 0] = lengths
+    columns[:, 1] = np.fromiter(map(_LINK_CHARS, seg.blocks), dtype=np.int64, count=len(texts))
+    columns[:, 2] = np.fromiter(map(_MARKUP_BYTES, seg.blocks), dtype=np.int64, count=len(texts))
+    columns[:, 3] = words
+    columns[:, 4] = punct / lengths
+    columns[:, 5] = sentence_end
+    columns[:, 6] = digits / lengths
+    columns[:, 7] = hits / np.maximum(words, 1)
+    columns[:, 8] = copyright
+    columns[:, 9] = capitals / np.maximum(spaced, 1)
+    return columns
+
+
+_LINK_CHARS = operator.attrgetter("link_chars")
+_TEXT = operator.attrgetter("text")
+_TAG = operator.attrgetter("tag")
+_MARKUP_BYTES = operator.attrgetter("markup_bytes")
+
+
+def _text_columns_numpy(seg: Segmented) -> np.ndarray:
+    """_text_columns with numpy: all blocks' texts joined once and counted over their code points."""
+    blocks = seg.blocks
+    if not blocks:
+        return np.zeros((0, 10))
+    texts = [b.text for b in blocks]
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    if not lengths.all():
+        return _text_columns_plain(seg)
+    joined = _SEPARATOR.join(texts)
+    lowered = joined.lower()
+    codes = _code_points(joined)
+    classes = _classes(codes)
+    # Block i spans [starts[i], ends[i]) in ``joined``; one separator stands between blocks.
+    ends = np.cumsum(lengths + 1) - 1
+    starts = ends - lengths
+    bounds = np.empty(len(texts) + 1, dtype=np.int64)
+    bounds[0] = 0
+    bounds[1:] = ends + 1  # each block with the separator after it: [bounds[i], bounds[i + 1])
+
+    def per_block(marks: np.ndarray, edges: np.ndarray = bounds) -> np.ndarray:
+        total = np.zeros(len(marks) + 1, dtype=np.int64)
+        np.cumsum(marks, out=total[1:])
+        return np.diff(total[np.minimum(edges, len(marks))])
+
+    punct = per_block(classes & _C_PUNCT != 0)
+    digits = per_block(classes & _C_DIGIT != 0)
+    space = classes & _C_SPACE != 0
+    word_start = ~space
+    word_start[1:] &= space[:-1]  # a whitespace-split word starts after whitespace (separators are whitespace)
+    spaced = per_block(word_start)
+    capitals = per_block(word_start & (classes & _C_UPPER != 0))
+    last = classes[ends - 1]
+    sentence_end = (last & _C_SENTENCE_END != 0).astype(np.float64)
+    for i in np.flatnonzero(last & _C_SPACE):  # trailing whitespace: the regex looks past it
+        sentence_end[i] = 1.0 if _SENTENCE_END.search(texts[i]) else 0.0
+    copyright = np.zeros(len(texts))
+    for i in _copyright_candidates(classes, bounds):
+        copyright[i] = 1.0 if _COPYRIGHT.search(texts[i]) else 0.0
+    # Words (and the title overlap) are counted on the lower-cased text, which may be longer than the text.
+    low_codes = _code_points(lowered)
+    low_classes = _classes(low_codes)
+    if len(lowered) == len(joined):
+        low_bounds = bounds
+    else:
+        low_lengths = np.fromiter((len(t.lower()) for t in texts), dtype=np.int64, count=len(texts))
+        low_bounds = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum(low_lengths + 1, out=low_bounds[1:])
+        if low_bounds[-1] != len(lowered) + 1:
+            return _text_columns_plain(seg)
+    alnum = low_classes & _C_ALNUM != 0
+    starts_word = alnum.copy()
+    starts_word[1:] &= ~alnum[:-1]
+    words = per_block(starts_word, low_bounds)
+    title_words = set(_WORD.findall(seg.title.lower()))
+    if title_words:
+        word_edges = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum(words, out=word_edges[1:])
+        hits = _title_hits(lowered, low_codes, alnum, starts_word, title_words)
+        overlap = per_block(hits, word_edges) / np.maximum(words, 1)
+    else:
+        overlap = np.zeros(len(texts))
+    columns = np.empty((len(texts), 10), dtype=np.float64)
+    columns[:, 0] = lengths
+    columns[:, 1] = np.fromiter((b.link_chars for b in blocks), dtype=np.int64, count=len(texts))
+    columns[:, 2] = np.fromiter((b.markup_bytes for b in blocks), dtype=np.int64, count=len(texts))
+    columns[:, 3] = words
+    columns[:, 4] = punct / lengths
+    columns[:, 5] = sentence_end
+    columns[:, 6] = digits / lengths
+    columns[:, 7] = overlap
+    columns[:, 8] = copyright
+    columns[:, 9] = capitals / np.maximum(spaced, 1)
+    return columns
+
+
+def _text_columns_plain(seg: Segmented) -> np.ndarray:
+    """_text_columns one block at a time with the regexes (the definition; also taken for empty texts)."""
     title_words = set(_WORD.findall(seg.title.lower()))
     rows = []
     for block in seg.blocks:
@@ -282,10 +452,94 @@ def _text_columns(seg: Segmented) -> np.ndarray:
     return np.array(rows, dtype=np.float64).reshape(len(rows), 10)
 
 
+def _copyright_candidates(classes: np.ndarray, bounds: np.ndarray) -> list[int]:
+    """Blocks that may hold a _COPYRIGHT match: every match has a character matching the pattern's (case-blind)
+    ©, or "yr" (of copyright), or "ll r" (of all rights reserved)."""
+    y, r, l_, space = (classes & _C_Y != 0), (classes & _C_R != 0), (classes & _C_L != 0), (classes & _C_BLANK != 0)
+    found = classes & _C_COPY != 0
+    found[:-1] |= y[:-1] & r[1:]
+    found[:-3] |= l_[:-3] & l_[1:-2] & space[2:-1] & r[3:]
+    positions = np.flatnonzero(found)
+    if not len(positions):
+        return []
+    return np.unique(np.searchsorted(bounds, positions, side="right") - 1).tolist()
+
+
+def _title_hits(lowered: str, codes: np.ndarray, alnum: np.ndarray, starts: np.ndarray, title_words: set) -> np.ndarray:
+    """Per word of ``lowered`` (its runs of word characters, in order): is it one of ``title_words``? Words whose
+    length and code point sums differ from every title word's cannot be one; the rest are compared as strings."""
+    begin = np.flatnonzero(starts)
+    ends = alnum.copy()
+    ends[:-1] &= ~alnum[1:]
+    end = np.flatnonzero(ends) + 1
+    wide = codes.astype(np.uint64)
+    sums = np.zeros(len(codes) + 1, dtype=np.uint64)
+    np.cumsum(wide, out=sums[1:])
+    squares = np.zeros(len(codes) + 1, dtype=np.uint64)
+    np.cumsum(wide * wide, out=squares[1:])
+    keys = (end - begin).astype(np.uint64) * _KEY_LENGTH + (sums[end] - sums[begin]) * _KEY_SUM + (
+        squares[end] - squares[begin])
+    title_keys = np.array(sorted({_word_key(word) for word in title_words}), dtype=np.uint64)
+    place = np.minimum(np.searchsorted(title_keys, keys), len(title_keys) - 1)
+    hits = title_keys[place] == keys
+    candidates = np.flatnonzero(hits)
+    if len(candidates):
+        hits[candidates] = [lowered[b:e] in title_words
+                            for b, e in zip(begin[candidates].tolist(), end[candidates].tolist())]
+    return hits
+
+
+_KEY_LENGTH, _KEY_SUM = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F)
+
+
+def _word_key(word: str) -> int:
+    """The key _title_hits gives a word, in Python integers (uint64 arithmetic wraps modulo 2**64)."""
+    codes = [ord(c) for c in word]
+    return (len(codes) * int(_KEY_LENGTH) + sum(codes) * int(_KEY_SUM) + sum(c * c for c in codes)) % (1 << 64)
+
+
+# --- code point classes for _text_columns: bit flags per code point, filled on first sight --------------------
+_C_KNOWN, _C_PUNCT, _C_DIGIT, _C_SPACE, _C_UPPER, _C_ALNUM, _C_SENTENCE_END = 1, 2, 4, 8, 16, 32, 64
+# what the characters may match in _COPYRIGHT (case-blind): ©, y, r, l, the space
+_C_COPY, _C_Y, _C_R, _C_L, _C_BLANK = 128, 256, 512, 1024, 2048
+_SEPARATOR = "\n"  # whitespace, not a word, cased or case-ignorable character: blocks stay apart in every count
+_CLASS_TABLE = np.zeros(0x110000, dtype=np.uint16)
+
+
+def _code_point_class(code: int) -> int:
+    char = chr(code)
+
+    def like(pattern: str) -> bool:
+        return re.fullmatch(pattern, char, re.IGNORECASE) is not None
+
+    return (_C_KNOWN | (_C_PUNCT if _PUNCT.match(char) else 0) | (_C_DIGIT if _DIGIT.match(char) else 0)
+            | (_C_SPACE if char.isspace() else 0) | (_C_UPPER if char.isupper() else 0)
+            | (_C_ALNUM if _WORD.match(char) else 0)
+            | (_C_SENTENCE_END if _SENTENCE_END.match(char) else 0)
+            | (_C_COPY if like("\u00a9") else 0) | (_C_Y if like("y") else 0) | (_C_R if like("r") else 0)
+            | (_C_L if like("l") else 0) | (_C_BLANK if like(" ") else 0))
+
+
+def _code_points(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+
+
+def _classes(codes: np.ndarray) -> np.ndarray:
+    classes = _CLASS_TABLE[codes]
+    if not classes.all():
+        for code in np.unique(codes[classes == 0]).tolist():
+            _CLASS_TABLE[code] = _code_point_class(code)
+        classes = _CLASS_TABLE[codes]
+    return classes
+
+
+_CLASS_TABLE[:256] = [_code_point_class(code) for code in range(256)]
+
+
 def _tag_columns(seg: Segmented) -> np.ndarray:
     columns = np.zeros((len(seg.blocks), len(OWNER_TAGS) + 1))
-    found = np.fromiter((_OWNER_COLUMN.get(b.tag, len(OWNER_TAGS)) for b in seg.blocks), dtype=np.int64,
-                        count=len(seg.blocks))
+    found = np.fromiter(map(_OWNER_COLUMN.get, map(_TAG, seg.blocks), itertools.repeat(len(OWNER_TAGS))),
+                        dtype=np.int64, count=len(seg.blocks))
     columns[np.arange(len(seg.blocks)), found] = 1.0
     return columns[:, :-1]
 
@@ -316,8 +570,7 @@ def block_features(seg: Segmented, tree: Tree | None = None) -> np.ndarray:
     density = chars / (chars + markup)
     region_score = np.where(chars >= REGION_MIN_CHARS,
                             (1 + punct * chars + np.minimum(chars / LENGTH_SCALE, 3)) * (1 - link_density), 0.0)
-    plain = np.zeros(len(tree.parent))
-    np.add.at(plain, tree.owner, chars - link_chars)
+    plain = np.bincount(tree.owner, weights=chars - link_chars, minlength=len(tree.parent))
     mass = sum_up(tree, plain)
     depth = tree.depth[tree.owner].astype(np.float64)
     tag_near = 1.0 / (1.0 + _distances(tree, tree.tag_bits, len(TAG_GROUPS))[tree.owner])
@@ -327,15 +580,35 @@ def block_features(seg: Segmented, tree: Tree | None = None) -> np.ndarray:
         copyright, capitalised,
         depth / max(depth.max(), 1.0), np.arange(count) / count, (np.cumsum(chars) - chars) / chars.sum(),
         chars / chars.max(),
-        *_tag_columns(seg).T, *tag_near.T, *class_near.T,
-        *_hint_columns(tree, mass), *_region(tree, region_score), np.full(count, float(tree.hint.any())),
+        _tag_columns(seg), tag_near, class_near,
+        *_hint_columns(tree, mass), *_region(tree, region_score), float(tree.hint.any()),
         window_mean(log_chars, NEIGHBOUR_WINDOW), window_mean(link_density, NEIGHBOUR_WINDOW),
         window_mean(density, NEIGHBOUR_WINDOW), window_mean(punct, NEIGHBOUR_WINDOW),
         shift(log_chars, 1), shift(link_density, 1), shift(log_chars, -1), shift(link_density, -1),
         window_mean(log_chars, 3 * NEIGHBOUR_WINDOW), window_mean(link_density, 3 * NEIGHBOUR_WINDOW),
-        np.full(count, np.log1p(count)),
+        float(np.log1p(count)),
     ]
-    return np.column_stack(columns)
+    return _assemble(count, len(FEATURE_NAMES), columns)
+
+
+def _assemble(count: int, width: int, columns: list) -> np.ndarray:
+    """np.column_stack of the columns (1-D arrays, 2-D blocks of columns, or scalars for a constant column)
+    into a float64 (count, width) array, filled in place."""
+    out = np.empty((count, width))
+    at = 0
+    for column in columns:
+        if isinstance(column, float):
+            out[:, at] = column
+            at += 1
+        elif column.ndim == 2:
+            out[:, at:at + column.shape[1]] = column
+            at += column.shape[1]
+        else:
+            out[:, at] = column
+            at += 1
+    if at != width:
+        raise ValueError(f"assembled {at} feature columns, expected {width}")
+    return out
 
 
 CONTEXT_NAMES: tuple[str, ...] = (
@@ -347,18 +620,15 @@ CONTEXT_NAMES: tuple[str, ...] = (
 def context_features(seg: Segmented, tree: Tree, scores: np.ndarray) -> np.ndarray:
     """The second stage's inputs beside block_features: a first-stage score per block, and what the
     neighbours, the enclosing containers (text-weighted) and the whole page scored."""
-    chars = np.fromiter((len(b.text) for b in seg.blocks), dtype=np.float64, count=len(seg.blocks))
+    chars = np.fromiter(map(len, map(_TEXT, seg.blocks)), dtype=np.float64, count=len(seg.blocks))
     columns = [scores, window_mean(scores, 1), window_mean(scores, 3), window_mean(scores, 10),
                shift(scores, 1), shift(scores, -1)]
     element = tree.owner
     for _ in range(CONTEXT_LEVELS):
         element = np.where(tree.parent[element] >= 0, tree.parent[element], element)
-        weighted = np.zeros(len(tree.parent))
-        weight = np.zeros(len(tree.parent))
-        np.add.at(weighted, element, chars * scores)
-        np.add.at(weight, element, chars)
+        weighted = np.bincount(element, weights=chars * scores, minlength=len(tree.parent))
+        weight = np.bincount(element, weights=chars, minlength=len(tree.parent))
         columns.append(weighted[element] / weight[element])
     top = max(float(scores.max(initial=0.0)), MIN_SCORE)
-    columns += [np.full(len(scores), top), np.full(len(scores), float((chars * scores).sum() / chars.sum())),
-                scores / top]
-    return np.column_stack(columns)
+    columns += [top, float((chars * scores).sum() / chars.sum()), scores / top]
+    return _assemble(len(scores), len(CONTEXT_NAMES), columns)

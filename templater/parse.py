@@ -12,6 +12,7 @@ import re
 from lxml import etree
 
 from . import config
+from .blocks import _walk, head_title
 
 # Control characters (never part of a multi-byte UTF-8 sequence) become spaces, in C, on the encoded bytes.
 _CONTROLS = bytes([*range(0, 9), 11, 12, *range(14, 32), 127])  # all but \t \n \r
@@ -28,6 +29,8 @@ _PARSER = etree.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=Tr
 def clean_text(markup: str) -> bytes:
     """UTF-8 bytes without what lxml refuses in a decoded string: control characters and an XML declaration."""
     markup = _XML_DECL.sub("", markup, count=1)
+    if _walk is not None:
+        return _walk.utf8_controls_to_space(markup)  # the same bytes, in one pass
     return markup.encode("utf-8", "replace").translate(_CONTROL_TO_SPACE)
 
 
@@ -55,5 +58,5 @@ def _parse(data: bytes) -> etree._Element | None:
 
 def _swallowed_by_title(root: etree._Element) -> bool:
     """An unclosed <title> makes the parser read the whole page as its text (real pages do this)."""
-    title = root.find("head/title")
+    title = head_title(root)
     return title is not None and len(title.text or "") > MAX_TITLE_CHARS

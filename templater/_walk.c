@@ -1,0 +1,1214 @@
+/* templater._walk: the segmentation walk of templater.blocks.segment, in C, over lxml's libxml2 tree.
+ *
+ * It does exactly what blocks._segment_plain does (the definition), reading the xmlNode structs that lxml
+ * builds (children/next/prev/parent/name/content/properties) instead of going through one Python proxy per
+ * text node. Where a page holds anything the plain walk would treat in a way this code does not mirror
+ * (namespaces, entity references, XInclude nodes, duplicate attributes), it returns None and the caller takes
+ * the plain walk. No libxml2 function is called, so nothing links against libxml2; lxml's public C-API gives
+ * the element proxies (elementFactory, from lxml.etree.__pyx_capi__).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+#include <libxml/tree.h>
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *_doc;
+    xmlNode *_c_node;
+    PyObject *_tag;
+} LxmlElement;
+
+typedef PyObject *(*element_factory_t)(PyObject *doc, xmlNode *c_node);
+
+static element_factory_t element_factory = NULL;
+static PyObject *lower_name = NULL;
+static PyObject *block_class = NULL;  /* templater.types.Block */
+static PyTypeObject *element_type = NULL;
+
+#define MAX_TAGS 256
+static char *block_tags[MAX_TAGS];
+static int n_block_tags = 0;
+static char *split_tags[MAX_TAGS];
+static int n_split_tags = 0;
+
+/* --- CRC32 (zlib's polynomial, slicing by 8), so no zlib headers are needed ------------------------------ */
+static uint32_t crc_table[8][256];
+
+static void crc_init(void) {
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc_table[0][n] = c;
+    }
+    for (uint32_t n = 0; n < 256; n++)
+        for (int t = 1; t < 8; t++) crc_table[t][n] = (crc_table[t - 1][n] >> 8) ^ crc_table[0][crc_table[t - 1][n] & 0xFF];
+}
+
+static uint32_t crc_update(uint32_t crc, const unsigned char *data, Py_ssize_t size) {
+    crc = ~crc;
+    while (size >= 8) {
+        uint32_t low = crc ^ ((uint32_t)data[0] | (uint32_t)data[1] << 8 | (uint32_t)data[2] << 16 | (uint32_t)data[3] << 24);
+        crc = crc_table[7][low & 0xFF] ^ crc_table[6][(low >> 8) & 0xFF] ^ crc_table[5][(low >> 16) & 0xFF]
+              ^ crc_table[4][low >> 24] ^ crc_table[3][data[4]] ^ crc_table[2][data[5]] ^ crc_table[1][data[6]]
+              ^ crc_table[0][data[7]];
+        data += 8;
+        size -= 8;
+    }
+    while (size--) crc = crc_table[0][(crc ^ *data++) & 0xFF] ^ (crc >> 8);
+    return ~crc;
+}
+
+/* --- growable byte buffer ---------------------------------------------------------------------------- */
+typedef struct {
+    char *data;
+    Py_ssize_t size, capacity;
+} Buffer;
+
+static int buf_add(Buffer *b, const char *s, Py_ssize_t n) {
+    if (b->size + n > b->capacity) {
+        Py_ssize_t cap = b->capacity ? b->capacity : 256;
+        while (cap < b->size + n) cap *= 2;
+        char *d = PyMem_Realloc(b->data, cap);
+        if (!d) { PyErr_NoMemory(); return -1; }
+        b->data = d;
+        b->capacity = cap;
+    }
+    memcpy(b->data + b->size, s, n);
+    b->size += n;
+    return 0;
+}
+
+/* --- lxml's view of the tree ------------------------------------------------------------------------- */
+static inline int is_element(const xmlNode *n) {  /* lxml's _isElement */
+    return n->type == XML_ELEMENT_NODE || n->type == XML_COMMENT_NODE || n->type == XML_ENTITY_REF_NODE
+           || n->type == XML_PI_NODE;
+}
+
+static inline xmlNode *parent_element(const xmlNode *n) {  /* lxml's _parentElement */
+    xmlNode *p = n->parent;
+    return p && is_element(p) ? p : NULL;
+}
+
+static inline xmlNode *previous_element(const xmlNode *n) {  /* lxml's _previousElement */
+    xmlNode *p = n->prev;
+    while (p && !is_element(p)) p = p->prev;
+    return p;
+}
+
+static int in_tags(const xmlNode *n, char **tags, int count) {
+    if (n->type != XML_ELEMENT_NODE) return 0;  /* a comment's or PI's tag is a function, in no tag set */
+    const char *name = (const char *)n->name;
+    for (int i = 0; i < count; i++)
+        if (tags[i][0] == name[0] && strcmp(tags[i], name) == 0) return 1;
+    return 0;
+}
+
+static inline int is_named(const xmlNode *n, const char *name) {
+    return n->type == XML_ELEMENT_NODE && strcmp((const char *)n->name, name) == 0;
+}
+
+static Py_ssize_t utf8_chars(const unsigned char *s) {  /* len() of the decoded string */
+    Py_ssize_t count = 0;
+    for (; *s; s++) count += (*s & 0xC0) != 0x80;
+    return count;
+}
+
+/* Next code point of a UTF-8 string (libxml2 hands out valid UTF-8). */
+static inline Py_UCS4 utf8_next(const unsigned char **p) {
+    const unsigned char *s = *p;
+    Py_UCS4 c = s[0];
+    if (c < 0x80) { *p = s + 1; return c; }
+    if (c < 0xE0) { *p = s + 2; return ((c & 0x1F) << 6) | (s[1] & 0x3F); }
+    if (c < 0xF0) { *p = s + 3; return ((c & 0x0F) << 12) | ((s[1] & 0x3F) << 6) | (s[2] & 0x3F); }
+    *p = s + 4;
+    return ((c & 0x07) << 18) | ((s[1] & 0x3F) << 12) | ((s[2] & 0x3F) << 6) | (s[3] & 0x3F);
+}
+
+/* Characters of len(text.strip()) (Python whitespace). */
+static Py_ssize_t stripped_chars(const unsigned char *s) {
+    Py_ssize_t count = 0, first = -1, last = -1;
+    const unsigned char *p = s;
+    while (*p) {
+        Py_UCS4 c = utf8_next(&p);
+        if (!Py_UNICODE_ISSPACE(c)) {
+            if (first < 0) first = count;
+            last = count;
+        }
+        count++;
+    }
+    return first < 0 ? 0 : last - first + 1;
+}
+
+/* Is the concatenation of text nodes from ``n`` on (lxml's _collectText: .text / .tail) non-empty and all
+ * whitespace? -1 where lxml would skip nodes this code does not mirror (XInclude markers). */
+static int blank_text_run(const xmlNode *n) {
+    int any = 0;
+    for (; n; n = n->next) {
+        if (n->type == XML_XINCLUDE_START || n->type == XML_XINCLUDE_END) return -1;
+        if (n->type != XML_TEXT_NODE && n->type != XML_CDATA_SECTION_NODE) break;
+        const unsigned char *p = n->content;
+        if (!p) continue;
+        while (*p) {
+            Py_UCS4 c = utf8_next(&p);  /* not inside Py_UNICODE_ISSPACE: a macro that reads its argument twice */
+            any = 1;
+            if (!Py_UNICODE_ISSPACE(c)) return 0;
+        }
+    }
+    return any;
+}
+
+/* blocks._blank_before */
+static int blank_before(const xmlNode *element) {
+    xmlNode *previous = previous_element(element);
+    if (previous) return blank_text_run(previous->next);
+    xmlNode *parent = parent_element(element);
+    return parent ? blank_text_run(parent->children) : 0;
+}
+
+/* blocks._markup_bytes; -1 where lxml's items() would differ from a plain read (namespaces, non-text values,
+ * duplicate names). */
+static Py_ssize_t markup_bytes(const xmlNode *element) {
+    if (element->type != XML_ELEMENT_NODE || element->ns) return -1;
+    Py_ssize_t size = 2 * utf8_chars(element->name) + 5;
+    for (xmlAttr *a = element->properties; a; a = a->next) {
+        if (a->type != XML_ATTRIBUTE_NODE || a->ns) return -1;
+        for (xmlAttr *b = element->properties; b != a; b = b->next)
+            if (strcmp((const char *)a->name, (const char *)b->name) == 0) return -1;
+        size += utf8_chars(a->name) + 4;
+        for (xmlNode *t = a->children; t; t = t->next) {
+            if (t->type != XML_TEXT_NODE && t->type != XML_CDATA_SECTION_NODE) return -1;
+            if (t->content) size += utf8_chars(t->content);
+        }
+    }
+    return size;
+}
+
+/* '/html/body/div/p' */
+static int tag_path(const xmlNode *element, Buffer *out) {
+    const xmlNode *chain[4096];
+    int depth = 0;
+    for (const xmlNode *n = element; n; n = parent_element(n)) {
+        if (n->type != XML_ELEMENT_NODE || n->ns || depth == 4096) return -1;
+        chain[depth++] = n;
+    }
+    out->size = 0;
+    while (depth--) {
+        if (buf_add(out, "/", 1) < 0) return -2;
+        if (buf_add(out, (const char *)chain[depth]->name, strlen((const char *)chain[depth]->name)) < 0) return -2;
+    }
+    return 0;
+}
+
+typedef struct {
+    PyObject *doc;  /* the lxml _Document */
+    PyObject *rows;  /* list of (tag_path, tag, text, link_chars, markup, hash, shape, element) */
+    Buffer hashes;  /* uint32 per row */
+    Buffer path;
+    Buffer normal;
+} Walk;
+
+/* " ".join(text.split()) on UTF-8: runs of Python whitespace become one space, none at the ends. Returns
+ * whether the result is all ASCII. */
+static int normalize_space(const Buffer *in, Buffer *out, int *ascii) {
+    out->size = 0;
+    if (out->capacity < in->size + 1) {  /* the result is never longer than the input */
+        char *d = PyMem_Realloc(out->data, in->size + 1);
+        if (!d) { PyErr_NoMemory(); return -1; }
+        out->data = d;
+        out->capacity = in->size + 1;
+    }
+    *ascii = 1;
+    int pending = 0;
+    char *o = out->data;
+    const unsigned char *p = (const unsigned char *)in->data, *end = p + in->size;
+    while (p < end) {
+        unsigned char b = *p;
+        if (b < 0x80) {
+            if (b == ' ' || (b >= 0x09 && b <= 0x0D) || (b >= 0x1C && b <= 0x1F)) {  /* Python's ASCII whitespace */
+                pending = o > out->data;
+                p++;
+                continue;
+            }
+            if (pending) { *o++ = ' '; pending = 0; }
+            *o++ = (char)b;
+            p++;
+            continue;
+        }
+        const unsigned char *start = p;
+        Py_UCS4 c = utf8_next(&p);
+        if (Py_UNICODE_ISSPACE(c)) {
+            pending = o > out->data;
+            continue;
+        }
+        if (pending) { *o++ = ' '; pending = 0; }
+        *ascii = 0;
+        memcpy(o, start, p - start);
+        o += p - start;
+    }
+    out->size = o - out->data;
+    return 0;
+}
+
+/* blocks._close: 0 done, -1 error (exception set), 1 give up (caller returns None). */
+static int close_block(Walk *w, xmlNode *owner, Buffer *text_buf, Py_ssize_t link_chars, Py_ssize_t markup) {
+    int ascii;
+    if (normalize_space(text_buf, &w->normal, &ascii) < 0) return -1;
+    if (w->normal.size == 0) return 0;
+    int status = tag_path(owner, &w->path);
+    if (status < 0) return status == -1 ? 1 : -1;
+    PyObject *text = PyUnicode_DecodeUTF8(w->normal.data, w->normal.size, NULL);
+    if (!text) return -1;
+    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    uint32_t shape = crc_update(0, (const unsigned char *)w->path.data, w->path.size);
+    uint32_t digest = crc_update(shape, (const unsigned char *)"\x1f", 1);
+    if (ascii) {  /* str.lower() of ASCII text is bytewise */
+        unsigned char *q = (unsigned char *)w->normal.data;
+        for (Py_ssize_t i = 0; i < w->normal.size; i++)
+            if (q[i] >= 'A' && q[i] <= 'Z') q[i] += 'a' - 'A';
+        digest = crc_update(digest, q, w->normal.size);
+    } else {
+        PyObject *lower = PyObject_CallMethodNoArgs(text, lower_name);
+        if (!lower) { Py_DECREF(text); return -1; }
+        Py_ssize_t lower_size;
+        const char *lower_utf8 = PyUnicode_AsUTF8AndSize(lower, &lower_size);
+        if (!lower_utf8) { Py_DECREF(text); Py_DECREF(lower); return -1; }
+        digest = crc_update(digest, (const unsigned char *)lower_utf8, lower_size);
+        Py_DECREF(lower);
+    }
+    PyObject *element = element_factory(w->doc, owner);
+    if (!element) { Py_DECREF(text); return -1; }
+    /* Block(index, None, tag_path, tag, text, link_chars, markup_bytes, hash, shape, element) */
+    PyObject *args[10] = {PyLong_FromSsize_t(PyList_GET_SIZE(w->rows)), Py_None,
+                          PyUnicode_DecodeUTF8(w->path.data, w->path.size, NULL),
+                          PyUnicode_DecodeUTF8((const char *)owner->name, strlen((const char *)owner->name), NULL),
+                          text, PyLong_FromSsize_t(link_chars < length ? link_chars : length),
+                          PyLong_FromSsize_t(markup), PyLong_FromUnsignedLong(digest),
+                          PyLong_FromUnsignedLong(shape), element};
+    PyObject *block = NULL;
+    int complete = 1;
+    for (int i = 0; i < 10; i++) complete &= args[i] != NULL;
+    if (complete) block = PyObject_Vectorcall(block_class, args, 10, NULL);
+    for (int i = 0; i < 10; i++) if (i != 1) Py_XDECREF(args[i]);
+    if (!block) return -1;
+    int failed = PyList_Append(w->rows, block);
+    Py_DECREF(block);
+    if (failed) return -1;
+    return buf_add(&w->hashes, (const char *)&digest, 4);
+}
+
+static int is_blank_xpath(const unsigned char *s) {  /* normalize-space() is empty: XML whitespace only */
+    if (!s) return 1;
+    for (; *s; s++)
+        if (*s != ' ' && *s != '\t' && *s != '\n' && *s != '\r') return 0;
+    return 1;
+}
+
+/* Last character of the buffer is Python whitespace (parts[-1][-1:].isspace()). */
+static int ends_with_space(const Buffer *b) {
+    if (!b->size) return 0;
+    Py_ssize_t i = b->size - 1;
+    while (i > 0 && (((unsigned char)b->data[i]) & 0xC0) == 0x80) i--;
+    const unsigned char *p = (const unsigned char *)b->data + i;
+    Py_UCS4 c = utf8_next(&p);
+    return Py_UNICODE_ISSPACE(c);
+}
+
+static PyObject *segment(PyObject *self, PyObject *root) {
+    if (!element_factory || !block_class || !PyObject_TypeCheck(root, element_type)) Py_RETURN_NONE;
+    xmlNode *c_root = ((LxmlElement *)root)->_c_node;
+    if (!c_root || !c_root->doc) Py_RETURN_NONE;
+    Walk w = {((LxmlElement *)root)->_doc, PyList_New(0), {0}, {0}, {0}};
+    Buffer text = {0};
+    PyObject *result = NULL;
+    int give_up = 0;
+    if (!w.rows) goto done;
+
+    xmlNode *current = NULL, *last_context = NULL;
+    Py_ssize_t parts = 0, link_chars = 0, markup = 0;
+    int in_body = 0;
+    xmlNode *cur = ((xmlNode *)c_root->doc)->children;
+    while (cur) {
+        if (cur->type == XML_ELEMENT_NODE) {
+            if (is_named(cur, "body") && !cur->ns) in_body++;
+            if (cur->children) {
+                cur = cur->children;
+                continue;
+            }
+            if (is_named(cur, "body") && !cur->ns) in_body--;
+        } else if (cur->type == XML_ENTITY_REF_NODE || cur->type == XML_XINCLUDE_START
+                   || cur->type == XML_XINCLUDE_END) {
+            if (in_body) { give_up = 1; goto done; }
+        } else if ((cur->type == XML_TEXT_NODE || cur->type == XML_CDATA_SECTION_NODE) && in_body
+                   && !is_blank_xpath(cur->content)) {
+            /* the text node's parent element (for a tail: the parent of the element it follows) */
+            xmlNode *previous = previous_element(cur);
+            int is_tail = previous != NULL, boundary = 0;
+            xmlNode *parent;
+            if (is_tail) {
+                boundary = in_tags(previous, split_tags, n_split_tags);
+                parent = parent_element(previous);
+                if (!parent) goto next;
+            } else {
+                parent = cur->parent;
+                while (parent && !is_element(parent)) parent = parent->parent;
+                if (!parent) { give_up = 1; goto done; }
+            }
+            /* blocks._context */
+            int in_link = 0;
+            xmlNode *owner = parent;
+            for (;;) {
+                if (is_named(owner, "a")) in_link = 1;
+                if (in_tags(owner, block_tags, n_block_tags)) break;
+                xmlNode *up = parent_element(owner);
+                if (!up) break;
+                owner = up;
+            }
+            if (owner != current || boundary) {
+                if (parts) {
+                    int status = close_block(&w, current, &text, link_chars, markup);
+                    if (status < 0) goto done;
+                    if (status > 0) { give_up = 1; goto done; }
+                }
+                current = owner;
+                parts = 0;
+                text.size = 0;
+                link_chars = 0;
+                markup = markup_bytes(owner);
+                if (markup < 0) { give_up = 1; goto done; }
+                last_context = owner;
+            }
+            if (parent != last_context) {
+                Py_ssize_t size = markup_bytes(parent);
+                if (size < 0) { give_up = 1; goto done; }
+                markup += size;
+                last_context = parent;
+            }
+            if (parts && !is_tail && !ends_with_space(&text)) {
+                int blank = blank_before(parent);
+                if (blank < 0) { give_up = 1; goto done; }
+                if (blank) {
+                    if (buf_add(&text, " ", 1) < 0) goto done;
+                    parts++;
+                }
+            }
+            if (buf_add(&text, (const char *)cur->content, strlen((const char *)cur->content)) < 0) goto done;
+            parts++;
+            if (in_link) link_chars += stripped_chars(cur->content);
+        }
+    next:
+        while (!cur->next) {
+            cur = cur->parent;
+            if (!cur || cur->type == XML_DOCUMENT_NODE || cur->type == XML_HTML_DOCUMENT_NODE) goto walked;
+            if (is_named(cur, "body") && !cur->ns) in_body--;
+        }
+        cur = cur->next;
+    }
+walked:
+    if (parts) {
+        int status = close_block(&w, current, &text, link_chars, markup);
+        if (status < 0) goto done;
+        if (status > 0) { give_up = 1; goto done; }
+    }
+    {
+        PyObject *hashes = PyBytes_FromStringAndSize(w.hashes.data ? w.hashes.data : "", w.hashes.size);
+        if (hashes) result = Py_BuildValue("(ON)", w.rows, hashes);
+    }
+done:
+    Py_XDECREF(w.rows);
+    PyMem_Free(w.normal.data);
+    PyMem_Free(w.hashes.data);
+    PyMem_Free(w.path.data);
+    PyMem_Free(text.data);
+    if (give_up && !PyErr_Occurred()) Py_RETURN_NONE;
+    return result;
+}
+
+static int read_tags(PyObject *seq, char **tags, int *count) {
+    PyObject *fast = PySequence_Fast(seq, "tags must be a sequence");
+    if (!fast) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    if (n > MAX_TAGS) { Py_DECREF(fast); PyErr_SetString(PyExc_ValueError, "too many tags"); return -1; }
+    for (int i = 0; i < *count; i++) PyMem_Free(tags[i]);
+    *count = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const char *s = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(fast, i));
+        if (!s) { Py_DECREF(fast); return -1; }
+        char *copy = PyMem_Malloc(strlen(s) + 1);
+        if (!copy) { Py_DECREF(fast); PyErr_NoMemory(); return -1; }
+        strcpy(copy, s);
+        tags[(*count)++] = copy;
+    }
+    Py_DECREF(fast);
+    return 0;
+}
+
+static PyObject *configure(PyObject *self, PyObject *args) {
+    PyObject *block, *split, *cls;
+    if (!PyArg_ParseTuple(args, "OOO", &block, &split, &cls)) return NULL;
+    if (read_tags(block, block_tags, &n_block_tags) < 0 || read_tags(split, split_tags, &n_split_tags) < 0)
+        return NULL;
+    Py_INCREF(cls);
+    Py_XSETREF(block_class, cls);
+    Py_RETURN_NONE;
+}
+
+
+/* --- a set / map of node pointers (open addressing) ------------------------------------------------------ */
+typedef struct {
+    const void **keys;
+    Py_ssize_t *values;
+    Py_ssize_t size, used;
+} PtrMap;
+
+static inline size_t ptr_hash(const void *p) {
+    uintptr_t x = (uintptr_t)p;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return (size_t)x;
+}
+
+static int map_init(PtrMap *m, Py_ssize_t expected) {
+    Py_ssize_t size = 16;
+    while (size < 2 * expected + 2) size *= 2;
+    m->keys = PyMem_Calloc(size, sizeof(void *));
+    m->values = PyMem_Malloc(size * sizeof(Py_ssize_t));
+    m->size = size;
+    m->used = 0;
+    if (!m->keys || !m->values) { PyErr_NoMemory(); return -1; }
+    return 0;
+}
+
+static void map_free(PtrMap *m) {
+    PyMem_Free(m->keys);
+    PyMem_Free(m->values);
+}
+
+static Py_ssize_t map_get(const PtrMap *m, const void *key) {  /* -1 when absent */
+    size_t mask = m->size - 1, i = ptr_hash(key) & mask;
+    while (m->keys[i]) {
+        if (m->keys[i] == key) return m->values[i];
+        i = (i + 1) & mask;
+    }
+    return -1;
+}
+
+static int map_put(PtrMap *m, const void *key, Py_ssize_t value) {
+    if (2 * (m->used + 1) > m->size) {
+        PtrMap bigger;
+        if (map_init(&bigger, m->size) < 0) return -1;
+        for (Py_ssize_t i = 0; i < m->size; i++)
+            if (m->keys[i]) map_put(&bigger, m->keys[i], m->values[i]);
+        map_free(m);
+        *m = bigger;
+    }
+    size_t mask = m->size - 1, i = ptr_hash(key) & mask;
+    while (m->keys[i] && m->keys[i] != key) i = (i + 1) & mask;
+    if (!m->keys[i]) m->used++;
+    m->keys[i] = key;
+    m->values[i] = value;
+    return 0;
+}
+
+static xmlNode *node_of(PyObject *element) {
+    if (!PyObject_TypeCheck(element, element_type)) return NULL;
+    return ((LxmlElement *)element)->_c_node;
+}
+
+/* An attribute's value as lxml's attrib.get(name) reads it (no namespace); *found = 0 when absent, -1 when
+ * the value is not plain text. Points into the tree or into ``scratch``. */
+static const char *attribute(const xmlNode *element, const char *name, Buffer *scratch, int *found) {
+    *found = 0;
+    for (xmlAttr *a = element->properties; a; a = a->next) {
+        if (a->type != XML_ATTRIBUTE_NODE || a->ns || strcmp((const char *)a->name, name) != 0) continue;
+        *found = 1;
+        xmlNode *t = a->children;
+        if (!t) return "";
+        if (!t->next && (t->type == XML_TEXT_NODE || t->type == XML_CDATA_SECTION_NODE))
+            return t->content ? (const char *)t->content : "";
+        scratch->size = 0;
+        for (; t; t = t->next) {
+            if (t->type != XML_TEXT_NODE && t->type != XML_CDATA_SECTION_NODE) { *found = -1; return NULL; }
+            if (t->content && buf_add(scratch, (const char *)t->content, strlen((const char *)t->content)) < 0) {
+                *found = -1;
+                return NULL;
+            }
+        }
+        if (buf_add(scratch, "", 1) < 0) { *found = -1; return NULL; }
+        return scratch->data;
+    }
+    return NULL;
+}
+
+#define MAX_TAG_BITS 256
+static char *tag_bit_names[MAX_TAG_BITS];
+static unsigned int tag_bit_values[MAX_TAG_BITS];
+static int n_tag_bits = 0;
+
+/* features.number_tree's numbering: (parent, depth, owner as int64 bytearrays, tag_bits as uint32, hint as
+ * bool, then the numbers (int64 bytes), classes and ids of the elements with a class or an id); None to take
+ * the plain numbering. */
+static PyObject *number_tree(PyObject *self, PyObject *elements) {
+    PyObject *fast = PySequence_Fast(elements, "elements must be a sequence");
+    if (!fast) return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(fast);
+    PtrMap numbers = {0};
+    Buffer parent = {0}, depth = {0}, owner = {0}, tag_bits = {0}, hint = {0}, scratch = {0}, named = {0};
+    PyObject *classes = PyList_New(0), *ids = PyList_New(0), *result = NULL;
+    int give_up = 0;
+    const xmlNode *chain[4096];
+    if (!classes || !ids || map_init(&numbers, 4 * count) < 0) goto done;
+    for (Py_ssize_t b = 0; b < count; b++) {
+        xmlNode *node = node_of(PySequence_Fast_GET_ITEM(fast, b));
+        if (!node) { give_up = 1; goto done; }
+        xmlNode *start = node;
+        int length = 0;
+        Py_ssize_t above = -1;
+        while (node) {
+            Py_ssize_t known = map_get(&numbers, node);
+            if (known >= 0) { above = known; break; }
+            if (node->type != XML_ELEMENT_NODE || node->ns || length == 4096) { give_up = 1; goto done; }
+            chain[length++] = node;
+            node = parent_element(node);
+        }
+        while (length--) {
+            const xmlNode *n = chain[length];
+            Py_ssize_t number = parent.size / (Py_ssize_t)sizeof(int64_t);
+            int64_t up = above, level = above >= 0 ? ((int64_t *)depth.data)[above] + 1 : 0;
+            if (map_put(&numbers, n, number) < 0 || buf_add(&parent, (const char *)&up, 8) < 0
+                || buf_add(&depth, (const char *)&level, 8) < 0) goto done;
+            const char *name = (const char *)n->name;
+            unsigned int bits = 0;
+            for (int i = 0; i < n_tag_bits; i++)
+                if (strcmp(tag_bit_names[i], name) == 0) { bits = tag_bit_values[i]; break; }
+            if (buf_add(&tag_bits, (const char *)&bits, 4) < 0) goto done;
+            /* features._is_hint */
+            int found;
+            char is_hint = strcmp(name, "article") == 0 || strcmp(name, "main") == 0;
+            const char *value;
+            if (!is_hint) {
+                value = attribute(n, "itemprop", &scratch, &found);
+                if (found < 0) { give_up = 1; goto done; }
+                is_hint = found && strcmp(value, "articleBody") == 0;
+            }
+            if (!is_hint) {
+                value = attribute(n, "itemtype", &scratch, &found);
+                if (found < 0) { give_up = 1; goto done; }
+                is_hint = found && strstr(value, "Article") != NULL;
+            }
+            if (!is_hint) {
+                value = attribute(n, "role", &scratch, &found);
+                if (found < 0) { give_up = 1; goto done; }
+                is_hint = found && strcmp(value, "main") == 0;
+            }
+            if (buf_add(&hint, &is_hint, 1) < 0) goto done;
+            /* the class and id words (features._class_bits reads them) */
+            PyObject *class_ = NULL, *id_ = NULL;
+            value = attribute(n, "class", &scratch, &found);
+            if (found < 0) { give_up = 1; goto done; }
+            if (found) class_ = PyUnicode_DecodeUTF8(value, strlen(value), NULL);
+            value = attribute(n, "id", &scratch, &found);
+            if (found < 0) { Py_XDECREF(class_); give_up = 1; goto done; }
+            if (found) id_ = PyUnicode_DecodeUTF8(value, strlen(value), NULL);
+            if (class_ || id_) {
+                if (!class_) class_ = PyUnicode_FromString("");
+                if (!id_) id_ = PyUnicode_FromString("");
+                if (!class_ || !id_) { Py_XDECREF(class_); Py_XDECREF(id_); goto done; }
+                int64_t at = number;
+                int failed = PyList_Append(classes, class_) < 0 || PyList_Append(ids, id_) < 0
+                             || buf_add(&named, (const char *)&at, 8) < 0;
+                Py_DECREF(class_);
+                Py_DECREF(id_);
+                if (failed) goto done;
+            } else if (PyErr_Occurred()) goto done;
+            above = number;
+        }
+        int64_t mine = map_get(&numbers, start);
+        if (buf_add(&owner, (const char *)&mine, 8) < 0) goto done;
+    }
+    result = Py_BuildValue("(NNNNNNOO)", PyByteArray_FromStringAndSize(parent.data, parent.size),
+                           PyByteArray_FromStringAndSize(depth.data, depth.size),
+                           PyByteArray_FromStringAndSize(owner.data, owner.size),
+                           PyByteArray_FromStringAndSize(tag_bits.data, tag_bits.size),
+                           PyByteArray_FromStringAndSize(hint.data, hint.size),
+                           PyBytes_FromStringAndSize(named.data ? named.data : "", named.size), classes, ids);
+done:
+    Py_DECREF(fast);
+    Py_XDECREF(classes);
+    Py_XDECREF(ids);
+    PyMem_Free(named.data);
+    map_free(&numbers);
+    PyMem_Free(parent.data); PyMem_Free(depth.data); PyMem_Free(owner.data); PyMem_Free(tag_bits.data);
+    PyMem_Free(hint.data); PyMem_Free(scratch.data);
+    if (give_up && !PyErr_Occurred()) { Py_XDECREF(result); Py_RETURN_NONE; }
+    return result;
+}
+
+/* extract._inside: per owner (bytes of bool), is it one of ``elements`` or below one; None to take the plain
+ * test. */
+static PyObject *inside(PyObject *self, PyObject *args) {
+    PyObject *owners, *elements;
+    if (!PyArg_ParseTuple(args, "OO", &owners, &elements)) return NULL;
+    PyObject *fo = PySequence_Fast(owners, "owners must be a sequence");
+    if (!fo) return NULL;
+    PyObject *fe = PySequence_Fast(elements, "elements must be a sequence");
+    if (!fe) { Py_DECREF(fo); return NULL; }
+    Py_ssize_t n_owners = PySequence_Fast_GET_SIZE(fo), n_elements = PySequence_Fast_GET_SIZE(fe);
+    PyObject *result = NULL;
+    PtrMap marked = {0};
+    if (map_init(&marked, n_elements) < 0) goto done;
+    for (Py_ssize_t i = 0; i < n_elements; i++) {
+        xmlNode *node = node_of(PySequence_Fast_GET_ITEM(fe, i));
+        if (!node) goto plain;
+        if (map_put(&marked, node, 1) < 0) goto done;
+    }
+    result = PyBytes_FromStringAndSize(NULL, n_owners);
+    if (!result) goto done;
+    char *out = PyBytes_AS_STRING(result);
+    for (Py_ssize_t i = 0; i < n_owners; i++) {
+        xmlNode *node = node_of(PySequence_Fast_GET_ITEM(fo, i));
+        if (!node || node->type != XML_ELEMENT_NODE) { Py_CLEAR(result); goto plain; }
+        out[i] = 0;
+        if (n_elements)
+            for (; node; node = parent_element(node))
+                if (map_get(&marked, node) >= 0) { out[i] = 1; break; }
+    }
+    goto done;
+plain:
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    Py_DECREF(fo);
+    Py_DECREF(fe);
+    map_free(&marked);
+    return result;
+}
+
+static PyObject *configure_tree(PyObject *self, PyObject *pairs) {
+    PyObject *fast = PySequence_Fast(pairs, "pairs must be a sequence");
+    if (!fast) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    if (n > MAX_TAG_BITS) { Py_DECREF(fast); PyErr_SetString(PyExc_ValueError, "too many tags"); return NULL; }
+    for (int i = 0; i < n_tag_bits; i++) PyMem_Free(tag_bit_names[i]);
+    n_tag_bits = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const char *name;
+        unsigned int bits;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "sI", &name, &bits)) { Py_DECREF(fast); return NULL; }
+        char *copy = PyMem_Malloc(strlen(name) + 1);
+        if (!copy) { Py_DECREF(fast); return PyErr_NoMemory(); }
+        strcpy(copy, name);
+        tag_bit_names[n_tag_bits] = copy;
+        tag_bit_values[n_tag_bits++] = bits;
+    }
+    Py_DECREF(fast);
+    Py_RETURN_NONE;
+}
+
+
+/* --- passes over features.Tree (elements numbered parents first: parent[e] < e) --------------------------- */
+static int get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t count) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0) return -1;
+    if (view->len != itemsize * count || (count >= 0 && view->len % itemsize)) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_ValueError, "array of the wrong size");
+        return -1;
+    }
+    return 0;
+}
+
+/* features._distances: int64 (elements x count): levels up to the nearest element carrying each flag. */
+static PyObject *tree_distances(PyObject *self, PyObject *args) {
+    PyObject *parent_obj, *bits_obj;
+    Py_ssize_t n, count;
+    long long far;
+    if (!PyArg_ParseTuple(args, "OOnnL", &parent_obj, &bits_obj, &n, &count, &far)) return NULL;
+    Py_buffer pv, bv;
+    if (get_buffer(parent_obj, &pv, 8, n) < 0) return NULL;
+    if (get_buffer(bits_obj, &bv, 4, n) < 0) { PyBuffer_Release(&pv); return NULL; }
+    PyObject *result = PyBytes_FromStringAndSize(NULL, n * count * 8);
+    if (result) {
+        const int64_t *parent = pv.buf;
+        const uint32_t *bits = bv.buf;
+        int64_t *out = (int64_t *)PyBytes_AS_STRING(result);
+        for (Py_ssize_t e = 0; e < n; e++) {
+            int64_t up = parent[e];
+            for (Py_ssize_t k = 0; k < count; k++) {
+                int own = (bits[e] >> k) & 1;
+                if (own) out[e * count + k] = 0;
+                else if (up < 0) out[e * count + k] = far;
+                else {
+                    int64_t above = out[up * count + k] + 1;
+                    out[e * count + k] = above < far ? above : far;
+                }
+            }
+        }
+    }
+    PyBuffer_Release(&pv);
+    PyBuffer_Release(&bv);
+    return result;
+}
+
+/* features.inside: bool per element, itself or an ancestor marked. */
+static PyObject *tree_inside(PyObject *self, PyObject *args) {
+    PyObject *parent_obj, *marked_obj;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "OOn", &parent_obj, &marked_obj, &n)) return NULL;
+    Py_buffer pv, mv;
+    if (get_buffer(parent_obj, &pv, 8, n) < 0) return NULL;
+    if (get_buffer(marked_obj, &mv, 1, n) < 0) { PyBuffer_Release(&pv); return NULL; }
+    PyObject *result = PyBytes_FromStringAndSize(NULL, n);
+    if (result) {
+        const int64_t *parent = pv.buf;
+        const char *marked = mv.buf;
+        char *out = PyBytes_AS_STRING(result);
+        for (Py_ssize_t e = 0; e < n; e++)
+            out[e] = marked[e] ? 1 : (parent[e] >= 0 ? out[parent[e]] : 0);
+    }
+    PyBuffer_Release(&pv);
+    PyBuffer_Release(&mv);
+    return result;
+}
+
+/* features.sum_up: float64 per element, its value plus its descendants'; the additions in the order of the
+ * plain version (deepest level first, each level in element order), so the sums are the same floats. */
+static PyObject *tree_sum_up(PyObject *self, PyObject *args) {
+    PyObject *parent_obj, *depth_obj, *values_obj;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "OOOn", &parent_obj, &depth_obj, &values_obj, &n)) return NULL;
+    Py_buffer pv, dv, vv;
+    if (get_buffer(parent_obj, &pv, 8, n) < 0) return NULL;
+    if (get_buffer(depth_obj, &dv, 8, n) < 0) { PyBuffer_Release(&pv); return NULL; }
+    if (get_buffer(values_obj, &vv, 8, n) < 0) { PyBuffer_Release(&pv); PyBuffer_Release(&dv); return NULL; }
+    PyObject *result = PyBytes_FromStringAndSize(vv.buf, n * 8);
+    Py_ssize_t *order = NULL, *start = NULL;
+    const int64_t *parent = pv.buf, *depth = dv.buf;
+    int64_t deepest = 0;
+    for (Py_ssize_t e = 0; e < n; e++) {
+        if (depth[e] < 0 || (depth[e] > 0 && parent[e] < 0)) { Py_CLEAR(result); Py_INCREF(Py_None); result = Py_None; goto done; }
+        if (depth[e] > deepest) deepest = depth[e];
+    }
+    if (!result) goto done;
+    order = PyMem_Malloc((n + 1) * sizeof(Py_ssize_t));
+    start = PyMem_Calloc(deepest + 2, sizeof(Py_ssize_t));
+    if (!order || !start) { Py_CLEAR(result); PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t e = 0; e < n; e++) start[depth[e] + 1]++;
+    for (int64_t d = 0; d <= deepest; d++) start[d + 1] += start[d];
+    {
+        Py_ssize_t *fill = PyMem_Malloc((deepest + 1) * sizeof(Py_ssize_t));
+        if (!fill) { Py_CLEAR(result); PyErr_NoMemory(); goto done; }
+        memcpy(fill, start, (deepest + 1) * sizeof(Py_ssize_t));
+        for (Py_ssize_t e = 0; e < n; e++) order[fill[depth[e]]++] = e;
+        PyMem_Free(fill);
+    }
+    double *total = (double *)PyBytes_AS_STRING(result);
+    for (int64_t d = deepest; d >= 1; d--)
+        for (Py_ssize_t i = start[d]; i < start[d + 1]; i++) {
+            Py_ssize_t e = order[i];
+            total[parent[e]] += total[e];
+        }
+done:
+    PyMem_Free(order);
+    PyMem_Free(start);
+    PyBuffer_Release(&pv);
+    PyBuffer_Release(&dv);
+    PyBuffer_Release(&vv);
+    return result;
+}
+
+
+/* --- features._text_columns' per-block counts -------------------------------------------------------------- */
+/* The class bits of features._CLASS_TABLE (kept equal to the Python constants by features.py's check). */
+enum { C_KNOWN = 1, C_PUNCT = 2, C_DIGIT = 4, C_SPACE = 8, C_UPPER = 16, C_ALNUM = 32, C_SENTENCE_END = 64,
+       C_COPY = 128, C_Y = 256, C_R = 512, C_L = 1024, C_BLANK = 2048 };
+
+typedef struct {
+    uint16_t *table;
+    PyObject *fill;  /* features._code_point_class */
+} Classes;
+
+static inline int class_of(Classes *c, Py_UCS4 code, uint16_t *out) {
+    uint16_t bits = c->table[code];
+    if (!bits) {
+        PyObject *value = PyObject_CallFunction(c->fill, "I", (unsigned int)code);
+        if (!value) return -1;
+        long v = PyLong_AsLong(value);
+        Py_DECREF(value);
+        if (v == -1 && PyErr_Occurred()) return -1;
+        bits = c->table[code] = (uint16_t)v;
+    }
+    *out = bits;
+    return 0;
+}
+
+typedef struct {
+    Py_ssize_t length;
+    Py_UCS4 sum;
+    Py_UCS4 *codes;
+} TitleWord;
+
+#define TEXT_COLUMNS 9
+/* text_columns(texts, title_words, table, fill) -> bytes of int64 (blocks x 9): len, words, punct, digits,
+ * sentence end, copyright candidate, whitespace-split words, capitalised ones, words in the title. */
+static PyObject *text_columns(PyObject *self, PyObject *args) {
+    PyObject *texts, *title_list, *table_obj, *fill;
+    if (!PyArg_ParseTuple(args, "OOOO", &texts, &title_list, &table_obj, &fill)) return NULL;
+    PyObject *ft = PySequence_Fast(texts, "texts must be a sequence");
+    if (!ft) return NULL;
+    PyObject *fw = PySequence_Fast(title_list, "title words must be a sequence");
+    if (!fw) { Py_DECREF(ft); return NULL; }
+    Py_buffer tv;
+    if (PyObject_GetBuffer(table_obj, &tv, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        Py_DECREF(ft); Py_DECREF(fw); return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(ft), n_title = PySequence_Fast_GET_SIZE(fw);
+    TitleWord *title = PyMem_Calloc(n_title ? n_title : 1, sizeof(TitleWord));
+    Classes classes = {tv.buf, fill};
+    if (tv.len != 0x110000 * 2) { PyErr_SetString(PyExc_ValueError, "class table of the wrong size"); goto done; }
+    if (!title) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t k = 0; k < n_title; k++) {
+        PyObject *word = PySequence_Fast_GET_ITEM(fw, k);
+        if (!PyUnicode_Check(word)) { PyErr_SetString(PyExc_TypeError, "title words must be str"); goto done; }
+        title[k].codes = PyUnicode_AsUCS4Copy(word);
+        if (!title[k].codes) goto done;
+        title[k].length = PyUnicode_GET_LENGTH(word);
+        for (Py_ssize_t j = 0; j < title[k].length; j++) title[k].sum += title[k].codes[j];
+    }
+    result = PyBytes_FromStringAndSize(NULL, n * TEXT_COLUMNS * 8);
+    if (!result) goto done;
+    int64_t *out = (int64_t *)PyBytes_AS_STRING(result);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *text = PySequence_Fast_GET_ITEM(ft, i);
+        if (!PyUnicode_Check(text)) { PyErr_SetString(PyExc_TypeError, "texts must be str"); goto fail; }
+        int kind = PyUnicode_KIND(text);
+        const void *data = PyUnicode_DATA(text);
+        Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+        int64_t punct = 0, digits = 0, spaced = 0, capitals = 0, copyright = 0, sentence_end = 0;
+        uint16_t previous = C_SPACE, before = 0, before2 = 0, last_solid = 0;
+        for (Py_ssize_t j = 0; j < length; j++) {
+            uint16_t bits;
+            if (class_of(&classes, PyUnicode_READ(kind, data, j), &bits) < 0) goto fail;
+            punct += (bits & C_PUNCT) != 0;
+            digits += (bits & C_DIGIT) != 0;
+            if (!(bits & C_SPACE)) {
+                if (previous & C_SPACE) {
+                    spaced++;
+                    capitals += (bits & C_UPPER) != 0;
+                }
+                last_solid = bits;
+            }
+            if ((bits & C_COPY) || ((bits & C_R) && (previous & C_Y) && j > 0)
+                || ((bits & C_R) && j >= 3 && (previous & C_BLANK) && (before & C_L) && (before2 & C_L)))
+                copyright = 1;
+            before2 = before;
+            before = previous;
+            previous = bits;
+        }
+        sentence_end = (last_solid & C_SENTENCE_END) != 0;
+        /* words (and title words) of text.lower() */
+        PyObject *lower = NULL;
+        int lkind = kind;
+        const void *ldata = data;
+        Py_ssize_t llength = length;
+        if (kind != PyUnicode_1BYTE_KIND || !PyUnicode_IS_ASCII(text)) {
+            lower = PyObject_CallMethodNoArgs(text, lower_name);
+            if (!lower) goto fail;
+            lkind = PyUnicode_KIND(lower);
+            ldata = PyUnicode_DATA(lower);
+            llength = PyUnicode_GET_LENGTH(lower);
+        }
+        int64_t words = 0, hits = 0;
+        Py_ssize_t start = -1;
+        Py_UCS4 sum = 0;
+        for (Py_ssize_t j = 0; j <= llength; j++) {
+            int word_char = 0;
+            Py_UCS4 code = 0;
+            if (j < llength) {
+                code = PyUnicode_READ(lkind, ldata, j);
+                if (!lower && code >= 'A' && code <= 'Z') code += 'a' - 'A';
+                uint16_t bits;
+                if (class_of(&classes, code, &bits) < 0) { Py_XDECREF(lower); goto fail; }
+                word_char = (bits & C_ALNUM) != 0;
+            }
+            if (word_char) {
+                if (start < 0) { start = j; sum = 0; words++; }
+                sum += code;
+            } else if (start >= 0) {
+                Py_ssize_t size = j - start;
+                for (Py_ssize_t k = 0; k < n_title; k++) {
+                    if (title[k].length != size || title[k].sum != sum) continue;
+                    Py_ssize_t m = 0;
+                    for (; m < size; m++) {
+                        Py_UCS4 c = PyUnicode_READ(lkind, ldata, start + m);
+                        if (!lower && c >= 'A' && c <= 'Z') c += 'a' - 'A';
+                        if (c != title[k].codes[m]) break;
+                    }
+                    if (m == size) { hits++; break; }
+                }
+                start = -1;
+            }
+        }
+        Py_XDECREF(lower);
+        int64_t *row = out + i * TEXT_COLUMNS;
+        row[0] = length; row[1] = words; row[2] = punct; row[3] = digits; row[4] = sentence_end;
+        row[5] = copyright; row[6] = spaced; row[7] = capitals; row[8] = hits;
+    }
+    goto done;
+fail:
+    Py_CLEAR(result);
+done:
+    if (title) for (Py_ssize_t k = 0; k < n_title; k++) PyMem_Free(title[k].codes);
+    PyMem_Free(title);
+    PyBuffer_Release(&tv);
+    Py_DECREF(ft);
+    Py_DECREF(fw);
+    return result;
+}
+
+
+/* --- the container rules' two XPath forms, evaluated in one walk ------------------------------------------ */
+/* match_rules(root, rules): rules are (tag or None, id or None, class token or None) standing for
+ * the XPath forms extract._ID_RULE (any element whose id is ID; tag None) and extract._CLASS_RULE (TAG elements
+ * whose first class attribute, normalize-space'd and between spaces, holds ' TOKEN '); returns
+ * one list per rule of the matching elements in document order (what lxml's XPath returns). */
+static int is_xml_blank(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+static PyObject *match_rules(PyObject *self, PyObject *args) {
+    PyObject *root, *rules;
+    if (!PyArg_ParseTuple(args, "OO", &root, &rules)) return NULL;
+    if (!element_factory || !PyObject_TypeCheck(root, element_type)) Py_RETURN_NONE;
+    xmlNode *c_root = ((LxmlElement *)root)->_c_node;
+    if (!c_root || !c_root->doc) Py_RETURN_NONE;
+    PyObject *fast = PySequence_Fast(rules, "rules must be a sequence");
+    if (!fast) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    const char **tags = PyMem_Calloc(n ? n : 1, sizeof(char *));
+    const char **ids = PyMem_Calloc(n ? n : 1, sizeof(char *));
+    const char **tokens = PyMem_Calloc(n ? n : 1, sizeof(char *));
+    PyObject *result = PyList_New(n);
+    Buffer scratch = {0}, normal = {0};
+    if (!tags || !ids || !tokens || !result) { Py_CLEAR(result); if (!PyErr_Occurred()) PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *rule = PySequence_Fast_GET_ITEM(fast, i);
+        if (!PyArg_ParseTuple(rule, "zzz", &tags[i], &ids[i], &tokens[i])) { Py_CLEAR(result); goto done; }
+        PyObject *list = PyList_New(0);
+        if (!list) { Py_CLEAR(result); goto done; }
+        PyList_SET_ITEM(result, i, list);
+    }
+    xmlNode *cur = c_root->doc->children;
+    while (cur) {
+        if (cur->type == XML_ELEMENT_NODE) {
+            for (Py_ssize_t i = 0; i < n; i++) {
+                int hit = 0;
+                if (tags[i] && (cur->ns || strcmp((const char *)cur->name, tags[i]) != 0)) continue;
+                if (ids[i]) {  /* @id = 'ID': any id attribute (no namespace) with that value */
+                    for (xmlAttr *a = cur->properties; a && !hit; a = a->next) {
+                        if (a->type != XML_ATTRIBUTE_NODE || a->ns || strcmp((const char *)a->name, "id") != 0) continue;
+                        scratch.size = 0;
+                        for (xmlNode *t = a->children; t; t = t->next)
+                            if ((t->type == XML_TEXT_NODE || t->type == XML_CDATA_SECTION_NODE) && t->content
+                                && buf_add(&scratch, (const char *)t->content, strlen((const char *)t->content)) < 0)
+                                { Py_CLEAR(result); goto done; }
+                        hit = scratch.size == (Py_ssize_t)strlen(ids[i]) && memcmp(scratch.data, ids[i], scratch.size) == 0;
+                    }
+                }
+                if (tokens[i]) {  /* the first class attribute, normalize-space'd, between spaces, holds ' TOKEN ' */
+                    xmlAttr *a = cur->properties;
+                    while (a && (a->type != XML_ATTRIBUTE_NODE || a->ns || strcmp((const char *)a->name, "class") != 0))
+                        a = a->next;
+                    scratch.size = 0;
+                    if (a)
+                        for (xmlNode *t = a->children; t; t = t->next)
+                            if ((t->type == XML_TEXT_NODE || t->type == XML_CDATA_SECTION_NODE) && t->content
+                                && buf_add(&scratch, (const char *)t->content, strlen((const char *)t->content)) < 0)
+                                { Py_CLEAR(result); goto done; }
+                    normal.size = 0;
+                    if (buf_add(&normal, " ", 1) < 0) { Py_CLEAR(result); goto done; }
+                    int pending = 0, any = 0;
+                    for (Py_ssize_t k = 0; k < scratch.size; k++) {
+                        unsigned char c = scratch.data[k];
+                        if (is_xml_blank(c)) { pending = any; continue; }
+                        if (pending && buf_add(&normal, " ", 1) < 0) { Py_CLEAR(result); goto done; }
+                        pending = 0;
+                        any = 1;
+                        if (buf_add(&normal, (const char *)&c, 1) < 0) { Py_CLEAR(result); goto done; }
+                    }
+                    if (buf_add(&normal, " ", 2) < 0) { Py_CLEAR(result); goto done; }  /* ' ' and the NUL */
+                    size_t token = strlen(tokens[i]);
+                    char *needle = PyMem_Malloc(token + 3);
+                    if (!needle) { Py_CLEAR(result); PyErr_NoMemory(); goto done; }
+                    needle[0] = ' ';
+                    memcpy(needle + 1, tokens[i], token);
+                    needle[token + 1] = ' ';
+                    needle[token + 2] = 0;
+                    hit = strstr(normal.data, needle) != NULL;
+                    PyMem_Free(needle);
+                }
+                if (hit) {
+                    PyObject *element = element_factory(((LxmlElement *)root)->_doc, cur);
+                    if (!element) { Py_CLEAR(result); goto done; }
+                    int failed = PyList_Append(PyList_GET_ITEM(result, i), element);
+                    Py_DECREF(element);
+                    if (failed) { Py_CLEAR(result); goto done; }
+                }
+            }
+            if (cur->children) { cur = cur->children; continue; }
+        }
+        while (!cur->next) {
+            cur = cur->parent;
+            if (!cur || cur->type == XML_DOCUMENT_NODE || cur->type == XML_HTML_DOCUMENT_NODE) goto done;
+        }
+        cur = cur->next;
+    }
+done:
+    Py_DECREF(fast);
+    PyMem_Free(tags);
+    PyMem_Free(ids);
+    PyMem_Free(tokens);
+    PyMem_Free(scratch.data);
+    PyMem_Free(normal.data);
+    return result;
+}
+
+
+/* --- parse.clean_text's encoding step -------------------------------------------------------------------------- */
+/* utf8_controls_to_space(text) -> text.encode("utf-8", "replace").translate(control characters -> b" ") in one
+ * pass: ASCII control characters but \t \n \r become spaces, lone surrogates become "?". */
+static const unsigned char control_to_space[128] = {
+    ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', '\t', '\n', ' ', ' ', '\r', ' ', ' ',
+    ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ',
+    32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59,
+    60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87,
+    88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112,
+    113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, ' '};
+
+#define ENCODE_SIZE(TYPE)                                                                                    \
+    do {                                                                                                     \
+        const TYPE *d = (const TYPE *)data;                                                                  \
+        for (Py_ssize_t i = 0; i < length; i++) {                                                            \
+            Py_UCS4 c = d[i];                                                                                \
+            size += c < 0x80 ? 1 : c < 0x800 ? 2 : (c >= 0xD800 && c <= 0xDFFF) ? 1 : c < 0x10000 ? 3 : 4;   \
+        }                                                                                                    \
+    } while (0)
+
+#define ENCODE(TYPE)                                                                                         \
+    do {                                                                                                     \
+        const TYPE *d = (const TYPE *)data;                                                                  \
+        for (Py_ssize_t i = 0; i < length; i++) {                                                            \
+            Py_UCS4 c = d[i];                                                                                \
+            if (c < 0x80) *o++ = control_to_space[c];                                                        \
+            else if (c < 0x800) { *o++ = 0xC0 | (c >> 6); *o++ = 0x80 | (c & 0x3F); }                        \
+            else if (c >= 0xD800 && c <= 0xDFFF) *o++ = '?';                                                 \
+            else if (c < 0x10000) {                                                                          \
+                *o++ = 0xE0 | (c >> 12); *o++ = 0x80 | ((c >> 6) & 0x3F); *o++ = 0x80 | (c & 0x3F);          \
+            } else {                                                                                         \
+                *o++ = 0xF0 | (c >> 18); *o++ = 0x80 | ((c >> 12) & 0x3F);                                   \
+                *o++ = 0x80 | ((c >> 6) & 0x3F); *o++ = 0x80 | (c & 0x3F);                                   \
+            }                                                                                                \
+        }                                                                                                    \
+    } while (0)
+
+/* utf8_controls_to_space(text) -> text.encode("utf-8", "replace").translate(control characters -> b" ") in one
+ * pass: ASCII control characters but \t \n \r become spaces, lone surrogates become "?". */
+static PyObject *utf8_controls_to_space(PyObject *self, PyObject *text) {
+    if (!PyUnicode_Check(text)) { PyErr_SetString(PyExc_TypeError, "text must be str"); return NULL; }
+    Py_ssize_t length = PyUnicode_GET_LENGTH(text), size = 0;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    if (PyUnicode_IS_ASCII(text)) size = length;
+    else if (kind == PyUnicode_1BYTE_KIND) ENCODE_SIZE(Py_UCS1);
+    else if (kind == PyUnicode_2BYTE_KIND) ENCODE_SIZE(Py_UCS2);
+    else ENCODE_SIZE(Py_UCS4);
+    PyObject *result = PyBytes_FromStringAndSize(NULL, size);
+    if (!result) return NULL;
+    unsigned char *o = (unsigned char *)PyBytes_AS_STRING(result);
+    if (PyUnicode_IS_ASCII(text)) {
+        const Py_UCS1 *d = data;
+        for (Py_ssize_t i = 0; i < length; i++) o[i] = control_to_space[d[i]];
+    } else if (kind == PyUnicode_1BYTE_KIND) ENCODE(Py_UCS1);
+    else if (kind == PyUnicode_2BYTE_KIND) ENCODE(Py_UCS2);
+    else ENCODE(Py_UCS4);
+    return result;
+}
+
+
+/* head_title(root) -> root.find("head/title"): the first <title> child of the first <head> child that has one. */
+static PyObject *head_title(PyObject *self, PyObject *root) {
+    if (!element_factory || !PyObject_TypeCheck(root, element_type)) {
+        PyErr_SetString(PyExc_TypeError, "root must be an lxml element");
+        return NULL;
+    }
+    xmlNode *c_root = ((LxmlElement *)root)->_c_node;
+    for (xmlNode *head = c_root ? c_root->children : NULL; head; head = head->next) {
+        if (head->type != XML_ELEMENT_NODE || head->ns || strcmp((const char *)head->name, "head") != 0) continue;
+        for (xmlNode *title = head->children; title; title = title->next)
+            if (title->type == XML_ELEMENT_NODE && !title->ns && strcmp((const char *)title->name, "title") == 0)
+                return element_factory(((LxmlElement *)root)->_doc, title);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"head_title", head_title, METH_O, "head_title(root) -> root.find('head/title')"},
+    {"utf8_controls_to_space", utf8_controls_to_space, METH_O,
+     "utf8_controls_to_space(text) -> bytes: parse.clean_text's encode-and-translate step."},
+    {"match_rules", match_rules, METH_VARARGS, "match_rules(root, [(tag, id, token)]) -> [[element]] | None"},
+    {"text_columns", text_columns, METH_VARARGS, "text_columns(texts, title_words, table, fill) -> bytes"},
+    {"tree_distances", tree_distances, METH_VARARGS, "tree_distances(parent, bits, n, count, far) -> bytes"},
+    {"tree_inside", tree_inside, METH_VARARGS, "tree_inside(parent, marked, n) -> bytes"},
+    {"tree_sum_up", tree_sum_up, METH_VARARGS, "tree_sum_up(parent, depth, values, n) -> bytes | None"},
+    {"configure_tree", configure_tree, METH_O, "configure_tree([(tag, bits)]): features' TAG_GROUPS bits."},
+    {"number_tree", number_tree, METH_O, "number_tree(owner elements): features.number_tree's numbering."},
+    {"inside", inside, METH_VARARGS, "inside(owners, elements) -> bytes | None: extract._inside's mask."},
+    {"configure", configure, METH_VARARGS,
+     "configure(block_tags, split_tags, block_class): the tag sets of the walk and the class of its blocks."},
+    {"segment", segment, METH_O,
+     "segment(root) -> (blocks, hashes) | None: blocks._segment_plain's blocks and their hashes as uint32 "
+     "bytes; None where the page needs the plain walk."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_walk", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__walk(void) {
+    crc_init();
+    lower_name = PyUnicode_InternFromString("lower");
+    if (!lower_name) return NULL;
+    PyObject *etree = PyImport_ImportModule("lxml.etree");
+    if (!etree) return NULL;
+    PyObject *capi = PyObject_GetAttrString(etree, "__pyx_capi__");
+    PyObject *type = PyObject_GetAttrString(etree, "_Element");
+    Py_DECREF(etree);
+    if (!capi || !type) { Py_XDECREF(capi); Py_XDECREF(type); return NULL; }
+    PyObject *capsule = PyDict_GetItemString(capi, "elementFactory");
+    if (capsule)
+        element_factory = (element_factory_t)PyCapsule_GetPointer(
+            capsule, "struct LxmlElement *(struct LxmlDocument *, xmlNode *)");
+    Py_DECREF(capi);
+    if (!element_factory || !PyType_Check(type)) {
+        Py_DECREF(type);
+        PyErr_Clear();
+        PyErr_SetString(PyExc_ImportError, "lxml's elementFactory C-API is missing");
+        return NULL;
+    }
+    element_type = (PyTypeObject *)type;
+    /* Check the struct layouts this file assumes against a live element: its _c_node must be an element
+     * node carrying the tag it was made with. Any mismatch (another lxml or libxml2 layout): no C walk. */
+    PyObject *etree_module = PyImport_ImportModule("lxml.etree");
+    PyObject *probe = etree_module ? PyObject_CallMethod(etree_module, "Element", "s", "templaterprobe") : NULL;
+    Py_XDECREF(etree_module);
+    int fits = probe && PyObject_TypeCheck(probe, element_type) && ((LxmlElement *)probe)->_c_node
+               && ((LxmlElement *)probe)->_c_node->type == XML_ELEMENT_NODE
+               && ((LxmlElement *)probe)->_c_node->name
+               && strcmp((const char *)((LxmlElement *)probe)->_c_node->name, "templaterprobe") == 0;
+    Py_XDECREF(probe);
+    if (!fits) {
+        element_factory = NULL;
+        PyErr_Clear();
+        PyErr_SetString(PyExc_ImportError, "lxml's element layout is not the one templater._walk was built for");
+        return NULL;
+    }
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,241 @@
+"""The fast paths give exactly what their plain definitions give (the speed work must not change any output)."""
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from templater import features
+from templater.types import Block, Page, Segmented
+
+# Characters that stress the counts: cased and case-changing letters (İ lowers to two code points, Σ to a final
+# or medial sigma), digits of other scripts, CJK punctuation, whitespace of every kind, quotes, surrogates.
+TRICKY = "aZ9_ .,;:!?\"')\u201d\u00a9\u0130\u03a3\u03c3\u1e9e\u0660\u0967\u3002\uff0c\u3001\uff1f\uff01\u00a0\u2028" \
+         "\u3000\t\n\x1c\u01c5\u0307\u00df\ufb01\ud800Copyright ALL RIGHTS RESERVED"
+texts = st.text(alphabet=st.sampled_from(TRICKY) | st.characters(), min_size=1, max_size=40)
+
+
+def page_of(block_texts, title):
+    blocks = tuple(Block(i, None, "/html/body/p", "p", text, i % 3, 7 + i, 0, 0) for i, text in enumerate(block_texts))
+    return Segmented(page=Page("p", "https://a.example/p", ""), blocks=blocks,
+                     vector=np.zeros(len(blocks), dtype=np.uint32), title=title)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(texts, min_size=1, max_size=8), st.text(alphabet=st.sampled_from(TRICKY) | st.characters(),
+                                                         max_size=30))
+def test_text_columns_match_the_regex_definition(block_texts, title):
+    seg = page_of(block_texts, title)
+    plain = features._text_columns_plain(seg).tobytes()
+    assert features._text_columns(seg).tobytes() == plain
+    assert features._text_columns_numpy(seg).tobytes() == plain
+
+
+def test_text_columns_title_words_and_case_folding():
+    seg = page_of(["ΟΔΟΣ ΣΟΦΟΚΛΕΟΥΣ. The İstanbul river", "Copyright © 2020 all rights reserved  ", "ΣΣ x"],
+                  "Istanbul οδος river")
+    plain = features._text_columns_plain(seg).tobytes()
+    assert features._text_columns(seg).tobytes() == plain
+    assert features._text_columns_numpy(seg).tobytes() == plain
+
+
+# --- the C walk (templater._walk) against the plain walk ---------------------------------------------------------
+
+import gzip  # noqa: E402
+import json  # noqa: E402
+
+import pytest  # noqa: E402
+
+from conftest import SAMPLES  # noqa: E402
+from templater import blocks  # noqa: E402
+from templater.parse import parse_html  # noqa: E402
+
+needs_walk = pytest.mark.skipif(blocks._walk is None, reason="the C walk is not built here")
+
+
+def block_key(block):
+    return (block.index, block.xpath, block.tag_path, block.tag, block.text, block.link_chars, block.markup_bytes,
+            block.hash, block.shape)
+
+
+def assert_same_segmentation(markup):
+    root = parse_html(markup)
+    if root is None:
+        return
+    page = Page("p", "https://a.example/p", markup)
+    fast, plain = blocks.segment(root, page), blocks._segment_plain(root, page)
+    assert [block_key(b) for b in fast.blocks] == [block_key(b) for b in plain.blocks]
+    assert all(a.element is b.element for a, b in zip(fast.blocks, plain.blocks))
+    assert fast.vector.dtype == plain.vector.dtype and fast.vector.tobytes() == plain.vector.tobytes()
+    assert fast.title == plain.title
+
+
+@needs_walk
+def test_c_walk_matches_the_plain_walk_on_the_samples():
+    with gzip.open(SAMPLES / "pages.jsonl.gz", "rt", encoding="utf-8") as lines:
+        records = [json.loads(line) for line in lines if line.strip()]
+    assert records
+    for record in records:
+        assert_same_segmentation(record["html"])
+
+
+TAGS = ["div", "p", "a", "b", "i", "span", "br", "li", "ul", "h1", "td", "table", "body", "script", "em", "nav"]
+piece = st.one_of(
+    st.sampled_from(TAGS).map(lambda t: f"<{t}>"),
+    st.sampled_from(TAGS).map(lambda t: f"</{t}>"),
+    st.sampled_from(TAGS).map(lambda t: f'<{t} class="x y" id="\u00e9t\u00e9" data-z>'),
+    st.sampled_from([" ", "\n\t", "\u00a0", "\u2003", " \u3000 ", "&nbsp;", "&amp;", "<!-- c -->", "<?pi x?>"]),
+    st.text(alphabet=st.sampled_from("ab C\u00e9\u0130\u03a3\u4e2d.,!\t\n\u00a0\u2028"), min_size=1, max_size=12),
+)
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(st.lists(piece, max_size=40), st.booleans())
+def test_c_walk_matches_the_plain_walk_on_generated_markup(pieces, wrap):
+    body = "".join(pieces)
+    assert_same_segmentation(f"<html><head><title>T \u00e9</title></head><body>{body}</body></html>" if wrap
+                             else body)
+
+
+def sample_pages(limit=None):
+    with gzip.open(SAMPLES / "pages.jsonl.gz", "rt", encoding="utf-8") as lines:
+        records = [json.loads(line) for line in lines if line.strip()]
+    for record in records[:limit]:
+        root = parse_html(record["html"])
+        if root is not None:
+            yield blocks.segment(root, Page("p", record["url"], record["html"]))
+
+
+@needs_walk
+def test_c_numbering_matches_the_plain_numbering():
+    for seg in sample_pages():
+        fast, plain = features.number_tree(seg), features._number_tree_plain(seg)
+        for name in ("parent", "depth", "class_bits", "tag_bits", "hint", "owner"):
+            a, b = getattr(fast, name), getattr(plain, name)
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), name
+
+
+@needs_walk
+def test_c_inside_matches_the_plain_inside():
+    import random
+
+    from templater import extract
+    rng = random.Random(7)
+    for seg in sample_pages():
+        everything = list(seg.root.iter())
+        for size in (0, 1, 3, 20):
+            chosen = rng.sample(everything, min(size, len(everything)))
+            assert extract._inside(seg, chosen).tobytes() == extract._inside_plain(seg, chosen).tobytes()
+
+
+def plain_tree_passes(monkeypatch):
+    monkeypatch.setattr(blocks, "_walk", None)
+
+
+@needs_walk
+def test_c_tree_passes_match_the_plain_passes(monkeypatch):
+    rng = np.random.default_rng(3)
+    cases = []
+    for seg in sample_pages():
+        tree = features.number_tree(seg)
+        marked = rng.random(len(tree.parent)) < 0.1
+        values = rng.normal(size=len(tree.parent)) * 1e3
+        cases.append((tree, marked, values, features._distances(tree, tree.class_bits, len(features.CLASS_GROUPS)),
+                      features.inside(tree, marked), features.sum_up(tree, values)))
+    plain_tree_passes(monkeypatch)
+    for tree, marked, values, distances, inside, summed in cases:
+        assert distances.tobytes() == features._distances(tree, tree.class_bits, len(features.CLASS_GROUPS)).tobytes()
+        assert inside.tobytes() == features.inside(tree, marked).tobytes()
+        assert summed.tobytes() == features.sum_up(tree, values).tobytes()
+
+
+def lxml_rule_elements(seg, rules):
+    from lxml import etree
+    return [e for xpath in rules for e in xpath(seg.root) if isinstance(e, etree._Element)]
+
+
+def rules_of(root):
+    """Container rules in both forms template.py writes, for the ids and class tokens a page has."""
+    from lxml import etree
+    paths = set()
+    for element in root.iter():
+        if not isinstance(element.tag, str):
+            continue
+        if element.get("id") and "'" not in element.get("id"):
+            paths.add(f"//*[@id='{element.get('id')}']")
+        for token in (element.get("class") or "").split()[:2]:
+            if "'" not in token:
+                paths.add(f"//{element.tag}[contains(concat(' ', normalize-space(@class), ' '), ' {token} ')]")
+    return [etree.XPath(p) for p in sorted(paths)]
+
+
+@needs_walk
+def test_c_rule_matching_matches_lxml_xpath():
+    from templater import extract
+    for seg in sample_pages():
+        rules = tuple(rules_of(seg.root))
+        for start in range(0, len(rules), 3):
+            chosen = rules[start:start + 3]
+            fast, slow = extract._rule_elements(seg, chosen), lxml_rule_elements(seg, chosen)
+            assert len(fast) == len(slow) and all(a is b for a, b in zip(fast, slow))
+
+
+@needs_walk
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["div", "p", "section", "span"]),
+                          st.text(alphabet=st.sampled_from(" \t\n\r\u00a0abc-\u00e9"), max_size=12),
+                          st.text(alphabet=st.sampled_from("abc-\u00e9 "), max_size=6)), max_size=12),
+       st.sampled_from(["a", "b", "abc", "c-a", "\u00e9"]))
+def test_c_rule_matching_matches_lxml_on_generated_classes(elements, token):
+    from lxml import etree
+
+    from templater import extract
+    body = "".join(f'<{tag} class="{cls}" id="{ident}">x</{tag}>' for tag, cls, ident in elements)
+    markup = f"<html><body>{body}<div class='{token} z' id='{token}'>y</div></body></html>"
+    seg = blocks.segment(parse_html(markup), Page("p", "https://a.example/p", markup))
+    rules = tuple(etree.XPath(p) for p in (
+        f"//*[@id='{token}']", f"//div[contains(concat(' ', normalize-space(@class), ' '), ' {token} ')]",
+        f"//span[contains(concat(' ', normalize-space(@class), ' '), ' {token} ')]"))
+    fast, slow = extract._rule_elements(seg, rules), lxml_rule_elements(seg, rules)
+    assert len(fast) == len(slow) and all(a is b for a, b in zip(fast, slow))
+
+
+@needs_walk
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=()) | st.sampled_from("\x00\x1f\x7f\t\n\r\ud800\udfff"),
+               max_size=60))
+def test_c_clean_encoding_matches_encode_and_translate(text):
+    from templater import parse
+    assert blocks._walk.utf8_controls_to_space(text) == text.encode("utf-8", "replace").translate(
+        parse._CONTROL_TO_SPACE)
+
+
+def test_shift_is_the_roll_definition():
+    def rolled(values, step):
+        shifted = np.roll(values, step, axis=0)
+        if step > 0:
+            shifted[:step] = 0.0
+        else:
+            shifted[step:] = 0.0
+        return shifted
+
+    rng = np.random.default_rng(1)
+    for n in range(6):
+        for shape in ((n,), (n, 3)):
+            values = rng.normal(size=shape)
+            for step in (0, 1, -1, 2, -2, 7, -7):
+                fast, slow = features.shift(values, step), rolled(values, step)
+                assert fast.dtype == slow.dtype and fast.shape == slow.shape and fast.tobytes() == slow.tobytes()
+
+
+@needs_walk
+def test_c_head_title_is_find_head_title():
+    from lxml import etree
+    cases = ["<html><head><title>a</title></head><body>x</body></html>", "<html><body>x</body></html>",
+             "<html><head></head><head><title>b</title></head></html>", "<title>t</title><p>x</p>",
+             "<html><head><meta x='1'><title>c</title><title>d</title></head></html>"]
+    for markup in cases:
+        root = etree.fromstring(markup, etree.HTMLParser())
+        assert blocks.head_title(root) is root.find("head/title")
+    for seg in sample_pages():
+        assert blocks.head_title(seg.root) is seg.root.find("head/title")
