@@ -19,7 +19,7 @@ from .blocks import _walk
 from .align import _match_masks, lcs_length_masks
 from .errors import RuleError
 from .grouping import host_of
-from .template import contains, find_headline
+from .template import RELATED_SIZE_TEST, contains, find_headline, fits, size_limit
 from .types import Extraction, Rule, Segmented, Template
 
 REGION_MIN_SHARE = 0.5  # the region is used only when it holds this share of the text the rules left
@@ -117,34 +117,45 @@ def container_mask(seg: Segmented, rules: tuple[etree.XPath, ...]) -> np.ndarray
 
 def _rule_elements(seg: Segmented, rules: tuple[etree.XPath, ...]) -> list:
     """The elements the rules' XPaths select. The two plain forms template.py writes for named containers
-    (by id, by class token) are evaluated in one C walk (templater._walk) where it is built; any other form (the
-    related boxes' size test, the comment anchors, a hand-written rule) goes to lxml."""
+    (by id, by class token; the related boxes' size test then applied with the page's side computed once) are
+    evaluated in one C walk (templater._walk) where it is built; any other form (the comment anchors, a
+    hand-written rule) goes to lxml."""
     slow = list(rules)
     elements: list = []
     if _walk is not None and rules:
         fast = [(xpath, spec) for xpath, spec in ((x, _fast_rule(x.path)) for x in rules) if spec is not None]
-        found = _walk.match_rules(seg.root, [spec for _, spec in fast]) if fast else None
+        found = _walk.match_rules(seg.root, [spec[:3] for _, spec in fast]) if fast else None
         if found is not None:
-            elements = [e for matches in found for e in matches]
+            limit = None
+            for (_, spec), matches in zip(fast, found):
+                if spec[3] and matches:  # the related boxes' size test, with the page's side computed once
+                    limit = size_limit(seg.root) if limit is None else limit
+                    matches = [e for e in matches if fits(e, limit)]
+                elements += matches
             done = {id(xpath) for xpath, _ in fast}
             slow = [xpath for xpath in rules if id(xpath) not in done]
     return elements + [e for xpath in slow for e in xpath(seg.root) if isinstance(e, etree._Element)]
 
 
+_SIZE_SUFFIX = f"[{RELATED_SIZE_TEST}]"
 _ID_RULE = re.compile(r"//\*\[@id='([^'\x00]*)'\]")
 _CLASS_RULE = re.compile(r"//([a-z][a-z0-9]*)\[contains\(concat\(' ', normalize-space\(@class\), ' '\), "
                          r"' ([^'\x00]*) '\)\]")
 
 
 @functools.lru_cache(maxsize=4096)
-def _fast_rule(path: str) -> tuple[str | None, str | None, str | None] | None:
-    """(tag, id, class token) of a rule XPath of a form _walk.match_rules evaluates, else None."""
+def _fast_rule(path: str) -> tuple[str | None, str | None, str | None, bool] | None:
+    """(tag, id, class token, with the size test) of a rule XPath of a form _walk.match_rules evaluates (the
+    size test, RELATED_SIZE_TEST, applied after), else None."""
+    sized = path.endswith(_SIZE_SUFFIX)
+    if sized:
+        path = path[: -len(_SIZE_SUFFIX)]
     found = _ID_RULE.fullmatch(path)
     if found:
-        return None, found.group(1), None
+        return None, found.group(1), None, sized
     found = _CLASS_RULE.fullmatch(path)
     if found:
-        return found.group(1), None, found.group(2)
+        return found.group(1), None, found.group(2), sized
     return None
 
 

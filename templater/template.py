@@ -46,6 +46,8 @@ RELATED_NAME = re.compile(
 RELATED_MAX_SHARE = 0.3  # a related-articles container holds less than this share of the page's text
 RELATED_SIZE_TEST = (f"string-length(normalize-space(.)) < {RELATED_MAX_SHARE} * "
                      "string-length(normalize-space(/html/body))")
+_SIZE_LIMIT = etree.XPath(f"{RELATED_MAX_SHARE} * string-length(normalize-space(/html/body))")
+_SIZE = etree.XPath("string-length(normalize-space(.))")
 _NAMED = etree.XPath("//body//*[@id or @class][not(self::body)]")
 HEADLINE_MIN_OVERLAP = 0.5  # share of a heading's words found in the <title> for it to be the headline
 
@@ -191,6 +193,7 @@ def _named_containers(root, name: re.Pattern, keep_out=None, *, anchors: bool = 
     With ``anchors``, an empty element with such an id (<a id="comments"></a> of old blog engines) stands for
     what follows it, when it comes after the headline."""
     size_test = "" if anchors else f"[{RELATED_SIZE_TEST}]"
+    limit = None
     out = []
     for element in _NAMED(root):
         ident = element.get("id") or ""
@@ -204,8 +207,10 @@ def _named_containers(root, name: re.Pattern, keep_out=None, *, anchors: bool = 
             continue
         if keep_out is not None and contains(element, keep_out):
             continue
-        if size_test and not element.xpath(RELATED_SIZE_TEST):
-            continue  # too large for a box of links: look inside
+        if size_test:
+            limit = size_limit(root) if limit is None else limit
+            if not fits(element, limit):
+                continue  # too large for a box of links: look inside
         if token is not None:
             out.append((f"//{element.tag}[contains(concat(' ', normalize-space(@class), ' '), ' {token} ')]"
                         f"{size_test}", element))
@@ -215,6 +220,16 @@ def _named_containers(root, name: re.Pattern, keep_out=None, *, anchors: bool = 
             out.append((f"//*[@id='{ident}']/ancestor-or-self::*[following-sibling::*][1]/following-sibling::*",
                         element))
     return out
+
+
+def size_limit(root) -> float:
+    """The right side of RELATED_SIZE_TEST on this page, computed once (by libxml2, as the rule's XPath does)."""
+    return float(_SIZE_LIMIT(root))
+
+
+def fits(element, limit: float) -> bool:
+    """RELATED_SIZE_TEST for the element, given the page's size_limit: the same numbers, compared the same way."""
+    return float(_SIZE(element)) < limit
 
 
 def _order(element) -> int:

@@ -5,6 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from templater import features
+from templater.template import RELATED_SIZE_TEST
 from templater.types import Block, Page, Segmented
 
 # Characters that stress the counts: cased and case-changing letters (İ lowers to two code points, Σ to a final
@@ -166,6 +167,8 @@ def rules_of(root):
         for token in (element.get("class") or "").split()[:2]:
             if "'" not in token:
                 paths.add(f"//{element.tag}[contains(concat(' ', normalize-space(@class), ' '), ' {token} ')]")
+    # the related boxes' rules carry the size test
+    paths |= {f"{p}[{RELATED_SIZE_TEST}]" for p in sorted(paths)[::2]}
     return [etree.XPath(p) for p in sorted(paths)]
 
 
@@ -178,6 +181,22 @@ def test_c_rule_matching_matches_lxml_xpath():
             chosen = rules[start:start + 3]
             fast, slow = extract._rule_elements(seg, chosen), lxml_rule_elements(seg, chosen)
             assert len(fast) == len(slow) and all(a is b for a, b in zip(fast, slow))
+    assert any(r.path.endswith(f"[{RELATED_SIZE_TEST}]") for r in rules)
+
+
+@needs_walk
+def test_rules_c_cannot_take_go_to_lxml_beside_those_it_can():
+    from lxml import etree
+
+    from templater import extract
+    anchor = "//*[@id='comments']/ancestor-or-self::*[following-sibling::*][1]/following-sibling::*"
+    markup = ("<html><body><div class='box'><p>one two</p></div><h2><a id='comments'></a>Comments</h2>"
+              "<p class='box'>first comment here</p><p>second</p></body></html>")
+    seg = blocks.segment(parse_html(markup), Page("p", "https://a.example/p", markup))
+    rules = tuple(etree.XPath(p) for p in (
+        anchor, f"//div[contains(concat(' ', normalize-space(@class), ' '), ' box ')][{RELATED_SIZE_TEST}]"))
+    fast, slow = extract._rule_elements(seg, rules), lxml_rule_elements(seg, rules)
+    assert {id(e) for e in fast} == {id(e) for e in slow} and len(fast) == len(slow) == 3
 
 
 @needs_walk
@@ -195,7 +214,8 @@ def test_c_rule_matching_matches_lxml_on_generated_classes(elements, token):
     seg = blocks.segment(parse_html(markup), Page("p", "https://a.example/p", markup))
     rules = tuple(etree.XPath(p) for p in (
         f"//*[@id='{token}']", f"//div[contains(concat(' ', normalize-space(@class), ' '), ' {token} ')]",
-        f"//span[contains(concat(' ', normalize-space(@class), ' '), ' {token} ')]"))
+        f"//span[contains(concat(' ', normalize-space(@class), ' '), ' {token} ')]",
+        f"//p[contains(concat(' ', normalize-space(@class), ' '), ' {token} ')][{RELATED_SIZE_TEST}]"))
     fast, slow = extract._rule_elements(seg, rules), lxml_rule_elements(seg, rules)
     assert len(fast) == len(slow) and all(a is b for a, b in zip(fast, slow))
 
