@@ -58,7 +58,8 @@ def run_local(pages: Path, folder: Path) -> dict:
 
 
 def stage_metrics(sc) -> dict[str, dict]:
-    """Per job group (a stage of the job): executor seconds, shuffle bytes written and read, from the REST API."""
+    """Per job group (a stage of the job): Spark jobs, the Spark stages they ran (not those skipped because their
+    output was reused), executor seconds, shuffle bytes written and read, from the REST API."""
     base = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}"
     jobs = json.load(urllib.request.urlopen(f"{base}/jobs"))
     stages = {s["stageId"]: s for s in json.load(urllib.request.urlopen(f"{base}/stages?status=complete"))}
@@ -66,11 +67,13 @@ def stage_metrics(sc) -> dict[str, dict]:
     seen = set()
     for job in jobs:
         group = job.get("jobGroup") or "(none)"
+        out[group]["jobs"] += 1
         for sid in job["stageIds"]:
             if sid in seen or sid not in stages:
                 continue  # a stage skipped (its shuffle output reused) is not in the complete list
             seen.add(sid)
             s = stages[sid]
+            out[group]["stages"] += 1
             out[group]["executor_s"] += s["executorRunTime"] / 1000
             out[group]["shuffle_write_bytes"] += s["shuffleWriteBytes"]
             out[group]["shuffle_read_bytes"] += s["shuffleReadBytes"]
@@ -117,11 +120,15 @@ def report(n: int, local: dict, runs: list[dict]) -> None:
               f"{n / job:>11.1f} {local['seconds'] / r['seconds']:>8.2f} {local['seconds'] / job:>11.2f}")
     print("\nlocal stages (s): " + ", ".join(f"{k} {v:.1f}" for k, v in local["stages"].items()))
     for r in runs:
-        print(f"\n{r['master']}: stage (wall s, executor s, shuffle write KiB, shuffle read KiB)")
+        print(f"\n{r['master']}: stage (wall s, executor s, shuffle write KiB, shuffle read KiB, Spark jobs, "
+              "Spark stages run)")
         for stage, wall in r["job"]["seconds"].items():
             m = r["metrics"].get(stage, {})
             print(f"  {stage:<18} {wall:>7.1f} {m.get('executor_s', 0):>8.1f} "
-                  f"{m.get('shuffle_write_bytes', 0) / 1024:>10.1f} {m.get('shuffle_read_bytes', 0) / 1024:>10.1f}")
+                  f"{m.get('shuffle_write_bytes', 0) / 1024:>10.1f} {m.get('shuffle_read_bytes', 0) / 1024:>10.1f} "
+                  f"{m.get('jobs', 0):>4.0f} {m.get('stages', 0):>4.0f}")
+        print(f"  all: {sum(m.get('jobs', 0) for m in r['metrics'].values()):.0f} Spark jobs, "
+              f"{sum(m.get('stages', 0) for m in r['metrics'].values()):.0f} stages run")
         indexed = r["job"]["counts"].get("indexed", 0)
         band = r["metrics"].get("band keys", {}).get("shuffle_write_bytes", 0)
         if indexed:
