@@ -188,15 +188,20 @@ def run_job(spark, inputs: Sequence[str], *, out: str, db_path: str | Path,
     counts = result.summary.counts
     with _stage(result, sc, "read+ingest"):
         ingested = _read(sc, inputs, parts).groupByKey(parts).mapValues(settle_versions).persist(disk)
-        tally = _sum_counters(ingested.mapPartitions(_ingest_tally).collect())
+        # what grouping and layout clustering read, cached beside the pages (both filled by this stage's one job),
+        # so that they do not read every page's HTML again: (id, (url, shape set, records, skips))
+        slim = ingested.mapValues(lambda v: (v[0].url if v[0] else None, shape_set(v[0].shapes) if v[0] else None,
+                                             v[1], v[2])).persist(disk)
+        tally = _sum_counters(slim.mapPartitions(_ingest_tally).collect())
         counts["records"], counts["pages"] = tally.pop("records", 0), tally.pop("pages", 0)
         result.summary.skipped.update(tally)
         pages = ingested.filter(lambda kv: kv[1][0] is not None).mapValues(lambda v: v[0])  # partitioned by id
-        skips = ingested.flatMap(lambda kv: kv[1][2])
+        shapes = slim.filter(lambda kv: kv[1][0] is not None)
+        skips = slim.flatMap(lambda kv: kv[1][3])
     with _stage(result, sc, "group+learn"):
-        groups = assign_groups_rdd(pages.mapValues(lambda row: row.url), min_pages=options.learn.min_group_pages,
+        groups = assign_groups_rdd(shapes.mapValues(lambda v: v[0]), min_pages=options.learn.min_group_pages,
                                    parts=parts)
-        plans = (groups.join(pages.mapValues(lambda row: shape_set(row.shapes)), parts)
+        plans = (groups.join(shapes.mapValues(lambda v: v[1]), parts)
                  .map(lambda kv: (kv[1][0], (kv[0], kv[1][1]))).groupByKey(parts)
                  .flatMap(lambda gv: plan_group(gv[0], gv[1], options.learn)).persist(disk))
         learned = _learn(plans, pages, options.learn, parts)
@@ -213,6 +218,7 @@ def run_job(spark, inputs: Sequence[str], *, out: str, db_path: str | Path,
         counts.update(_sum_counters(extracted.mapPartitions(
             lambda items: [Counter(e.method for _, e in items if e is not None)]).collect()))
         plans.unpersist()
+        ingested.unpersist()  # the pages' HTML is not read again
     with _stage(result, sc, "sign"):
         extractions = extracted.flatMap(lambda me: [me[1]] if me[1] is not None else [])
         by_doc, signed = _sign(extractions, options, parts)
@@ -242,7 +248,7 @@ def run_job(spark, inputs: Sequence[str], *, out: str, db_path: str | Path,
     with _stage(result, sc, "write"):
         result.outputs = _write(spark, out, extracted=extracted, extractions=extractions, clusters=clusters,
                                 skips=skips)
-    for rdd in (ingested, extracted, signed, by_doc, buckets, edges, clusters):
+    for rdd in (ingested, slim, extracted, signed, by_doc, buckets, edges, clusters):
         rdd.unpersist()
     return result
 
@@ -288,9 +294,9 @@ def settle_versions(items: Iterable[StoredRow | Skip]) -> tuple[StoredRow | None
 
 def _ingest_tally(items) -> list[Counter]:
     tally = Counter()
-    for _, (row, n, skips) in items:
+    for _, (url, _, n, skips) in items:
         tally["records"] += n + len(skips)
-        tally["pages"] += row is not None
+        tally["pages"] += url is not None
         tally.update(s.reason for s in skips)
     return [tally]
 
