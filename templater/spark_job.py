@@ -4,21 +4,24 @@ templater[spark]``; ``templater spark`` starts it in local mode, ``spark-submit 
     read        every input file through Spark (``binaryFiles``: local, HDFS, s3a), records by the local readers
                 (``sources.iter_file_bytes``)
     ingest      decode and segment (``pipeline.prepare_record``); bad records counted by reason; one version of
-                each page id, the one a local ingest of the same inputs keeps
+                each page id, the one a local ingest of the same inputs keeps; pages cached where they are
+                (partitioned by id): what is joined with them later is partitioned the same way, so it comes to them
     group       the pages of each URL prefix counted (a shuffle), then each page's group (``grouping.choose_group``)
     layouts     per group: layout clusters and the pages to learn from (``pipeline.plan_layouts``, ``learn_sample``)
     learn       per layout cluster: its sampled pages -> template (``pipeline.learn_cluster``); the templates are
                 saved on the driver into a templater database (``store.templates.save_template``), in the order a
                 local build saves them
-    extract     each page joined with its site's template, or its longest template prefix's layouts (salted keys,
-                so that one large site is not one task) -> ``pipeline.best_layout``, ``extract.extract_page``
-    sign        pages in id order, numbered into the local run's index batches -> signatures, band keys and
-                verification sets (``dedup.sign_texts``, ``shingles.band_keys``, ``lsh.stored_form``)
+    extract     the current templates broadcast, compiled once per Python worker into a ``pipeline.TemplateIndex``;
+                each page with its group and site -> ``TemplateIndex.find``, ``extract.extract_page`` (templates
+                beyond ``broadcast_bytes`` are joined with the pages instead, by site or longest template prefix)
+    sign        pages in id order (one sort), numbered into the local run's index batches -> signatures, band keys
+                and verification sets (``dedup.sign_texts``, ``shingles.band_keys``, ``lsh.stored_form``)
     band keys   a shuffle on band keys (16 rows a page by default): the buckets two or more pages share
     candidates  each bucket offers its pairs as the index does (``lsh.bucket_pairs``: a
                 bucket's first BUCKET_CAP pages, and within an index batch the batch's first BUCKET_CAP)
     verify      each pair joined with both pages' sets -> ``shingles.set_similarity`` >= threshold
-    components  connected components of the verified pairs by min-label propagation on DataFrames
+    components  connected components of the verified pairs: a union-find on the driver up to
+                ``driver_components`` pairs, else min-label propagation on DataFrames
     clusters    each component's canonical page and similarities (``dedup.cluster_rows``)
 
 Outputs: Parquet datasets ``pages``, ``extractions``, ``clusters`` and ``skips`` under ``out``, and the templates in
