@@ -10,7 +10,7 @@ import dataclasses
 import logging
 import random
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -307,11 +307,17 @@ def extract_file(db: sqlite_utils.Database, path: Path, *, url: str | None = Non
 class TemplateIndex:
     """The current templates, by site and by URL prefix, compiled for extraction."""
 
-    def __init__(self, db: sqlite_utils.Database) -> None:
+    def __init__(self, db: sqlite_utils.Database | None,
+                 entries: Iterable[tuple[str, np.ndarray, Template]] | None = None) -> None:
+        """From a database's current templates (pins applied), or from ``entries`` already read from one (the
+        (group, layout signature, pinned template) rows a Spark job broadcasts), in ``iter_current`` order."""
         self.by_site: dict[str, CompiledTemplate] = {}
         self.by_group: dict[str, list[tuple[np.ndarray, CompiledTemplate]]] = defaultdict(list)
-        for group, shapes, template in template_store.iter_current(db):
-            compiled = CompiledTemplate(pin_store.apply_pins(db, template))
+        if entries is None:
+            entries = ((group, shapes, pin_store.apply_pins(db, template))
+                       for group, shapes, template in template_store.iter_current(db))
+        for group, shapes, template in entries:
+            compiled = CompiledTemplate(template)
             self.by_site[template.site] = compiled
             self.by_group[group].append((shapes, compiled))
 

@@ -4,21 +4,24 @@ templater[spark]``; ``templater spark`` starts it in local mode, ``spark-submit 
     read        every input file through Spark (``binaryFiles``: local, HDFS, s3a), records by the local readers
                 (``sources.iter_file_bytes``)
     ingest      decode and segment (``pipeline.prepare_record``); bad records counted by reason; one version of
-                each page id, the one a local ingest of the same inputs keeps
+                each page id, the one a local ingest of the same inputs keeps; pages cached where they are
+                (partitioned by id): what is joined with them later is partitioned the same way, so it comes to them
     group       the pages of each URL prefix counted (a shuffle), then each page's group (``grouping.choose_group``)
     layouts     per group: layout clusters and the pages to learn from (``pipeline.plan_layouts``, ``learn_sample``)
     learn       per layout cluster: its sampled pages -> template (``pipeline.learn_cluster``); the templates are
                 saved on the driver into a templater database (``store.templates.save_template``), in the order a
                 local build saves them
-    extract     each page joined with its site's template, or its longest template prefix's layouts (salted keys,
-                so that one large site is not one task) -> ``pipeline.best_layout``, ``extract.extract_page``
-    sign        pages in id order, numbered into the local run's index batches -> signatures, band keys and
-                verification sets (``dedup.sign_texts``, ``shingles.band_keys``, ``lsh.stored_form``)
+    extract     the current templates broadcast, compiled once per Python worker into a ``pipeline.TemplateIndex``;
+                each page with its group and site -> ``TemplateIndex.find``, ``extract.extract_page`` (templates
+                beyond ``broadcast_bytes`` are joined with the pages instead, by site or longest template prefix)
+    sign        pages in id order (one sort), numbered into the local run's index batches -> signatures, band keys
+                and verification sets (``dedup.sign_texts``, ``shingles.band_keys``, ``lsh.stored_form``)
     band keys   a shuffle on band keys (16 rows a page by default): the buckets two or more pages share
     candidates  each bucket offers its pairs as the index does (``lsh.bucket_pairs``: a
                 bucket's first BUCKET_CAP pages, and within an index batch the batch's first BUCKET_CAP)
     verify      each pair joined with both pages' sets -> ``shingles.set_similarity`` >= threshold
-    components  connected components of the verified pairs by min-label propagation on DataFrames
+    components  connected components of the verified pairs: a union-find on the driver up to
+                ``driver_components`` pairs, else min-label propagation on DataFrames
     clusters    each component's canonical page and similarities (``dedup.cluster_rows``)
 
 Outputs: Parquet datasets ``pages``, ``extractions``, ``clusters`` and ``skips`` under ``out``, and the templates in
@@ -44,7 +47,9 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
 import time  # noqa: E402
-import zlib
+import pickle  # noqa: E402
+import zlib  # noqa: E402
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
@@ -61,7 +66,7 @@ from store.db import transaction
 from templater import dedup, pipeline
 from templater.config import LearnSettings
 from templater.errors import InputError, TemplaterError
-from templater.extract import CompiledTemplate, extract_page
+from templater.extract import extract_page
 from templater.grouping import choose_group, host_of, shape_set, url_prefixes
 from templater.shingles import ShingleSettings, band_keys, comparable_set, estimate_similarity, set_similarity
 from templater.sources import check_input, input_format, iter_file_bytes
@@ -71,6 +76,8 @@ log = logging.getLogger(__name__)
 
 JOIN_SALTS = 16  # a template's rows are copied to this many keys, so a site's pages spread over as many tasks
 PARTITIONS_PER_CORE = 2  # default partitions of every stage: this many per core Spark reports
+BROADCAST_BYTES = 256 << 20  # the current templates, pickled, up to this size go to every executor as a broadcast
+DRIVER_COMPONENTS = 5_000_000  # up to this many verified pairs (16 bytes each) are collected for a union-find
 SPARK_MISSING = "pyspark is not installed: pip install 'templater[spark]' (and Java 17 or later)"
 
 
@@ -84,6 +91,8 @@ class JobOptions:
     index_batch: int = pipeline.BATCH_PAGES  # pages per index batch of the local run it reproduces
     bucket_cap: int = lsh.BUCKET_CAP
     partitions: int | None = None  # partitions of each stage; default PARTITIONS_PER_CORE per core
+    broadcast_bytes: int = BROADCAST_BYTES  # templates up to this size (pickled) are broadcast, above it joined
+    driver_components: int = DRIVER_COMPONENTS  # verified pairs up to this many: components found on the driver
 
 
 @dataclass
@@ -129,7 +138,8 @@ def spark_session(master: str | None = "local[2]", *, partitions: int | None = N
         from pyspark.sql import SparkSession
     except ImportError:
         raise InputError(SPARK_MISSING) from None
-    builder = SparkSession.builder.appName(app_name).config("spark.ui.showConsoleProgress", "false")
+    builder = (SparkSession.builder.appName(app_name).config("spark.ui.showConsoleProgress", "false")
+               .config("spark.rdd.compress", "true"))  # cached pages (pickled HTML) lz4-compressed, as shuffles are
     if master is None:
         return builder.getOrCreate()
     if master.startswith("local"):
@@ -167,7 +177,11 @@ def _stage(result: JobSummary, sc, name: str) -> Iterator[None]:
 def run_job(spark, inputs: Sequence[str], *, out: str, db_path: str | Path,
             options: JobOptions = JobOptions()) -> JobSummary:
     """Read ``inputs``, learn templates, extract, find near-duplicate clusters; write Parquet under ``out`` and the
-    templates into the templater database ``db_path``."""
+    templates into the templater database ``db_path``.
+
+    Pages stay where the read shuffle put them (partitioned by id, cached): what is joined with them (a learning
+    sample's ids, each page's group and site) is partitioned the same way, so their HTML does not move again except
+    for the learning samples; the templates go to the executors as a broadcast (``options.broadcast_bytes``)."""
     from pyspark import StorageLevel
 
     disk = StorageLevel.MEMORY_AND_DISK  # what does not fit in memory spills instead of being computed again
@@ -176,60 +190,84 @@ def run_job(spark, inputs: Sequence[str], *, out: str, db_path: str | Path,
     result = JobSummary()
     counts = result.summary.counts
     with _stage(result, sc, "read+ingest"):
-        records = _read(sc, inputs, parts).persist(disk)
-        skips = records.filter(lambda r: isinstance(r[1], Skip)).values().persist(disk)
-        result.summary.skipped.update(skips.map(lambda s: (s.reason, 1)).reduceByKey(add).collectAsMap())
-        pages = (records.filter(lambda r: not isinstance(r[1], Skip))  # partitioned by id already: no shuffle
-                 .groupByKey(parts).mapValues(keep_version).persist(disk))
-        counts["records"] = records.count()
-        counts["pages"] = pages.count()
-        records.unpersist()
-    with _stage(result, sc, "group"):
-        urls = pages.mapValues(lambda row: row.url)
-        groups = assign_groups_rdd(urls, min_pages=options.learn.min_group_pages, parts=parts).persist(disk)
-        groups.count()
-    with _stage(result, sc, "layouts+learn"):
-        plans = (groups.join(pages.mapValues(lambda row: shape_set(row.shapes)), parts)
+        ingested = _read(sc, inputs, parts).groupByKey(parts).mapValues(settle_versions).persist(disk)
+        # what grouping and layout clustering read, cached beside the pages (both filled by this stage's one job),
+        # so that they do not read every page's HTML again: (id, (url, shape set, records, skips))
+        slim = ingested.mapValues(lambda v: (v[0].url if v[0] else None, shape_set(v[0].shapes) if v[0] else None,
+                                             v[1], v[2])).persist(disk)
+        tally = _sum_counters(slim.mapPartitions(_ingest_tally).collect())
+        counts["records"], counts["pages"] = tally.pop("records", 0), tally.pop("pages", 0)
+        result.summary.skipped.update(tally)
+        pages = ingested.filter(lambda kv: kv[1][0] is not None).mapValues(lambda v: v[0])  # partitioned by id
+        shapes = slim.filter(lambda kv: kv[1][0] is not None)
+        skips = slim.flatMap(lambda kv: kv[1][3])
+    with _stage(result, sc, "group+learn"):
+        groups = assign_groups_rdd(shapes.mapValues(lambda v: v[0]), min_pages=options.learn.min_group_pages,
+                                   parts=parts)
+        plans = (groups.join(shapes.mapValues(lambda v: v[1]), parts)
                  .map(lambda kv: (kv[1][0], (kv[0], kv[1][1]))).groupByKey(parts)
                  .flatMap(lambda gv: plan_group(gv[0], gv[1], options.learn)).persist(disk))
         learned = _learn(plans, pages, options.learn, parts)
+    with _stage(result, sc, "save templates"):
         entries, sites = _save_templates(db_path, learned, options, result)
-        assigned = (plans.flatMap(lambda plan: [(pid, (plan[0], plan[1])) for pid in plan[2]])
-                    .map(lambda kv: (kv[0], (kv[1][0], sites.get(kv[1]))))).persist(disk)
-        assigned_sites = assigned.values().map(lambda gs: (gs[1] is not None, 1)).reduceByKey(add).collectAsMap()
-        counts["pages with template"] = assigned_sites.get(True, 0)
-        counts["pages without template"] = assigned_sites.get(False, 0)
+        with_template = sum(size for group, layout, template, _, size in learned if template is not None)
+        counts["pages with template"] = with_template
+        counts["pages without template"] = counts["pages"] - with_template
     with _stage(result, sc, "extract"):
-        extractions = _extract(sc, pages, assigned, entries, options, parts).persist(disk)
-        counts.update({k: v for k, v in extractions.map(lambda e: (e.method, 1)).reduceByKey(add).collect()})
+        sites_bc = sc.broadcast(sites)
+        assigned = plans.flatMap(lambda plan: [(pid, (plan[0], sites_bc.value.get((plan[0], plan[1]))))
+                                               for pid in plan[2]]).partitionBy(parts)  # pages' partitioning
+        extracted = _extract(sc, pages, assigned, entries, options, parts).persist(disk)
+        counts.update(_sum_counters(extracted.mapPartitions(
+            lambda items: [Counter(e.method for _, e in items if e is not None)]).collect()))
+        plans.unpersist()
+        ingested.unpersist()  # the pages' HTML is not read again
     with _stage(result, sc, "sign"):
-        signed = _sign(extractions, options, parts).persist(disk)
-        counts["indexed"] = signed.count()
+        extractions = extracted.flatMap(lambda me: [me[1]] if me[1] is not None else [])
+        by_doc, signed = _sign(extractions, options, parts)
+        counts["indexed"] = by_doc.persist(disk).count()
     with _stage(result, sc, "band keys"):
-        buckets = band_buckets(signed, options.shingles, parts).persist(disk)
+        buckets = band_buckets(by_doc.values(), options.shingles, parts).persist(disk)
         counts["shared band keys"] = buckets.count()
     with _stage(result, sc, "candidates+verify"):
-        edges = _verified_edges(buckets, signed, options, parts).persist(disk)
+        edges = _verified_edges(buckets, by_doc, options, parts).persist(disk)
         counts["verified pairs"] = edges.count()
     with _stage(result, sc, "components"):
-        labels = connected_components(spark, edges.map(lambda e: (e[0], e[1])))
+        if counts["verified pairs"] <= options.driver_components:
+            labels = driver_components(edges.collect())
+            labels_bc = sc.broadcast(labels)
+            members = by_doc.filter(lambda kv: kv[0] in labels_bc.value).map(
+                lambda kv: (labels_bc.value[kv[0]], kv[1]))
+        else:
+            labels = connected_components(spark, edges).partitionBy(parts)  # by_doc's partitioning: no shuffle
+            members = labels.join(by_doc, parts).map(lambda kv: (kv[1][0], kv[1][1]))
     with _stage(result, sc, "clusters"):
-        clusters = _clusters(signed, labels, options.shingles, parts).persist(disk)
-        counts["pages in clusters"] = clusters.count()
-        counts["clusters"] = clusters.filter(lambda row: row["id"] == row["canonical"]).count()
+        clusters = _clusters(members, options.shingles, parts).persist(disk)
+        found = _sum_counters(clusters.mapPartitions(
+            lambda rows: [Counter("clusters" if row["id"] == row["canonical"] else "other" for row in rows)])
+            .collect())
+        counts["pages in clusters"] = found["clusters"] + found["other"]
+        counts["clusters"] = found["clusters"]
     with _stage(result, sc, "write"):
-        result.outputs = _write(spark, out, pages=pages, assigned=assigned, extractions=extractions,
-                                clusters=clusters, skips=skips)
-    for rdd in (skips, pages, groups, plans, assigned, extractions, signed, buckets, edges, clusters):
+        result.outputs = _write(spark, out, extracted=extracted, extractions=extractions, clusters=clusters,
+                                skips=skips)
+    for rdd in (ingested, slim, extracted, signed, by_doc, buckets, edges, clusters):
         rdd.unpersist()
     return result
+
+
+def _sum_counters(counters: Iterable[Counter]) -> Counter:
+    total = Counter()
+    for c in counters:
+        total.update(c)
+    return total
 
 
 def _read(sc, inputs: Sequence[str], parts: int):
     """(page id, StoredRow | Skip) of every record of every input file (folders and globs as Spark reads them).
 
     Records go to their page id's partition before they are parsed: one shuffle spreads the parsing over every
-    core and brings the versions of a page id together (a skipped record goes by its source)."""
+    core and brings the versions of a page id together (a record skipped by its reader goes by its source)."""
     files = sc.union([sc.binaryFiles(path).map(lambda nf, i=i: (i, nf[0], nf[1])) for i, path in enumerate(inputs)])
     records = files.filter(lambda f: input_format(Path(f[1])) is not None).flatMap(
         lambda f: ((r.id or r.source, ((f[0], f[1], n), r)) for n, r in enumerate(iter_file_bytes(f[1], f[2]))))
@@ -248,6 +286,24 @@ def ingest_record(order: tuple[int, str, int], item) -> StoredRow | Skip:
                      source=item.source)
 
 
+def settle_versions(items: Iterable[StoredRow | Skip]) -> tuple[StoredRow | None, int, list[Skip]]:
+    """What the records of one page id (or one unreadable record) leave: the page version a local ingest keeps
+    (None if every record was skipped), how many records were ingested, the skips (in input order)."""
+    items = list(items)
+    rows = [r for r in items if isinstance(r, StoredRow)]
+    skips = [s for s in items if isinstance(s, Skip)]
+    return (keep_version(rows) if rows else None), len(rows), skips
+
+
+def _ingest_tally(items) -> list[Counter]:
+    tally = Counter()
+    for _, (url, _, n, skips) in items:
+        tally["records"] += n + len(skips)
+        tally["pages"] += url is not None
+        tally.update(s.reason for s in skips)
+    return [tally]
+
+
 def keep_version(rows: Iterable[StoredRow]) -> StoredRow:
     """The version of a page id the store keeps after ingesting its records in order (``upsert_page``): a record
     with other content replaces the page; one with the same content only moves its fetch time."""
@@ -263,7 +319,8 @@ def keep_version(rows: Iterable[StoredRow]) -> StoredRow:
 def assign_groups_rdd(urls, *, min_pages: int, parts: int):
     """(id, group) for (id, url) pairs: ``grouping.assign_groups`` with its prefix counts made by a shuffle."""
     chains = urls.mapValues(url_prefixes)
-    counts = chains.flatMap(lambda ic: ((p, 1) for p in ic[1])).reduceByKey(add, parts)
+    counts = (chains.flatMap(lambda ic: ((p, 1) for p in ic[1])).reduceByKey(add, parts)
+              .filter(lambda pc: pc[1] >= min_pages))  # choose_group looks at no other prefix
     known = (chains.flatMap(lambda ic: ((p, ic[0]) for p in ic[1])).join(counts, parts)
              .map(lambda kv: (kv[1][0], (kv[0], kv[1][1]))).groupByKey(parts))
     return chains.leftOuterJoin(known, parts).mapValues(
@@ -291,7 +348,8 @@ def plan_group(group: str, members: Iterable[tuple[str, np.ndarray]],
 def _learn(plans, pages, settings: LearnSettings, parts: int) -> list[tuple]:
     """(group, layout, template or None, layout signature, cluster size) of every cluster large enough."""
     clusters = plans.filter(lambda p: p[1] is not None)
-    wanted = clusters.flatMap(lambda p: [(pid, (p[0], p[1])) for pid in p[3]])
+    # partitioned as the pages are: only the ids move to the pages, and then the sampled pages to their cluster
+    wanted = clusters.flatMap(lambda p: [(pid, (p[0], p[1])) for pid in p[3]]).partitionBy(parts)
     samples = wanted.join(pages, parts).map(lambda kv: (kv[1][0], kv[1][1])).groupByKey(parts)
     templates = samples.map(lambda kv: (kv[0], _learn_one(kv[0], kv[1], settings)))
     shapes = clusters.map(lambda p: ((p[0], p[1]), (p[4], len(p[2]))))
@@ -328,52 +386,77 @@ def _save_templates(db_path, learned: list[tuple], options: JobOptions,
 
 
 def _extract(sc, pages, assigned, entries: list[tuple], options: JobOptions, parts: int):
-    """Extraction of every page with the template a local ``TemplateIndex.find`` gives it."""
-    template_groups = sc.parallelize(sorted({group for group, _, _ in entries}), parts).map(lambda g: (g, True))
-    unassigned = assigned.filter(lambda kv: kv[1][1] is None).join(pages.mapValues(lambda row: row.url), parts)
-    longest = (unassigned.flatMap(lambda kv: ((p, (kv[0], depth)) for depth, p in enumerate(url_prefixes(kv[1][1]))))
-               .join(template_groups, parts).map(lambda kv: (kv[1][0][0], (kv[1][0][1], kv[0])))
-               .reduceByKey(min, parts).mapValues(lambda dp: ("group", dp[1])))
-    keys = assigned.leftOuterJoin(longest, parts).mapValues(
-        lambda gk: (gk[0][0], gk[0][1], ("site", gk[0][1]) if gk[0][1] is not None else gk[1]))
-    lists = sc.parallelize(_template_lists(entries), parts)
-    by_key = keys.join(pages, parts).map(
-        lambda kv: ((kv[1][0][2], zlib.crc32(kv[0].encode()) % JOIN_SALTS), (kv[1][1], kv[1][0][0], kv[1][0][1])))
-    with_lists = by_key.filter(lambda kv: kv[0][0] is not None).join(lists, parts).values()
-    without = by_key.filter(lambda kv: kv[0][0] is None).values().map(lambda v: (v, []))
+    """(page metadata row, Extraction or None) of every page, extracted with the template a local
+    ``TemplateIndex.find`` gives it. ``assigned`` ((id, (group, site)), partitioned as ``pages`` are) joins the
+    pages where they are; the templates go to the executors as a broadcast when they fit in
+    ``options.broadcast_bytes``, else they are joined with the pages (salted keys)."""
     method, threshold = options.method, options.learn.layout_match
-    return with_lists.union(without).mapPartitions(lambda items: _extract_partition(items, method, threshold))
+    # (id, (row, group, site)); assigned is partitioned as the pages are: no shuffle of pages
+    keyed = assigned.join(pages, parts).mapValues(lambda gs_row: (gs_row[1], gs_row[0][0], gs_row[0][1]))
+    packed = pickle.dumps(entries, protocol=pickle.HIGHEST_PROTOCOL)
+    if len(packed) <= options.broadcast_bytes:
+        templates = (os.urandom(8).hex(), sc.broadcast(packed))  # a worker caches its compiled index by the token
+        return keyed.values().mapPartitions(lambda items: _extract_partition(
+            ((row, group, site, None) for row, group, site in items), templates, method, threshold))
+    template_groups = sc.parallelize(sorted({group for group, _, _ in entries}), parts).map(lambda g: (g, True))
+    unassigned = keyed.filter(lambda kv: kv[1][2] is None).mapValues(lambda rgs: rgs[0].url)
+    longest = (unassigned.flatMap(lambda iu: ((p, (iu[0], depth)) for depth, p in enumerate(url_prefixes(iu[1]))))
+               .join(template_groups, parts).map(lambda kv: (kv[1][0][0], (kv[1][0][1], kv[0])))
+               .reduceByKey(min, parts).mapValues(lambda dp: dp[1]).partitionBy(parts))
+    by_key = (keyed.leftOuterJoin(longest, parts).values()
+              .map(lambda rl: ((("site", rl[0][2]) if rl[0][2] is not None else
+                                ("group", rl[1]) if rl[1] is not None else None,
+                                zlib.crc32(rl[0][0].id.encode()) % JOIN_SALTS), rl[0])))
+    lists = sc.parallelize(_template_lists(entries), parts)
+    with_lists = by_key.filter(lambda kv: kv[0][0] is not None).join(lists, parts).values()
+    without = by_key.filter(lambda kv: kv[0][0] is None).values().map(lambda rgs: (rgs, []))
+    return with_lists.union(without).mapPartitions(lambda items: _extract_partition(
+        ((row, group, site, layouts) for (row, group, site), layouts in items), None, method, threshold))
 
 
 def _template_lists(entries: list[tuple]) -> list[tuple]:
-    """((key, salt), [(layout signature, template)]) for every site and every template group (in site order, as
-    ``TemplateIndex.by_group`` holds them)."""
+    """((key, salt), [(group, layout signature, template)]) for every site and every template group (in site
+    order, as ``TemplateIndex.by_group`` holds them)."""
     by_key: dict[tuple, list] = {}
-    for group, shapes, template in sorted(entries, key=lambda e: e[2].site):
-        by_key.setdefault(("site", template.site), []).append((shapes, template))
-        by_key.setdefault(("group", group), []).append((shapes, template))
+    for entry in sorted(entries, key=lambda e: e[2].site):
+        by_key.setdefault(("site", entry[2].site), []).append(entry)
+        by_key.setdefault(("group", entry[0]), []).append(entry)
     return [((key, salt), layouts) for key, layouts in by_key.items() for salt in range(JOIN_SALTS)]
 
 
-def _extract_partition(items, method: str, threshold: float) -> Iterator[Extraction]:
-    compiled: dict[tuple[str, int], CompiledTemplate] = {}
+_BROADCAST_INDEX: dict[str, pipeline.TemplateIndex] = {}  # per Python worker: the broadcast templates, compiled
 
-    def compile_once(template):
-        key = (template.site, template.version)
-        if key not in compiled:
-            compiled[key] = CompiledTemplate(template)
-        return compiled[key]
 
-    for (row, group, site), layouts in items:
+def _broadcast_index(templates: tuple) -> pipeline.TemplateIndex:
+    """The broadcast templates ((token, broadcast)) as a ``TemplateIndex``, compiled once per Python worker
+    (workers are reused from task to task)."""
+    token, broadcast = templates
+    if token not in _BROADCAST_INDEX:
+        _BROADCAST_INDEX.clear()
+        _BROADCAST_INDEX[token] = pipeline.TemplateIndex(None, entries=pickle.loads(broadcast.value))
+    return _BROADCAST_INDEX[token]
+
+
+def _extract_partition(items, templates, method: str,
+                       threshold: float) -> Iterator[tuple[tuple, Extraction | None]]:
+    """Each (row, group, site, joined templates) -> (page metadata row, extraction), by ``TemplateIndex.find``:
+    over the broadcast templates, or over the templates joined with the page (its site's, or its longest template
+    prefix's layouts)."""
+    index = _broadcast_index(templates) if templates is not None else None
+    compiled: dict[tuple[str, int], pipeline.TemplateIndex] = {}
+    for row, group, site, layouts in items:
+        meta = (row.id, row.url, host_of(row.url), group, site, row.digest, row.fetched_at, row.encoding,
+                len(row.shapes), row.text_chars, row.source)
         seg = row.segment()
         if isinstance(seg, Skip):
+            yield meta, None
             continue
-        candidates = [(shapes, compile_once(template)) for shapes, template in layouts]
-        if site is not None and candidates:
-            chosen = candidates[0][1]
-        else:
-            chosen = pipeline.best_layout(seg, candidates, threshold=threshold) if candidates else None
-        yield extract_page(seg, chosen, site=site or group, method=method)
+        if layouts is not None:  # the joined templates: an index of just them, compiled once per partition
+            key = tuple((t.site, t.version) for _, _, t in layouts)
+            if key not in compiled:
+                compiled[key] = pipeline.TemplateIndex(None, entries=layouts)
+            index = compiled[key]
+        yield meta, extract_page(seg, index.find(seg, site, threshold=threshold), site=site or group, method=method)
 
 
 # --- near-duplicates ----------------------------------------------------------------------------------------------
@@ -397,26 +480,56 @@ class SignedPage:
 
 
 def _sign(extractions, options: JobOptions, parts: int):
-    """SignedPage of every page with shingles, numbered like a local run: extracted in id order, indexed in batches
-    of ``index_batch`` extractions, doc numbers in that order."""
-    ordered = extractions.sortBy(lambda e: e.id, numPartitions=parts).zipWithIndex()
+    """(doc, SignedPage) of every page with shingles, numbered like a local run: extracted in id order, indexed in
+    batches of ``index_batch`` extractions, doc numbers in that order; partitioned by doc (hash), so that the
+    verification and cluster joins move only pairs and labels.
+
+    One sort by id; each sorted partition signs its texts and counts them; the counts (one small job) give every
+    partition the position of its first extraction and its first doc number."""
+    from pyspark import StorageLevel
+
     settings, size = options.shingles, options.index_batch
-    signed = ordered.mapPartitions(lambda items: _sign_partition(list(items), settings, size))
-    return signed.sortBy(lambda sp: sp[0], numPartitions=parts).zipWithIndex().map(
-        lambda item: replace(item[0][1], doc=item[1] + 1))
+    ordered = extractions.map(lambda e: (e.id, (e.url, e.text, e.boilerplate_chars))).sortByKey(numPartitions=parts)
+    signed = ordered.mapPartitions(lambda items: _sign_partition(list(items), settings)).persist(
+        StorageLevel.MEMORY_AND_DISK)
+    sizes = dict(signed.mapPartitionsWithIndex(lambda i, items: [(i, _partition_sizes(items))]).collect())
+    starts, position, doc = {}, 0, 0
+    for i in sorted(sizes):
+        starts[i] = (position, doc)
+        position, doc = position + sizes[i][0], doc + sizes[i][1]
+
+    def number(i, items):
+        position, doc = starts[i]
+        for sp in items:
+            if sp is not None:
+                doc += 1
+                yield doc, replace(sp, doc=doc, batch=position // size + 1)
+            position += 1
+
+    return signed.mapPartitionsWithIndex(number).partitionBy(parts), signed
 
 
-def _sign_partition(items: list[tuple[Extraction, int]], settings: ShingleSettings,
-                    size: int) -> Iterator[tuple[int, SignedPage]]:
+def _partition_sizes(items) -> tuple[int, int]:
+    extractions = signed = 0
+    for sp in items:
+        extractions += 1
+        signed += sp is not None
+    return extractions, signed
+
+
+def _sign_partition(items: list[tuple[str, tuple[str, str, int]]],
+                    settings: ShingleSettings) -> Iterator[SignedPage | None]:
+    """A SignedPage (numbered later) for each extraction in order, None for one without shingles."""
     if not items:
         return
-    signatures, shingles = dedup.sign_texts([e.text for e, _ in items], settings)
+    signatures, shingles = dedup.sign_texts([text for _, (_, text, _) in items], settings)
     sets = lsh.stored_form(shingles, list(range(len(items))), settings) if shingles is not None else None
-    for i, (e, position) in enumerate(items):
+    for i, (pid, (url, text, boilerplate)) in enumerate(items):
         if signatures.empty[i]:
+            yield None
             continue
-        yield position, SignedPage(0, position // size + 1, e.id, e.url, e.boilerplate_chars, len(e.text),
-                                   signatures.values[i], sets[i] if sets is not None else None)
+        yield SignedPage(0, 0, pid, url, boilerplate, len(text), signatures.values[i],
+                         sets[i] if sets is not None else None)
 
 
 def band_buckets(signed, settings: ShingleSettings, parts: int):
@@ -426,11 +539,12 @@ def band_buckets(signed, settings: ShingleSettings, parts: int):
     return keyed.groupByKey(parts).mapValues(list).filter(lambda kv: len(kv[1]) > 1)
 
 
-def _verified_edges(buckets, signed, options: JobOptions, parts: int):
-    """(doc a, doc b) of every candidate pair whose similarity reaches the threshold."""
+def _verified_edges(buckets, by_doc, options: JobOptions, parts: int):
+    """(doc a, doc b) of every candidate pair whose similarity reaches the threshold. ``by_doc`` is partitioned by
+    doc: the pairs go to their pages' sets, not the sets to the pairs."""
     settings, cap = options.shingles, options.bucket_cap
     pairs = buckets.flatMap(lambda kv: bucket_candidates(kv[1], cap)).distinct(parts)
-    values = signed.map(lambda sp: (sp.doc, sp.verify_set if sp.verify_set is not None else sp.signature))
+    values = by_doc.mapValues(lambda sp: sp.verify_set if sp.verify_set is not None else sp.signature)
     joined = (pairs.join(values, parts).map(lambda kv: (kv[1][0], (kv[0], kv[1][1])))
               .join(values, parts).map(lambda kv: (kv[1][0][0], kv[0], kv[1][0][1], kv[1][1])))
     return joined.filter(lambda p: similarity(p[2], p[3], settings) >= settings.threshold).map(lambda p: (p[0], p[1]))
@@ -469,6 +583,26 @@ def similarity(a: np.ndarray, b: np.ndarray, settings: ShingleSettings) -> float
     return set_similarity(comparable_set(a, settings), comparable_set(b, settings), settings)
 
 
+def driver_components(edges: Iterable[tuple[int, int]]) -> dict[int, int]:
+    """{doc: label} for every doc with an edge, the label the smallest doc of its component: what
+    ``connected_components`` gives, by a union-find on the driver (for up to ``driver_components`` pairs)."""
+    parent: dict[int, int] = {}
+
+    def root(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in edges:
+        parent.setdefault(a, a)
+        parent.setdefault(b, b)
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)  # a root is always its component's smallest doc
+    return {doc: root(doc) for doc in parent}
+
+
 def connected_components(spark, edges):
     """(doc, label) for every doc with an edge: the smallest doc of its component, by min-label propagation (a
     DataFrame join and group-by per round; rounds: the components' largest diameter, plus one)."""
@@ -489,9 +623,9 @@ def connected_components(spark, edges):
     return labels.rdd.map(lambda row: (row["id"], row["label"]))
 
 
-def _clusters(signed, labels, settings: ShingleSettings, parts: int):
-    """The rows ``templater dups`` gives for every page of a cluster (label: the smallest doc of the cluster)."""
-    members = signed.map(lambda sp: (sp.doc, sp)).join(labels, parts).map(lambda kv: (kv[1][1], kv[1][0]))
+def _clusters(members, settings: ShingleSettings, parts: int):
+    """The rows ``templater dups`` gives for every page of a cluster, from (label, SignedPage) of its members
+    (label: the smallest doc of the cluster)."""
     return members.groupByKey(parts).flatMap(lambda kv: dedup.cluster_rows(
         kv[0], [sp.member() for sp in sorted(kv[1], key=lambda sp: sp.doc)], settings,
         {sp.doc: sp.verify_set for sp in kv[1]} if settings.verify != "estimate" else None))
@@ -507,12 +641,10 @@ CLUSTERS_SCHEMA = "id string, url string, cluster long, canonical string, simila
 SKIPS_SCHEMA = "source string, reason string, detail string, id string, url string"
 
 
-def _write(spark, out: str, *, pages, assigned, extractions, clusters, skips) -> dict[str, str]:
+def _write(spark, out: str, *, extracted, extractions, clusters, skips) -> dict[str, str]:
     """The Parquet datasets under ``out`` (overwritten)."""
     rows = {
-        "pages": (pages.mapValues(lambda r: (r.url, host_of(r.url), r.digest, r.fetched_at, r.encoding,
-                                             len(r.shapes), r.text_chars, r.source))
-                  .join(assigned).map(lambda kv: (kv[0], *kv[1][0][:2], *kv[1][1], *kv[1][0][2:])), PAGES_SCHEMA),
+        "pages": (extracted.map(lambda me: me[0]), PAGES_SCHEMA),
         "extractions": (extractions.map(lambda e: (e.id, e.url, e.site, e.text, e.method, e.template, e.coverage,
                                                    e.boilerplate_chars)), EXTRACTIONS_SCHEMA),
         "clusters": (clusters.map(lambda r: (r["id"], r["url"], r["cluster"], r["canonical"], r["similarity"])),

@@ -73,17 +73,28 @@ def local(inputs, tmp_path_factory):
             "dups": list(dedup.iter_duplicates(db))}
 
 
-@pytest.fixture(scope="module")
-def distributed(spark, inputs, tmp_path_factory):
-    folder = tmp_path_factory.mktemp("spark")
+def _run_spark(spark, inputs, folder, **options):
     result = spark_job.run_job(spark, inputs, out=str(folder / "out"), db_path=folder / "spark.db",
-                               options=spark_job.JobOptions(index_batch=INDEX_BATCH, partitions=2))
+                               options=spark_job.JobOptions(index_batch=INDEX_BATCH, partitions=2, **options))
 
     def rows(name):
         return [row.asDict() for row in spark.read.parquet(result.outputs[name]).collect()]
 
     return {"db_path": folder / "spark.db", "result": result, "extractions": rows("extractions"),
             "clusters": rows("clusters"), "pages": rows("pages")}
+
+
+@pytest.fixture(scope="module")
+def distributed(spark, inputs, tmp_path_factory):
+    """The default run: templates broadcast, components of the few verified pairs found on the driver."""
+    return _run_spark(spark, inputs, tmp_path_factory.mktemp("spark"))
+
+
+@pytest.fixture(scope="module")
+def distributed_at_scale(spark, inputs, tmp_path_factory):
+    """The paths a large run takes: templates joined with the pages (too large to broadcast), components by
+    label propagation on DataFrames (too many pairs for the driver)."""
+    return _run_spark(spark, inputs, tmp_path_factory.mktemp("spark-scale"), broadcast_bytes=0, driver_components=-1)
 
 
 def _templates(db):
@@ -98,7 +109,9 @@ def _clusters(rows):
     return {canonical: frozenset(ids) for canonical, ids in members.items()}
 
 
-def test_spark_job_gives_the_local_run(local, distributed):
+@pytest.mark.parametrize("run", ["distributed", "distributed_at_scale"])
+def test_spark_job_gives_the_local_run(local, run, request):
+    distributed = request.getfixturevalue(run)
     db = pipeline.open_store(distributed["db_path"], create=False)
     assert _templates(db) == _templates(local["db"])
     assert len(_templates(db)) >= 5
