@@ -36,6 +36,12 @@ def reference_clusters(pages: dict[str, np.ndarray], settings: ShingleSettings =
     ids = sorted(pages)
     values = np.stack([pages[i] for i in ids]) if ids else np.empty((0, settings.permutations), np.uint32)
     keys = band_keys(values, settings)
+    return components(ids, lambda i, j: (keys[i] == keys[j]).any()
+                      and estimate_similarity(values[i], values[j]) >= settings.threshold)
+
+
+def components(ids: list[str], linked) -> set[frozenset]:
+    """Connected components (of two or more) of the pairs (i, j) of positions in ids that ``linked`` accepts."""
     parent = list(range(len(ids)))
 
     def find(a):
@@ -45,7 +51,7 @@ def reference_clusters(pages: dict[str, np.ndarray], settings: ShingleSettings =
 
     for i in range(len(ids)):
         for j in range(i):
-            if (keys[i] == keys[j]).any() and estimate_similarity(values[i], values[j]) >= settings.threshold:
+            if linked(i, j):
                 parent[find(i)] = find(j)
     groups: dict[int, set] = {}
     for i, name in enumerate(ids):
@@ -241,21 +247,8 @@ def reference_sample_clusters(pages: dict[str, np.ndarray]) -> set[frozenset]:
     shingles = Shingles(np.concatenate([pages[i] for i in ids]), np.arange(len(ids) + 1) * 40)
     keys = band_keys(sign_shingles(shingles, SAMPLED).values, SAMPLED)
     sets = [comparable_set(pages[i], SAMPLED) for i in ids]
-    parent = list(range(len(ids)))
-
-    def find(a):
-        while parent[a] != a:
-            a = parent[a]
-        return a
-
-    for i in range(len(ids)):
-        for j in range(i):
-            if (keys[i] == keys[j]).any() and sample_jaccard(sets[i], sets[j], SAMPLED.sample) >= SAMPLED.threshold:
-                parent[find(i)] = find(j)
-    groups: dict[int, set] = {}
-    for i, name in enumerate(ids):
-        groups.setdefault(find(i), set()).add(name)
-    return {frozenset(g) for g in groups.values() if len(g) > 1}
+    return components(ids, lambda i, j: (keys[i] == keys[j]).any()
+                      and sample_jaccard(sets[i], sets[j], SAMPLED.sample) >= SAMPLED.threshold)
 
 
 @hsettings(max_examples=20, deadline=None)
