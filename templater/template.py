@@ -62,11 +62,12 @@ def learn_template(pages: Sequence[Segmented], *, site: str, version: int = 1, l
     rules = [_static_rule(block, share) for block, share in zip(reference, support)
              if share >= settings.static_support]
     dropped = [_dropped_mask(seg, static) for seg in pages]
-    rules += dynamic_rules(pages, dropped, settings)
-    region = content_region(pages, dropped, rules)
+    headlines = [find_headline(seg) for seg in pages]
+    rules += dynamic_rules(pages, dropped, headlines, settings)
+    region = content_region(pages, dropped, headlines, rules)
     if region is not None:
         rules.append(region)
-    rules += container_rules(pages, settings)
+    rules += container_rules(pages, headlines, settings)
     return Template(site=site, version=version, rules=tuple(rules), page_count=page_count,
                     learned_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), layout=layout,
                     reason=reason)
@@ -123,16 +124,15 @@ def _dropped_mask(seg: Segmented, static: set[int]) -> np.ndarray:
     return np.isin(seg.vector, np.fromiter(static, dtype=np.uint32, count=len(static)))
 
 
-def dynamic_rules(pages: Sequence[Segmented], dropped: Sequence[np.ndarray],
+def dynamic_rules(pages: Sequence[Segmented], dropped: Sequence[np.ndarray], headlines: Sequence[int | None],
                   settings: LearnSettings) -> list[Rule]:
     """Tag paths on most pages whose varying text is short or mostly links: dynamic boilerplate."""
     by_shape: dict[str, list[Block]] = defaultdict(list)
     pages_with: Counter = Counter()
-    headlines: Counter = Counter()  # tag paths of the pages' headlines
-    for seg, mask in zip(pages, dropped):
-        headline = find_headline(seg)
+    headline_paths: Counter = Counter()  # tag paths of the pages' headlines
+    for seg, mask, headline in zip(pages, dropped, headlines):
         if headline is not None:
-            headlines[seg.blocks[headline].tag_path] += 1
+            headline_paths[seg.blocks[headline].tag_path] += 1
         seen = set()
         for block, gone in zip(seg.blocks, mask):
             if not gone:
@@ -142,7 +142,7 @@ def dynamic_rules(pages: Sequence[Segmented], dropped: Sequence[np.ndarray],
     rules = []
     need = max(settings.min_static_pages, settings.shape_support * len(pages))
     for tag_path, blocks in sorted(by_shape.items()):
-        if pages_with[tag_path] < need or headlines[tag_path] >= need:
+        if pages_with[tag_path] < need or headline_paths[tag_path] >= need:
             continue  # too rare, or where the site puts its headlines (a permalink <h3><a> is one)
         chars = sum(len(b.text) for b in blocks)
         # a block inside a link (<a><article><h2>...) is link text all through
@@ -161,7 +161,8 @@ def dynamic_rules(pages: Sequence[Segmented], dropped: Sequence[np.ndarray],
     return rules
 
 
-def container_rules(pages: Sequence[Segmented], settings: LearnSettings) -> list[Rule]:
+def container_rules(pages: Sequence[Segmented], headlines: Sequence[int | None],
+                    settings: LearnSettings) -> list[Rule]:
     """Containers named like reader comments or like lists of other articles (by id or class) on enough pages:
     XPath drop rules.
 
@@ -172,8 +173,7 @@ def container_rules(pages: Sequence[Segmented], settings: LearnSettings) -> list
     """
     found: Counter = Counter()
     samples: dict[str, str] = {}
-    for seg in pages:
-        headline = find_headline(seg)
+    for seg, headline in zip(pages, headlines):
         keep_out = seg.blocks[headline].element if headline is not None else None
         containers = _named_containers(seg.root, COMMENT_NAME, keep_out, anchors=True)
         containers += _named_containers(seg.root, RELATED_NAME, keep_out)
@@ -247,14 +247,14 @@ def contains(outer, inner) -> bool:
     return False
 
 
-def content_region(pages: Sequence[Segmented], dropped: Sequence[np.ndarray], rules: Sequence[Rule]) -> Rule | None:
+def content_region(pages: Sequence[Segmented], dropped: Sequence[np.ndarray], headlines: Sequence[int | None],
+                   rules: Sequence[Rule]) -> Rule | None:
     """The element (by positional XPath) that holds most of the remaining text on most pages, if any."""
     shapes = {r.tag_path for r in rules if r.action == "drop-shape"}
     votes: Counter = Counter()
     samples: dict[str, str] = {}
-    for seg, mask in zip(pages, dropped):
+    for seg, mask, headline in zip(pages, dropped, headlines):
         kept = [b for b, gone in zip(seg.blocks, mask) if not gone and b.tag_path not in shapes]
-        headline = find_headline(seg)
         region = _deepest_holder(kept, seg.blocks[headline].xpath if headline is not None else None)
         if region:
             votes[region] += 1
