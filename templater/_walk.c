@@ -9,6 +9,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <string.h>
 #include <libxml/tree.h>
 
@@ -24,6 +25,14 @@ typedef PyObject *(*element_factory_t)(PyObject *doc, xmlNode *c_node);
 static element_factory_t element_factory = NULL;
 static PyObject *lower_name = NULL;
 static PyObject *block_class = NULL;  /* templater.types.Block */
+/* Block's __slots__ in its __init__'s argument order, and where each lives in an instance: blocks are made by
+ * filling the slots directly (what Block.__init__ does, without a Python call per block) when the class has
+ * exactly these object slots; else by calling the class. */
+#define BLOCK_FIELDS 10
+static const char *block_slots[BLOCK_FIELDS] = {"index", "_xpath", "tag_path", "tag", "text", "link_chars",
+                                                "markup_bytes", "hash", "shape", "element"};
+static Py_ssize_t block_offsets[BLOCK_FIELDS];
+static int block_direct = 0;
 static PyTypeObject *element_type = NULL;
 
 #define MAX_TAGS 256
@@ -204,6 +213,7 @@ typedef struct {
     PyObject *doc;  /* the lxml _Document */
     PyObject *rows;  /* list of (tag_path, tag, text, link_chars, markup, hash, shape, element) */
     Buffer hashes;  /* uint32 per row */
+    Buffer chars;  /* int64 per row: the text's length in code points */
     Buffer path;
     Buffer normal;
 } Walk;
@@ -250,6 +260,8 @@ static int normalize_space(const Buffer *in, Buffer *out, int *ascii) {
     return 0;
 }
 
+static int append_block(Walk *w, PyObject *block, uint32_t digest, Py_ssize_t length);
+
 /* blocks._close: 0 done, -1 error (exception set), 1 give up (caller returns None). */
 static int close_block(Walk *w, xmlNode *owner, Buffer *text_buf, Py_ssize_t link_chars, Py_ssize_t markup) {
     int ascii;
@@ -287,13 +299,30 @@ static int close_block(Walk *w, xmlNode *owner, Buffer *text_buf, Py_ssize_t lin
                           PyLong_FromUnsignedLong(shape), element};
     PyObject *block = NULL;
     int complete = 1;
-    for (int i = 0; i < 10; i++) complete &= args[i] != NULL;
-    if (complete) block = PyObject_Vectorcall(block_class, args, 10, NULL);
-    for (int i = 0; i < 10; i++) if (i != 1) Py_XDECREF(args[i]);
+    for (int i = 0; i < BLOCK_FIELDS; i++) complete &= args[i] != NULL;
+    if (complete && block_direct) {
+        block = ((PyTypeObject *)block_class)->tp_alloc((PyTypeObject *)block_class, 0);
+        if (block) {
+            Py_INCREF(Py_None);  /* the slots take over the references held in args */
+            for (int i = 0; i < BLOCK_FIELDS; i++) *(PyObject **)((char *)block + block_offsets[i]) = args[i];
+            args[1] = NULL;
+        }
+        if (block) return append_block(w, block, digest, length);
+    } else if (complete) {
+        block = PyObject_Vectorcall(block_class, args, BLOCK_FIELDS, NULL);
+    }
+    for (int i = 0; i < BLOCK_FIELDS; i++) if (i != 1) Py_XDECREF(args[i]);
     if (!block) return -1;
+    return append_block(w, block, digest, length);
+}
+
+/* The block as the walk's next row (the reference to it is taken over), with its hash and length. */
+static int append_block(Walk *w, PyObject *block, uint32_t digest, Py_ssize_t length) {
     int failed = PyList_Append(w->rows, block);
     Py_DECREF(block);
     if (failed) return -1;
+    int64_t chars = length;
+    if (buf_add(&w->chars, (const char *)&chars, 8) < 0) return -1;
     return buf_add(&w->hashes, (const char *)&digest, 4);
 }
 
@@ -318,7 +347,7 @@ static PyObject *segment(PyObject *self, PyObject *root) {
     if (!element_factory || !block_class || !PyObject_TypeCheck(root, element_type)) Py_RETURN_NONE;
     xmlNode *c_root = ((LxmlElement *)root)->_c_node;
     if (!c_root || !c_root->doc) Py_RETURN_NONE;
-    Walk w = {((LxmlElement *)root)->_doc, PyList_New(0), {0}, {0}, {0}};
+    Walk w = {((LxmlElement *)root)->_doc, PyList_New(0), {0}, {0}, {0}, {0}};
     Buffer text = {0};
     PyObject *result = NULL;
     int give_up = 0;
@@ -412,12 +441,15 @@ walked:
     }
     {
         PyObject *hashes = PyBytes_FromStringAndSize(w.hashes.data ? w.hashes.data : "", w.hashes.size);
-        if (hashes) result = Py_BuildValue("(ON)", w.rows, hashes);
+        PyObject *chars = PyBytes_FromStringAndSize(w.chars.data ? w.chars.data : "", w.chars.size);
+        if (hashes && chars) result = Py_BuildValue("(ONN)", w.rows, hashes, chars);
+        else { Py_XDECREF(hashes); Py_XDECREF(chars); }
     }
 done:
     Py_XDECREF(w.rows);
     PyMem_Free(w.normal.data);
     PyMem_Free(w.hashes.data);
+    PyMem_Free(w.chars.data);
     PyMem_Free(w.path.data);
     PyMem_Free(text.data);
     if (give_up && !PyErr_Occurred()) Py_RETURN_NONE;
@@ -448,8 +480,19 @@ static PyObject *configure(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOO", &block, &split, &cls)) return NULL;
     if (read_tags(block, block_tags, &n_block_tags) < 0 || read_tags(split, split_tags, &n_split_tags) < 0)
         return NULL;
+    if (!PyType_Check(cls)) { PyErr_SetString(PyExc_TypeError, "block_class must be a class"); return NULL; }
     Py_INCREF(cls);
     Py_XSETREF(block_class, cls);
+    /* fill slots directly only where the class's instances are exactly BLOCK_FIELDS object slots set by
+     * __init__ (a subclass or another layout: call it) */
+    block_direct = ((PyTypeObject *)cls)->tp_dictoffset == 0;
+    for (int i = 0; i < BLOCK_FIELDS && block_direct; i++) {
+        PyObject *descr = PyDict_GetItemString(((PyTypeObject *)cls)->tp_dict, block_slots[i]);
+        if (!descr || !PyObject_TypeCheck(descr, &PyMemberDescr_Type)) { block_direct = 0; break; }
+        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type != T_OBJECT_EX || (member->flags & READONLY)) { block_direct = 0; break; }
+        block_offsets[i] = member->offset;
+    }
     Py_RETURN_NONE;
 }
 
@@ -1134,6 +1177,79 @@ static PyObject *utf8_controls_to_space(PyObject *self, PyObject *text) {
 }
 
 
+/* --- string-length(normalize-space(.)) -------------------------------------------------------------------- */
+typedef struct {
+    Py_ssize_t chars;  /* code points written so far */
+    int pending;  /* blanks seen since the last written character */
+} Normalized;
+
+/* Count what normalize-space() keeps of one text: XML blanks (space, tab, CR, LF) collapse to one space
+ * between non-blank characters and vanish at the ends; string-length() counts code points. */
+static void count_normalized(Normalized *n, const unsigned char *s) {
+    if (!s) return;
+    for (; *s; s++) {
+        unsigned char b = *s;
+        if (b == ' ' || b == '\t' || b == '\n' || b == '\r') {
+            n->pending = n->chars > 0;
+            continue;
+        }
+        if ((b & 0xC0) == 0x80) continue;  /* a UTF-8 continuation byte: part of a character counted */
+        if (n->pending) { n->chars++; n->pending = 0; }
+        n->chars++;
+    }
+}
+
+/* The string value of an element (its descendant text and CDATA in document order, as xmlNodeGetContent
+ * gives it), counted; -1 where a node this does not follow (an entity reference) is inside. */
+static Py_ssize_t normalized_chars(xmlNode *top) {
+    Normalized n = {0, 0};
+    xmlNode *cur = top->children;
+    while (cur) {
+        if (cur->type == XML_TEXT_NODE || cur->type == XML_CDATA_SECTION_NODE) {
+            count_normalized(&n, cur->content);
+        } else if (cur->type == XML_ENTITY_REF_NODE || cur->type == XML_ENTITY_NODE) {
+            return -1;
+        } else if (cur->type == XML_ELEMENT_NODE && cur->children) {
+            cur = cur->children;
+            continue;
+        }
+        while (!cur->next) {
+            cur = cur->parent;
+            if (!cur || cur == top) return n.chars;
+        }
+        cur = cur->next;
+    }
+    return n.chars;
+}
+
+/* normalized_length(element) -> int | None: string-length(normalize-space(.)) of the element, as libxml2's
+ * XPath computes it (template.RELATED_SIZE_TEST); None where the plain XPath must answer. With body=True,
+ * the same of the page's /html/body (0 where there is none). */
+static PyObject *normalized_length(PyObject *self, PyObject *args) {
+    PyObject *element;
+    int body = 0;
+    if (!PyArg_ParseTuple(args, "O|p", &element, &body)) return NULL;
+    if (!element_type || !PyObject_TypeCheck(element, element_type)) Py_RETURN_NONE;
+    xmlNode *node = ((LxmlElement *)element)->_c_node;
+    if (!node || node->type != XML_ELEMENT_NODE) Py_RETURN_NONE;
+    if (body) {
+        if (!node->doc) Py_RETURN_NONE;
+        xmlNode *found = NULL;  /* the first of /html/body in document order */
+        for (xmlNode *html = ((xmlNode *)node->doc)->children; html && !found; html = html->next) {
+            if (html->type != XML_ELEMENT_NODE || html->ns || strcmp((const char *)html->name, "html") != 0)
+                continue;
+            for (xmlNode *c = html->children; c && !found; c = c->next)
+                if (c->type == XML_ELEMENT_NODE && !c->ns && strcmp((const char *)c->name, "body") == 0) found = c;
+        }
+        if (!found) return PyLong_FromLong(0);
+        node = found;
+    }
+    Py_ssize_t chars = normalized_chars(node);
+    if (chars < 0) Py_RETURN_NONE;
+    return PyLong_FromSsize_t(chars);
+}
+
+
 /* head_title(root) -> root.find("head/title"): the first <title> child of the first <head> child that has one. */
 static PyObject *head_title(PyObject *self, PyObject *root) {
     if (!element_factory || !PyObject_TypeCheck(root, element_type)) {
@@ -1152,6 +1268,8 @@ static PyObject *head_title(PyObject *self, PyObject *root) {
 
 static PyMethodDef methods[] = {
     {"head_title", head_title, METH_O, "head_title(root) -> root.find('head/title')"},
+    {"normalized_length", normalized_length, METH_VARARGS,
+     "normalized_length(element, body=False) -> int | None: string-length(normalize-space(.)) by libxml2's rules"},
     {"utf8_controls_to_space", utf8_controls_to_space, METH_O,
      "utf8_controls_to_space(text) -> bytes: parse.clean_text's encode-and-translate step."},
     {"match_rules", match_rules, METH_VARARGS, "match_rules(root, [(tag, id, token)]) -> [[element]] | None"},
@@ -1165,8 +1283,8 @@ static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(block_tags, split_tags, block_class): the tag sets of the walk and the class of its blocks."},
     {"segment", segment, METH_O,
-     "segment(root) -> (blocks, hashes) | None: blocks._segment_plain's blocks and their hashes as uint32 "
-     "bytes; None where the page needs the plain walk."},
+     "segment(root) -> (blocks, hashes, chars) | None: blocks._segment_plain's blocks, their hashes as uint32 "
+     "bytes and their texts' lengths as int64 bytes; None where the page needs the plain walk."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import zlib
+from dataclasses import replace
 
 import numpy as np
 from lxml import etree
@@ -80,10 +81,9 @@ def segment(root: etree._Element, page: Page) -> Segmented:
     walked = _walk.segment(root) if _walk is not None else None
     if walked is None:
         return _segment_plain(root, page)
-    blocks, hashes = walked
-    blocks = tuple(blocks)
-    vector = np.frombuffer(hashes, dtype=np.uint32).copy()
-    return Segmented(page=page, blocks=blocks, vector=vector, title=_title(root), root=root)
+    blocks, hashes, chars = walked
+    return Segmented(page=page, blocks=tuple(blocks), vector=np.frombuffer(hashes, dtype=np.uint32).copy(),
+                     title=_title(root), root=root, chars=np.frombuffer(chars, dtype=np.int64).copy())
 
 
 def _segment_plain(root: etree._Element, page: Page) -> Segmented:
@@ -130,7 +130,8 @@ def _segment_plain(root: etree._Element, page: Page) -> Segmented:
     if parts:
         _close(blocks, owners[current], parts, link_chars, markup)
     vector = np.fromiter((b.hash for b in blocks), dtype=np.uint32, count=len(blocks))
-    return Segmented(page=page, blocks=tuple(blocks), vector=vector, title=_title(root), root=root)
+    seg = Segmented(page=page, blocks=tuple(blocks), vector=vector, title=_title(root), root=root)
+    return replace(seg, chars=seg.block_chars())
 
 
 def _blank_before(element: etree._Element) -> bool:

@@ -178,7 +178,7 @@ def _inside_plain(seg: Segmented, elements: list) -> np.ndarray:
 
 def _region_mask(seg: Segmented, region: etree.XPath, allowed: np.ndarray) -> np.ndarray:
     inside = _inside(seg, [e for e in region(seg.root) if isinstance(e, etree._Element)][:1])
-    chars = np.fromiter((len(b.text) for b in seg.blocks), dtype=np.int64, count=len(seg.blocks))
+    chars = seg.block_chars()
     total = chars[allowed].sum()
     if total and chars[allowed & inside].sum() >= REGION_MIN_SHARE * total:
         return inside
@@ -207,7 +207,7 @@ def extract_page(seg: Segmented, compiled: CompiledTemplate | None = None, *, si
 
 def leaves_nothing(seg: Segmented, allowed: np.ndarray) -> bool:
     """Whether the page has paragraphs (a block of PARAGRAPH_CHARS or more) and the template allows no block."""
-    return not allowed.any() and any(len(b.text) >= PARAGRAPH_CHARS for b in seg.blocks)
+    return not allowed.any() and bool((seg.block_chars() >= PARAGRAPH_CHARS).any())
 
 
 def drop_repeats(seg: Segmented, keep: np.ndarray) -> np.ndarray:
@@ -228,6 +228,6 @@ def _extraction(seg: Segmented, keep: np.ndarray, *, site: str, method: str, tem
                 coverage: float | None) -> Extraction:
     keep = drop_repeats(seg, keep)
     text = fallback.extract_text(seg, keep)
-    boilerplate = sum(len(b.text) for b, k in zip(seg.blocks, keep) if not k)
+    boilerplate = int(seg.block_chars()[~np.asarray(keep, dtype=bool)].sum())
     return Extraction(id=seg.page.id, url=seg.page.url, site=site, text=text, method=method, template=template,
                       coverage=coverage, kept=tuple(np.flatnonzero(keep).tolist()), boilerplate_chars=boilerplate)

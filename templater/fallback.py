@@ -95,7 +95,7 @@ def extract_text(seg: Segmented, keep: np.ndarray) -> str:
 def keep_dense(seg: Segmented) -> np.ndarray:
     """Blocks whose text density (averaged with their neighbours', weighted by text length) is above the
     page's own threshold."""
-    chars = np.fromiter((len(b.text) for b in seg.blocks), dtype=np.float64, count=len(seg.blocks))
+    chars = seg.block_chars().astype(np.float64)
     density = np.fromiter((b.text_density for b in seg.blocks), dtype=np.float64, count=len(seg.blocks))
     smoothed = smooth_density(density, chars)
     return smoothed > density_threshold(smoothed, chars)
@@ -195,7 +195,7 @@ def _score(seg: Segmented, tree: Tree, features: np.ndarray, weights: ann.Weight
 
 
 def _keep_region(seg: Segmented, tree: Tree, scores: np.ndarray) -> np.ndarray:
-    chars = np.fromiter((len(b.text) for b in seg.blocks), dtype=np.float64, count=len(seg.blocks))
+    chars = seg.block_chars().astype(np.float64)
     per_element = np.zeros(len(tree.parent))
     np.add.at(per_element, tree.owner, chars * (scores - REGION_BASE))
     region = np.zeros(len(tree.parent), dtype=bool)

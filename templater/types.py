@@ -108,6 +108,13 @@ class Segmented:
     vector: np.ndarray  # uint32 block hashes, in document order
     title: str = ""
     root: Any = field(default=None, compare=False, repr=False)  # the parsed lxml tree the blocks point into
+    chars: np.ndarray | None = field(default=None, compare=False, repr=False)  # int64 len(text) per block
+
+    def block_chars(self) -> np.ndarray:
+        """len(text) of each block as int64: counted by the segmentation walk, else here."""
+        if self.chars is not None:
+            return self.chars
+        return np.fromiter((len(b.text) for b in self.blocks), dtype=np.int64, count=len(self.blocks))
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,6 +68,8 @@ def assert_same_segmentation(markup):
     assert all(a.element is b.element for a, b in zip(fast.blocks, plain.blocks))
     assert fast.vector.dtype == plain.vector.dtype and fast.vector.tobytes() == plain.vector.tobytes()
     assert fast.title == plain.title
+    assert fast.chars.dtype == plain.chars.dtype == np.int64
+    assert fast.chars.tolist() == plain.chars.tolist() == [len(b.text) for b in plain.blocks]
 
 
 @needs_walk
@@ -259,3 +261,43 @@ def test_c_head_title_is_find_head_title():
         assert blocks.head_title(root) is root.find("head/title")
     for seg in sample_pages():
         assert blocks.head_title(seg.root) is seg.root.find("head/title")
+
+
+def assert_same_sizes(root):
+    """The C size test's counts are libxml2's string-length(normalize-space(.)) of every element and of the
+    page's /html/body."""
+    from lxml import etree
+
+    from templater import template
+    xpath_size = etree.XPath("string-length(normalize-space(.))")
+    assert template.size_limit(root) == float(template._SIZE_LIMIT(root))
+    for element in root.iter():
+        if isinstance(element.tag, str):
+            assert blocks._walk.normalized_length(element) == float(xpath_size(element))
+
+
+@needs_walk
+def test_c_size_test_matches_libxml2_xpath_on_the_samples():
+    for seg in sample_pages(limit=12):
+        assert_same_sizes(seg.root)
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(st.lists(piece | st.sampled_from(["<![CDATA[ x  y ]]>", "\r\n", "\u4e2d\u6587 ", "\U0001f600"]), max_size=40),
+       st.booleans())
+def test_c_size_test_matches_libxml2_xpath_on_generated_markup(pieces, wrap):
+    body = "".join(pieces)
+    root = parse_html(f"<html><head><title>T</title></head><body>{body}</body></html>" if wrap else body)
+    if root is not None:
+        assert_same_sizes(root)
+
+
+@needs_walk
+def test_c_size_test_without_a_body_is_zero_as_in_xpath():
+    from lxml import etree
+
+    from templater import template
+    root = etree.fromstring("<svg><text>a b</text></svg>")  # no /html/body: the XPath's string is empty
+    assert template.size_limit(root) == float(template._SIZE_LIMIT(root)) == 0.0
+    assert blocks._walk.normalized_length(root[0]) == 3
