@@ -84,13 +84,13 @@ def stage_breakdown(db) -> dict[str, float]:
     weights = fallback.default_weights()
     pages = iter(page_store.load_pages(db, ids))
     while True:
-        stored = step("load page (sqlite, zlib)", next, pages, None)
+        stored = step("load page (sqlite, zstd)", next, pages, None)
         if stored is None:
             break
-        root = step("parse", parse_html, stored.html)
+        root = step("parse", parse_html, stored.html_bytes)
         if root is None:
             continue
-        page = Page(stored.id, stored.url, stored.html, stored.fetched_at, stored.encoding or "utf-8")
+        page = Page(stored.id, stored.url, stored.html_bytes, stored.fetched_at, stored.encoding or "utf-8")
         seg = step("segment", segment, root, page)
         compiled = step("find template", index.find, seg, stored.site, threshold=pipeline.LearnSettings().layout_match)
         if compiled is None or not seg.blocks:

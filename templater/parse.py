@@ -3,6 +3,9 @@
 The parsing boundary: whatever the input holds (NUL and control characters, an XML encoding declaration
 inside a decoded string, a bogus <meta charset>), lxml is only ever handed clean UTF-8 bytes with the
 encoding stated, so the page's own declarations cannot mislead it.
+
+A page read back from the store comes as its stored UTF-8 bytes (always valid UTF-8): those are cleaned as they
+are, into the same bytes their decoded text would give, without decoding and encoding again.
 """
 
 from __future__ import annotations
@@ -14,10 +17,17 @@ from lxml import etree
 from . import config
 from .blocks import _walk, head_title
 
-# Control characters (never part of a multi-byte UTF-8 sequence) become spaces, in C, on the encoded bytes.
+# Control characters (never part of a multi-byte UTF-8 sequence) become spaces: in C while a decoded page is
+# encoded, by bytes.translate on a stored page's bytes.
 _CONTROLS = bytes([*range(0, 9), 11, 12, *range(14, 32), 127])  # all but \t \n \r
 _CONTROL_TO_SPACE = bytes.maketrans(_CONTROLS, b" " * len(_CONTROLS))
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*>", re.IGNORECASE)
+# What \s matches in a str pattern (str.isspace): _XML_DECL's leading whitespace, spelled in UTF-8 for the bytes
+# twin (a bytes pattern's \s is ASCII only). IGNORECASE changes nothing else: "xml" has no non-ASCII case forms.
+UNICODE_SPACES = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+                  "\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+_XML_DECL_UTF8 = re.compile(b"(?:" + b"|".join(re.escape(c.encode("utf-8")) for c in UNICODE_SPACES) +
+                            rb")*<\?xml[^>]*>", re.IGNORECASE)
 _UNCLOSED_TITLE = re.compile(rb"(<title[^>]*>[^<\n]*)", re.IGNORECASE)
 MAX_TITLE_CHARS = 1000  # a longer <title> text means the tag was never closed
 
@@ -34,9 +44,23 @@ def clean_text(markup: str) -> bytes:
     return markup.encode("utf-8", "replace").translate(_CONTROL_TO_SPACE)
 
 
-def parse_html(markup: str) -> etree._Element | None:
-    """Parse decoded HTML into an lxml tree with non-content elements removed; None if nothing parses."""
-    markup = clean_text(markup)
+def clean_utf8(data: bytes) -> bytes:
+    """``clean_text(data.decode("utf-8"))`` for valid UTF-8 ``data``, byte for byte, without decoding: a leading
+    XML declaration cut the way _XML_DECL cuts it from the text, control characters (never part of a multi-byte
+    sequence) turned into spaces."""
+    declaration = _XML_DECL_UTF8.match(data)
+    if declaration is not None:
+        data = data[declaration.end():]
+    return data.translate(_CONTROL_TO_SPACE)
+
+
+def parse_html(markup: str | bytes) -> etree._Element | None:
+    """Parse HTML into an lxml tree with non-content elements removed; None if nothing parses.
+
+    ``markup`` is decoded text, or UTF-8 bytes known to be valid (a stored page's, ``StoredPage.html_bytes``):
+    both give lxml the same bytes for the same page.
+    """
+    markup = clean_utf8(markup) if isinstance(markup, bytes) else clean_text(markup)
     root = _parse(markup)
     if root is not None and _swallowed_by_title(root):
         repaired = _parse(_UNCLOSED_TITLE.sub(rb"\1</title>", markup, count=1))
@@ -48,7 +72,7 @@ def parse_html(markup: str) -> etree._Element | None:
 
 
 def _parse(data: bytes) -> etree._Element | None:
-    if not data.strip():
+    if not data or data.isspace():  # not data.strip(), which copies the page when it ends with a newline
         return None
     try:
         return etree.fromstring(data, parser=_PARSER)

@@ -73,7 +73,8 @@ def open_store(path: str | Path, *, create: bool = True) -> sqlite_utils.Databas
 
 
 def segment_page(page: Page) -> Segmented | Skip:
-    """Parse and segment a decoded page; a Skip with the reason when it yields nothing to work with."""
+    """Parse and segment a page (decoded, or a stored page's UTF-8 bytes); a Skip with the reason when it yields
+    nothing to work with."""
     root = parse_html(page.html)
     if root is None:
         return Skip("unparsable", page.url, "lxml built no tree", id=page.id, url=page.url)
@@ -137,10 +138,11 @@ def _ingest_one(db: sqlite_utils.Database, item, batch: _Batch) -> str | Skip:
         return seg
     page = seg.page
     host = host_of(page.url)
+    data, digest = page_store.encode_page(page.html)
     batch.write()
     return page_store.upsert_page(
-        db, id=page.id, url=page.url, host=host, html=page.html, digest=page_store.content_hash(page.html),
-        fetched_at=page.fetched_at, encoding=page.encoding, hashes=seg.vector, shapes=block_shapes(seg),
+        db, id=page.id, url=page.url, host=host, html=data, digest=digest, fetched_at=page.fetched_at,
+        encoding=page.encoding, hashes=seg.vector, shapes=block_shapes(seg),
         text_chars=sum(len(b.text) for b in seg.blocks), now=stamp)
 
 
@@ -277,7 +279,8 @@ def layout_signature(sets: list[np.ndarray]) -> np.ndarray:
 
 
 def stored_segment(stored: page_store.StoredPage) -> Segmented | Skip:
-    page = Page(id=stored.id, url=stored.url, html=stored.html, fetched_at=stored.fetched_at,
+    """Parse and segment a stored page from its stored UTF-8 bytes (never decoded)."""
+    page = Page(id=stored.id, url=stored.url, html=stored.html_bytes, fetched_at=stored.fetched_at,
                 encoding=stored.encoding or "utf-8")
     return segment_page(page)
 

@@ -67,7 +67,7 @@ class _Fetched:
     url: str = ""
     fetched_at: str | None = None
     skip: Skip | None = None
-    html: str = ""
+    html: bytes = b""  # the UTF-8 bytes the store keeps (page_store.encode_page)
     encoding: str = "utf-8"
     digest: str = ""
     hashes: np.ndarray | None = None
@@ -237,7 +237,7 @@ class _Crawl:
         page = record if isinstance(record, Skip) else decode_page(record)
         if isinstance(page, Skip):
             return _Fetched("skip", skip=page)
-        digest = page_store.content_hash(page.html)
+        data, digest = page_store.encode_page(page.html)
         known = state.get(page.id)
         if known is not None and known[0] == digest and not known[1]:
             return _Fetched("unchanged", id=page.id, url=page.url, fetched_at=page.fetched_at, digest=digest,
@@ -251,7 +251,7 @@ class _Crawl:
         site = compiled.template.site if compiled is not None else None
         result = extract_page(seg, compiled, site=site or group, method=self.method)
         shapes = pipeline.block_shapes(seg)
-        return _Fetched(kind, id=page.id, url=page.url, fetched_at=page.fetched_at, html=page.html,
+        return _Fetched(kind, id=page.id, url=page.url, fetched_at=page.fetched_at, html=data,
                         encoding=page.encoding, digest=digest, hashes=seg.vector, shapes=shapes,
                         text_chars=sum(len(b.text) for b in seg.blocks), group=group, site=site, result=result)
 

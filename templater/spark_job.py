@@ -115,7 +115,7 @@ class StoredRow:
     order: tuple[int, str, int]  # (input number, file, record number)
     id: str
     url: str
-    html: str  # as the store gives it back (page_store.stored_html)
+    html: bytes  # the UTF-8 bytes the store keeps (page_store.encode_page), parsed as a stored page is
     encoding: str
     fetched_at: str | None
     digest: str
@@ -280,10 +280,10 @@ def ingest_record(order: tuple[int, str, int], item) -> StoredRow | Skip:
     if isinstance(seg, Skip):
         return seg
     page = seg.page
-    return StoredRow(order=order, id=page.id, url=page.url, html=page_store.stored_html(page.html),
-                     encoding=page.encoding, fetched_at=page.fetched_at, digest=page_store.content_hash(page.html),
-                     shapes=pipeline.block_shapes(seg), text_chars=sum(len(b.text) for b in seg.blocks),
-                     source=item.source)
+    data, digest = page_store.encode_page(page.html)
+    return StoredRow(order=order, id=page.id, url=page.url, html=data, encoding=page.encoding,
+                     fetched_at=page.fetched_at, digest=digest, shapes=pipeline.block_shapes(seg),
+                     text_chars=sum(len(b.text) for b in seg.blocks), source=item.source)
 
 
 def settle_versions(items: Iterable[StoredRow | Skip]) -> tuple[StoredRow | None, int, list[Skip]]:

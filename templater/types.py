@@ -36,11 +36,15 @@ class Skip:
 
 @dataclass(frozen=True, slots=True)
 class Page:
-    """A decoded page ready to parse."""
+    """A decoded page ready to parse.
+
+    ``html`` is the decoded text, or, for a page read back from the store, its stored UTF-8 bytes (valid UTF-8,
+    parsed as they are: ``parse.parse_html``).
+    """
 
     id: str
     url: str
-    html: str
+    html: str | bytes
     fetched_at: str | None = None
     encoding: str = "utf-8"
 

@@ -301,3 +301,88 @@ def test_c_size_test_without_a_body_is_zero_as_in_xpath():
     root = etree.fromstring("<svg><text>a b</text></svg>")  # no /html/body: the XPath's string is empty
     assert template.size_limit(root) == float(template._SIZE_LIMIT(root)) == 0.0
     assert blocks._walk.normalized_length(root[0]) == 3
+
+
+# --- a stored page parsed from its UTF-8 bytes against its decoded text -------------------------------------------
+
+import re  # noqa: E402
+
+from templater import parse  # noqa: E402
+
+XML_DECLARATION = "<?xml version='1.0' encoding='utf-16'?>"
+
+
+def handed_to_lxml(markup) -> list[bytes]:
+    """What parse_html(markup) hands lxml: one byte string, two when it repairs an unclosed <title>."""
+    seen = []
+    original = parse._parse
+
+    def spy(data):
+        seen.append(data)
+        return original(data)
+
+    parse._parse = spy
+    try:
+        parse.parse_html(markup)
+    finally:
+        parse._parse = original
+    return seen
+
+
+def stored_forms(source: str) -> tuple[str, bytes]:
+    """(the text load_pages gave before, the bytes it gives now) of a page ingested as ``source``."""
+    data = source.encode("utf-8", "replace")
+    return data.decode("utf-8"), data
+
+
+def test_unicode_spaces_are_what_a_str_pattern_calls_whitespace():
+    space = re.compile(r"\s")
+    assert parse.UNICODE_SPACES == "".join(c for c in map(chr, range(0x110000)) if space.match(c))
+
+
+@pytest.mark.parametrize("source, cleaned", [
+    ("", b""),
+    ("  \n ", b"  \n "),
+    ("<p>a</p>", b"<p>a</p>"),
+    (XML_DECLARATION + "<p>a</p>", b"<p>a</p>"),
+    ("\u00a0" + XML_DECLARATION + "<p>a</p>", b"<p>a</p>"),  # no-break space: str \s, not bytes \s
+    ("\u2028\u3000\u205f\x85 \t" + XML_DECLARATION + "<p>a</p>", b"<p>a</p>"),
+    ("\x1c\x1f\x0b\x0c" + XML_DECLARATION + "<p>a</p>", b"<p>a</p>"),  # str \s control characters
+    ("\u200b" + XML_DECLARATION + "<p>a</p>", "\u200b".encode() + XML_DECLARATION.encode() + b"<p>a</p>"),
+    ("\x00" + XML_DECLARATION + "<p>a</p>", b" " + XML_DECLARATION.encode() + b"<p>a</p>"),  # NUL: no space
+    ("<?XmL version='1.0'?>" + XML_DECLARATION + "<p>a</p>", XML_DECLARATION.encode() + b"<p>a</p>"),  # one only
+    ("<p>a</p>" + XML_DECLARATION, b"<p>a</p>" + XML_DECLARATION.encode()),
+    ("<?xml unclosed <p>\u00e9</p>", "\u00e9</p>".encode()),  # up to the first ">"
+    ("<?xml never closed \u00e9", "<?xml never closed \u00e9".encode()),
+    ("<p>\x00a\x01b\x08\x0b\x0c\x0e\x1f\x7f\tc\nd\re</p>", b"<p> a b" + b" " * 6 + b"\tc\nd\re</p>"),
+    ("<p>a\ud800b\udfff</p>", b"<p>a?b?</p>"),  # lone surrogates of the source: stored as "?"
+    ("<p>\u00e9\u6771\U0001f600\x85\u2028</p>", "<p>\u00e9\u6771\U0001f600\x85\u2028</p>".encode()),
+])
+def test_stored_bytes_parse_as_their_decoded_text(source, cleaned):
+    text, data = stored_forms(source)
+    assert parse.clean_utf8(data) == parse.clean_text(text) == cleaned
+    assert handed_to_lxml(data) == handed_to_lxml(text)
+
+
+def test_stored_bytes_repair_an_unclosed_title_as_their_text_does():
+    source = "\u00a0<?xml version='1.0'?><html><head><title>" + "caf\u00e9 " * 300 + "<body><p>x\x00</p></body></html>"
+    text, data = stored_forms(source)
+    handed = handed_to_lxml(data)
+    assert len(handed) == 2 and handed == handed_to_lxml(text)
+    root = parse.parse_html(data)
+    assert root is not None and root.findtext("body/p") == "x "
+
+
+ODD = parse.UNICODE_SPACES + "\x00\x01\x7f\u200b\ud800\udfff\u00e9"
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.text(alphabet=st.sampled_from(ODD), max_size=4),
+       st.lists(st.sampled_from(["<?xml", "<?XmL a=1", ">", "<p>", "</title>", "<title>", XML_DECLARATION])
+                | st.text(alphabet=st.sampled_from(ODD) | st.characters(blacklist_categories=()), max_size=6),
+                max_size=12))
+def test_clean_utf8_is_clean_text_of_the_decoded_bytes(lead, pieces):
+    text, data = stored_forms(lead + "".join(pieces))
+    assert parse.clean_utf8(data) == parse.clean_text(text)
+    assert parse.clean_utf8(data) == parse._XML_DECL.sub("", text, count=1).encode("utf-8").translate(
+        parse._CONTROL_TO_SPACE)  # the plain definition, whichever encoding step clean_text uses
