@@ -230,6 +230,133 @@ def test_c_clean_encoding_matches_encode_and_translate(text):
         parse._CONTROL_TO_SPACE)
 
 
+# --- the C ensemble forward pass (templater._walk.ensemble) against ann's numpy definition --------------------------
+# Not bit for bit: the C pass adds the weighted sums in another order than numpy's matmul (fused where the CPU has
+# FMA) and computes tanh and exp itself, so the scores may differ in their last bits. They must agree to 1e-12 and
+# give the same keep/drop decisions.
+
+from templater import ann, fallback  # noqa: E402
+
+TOLERANCE = 1e-12
+
+
+def numpy_ensemble(monkeypatch):
+    monkeypatch.setattr(ann, "_predict_mean_c", lambda networks, inputs: None)
+
+
+def assert_close(fast, plain):
+    assert fast.dtype == plain.dtype == np.float64 and fast.shape == plain.shape
+    assert np.isfinite(plain).all()
+    assert np.abs(fast - plain).max(initial=0.0) <= TOLERANCE
+
+
+@needs_walk
+def test_c_ensemble_matches_numpy_on_the_samples(monkeypatch):
+    weights = fallback.default_weights()
+    cases, rows = [], 0
+    for seg in sample_pages():
+        if not seg.blocks:
+            continue
+        tree = features.number_tree(seg)
+        block = features.block_features(seg, tree)
+        first = ann._predict_mean_c(weights.first, block)
+        assert first is not None  # the C pass takes the shipped ensembles
+        plain_first = ann._predict_mean_numpy(weights.first, block)
+        assert_close(first, plain_first)
+        # the second stage on the same inputs both ways (the numpy first stage's context)
+        both = np.hstack([block, features.context_features(seg, tree, plain_first)])
+        assert_close(ann._predict_mean_c(weights.second, both), ann._predict_mean_numpy(weights.second, both))
+        scores = fallback.score_blocks(seg, weights)
+        keep = fallback.select_blocks(seg, weights=weights)
+        allowed = np.arange(len(seg.blocks)) % 4 != 1
+        behind = fallback.select_blocks(seg, weights=weights, allowed=allowed)
+        fdr = fallback.select_blocks(seg, weights=weights, method="fdr")
+        cases.append((seg, allowed, scores, keep, behind, fdr))
+        rows += len(seg.blocks)
+    assert len(cases) > 5 and rows > 500
+    numpy_ensemble(monkeypatch)
+    for seg, allowed, scores, keep, behind, fdr in cases:
+        assert_close(scores, fallback.score_blocks(seg, weights))
+        assert keep.tobytes() == fallback.select_blocks(seg, weights=weights).tobytes()
+        assert behind.tobytes() == fallback.select_blocks(seg, weights=weights, allowed=allowed).tobytes()
+        assert fdr.tobytes() == fallback.select_blocks(seg, weights=weights, method="fdr").tobytes()
+
+
+@st.composite
+def ensembles_and_inputs(draw):
+    """An ensemble whose members share their standardisation (as training makes them), and inputs for it: moderate
+    values, zeros, and rows with one huge entry (|x| >= 1e9) that saturates tanh; biases that saturate tanh and
+    the sigmoid. The huge entries are alone in their row, so no sum cancels them (where such sums cancel, the
+    order of the additions decides and no tolerance holds). Hypothesis draws the shapes, the scales and which
+    rows and weights are extreme or zero; a seeded generator fills in the bulk of the values."""
+    hidden, count = draw(st.sampled_from([(8, 3), (1, 1), (3, 2), (5, 4), (8, 1), (10, 3)]))
+    width, rows = draw(st.integers(1, 80)), draw(st.integers(0, 12))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    zero_share = draw(st.sampled_from([0.0, 0.3, 1.0]))
+
+    def moderate(shape, scale):
+        values = rng.uniform(-scale, scale, shape)
+        values[rng.random(shape) < zero_share] = 0.0
+        return values
+
+    mean, std = moderate(width, 4.0), rng.uniform(0.5, 4.0, width)
+    bias_scale, output_scale = draw(st.sampled_from([1.0, 30.0])), draw(st.sampled_from([1.0, 3.0]))
+    networks = tuple(ann.Network(mean=mean.copy(), std=std.copy(), hidden_weights=moderate((width, hidden), 1.0),
+                                 hidden_bias=rng.uniform(-bias_scale, bias_scale, hidden),
+                                 output_weights=rng.uniform(-output_scale, output_scale, hidden),
+                                 output_bias=draw(st.floats(-80, 80))) for _ in range(count))
+    inputs = moderate((rows, width), 4.0)
+    for row in range(rows):
+        if draw(st.booleans()):
+            huge = draw(st.floats(1e9, 1e300))
+            inputs[row] = 0.0
+            inputs[row, draw(st.integers(0, width - 1))] = huge if draw(st.booleans()) else -huge
+    return networks, inputs
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(ensembles_and_inputs())
+def test_c_ensemble_matches_numpy_on_generated_networks(case):
+    networks, inputs = case
+    fast = ann._predict_mean_c(networks, inputs)
+    assert fast is not None
+    assert_close(fast, ann._predict_mean_numpy(networks, inputs))
+
+
+@needs_walk
+def test_c_ensemble_edges():
+    weights = fallback.default_weights()
+    rng = np.random.default_rng(5)
+    for networks in (weights.first, weights.second):
+        width = len(networks[0].mean)
+        assert_close(ann._predict_mean_c(networks, np.zeros((0, width))), np.zeros(0))
+        for inputs in (np.zeros((1, width)), rng.normal(size=(1, width)), np.full((3, width), 1e12),
+                       np.full((3, width), -1e12), rng.normal(size=(40, width)) * 1e3):
+            assert_close(ann._predict_mean_c(networks, inputs), ann._predict_mean_numpy(networks, inputs))
+        # what the C pass does not take goes to numpy, which gives the same numbers as ever
+        inputs = rng.normal(size=(6, width))
+        for other in (np.asfortranarray(inputs), inputs.astype(np.float32), np.hstack([inputs, inputs])[:, ::2],
+                      inputs[:, :-1], inputs[0]):
+            assert ann._predict_mean_c(networks, other) is None
+        assert ann._predict_mean_c(networks[:1] + (ann.Network(networks[0].mean + 1, networks[0].std,
+                                                                 *[getattr(networks[1], name) for name in (
+                                                                     "hidden_weights", "hidden_bias",
+                                                                     "output_weights", "output_bias")]),),
+                                   inputs) is None  # members that do not share their standardisation
+        fortran = np.asfortranarray(inputs)
+        assert ann.predict_mean(networks, fortran).tobytes() == ann._predict_mean_numpy(networks, fortran).tobytes()
+
+
+def test_predict_mean_without_the_c_pass_is_the_numpy_definition(monkeypatch):
+    monkeypatch.setattr(blocks, "_walk", None)
+    weights = fallback.default_weights()
+    inputs = np.random.default_rng(2).normal(size=(30, len(weights.first[0].mean)))
+    assert ann._predict_mean_c(weights.first, inputs) is None
+    assert ann.predict_mean(weights.first, inputs).tobytes() == ann._predict_mean_numpy(weights.first,
+                                                                                     inputs).tobytes()
+
+
 def test_shift_is_the_roll_definition():
     def rolled(values, step):
         shifted = np.roll(values, step, axis=0)
@@ -259,3 +386,4 @@ def test_c_head_title_is_find_head_title():
         assert blocks.head_title(root) is root.find("head/title")
     for seg in sample_pages():
         assert blocks.head_title(seg.root) is seg.root.find("head/title")
+
