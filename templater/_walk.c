@@ -994,19 +994,20 @@ __attribute__((target("avx2,fma"))) static void forward_any_avx2(const Forward *
 __attribute__((target("avx2,fma"))) static void forward_8x3_avx2(const Forward *f) { forward_rows(f, 8, 3); }
 #endif
 
-/* ensemble(packed, inputs, out, rows, width, hidden, networks): per row of inputs (float64, rows x width), the
+/* ensemble(packed, inputs, out, rows, width, hidden, networks, portable=False): per row of inputs (float64, rows x width), the
  * mean over the networks of sigmoid(tanh(((x - mean) / std) @ W + b) @ w + c), written to out (float64, rows).
  * packed (float64) is what ann._pack lays out: mean[width], std[width], then W[width][networks * hidden]
  * (network k's unit j in column k * hidden + j, so one pass over a row of inputs feeds every network),
  * b[networks * hidden], w[networks * hidden], c[networks]. The standardisation gives numpy's floats; the sums
  * are added in another order than numpy's matmul adds them (and fused where the CPU has FMA) and exp/tanh are
  * ann_exp's, so the scores agree with ann.predict_mean's numpy definition to rounding (the tests hold them to
- * 1e-12), not bit for bit. */
+ * 1e-12), not bit for bit. portable: the copy for any CPU even where AVX2 is at hand (so the tests run both). */
 static PyObject *ensemble(PyObject *self, PyObject *args) {
     PyObject *packed_obj, *inputs_obj, *out_obj;
     Forward f;
-    if (!PyArg_ParseTuple(args, "OOOnnnn", &packed_obj, &inputs_obj, &out_obj, &f.rows, &f.width, &f.hidden,
-                          &f.networks))
+    int portable = 0;
+    if (!PyArg_ParseTuple(args, "OOOnnnn|p", &packed_obj, &inputs_obj, &out_obj, &f.rows, &f.width, &f.hidden,
+                          &f.networks, &portable))
         return NULL;
     if (f.rows < 0 || f.width < 1 || f.hidden < 1 || f.networks < 1) {
         PyErr_SetString(PyExc_ValueError, "ensemble: bad sizes");
@@ -1030,8 +1031,11 @@ static PyObject *ensemble(PyObject *self, PyObject *args) {
     f.inputs = iv.buf;
     f.out = ov.buf;
     int shipped = f.hidden == 8 && f.networks == 3;
+#ifndef FORWARD_AVX2
+    (void)portable;
+#endif
 #ifdef FORWARD_AVX2
-    if (has_avx2_fma) (shipped ? forward_8x3_avx2 : forward_any_avx2)(&f);
+    if (has_avx2_fma && !portable) (shipped ? forward_8x3_avx2 : forward_any_avx2)(&f);
     else
 #endif
         (shipped ? forward_8x3 : forward_any)(&f);
@@ -1384,7 +1388,8 @@ static PyMethodDef methods[] = {
     {"match_rules", match_rules, METH_VARARGS, "match_rules(root, [(tag, id, token)]) -> [[element]] | None"},
     {"text_columns", text_columns, METH_VARARGS, "text_columns(texts, title_words, table, fill) -> bytes"},
     {"ensemble", ensemble, METH_VARARGS,
-     "ensemble(packed, inputs, out, rows, width, hidden, networks): ann.predict_mean of a packed ensemble."},
+     "ensemble(packed, inputs, out, rows, width, hidden, networks, portable=False): ann.predict_mean of a packed "
+     "ensemble."},
     {"tree_distances", tree_distances, METH_VARARGS, "tree_distances(parent, bits, n, count, far) -> bytes"},
     {"tree_inside", tree_inside, METH_VARARGS, "tree_inside(parent, marked, n) -> bytes"},
     {"tree_sum_up", tree_sum_up, METH_VARARGS, "tree_sum_up(parent, depth, values, n) -> bytes | None"},

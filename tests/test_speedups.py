@@ -296,6 +296,14 @@ def assert_close(fast, plain):
     assert np.abs(fast - plain).max(initial=0.0) <= TOLERANCE
 
 
+def portable_scores(networks, inputs):
+    """The C pass's copy for any CPU (predict_mean takes the AVX2 copy where the CPU has AVX2)."""
+    out = np.empty(len(inputs))
+    blocks._walk.ensemble(ann._packed(networks), inputs, out, len(inputs), inputs.shape[1],
+                          len(networks[0].hidden_bias), len(networks), True)
+    return out
+
+
 @needs_walk
 def test_c_ensemble_matches_numpy_on_the_samples(monkeypatch):
     weights = fallback.default_weights()
@@ -309,9 +317,12 @@ def test_c_ensemble_matches_numpy_on_the_samples(monkeypatch):
         assert first is not None  # the C pass takes the shipped ensembles
         plain_first = ann._predict_mean_numpy(weights.first, block)
         assert_close(first, plain_first)
+        assert_close(portable_scores(weights.first, block), plain_first)
         # the second stage on the same inputs both ways (the numpy first stage's context)
         both = np.hstack([block, features.context_features(seg, tree, plain_first)])
-        assert_close(ann._predict_mean_c(weights.second, both), ann._predict_mean_numpy(weights.second, both))
+        plain_second = ann._predict_mean_numpy(weights.second, both)
+        assert_close(ann._predict_mean_c(weights.second, both), plain_second)
+        assert_close(portable_scores(weights.second, both), plain_second)
         scores = fallback.score_blocks(seg, weights)
         keep = fallback.select_blocks(seg, weights=weights)
         allowed = np.arange(len(seg.blocks)) % 4 != 1
@@ -367,7 +378,9 @@ def test_c_ensemble_matches_numpy_on_generated_networks(case):
     networks, inputs = case
     fast = ann._predict_mean_c(networks, inputs)
     assert fast is not None
-    assert_close(fast, ann._predict_mean_numpy(networks, inputs))
+    plain = ann._predict_mean_numpy(networks, inputs)
+    assert_close(fast, plain)
+    assert_close(portable_scores(networks, inputs), plain)
 
 
 @needs_walk
@@ -379,7 +392,9 @@ def test_c_ensemble_edges():
         assert_close(ann._predict_mean_c(networks, np.zeros((0, width))), np.zeros(0))
         for inputs in (np.zeros((1, width)), rng.normal(size=(1, width)), np.full((3, width), 1e12),
                        np.full((3, width), -1e12), rng.normal(size=(40, width)) * 1e3):
-            assert_close(ann._predict_mean_c(networks, inputs), ann._predict_mean_numpy(networks, inputs))
+            plain = ann._predict_mean_numpy(networks, inputs)
+            assert_close(ann._predict_mean_c(networks, inputs), plain)
+            assert_close(portable_scores(networks, inputs), plain)
         # what the C pass does not take goes to numpy, which gives the same numbers as ever
         inputs = rng.normal(size=(6, width))
         for other in (np.asfortranarray(inputs), inputs.astype(np.float32), np.hstack([inputs, inputs])[:, ::2],
