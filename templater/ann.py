@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import blocks
+
 LEARNING_RATE = 0.01
 ADAM_BETAS = (0.9, 0.999)
 ADAM_EPSILON = 1e-8
@@ -61,7 +63,19 @@ def predict(network: Network, inputs: np.ndarray) -> np.ndarray:
 
 
 def predict_mean(networks, inputs: np.ndarray) -> np.ndarray:
-    """The mean probability of an ensemble of networks."""
+    """The mean probability of an ensemble of networks.
+
+    Where the C extension (templater._walk) is built, an ensemble whose members share their standardisation is
+    run there in one call (the numpy code below is the definition; the C scores agree with it to rounding, see
+    _predict_mean_c)."""
+    found = _predict_mean_c(networks, inputs)
+    if found is not None:
+        return found
+    return _predict_mean_numpy(networks, inputs)
+
+
+def _predict_mean_numpy(networks, inputs: np.ndarray) -> np.ndarray:
+    """predict_mean in numpy: the definition."""
     if len(inputs) and len(networks) > 1 and _shared_scaling(networks):
         # members trained on the same inputs share mean and std: standardise once (the same numbers)
         scaled = inputs - networks[0].mean
@@ -82,6 +96,52 @@ def _shared_scaling(networks) -> bool:
             np.array_equal(first.mean, n.mean) and np.array_equal(first.std, n.std) and n.mean.dtype == first.mean.dtype
             and n.std.dtype == first.std.dtype for n in networks))
     return known[1]
+
+
+def _predict_mean_c(networks, inputs: np.ndarray) -> np.ndarray | None:
+    """predict_mean in C (templater._walk.ensemble), or None where it does not apply: no C extension, members
+    that do not share their standardisation or differ in shape, anything not float64, inputs not a C-contiguous
+    (rows, inputs) array. The standardisation gives numpy's floats; the weighted sums are added in another
+    order than numpy's matmul adds them (fused where the CPU has FMA) and tanh/exp are computed in the C code,
+    so a score may differ from the numpy one in its last bits (tests/test_speedups.py holds them to 1e-12)."""
+    walk = blocks._walk
+    if walk is None or not isinstance(inputs, np.ndarray) or inputs.dtype != np.float64 or inputs.ndim != 2 \
+            or not inputs.flags.c_contiguous:
+        return None
+    packed = _packed(networks)
+    if packed is None or inputs.shape[1] != len(networks[0].mean):
+        return None
+    out = np.empty(len(inputs))
+    walk.ensemble(packed, inputs, out, len(inputs), inputs.shape[1], len(networks[0].hidden_bias), len(networks))
+    return out
+
+
+_PACKED: dict[int, tuple[object, np.ndarray | None]] = {}
+
+
+def _packed(networks) -> np.ndarray | None:
+    """An ensemble's weights laid out for templater._walk.ensemble (remembered per ensemble object, as
+    _shared_scaling does): mean, std, the members' hidden weights side by side (inputs x members*hidden), their
+    hidden biases, output weights and output biases; None when the C pass does not apply to the ensemble."""
+    known = _PACKED.get(id(networks))
+    if known is None or known[0] is not networks:
+        known = _PACKED[id(networks)] = (networks, _pack(networks))
+    return known[1]
+
+
+def _pack(networks) -> np.ndarray | None:
+    if not len(networks) or not (len(networks) == 1 or _shared_scaling(networks)):
+        return None
+    first = networks[0]
+    width, hidden = len(first.mean), len(first.hidden_bias)
+    arrays = [a for n in networks for a in (n.mean, n.std, n.hidden_weights, n.hidden_bias, n.output_weights)]
+    if any(not isinstance(a, np.ndarray) or a.dtype != np.float64 for a in arrays) or any(
+            n.mean.shape != (width,) or n.std.shape != (width,) or n.hidden_weights.shape != (width, hidden)
+            or n.hidden_bias.shape != (hidden,) or n.output_weights.shape != (hidden,) for n in networks):
+        return None
+    return np.concatenate([first.mean, first.std, np.hstack([n.hidden_weights for n in networks]).ravel(),
+                           *[n.hidden_bias for n in networks], *[n.output_weights for n in networks],
+                           np.array([float(n.output_bias) for n in networks])])
 
 
 def _forward(network: Network, scaled: np.ndarray) -> np.ndarray:

@@ -302,6 +302,25 @@ def window_mean(values: np.ndarray, width: int) -> np.ndarray:
     return (sums - values) / (2 * width)
 
 
+def window_means(columns: list[np.ndarray], width: int) -> np.ndarray:
+    """window_mean of each of several equally long columns, as a (rows, columns) array: the same floats, from one
+    convolution. The columns are laid end to end, ``width`` zeros before each and after the last, so each row's
+    window holds the numbers window_mean's own padding gives it, in the same order (its column's neighbours, zeros
+    past the edges), and np.convolve sums each window on its own (one dot product per output)."""
+    count = len(columns[0])
+    if not count:
+        return np.zeros((0, len(columns)))
+    _, kernel = _window_arrays(width)
+    stride = count + width
+    padded = np.zeros(width + len(columns) * stride + width)  # the last ``width`` zeros make len(columns) * stride sums
+    laid = padded[width:width + len(columns) * stride].reshape(len(columns), stride)[:, :count]
+    laid[...] = columns
+    means = np.convolve(padded, kernel, mode="valid").reshape(len(columns), stride)[:, :count]
+    means -= laid  # column j's sums start at j * stride; the rest are sums across the junctions, unused
+    means /= 2 * width
+    return means.T
+
+
 @functools.lru_cache(maxsize=16)
 def _window_arrays(width: int) -> tuple[np.ndarray, np.ndarray]:
     """window_mean's zero padding and ones kernel for a width (read-only, shared)."""
@@ -582,10 +601,9 @@ def block_features(seg: Segmented, tree: Tree | None = None) -> np.ndarray:
         chars / chars.max(),
         _tag_columns(seg), tag_near, class_near,
         *_hint_columns(tree, mass), *_region(tree, region_score), float(tree.hint.any()),
-        window_mean(log_chars, NEIGHBOUR_WINDOW), window_mean(link_density, NEIGHBOUR_WINDOW),
-        window_mean(density, NEIGHBOUR_WINDOW), window_mean(punct, NEIGHBOUR_WINDOW),
+        window_means([log_chars, link_density, density, punct], NEIGHBOUR_WINDOW),
         shift(log_chars, 1), shift(link_density, 1), shift(log_chars, -1), shift(link_density, -1),
-        window_mean(log_chars, 3 * NEIGHBOUR_WINDOW), window_mean(link_density, 3 * NEIGHBOUR_WINDOW),
+        window_means([log_chars, link_density], 3 * NEIGHBOUR_WINDOW),
         float(np.log1p(count)),
     ]
     return _assemble(count, len(FEATURE_NAMES), columns)
@@ -611,6 +629,34 @@ def _assemble(count: int, width: int, columns: list) -> np.ndarray:
     return out
 
 
+def _container_scores(tree: Tree, chars: np.ndarray, weighted_scores: np.ndarray) -> list[np.ndarray]:
+    """Per level up (1 .. CONTEXT_LEVELS), per block: the text-weighted mean score (``weighted_scores`` is chars x
+    score) of the blocks under its owner's ancestor at that level (the topmost where the tree ends first); in C
+    (templater._walk) where it is built, with the same floats."""
+    walk = blocks._walk
+    if walk is not None and tree.parent.dtype == np.int64 and tree.owner.dtype == np.int64:
+        found = walk.tree_context(np.ascontiguousarray(tree.parent), np.ascontiguousarray(tree.owner),
+                                  np.ascontiguousarray(chars, dtype=np.float64),
+                                  np.ascontiguousarray(weighted_scores, dtype=np.float64), len(tree.parent),
+                                  len(chars), CONTEXT_LEVELS)
+        if found is not None:
+            return list(np.frombuffer(found, dtype=np.float64).reshape(CONTEXT_LEVELS, len(chars)))
+    return _container_scores_plain(tree, chars, weighted_scores)
+
+
+def _container_scores_plain(tree: Tree, chars: np.ndarray, weighted_scores: np.ndarray) -> list[np.ndarray]:
+    """_container_scores in numpy: the definition the C pass follows."""
+    columns = []
+    element = tree.owner
+    for _ in range(CONTEXT_LEVELS):
+        up = tree.parent[element]
+        element = np.where(up >= 0, up, element)
+        weighted = np.bincount(element, weights=weighted_scores, minlength=len(tree.parent))
+        weight = np.bincount(element, weights=chars, minlength=len(tree.parent))
+        columns.append(weighted[element] / weight[element])
+    return columns
+
+
 CONTEXT_NAMES: tuple[str, ...] = (
     "score", "score_near1", "score_near3", "score_near10", "score_prev", "score_next",
     "score_up1", "score_up2", "score_up3", "page_max_score", "page_mean_score", "score_to_max",
@@ -623,12 +669,8 @@ def context_features(seg: Segmented, tree: Tree, scores: np.ndarray) -> np.ndarr
     chars = np.fromiter(map(len, map(_TEXT, seg.blocks)), dtype=np.float64, count=len(seg.blocks))
     columns = [scores, window_mean(scores, 1), window_mean(scores, 3), window_mean(scores, 10),
                shift(scores, 1), shift(scores, -1)]
-    element = tree.owner
-    for _ in range(CONTEXT_LEVELS):
-        element = np.where(tree.parent[element] >= 0, tree.parent[element], element)
-        weighted = np.bincount(element, weights=chars * scores, minlength=len(tree.parent))
-        weight = np.bincount(element, weights=chars, minlength=len(tree.parent))
-        columns.append(weighted[element] / weight[element])
+    weighted_scores = chars * scores
+    columns += _container_scores(tree, chars, weighted_scores)
     top = max(float(scores.max(initial=0.0)), MIN_SCORE)
-    columns += [top, float((chars * scores).sum() / chars.sum()), scores / top]
+    columns += [top, float(weighted_scores.sum() / chars.sum()), scores / top]
     return _assemble(len(scores), len(CONTEXT_NAMES), columns)

@@ -152,6 +152,52 @@ def test_c_tree_passes_match_the_plain_passes(monkeypatch):
         assert summed.tobytes() == features.sum_up(tree, values).tobytes()
 
 
+
+def assert_same_container_scores(tree, chars, scores):
+    weighted = chars * scores
+    fast = features._container_scores(tree, chars, weighted)
+    plain = features._container_scores_plain(tree, chars, weighted)
+    assert len(fast) == len(plain) == features.CONTEXT_LEVELS
+    for a, b in zip(fast, plain):
+        assert a.dtype == b.dtype == np.float64 and a.tobytes() == b.tobytes()
+
+
+@needs_walk
+def test_c_container_scores_match_the_plain_ones():
+    rng = np.random.default_rng(4)
+    for seg in sample_pages():
+        tree = features.number_tree(seg)
+        scores = rng.random(len(seg.blocks))
+        scores[rng.random(len(scores)) < 0.3] = 0.0
+        assert_same_container_scores(tree, rng.integers(1, 2000, len(scores)).astype(np.float64), scores)
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 60), st.integers(0, 2**32 - 1), st.booleans())
+def test_c_container_scores_on_generated_trees(elements, count, seed, parents_first):
+    rng = np.random.default_rng(seed)
+    # parents numbered first (as number_tree numbers them) or anywhere, cycles included: the climb is three steps
+    parent = np.array([rng.integers(-1, e) if parents_first else rng.integers(-1, elements) for e in range(elements)],
+                      dtype=np.int64)
+    tree = features.Tree(parent=parent, depth=np.zeros(elements, dtype=np.int64),
+                         class_bits=np.zeros(elements, dtype=np.uint32), tag_bits=np.zeros(elements, dtype=np.uint32),
+                         hint=np.zeros(elements, dtype=bool), owner=rng.integers(0, elements, count).astype(np.int64))
+    scores = rng.random(count) * rng.choice([1.0, 1e-9, 1e9], count)
+    scores[rng.random(count) < 0.3] = 0.0
+    assert_same_container_scores(tree, rng.integers(1, 5000, count).astype(np.float64), scores)
+
+
+@needs_walk
+def test_c_container_scores_refuse_indexes_out_of_range():
+    walk, ones = blocks._walk, np.ones(2)
+    assert walk.tree_context(np.array([-1, 0, 5]), np.array([1, 2]), ones, ones, 3, 2, 3) is None
+    assert walk.tree_context(np.array([-1, 0, 1]), np.array([1, 3]), ones, ones, 3, 2, 3) is None
+    assert walk.tree_context(np.array([-1, 0, -2]), np.array([1, 2]), ones, ones, 3, 2, 3) is None
+    found = walk.tree_context(np.array([-1, 0, 1]), np.array([1, 2]), ones, np.array([0.5, 1.0]), 3, 2, 3)
+    # one level up the blocks sit under elements 0 and 1 apart; from the second level on both under element 0
+    assert np.frombuffer(found).tolist() == [0.5, 1.0, 0.75, 0.75, 0.75, 0.75]
+
 def lxml_rule_elements(seg, rules):
     from lxml import etree
     return [e for xpath in rules for e in xpath(seg.root) if isinstance(e, etree._Element)]
@@ -231,6 +277,173 @@ def test_c_clean_encoding_matches_encode_and_translate(text):
     assert blocks._walk.utf8_controls_to_space(text) == text.encode("utf-8", "replace").translate(
         parse._CONTROL_TO_SPACE)
 
+
+# --- the C ensemble forward pass (templater._walk.ensemble) against ann's numpy definition --------------------------
+# Not bit for bit: the C pass adds the weighted sums in another order than numpy's matmul (fused where the CPU has
+# FMA) and computes tanh and exp itself, so the scores may differ in their last bits. They must agree to 1e-12 and
+# give the same keep/drop decisions.
+
+from templater import ann, fallback  # noqa: E402
+
+TOLERANCE = 1e-12
+
+
+def numpy_ensemble(monkeypatch):
+    monkeypatch.setattr(ann, "_predict_mean_c", lambda networks, inputs: None)
+
+
+def assert_close(fast, plain):
+    assert fast.dtype == plain.dtype == np.float64 and fast.shape == plain.shape
+    assert np.isfinite(plain).all()
+    assert np.abs(fast - plain).max(initial=0.0) <= TOLERANCE
+
+
+def portable_scores(networks, inputs):
+    """The C pass's copy for any CPU (predict_mean takes the AVX2 copy where the CPU has AVX2)."""
+    out = np.empty(len(inputs))
+    blocks._walk.ensemble(ann._packed(networks), inputs, out, len(inputs), inputs.shape[1],
+                          len(networks[0].hidden_bias), len(networks), True)
+    return out
+
+
+@needs_walk
+def test_c_ensemble_matches_numpy_on_the_samples(monkeypatch):
+    weights = fallback.default_weights()
+    cases, rows = [], 0
+    for seg in sample_pages():
+        if not seg.blocks:
+            continue
+        tree = features.number_tree(seg)
+        block = features.block_features(seg, tree)
+        first = ann._predict_mean_c(weights.first, block)
+        assert first is not None  # the C pass takes the shipped ensembles
+        plain_first = ann._predict_mean_numpy(weights.first, block)
+        assert_close(first, plain_first)
+        assert_close(portable_scores(weights.first, block), plain_first)
+        # the second stage on the same inputs both ways (the numpy first stage's context)
+        both = np.hstack([block, features.context_features(seg, tree, plain_first)])
+        plain_second = ann._predict_mean_numpy(weights.second, both)
+        assert_close(ann._predict_mean_c(weights.second, both), plain_second)
+        assert_close(portable_scores(weights.second, both), plain_second)
+        scores = fallback.score_blocks(seg, weights)
+        keep = fallback.select_blocks(seg, weights=weights)
+        allowed = np.arange(len(seg.blocks)) % 4 != 1
+        behind = fallback.select_blocks(seg, weights=weights, allowed=allowed)
+        fdr = fallback.select_blocks(seg, weights=weights, method="fdr")
+        cases.append((seg, allowed, scores, keep, behind, fdr))
+        rows += len(seg.blocks)
+    assert len(cases) > 5 and rows > 500
+    numpy_ensemble(monkeypatch)
+    for seg, allowed, scores, keep, behind, fdr in cases:
+        assert_close(scores, fallback.score_blocks(seg, weights))
+        assert keep.tobytes() == fallback.select_blocks(seg, weights=weights).tobytes()
+        assert behind.tobytes() == fallback.select_blocks(seg, weights=weights, allowed=allowed).tobytes()
+        assert fdr.tobytes() == fallback.select_blocks(seg, weights=weights, method="fdr").tobytes()
+
+
+@st.composite
+def ensembles_and_inputs(draw):
+    """An ensemble whose members share their standardisation (as training makes them), and inputs for it: moderate
+    values, zeros, and rows with one huge entry (|x| >= 1e9) that saturates tanh; biases that saturate tanh and
+    the sigmoid. The huge entries are alone in their row, so no sum cancels them (where such sums cancel, the
+    order of the additions decides and no tolerance holds). Hypothesis draws the shapes, the scales and which
+    rows and weights are extreme or zero; a seeded generator fills in the bulk of the values."""
+    hidden, count = draw(st.sampled_from([(8, 3), (1, 1), (3, 2), (5, 4), (8, 1), (10, 3)]))
+    width, rows = draw(st.integers(1, 80)), draw(st.integers(0, 12))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    zero_share = draw(st.sampled_from([0.0, 0.3, 1.0]))
+
+    def moderate(shape, scale):
+        values = rng.uniform(-scale, scale, shape)
+        values[rng.random(shape) < zero_share] = 0.0
+        return values
+
+    mean, std = moderate(width, 4.0), rng.uniform(0.5, 4.0, width)
+    bias_scale, output_scale = draw(st.sampled_from([1.0, 30.0])), draw(st.sampled_from([1.0, 3.0]))
+    networks = tuple(ann.Network(mean=mean.copy(), std=std.copy(), hidden_weights=moderate((width, hidden), 1.0),
+                                 hidden_bias=rng.uniform(-bias_scale, bias_scale, hidden),
+                                 output_weights=rng.uniform(-output_scale, output_scale, hidden),
+                                 output_bias=draw(st.floats(-80, 80))) for _ in range(count))
+    inputs = moderate((rows, width), 4.0)
+    for row in range(rows):
+        if draw(st.booleans()):
+            huge = draw(st.floats(1e9, 1e300))
+            inputs[row] = 0.0
+            inputs[row, draw(st.integers(0, width - 1))] = huge if draw(st.booleans()) else -huge
+    return networks, inputs
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(ensembles_and_inputs())
+def test_c_ensemble_matches_numpy_on_generated_networks(case):
+    networks, inputs = case
+    fast = ann._predict_mean_c(networks, inputs)
+    assert fast is not None
+    plain = ann._predict_mean_numpy(networks, inputs)
+    assert_close(fast, plain)
+    assert_close(portable_scores(networks, inputs), plain)
+
+
+@needs_walk
+def test_c_ensemble_edges():
+    weights = fallback.default_weights()
+    rng = np.random.default_rng(5)
+    for networks in (weights.first, weights.second):
+        width = len(networks[0].mean)
+        assert_close(ann._predict_mean_c(networks, np.zeros((0, width))), np.zeros(0))
+        for inputs in (np.zeros((1, width)), rng.normal(size=(1, width)), np.full((3, width), 1e12),
+                       np.full((3, width), -1e12), rng.normal(size=(40, width)) * 1e3):
+            plain = ann._predict_mean_numpy(networks, inputs)
+            assert_close(ann._predict_mean_c(networks, inputs), plain)
+            assert_close(portable_scores(networks, inputs), plain)
+        # what the C pass does not take goes to numpy, which gives the same numbers as ever
+        inputs = rng.normal(size=(6, width))
+        for other in (np.asfortranarray(inputs), inputs.astype(np.float32), np.hstack([inputs, inputs])[:, ::2],
+                      inputs[:, :-1], inputs[0]):
+            assert ann._predict_mean_c(networks, other) is None
+        assert ann._predict_mean_c(networks[:1] + (ann.Network(networks[0].mean + 1, networks[0].std,
+                                                                 *[getattr(networks[1], name) for name in (
+                                                                     "hidden_weights", "hidden_bias",
+                                                                     "output_weights", "output_bias")]),),
+                                   inputs) is None  # members that do not share their standardisation
+        fortran = np.asfortranarray(inputs)
+        assert ann.predict_mean(networks, fortran).tobytes() == ann._predict_mean_numpy(networks, fortran).tobytes()
+
+
+def test_predict_mean_without_the_c_pass_is_the_numpy_definition(monkeypatch):
+    monkeypatch.setattr(blocks, "_walk", None)
+    weights = fallback.default_weights()
+    inputs = np.random.default_rng(2).normal(size=(30, len(weights.first[0].mean)))
+    assert ann._predict_mean_c(weights.first, inputs) is None
+    assert ann.predict_mean(weights.first, inputs).tobytes() == ann._predict_mean_numpy(weights.first,
+                                                                                     inputs).tobytes()
+
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 4), st.integers(0, 30), st.sampled_from([1, 2, 3, 9, 10, 20]), st.integers(0, 2**32 - 1),
+       st.sampled_from([1.0, 1e-3, 1e6]))
+def test_window_means_are_window_mean_per_column(count, rows, width, seed, scale):
+    rng = np.random.default_rng(seed)
+    columns = [rng.normal(size=rows) * scale for _ in range(count)]
+    for column in columns:
+        column[rng.random(rows) < 0.2] = 0.0
+    together = features.window_means(columns, width)
+    assert together.shape == (rows, count) and together.dtype == np.float64
+    for j, column in enumerate(columns):
+        alone = features.window_mean(column, width)
+        assert np.ascontiguousarray(together[:, j]).tobytes() == alone.tobytes()
+
+
+def test_window_means_on_the_samples_features():
+    for seg in sample_pages():
+        values = features.block_features(seg)
+        columns = [np.ascontiguousarray(values[:, j]) for j in range(0, values.shape[1], 5)]
+        for width in (1, features.NEIGHBOUR_WINDOW, 3 * features.NEIGHBOUR_WINDOW, 10):
+            together = features.window_means(columns, width)
+            for j, column in enumerate(columns):
+                assert np.ascontiguousarray(together[:, j]).tobytes() == features.window_mean(column, width).tobytes()
 
 def test_shift_is_the_roll_definition():
     def rolled(values, step):
