@@ -10,6 +10,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#include <math.h>
 #include <string.h>
 #include <libxml/tree.h>
 
@@ -1122,126 +1123,6 @@ typedef struct {
     Py_UCS4 *codes;
 } TitleWord;
 
-#define TEXT_COLUMNS 9
-/* text_columns(texts, title_words, table, fill) -> bytes of int64 (blocks x 9): len, words, punct, digits,
- * sentence end, copyright candidate, whitespace-split words, capitalised ones, words in the title. */
-static PyObject *text_columns(PyObject *self, PyObject *args) {
-    PyObject *texts, *title_list, *table_obj, *fill;
-    if (!PyArg_ParseTuple(args, "OOOO", &texts, &title_list, &table_obj, &fill)) return NULL;
-    PyObject *ft = PySequence_Fast(texts, "texts must be a sequence");
-    if (!ft) return NULL;
-    PyObject *fw = PySequence_Fast(title_list, "title words must be a sequence");
-    if (!fw) { Py_DECREF(ft); return NULL; }
-    Py_buffer tv;
-    if (PyObject_GetBuffer(table_obj, &tv, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
-        Py_DECREF(ft); Py_DECREF(fw); return NULL;
-    }
-    PyObject *result = NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(ft), n_title = PySequence_Fast_GET_SIZE(fw);
-    TitleWord *title = PyMem_Calloc(n_title ? n_title : 1, sizeof(TitleWord));
-    Classes classes = {tv.buf, fill};
-    if (tv.len != 0x110000 * 2) { PyErr_SetString(PyExc_ValueError, "class table of the wrong size"); goto done; }
-    if (!title) { PyErr_NoMemory(); goto done; }
-    for (Py_ssize_t k = 0; k < n_title; k++) {
-        PyObject *word = PySequence_Fast_GET_ITEM(fw, k);
-        if (!PyUnicode_Check(word)) { PyErr_SetString(PyExc_TypeError, "title words must be str"); goto done; }
-        title[k].codes = PyUnicode_AsUCS4Copy(word);
-        if (!title[k].codes) goto done;
-        title[k].length = PyUnicode_GET_LENGTH(word);
-        for (Py_ssize_t j = 0; j < title[k].length; j++) title[k].sum += title[k].codes[j];
-    }
-    result = PyBytes_FromStringAndSize(NULL, n * TEXT_COLUMNS * 8);
-    if (!result) goto done;
-    int64_t *out = (int64_t *)PyBytes_AS_STRING(result);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *text = PySequence_Fast_GET_ITEM(ft, i);
-        if (!PyUnicode_Check(text)) { PyErr_SetString(PyExc_TypeError, "texts must be str"); goto fail; }
-        int kind = PyUnicode_KIND(text);
-        const void *data = PyUnicode_DATA(text);
-        Py_ssize_t length = PyUnicode_GET_LENGTH(text);
-        int64_t punct = 0, digits = 0, spaced = 0, capitals = 0, copyright = 0, sentence_end = 0;
-        uint16_t previous = C_SPACE, before = 0, before2 = 0, last_solid = 0;
-        for (Py_ssize_t j = 0; j < length; j++) {
-            uint16_t bits;
-            if (class_of(&classes, PyUnicode_READ(kind, data, j), &bits) < 0) goto fail;
-            punct += (bits & C_PUNCT) != 0;
-            digits += (bits & C_DIGIT) != 0;
-            if (!(bits & C_SPACE)) {
-                if (previous & C_SPACE) {
-                    spaced++;
-                    capitals += (bits & C_UPPER) != 0;
-                }
-                last_solid = bits;
-            }
-            if ((bits & C_COPY) || ((bits & C_R) && (previous & C_Y) && j > 0)
-                || ((bits & C_R) && j >= 3 && (previous & C_BLANK) && (before & C_L) && (before2 & C_L)))
-                copyright = 1;
-            before2 = before;
-            before = previous;
-            previous = bits;
-        }
-        sentence_end = (last_solid & C_SENTENCE_END) != 0;
-        /* words (and title words) of text.lower() */
-        PyObject *lower = NULL;
-        int lkind = kind;
-        const void *ldata = data;
-        Py_ssize_t llength = length;
-        if (kind != PyUnicode_1BYTE_KIND || !PyUnicode_IS_ASCII(text)) {
-            lower = PyObject_CallMethodNoArgs(text, lower_name);
-            if (!lower) goto fail;
-            lkind = PyUnicode_KIND(lower);
-            ldata = PyUnicode_DATA(lower);
-            llength = PyUnicode_GET_LENGTH(lower);
-        }
-        int64_t words = 0, hits = 0;
-        Py_ssize_t start = -1;
-        Py_UCS4 sum = 0;
-        for (Py_ssize_t j = 0; j <= llength; j++) {
-            int word_char = 0;
-            Py_UCS4 code = 0;
-            if (j < llength) {
-                code = PyUnicode_READ(lkind, ldata, j);
-                if (!lower && code >= 'A' && code <= 'Z') code += 'a' - 'A';
-                uint16_t bits;
-                if (class_of(&classes, code, &bits) < 0) { Py_XDECREF(lower); goto fail; }
-                word_char = (bits & C_ALNUM) != 0;
-            }
-            if (word_char) {
-                if (start < 0) { start = j; sum = 0; words++; }
-                sum += code;
-            } else if (start >= 0) {
-                Py_ssize_t size = j - start;
-                for (Py_ssize_t k = 0; k < n_title; k++) {
-                    if (title[k].length != size || title[k].sum != sum) continue;
-                    Py_ssize_t m = 0;
-                    for (; m < size; m++) {
-                        Py_UCS4 c = PyUnicode_READ(lkind, ldata, start + m);
-                        if (!lower && c >= 'A' && c <= 'Z') c += 'a' - 'A';
-                        if (c != title[k].codes[m]) break;
-                    }
-                    if (m == size) { hits++; break; }
-                }
-                start = -1;
-            }
-        }
-        Py_XDECREF(lower);
-        int64_t *row = out + i * TEXT_COLUMNS;
-        row[0] = length; row[1] = words; row[2] = punct; row[3] = digits; row[4] = sentence_end;
-        row[5] = copyright; row[6] = spaced; row[7] = capitals; row[8] = hits;
-    }
-    goto done;
-fail:
-    Py_CLEAR(result);
-done:
-    if (title) for (Py_ssize_t k = 0; k < n_title; k++) PyMem_Free(title[k].codes);
-    PyMem_Free(title);
-    PyBuffer_Release(&tv);
-    Py_DECREF(ft);
-    Py_DECREF(fw);
-    return result;
-}
-
-
 /* --- the container rules' two XPath forms, evaluated in one walk ------------------------------------------ */
 /* match_rules(root, rules): rules are (tag or None, id or None, class token or None) standing for
  * the XPath forms extract._ID_RULE (any element whose id is ID; tag None) and extract._CLASS_RULE (TAG elements
@@ -1497,6 +1378,610 @@ static PyObject *head_title(PyObject *self, PyObject *root) {
     Py_RETURN_NONE;
 }
 
+/* --- features._text_columns: the blocks' text counts as the (blocks x 10) float64 matrix ------------------------ */
+/* Per text, the counts of features._text_columns_plain's regexes, from the code points' classes (C_* bits of
+ * features._CLASS_TABLE): one pass over the text for punctuation, digits, whitespace-split words and their
+ * capitals, the sentence end and copyright candidates, one over its lower-cased form for words and title words. */
+typedef struct {
+    int64_t punct, digits, spaced, capitals, copyright, sentence_end, words, hits;
+} TextCounts;
+
+static int count_text(Classes *classes, const TitleWord *title, Py_ssize_t n_title, PyObject *text, TextCounts *c) {
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    int64_t punct = 0, digits = 0, spaced = 0, capitals = 0, copyright = 0;
+    uint16_t previous = C_SPACE, before = 0, before2 = 0, last_solid = 0;
+    for (Py_ssize_t j = 0; j < length; j++) {
+        uint16_t bits;
+        if (class_of(classes, PyUnicode_READ(kind, data, j), &bits) < 0) return -1;
+        punct += (bits & C_PUNCT) != 0;
+        digits += (bits & C_DIGIT) != 0;
+        if (!(bits & C_SPACE)) {  /* a word of text.split() starts after whitespace */
+            if (previous & C_SPACE) {
+                spaced++;
+                capitals += (bits & C_UPPER) != 0;
+            }
+            last_solid = bits;
+        }
+        /* a copyright candidate: ©, "yr" or "ll r", case-blind */
+        if ((bits & C_COPY) || ((bits & C_R) && (previous & C_Y) && j > 0)
+            || ((bits & C_R) && j >= 3 && (previous & C_BLANK) && (before & C_L) && (before2 & C_L)))
+            copyright = 1;
+        before2 = before;
+        before = previous;
+        previous = bits;
+    }
+    c->punct = punct; c->digits = digits; c->spaced = spaced; c->capitals = capitals; c->copyright = copyright;
+    c->sentence_end = (last_solid & C_SENTENCE_END) != 0;
+    /* words (and title words) of text.lower() */
+    PyObject *lower = NULL;
+    int lkind = kind;
+    const void *ldata = data;
+    Py_ssize_t llength = length;
+    if (kind != PyUnicode_1BYTE_KIND || !PyUnicode_IS_ASCII(text)) {
+        lower = PyObject_CallMethodNoArgs(text, lower_name);
+        if (!lower) return -1;
+        lkind = PyUnicode_KIND(lower);
+        ldata = PyUnicode_DATA(lower);
+        llength = PyUnicode_GET_LENGTH(lower);
+    }
+    int64_t words = 0, hits = 0;
+    Py_ssize_t start = -1;
+    Py_UCS4 sum = 0;
+    for (Py_ssize_t j = 0; j <= llength; j++) {
+        int word_char = 0;
+        Py_UCS4 code = 0;
+        if (j < llength) {
+            code = PyUnicode_READ(lkind, ldata, j);
+            if (!lower && code >= 'A' && code <= 'Z') code += 'a' - 'A';
+            uint16_t bits;
+            if (class_of(classes, code, &bits) < 0) { Py_XDECREF(lower); return -1; }
+            word_char = (bits & C_ALNUM) != 0;
+        }
+        if (word_char) {
+            if (start < 0) { start = j; sum = 0; words++; }
+            sum += code;
+        } else if (start >= 0) {
+            Py_ssize_t size = j - start;
+            for (Py_ssize_t k = 0; k < n_title; k++) {
+                if (title[k].length != size || title[k].sum != sum) continue;
+                Py_ssize_t m = 0;
+                for (; m < size; m++) {
+                    Py_UCS4 x = PyUnicode_READ(lkind, ldata, start + m);
+                    if (!lower && x >= 'A' && x <= 'Z') x += 'a' - 'A';
+                    if (x != title[k].codes[m]) break;
+                }
+                if (m == size) { hits++; break; }
+            }
+            start = -1;
+        }
+    }
+    Py_XDECREF(lower);
+    c->words = words;
+    c->hits = hits;
+    return 0;
+}
+
+/* A block's field by its slot (blocks made of templater.types.Block) or by getattr; a new reference. */
+static PyObject *block_field(PyObject *block, int slot, const char *name) {
+    if (block_direct && Py_TYPE(block) == (PyTypeObject *)block_class) {
+        PyObject *value = *(PyObject **)((char *)block + block_offsets[slot]);
+        if (value) { Py_INCREF(value); return value; }
+    }
+    return PyObject_GetAttrString(block, name);
+}
+
+/* text_matrix(blocks, title_words, table, fill) -> bytearray of float64 (blocks x 10) | None: the matrix of
+ * features._text_columns (chars, link chars, markup bytes, words, punctuation share, sentence end, digit share,
+ * title overlap, copyright, capitalised share), except that the copyright column is 1.0 where the text may
+ * match _COPYRIGHT (the caller runs the regex on those); None where a text is empty (the plain definition's
+ * turn). ``table`` is features._CLASS_TABLE (uint16 per code point, 0 until known), filled by calling ``fill``. */
+static PyObject *text_matrix(PyObject *self, PyObject *args) {
+    PyObject *blocks_obj, *title_list, *table_obj, *fill;
+    if (!PyArg_ParseTuple(args, "OOOO", &blocks_obj, &title_list, &table_obj, &fill)) return NULL;
+    PyObject *fb = PySequence_Fast(blocks_obj, "blocks must be a sequence");
+    if (!fb) return NULL;
+    PyObject *fw = PySequence_Fast(title_list, "title words must be a sequence");
+    if (!fw) { Py_DECREF(fb); return NULL; }
+    Py_buffer tv;
+    if (PyObject_GetBuffer(table_obj, &tv, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        Py_DECREF(fb); Py_DECREF(fw); return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fb), n_title = PySequence_Fast_GET_SIZE(fw);
+    TitleWord *title = PyMem_Calloc(n_title ? n_title : 1, sizeof(TitleWord));
+    Classes classes = {tv.buf, fill};
+    if (tv.len != 0x110000 * 2) { PyErr_SetString(PyExc_ValueError, "class table of the wrong size"); goto done; }
+    if (!title) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t k = 0; k < n_title; k++) {
+        PyObject *word = PySequence_Fast_GET_ITEM(fw, k);
+        if (!PyUnicode_Check(word)) { PyErr_SetString(PyExc_TypeError, "title words must be str"); goto done; }
+        if (!(title[k].codes = PyUnicode_AsUCS4Copy(word))) goto done;
+        title[k].length = PyUnicode_GET_LENGTH(word);
+        for (Py_ssize_t j = 0; j < title[k].length; j++) title[k].sum += title[k].codes[j];
+    }
+    result = PyByteArray_FromStringAndSize(NULL, n * 10 * 8);
+    if (!result) goto done;
+    double *out = (double *)PyByteArray_AS_STRING(result);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *block = PySequence_Fast_GET_ITEM(fb, i);
+        PyObject *text = block_field(block, 4, "text");
+        if (!text) goto fail;
+        if (!PyUnicode_Check(text)) { Py_DECREF(text); PyErr_SetString(PyExc_TypeError, "texts must be str"); goto fail; }
+        Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+        TextCounts c;
+        int status = length ? count_text(&classes, title, n_title, text, &c) : 0;
+        Py_DECREF(text);
+        if (status < 0) goto fail;
+        if (!length) { Py_CLEAR(result); result = Py_None; Py_INCREF(result); goto done; }
+        long long numbers[2];
+        for (int k = 0; k < 2; k++) {
+            PyObject *value = block_field(block, 5 + k, k ? "markup_bytes" : "link_chars");
+            if (!value) goto fail;
+            numbers[k] = PyLong_AsLongLong(value);
+            Py_DECREF(value);
+            if (numbers[k] == -1 && PyErr_Occurred()) goto fail;
+        }
+        double *row = out + i * 10;
+        row[0] = (double)length;
+        row[1] = (double)numbers[0];
+        row[2] = (double)numbers[1];
+        row[3] = (double)c.words;
+        row[4] = (double)c.punct / (double)length;
+        row[5] = (double)c.sentence_end;
+        row[6] = (double)c.digits / (double)length;
+        row[7] = (double)c.hits / (double)(c.words > 1 ? c.words : 1);
+        row[8] = (double)c.copyright;
+        row[9] = (double)c.capitals / (double)(c.spaced > 1 ? c.spaced : 1);
+    }
+    goto done;
+fail:
+    Py_CLEAR(result);
+done:
+    if (title) for (Py_ssize_t k = 0; k < n_title; k++) PyMem_Free(title[k].codes);
+    PyMem_Free(title);
+    PyBuffer_Release(&tv);
+    Py_DECREF(fb);
+    Py_DECREF(fw);
+    return result;
+}
+
+/* --- features.block_features and features.context_features: a page's feature matrix in one call ------------ */
+/* The numpy definitions (features._block_features_numpy, features._context_features_numpy) spend their time in
+ * some sixty small numpy calls on arrays of a page's ~200 rows; here each column is one loop. The arithmetic is
+ * the definition's, operation for operation (the same divisions, the same order of additions where numpy's is
+ * sequential: cumsum, bincount, the small window sums); what can differ is the last bit of log1p (libm's against
+ * numpy's SIMD loop), of the wide window sums (numpy hands kernels longer than 11 to BLAS's dot) and so of what is
+ * computed from them; and, where the compiler fuses multiply-adds (arm64, an -march with FMA), the region score's
+ * 1 + punct * chars, rounded once instead of twice. */
+
+/* A C-contiguous buffer of ``count`` items (any number when count < 0) of one kind: 'd' float64, 'q' int64,
+ * 'I' uint32, '?' bool. 1 when it is, 0 when it is not (nothing held, no error: the caller takes numpy), -1 on
+ * an error. */
+static int typed_buffer(PyObject *obj, Py_buffer *view, char kind, Py_ssize_t count) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_BufferError) && !PyErr_ExceptionMatches(PyExc_ValueError)
+            && !PyErr_ExceptionMatches(PyExc_TypeError)) return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    const char *format = view->format ? view->format : "B";
+    if (*format == '@' || *format == '=' || *format == '<') format++;
+    int fits = format[0] && !format[1];
+    switch (kind) {
+        case 'd': fits = fits && format[0] == 'd' && view->itemsize == 8; break;
+        case 'q': fits = fits && (format[0] == 'q' || format[0] == 'l') && view->itemsize == 8; break;
+        case 'I': fits = fits && (format[0] == 'I' || format[0] == 'L') && view->itemsize == 4; break;
+        default: fits = fits && format[0] == '?' && view->itemsize == 1; break;
+    }
+    if (fits && (count < 0 ? view->len % view->itemsize == 0 : view->len == count * view->itemsize)) return 1;
+    PyBuffer_Release(view);
+    return 0;
+}
+
+/* numpy's sum of float64 (add.reduce): pairwise, blocks of up to 128 added in eight running sums. */
+static double pairwise_sum(const double *a, Py_ssize_t n, Py_ssize_t stride) {
+    if (n < 8) {
+        double sum = 0.;
+        for (Py_ssize_t i = 0; i < n; i++) sum += a[i * stride];
+        return sum;
+    }
+    if (n <= 128) {
+        double r[8];
+        for (int k = 0; k < 8; k++) r[k] = a[k * stride];
+        Py_ssize_t i = 8;
+        for (; i < n - (n % 8); i += 8)
+            for (int k = 0; k < 8; k++) r[k] += a[(i + k) * stride];
+        double sum = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; i++) sum += a[i * stride];
+        return sum;
+    }
+    Py_ssize_t half = n / 2;
+    half -= half % 8;
+    return pairwise_sum(a, half, stride) + pairwise_sum(a + half * stride, n - half, stride);
+}
+
+/* numpy's max (NaN wins, the first one); ``initial`` is where it starts. */
+static double max_of(const double *a, Py_ssize_t n, Py_ssize_t stride, double initial) {
+    double best = initial;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double v = a[i * stride];
+        if (v != v) return v;
+        if (v > best) best = v;
+    }
+    return best;
+}
+
+/* numpy's argmax over ``n`` values (the first of the largest; the first NaN). */
+static Py_ssize_t argmax_of(const double *a, Py_ssize_t n) {
+    Py_ssize_t best = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (a[i] != a[i]) return i;
+        if (a[i] > a[best]) best = i;
+    }
+    return best;
+}
+
+/* features.window_mean of a column (``stride`` doubles apart) into another: the sum over the ``width`` rows
+ * either side and the row itself, added in row order from 0. (numpy's convolution with the zero padding: the
+ * padding adds nothing, and kernels up to 11 long are added in this order), less the row, over 2 * width. */
+static void window_mean_column(const double *values, Py_ssize_t n, Py_ssize_t width, double *out,
+                               Py_ssize_t stride) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t from = i - width < 0 ? 0 : i - width, to = i + width >= n ? n - 1 : i + width;
+        double sum = 0.;
+        for (Py_ssize_t k = from; k <= to; k++) sum += values[k * stride];
+        out[i * stride] = (sum - values[i * stride]) / (double)(2 * width);
+    }
+}
+
+/* features.shift of a column: the previous (step 1) or next (step -1) row's value, 0 past the edge. */
+static void shift_column(const double *values, Py_ssize_t n, int step, double *out, Py_ssize_t stride) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t from = i - step;
+        out[i * stride] = from >= 0 && from < n ? values[from * stride] : 0.;
+    }
+}
+
+/* The tree's element arrays, checked: parents numbered first (-1 <= parent[e] < e), owners among the elements. */
+typedef struct {
+    Py_buffer parent, owner;
+    const int64_t *up, *own;
+    Py_ssize_t n, count;
+    int held;  /* buffers to release: bit 0 parent, bit 1 owner */
+} TreeView;
+
+static void tree_release(TreeView *t) {
+    if (t->held & 1) PyBuffer_Release(&t->parent);
+    if (t->held & 2) PyBuffer_Release(&t->owner);
+    t->held = 0;
+}
+
+/* 1 when both are int64 arrays of a parents-first tree and its owners, 0 when not (numpy's turn), -1 on error. */
+static int tree_view(TreeView *t, PyObject *parent, PyObject *owner, Py_ssize_t count) {
+    t->held = 0;
+    t->count = count;
+    int status = typed_buffer(parent, &t->parent, 'q', -1);
+    if (status <= 0) return status;
+    t->held |= 1;
+    t->n = t->parent.len / 8;
+    status = typed_buffer(owner, &t->owner, 'q', count);
+    if (status <= 0) { tree_release(t); return status; }
+    t->held |= 2;
+    t->up = t->parent.buf;
+    t->own = t->owner.buf;
+    for (Py_ssize_t e = 0; e < t->n; e++)
+        if (t->up[e] < -1 || t->up[e] >= e) { tree_release(t); return 0; }
+    for (Py_ssize_t b = 0; b < count; b++)
+        if (t->own[b] < 0 || t->own[b] >= t->n) { tree_release(t); return 0; }
+    return 1;
+}
+
+/* block_features(text_columns, parent, depth, owner, tag_bits, class_bits, hint, blocks, owner_columns, sizes,
+ * constants) -> bytearray of float64 (blocks x width) | None: features._block_features_numpy's matrix from its
+ * inputs (the (blocks x 10) text columns, the Tree's arrays, the blocks for their tags, OWNER_TAGS' column per
+ * tag); sizes = (OWNER_TAGS, TAG_GROUPS, CLASS_GROUPS, width), constants = (LENGTH_SCALE, REGION_MIN_CHARS,
+ * REGION_GRANDPARENT_SHARE, NEIGHBOUR_WINDOW, FAR). None where an array is not of the kind numpy's path takes. */
+static PyObject *block_features(PyObject *self, PyObject *args) {
+    PyObject *text_obj, *parent_obj, *depth_obj, *owner_obj, *tag_obj, *class_obj, *hint_obj, *blocks_obj, *columns_map;
+    Py_ssize_t n_owner_tags, n_tag_groups, n_class_groups, width, window, far;
+    double scale, min_chars, grandparent_share;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOO!(nnnn)(dddnn)", &text_obj, &parent_obj, &depth_obj, &owner_obj, &tag_obj,
+                          &class_obj, &hint_obj, &blocks_obj, &PyDict_Type, &columns_map, &n_owner_tags,
+                          &n_tag_groups, &n_class_groups, &width, &scale, &min_chars, &grandparent_share, &window,
+                          &far))
+        return NULL;
+    if (n_owner_tags < 0 || n_tag_groups < 0 || n_tag_groups > 32 || n_class_groups < 0 || n_class_groups > 32
+        || window < 1 || width != 14 + n_owner_tags + n_tag_groups + n_class_groups + 16) {
+        PyErr_SetString(PyExc_ValueError, "feature sizes do not add up to the width");
+        return NULL;
+    }
+    PyObject *fast = PySequence_Fast(blocks_obj, "blocks must be a sequence");
+    if (!fast) return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(fast);
+    PyObject *result = NULL;
+    TreeView t;
+    Py_buffer text_v, depth_v, tag_v, class_v, hint_v;
+    int held = 0, status;  /* held: bits of the buffers to release (text, depth, tag, class, hint) */
+    double *scratch = NULL;
+    int32_t *distance = NULL;
+    unsigned char *flags = NULL;
+    Py_ssize_t *order = NULL;
+    status = tree_view(&t, parent_obj, owner_obj, count);
+    if (status <= 0) goto give_up;
+    Py_ssize_t n = t.n;
+    const int64_t *up = t.up, *own = t.own;
+    if ((status = typed_buffer(text_obj, &text_v, 'd', count * 10)) <= 0) goto give_up;
+    held |= 1;
+    if ((status = typed_buffer(depth_obj, &depth_v, 'q', n)) <= 0) goto give_up;
+    held |= 2;
+    if ((status = typed_buffer(tag_obj, &tag_v, 'I', n)) <= 0) goto give_up;
+    held |= 4;
+    if ((status = typed_buffer(class_obj, &class_v, 'I', n)) <= 0) goto give_up;
+    held |= 8;
+    if ((status = typed_buffer(hint_obj, &hint_v, '?', n)) <= 0) goto give_up;
+    held |= 16;
+    const double *text = text_v.buf;
+    const int64_t *depth = depth_v.buf;
+    const uint32_t *tag_bits = tag_v.buf, *class_bits = class_v.buf;
+    const char *hint = hint_v.buf;
+    for (Py_ssize_t e = 0; e < n; e++)  /* sum_up's levels (what the C tree_sum_up takes) */
+        if (depth[e] < 0 || (depth[e] > 0 && up[e] < 0)) { status = 0; goto give_up; }
+    if (count == 0) { status = 0; goto give_up; }
+
+    result = PyByteArray_FromStringAndSize(NULL, count * width * 8);
+    scratch = PyMem_Malloc(3 * (n + count) * sizeof(double) + 1);  /* plain sums, region scores; 3 block columns */
+    distance = PyMem_Malloc((n * (n_tag_groups + n_class_groups) + 1) * sizeof(int32_t));
+    flags = PyMem_Calloc(n + 1, 1);
+    order = PyMem_Malloc((2 * n + 2) * sizeof(Py_ssize_t));
+    if (!result || !scratch || !distance || !flags || !order) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto fail;
+    }
+    double *out = (double *)PyByteArray_AS_STRING(result);
+    double *mass = scratch, *score = scratch + n, *log_chars = scratch + 2 * n, *link_density = log_chars + count,
+           *region_score = link_density + count;
+#define TEXT(b, k) text[(b) * 10 + (k)]
+#define OUT(b, k) out[(b) * width + (k)]
+    /* the text shape: chars, link chars, markup, words, punct, sentence end, digits, title overlap, copyright,
+     * capitalised */
+    double cumulative = 0., total = pairwise_sum(text, count, 10), longest = max_of(text, count, 10, -INFINITY),
+           deepest = 0.;
+    for (Py_ssize_t b = 0; b < count; b++) {
+        double level = (double)depth[own[b]];
+        if (b == 0 || level > deepest) deepest = level;
+    }
+    deepest = 1.0 > deepest ? 1.0 : deepest;  /* max(depth.max(), 1.0) */
+    for (Py_ssize_t b = 0; b < count; b++) {
+        double chars = TEXT(b, 0), links = TEXT(b, 1), punct = TEXT(b, 4);
+        double ratio = links / chars;
+        double density = ratio > 1.0 ? 1.0 : ratio;  /* np.minimum: NaN stays */
+        double share = chars / scale;
+        log_chars[b] = log1p(share);
+        link_density[b] = density;
+        region_score[b] = chars >= min_chars ? (1 + punct * chars + (share > 3 ? 3 : share)) * (1 - density) : 0.0;
+        OUT(b, 0) = log_chars[b];
+        OUT(b, 1) = log1p(TEXT(b, 3));
+        OUT(b, 2) = chars / (chars + TEXT(b, 2));
+        OUT(b, 3) = density;
+        for (int k = 4; k < 10; k++) OUT(b, k) = TEXT(b, k);
+        OUT(b, 10) = (double)depth[own[b]] / deepest;
+        OUT(b, 11) = (double)b / (double)count;
+        cumulative += chars;
+        OUT(b, 12) = (cumulative - chars) / total;
+        OUT(b, 13) = chars / longest;
+        for (Py_ssize_t k = 0; k < n_owner_tags; k++) OUT(b, 14 + k) = 0.;
+    }
+    /* the owner tag's family (features._tag_columns) */
+    for (Py_ssize_t b = 0; b < count; b++) {
+        PyObject *tag = block_field(PySequence_Fast_GET_ITEM(fast, b), 3, "tag");
+        if (!tag) goto fail;
+        PyObject *column = PyDict_GetItemWithError(columns_map, tag);
+        Py_DECREF(tag);
+        if (!column) {
+            if (PyErr_Occurred()) goto fail;
+            continue;
+        }
+        Py_ssize_t k = PyLong_AsSsize_t(column);
+        if (k == -1 && PyErr_Occurred()) goto fail;
+        if (k >= 0 && k < n_owner_tags) OUT(b, 14 + k) = 1.;
+    }
+    /* nearest flagged ancestor (features._distances), top down, for TAG_GROUPS then CLASS_GROUPS */
+    Py_ssize_t groups = n_tag_groups + n_class_groups;
+    for (Py_ssize_t e = 0; e < n; e++) {
+        int32_t *mine = distance + e * groups;
+        const int32_t *above = up[e] >= 0 ? distance + up[e] * groups : NULL;
+        for (Py_ssize_t k = 0; k < groups; k++) {
+            uint32_t bits = k < n_tag_groups ? tag_bits[e] >> k : class_bits[e] >> (k - n_tag_groups);
+            if (bits & 1) mine[k] = 0;
+            else if (!above) mine[k] = (int32_t)far;
+            else mine[k] = above[k] + 1 < far ? above[k] + 1 : (int32_t)far;
+        }
+    }
+    for (Py_ssize_t b = 0; b < count; b++) {
+        const int32_t *mine = distance + own[b] * groups;
+        for (Py_ssize_t k = 0; k < groups; k++) OUT(b, 14 + n_owner_tags + k) = 1.0 / (1.0 + (double)mine[k]);
+    }
+    /* text below each element (features.sum_up of the blocks' plain chars; levels deepest first, each in element
+     * order, as the C tree_sum_up adds) */
+    for (Py_ssize_t e = 0; e < n; e++) mass[e] = 0.;
+    for (Py_ssize_t b = 0; b < count; b++) mass[own[b]] += TEXT(b, 0) - TEXT(b, 1);
+    {
+        int64_t lowest = 0;
+        for (Py_ssize_t e = 0; e < n; e++) if (depth[e] > lowest) lowest = depth[e];
+        if (lowest > n) { status = 0; goto give_up; }  /* levels with no element: numpy's turn */
+        Py_ssize_t *start = order + n;  /* lowest + 2 <= n + 2 bounds */
+        for (int64_t d = 0; d <= lowest + 1; d++) start[d] = 0;
+        for (Py_ssize_t e = 0; e < n; e++) start[depth[e] + 1]++;
+        for (int64_t d = 0; d <= lowest; d++) start[d + 1] += start[d];
+        for (Py_ssize_t e = 0; e < n; e++) order[start[depth[e]]++] = e;  /* start[d] becomes level d's end */
+        for (int64_t d = lowest; d >= 1; d--)
+            for (Py_ssize_t i = start[d - 1]; i < start[d]; i++) mass[up[order[i]]] += mass[order[i]];
+    }
+    /* content hints (features._hint_columns): flags bit 1 a hint, bit 2 the hint holding the most text */
+    Py_ssize_t top = -1, any_hint = 0;
+    for (Py_ssize_t e = 0; e < n; e++) {
+        if (!hint[e]) continue;
+        flags[e] |= 1;
+        any_hint = 1;
+        if (top < 0 || mass[e] > mass[top] || (mass[e] != mass[e] && mass[top] == mass[top])) top = e;
+    }
+    if (top >= 0) flags[top] |= 2;
+    /* readability's region (features._region): a block's score to its owner's parent, half to the grandparent;
+     * all parents' shares first, then the grandparents' (bincount's order); flags bit 4 the region, 8 around it */
+    for (Py_ssize_t e = 0; e < n; e++) score[e] = 0.;
+    for (Py_ssize_t b = 0; b < count; b++)
+        if (up[own[b]] >= 0) score[up[own[b]]] += region_score[b];
+    for (Py_ssize_t b = 0; b < count; b++) {
+        int64_t first = up[own[b]];
+        if (first >= 0 && up[first] >= 0) score[up[first]] += grandparent_share * region_score[b];
+    }
+    Py_ssize_t best = argmax_of(score, n);
+    if (score[best] != 0.) {
+        flags[best] |= 4;
+        flags[up[best] < 0 ? best : up[best]] |= 8;
+    }
+    for (Py_ssize_t e = 0; e < n; e++)  /* features.inside of all four marks at once */
+        if (up[e] >= 0) flags[e] |= flags[up[e]];
+    Py_ssize_t at = 14 + n_owner_tags + groups;
+    for (Py_ssize_t b = 0; b < count; b++) {
+        unsigned char mark = flags[own[b]];
+        OUT(b, at) = mark & 1 ? 1. : 0.;
+        OUT(b, at + 1) = top >= 0 && (mark & 2) ? 1. : 0.;
+        OUT(b, at + 2) = mark & 4 ? 1. : 0.;
+        OUT(b, at + 3) = mark & 8 ? 1. : 0.;
+        OUT(b, at + 4) = any_hint ? 1. : 0.;
+    }
+    at += 5;
+    /* the neighbours */
+    window_mean_column(&OUT(0, 0), count, window, &OUT(0, at), width);
+    window_mean_column(&OUT(0, 3), count, window, &OUT(0, at + 1), width);
+    window_mean_column(&OUT(0, 2), count, window, &OUT(0, at + 2), width);
+    window_mean_column(&OUT(0, 4), count, window, &OUT(0, at + 3), width);
+    shift_column(&OUT(0, 0), count, 1, &OUT(0, at + 4), width);
+    shift_column(&OUT(0, 3), count, 1, &OUT(0, at + 5), width);
+    shift_column(&OUT(0, 0), count, -1, &OUT(0, at + 6), width);
+    shift_column(&OUT(0, 3), count, -1, &OUT(0, at + 7), width);
+    window_mean_column(&OUT(0, 0), count, 3 * window, &OUT(0, at + 8), width);
+    window_mean_column(&OUT(0, 3), count, 3 * window, &OUT(0, at + 9), width);
+    double log_blocks = log1p((double)count);
+    for (Py_ssize_t b = 0; b < count; b++) OUT(b, at + 10) = log_blocks;
+#undef TEXT
+#undef OUT
+    goto done;
+give_up:
+    if (status < 0) goto fail;
+    Py_CLEAR(result);
+    result = Py_None;
+    Py_INCREF(result);
+    goto done;
+fail:
+    Py_CLEAR(result);
+done:
+    tree_release(&t);
+    if (held & 1) PyBuffer_Release(&text_v);
+    if (held & 2) PyBuffer_Release(&depth_v);
+    if (held & 4) PyBuffer_Release(&tag_v);
+    if (held & 8) PyBuffer_Release(&class_v);
+    if (held & 16) PyBuffer_Release(&hint_v);
+    PyMem_Free(scratch);
+    PyMem_Free(distance);
+    PyMem_Free(flags);
+    PyMem_Free(order);
+    Py_DECREF(fast);
+    return result;
+}
+
+/* context_features(scores, chars, parent, owner, levels, widths, min_score) -> bytearray of float64 (blocks x
+ * (6 + levels + 3)) | None: features._context_features_numpy's matrix from the first stage's scores (float64),
+ * the blocks' text lengths (int64), the Tree's parent and owner arrays, CONTEXT_LEVELS, the three window widths
+ * and MIN_SCORE. None where an array is not of the kind numpy's path takes. */
+static PyObject *context_features(PyObject *self, PyObject *args) {
+    PyObject *scores_obj, *chars_obj, *parent_obj, *owner_obj;
+    Py_ssize_t levels, widths[3];
+    double min_score;
+    if (!PyArg_ParseTuple(args, "OOOOn(nnn)d", &scores_obj, &chars_obj, &parent_obj, &owner_obj, &levels,
+                          &widths[0], &widths[1], &widths[2], &min_score))
+        return NULL;
+    if (levels < 0 || widths[0] < 1 || widths[1] < 1 || widths[2] < 1) {
+        PyErr_SetString(PyExc_ValueError, "levels and window widths must be positive");
+        return NULL;
+    }
+    Py_buffer scores_v, chars_v;
+    int held = 0, status;  /* held: bits of the buffers to release (scores, chars) */
+    TreeView t = {.held = 0};
+    PyObject *result = NULL;
+    double *scratch = NULL;
+    Py_ssize_t *element = NULL;
+    if ((status = typed_buffer(scores_obj, &scores_v, 'd', -1)) <= 0) goto give_up;
+    held |= 1;
+    Py_ssize_t count = scores_v.len / 8, width = 6 + levels + 3;
+    if ((status = typed_buffer(chars_obj, &chars_v, 'q', count)) <= 0) goto give_up;
+    held |= 2;
+    if ((status = tree_view(&t, parent_obj, owner_obj, count)) <= 0) goto give_up;
+    const double *scores = scores_v.buf;
+    const int64_t *lengths = chars_v.buf, *up = t.up;
+    result = PyByteArray_FromStringAndSize(NULL, count * width * 8);
+    scratch = PyMem_Malloc((2 * count + 2 * t.n + 1) * sizeof(double));
+    element = PyMem_Malloc((count + 1) * sizeof(Py_ssize_t));
+    if (!result || !scratch || !element) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto fail;
+    }
+    double *out = (double *)PyByteArray_AS_STRING(result);
+    double *chars = scratch, *product = scratch + count, *weighted = scratch + 2 * count, *weight = weighted + t.n;
+#define OUT(b, k) out[(b) * width + (k)]
+    for (Py_ssize_t b = 0; b < count; b++) {
+        chars[b] = (double)lengths[b];
+        product[b] = chars[b] * scores[b];
+        element[b] = t.own[b];
+        OUT(b, 0) = scores[b];
+    }
+    for (int k = 0; k < 3; k++) window_mean_column(&OUT(0, 0), count, widths[k], &OUT(0, 1 + k), width);
+    shift_column(&OUT(0, 0), count, 1, &OUT(0, 4), width);
+    shift_column(&OUT(0, 0), count, -1, &OUT(0, 5), width);
+    /* the enclosing containers, one level up at a time (the top stays the top): text-weighted mean score, the
+     * bincounts' additions in block order */
+    for (Py_ssize_t level = 0; level < levels; level++) {
+        for (Py_ssize_t b = 0; b < count; b++) {
+            if (up[element[b]] >= 0) element[b] = up[element[b]];
+            weighted[element[b]] = weight[element[b]] = 0.;
+        }
+        for (Py_ssize_t b = 0; b < count; b++) {
+            weighted[element[b]] += product[b];
+            weight[element[b]] += chars[b];
+        }
+        for (Py_ssize_t b = 0; b < count; b++) OUT(b, 6 + level) = weighted[element[b]] / weight[element[b]];
+    }
+    /* the page: max(scores.max(initial=0.0), MIN_SCORE), the text-weighted mean (numpy's pairwise sums) */
+    double top = max_of(scores, count, 1, 0.0);
+    if (min_score > top) top = min_score;
+    double mean = pairwise_sum(product, count, 1) / pairwise_sum(chars, count, 1);
+    for (Py_ssize_t b = 0; b < count; b++) {
+        OUT(b, 6 + levels) = top;
+        OUT(b, 7 + levels) = mean;
+        OUT(b, 8 + levels) = scores[b] / top;
+    }
+#undef OUT
+    goto done;
+give_up:
+    if (status < 0) goto fail;
+    Py_CLEAR(result);
+    result = Py_None;
+    Py_INCREF(result);
+    goto done;
+fail:
+    Py_CLEAR(result);
+done:
+    tree_release(&t);
+    if (held & 1) PyBuffer_Release(&scores_v);
+    if (held & 2) PyBuffer_Release(&chars_v);
+    PyMem_Free(scratch);
+    PyMem_Free(element);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"head_title", head_title, METH_O, "head_title(root) -> root.find('head/title')"},
     {"normalized_length", normalized_length, METH_VARARGS,
@@ -1504,7 +1989,8 @@ static PyMethodDef methods[] = {
     {"utf8_controls_to_space", utf8_controls_to_space, METH_O,
      "utf8_controls_to_space(text) -> bytes: parse.clean_text's encode-and-translate step."},
     {"match_rules", match_rules, METH_VARARGS, "match_rules(root, [(tag, id, token)]) -> [[element]] | None"},
-    {"text_columns", text_columns, METH_VARARGS, "text_columns(texts, title_words, table, fill) -> bytes"},
+    {"text_matrix", text_matrix, METH_VARARGS,
+     "text_matrix(blocks, title_words, table, fill) -> bytearray | None: features._text_columns' float64 matrix"},
     {"ensemble", ensemble, METH_VARARGS,
      "ensemble(packed, inputs, out, rows, width, hidden, networks, portable=False): ann.predict_mean of a packed "
      "ensemble."},
@@ -1513,6 +1999,12 @@ static PyMethodDef methods[] = {
     {"tree_sum_up", tree_sum_up, METH_VARARGS, "tree_sum_up(parent, depth, values, n) -> bytes | None"},
     {"tree_context", tree_context, METH_VARARGS,
      "tree_context(parent, owner, chars, weighted_scores, n, count, levels) -> bytes | None"},
+    {"block_features", block_features, METH_VARARGS,
+     "block_features(text_columns, parent, depth, owner, tag_bits, class_bits, hint, blocks, owner_columns, sizes, "
+     "constants) -> bytearray | None: features.block_features' float64 matrix"},
+    {"context_features", context_features, METH_VARARGS,
+     "context_features(scores, chars, parent, owner, levels, widths, min_score) -> bytearray | None: "
+     "features.context_features' float64 matrix"},
     {"configure_tree", configure_tree, METH_O, "configure_tree([(tag, bits)]): features' TAG_GROUPS bits."},
     {"number_tree", number_tree, METH_O, "number_tree(owner elements): features.number_tree's numbering."},
     {"inside", inside, METH_VARARGS, "inside(owners, elements) -> bytes | None: extract._inside's mask."},

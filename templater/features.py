@@ -102,6 +102,7 @@ CLASS_CACHE_SIZE = 1 << 16  # distinct (class, id) pairs whose flags are remembe
 FAR = 1_000  # the distance recorded when no ancestor carries a flag
 CONTEXT_LEVELS = 3  # containers above a block whose text-weighted score the second stage sees
 MIN_SCORE = 1e-6  # floor of a page's best score when scores are divided by it
+CONTEXT_WIDTHS = (1, 3, 10)  # blocks either side of the three neighbour means of the first-stage scores
 
 
 def line_features(seg: Segmented) -> np.ndarray:
@@ -346,33 +347,18 @@ def _text_columns(seg: Segmented) -> np.ndarray:
     walk = blocks._walk
     if walk is None or not seg.blocks:
         return _text_columns_numpy(seg)
-    texts = [b.text for b in seg.blocks]
-    counts = np.frombuffer(walk.text_columns(texts, list(set(_WORD.findall(seg.title.lower()))), _CLASS_TABLE,
-                                             _code_point_class), dtype=np.int64).reshape(len(texts), 9)
-    lengths, words, punct, digits, sentence_end, candidate, spaced, capitals, hits = counts.T
-    if not lengths.all():
+    found = walk.text_matrix(seg.blocks, list(set(_WORD.findall(seg.title.lower()))), _CLASS_TABLE,
+                             _code_point_class)
+    if found is None:  # an empty text
         return _text_columns_plain(seg)
-    copyright = np.zeros(len(texts))
-    for i in np.flatnonzero(candidate).tolist():
-        copyright[i] = 1.0 if _COPYRIGHT.search(texts[i]) else 0.0
-    columns = np.empty((len(texts), 10), dtype=np.float64)
-    columns[:, 0] = lengths
-    columns[:, 1] = np.fromiter(map(_LINK_CHARS, seg.blocks), dtype=np.int64, count=len(texts))
-    columns[:, 2] = np.fromiter(map(_MARKUP_BYTES, seg.blocks), dtype=np.int64, count=len(texts))
-    columns[:, 3] = words
-    columns[:, 4] = punct / lengths
-    columns[:, 5] = sentence_end
-    columns[:, 6] = digits / lengths
-    columns[:, 7] = hits / np.maximum(words, 1)
-    columns[:, 8] = copyright
-    columns[:, 9] = capitals / np.maximum(spaced, 1)
+    columns = np.frombuffer(found, dtype=np.float64).reshape(len(seg.blocks), 10)
+    for i in np.flatnonzero(columns[:, 8]).tolist():  # copyright candidates: the regex decides
+        columns[i, 8] = 1.0 if _COPYRIGHT.search(seg.blocks[i].text) else 0.0
     return columns
 
 
-_LINK_CHARS = operator.attrgetter("link_chars")
 _TEXT = operator.attrgetter("text")
 _TAG = operator.attrgetter("tag")
-_MARKUP_BYTES = operator.attrgetter("markup_bytes")
 
 
 def _text_columns_numpy(seg: Segmented) -> np.ndarray:
@@ -577,13 +563,27 @@ FEATURE_NAMES: tuple[str, ...] = (
 
 
 def block_features(seg: Segmented, tree: Tree | None = None) -> np.ndarray:
-    """The default classifier's features, one row per block, columns named by FEATURE_NAMES."""
+    """The default classifier's features, one row per block, columns named by FEATURE_NAMES: computed in C
+    (templater._walk) from the text columns and the tree, else by _block_features_numpy (the definition)."""
     count = len(seg.blocks)
     if not count:
         return np.zeros((0, len(FEATURE_NAMES)))
     tree = number_tree(seg) if tree is None else tree
+    text = _text_columns(seg)
+    walk = blocks._walk
+    if walk is not None:
+        found = walk.block_features(text, tree.parent, tree.depth, tree.owner, tree.tag_bits, tree.class_bits,
+                                    tree.hint, seg.blocks, _OWNER_COLUMN, _BLOCK_SIZES, _BLOCK_CONSTANTS)
+        if found is not None:
+            return np.frombuffer(found, dtype=np.float64).reshape(count, len(FEATURE_NAMES))
+    return _block_features_numpy(seg, tree, text)
+
+
+def _block_features_numpy(seg: Segmented, tree: Tree, text: np.ndarray) -> np.ndarray:
+    """block_features with numpy, from the page's _text_columns (the definition the C version follows)."""
+    count = len(seg.blocks)
     (chars, link_chars, markup, words, punct, sentence_end, digits, title_overlap, copyright,
-     capitalised) = _text_columns(seg).T
+     capitalised) = text.T
     log_chars = np.log1p(chars / LENGTH_SCALE)
     link_density = np.minimum(link_chars / chars, 1.0)
     density = chars / (chars + markup)
@@ -607,6 +607,11 @@ def block_features(seg: Segmented, tree: Tree | None = None) -> np.ndarray:
         float(np.log1p(count)),
     ]
     return _assemble(count, len(FEATURE_NAMES), columns)
+
+
+# what the C block_features is told of the definition above: the sizes of the column groups and the constants
+_BLOCK_SIZES = (len(OWNER_TAGS), len(TAG_GROUPS), len(CLASS_GROUPS), len(FEATURE_NAMES))
+_BLOCK_CONSTANTS = (LENGTH_SCALE, float(REGION_MIN_CHARS), REGION_GRANDPARENT_SHARE, NEIGHBOUR_WINDOW, FAR)
 
 
 def _assemble(count: int, width: int, columns: list) -> np.ndarray:
@@ -665,10 +670,22 @@ CONTEXT_NAMES: tuple[str, ...] = (
 
 def context_features(seg: Segmented, tree: Tree, scores: np.ndarray) -> np.ndarray:
     """The second stage's inputs beside block_features: a first-stage score per block, and what the
-    neighbours, the enclosing containers (text-weighted) and the whole page scored."""
+    neighbours, the enclosing containers (text-weighted) and the whole page scored. Computed in C
+    (templater._walk), else by _context_features_numpy (the definition)."""
+    walk = blocks._walk
+    if walk is not None:
+        found = walk.context_features(scores, seg.block_chars(), tree.parent, tree.owner, CONTEXT_LEVELS,
+                                      CONTEXT_WIDTHS, MIN_SCORE)
+        if found is not None:
+            return np.frombuffer(found, dtype=np.float64).reshape(len(scores), len(CONTEXT_NAMES))
+    return _context_features_numpy(seg, tree, scores)
+
+
+def _context_features_numpy(seg: Segmented, tree: Tree, scores: np.ndarray) -> np.ndarray:
+    """context_features with numpy (the definition the C version follows)."""
     chars = np.fromiter(map(len, map(_TEXT, seg.blocks)), dtype=np.float64, count=len(seg.blocks))
-    columns = [scores, window_mean(scores, 1), window_mean(scores, 3), window_mean(scores, 10),
-               shift(scores, 1), shift(scores, -1)]
+    columns = [scores, *(window_mean(scores, width) for width in CONTEXT_WIDTHS), shift(scores, 1),
+               shift(scores, -1)]
     weighted_scores = chars * scores
     columns += _container_scores(tree, chars, weighted_scores)
     top = max(float(scores.max(initial=0.0)), MIN_SCORE)

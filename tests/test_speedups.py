@@ -198,6 +198,207 @@ def test_c_container_scores_refuse_indexes_out_of_range():
     # one level up the blocks sit under elements 0 and 1 apart; from the second level on both under element 0
     assert np.frombuffer(found).tolist() == [0.5, 1.0, 0.75, 0.75, 0.75, 0.75]
 
+# --- the C feature matrices (block_features, context_features) against their numpy definitions ----------------
+
+def assert_matrix_close(fast, slow, names):
+    """Every element within 1e-12 (relative where larger than 1); NaN where the definition gives NaN. The C
+    matrices are not the same floats everywhere: libm's log1p and numpy's SIMD one differ in the last bit, and
+    numpy adds kernels longer than 11 with BLAS's dot."""
+    assert fast.dtype == slow.dtype == np.float64 and fast.shape == slow.shape == (slow.shape[0], len(names))
+    assert (np.isnan(fast) == np.isnan(slow)).all()
+    error = np.abs(np.nan_to_num(fast) - np.nan_to_num(slow)) / np.maximum(1.0, np.abs(np.nan_to_num(slow)))
+    worst = error.max(axis=0, initial=0.0)
+    assert worst.max(initial=0.0) <= 1e-12, {n: float(e) for n, e in zip(names, worst) if e > 1e-12}
+
+
+def assert_features_match(seg, tree=None, scores=None):
+    """block_features and context_features (C where built) against _block_features_numpy and
+    _context_features_numpy; the C result must have been taken (not a fall back to numpy)."""
+    tree = features.number_tree(seg) if tree is None else tree
+    text = features._text_columns(seg)
+    fast = features.block_features(seg, tree)
+    walk = blocks._walk
+    assert walk.block_features(text, tree.parent, tree.depth, tree.owner, tree.tag_bits, tree.class_bits, tree.hint,
+                               seg.blocks, features._OWNER_COLUMN, features._BLOCK_SIZES,
+                               features._BLOCK_CONSTANTS) is not None
+    assert_matrix_close(fast, features._block_features_numpy(seg, tree, text), features.FEATURE_NAMES)
+    if scores is None:
+        scores = np.random.default_rng(len(seg.blocks)).random(len(seg.blocks))
+    context = features.context_features(seg, tree, scores)
+    assert walk.context_features(scores, seg.block_chars(), tree.parent, tree.owner, features.CONTEXT_LEVELS,
+                                 features.CONTEXT_WIDTHS, features.MIN_SCORE) is not None
+    assert_matrix_close(context, features._context_features_numpy(seg, tree, scores), features.CONTEXT_NAMES)
+    return fast
+
+
+@needs_walk
+def test_c_feature_matrices_match_numpy_on_the_samples():
+    from templater import ann, fallback
+    weights = fallback.default_weights()
+    hints = regions = 0
+    for seg in sample_pages():
+        if not seg.blocks:
+            continue
+        tree = features.number_tree(seg)
+        first = ann.predict_mean(weights.first, features.block_features(seg, tree))
+        found = assert_features_match(seg, tree, first)
+        for scores in (np.zeros(len(first)), first * (np.arange(len(first)) % 3 == 0), np.ones(len(first))):
+            assert_features_match(seg, tree, scores)
+        hints += bool(found[:, features.FEATURE_NAMES.index("page_has_hint")].any())
+        regions += bool(found[:, features.FEATURE_NAMES.index("in_region")].any())
+    assert hints and regions  # the samples exercise both the hint and the region columns
+
+
+TEXT = st.text(alphabet=st.sampled_from("ab Cd.,!?19 \u00e9\u4e2d\u00a9"), min_size=1, max_size=80)
+CLASSES = ["comment", "nav", "footer", "sidebar", "content", "post-body", "share", "ad", "meta", "headline", "x"]
+
+
+@st.composite
+def nested_markup(draw):
+    """Nested elements (lists, tables, links, content hints, class/id words) with text between them."""
+    out = []
+    open_tags = []
+    for _ in range(draw(st.integers(0, 40))):
+        action = draw(st.integers(0, 3))
+        if action == 0 or not open_tags:
+            tag = draw(st.sampled_from(["div", "p", "ul", "li", "a", "article", "main", "section", "nav", "footer",
+                                        "aside", "table", "td", "h1", "h2", "span", "form", "blockquote", "figure"]))
+            attrs = ""
+            if draw(st.booleans()):
+                attrs += f' class="{draw(st.sampled_from(CLASSES))} {draw(st.sampled_from(CLASSES))}"'
+            if draw(st.integers(0, 5)) == 0:
+                attrs += draw(st.sampled_from([' itemprop="articleBody"', ' role="main"', ' id="mainContent"',
+                                               ' itemtype="https://schema.org/NewsArticle"']))
+            out.append(f"<{tag}{attrs}>")
+            open_tags.append(tag)
+        elif action == 1:
+            out.append(f"</{open_tags.pop()}>")
+        else:
+            out.append(draw(TEXT))
+    return "".join(out)
+
+
+def segment_markup(body, title="Title words here"):
+    markup = f"<html><head><title>{title}</title></head><body>{body}</body></html>"
+    root = parse_html(markup)
+    return blocks.segment(root, Page("p", "https://a.example/p", markup)) if root is not None else None
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(nested_markup())
+def test_c_feature_matrices_match_numpy_on_generated_markup(body):
+    seg = segment_markup(body)
+    if seg is not None and seg.blocks:
+        assert_features_match(seg)
+
+
+@needs_walk
+def test_c_feature_matrices_edge_cases():
+    cases = {
+        "one block": "<p>a single short block</p>",
+        "no link chars, no hint, no region": "<div><p>tiny</p><p>text</p></div>",
+        "all links": "<ul><li><a href='x'>one link here</a></li><li><a href='y'>two</a></li></ul>",
+        "hints": "<main><article><p>" + "Long sentence, with words. " * 8 + "</p></article></main><p>tail</p>",
+        "deep": "<div>" * 200 + "<p>" + "deep text, far down. " * 5 + "</p>" + "</div>" * 200 + "<p>top</p>",  # libxml2 stops near 255
+        "one block at the top": "text straight in the body",
+    }
+    for name, body in cases.items():
+        seg = segment_markup(body)
+        assert seg.blocks, name
+        found = assert_features_match(seg)
+        assert found.shape == (len(seg.blocks), len(features.FEATURE_NAMES)), name
+    seg = segment_markup(cases["no link chars, no hint, no region"])
+    found = features.block_features(seg)
+    for column in ("in_hint", "in_top_hint", "in_region", "in_region_parent", "page_has_hint", "link_density"):
+        assert not found[:, features.FEATURE_NAMES.index(column)].any(), column
+    deep = features.block_features(segment_markup(cases["deep"]))
+    assert deep[0, features.FEATURE_NAMES.index("depth")] == 1.0 and deep[0, features.FEATURE_NAMES.index("in_region")]
+
+
+def arrays_page(draw):
+    """A random tree numbered parents first (possibly several tops) with owners, flags and text columns; the
+    blocks carry only their tags."""
+    n = draw(st.integers(1, 30))
+    parent = [-1] + [draw(st.integers(-1, e - 1)) for e in range(1, n)]
+    depth = []
+    for e in range(n):
+        depth.append(depth[parent[e]] + 1 if parent[e] >= 0 else 0)
+    count = draw(st.integers(1, 25))
+    owner = [draw(st.integers(0, n - 1)) for _ in range(count)]
+    bits = st.integers(0, (1 << 13) - 1)
+    tree = features.Tree(parent=np.array(parent, dtype=np.int64), depth=np.array(depth, dtype=np.int64),
+                         class_bits=np.array([draw(bits) for _ in range(n)], dtype=np.uint32),
+                         tag_bits=np.array([draw(bits) & 1023 for _ in range(n)], dtype=np.uint32),
+                         hint=np.array([draw(st.integers(0, 4)) == 0 for _ in range(n)], dtype=bool),
+                         owner=np.array(owner, dtype=np.int64))
+    ratio = st.floats(0.0, 1.0)
+    rows = []
+    for _ in range(count):
+        chars = draw(st.integers(1, 5000))
+        rows.append((chars, draw(st.integers(0, chars)), draw(st.integers(0, 9000)), draw(st.integers(0, chars)),
+                     draw(ratio), float(draw(st.booleans())), draw(ratio), draw(ratio), float(draw(st.booleans())),
+                     draw(ratio)))
+    tags = [draw(st.sampled_from(["p", "div", "li", "td", "h1", "h3", "pre", "option", "nav", "a", "b"]))
+            for _ in range(count)]
+    blocks_ = tuple(Block(i, None, "/html/body/" + tag, tag, "x", 0, 0, 0, 0) for i, tag in enumerate(tags))
+    seg = Segmented(page=Page("p", "https://a.example/p", ""), blocks=blocks_, vector=np.zeros(count, dtype=np.uint32))
+    return seg, tree, np.array(rows, dtype=np.float64)
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_c_feature_matrices_match_numpy_on_generated_arrays(data):
+    seg, tree, text = arrays_page(data.draw)
+    walk = blocks._walk
+    found = walk.block_features(text, tree.parent, tree.depth, tree.owner, tree.tag_bits, tree.class_bits, tree.hint,
+                                seg.blocks, features._OWNER_COLUMN, features._BLOCK_SIZES, features._BLOCK_CONSTANTS)
+    fast = np.frombuffer(found, dtype=np.float64).reshape(len(seg.blocks), len(features.FEATURE_NAMES))
+    assert_matrix_close(fast, features._block_features_numpy(seg, tree, text), features.FEATURE_NAMES)
+    scores = np.array(data.draw(st.lists(st.floats(0.0, 1.0), min_size=len(seg.blocks), max_size=len(seg.blocks))))
+    chars = text[:, 0].astype(np.int64)
+    found = walk.context_features(scores, chars, tree.parent, tree.owner, features.CONTEXT_LEVELS,
+                                  features.CONTEXT_WIDTHS, features.MIN_SCORE)
+    fast = np.frombuffer(found, dtype=np.float64).reshape(len(seg.blocks), len(features.CONTEXT_NAMES))
+    seg = Segmented(page=seg.page, blocks=tuple(Block(i, None, "/p", "p", "x" * int(c), 0, 0, 0, 0)
+                                                for i, c in enumerate(chars)), vector=seg.vector)
+    assert_matrix_close(fast, features._context_features_numpy(seg, tree, scores), features.CONTEXT_NAMES)
+
+
+@needs_walk
+def test_c_feature_matrices_leave_other_arrays_to_numpy():
+    """Trees not numbered parents first, or arrays of other kinds: the C functions answer None and the
+    features come from numpy."""
+    seg = segment_markup("<div><p>" + "Some words, and more. " * 4 + "</p><p>x</p></div><ul><li>y</li></ul>")
+    tree = features.number_tree(seg)
+    n = len(tree.parent)
+    order = np.arange(n)[::-1].copy()  # renumber from the bottom up: children before parents
+    position = np.empty(n, dtype=np.int64)
+    position[order] = np.arange(n)
+    reversed_tree = features.Tree(parent=np.where(tree.parent[order] >= 0, position[tree.parent[order]], -1),
+                                  depth=tree.depth[order], class_bits=tree.class_bits[order],
+                                  tag_bits=tree.tag_bits[order], hint=tree.hint[order], owner=position[tree.owner])
+    text = features._text_columns(seg)
+    walk = blocks._walk
+    args = (seg.blocks, features._OWNER_COLUMN, features._BLOCK_SIZES, features._BLOCK_CONSTANTS)
+    t = reversed_tree
+    assert walk.block_features(text, t.parent, t.depth, t.owner, t.tag_bits, t.class_bits, t.hint, *args) is None
+    assert walk.block_features(text.astype(np.float32), tree.parent, tree.depth, tree.owner, tree.tag_bits,
+                               tree.class_bits, tree.hint, *args) is None
+    assert walk.block_features(np.asfortranarray(text), tree.parent, tree.depth, tree.owner, tree.tag_bits,
+                               tree.class_bits, tree.hint, *args) is None
+    assert (features.block_features(seg, reversed_tree).tobytes()
+            == features._block_features_numpy(seg, reversed_tree, text).tobytes())
+    assert_matrix_close(features.block_features(seg, reversed_tree), features.block_features(seg, tree),
+                 features.FEATURE_NAMES)
+    scores = np.linspace(0.0, 1.0, len(seg.blocks))
+    assert walk.context_features(scores, seg.block_chars(), t.parent, t.owner, 3, (1, 3, 10), 1e-6) is None
+    assert walk.context_features(scores[::-1], seg.block_chars(), tree.parent, tree.owner, 3, (1, 3, 10), 1e-6) is None
+    assert (features.context_features(seg, reversed_tree, scores).tobytes()
+            == features._context_features_numpy(seg, reversed_tree, scores).tobytes())
+
+
 def lxml_rule_elements(seg, rules):
     from lxml import etree
     return [e for xpath in rules for e in xpath(seg.root) if isinstance(e, etree._Element)]
