@@ -560,29 +560,33 @@ static xmlNode *node_of(PyObject *element) {
     return ((LxmlElement *)element)->_c_node;
 }
 
-/* An attribute's value as lxml's attrib.get(name) reads it (no namespace); *found = 0 when absent, -1 when
- * the value is not plain text. Points into the tree or into ``scratch``. */
-static const char *attribute(const xmlNode *element, const char *name, Buffer *scratch, int *found) {
-    *found = 0;
-    for (xmlAttr *a = element->properties; a; a = a->next) {
-        if (a->type != XML_ATTRIBUTE_NODE || a->ns || strcmp((const char *)a->name, name) != 0) continue;
-        *found = 1;
-        xmlNode *t = a->children;
-        if (!t) return "";
-        if (!t->next && (t->type == XML_TEXT_NODE || t->type == XML_CDATA_SECTION_NODE))
-            return t->content ? (const char *)t->content : "";
-        scratch->size = 0;
-        for (; t; t = t->next) {
-            if (t->type != XML_TEXT_NODE && t->type != XML_CDATA_SECTION_NODE) { *found = -1; return NULL; }
-            if (t->content && buf_add(scratch, (const char *)t->content, strlen((const char *)t->content)) < 0) {
-                *found = -1;
-                return NULL;
-            }
-        }
-        if (buf_add(scratch, "", 1) < 0) { *found = -1; return NULL; }
-        return scratch->data;
+/* A block's field by its slot (blocks made of templater.types.Block) or by getattr; a new reference. */
+static PyObject *block_field(PyObject *block, int slot, const char *name) {
+    if (block_direct && Py_TYPE(block) == (PyTypeObject *)block_class) {
+        PyObject *value = *(PyObject **)((char *)block + block_offsets[slot]);
+        if (value) { Py_INCREF(value); return value; }
     }
-    return NULL;
+    return PyObject_GetAttrString(block, name);
+}
+
+/* An attribute's value as lxml's attrib.get(name) reads it (``a`` has no namespace); *status = -1 when the value
+ * is not plain text. Points into the tree or into ``scratch``. */
+static const char *attribute_text(const xmlAttr *a, Buffer *scratch, int *status) {
+    *status = 0;
+    xmlNode *t = a->children;
+    if (!t) return "";
+    if (!t->next && (t->type == XML_TEXT_NODE || t->type == XML_CDATA_SECTION_NODE))
+        return t->content ? (const char *)t->content : "";
+    scratch->size = 0;
+    for (; t; t = t->next) {
+        if (t->type != XML_TEXT_NODE && t->type != XML_CDATA_SECTION_NODE) { *status = -1; return NULL; }
+        if (t->content && buf_add(scratch, (const char *)t->content, strlen((const char *)t->content)) < 0) {
+            *status = -1;
+            return NULL;
+        }
+    }
+    if (buf_add(scratch, "", 1) < 0) { *status = -1; return NULL; }
+    return scratch->data;
 }
 
 #define MAX_TAG_BITS 256
@@ -590,21 +594,91 @@ static char *tag_bit_names[MAX_TAG_BITS];
 static unsigned int tag_bit_values[MAX_TAG_BITS];
 static int n_tag_bits = 0;
 
-/* features.number_tree's numbering: (parent, depth, owner as int64 bytearrays, tag_bits as uint32, hint as
- * bool, then the numbers (int64 bytes), classes and ids of the elements with a class or an id); None to take
- * the plain numbering. */
-static PyObject *number_tree(PyObject *self, PyObject *elements) {
-    PyObject *fast = PySequence_Fast(elements, "elements must be a sequence");
+/* --- features._words_bits remembered in C: CLASS_GROUPS bits per (class, id) pair, keyed by their bytes ------ */
+/* A pair seen before costs a hash and a compare, no Python object; a new one is decoded and handed to
+ * features._words_bits (configure_tree gives the function). When the table holds ``words_limit`` pairs it is
+ * emptied (the bits are a function of the pair: forgetting changes no result). */
+typedef struct {
+    char *key;  /* class bytes, NUL, id bytes (libxml2's strings hold no NUL) */
+    Py_ssize_t size, class_size;
+    uint32_t hash, bits;
+} WordsEntry;
+
+static WordsEntry *words_table = NULL;
+static Py_ssize_t words_slots = 0, words_used = 0, words_limit = 1 << 16;
+static PyObject *words_function = NULL;
+
+static void words_clear(void) {
+    for (Py_ssize_t i = 0; i < words_slots; i++) PyMem_Free(words_table[i].key);
+    PyMem_Free(words_table);
+    words_table = NULL;
+    words_slots = words_used = 0;
+}
+
+static WordsEntry *words_slot(WordsEntry *table, Py_ssize_t slots, const char *key, Py_ssize_t size, uint32_t hash) {
+    size_t mask = slots - 1, i = hash & mask;
+    while (table[i].key && !(table[i].hash == hash && table[i].size == size && memcmp(table[i].key, key, size) == 0))
+        i = (i + 1) & mask;
+    return &table[i];
+}
+
+/* The bits of the pair in ``key`` (class_size bytes of class, a NUL, the id); -1 on an error. */
+static int64_t words_bits(const char *key, Py_ssize_t size, Py_ssize_t class_size) {
+    uint32_t hash = crc_update(0, (const unsigned char *)key, size);
+    if (words_slots) {
+        WordsEntry *found = words_slot(words_table, words_slots, key, size, hash);
+        if (found->key) return found->bits;
+    }
+    if (!words_function) { PyErr_SetString(PyExc_RuntimeError, "configure_tree was not called"); return -1; }
+    PyObject *class_ = PyUnicode_DecodeUTF8(key, class_size, NULL);
+    PyObject *id_ = class_ ? PyUnicode_DecodeUTF8(key + class_size + 1, size - class_size - 1, NULL) : NULL;
+    PyObject *value = id_ ? PyObject_CallFunctionObjArgs(words_function, class_, id_, NULL) : NULL;
+    Py_XDECREF(class_);
+    Py_XDECREF(id_);
+    if (!value) return -1;
+    unsigned long bits = PyLong_AsUnsignedLong(value);
+    Py_DECREF(value);
+    if (bits == (unsigned long)-1 && PyErr_Occurred()) return -1;
+    if (bits > 0xFFFFFFFFul) { PyErr_SetString(PyExc_ValueError, "class bits beyond 32 bits"); return -1; }
+    if (words_used >= words_limit) words_clear();
+    if (2 * (words_used + 1) > words_slots) {  /* grow (or start) the table, at most half full */
+        Py_ssize_t slots = words_slots ? 2 * words_slots : 1024;
+        WordsEntry *table = PyMem_Calloc(slots, sizeof(WordsEntry));
+        if (!table) { PyErr_NoMemory(); return -1; }
+        for (Py_ssize_t i = 0; i < words_slots; i++)
+            if (words_table[i].key)
+                *words_slot(table, slots, words_table[i].key, words_table[i].size, words_table[i].hash) = words_table[i];
+        PyMem_Free(words_table);
+        words_table = table;
+        words_slots = slots;
+    }
+    char *copy = PyMem_Malloc(size ? size : 1);
+    if (!copy) { PyErr_NoMemory(); return -1; }
+    memcpy(copy, key, size);
+    *words_slot(words_table, words_slots, key, size, hash) = (WordsEntry){copy, size, class_size, hash, (uint32_t)bits};
+    words_used++;
+    return bits;
+}
+
+/* features.number_tree's numbering of the blocks' owners (the ``element`` of each block) and their ancestors:
+ * (parent, depth, owner as int64 bytearrays, tag_bits and class_bits as uint32, hint as bool); None to take the
+ * plain numbering. Each element's attributes are read in one scan (the first of each name, as attrib.get). */
+static PyObject *number_tree(PyObject *self, PyObject *blocks) {
+    PyObject *fast = PySequence_Fast(blocks, "blocks must be a sequence");
     if (!fast) return NULL;
     Py_ssize_t count = PySequence_Fast_GET_SIZE(fast);
     PtrMap numbers = {0};
-    Buffer parent = {0}, depth = {0}, owner = {0}, tag_bits = {0}, hint = {0}, scratch = {0}, named = {0};
-    PyObject *classes = PyList_New(0), *ids = PyList_New(0), *result = NULL;
+    Buffer parent = {0}, depth = {0}, owner = {0}, tag_bits = {0}, hint = {0}, scratch = {0}, class_bits = {0},
+           key = {0};
+    PyObject *result = NULL;
     int give_up = 0;
     const xmlNode *chain[4096];
-    if (!classes || !ids || map_init(&numbers, 4 * count) < 0) goto done;
+    if (map_init(&numbers, 4 * count) < 0) goto done;
     for (Py_ssize_t b = 0; b < count; b++) {
-        xmlNode *node = node_of(PySequence_Fast_GET_ITEM(fast, b));
+        PyObject *element = block_field(PySequence_Fast_GET_ITEM(fast, b), 9, "element");
+        if (!element) goto done;
+        xmlNode *node = node_of(element);
+        Py_DECREF(element);  /* the block keeps the element, and so the tree, alive */
         if (!node) { give_up = 1; goto done; }
         xmlNode *start = node;
         int length = 0;
@@ -625,66 +699,77 @@ static PyObject *number_tree(PyObject *self, PyObject *elements) {
             const char *name = (const char *)n->name;
             unsigned int bits = 0;
             for (int i = 0; i < n_tag_bits; i++)
-                if (strcmp(tag_bit_names[i], name) == 0) { bits = tag_bit_values[i]; break; }
+                if (tag_bit_names[i][0] == name[0] && strcmp(tag_bit_names[i], name) == 0) {
+                    bits = tag_bit_values[i];
+                    break;
+                }
             if (buf_add(&tag_bits, (const char *)&bits, 4) < 0) goto done;
+            /* the first itemprop, itemtype, role, class and id attributes (no namespace) */
+            const xmlAttr *named[5] = {NULL, NULL, NULL, NULL, NULL};
+            for (const xmlAttr *a = n->properties; a; a = a->next) {
+                if (a->type != XML_ATTRIBUTE_NODE || a->ns) continue;
+                const char *an = (const char *)a->name;
+                int k = -1;
+                if (an[0] == 'i') k = strcmp(an, "id") == 0 ? 4 : strcmp(an, "itemprop") == 0 ? 0
+                                      : strcmp(an, "itemtype") == 0 ? 1 : -1;
+                else if (an[0] == 'c') k = strcmp(an, "class") == 0 ? 3 : -1;
+                else if (an[0] == 'r') k = strcmp(an, "role") == 0 ? 2 : -1;
+                if (k >= 0 && !named[k]) named[k] = a;
+            }
             /* features._is_hint */
-            int found;
-            char is_hint = strcmp(name, "article") == 0 || strcmp(name, "main") == 0;
+            int status = 0;
             const char *value;
-            if (!is_hint) {
-                value = attribute(n, "itemprop", &scratch, &found);
-                if (found < 0) { give_up = 1; goto done; }
-                is_hint = found && strcmp(value, "articleBody") == 0;
+            char is_hint = strcmp(name, "article") == 0 || strcmp(name, "main") == 0;
+            if (!is_hint && named[0]) {
+                value = attribute_text(named[0], &scratch, &status);
+                is_hint = status == 0 && strcmp(value, "articleBody") == 0;
             }
-            if (!is_hint) {
-                value = attribute(n, "itemtype", &scratch, &found);
-                if (found < 0) { give_up = 1; goto done; }
-                is_hint = found && strstr(value, "Article") != NULL;
+            if (!is_hint && status == 0 && named[1]) {
+                value = attribute_text(named[1], &scratch, &status);
+                is_hint = status == 0 && strstr(value, "Article") != NULL;
             }
-            if (!is_hint) {
-                value = attribute(n, "role", &scratch, &found);
-                if (found < 0) { give_up = 1; goto done; }
-                is_hint = found && strcmp(value, "main") == 0;
+            if (!is_hint && status == 0 && named[2]) {
+                value = attribute_text(named[2], &scratch, &status);
+                is_hint = status == 0 && strcmp(value, "main") == 0;
             }
+            if (status < 0) { give_up = 1; goto done; }
             if (buf_add(&hint, &is_hint, 1) < 0) goto done;
-            /* the class and id words (features._class_bits reads them) */
-            PyObject *class_ = NULL, *id_ = NULL;
-            value = attribute(n, "class", &scratch, &found);
-            if (found < 0) { give_up = 1; goto done; }
-            if (found) class_ = PyUnicode_DecodeUTF8(value, strlen(value), NULL);
-            value = attribute(n, "id", &scratch, &found);
-            if (found < 0) { Py_XDECREF(class_); give_up = 1; goto done; }
-            if (found) id_ = PyUnicode_DecodeUTF8(value, strlen(value), NULL);
-            if (class_ || id_) {
-                if (!class_) class_ = PyUnicode_FromString("");
-                if (!id_) id_ = PyUnicode_FromString("");
-                if (!class_ || !id_) { Py_XDECREF(class_); Py_XDECREF(id_); goto done; }
-                int64_t at = number;
-                int failed = PyList_Append(classes, class_) < 0 || PyList_Append(ids, id_) < 0
-                             || buf_add(&named, (const char *)&at, 8) < 0;
-                Py_DECREF(class_);
-                Py_DECREF(id_);
-                if (failed) goto done;
-            } else if (PyErr_Occurred()) goto done;
+            /* features._class_bits: the class and id words' groups ("" for a missing one; none without both) */
+            int64_t words = 0;
+            if (named[3] || named[4]) {
+                key.size = 0;
+                Py_ssize_t class_size = 0;
+                for (int k = 3; k <= 4; k++) {
+                    if (named[k]) {
+                        value = attribute_text(named[k], &scratch, &status);
+                        if (status < 0) { give_up = 1; goto done; }
+                        if (buf_add(&key, value, strlen(value)) < 0) goto done;
+                    }
+                    if (k == 3) {
+                        class_size = key.size;
+                        if (buf_add(&key, "", 1) < 0) goto done;
+                    }
+                }
+                if ((words = words_bits(key.data, key.size, class_size)) < 0) goto done;
+            }
+            uint32_t word_bits = (uint32_t)words;
+            if (buf_add(&class_bits, (const char *)&word_bits, 4) < 0) goto done;
             above = number;
         }
         int64_t mine = map_get(&numbers, start);
         if (buf_add(&owner, (const char *)&mine, 8) < 0) goto done;
     }
-    result = Py_BuildValue("(NNNNNNOO)", PyByteArray_FromStringAndSize(parent.data, parent.size),
+    result = Py_BuildValue("(NNNNNN)", PyByteArray_FromStringAndSize(parent.data, parent.size),
                            PyByteArray_FromStringAndSize(depth.data, depth.size),
                            PyByteArray_FromStringAndSize(owner.data, owner.size),
                            PyByteArray_FromStringAndSize(tag_bits.data, tag_bits.size),
                            PyByteArray_FromStringAndSize(hint.data, hint.size),
-                           PyBytes_FromStringAndSize(named.data ? named.data : "", named.size), classes, ids);
+                           PyByteArray_FromStringAndSize(class_bits.data, class_bits.size));
 done:
     Py_DECREF(fast);
-    Py_XDECREF(classes);
-    Py_XDECREF(ids);
-    PyMem_Free(named.data);
     map_free(&numbers);
     PyMem_Free(parent.data); PyMem_Free(depth.data); PyMem_Free(owner.data); PyMem_Free(tag_bits.data);
-    PyMem_Free(hint.data); PyMem_Free(scratch.data);
+    PyMem_Free(hint.data); PyMem_Free(scratch.data); PyMem_Free(class_bits.data); PyMem_Free(key.data);
     if (give_up && !PyErr_Occurred()) { Py_XDECREF(result); Py_RETURN_NONE; }
     return result;
 }
@@ -729,7 +814,16 @@ done:
     return result;
 }
 
-static PyObject *configure_tree(PyObject *self, PyObject *pairs) {
+/* configure_tree(pairs, words_bits, cache_size): features' TAG_GROUPS bits per tag, features._words_bits, and
+ * how many (class, id) pairs number_tree remembers. */
+static PyObject *configure_tree(PyObject *self, PyObject *args) {
+    PyObject *pairs, *function;
+    Py_ssize_t limit;
+    if (!PyArg_ParseTuple(args, "OOn", &pairs, &function, &limit)) return NULL;
+    if (!PyCallable_Check(function) || limit < 1) {
+        PyErr_SetString(PyExc_ValueError, "words_bits must be callable and the cache size positive");
+        return NULL;
+    }
     PyObject *fast = PySequence_Fast(pairs, "pairs must be a sequence");
     if (!fast) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
@@ -747,6 +841,10 @@ static PyObject *configure_tree(PyObject *self, PyObject *pairs) {
         tag_bit_values[n_tag_bits++] = bits;
     }
     Py_DECREF(fast);
+    words_clear();  /* bits from another function would be stale */
+    Py_INCREF(function);
+    Py_XSETREF(words_function, function);
+    words_limit = limit;
     Py_RETURN_NONE;
 }
 
@@ -1463,15 +1561,6 @@ static int count_text(Classes *classes, const TitleWord *title, Py_ssize_t n_tit
     return 0;
 }
 
-/* A block's field by its slot (blocks made of templater.types.Block) or by getattr; a new reference. */
-static PyObject *block_field(PyObject *block, int slot, const char *name) {
-    if (block_direct && Py_TYPE(block) == (PyTypeObject *)block_class) {
-        PyObject *value = *(PyObject **)((char *)block + block_offsets[slot]);
-        if (value) { Py_INCREF(value); return value; }
-    }
-    return PyObject_GetAttrString(block, name);
-}
-
 /* text_matrix(blocks, title_words, table, fill) -> bytearray of float64 (blocks x 10) | None: the matrix of
  * features._text_columns (chars, link chars, markup bytes, words, punctuation share, sentence end, digit share,
  * title overlap, copyright, capitalised share), except that the copyright column is 1.0 where the text may
@@ -2005,8 +2094,9 @@ static PyMethodDef methods[] = {
     {"context_features", context_features, METH_VARARGS,
      "context_features(scores, chars, parent, owner, levels, widths, min_score) -> bytearray | None: "
      "features.context_features' float64 matrix"},
-    {"configure_tree", configure_tree, METH_O, "configure_tree([(tag, bits)]): features' TAG_GROUPS bits."},
-    {"number_tree", number_tree, METH_O, "number_tree(owner elements): features.number_tree's numbering."},
+    {"configure_tree", configure_tree, METH_VARARGS,
+     "configure_tree([(tag, bits)], words_bits, cache_size): features' TAG_GROUPS bits and class/id words."},
+    {"number_tree", number_tree, METH_O, "number_tree(blocks): features.number_tree's numbering of their elements."},
     {"inside", inside, METH_VARARGS, "inside(owners, elements) -> bytes | None: extract._inside's mask."},
     {"configure", configure, METH_VARARGS,
      "configure(block_tags, split_tags, block_class): the tag sets of the walk and the class of its blocks."},

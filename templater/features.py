@@ -83,8 +83,6 @@ OWNER_TAGS: tuple[tuple[str, frozenset[str]], ...] = (
 )
 _TAG_BITS = {tag: sum(1 << n for n, (_, tags) in enumerate(TAG_GROUPS) if tag in tags)
              for _, group in TAG_GROUPS for tag in group}
-if blocks._walk is not None:
-    blocks._walk.configure_tree(sorted(_TAG_BITS.items()))
 _OWNER_COLUMN = {tag: column for column, (_, tags) in enumerate(OWNER_TAGS) for tag in tags}
 
 _HINT_TAGS = frozenset({"article", "main"})
@@ -136,16 +134,13 @@ class Tree:
 def number_tree(seg: Segmented) -> Tree:
     """Number the blocks' owners and all their ancestors, with each element's own class and tag flags."""
     walk = blocks._walk
-    numbered = walk.number_tree([b.element for b in seg.blocks]) if walk is not None else None
+    numbered = walk.number_tree(seg.blocks) if walk is not None else None
     if numbered is None:
         return _number_tree_plain(seg)
-    parent, depth, owner, tag_bits, hint, named, classes, ids = numbered  # bytearrays: writable arrays
-    parent = np.frombuffer(parent, dtype=np.int64)
-    class_bits = np.zeros(len(parent), dtype=np.uint32)
-    class_bits[np.frombuffer(named, dtype=np.int64)] = list(map(_words_bits, classes, ids))
-    return Tree(parent=parent, depth=np.frombuffer(depth, dtype=np.int64), class_bits=class_bits,
-                tag_bits=np.frombuffer(tag_bits, dtype=np.uint32), hint=np.frombuffer(hint, dtype=bool),
-                owner=np.frombuffer(owner, dtype=np.int64))
+    parent, depth, owner, tag_bits, hint, class_bits = numbered  # bytearrays: writable arrays
+    return Tree(parent=np.frombuffer(parent, dtype=np.int64), depth=np.frombuffer(depth, dtype=np.int64),
+                class_bits=np.frombuffer(class_bits, dtype=np.uint32), tag_bits=np.frombuffer(tag_bits, dtype=np.uint32),
+                hint=np.frombuffer(hint, dtype=bool), owner=np.frombuffer(owner, dtype=np.int64))
 
 
 def _number_tree_plain(seg: Segmented) -> Tree:
@@ -198,6 +193,10 @@ def _word_bits(word: str) -> int:
     """The CLASS_GROUPS bit of one class/id word (words repeat across pages far more than class/id pairs)."""
     found = _STEM_GROUPS.match(word.lower())
     return 1 << int(found.lastgroup[1:]) if found else 0
+
+
+if blocks._walk is not None:  # the C numbering's tag flags, and the class/id words' (remembered in C)
+    blocks._walk.configure_tree(sorted(_TAG_BITS.items()), _words_bits, CLASS_CACHE_SIZE)
 
 
 def _tag_bits(tag) -> int:

@@ -266,9 +266,12 @@ def nested_markup(draw):
             attrs = ""
             if draw(st.booleans()):
                 attrs += f' class="{draw(st.sampled_from(CLASSES))} {draw(st.sampled_from(CLASSES))}"'
-            if draw(st.integers(0, 5)) == 0:
+            if draw(st.integers(0, 3)) == 0:
                 attrs += draw(st.sampled_from([' itemprop="articleBody"', ' role="main"', ' id="mainContent"',
-                                               ' itemtype="https://schema.org/NewsArticle"']))
+                                               ' itemtype="https://schema.org/NewsArticle"', ' ID="sideBar"',
+                                               ' class="first" class="second comment"', ' class', ' id=""',
+                                               ' class="nav&amp;menu &#233;t&#xe9;"', ' role="navigation"',
+                                               ' itemprop="articleBody" itemprop="x"', ' data-class="nav"']))
             out.append(f"<{tag}{attrs}>")
             open_tags.append(tag)
         elif action == 1:
@@ -397,6 +400,38 @@ def test_c_feature_matrices_leave_other_arrays_to_numpy():
     assert walk.context_features(scores[::-1], seg.block_chars(), tree.parent, tree.owner, 3, (1, 3, 10), 1e-6) is None
     assert (features.context_features(seg, reversed_tree, scores).tobytes()
             == features._context_features_numpy(seg, reversed_tree, scores).tobytes())
+
+
+def assert_same_numbering(seg):
+    fast, plain = features.number_tree(seg), features._number_tree_plain(seg)
+    for name in ("parent", "depth", "class_bits", "tag_bits", "hint", "owner"):
+        a, b = getattr(fast, name), getattr(plain, name)
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), name
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(nested_markup())
+def test_c_numbering_matches_the_plain_numbering_on_generated_markup(body):
+    seg = segment_markup(body)
+    if seg is not None and seg.blocks:
+        assert blocks._walk.number_tree(seg.blocks) is not None
+        assert_same_numbering(seg)
+
+
+@needs_walk
+def test_c_class_words_cache_forgets_without_changing_the_bits():
+    """The C table of (class, id) bits, emptied every few pairs: the same bits as the plain numbering."""
+    walk = blocks._walk
+    configure = (sorted(features._TAG_BITS.items()), features._words_bits)
+    try:
+        walk.configure_tree(*configure, 3)
+        for seg in sample_pages(limit=8):
+            assert_same_numbering(seg)
+    finally:
+        walk.configure_tree(*configure, features.CLASS_CACHE_SIZE)
+    for seg in sample_pages(limit=8):
+        assert_same_numbering(seg)
 
 
 def lxml_rule_elements(seg, rules):
