@@ -1484,81 +1484,133 @@ typedef struct {
     int64_t punct, digits, spaced, capitals, copyright, sentence_end, words, hits;
 } TextCounts;
 
-static int count_text(Classes *classes, const TitleWord *title, Py_ssize_t n_title, PyObject *text, TextCounts *c) {
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
-    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+#if defined(__GNUC__) || defined(__clang__)
+#define NOINLINE __attribute__((noinline))
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define NOINLINE
+#define ALWAYS_INLINE inline
+#define UNLIKELY(x) (x)
+#endif
+
+/* The code point at ``j`` of string data of one kind. The passes below are each expanded for the three kinds
+ * (``kind`` a constant there: one width read, no test per character), in functions of their own (few running
+ * values, all in registers), and count without branching on the characters (a word's start or end is not
+ * predictable). */
+static ALWAYS_INLINE Py_UCS4 code_at(int kind, const void *data, Py_ssize_t j) {
+    return kind == PyUnicode_1BYTE_KIND ? ((const Py_UCS1 *)data)[j]
+           : kind == PyUnicode_2BYTE_KIND ? ((const Py_UCS2 *)data)[j] : ((const Py_UCS4 *)data)[j];
+}
+
+/* The first pass: punctuation, digits, the words of text.split() (one starts at a non-whitespace character
+ * after whitespace) and their capitals, the sentence end (the last non-whitespace character), copyright
+ * candidates (©, or "yr", or "ll r", case-blind). ``recent`` holds four flags (y, blank, l, whitespace) of each
+ * of the last three characters, the latest lowest; it starts as one whitespace character before the text. */
+static ALWAYS_INLINE int shape_loop(Classes *classes, int kind, const void *data, Py_ssize_t length, TextCounts *c) {
+    const uint16_t *table = classes->table;
     int64_t punct = 0, digits = 0, spaced = 0, capitals = 0, copyright = 0;
-    uint16_t previous = C_SPACE, before = 0, before2 = 0, last_solid = 0;
+    unsigned recent = 8;
+    uint16_t last_solid = 0;
     for (Py_ssize_t j = 0; j < length; j++) {
-        uint16_t bits;
-        if (class_of(classes, PyUnicode_READ(kind, data, j), &bits) < 0) return -1;
+        Py_UCS4 code = code_at(kind, data, j);
+        uint16_t bits = table[code];
+        if (UNLIKELY(!bits) && class_of(classes, code, &bits) < 0) return -1;
+        unsigned solid = !(bits & C_SPACE), starts = solid & (recent >> 3);
         punct += (bits & C_PUNCT) != 0;
         digits += (bits & C_DIGIT) != 0;
-        if (!(bits & C_SPACE)) {  /* a word of text.split() starts after whitespace */
-            if (previous & C_SPACE) {
-                spaced++;
-                capitals += (bits & C_UPPER) != 0;
-            }
-            last_solid = bits;
-        }
-        /* a copyright candidate: ©, "yr" or "ll r", case-blind */
-        if ((bits & C_COPY) || ((bits & C_R) && (previous & C_Y) && j > 0)
-            || ((bits & C_R) && j >= 3 && (previous & C_BLANK) && (before & C_L) && (before2 & C_L)))
-            copyright = 1;
-        before2 = before;
-        before = previous;
-        previous = bits;
+        spaced += starts;
+        capitals += starts & ((bits & C_UPPER) != 0);
+        last_solid = solid ? bits : last_solid;
+        copyright |= ((bits & C_COPY) != 0) | (((bits & C_R) != 0) & ((recent & 1) | ((recent & 0x442) == 0x442)));
+        recent = ((recent << 4) | ((bits & C_Y) != 0) | ((bits & C_BLANK) != 0) << 1 | ((bits & C_L) != 0) << 2
+                  | ((bits & C_SPACE) != 0) << 3) & 0xFFF;
     }
     c->punct = punct; c->digits = digits; c->spaced = spaced; c->capitals = capitals; c->copyright = copyright;
     c->sentence_end = (last_solid & C_SENTENCE_END) != 0;
-    /* words (and title words) of text.lower() */
-    PyObject *lower = NULL;
-    int lkind = kind;
-    const void *ldata = data;
-    Py_ssize_t llength = length;
-    if (kind != PyUnicode_1BYTE_KIND || !PyUnicode_IS_ASCII(text)) {
-        lower = PyObject_CallMethodNoArgs(text, lower_name);
-        if (!lower) return -1;
-        lkind = PyUnicode_KIND(lower);
-        ldata = PyUnicode_DATA(lower);
-        llength = PyUnicode_GET_LENGTH(lower);
+    return 0;
+}
+
+static NOINLINE int shape_counts(Classes *classes, int kind, const void *data, Py_ssize_t length, TextCounts *c) {
+    if (kind == PyUnicode_1BYTE_KIND) return shape_loop(classes, PyUnicode_1BYTE_KIND, data, length, c);
+    if (kind == PyUnicode_2BYTE_KIND) return shape_loop(classes, PyUnicode_2BYTE_KIND, data, length, c);
+    return shape_loop(classes, PyUnicode_4BYTE_KIND, data, length, c);
+}
+
+/* The second pass, over text.lower() (``ascii``: over an ASCII text, lower-cased here): runs of word characters,
+ * and those equal to a title word. A word's length and code point sum are compared with the title words' only
+ * where ``keys`` (a bit per title word's length and sum) has its bit: most words end with no compare. */
+static inline uint64_t title_key(Py_ssize_t size, Py_UCS4 sum) {
+    return (uint64_t)1 << ((size * 7u + sum) & 63);
+}
+
+static int title_match(const TitleWord *title, Py_ssize_t n_title, int kind, const void *data, Py_ssize_t start,
+                       Py_ssize_t size, Py_UCS4 sum, int ascii) {
+    for (Py_ssize_t k = 0; k < n_title; k++) {
+        if (title[k].length != size || title[k].sum != sum) continue;
+        Py_ssize_t m = 0;
+        for (; m < size; m++) {
+            Py_UCS4 x = code_at(kind, data, start + m);
+            if (ascii && x >= 'A' && x <= 'Z') x += 'a' - 'A';
+            if (x != title[k].codes[m]) break;
+        }
+        if (m == size) return 1;
     }
+    return 0;
+}
+
+static ALWAYS_INLINE int word_loop(Classes *classes, const TitleWord *title, Py_ssize_t n_title, uint64_t keys,
+                                   int kind, const void *data, Py_ssize_t length, unsigned ascii, TextCounts *c) {
+    const uint16_t *table = classes->table;
     int64_t words = 0, hits = 0;
-    Py_ssize_t start = -1;
+    unsigned in_word = 0;
+    Py_ssize_t start = 0;
     Py_UCS4 sum = 0;
-    for (Py_ssize_t j = 0; j <= llength; j++) {
-        int word_char = 0;
+    for (Py_ssize_t j = 0; j <= length; j++) {  /* one step past the end, where the last word ends */
+        unsigned word_char = 0;
         Py_UCS4 code = 0;
-        if (j < llength) {
-            code = PyUnicode_READ(lkind, ldata, j);
-            if (!lower && code >= 'A' && code <= 'Z') code += 'a' - 'A';
-            uint16_t bits;
-            if (class_of(classes, code, &bits) < 0) { Py_XDECREF(lower); return -1; }
+        if (j < length) {
+            code = code_at(kind, data, j);
+            code += (ascii & (code - 'A' < 26u)) << 5;
+            uint16_t bits = table[code];
+            if (UNLIKELY(!bits) && class_of(classes, code, &bits) < 0) return -1;
             word_char = (bits & C_ALNUM) != 0;
         }
-        if (word_char) {
-            if (start < 0) { start = j; sum = 0; words++; }
-            sum += code;
-        } else if (start >= 0) {
-            Py_ssize_t size = j - start;
-            for (Py_ssize_t k = 0; k < n_title; k++) {
-                if (title[k].length != size || title[k].sum != sum) continue;
-                Py_ssize_t m = 0;
-                for (; m < size; m++) {
-                    Py_UCS4 x = PyUnicode_READ(lkind, ldata, start + m);
-                    if (!lower && x >= 'A' && x <= 'Z') x += 'a' - 'A';
-                    if (x != title[k].codes[m]) break;
-                }
-                if (m == size) { hits++; break; }
-            }
-            start = -1;
-        }
+        unsigned begins = word_char & !in_word;
+        words += begins;
+        start = begins ? j : start;
+        sum = (begins ? 0 : sum) + (word_char ? code : 0);
+        if (UNLIKELY(in_word & !word_char & ((keys & title_key(j - start, sum)) != 0)))
+            hits += title_match(title, n_title, kind, data, start, j - start, sum, ascii);
+        in_word = word_char;
     }
-    Py_XDECREF(lower);
     c->words = words;
     c->hits = hits;
     return 0;
+}
+
+static NOINLINE int word_counts(Classes *classes, const TitleWord *title, Py_ssize_t n_title, uint64_t keys,
+                                int kind, const void *data, Py_ssize_t length, unsigned ascii, TextCounts *c) {
+    if (kind == PyUnicode_1BYTE_KIND)
+        return word_loop(classes, title, n_title, keys, PyUnicode_1BYTE_KIND, data, length, ascii, c);
+    if (kind == PyUnicode_2BYTE_KIND)
+        return word_loop(classes, title, n_title, keys, PyUnicode_2BYTE_KIND, data, length, ascii, c);
+    return word_loop(classes, title, n_title, keys, PyUnicode_4BYTE_KIND, data, length, ascii, c);
+}
+
+static int count_text(Classes *classes, const TitleWord *title, Py_ssize_t n_title, uint64_t keys, PyObject *text,
+                      TextCounts *c) {
+    if (shape_counts(classes, PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text), c) < 0)
+        return -1;
+    if (PyUnicode_IS_ASCII(text))
+        return word_counts(classes, title, n_title, keys, PyUnicode_1BYTE_KIND, PyUnicode_DATA(text),
+                           PyUnicode_GET_LENGTH(text), 1, c);
+    PyObject *lower = PyObject_CallMethodNoArgs(text, lower_name);  /* may change the length (İ), and cases */
+    if (!lower) return -1;
+    int status = word_counts(classes, title, n_title, keys, PyUnicode_KIND(lower), PyUnicode_DATA(lower),
+                             PyUnicode_GET_LENGTH(lower), 0, c);
+    Py_DECREF(lower);
+    return status;
 }
 
 /* text_matrix(blocks, title_words, table, fill) -> bytearray of float64 (blocks x 10) | None: the matrix of
@@ -1581,6 +1633,7 @@ static PyObject *text_matrix(PyObject *self, PyObject *args) {
     Py_ssize_t n = PySequence_Fast_GET_SIZE(fb), n_title = PySequence_Fast_GET_SIZE(fw);
     TitleWord *title = PyMem_Calloc(n_title ? n_title : 1, sizeof(TitleWord));
     Classes classes = {tv.buf, fill};
+    uint64_t keys = 0;
     if (tv.len != 0x110000 * 2) { PyErr_SetString(PyExc_ValueError, "class table of the wrong size"); goto done; }
     if (!title) { PyErr_NoMemory(); goto done; }
     for (Py_ssize_t k = 0; k < n_title; k++) {
@@ -1589,6 +1642,7 @@ static PyObject *text_matrix(PyObject *self, PyObject *args) {
         if (!(title[k].codes = PyUnicode_AsUCS4Copy(word))) goto done;
         title[k].length = PyUnicode_GET_LENGTH(word);
         for (Py_ssize_t j = 0; j < title[k].length; j++) title[k].sum += title[k].codes[j];
+        keys |= title_key(title[k].length, title[k].sum);
     }
     result = PyByteArray_FromStringAndSize(NULL, n * 10 * 8);
     if (!result) goto done;
@@ -1600,7 +1654,7 @@ static PyObject *text_matrix(PyObject *self, PyObject *args) {
         if (!PyUnicode_Check(text)) { Py_DECREF(text); PyErr_SetString(PyExc_TypeError, "texts must be str"); goto fail; }
         Py_ssize_t length = PyUnicode_GET_LENGTH(text);
         TextCounts c;
-        int status = length ? count_text(&classes, title, n_title, text, &c) : 0;
+        int status = length ? count_text(&classes, title, n_title, keys, text, &c) : 0;
         Py_DECREF(text);
         if (status < 0) goto fail;
         if (!length) { Py_CLEAR(result); result = Py_None; Py_INCREF(result); goto done; }
