@@ -647,7 +647,8 @@ static int64_t words_bits(const char *key, Py_ssize_t size, Py_ssize_t class_siz
         if (!table) { PyErr_NoMemory(); return -1; }
         for (Py_ssize_t i = 0; i < words_slots; i++)
             if (words_table[i].key)
-                *words_slot(table, slots, words_table[i].key, words_table[i].size, words_table[i].hash) = words_table[i];
+                *words_slot(table, slots, words_table[i].key, words_table[i].size, words_table[i].hash)
+                    = words_table[i];
         PyMem_Free(words_table);
         words_table = table;
         words_slots = slots;
@@ -1651,7 +1652,11 @@ static PyObject *text_matrix(PyObject *self, PyObject *args) {
         PyObject *block = PySequence_Fast_GET_ITEM(fb, i);
         PyObject *text = block_field(block, 4, "text");
         if (!text) goto fail;
-        if (!PyUnicode_Check(text)) { Py_DECREF(text); PyErr_SetString(PyExc_TypeError, "texts must be str"); goto fail; }
+        if (!PyUnicode_Check(text)) {
+            Py_DECREF(text);
+            PyErr_SetString(PyExc_TypeError, "texts must be str");
+            goto fail;
+        }
         Py_ssize_t length = PyUnicode_GET_LENGTH(text);
         TextCounts c;
         int status = length ? count_text(&classes, title, n_title, keys, text, &c) : 0;

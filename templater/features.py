@@ -10,7 +10,9 @@ Two sets:
 
 The blocks' owners and their ancestors are numbered once (each element visited once, parents first); what
 the ancestors say (nearest flagged ancestor, inside a hint or the region, text held below) is then computed
-level by level with numpy, so a page costs one short walk per distinct element plus a few array passes.
+level by level with numpy, so a page costs one short walk per distinct element plus a few array passes. Where
+the C extension (templater._walk) is built, the numbering, the text counts and the whole block_features and
+context_features matrices are computed there in one call each; the numpy code stays the definition.
 """
 
 from __future__ import annotations
@@ -139,8 +141,9 @@ def number_tree(seg: Segmented) -> Tree:
         return _number_tree_plain(seg)
     parent, depth, owner, tag_bits, hint, class_bits = numbered  # bytearrays: writable arrays
     return Tree(parent=np.frombuffer(parent, dtype=np.int64), depth=np.frombuffer(depth, dtype=np.int64),
-                class_bits=np.frombuffer(class_bits, dtype=np.uint32), tag_bits=np.frombuffer(tag_bits, dtype=np.uint32),
-                hint=np.frombuffer(hint, dtype=bool), owner=np.frombuffer(owner, dtype=np.int64))
+                class_bits=np.frombuffer(class_bits, dtype=np.uint32),
+                tag_bits=np.frombuffer(tag_bits, dtype=np.uint32), hint=np.frombuffer(hint, dtype=bool),
+                owner=np.frombuffer(owner, dtype=np.int64))
 
 
 def _number_tree_plain(seg: Segmented) -> Tree:
