@@ -961,63 +961,6 @@ done:
 }
 
 
-/* features._container_scores: per level up (1 .. levels) and block, the text-weighted mean score over the blocks
- * whose owner's ancestor at that level (or the topmost, where the tree ends first) is the block's. The numpy
- * definition's operations in its order: each np.bincount adds its weights block by block into zeros, then one
- * division per block, so the floats are the same. None where an index is out of range. */
-static PyObject *tree_context(PyObject *self, PyObject *args) {
-    PyObject *parent_obj, *owner_obj, *chars_obj, *weighted_obj;
-    Py_ssize_t n, count, levels;
-    if (!PyArg_ParseTuple(args, "OOOOnnn", &parent_obj, &owner_obj, &chars_obj, &weighted_obj, &n, &count, &levels))
-        return NULL;
-    if (n < 0 || count < 0 || levels < 0) { PyErr_SetString(PyExc_ValueError, "tree_context: bad sizes"); return NULL; }
-    Py_buffer pv, ov, cv, wv;
-    if (get_buffer(parent_obj, &pv, 8, n) < 0) return NULL;
-    if (get_buffer(owner_obj, &ov, 8, count) < 0) { PyBuffer_Release(&pv); return NULL; }
-    if (get_buffer(chars_obj, &cv, 8, count) < 0) { PyBuffer_Release(&pv); PyBuffer_Release(&ov); return NULL; }
-    if (get_buffer(weighted_obj, &wv, 8, count) < 0) {
-        PyBuffer_Release(&pv);
-        PyBuffer_Release(&ov);
-        PyBuffer_Release(&cv);
-        return NULL;
-    }
-    const int64_t *parent = pv.buf, *owner = ov.buf;
-    const double *chars = cv.buf, *weighted_scores = wv.buf;
-    PyObject *result = NULL;
-    int64_t *element = PyMem_Malloc((count ? count : 1) * sizeof(int64_t));
-    double *sums = PyMem_Malloc((n ? 2 * n : 1) * sizeof(double));
-    if (!element || !sums) { PyErr_NoMemory(); goto done; }
-    for (Py_ssize_t e = 0; e < n; e++)
-        if (parent[e] < -1 || parent[e] >= n) { Py_INCREF(Py_None); result = Py_None; goto done; }
-    for (Py_ssize_t b = 0; b < count; b++) {
-        if (owner[b] < 0 || owner[b] >= n) { Py_INCREF(Py_None); result = Py_None; goto done; }
-        element[b] = owner[b];
-    }
-    result = PyBytes_FromStringAndSize(NULL, levels * count * 8);
-    if (result) {
-        double *out = (double *)PyBytes_AS_STRING(result), *weighted = sums, *weight = sums + n;
-        for (Py_ssize_t level = 0; level < levels; level++) {
-            for (Py_ssize_t b = 0; b < count; b++)  /* np.where(parent[element] >= 0, parent[element], element) */
-                if (parent[element[b]] >= 0) element[b] = parent[element[b]];
-            for (Py_ssize_t e = 0; e < 2 * n; e++) sums[e] = 0.0;
-            for (Py_ssize_t b = 0; b < count; b++) {  /* the two np.bincount */
-                weighted[element[b]] += weighted_scores[b];
-                weight[element[b]] += chars[b];
-            }
-            for (Py_ssize_t b = 0; b < count; b++) out[level * count + b] = weighted[element[b]] / weight[element[b]];
-        }
-    }
-done:
-    PyMem_Free(element);
-    PyMem_Free(sums);
-    PyBuffer_Release(&pv);
-    PyBuffer_Release(&ov);
-    PyBuffer_Release(&cv);
-    PyBuffer_Release(&wv);
-    return result;
-}
-
-
 /* --- ann.predict_mean's ensemble forward pass ------------------------------------------------------------- */
 #include <math.h>  /* fabs, copysign */
 
@@ -2145,8 +2088,6 @@ static PyMethodDef methods[] = {
     {"tree_distances", tree_distances, METH_VARARGS, "tree_distances(parent, bits, n, count, far) -> bytes"},
     {"tree_inside", tree_inside, METH_VARARGS, "tree_inside(parent, marked, n) -> bytes"},
     {"tree_sum_up", tree_sum_up, METH_VARARGS, "tree_sum_up(parent, depth, values, n) -> bytes | None"},
-    {"tree_context", tree_context, METH_VARARGS,
-     "tree_context(parent, owner, chars, weighted_scores, n, count, levels) -> bytes | None"},
     {"block_features", block_features, METH_VARARGS,
      "block_features(text_columns, parent, depth, owner, tag_bits, class_bits, hint, blocks, owner_columns, sizes, "
      "constants) -> bytearray | None: features.block_features' float64 matrix"},

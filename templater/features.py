@@ -376,9 +376,8 @@ def _text_columns_numpy(seg: Segmented) -> np.ndarray:
     lowered = joined.lower()
     codes = _code_points(joined)
     classes = _classes(codes)
-    # Block i spans [starts[i], ends[i]) in ``joined``; one separator stands between blocks.
+    # Block i ends at ends[i] in ``joined`` (it starts lengths[i] before); one separator stands between blocks.
     ends = np.cumsum(lengths + 1) - 1
-    starts = ends - lengths
     bounds = np.empty(len(texts) + 1, dtype=np.int64)
     bounds[0] = 0
     bounds[1:] = ends + 1  # each block with the separator after it: [bounds[i], bounds[i + 1])
@@ -638,21 +637,8 @@ def _assemble(count: int, width: int, columns: list) -> np.ndarray:
 
 def _container_scores(tree: Tree, chars: np.ndarray, weighted_scores: np.ndarray) -> list[np.ndarray]:
     """Per level up (1 .. CONTEXT_LEVELS), per block: the text-weighted mean score (``weighted_scores`` is chars x
-    score) of the blocks under its owner's ancestor at that level (the topmost where the tree ends first); in C
-    (templater._walk) where it is built, with the same floats."""
-    walk = blocks._walk
-    if walk is not None and tree.parent.dtype == np.int64 and tree.owner.dtype == np.int64:
-        found = walk.tree_context(np.ascontiguousarray(tree.parent), np.ascontiguousarray(tree.owner),
-                                  np.ascontiguousarray(chars, dtype=np.float64),
-                                  np.ascontiguousarray(weighted_scores, dtype=np.float64), len(tree.parent),
-                                  len(chars), CONTEXT_LEVELS)
-        if found is not None:
-            return list(np.frombuffer(found, dtype=np.float64).reshape(CONTEXT_LEVELS, len(chars)))
-    return _container_scores_plain(tree, chars, weighted_scores)
-
-
-def _container_scores_plain(tree: Tree, chars: np.ndarray, weighted_scores: np.ndarray) -> list[np.ndarray]:
-    """_container_scores in numpy: the definition the C pass follows."""
+    score) of the blocks under its owner's ancestor at that level (the topmost where the tree ends first).
+    The numpy definition; _walk.context_features computes the same columns in C."""
     columns = []
     element = tree.owner
     for _ in range(CONTEXT_LEVELS):

@@ -153,51 +153,6 @@ def test_c_tree_passes_match_the_plain_passes(monkeypatch):
 
 
 
-def assert_same_container_scores(tree, chars, scores):
-    weighted = chars * scores
-    fast = features._container_scores(tree, chars, weighted)
-    plain = features._container_scores_plain(tree, chars, weighted)
-    assert len(fast) == len(plain) == features.CONTEXT_LEVELS
-    for a, b in zip(fast, plain):
-        assert a.dtype == b.dtype == np.float64 and a.tobytes() == b.tobytes()
-
-
-@needs_walk
-def test_c_container_scores_match_the_plain_ones():
-    rng = np.random.default_rng(4)
-    for seg in sample_pages():
-        tree = features.number_tree(seg)
-        scores = rng.random(len(seg.blocks))
-        scores[rng.random(len(scores)) < 0.3] = 0.0
-        assert_same_container_scores(tree, rng.integers(1, 2000, len(scores)).astype(np.float64), scores)
-
-
-@needs_walk
-@settings(max_examples=300, deadline=None)
-@given(st.integers(1, 40), st.integers(1, 60), st.integers(0, 2**32 - 1), st.booleans())
-def test_c_container_scores_on_generated_trees(elements, count, seed, parents_first):
-    rng = np.random.default_rng(seed)
-    # parents numbered first (as number_tree numbers them) or anywhere, cycles included: the climb is three steps
-    parent = np.array([rng.integers(-1, e) if parents_first else rng.integers(-1, elements) for e in range(elements)],
-                      dtype=np.int64)
-    tree = features.Tree(parent=parent, depth=np.zeros(elements, dtype=np.int64),
-                         class_bits=np.zeros(elements, dtype=np.uint32), tag_bits=np.zeros(elements, dtype=np.uint32),
-                         hint=np.zeros(elements, dtype=bool), owner=rng.integers(0, elements, count).astype(np.int64))
-    scores = rng.random(count) * rng.choice([1.0, 1e-9, 1e9], count)
-    scores[rng.random(count) < 0.3] = 0.0
-    assert_same_container_scores(tree, rng.integers(1, 5000, count).astype(np.float64), scores)
-
-
-@needs_walk
-def test_c_container_scores_refuse_indexes_out_of_range():
-    walk, ones = blocks._walk, np.ones(2)
-    assert walk.tree_context(np.array([-1, 0, 5]), np.array([1, 2]), ones, ones, 3, 2, 3) is None
-    assert walk.tree_context(np.array([-1, 0, 1]), np.array([1, 3]), ones, ones, 3, 2, 3) is None
-    assert walk.tree_context(np.array([-1, 0, -2]), np.array([1, 2]), ones, ones, 3, 2, 3) is None
-    found = walk.tree_context(np.array([-1, 0, 1]), np.array([1, 2]), ones, np.array([0.5, 1.0]), 3, 2, 3)
-    # one level up the blocks sit under elements 0 and 1 apart; from the second level on both under element 0
-    assert np.frombuffer(found).tolist() == [0.5, 1.0, 0.75, 0.75, 0.75, 0.75]
-
 # --- the C feature matrices (block_features, context_features) against their numpy definitions ----------------
 
 def assert_matrix_close(fast, slow, names):
