@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from store import pages as page_store  # noqa: E402
 from templater import parse, pipeline  # noqa: E402
-from templater.blocks import _walk  # noqa: E402
+from templater import native  # noqa: E402
 
 
 def handed_to_lxml(markup: str | bytes) -> list[bytes]:
@@ -53,7 +53,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("inputs", nargs="+", type=Path)
     args = ap.parse_args()
-    print(f"encoding step: {'C (_walk)' if _walk is not None else 'pure Python'}")
+    print(f"encoding step: {native.STATUS}")
     with tempfile.TemporaryDirectory() as tmp:
         new_path, legacy_path = Path(tmp) / "zstd.db", Path(tmp) / "zlib.db"
         db = pipeline.open_store(new_path)

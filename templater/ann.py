@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import blocks
+from . import native
 
 LEARNING_RATE = 0.01
 ADAM_BETAS = (0.9, 0.999)
@@ -104,7 +104,7 @@ def _predict_mean_c(networks, inputs: np.ndarray) -> np.ndarray | None:
     (rows, inputs) array. The standardisation gives numpy's floats; the weighted sums are added in another
     order than numpy's matmul adds them (fused where the CPU has FMA) and tanh/exp are computed in the C code,
     so a score may differ from the numpy one in its last bits (tests/test_speedups.py holds them to 1e-12)."""
-    walk = blocks._walk
+    walk = native.walk
     if walk is None or not isinstance(inputs, np.ndarray) or inputs.dtype != np.float64 or inputs.ndim != 2 \
             or not inputs.flags.c_contiguous:
         return None

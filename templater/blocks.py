@@ -10,7 +10,6 @@ makes segmentation cost about as much as the parse and not three times more.
 
 from __future__ import annotations
 
-import os
 import re
 import zlib
 from dataclasses import replace
@@ -18,17 +17,11 @@ from dataclasses import replace
 import numpy as np
 from lxml import etree
 
-from . import config
+from . import config, native
 from .types import Block, Page, Segmented
 
-try:
-    from . import _walk
-except ImportError:  # not built (no C compiler at install time), or built for another lxml: the plain walk
-    _walk = None
-if os.environ.get("TEMPLATER_PURE_PYTHON"):
-    _walk = None
-if _walk is not None:
-    _walk.configure(tuple(sorted(config.BLOCK_TAGS)), tuple(sorted(config.BLOCK_TAGS | config.BREAK_TAGS)), Block)
+if native.walk is not None:
+    native.walk.configure(tuple(sorted(config.BLOCK_TAGS)), tuple(sorted(config.BLOCK_TAGS | config.BREAK_TAGS)), Block)
 
 _TEXT_NODES = etree.XPath("//body//text()[normalize-space()]")
 _POSITIONS = re.compile(r"\[\d+\]")
@@ -78,7 +71,8 @@ def segment(root: etree._Element, page: Page) -> Segmented:
     The C walk (templater._walk) gives the same blocks as the plain walk below, faster; the plain walk is taken
     where the C walk is not built or declines a page.
     """
-    walked = _walk.segment(root) if _walk is not None else None
+    walk = native.walk
+    walked = walk.segment(root) if walk is not None else None
     if walked is None:
         return _segment_plain(root, page)
     blocks, hashes, chars = walked
@@ -176,6 +170,6 @@ def _title(root: etree._Element) -> str:
 
 def head_title(root: etree._Element) -> etree._Element | None:
     """root.find("head/title"), in C where templater._walk is built."""
-    if _walk is not None and isinstance(root, etree._Element):
-        return _walk.head_title(root)
+    if native.walk is not None and isinstance(root, etree._Element):
+        return native.walk.head_title(root)
     return root.find("head/title")

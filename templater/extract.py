@@ -14,8 +14,7 @@ import re
 import numpy as np
 from lxml import etree
 
-from . import fallback
-from .blocks import _walk
+from . import fallback, native
 from .align import _match_masks, lcs_length_masks
 from .errors import RuleError
 from .grouping import host_of
@@ -122,9 +121,9 @@ def _rule_elements(seg: Segmented, rules: tuple[etree.XPath, ...]) -> list:
     hand-written rule) goes to lxml."""
     slow = list(rules)
     elements: list = []
-    if _walk is not None and rules:
+    if native.walk is not None and rules:
         fast = [(xpath, spec) for xpath, spec in ((x, _fast_rule(x.path)) for x in rules) if spec is not None]
-        found = _walk.match_rules(seg.root, [spec[:3] for _, spec in fast]) if fast else None
+        found = native.walk.match_rules(seg.root, [spec[:3] for _, spec in fast]) if fast else None
         if found is not None:
             limit = None
             for (_, spec), matches in zip(fast, found):
@@ -161,8 +160,8 @@ def _fast_rule(path: str) -> tuple[str | None, str | None, str | None, bool] | N
 
 def _inside(seg: Segmented, elements: list) -> np.ndarray:
     """Mask of the blocks owned by the given elements or their descendants."""
-    if _walk is not None:
-        found = _walk.inside([b.element for b in seg.blocks], elements)
+    if native.walk is not None:
+        found = native.walk.inside([b.element for b in seg.blocks], elements)
         if found is not None:
             return np.frombuffer(found, dtype=bool).copy()
     return _inside_plain(seg, elements)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import blocks
+from . import native
 from .types import Segmented
 
 # --- class/id vocabulary: an element's class and id are cut into lower-case words (at non-letters and at
@@ -135,7 +135,7 @@ class Tree:
 
 def number_tree(seg: Segmented) -> Tree:
     """Number the blocks' owners and all their ancestors, with each element's own class and tag flags."""
-    walk = blocks._walk
+    walk = native.walk
     numbered = walk.number_tree(seg.blocks) if walk is not None else None
     if numbered is None:
         return _number_tree_plain(seg)
@@ -198,8 +198,8 @@ def _word_bits(word: str) -> int:
     return 1 << int(found.lastgroup[1:]) if found else 0
 
 
-if blocks._walk is not None:  # the C numbering's tag flags, and the class/id words' (remembered in C)
-    blocks._walk.configure_tree(sorted(_TAG_BITS.items()), _words_bits, CLASS_CACHE_SIZE)
+if native.walk is not None:  # the C numbering's tag flags, and the class/id words' (remembered in C)
+    native.walk.configure_tree(sorted(_TAG_BITS.items()), _words_bits, CLASS_CACHE_SIZE)
 
 
 def _tag_bits(tag) -> int:
@@ -214,7 +214,7 @@ def _is_hint(element) -> bool:
 
 def _distances(tree: Tree, bits: np.ndarray, count: int) -> np.ndarray:
     """Per element and flag: levels up to the nearest element (itself = 0) carrying the flag, else FAR."""
-    walk = blocks._walk
+    walk = native.walk
     if walk is not None and _parents_first(tree) and bits.dtype == np.uint32:
         found = walk.tree_distances(tree.parent, np.ascontiguousarray(bits), len(bits), count, FAR)
         return np.frombuffer(found, dtype=np.int64).reshape(len(bits), count).copy()
@@ -228,7 +228,7 @@ def _distances(tree: Tree, bits: np.ndarray, count: int) -> np.ndarray:
 
 def inside(tree: Tree, marked: np.ndarray) -> np.ndarray:
     """Per element: True when it or one of its ancestors is marked."""
-    walk = blocks._walk
+    walk = native.walk
     if walk is not None and _parents_first(tree) and marked.dtype == bool:
         found = walk.tree_inside(tree.parent, np.ascontiguousarray(marked), len(marked))
         return np.frombuffer(found, dtype=bool).copy()
@@ -240,7 +240,7 @@ def inside(tree: Tree, marked: np.ndarray) -> np.ndarray:
 
 def sum_up(tree: Tree, values: np.ndarray) -> np.ndarray:
     """Per element, the sum of ``values`` (per element) over itself and its descendants."""
-    walk = blocks._walk
+    walk = native.walk
     if walk is not None and _parents_first(tree) and tree.depth.dtype == np.int64:
         found = walk.tree_sum_up(tree.parent, np.ascontiguousarray(tree.depth),
                                  np.ascontiguousarray(values, dtype=np.float64), len(tree.parent))
@@ -346,7 +346,7 @@ def _text_columns(seg: Segmented) -> np.ndarray:
     """Per block: chars, link chars, markup bytes, words, punctuation and digit shares, sentence end, title
     overlap, copyright, capitalised share: the per-block regex counts of _text_columns_plain, computed from a
     per-code-point class table, in C (templater._walk) or else with numpy."""
-    walk = blocks._walk
+    walk = native.walk
     if walk is None or not seg.blocks:
         return _text_columns_numpy(seg)
     found = walk.text_matrix(seg.blocks, list(set(_WORD.findall(seg.title.lower()))), _CLASS_TABLE,
@@ -571,7 +571,7 @@ def block_features(seg: Segmented, tree: Tree | None = None) -> np.ndarray:
         return np.zeros((0, len(FEATURE_NAMES)))
     tree = number_tree(seg) if tree is None else tree
     text = _text_columns(seg)
-    walk = blocks._walk
+    walk = native.walk
     if walk is not None:
         found = walk.block_features(text, tree.parent, tree.depth, tree.owner, tree.tag_bits, tree.class_bits,
                                     tree.hint, seg.blocks, _OWNER_COLUMN, _BLOCK_SIZES, _BLOCK_CONSTANTS)
@@ -660,7 +660,7 @@ def context_features(seg: Segmented, tree: Tree, scores: np.ndarray) -> np.ndarr
     """The second stage's inputs beside block_features: a first-stage score per block, and what the
     neighbours, the enclosing containers (text-weighted) and the whole page scored. Computed in C
     (templater._walk), else by _context_features_numpy (the definition)."""
-    walk = blocks._walk
+    walk = native.walk
     if walk is not None:
         found = walk.context_features(scores, seg.block_chars(), tree.parent, tree.owner, CONTEXT_LEVELS,
                                       CONTEXT_WIDTHS, MIN_SCORE)

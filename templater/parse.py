@@ -15,7 +15,8 @@ import re
 from lxml import etree
 
 from . import config
-from .blocks import _walk, head_title
+from . import native
+from .blocks import head_title
 
 # Control characters (never part of a multi-byte UTF-8 sequence) become spaces: in C while a decoded page is
 # encoded, by bytes.translate on a stored page's bytes.
@@ -39,8 +40,8 @@ _PARSER = etree.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=Tr
 def clean_text(markup: str) -> bytes:
     """UTF-8 bytes without what lxml refuses in a decoded string: control characters and an XML declaration."""
     markup = _XML_DECL.sub("", markup, count=1)
-    if _walk is not None:
-        return _walk.utf8_controls_to_space(markup)  # the same bytes, in one pass
+    if native.walk is not None:
+        return native.walk.utf8_controls_to_space(markup)  # the same bytes, in one pass
     return markup.encode("utf-8", "replace").translate(_CONTROL_TO_SPACE)
 
 

@@ -20,8 +20,8 @@ import re
 import numpy as np
 from lxml import etree
 
+from . import native
 from .align import lcs_length, lcs_pairs
-from .blocks import _walk
 from .config import LearnSettings
 from .types import Block, Rule, Segmented, Template
 
@@ -226,8 +226,8 @@ def _named_containers(root, name: re.Pattern, keep_out=None, *, anchors: bool = 
 def size_limit(root) -> float:
     """The right side of RELATED_SIZE_TEST on this page, computed once (as the rule's XPath does: in C where
     templater._walk is built, by libxml2 otherwise)."""
-    if _walk is not None:
-        chars = _walk.normalized_length(root, True)
+    if native.walk is not None:
+        chars = native.walk.normalized_length(root, True)
         if chars is not None:
             return RELATED_MAX_SHARE * float(chars)
     return float(_SIZE_LIMIT(root))
@@ -235,7 +235,7 @@ def size_limit(root) -> float:
 
 def fits(element, limit: float) -> bool:
     """RELATED_SIZE_TEST for the element, given the page's size_limit: the same numbers, compared the same way."""
-    chars = _walk.normalized_length(element) if _walk is not None else None
+    chars = native.walk.normalized_length(element) if native.walk is not None else None
     return float(_SIZE(element) if chars is None else chars) < limit
 
 

@@ -47,10 +47,10 @@ import json  # noqa: E402
 import pytest  # noqa: E402
 
 from conftest import SAMPLES  # noqa: E402
-from templater import blocks  # noqa: E402
+from templater import blocks, native  # noqa: E402
 from templater.parse import parse_html  # noqa: E402
 
-needs_walk = pytest.mark.skipif(blocks._walk is None, reason="the C walk is not built here")
+needs_walk = pytest.mark.skipif(native.walk is None, reason="the C walk is not built here")
 
 
 def block_key(block):
@@ -132,7 +132,7 @@ def test_c_inside_matches_the_plain_inside():
 
 
 def plain_tree_passes(monkeypatch):
-    monkeypatch.setattr(blocks, "_walk", None)
+    monkeypatch.setattr(native, "walk", None)
 
 
 @needs_walk
@@ -172,7 +172,7 @@ def assert_features_match(seg, tree=None, scores=None):
     tree = features.number_tree(seg) if tree is None else tree
     text = features._text_columns(seg)
     fast = features.block_features(seg, tree)
-    walk = blocks._walk
+    walk = native.walk
     assert walk.block_features(text, tree.parent, tree.depth, tree.owner, tree.tag_bits, tree.class_bits, tree.hint,
                                seg.blocks, features._OWNER_COLUMN, features._BLOCK_SIZES,
                                features._BLOCK_CONSTANTS) is not None
@@ -310,7 +310,7 @@ def arrays_page(draw):
 @given(st.data())
 def test_c_feature_matrices_match_numpy_on_generated_arrays(data):
     seg, tree, text = arrays_page(data.draw)
-    walk = blocks._walk
+    walk = native.walk
     found = walk.block_features(text, tree.parent, tree.depth, tree.owner, tree.tag_bits, tree.class_bits, tree.hint,
                                 seg.blocks, features._OWNER_COLUMN, features._BLOCK_SIZES, features._BLOCK_CONSTANTS)
     fast = np.frombuffer(found, dtype=np.float64).reshape(len(seg.blocks), len(features.FEATURE_NAMES))
@@ -339,7 +339,7 @@ def test_c_feature_matrices_leave_other_arrays_to_numpy():
                                   depth=tree.depth[order], class_bits=tree.class_bits[order],
                                   tag_bits=tree.tag_bits[order], hint=tree.hint[order], owner=position[tree.owner])
     text = features._text_columns(seg)
-    walk = blocks._walk
+    walk = native.walk
     args = (seg.blocks, features._OWNER_COLUMN, features._BLOCK_SIZES, features._BLOCK_CONSTANTS)
     t = reversed_tree
     assert walk.block_features(text, t.parent, t.depth, t.owner, t.tag_bits, t.class_bits, t.hint, *args) is None
@@ -371,14 +371,14 @@ def assert_same_numbering(seg):
 def test_c_numbering_matches_the_plain_numbering_on_generated_markup(body):
     seg = segment_markup(body)
     if seg is not None and seg.blocks:
-        assert blocks._walk.number_tree(seg.blocks) is not None
+        assert native.walk.number_tree(seg.blocks) is not None
         assert_same_numbering(seg)
 
 
 @needs_walk
 def test_c_class_words_cache_forgets_without_changing_the_bits():
     """The C table of (class, id) bits, emptied every few pairs: the same bits as the plain numbering."""
-    walk = blocks._walk
+    walk = native.walk
     configure = (sorted(features._TAG_BITS.items()), features._words_bits)
     try:
         walk.configure_tree(*configure, 3)
@@ -466,7 +466,7 @@ def test_c_rule_matching_matches_lxml_on_generated_classes(elements, token):
                max_size=60))
 def test_c_clean_encoding_matches_encode_and_translate(text):
     from templater import parse
-    assert blocks._walk.utf8_controls_to_space(text) == text.encode("utf-8", "replace").translate(
+    assert native.walk.utf8_controls_to_space(text) == text.encode("utf-8", "replace").translate(
         parse._CONTROL_TO_SPACE)
 
 
@@ -493,7 +493,7 @@ def assert_close(fast, plain):
 def portable_scores(networks, inputs):
     """The C pass's copy for any CPU (predict_mean takes the AVX2 copy where the CPU has AVX2)."""
     out = np.empty(len(inputs))
-    blocks._walk.ensemble(ann._packed(networks), inputs, out, len(inputs), inputs.shape[1],
+    native.walk.ensemble(ann._packed(networks), inputs, out, len(inputs), inputs.shape[1],
                           len(networks[0].hidden_bias), len(networks), True)
     return out
 
@@ -604,7 +604,7 @@ def test_c_ensemble_edges():
 
 
 def test_predict_mean_without_the_c_pass_is_the_numpy_definition(monkeypatch):
-    monkeypatch.setattr(blocks, "_walk", None)
+    monkeypatch.setattr(native, "walk", None)
     weights = fallback.default_weights()
     inputs = np.random.default_rng(2).normal(size=(30, len(weights.first[0].mean)))
     assert ann._predict_mean_c(weights.first, inputs) is None
@@ -678,7 +678,7 @@ def assert_same_sizes(root):
     assert template.size_limit(root) == float(template._SIZE_LIMIT(root))
     for element in root.iter():
         if isinstance(element.tag, str):
-            assert blocks._walk.normalized_length(element) == float(xpath_size(element))
+            assert native.walk.normalized_length(element) == float(xpath_size(element))
 
 
 @needs_walk
@@ -705,7 +705,7 @@ def test_c_size_test_without_a_body_is_zero_as_in_xpath():
     from templater import template
     root = etree.fromstring("<svg><text>a b</text></svg>")  # no /html/body: the XPath's string is empty
     assert template.size_limit(root) == float(template._SIZE_LIMIT(root)) == 0.0
-    assert blocks._walk.normalized_length(root[0]) == 3
+    assert native.walk.normalized_length(root[0]) == 3
 
 
 # --- a stored page parsed from its UTF-8 bytes against its decoded text -------------------------------------------
