@@ -39,6 +39,7 @@ import sqlite_utils
 
 from store.db import db_name, migrate, transaction
 from templater.errors import InputError, SettingsMismatchError
+from templater.unionfind import UnionFind
 from templater.shingles import (ALGORITHM_VERSION, ShingleSettings, Shingles, Signatures, band_keys, comparable_set,
                                 estimate_similarity, set_similarity, verification_sets)
 
@@ -411,35 +412,6 @@ def _first_passing(x: np.ndarray, group: np.ndarray, y: np.ndarray, shared: np.n
     return list(zip(x[hits].tolist(), group[hits].tolist(), y[hits].tolist()))
 
 
-class _UnionFind:
-    def __init__(self) -> None:
-        self.parent: dict[int, int] = {}
-
-    def find(self, a: int) -> int:
-        root = a
-        while self.parent.get(root, root) != root:
-            root = self.parent[root]
-        while self.parent.get(a, a) != root:
-            self.parent[a], a = root, self.parent[a]
-        return root
-
-    def union(self, a: int, b: int) -> bool:
-        ra, rb = self.find(a), self.find(b)
-        if ra == rb:
-            return False
-        self.parent[max(ra, rb)] = min(ra, rb)
-        return True
-
-    def components(self) -> dict[int, list[int]]:
-        out: dict[int, list[int]] = {}
-        for node in list(self.parent):
-            out.setdefault(self.find(node), []).append(node)
-        for root in out:
-            if root not in out[root]:
-                out[root].append(root)
-        return out
-
-
 def _merge(docs: np.ndarray, edges: list[tuple[int, int, int]],
            sizes: dict[int, int]) -> tuple[dict[int, int], list[tuple[int, int]], list[tuple[int, list[int], int]]]:
     """Union the batch's edges: labels of new pages, the links that joined components, and old clusters to merge.
@@ -447,7 +419,7 @@ def _merge(docs: np.ndarray, edges: list[tuple[int, int, int]],
     Nodes are new pages and old cluster labels. A component keeps the label of its largest old cluster (ties: the
     smallest label); one made of new pages only takes its smallest doc number.
     """
-    uf = _UnionFind()
+    uf = UnionFind()
     links = [(x, partner) for x, g, partner in sorted(edges) if uf.union(x, g)]
     new = set(docs.tolist())
     labels: dict[int, int] = {}
@@ -531,7 +503,7 @@ def _repair(db: sqlite_utils.Database, label: int, settings: ShingleSettings) ->
         _assign(db, {m: m for m in members})
         return
     links = _select_in(db, "SELECT doc, other FROM lsh_links WHERE doc IN ({ids})", members)
-    uf = _UnionFind()
+    uf = UnionFind()
     for a, b in links:
         uf.union(a, b)
     if len({uf.find(m) for m in members}) == 1:
@@ -555,7 +527,7 @@ def _recluster(db: sqlite_utils.Database, members: list[int], settings: ShingleS
     source = _SignatureSource(db, settings, np.empty(0, np.int64), np.empty((0, settings.permutations), np.uint32))
     values = source.signatures(docs)
     candidates = _bucket_heads(docs, band_keys(values, settings))
-    uf = _UnionFind()
+    uf = UnionFind()
     links = []
     for i, doc in enumerate(members):
         if not candidates[i]:

@@ -51,6 +51,7 @@ from typing import Protocol
 
 from .errors import InputError, StoreError, TemplaterError
 from .shingles import normalize
+from .unionfind import UnionFind
 
 log = logging.getLogger(__name__)
 
@@ -586,22 +587,11 @@ def pairs_from_signatures(ids: Sequence[Hashable], signatures: Sequence[Iterable
 def signature_components(buckets: Iterable[Sequence[Hashable]]) -> list[list]:
     """Connected components of the ids that share a bucket (a signature), each in first-met order; components
     ordered by their first id met. Every id of a bucket joins the bucket's first, so the work is linear."""
-    parent: dict[Hashable, Hashable] = {}
-
-    def root(x: Hashable) -> Hashable:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
+    sets = UnionFind()
     for bucket in buckets:
-        first = root(bucket[0]) if bucket else None
+        if bucket:
+            sets.add(bucket[0])
         for other in bucket[1:]:
-            top = root(other)
-            if top != first:
-                parent[top] = first
-    groups: dict[Hashable, list] = defaultdict(list)
-    for x in parent:
-        groups[root(x)].append(x)
+            sets.union(bucket[0], other)
+    groups = sets.components()
     return [members for members in groups.values() if len(members) > 1]

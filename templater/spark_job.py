@@ -71,6 +71,7 @@ from templater.grouping import choose_group, host_of, shape_set, url_prefixes
 from templater.shingles import ShingleSettings, band_keys, comparable_set, estimate_similarity, set_similarity
 from templater.sources import check_input, input_format, iter_file_bytes
 from templater.types import Extraction, Page, Segmented, Skip
+from templater.unionfind import UnionFind  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -586,21 +587,10 @@ def similarity(a: np.ndarray, b: np.ndarray, settings: ShingleSettings) -> float
 def driver_components(edges: Iterable[tuple[int, int]]) -> dict[int, int]:
     """{doc: label} for every doc with an edge, the label the smallest doc of its component: what
     ``connected_components`` gives, by a union-find on the driver (for up to ``driver_components`` pairs)."""
-    parent: dict[int, int] = {}
-
-    def root(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
+    sets = UnionFind()
     for a, b in edges:
-        parent.setdefault(a, a)
-        parent.setdefault(b, b)
-        ra, rb = root(a), root(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)  # a root is always its component's smallest doc
-    return {doc: root(doc) for doc in parent}
+        sets.union(a, b)  # a root is always its component's smallest doc
+    return sets.labels()
 
 
 def connected_components(spark, edges):
