@@ -276,7 +276,7 @@ def spark(inputs: list[str] = typer.Argument(..., help="JSON Lines (.jsonl, .jso
           partitions: Optional[int] = typer.Option(None, "--partitions",
                                                    help="Partitions per stage (default: 2 per core)."),
           fallback: str = FallbackOption, quiet: bool = QuietOption) -> None:
-    """Run the whole pipeline on Apache Spark (pip install 'templater[spark]'): the same templates, extractions and
+    """Run the whole pipeline on Apache Spark (pip install 'site-templater[spark]'): the same templates, extractions and
     near-duplicate clusters as `templater run`, written as Parquet under --out, the templates into --db.
 
     Example: templater spark samples/pages.jsonl.gz --out spark-out --db spark.db --master local[2]

@@ -1,5 +1,6 @@
 """The pipeline on Apache Spark: the same pure functions as a local run, distributed (``pip install
-templater[spark]``; ``templater spark`` starts it in local mode, ``spark-submit templater/spark_job.py`` on a cluster).
+'site-templater[spark]'``; ``templater spark`` starts it in local mode, ``spark-submit templater/spark_job.py`` on a
+cluster).
 
     read        every input file through Spark (``binaryFiles``: local, HDFS, s3a), records by the local readers
                 (``sources.iter_file_bytes``)
@@ -79,7 +80,7 @@ JOIN_SALTS = 16  # a template's rows are copied to this many keys, so a site's p
 PARTITIONS_PER_CORE = 2  # default partitions of every stage: this many per core Spark reports
 BROADCAST_BYTES = 256 << 20  # the current templates, pickled, up to this size go to every executor as a broadcast
 DRIVER_COMPONENTS = 5_000_000  # up to this many verified pairs (16 bytes each) are collected for a union-find
-SPARK_MISSING = "pyspark is not installed: pip install 'templater[spark]' (and Java 17 or later)"
+SPARK_MISSING = "pyspark is not installed: pip install 'site-templater[spark]' (and Java 17 or later)"
 
 
 @dataclass(frozen=True, slots=True)
