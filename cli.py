@@ -7,6 +7,8 @@ import gzip
 import json
 import os
 import logging
+import re
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from templater import DISTRIBUTION, __version__, native
 from templater import config, dedup, evaluation_run, pipeline, signature_run, sources, training
 from templater import inspect as rule_inspect
 from templater import recrawl as recrawls
@@ -33,6 +36,38 @@ DbOption = typer.Option(Path("templater.db"), "--db", help=DB_HELP)
 QuietOption = typer.Option(False, "--quiet", "-q", help="No progress bars or summary on stderr.")
 InputsArgument = typer.Argument(..., help="JSON Lines (.jsonl, .jsonl.gz), WARC (.warc, .warc.gz), .html files or "
                                           "folders of them.")
+LogOption = typer.Option(None, "--log", help="Append a log to this file (INFO and above: skipped records, what was "
+                                             "learned); stderr keeps warnings only.")
+SiteNameOption = typer.Option(None, "--site", help="Site name of the pages of folders and .html files (default: each "
+                                                   "folder's name); their ids are SITE/path/in/folder.html.")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def safe(value) -> str:
+    """Text for a terminal: control characters (escape sequences, carriage returns, bidi overrides) as \\xNN."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}",
+                        str(value))
+
+
+class Interrupted(BaseException):
+    """SIGINT (Ctrl-C): a BaseException, so that click does not take it for its own abort."""
+
+
+def _interrupted(signum, frame) -> None:
+    raise Interrupted
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"templater {__version__} ({DISTRIBUTION}); block walk: {native.STATUS}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(version: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True,
+                                              help="Print the version and whether the compiled walk is active.")
+                 ) -> None:
+    """Learn each site's template from its own pages, extract main content, find near-duplicates."""
 
 
 @contextlib.contextmanager
@@ -58,15 +93,47 @@ def handled_errors() -> Iterator[None]:
     try:
         yield
     except TemplaterError as e:
-        err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
+        err.print(f"[red]error:[/red] {escape(safe(e))}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
     except BrokenPipeError:  # the reader of our output went away (`| head`): stop quietly
         sys.stdout = open(os.devnull, "w")
         raise typer.Exit(1) from None
     except OSError as e:
-        err.print(f"[red]error:[/red] {escape(str(e.strerror or e))}: {escape(str(e.filename or ''))}",
+        err.print(f"[red]error:[/red] {escape(safe(e.strerror or e))}: {escape(safe(e.filename or ''))}",
                   highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
+
+
+def fail_if_all_skipped(summary: pipeline.Summary, db: Path) -> None:
+    """Exit 1 with the top reasons when records were read and every one was skipped."""
+    if not summary.all_skipped():
+        return
+    total = sum(summary.skipped.values())
+    err.print(f"error: all {total} records of the inputs were skipped; nothing was stored. Top reasons:",
+              highlight=False, soft_wrap=True, markup=False)
+    for reason, count in summary.skipped.most_common(config.TOP_SKIP_REASONS):
+        err.print(f"  {reason}={count}, e.g. {safe(summary.examples.get(reason, ''))}", highlight=False,
+                  soft_wrap=True, markup=False)
+    err.print(f"all of them: templater skips --db {db}", highlight=False, soft_wrap=True, markup=False)
+    raise typer.Exit(1)
+
+
+def check_output(path: Optional[Path]) -> None:
+    """An --output file that cannot be written is a bad argument, found before any work."""
+    if path is None or str(path) == "-":
+        return
+    if path.is_dir():
+        raise InputError(f"--output {path} is a folder: give a file path")
+    folder = path.parent
+    if not folder.is_dir():
+        raise InputError(f"--output {path}: no folder {folder}; create it first or give another path")
+    if not os.access(folder, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise InputError(f"--output {path}: cannot write there; check the permissions or give another path")
+
+
+def load_weights(path: Optional[Path]):
+    """Classifier weights from `templater train`'s file, or None for the shipped ones."""
+    return None if path is None else fallback.load_weights(sources.check_file(path), source=str(path))
 
 
 def report(title: str, summary: pipeline.Summary, quiet: bool) -> None:
@@ -119,11 +186,13 @@ def write_jsonl(stream, record: dict) -> None:
     stream.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
-def extract_all(store, output: Optional[Path], *, fallback: str, index: bool, quiet: bool) -> None:
-    """Extract every stored page to JSON Lines (the shared body of `extract` and `run`)."""
+def extract_all(store, output: Optional[Path], *, fallback: str, index: bool, quiet: bool, ids=None, weights=None,
+                q: float = fallback.FDR_Q) -> None:
+    """Extract the given stored pages (default: every one) to JSON Lines (the shared body of `extract` and `run`)."""
     summary = pipeline.Summary()
     with progress_bar("extract", quiet) as progress, output_stream(output) as stream:
-        for result in pipeline.extract(store, method=fallback, index=index, progress=progress):
+        for result in pipeline.extract(store, method=fallback, index=index, progress=progress, ids=ids,
+                                       weights=weights, q=q):
             write_jsonl(stream, result.to_json())
             summary.counts[result.method] += 1
     report("extract", summary, quiet)
@@ -149,15 +218,18 @@ def train(inputs: list[Path] = typer.Argument(..., help="JSON Lines (.jsonl, .js
           output: Path = typer.Option(..., "--output", "-o", help="Weights file to write (.npz)."),
           seed: int = typer.Option(training.TRAIN_SEED, "--seed", help="Random seed: the same seed, the same weights."),
           epochs: int = typer.Option(training.EPOCHS, "--epochs", min=1, help="Training epochs of each network."),
-          quiet: bool = QuietOption) -> None:
+          log: Optional[Path] = LogOption, quiet: bool = QuietOption) -> None:
     """Train the single-page line classifiers on labelled pages (gold text gives the labels).
 
     The shipped weights were made with:
     templater train ../shared/corpus/scrapinghub/pages.jsonl.gz --output templater/data/ann_weights.npz --seed 7
 
+    Then `templater extract --weights my-weights.npz` (or run) extracts with them.
+
     Example: templater train labelled.jsonl.gz --output my-weights.npz
     """
-    with handled_errors():
+    with handled_errors(), log_to_file(log):
+        check_output(output)
         records = [record for path in inputs for record in read_labelled(path)]
         with progress_bar("train", quiet):
             weights = training.train_ann(training.iter_labelled(records), seed=seed, epochs=epochs)
@@ -168,25 +240,29 @@ def train(inputs: list[Path] = typer.Argument(..., help="JSON Lines (.jsonl, .js
 
 
 @app.command()
-def ingest(inputs: list[Path] = InputsArgument, db: Path = DbOption, quiet: bool = QuietOption) -> None:
-    """Read pages into the database (bad records are skipped and counted by reason).
+def ingest(inputs: list[Path] = InputsArgument, db: Path = DbOption, site: Optional[str] = SiteNameOption,
+           log: Optional[Path] = LogOption, quiet: bool = QuietOption) -> None:
+    """Read pages into the database (bad records are skipped and counted by reason: `templater skips`).
+
+    Exits 1, with the top reasons, when every record was skipped.
 
     Example: templater ingest crawl.warc.gz pages.jsonl.gz --db crawl.db
     """
-    with handled_errors():
+    with handled_errors(), log_to_file(log):
         store = pipeline.open_store(db)
         with progress_bar("ingest", quiet) as progress:
-            summary = pipeline.ingest(store, inputs, progress=progress)
+            summary = pipeline.ingest(store, inputs, site=site, progress=progress)
         report("ingest", summary, quiet)
+        fail_if_all_skipped(summary, db)
 
 
 @app.command()
-def build(db: Path = DbOption, quiet: bool = QuietOption) -> None:
+def build(db: Path = DbOption, log: Optional[Path] = LogOption, quiet: bool = QuietOption) -> None:
     """Group stored pages by URL prefix and layout and learn each group's template.
 
     Example: templater build --db crawl.db
     """
-    with handled_errors():
+    with handled_errors(), log_to_file(log):
         store = pipeline.open_store(db, create=False)
         with progress_bar("build", quiet) as progress:
             summary = pipeline.build(store, progress=progress)
@@ -204,36 +280,65 @@ FallbackOption = typer.Option("auto", "--fallback", callback=check_fallback,
                               help="Single-page method: density, ann, fdr or auto (the best); none for the template's "
                                    "rules alone.")
 OutputOption = typer.Option(None, "--output", "-o", help="JSON Lines output file (default: standard output).")
+WeightsOption = typer.Option(None, "--weights", help="Single-page classifier weights written by `templater train` "
+                                                     "(default: the shipped ones).")
+def check_fdr_q(value: float) -> float:
+    if not 0 < value <= 1:
+        raise typer.BadParameter(f"{value}: the false-discovery rate lies in (0, 1], e.g. 0.05")
+    return value
+
+
+FdrQOption = typer.Option(fallback.FDR_Q, "--fdr-q", callback=check_fdr_q,
+                          help="False-discovery rate of the fdr method (0 < q <= 1).")
 
 
 @app.command()
 def extract(db: Path = DbOption, output: Optional[Path] = OutputOption, fallback: str = FallbackOption,
-            index: bool = IndexOption, quiet: bool = QuietOption) -> None:
-    """Extract the main content of every stored page as JSON Lines.
+            index: bool = IndexOption,
+            site: Optional[str] = typer.Option(None, "--site", help="Only this site's pages (a name `templater rules "
+                                                                    "list` shows, or its URL group)."),
+            since: Optional[str] = typer.Option(None, "--since", help="Only pages seen at or after this ISO 8601 "
+                                                                      "date or time (UTC unless it names a zone)."),
+            weights: Optional[Path] = WeightsOption, fdr_q: float = FdrQOption, log: Optional[Path] = LogOption,
+            quiet: bool = QuietOption) -> None:
+    """Extract the main content of every stored page (or a site's, or those seen since a time) as JSON Lines.
 
     Each line: {"id", "url", "site", "text", "method", "template", "coverage"}.
 
     Example: templater extract --db crawl.db --output extracted.jsonl
     """
-    with handled_errors():
+    with handled_errors(), log_to_file(log):
+        check_output(output)
+        classifier = load_weights(weights)
         store = pipeline.open_store(db, create=False)
-        extract_all(store, output, fallback=fallback, index=index, quiet=quiet)
+        ids = None if site is None and since is None else pipeline.select_pages(store, site=site, since=since)
+        extract_all(store, output, fallback=fallback, index=index, quiet=quiet, ids=ids, weights=classifier, q=fdr_q)
 
 
 @app.command()
 def run(inputs: list[Path] = InputsArgument, db: Path = DbOption, output: Optional[Path] = OutputOption,
-        fallback: str = FallbackOption, index: bool = IndexOption, quiet: bool = QuietOption) -> None:
-    """Ingest, learn templates and extract, in one go.
+        fallback: str = FallbackOption, index: bool = IndexOption, site: Optional[str] = SiteNameOption,
+        weights: Optional[Path] = WeightsOption, fdr_q: float = FdrQOption, log: Optional[Path] = LogOption,
+        quiet: bool = QuietOption) -> None:
+    """Ingest, learn templates and extract, in one go; the output holds the pages of these inputs.
+
+    Templates are learned from every stored page; exits 1, with the top reasons, when every record was skipped.
 
     Example: templater run samples/pages.jsonl.gz --db samples.db --output extracted.jsonl
     """
-    with handled_errors():
+    with handled_errors(), log_to_file(log):
+        check_output(output)
+        classifier = load_weights(weights)
+        sources.check_inputs(inputs)
         store = pipeline.open_store(db)
         with progress_bar("ingest", quiet) as progress:
-            report("ingest", pipeline.ingest(store, inputs, progress=progress), quiet)
+            ingested = pipeline.ingest(store, inputs, site=site, progress=progress)
+        report("ingest", ingested, quiet)
+        fail_if_all_skipped(ingested, db)
         with progress_bar("build", quiet) as progress:
             report("build", pipeline.build(store, progress=progress), quiet)
-        extract_all(store, output, fallback=fallback, index=index, quiet=quiet)
+        extract_all(store, output, fallback=fallback, index=index, quiet=quiet, ids=sorted(set(ingested.pages)),
+                    weights=classifier, q=fdr_q)
 
 
 @app.command()
@@ -246,7 +351,11 @@ def recrawl(inputs: list[Path] = InputsArgument, db: Path = DbOption,
             fallback: str = FallbackOption,
             batch_size: int = typer.Option(config.RECRAWL_BATCH_PAGES, "--batch-size",
                                            help="Records per committed batch: a killed run loses at most one."),
-            quiet: bool = QuietOption) -> None:
+            output: Optional[Path] = typer.Option(None, "--output", "-o",
+                                                  help="Write the extractions of this crawl's pages (new, changed "
+                                                       "and unchanged) as JSON Lines to this file (- for standard "
+                                                       "output)."),
+            site: Optional[str] = SiteNameOption, quiet: bool = QuietOption) -> None:
     """Bring the database up to date with a crawl that came back; rerun the same command after a kill to continue.
 
     An unchanged page (same content hash) only has its last-seen time updated; a changed or new page is extracted
@@ -255,14 +364,23 @@ def recrawl(inputs: list[Path] = InputsArgument, db: Path = DbOption,
     and marked stale (see `templater rules history`), and its pages are extracted again. Work is committed in
     batches with the run's progress, so a rerun after a kill (even kill -9) continues where it stopped.
 
+    Exits 1, with the top reasons, when every record was skipped.
+
     Example: templater recrawl crawl-2024-06.warc.gz --db crawl.db --retire-missing --log recrawl.log
     """
     with handled_errors(), log_to_file(log):
+        check_output(output)
+        sources.check_inputs(inputs)
         store = pipeline.open_store(db)
         with progress_bar("recrawl", quiet) as progress:
             summary = recrawls.recrawl(store, inputs, retire_missing=retire_missing, method=fallback,
-                                       batch_size=batch_size, progress=progress)
+                                       batch_size=batch_size, progress=progress, site=site)
         report("recrawl", summary, quiet)
+        fail_if_all_skipped(summary, db)
+        if output is not None:
+            with output_stream(output) as stream:
+                for result in pipeline.stored_extractions(store, summary.pages):
+                    write_jsonl(stream, result.to_json())
 
 
 @app.command()
@@ -275,7 +393,7 @@ def spark(inputs: list[str] = typer.Argument(..., help="JSON Lines (.jsonl, .jso
           master: str = typer.Option("local[2]", "--master", help="Spark master; local[N] runs on N cores here."),
           partitions: Optional[int] = typer.Option(None, "--partitions",
                                                    help="Partitions per stage (default: 2 per core)."),
-          fallback: str = FallbackOption, quiet: bool = QuietOption) -> None:
+          fallback: str = FallbackOption, log: Optional[Path] = LogOption, quiet: bool = QuietOption) -> None:
     """Run the whole pipeline on Apache Spark (pip install 'site-templater[spark]'): the same templates, extractions and
     near-duplicate clusters as `templater run`, written as Parquet under --out, the templates into --db.
 
@@ -283,7 +401,7 @@ def spark(inputs: list[str] = typer.Argument(..., help="JSON Lines (.jsonl, .jso
     """
     from templater import spark_job
 
-    with handled_errors():
+    with handled_errors(), log_to_file(log):
         inputs = spark_job.check_inputs(inputs)
         session = spark_job.spark_session(master, partitions=partitions)
         try:
@@ -336,7 +454,7 @@ def index_signatures(db: Path = DbOption, method: str = IndexMethodOption, param
                                                   help="Drop the method's index first, so new params can replace "
                                                        "the stored ones."),
                      as_json: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
-                     quiet: bool = QuietOption) -> None:
+                     log: Optional[Path] = LogOption, quiet: bool = QuietOption) -> None:
     """Fit a duplicate-signature method on the stored extractions and index every page's signatures.
 
     The fitted model (params, IDF, dictionaries, descriptive words) is stored beside the signatures; rerunning
@@ -346,7 +464,7 @@ def index_signatures(db: Path = DbOption, method: str = IndexMethodOption, param
 
     Example: templater index-signatures --db crawl.db --method tfidf --param terms=8
     """
-    with handled_errors():
+    with handled_errors(), log_to_file(log):
         store = pipeline.open_store(db, create=False)
         params = signature_run.parse_params(param or [])
         with progress_bar(f"index {method}", quiet) as progress:
@@ -367,7 +485,8 @@ def similar(target: str = typer.Argument(..., metavar="URL|FILE",
             fallback: str = FallbackOption) -> None:
     """A page's near-duplicates, as JSON Lines {"id", "url", "similarity"}.
 
-    An .html file is extracted first (with its site's template when --url or its content matches one).
+    An .html file is extracted first (with its site's template when --url or its content matches one); any other
+    file is read as UTF-8 text.
 
     Example: templater similar --db crawl.db https://example.org/news/a.html
     """
@@ -375,7 +494,8 @@ def similar(target: str = typer.Argument(..., metavar="URL|FILE",
         store = pipeline.open_store(db, create=False)
         path = Path(target)
         if path.is_file():
-            text = pipeline.extract_file(store, path, url=url, method=fallback).text
+            text = (pipeline.extract_file(store, path, url=url, method=fallback).text
+                    if sources.input_format(path) == "html" else sources.read_text_file(path))
             rows = dedup.find_similar(store, text, limit=limit)
         else:
             rows = dedup.find_similar_page(store, target, limit=limit)

@@ -165,6 +165,41 @@ def record_skip(db: sqlite_utils.Database, *, source: str, reason: str, detail: 
                [source, reason, detail[:500], page_id, url, now])
 
 
+def skip_counts(db: sqlite_utils.Database) -> list[tuple[str, int]]:
+    """(reason, skipped records) of every reason recorded, most frequent first."""
+    return db.execute("SELECT reason, count(*) FROM skips GROUP BY reason ORDER BY count(*) DESC, reason").fetchall()
+
+
+def skip_examples(db: sqlite_utils.Database, reason: str, *, limit: int) -> list[tuple]:
+    """(source, detail, page_id, url, seen_at) of up to ``limit`` skipped records of a reason, latest first."""
+    return db.execute("SELECT source, detail, page_id, url, seen_at FROM skips WHERE reason = ?"
+                      " ORDER BY seen_at DESC, source LIMIT ?", [reason, limit]).fetchall()
+
+
+def select_page_ids(db: sqlite_utils.Database, *, site: str | None = None, since: str | None = None) -> list[str]:
+    """Ids of the live pages of a site (its name, or its URL group: every layout's pages) last seen at or after
+    ``since`` (an ISO time in UTC), in id order."""
+    where, args = ["retired = 0"], []
+    if site is not None:
+        where.append("(coalesce(site, group_key) = ? OR group_key = ?)")
+        args += [site, site]
+    if since is not None:
+        where.append("last_seen >= ?")
+        args.append(since)
+    return [r[0] for r in db.execute(f"SELECT id FROM pages WHERE {' AND '.join(where)} ORDER BY id", args)]
+
+
+def iter_extractions(db: sqlite_utils.Database, ids: Iterable[str]) -> Iterator[tuple]:
+    """(id, url, site, text, method, template, coverage) of the stored extractions of the given pages, in the
+    order given (a page without one is left out)."""
+    for chunk in _chunks(list(ids), 500):
+        marks = ",".join("?" * len(chunk))
+        rows = {r[0]: r for r in db.execute(
+            "SELECT e.page_id, p.url, e.site, e.text, e.method, e.template, e.coverage FROM extractions e"
+            f" JOIN pages p ON p.id = e.page_id WHERE e.page_id IN ({marks})", chunk)}
+        yield from (rows[pid] for pid in chunk if pid in rows)
+
+
 def iter_page_keys(db: sqlite_utils.Database) -> Iterator[tuple[str, str, str | None]]:
     """(id, url, site) of every live page, in id order."""
     yield from db.execute("SELECT id, url, site FROM pages WHERE retired = 0 ORDER BY id")

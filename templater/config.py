@@ -34,7 +34,10 @@ SKIP_REASONS = (
     "http-status",  # a WARC response that is not 200
     "unparsable",  # lxml could not build a tree
     "no-text",  # parsed, but no text blocks at all
+    "revisit",  # a WARC revisit record: the page's payload is in an earlier record
+    "duplicate-id",  # an .html file whose id (site/relative path) an earlier file of the run already had
 )
+TOP_SKIP_REASONS = 3  # reasons (with an example each) a run in which every record was skipped prints
 
 # --- segmentation --------------------------------------------------------------------------------------
 BLOCK_TAGS = frozenset(

@@ -185,21 +185,23 @@ def _region_mask(seg: Segmented, region: etree.XPath, allowed: np.ndarray) -> np
 
 
 def extract_page(seg: Segmented, compiled: CompiledTemplate | None = None, *, site: str | None = None,
-                 method: str = "auto") -> Extraction:
-    """Extract one page's main content, with its site template when there is one."""
+                 method: str = "auto", weights: fallback.ann.Weights | None = None,
+                 q: float = fallback.FDR_Q) -> Extraction:
+    """Extract one page's main content, with its site template when there is one (``weights``: the classifier's,
+    default the shipped ones; ``q``: the fdr method's false-discovery rate)."""
     page = seg.page
     if compiled is None:
         keep = np.ones(len(seg.blocks), dtype=bool) if method == NO_CLASSIFIER else fallback.select_blocks(
-            seg, method=method)
+            seg, method=method, weights=weights, q=q)
         return _extraction(seg, keep, site=site or host_of(page.url), method="fallback", template=None,
                            coverage=None)
     allowed, coverage, in_region = match_template(seg, compiled)
     if leaves_nothing(seg, allowed):
         # the template knows this page's paragraphs as boilerplate (it was learned from copies of the article):
         # the page is extracted as if the site had no template
-        return extract_page(seg, None, site=site or compiled.template.site, method=method)
+        return extract_page(seg, None, site=site or compiled.template.site, method=method, weights=weights, q=q)
     keep = allowed if method == NO_CLASSIFIER else fallback.select_blocks(seg, method=method, allowed=allowed,
-                                                                   trusted=in_region)
+                                                                   trusted=in_region, weights=weights, q=q)
     return _extraction(seg, keep, site=site or compiled.template.site, method="template", template=compiled.name,
                        coverage=round(coverage, 4))
 

@@ -7,6 +7,9 @@ site's dated pages are not cut into one small group a day.
 
 A page joins the longest of its prefixes that holds at least ``min_pages`` pages of the batch; where none does,
 its host. Pages of one prefix may still hold several layouts: see ``cluster_layouts``.
+
+A local file (a file: URL, no host) is grouped by its id instead, whose first segment is its site name
+(``sources``: ``docs/guide/intro.html`` -> ``docs/guide/``, ``docs/``).
 """
 
 from __future__ import annotations
@@ -29,15 +32,28 @@ def host_of(url: str) -> str:
     return host[4:] if host.startswith("www.") else host
 
 
-def url_prefixes(url: str) -> list[str]:
-    """The URL's group keys, longest first, down to the host: ``['h/a/b/', 'h/a/', 'h/']``."""
+def url_prefixes(url: str, page_id: str | None = None) -> list[str]:
+    """The URL's group keys, longest first, down to the host: ``['h/a/b/', 'h/a/', 'h/']``; for a local file's
+    URL, those of its id (``site/path``) when it has one."""
     host = host_of(url)
     if not host:
-        return []
+        return _file_prefixes(url, page_id)
     try:
         path = urlsplit(url.strip()).path or "/"
     except ValueError:
         path = "/"
+    return _path_prefixes(host, path)
+
+
+def _file_prefixes(url: str, page_id: str | None) -> list[str]:
+    """The group keys of a local file from its id ``site/path`` (folders' pages: ``sources``); none without."""
+    if not page_id or not url.startswith("file:") or "://" in page_id or "/" not in page_id.strip("/"):
+        return []
+    site, _, path = page_id.strip("/").partition("/")
+    return _path_prefixes(site, "/" + path)
+
+
+def _path_prefixes(host: str, path: str) -> list[str]:
     segments = []
     for segment in (s for s in path.split("/")[:-1] if s):
         if segment.isdigit():  # a date or an id (/2012/11/05/), not a section: deeper prefixes split a site
@@ -48,9 +64,11 @@ def url_prefixes(url: str) -> list[str]:
     return prefixes
 
 
-def assign_groups(urls: Sequence[str], *, min_pages: int = config.MIN_GROUP_PAGES) -> list[str]:
-    """Group key of each URL: its longest prefix shared by at least ``min_pages`` of the given URLs."""
-    chains = [url_prefixes(u) for u in urls]
+def assign_groups(urls: Sequence[str], *, min_pages: int = config.MIN_GROUP_PAGES,
+                  ids: Sequence[str] | None = None) -> list[str]:
+    """Group key of each URL: its longest prefix shared by at least ``min_pages`` of the given URLs (with the pages'
+    ``ids``, local files are grouped by them)."""
+    chains = [url_prefixes(u, i) for u, i in zip(urls, ids or [None] * len(urls))]
     counts = Counter(p for chain in chains for p in chain)
     return [choose_group(chain, counts, min_pages=min_pages) for chain in chains]
 
@@ -64,10 +82,10 @@ def choose_group(chain: Sequence[str], counts: Mapping[str, int], *, min_pages: 
     return next((p for p in chain if counts.get(p, 0) >= min_pages), chain[-1])
 
 
-def match_prefix(url: str, known: Iterable[str]) -> str | None:
-    """The longest of the URL's prefixes that is among ``known`` group keys, or None."""
+def match_prefix(url: str, known: Iterable[str], page_id: str | None = None) -> str | None:
+    """The longest of the URL's prefixes (``url_prefixes``) that is among ``known`` group keys, or None."""
     known = known if isinstance(known, (set, frozenset, dict)) else set(known)
-    return next((p for p in url_prefixes(url) if p in known), None)
+    return next((p for p in url_prefixes(url, page_id) if p in known), None)
 
 
 def shape_set(shapes: np.ndarray) -> np.ndarray:

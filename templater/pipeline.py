@@ -23,7 +23,7 @@ from store import pins as pin_store
 from store import templates as template_store
 from store.db import open_db
 
-from . import config, dedup, signature_run
+from . import config, dedup, fallback, signature_run
 from .blocks import segment
 from .config import LearnSettings
 from .encoding import decode_page
@@ -45,10 +45,13 @@ Progress = Callable[[int, int | None], None]  # (items done so far, total if kno
 
 @dataclass
 class Summary:
-    """Counts of what a command did; ``skipped`` holds the reasons of records not processed."""
+    """Counts of what a command did; ``skipped`` holds the reasons of records not processed, ``examples`` the first
+    skip of each reason ("source: detail"), ``pages`` the ids of the pages read (ingest: in input order)."""
 
     counts: Counter = field(default_factory=Counter)
     skipped: Counter = field(default_factory=Counter)
+    examples: dict[str, str] = field(default_factory=dict)
+    pages: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {"counts": dict(sorted(self.counts.items())), "skipped": dict(sorted(self.skipped.items()))}
@@ -56,7 +59,18 @@ class Summary:
     def merge(self, other: Summary) -> Summary:
         self.counts.update(other.counts)
         self.skipped.update(other.skipped)
+        for reason, example in other.examples.items():
+            self.examples.setdefault(reason, example)
+        self.pages += other.pages
         return self
+
+    def add_skip(self, skip: Skip) -> None:
+        self.skipped[skip.reason] += 1
+        self.examples.setdefault(skip.reason, f"{skip.source}: {skip.detail}" if skip.detail else skip.source)
+
+    def all_skipped(self) -> bool:
+        """Whether records were read and every one of them was skipped."""
+        return not self.counts and bool(self.skipped)
 
 
 def now() -> str:
@@ -112,17 +126,22 @@ class _Batch:
             self.db.execute("ROLLBACK")
 
 
-def ingest(db: sqlite_utils.Database, inputs: Sequence[str | Path], *, progress: Progress | None = None) -> Summary:
-    """Read pages from files and folders into the store; bad records are skipped and counted by reason."""
+def ingest(db: sqlite_utils.Database, inputs: Sequence[str | Path], *, site: str | None = None,
+           progress: Progress | None = None) -> Summary:
+    """Read pages from files and folders into the store; bad records are skipped and counted by reason.
+
+    ``site`` names the pages of folders and .html files (``sources.iter_records``); the summary's ``pages`` lists
+    the ids of the pages read, in input order."""
     summary = Summary()
     with _Batch(db) as batch:
-        for done, item in enumerate(iter_records(inputs), 1):
+        for done, item in enumerate(iter_records(inputs, site=site), 1):
             outcome = _ingest_one(db, item, batch)
             if isinstance(outcome, Skip):
-                summary.skipped[outcome.reason] += 1
+                summary.add_skip(outcome)
                 log.info("skipped %s: %s %s", outcome.source, outcome.reason, outcome.detail)
             else:
                 summary.counts[outcome] += 1
+                summary.pages.append(item.id)
             if progress:
                 progress(done, None)
     return summary
@@ -147,9 +166,12 @@ def _ingest_one(db: sqlite_utils.Database, item, batch: _Batch) -> str | Skip:
 
 
 def prepare_record(item: RawPage | Skip) -> Segmented | Skip:
-    """A record as ingest sees it: decoded and segmented, or a Skip with the reason."""
+    """A record as ingest sees it: decoded and segmented, or a Skip with the reason (named by the record's source)."""
     page = item if isinstance(item, Skip) else decode_page(item)
-    return page if isinstance(page, Skip) else segment_page(page)
+    if isinstance(page, Skip):
+        return page
+    seg = segment_page(page)
+    return dataclasses.replace(seg, source=item.source) if isinstance(seg, Skip) else seg
 
 
 def block_shapes(seg: Segmented) -> np.ndarray:
@@ -167,7 +189,8 @@ def build(db: sqlite_utils.Database, *, settings: LearnSettings = LearnSettings(
     """Group stored pages by URL prefix and layout, and learn a template for each large enough cluster."""
     summary = Summary()
     keys = list(page_store.iter_page_keys(db))
-    groups = assign_groups([url for _, url, _ in keys], min_pages=settings.min_group_pages)
+    groups = assign_groups([url for _, url, _ in keys], min_pages=settings.min_group_pages,
+                           ids=[pid for pid, _, _ in keys])
     members: dict[str, list[str]] = defaultdict(list)
     for (pid, _, _), group in zip(keys, groups):
         members[group].append(pid)
@@ -328,7 +351,7 @@ class TemplateIndex:
         """The page's template: the one its build assigned, else the best layout of its longest known prefix."""
         if site in self.by_site:
             return self.by_site[site]
-        group = match_prefix(seg.page.url, self.by_group)
+        group = match_prefix(seg.page.url, self.by_group, seg.page.id)
         if group is None:
             return None
         return best_layout(seg, self.by_group[group], threshold=threshold)
@@ -344,15 +367,17 @@ def best_layout(seg: Segmented, layouts: Sequence[tuple[np.ndarray, CompiledTemp
 
 
 def extract(db: sqlite_utils.Database, *, method: str = "auto", ids: Sequence[str] | None = None,
-            settings: LearnSettings = LearnSettings(), index: bool = False,
-            progress: Progress | None = None) -> Iterator[Extraction]:
+            settings: LearnSettings = LearnSettings(), index: bool = False, progress: Progress | None = None,
+            weights: fallback.ann.Weights | None = None, q: float = fallback.FDR_Q) -> Iterator[Extraction]:
     """Extract every stored page (or the given ids) with its template, store the result, and yield it.
 
     With ``index``, the extracted texts also go into the near-duplicate index, one batch per committed batch.
+    ``weights`` and ``q`` go to the single-page classifier (``extract.extract_page``).
     """
     if ids is None:
         ids = [pid for pid, _, _ in page_store.iter_page_keys(db)]
-    results = _extract_stored(db, ids, method=method, settings=settings, progress=progress)
+    results = _extract_stored(db, ids, method=method, settings=settings, progress=progress,
+                              classifier={"weights": weights, "q": q})
     if not index:
         yield from results
         return
@@ -367,6 +392,35 @@ def extract(db: sqlite_utils.Database, *, method: str = "auto", ids: Sequence[st
         _index(db, pending)
 
 
+def stored_extractions(db: sqlite_utils.Database, ids: Sequence[str]) -> Iterator[Extraction]:
+    """The stored extractions of the given pages, in the order given (what `recrawl --output` writes)."""
+    for pid, url, site, text, method, template, coverage in page_store.iter_extractions(db, ids):
+        yield Extraction(id=pid, url=url, site=site or "", text=text, method=method, template=template,
+                         coverage=coverage)
+
+
+def select_pages(db: sqlite_utils.Database, *, site: str | None = None, since: str | None = None) -> list[str]:
+    """Ids of the stored pages to extract: every live page, or a site's (as `templater rules list` names it, or its
+    URL group), or those seen at or after ``since`` (ISO 8601 date or time; UTC when it names no zone)."""
+    if since is not None:
+        since = _utc_iso(since)
+    ids = page_store.select_page_ids(db, site=site, since=since)
+    if not ids and site is not None and not page_store.select_page_ids(db, site=site):
+        raise InputError(f"no stored page of site {site!r}: `templater rules list` shows the sites")
+    return ids
+
+
+def _utc_iso(text: str) -> str:
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"--since {text!r}: give an ISO 8601 date or time, e.g. 2024-06-01 or "
+                         "2024-06-01T12:00:00+02:00") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).isoformat(timespec="seconds")
+
+
 def _index(db: sqlite_utils.Database, results: list[Extraction]) -> None:
     """Extracted texts into the near-duplicate index and into every signature index the database has."""
     items = [dedup.TextItem(r.id, r.url, r.text, r.boilerplate_chars) for r in results]
@@ -375,7 +429,7 @@ def _index(db: sqlite_utils.Database, results: list[Extraction]) -> None:
 
 
 def _extract_stored(db: sqlite_utils.Database, ids: Sequence[str], *, method: str, settings: LearnSettings,
-                    progress: Progress | None) -> Iterator[Extraction]:
+                    progress: Progress | None, classifier: dict) -> Iterator[Extraction]:
     index = TemplateIndex(db)
     with _Batch(db) as batch:
         for done, stored in enumerate(page_store.load_pages(db, ids), 1):
@@ -383,7 +437,7 @@ def _extract_stored(db: sqlite_utils.Database, ids: Sequence[str], *, method: st
             if isinstance(seg, Skip):
                 continue
             compiled = index.find(seg, stored.site, threshold=settings.layout_match)
-            result = extract_page(seg, compiled, site=stored.site or stored.group_key, method=method)
+            result = extract_page(seg, compiled, site=stored.site or stored.group_key, method=method, **classifier)
             batch.write()
             page_store.save_extraction(db, page_id=result.id, site=result.site, method=result.method,
                                        template=result.template, coverage=result.coverage, text=result.text,

@@ -22,6 +22,7 @@ URL, separates a host's layouts.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -89,11 +90,14 @@ class _Batch:
 def recrawl(db: sqlite_utils.Database, inputs: Sequence[str | Path], *, retire_missing: bool = False,
             method: str = "auto", batch_size: int = config.RECRAWL_BATCH_PAGES,
             settings: LearnSettings = LearnSettings(), progress: Progress | None = None, clock: Clock = pipeline.now,
-            checkpoint: Checkpoint | None = None) -> Summary:
-    """Bring the store up to date with a crawl; rerun after a kill to continue where it stopped."""
+            checkpoint: Checkpoint | None = None, site: str | None = None) -> Summary:
+    """Bring the store up to date with a crawl; rerun after a kill to continue where it stopped.
+
+    The summary's ``pages`` lists the ids of the crawl's pages (sorted), resumed runs included; ``site`` names the
+    pages of folders and .html files (``sources.iter_records``)."""
     if batch_size < 1:
         raise InputError(f"batch size {batch_size} is not a positive number of records: give --batch-size 1 or more")
-    records = iter_records(inputs)
+    records = iter_records(inputs, site=site)
     prepare_store(db)
     with run_store.writer_lock(db, command=COMMAND), busy_as_store_error(db):
         crawl = _Crawl(db, settings=settings, method=method, batch_size=batch_size, clock=clock,
@@ -103,6 +107,7 @@ def recrawl(db: sqlite_utils.Database, inputs: Sequence[str | Path], *, retire_m
         crawl.process(records, progress)
         crawl.retire(retire_missing)
         crawl.close_run()
+        crawl.summary.pages = run_store.seen_pages(db, crawl.run.id)
     return crawl.summary
 
 
@@ -241,12 +246,12 @@ class _Crawl:
         known = state.get(page.id)
         if known is not None and known[0] == digest and not known[1]:
             return _Fetched("unchanged", id=page.id, url=page.url, fetched_at=page.fetched_at, digest=digest,
-                            group=known[2] or self._group_of(page.url), site=known[3])
+                            group=known[2] or self._group_of(page.url, page.id), site=known[3])
         seg = pipeline.segment_page(page)
         if isinstance(seg, Skip):
-            return _Fetched("skip", skip=seg)
+            return _Fetched("skip", skip=dataclasses.replace(seg, source=record.source))
         kind = "new" if known is None else "revived" if known[1] else "changed"
-        group = (known[2] if known else None) or self._group_of(page.url)
+        group = (known[2] if known else None) or self._group_of(page.url, page.id)
         compiled = self._choose_template(seg, known[3] if known else None)
         site = compiled.template.site if compiled is not None else None
         result = extract_page(seg, compiled, site=site or group, method=self.method)
@@ -265,11 +270,11 @@ class _Crawl:
                 return stored
         return self.index.find(seg, None, threshold=self.settings.layout_match) or stored
 
-    def _group_of(self, url: str) -> str:
+    def _group_of(self, url: str, page_id: str) -> str:
         """The longest known URL-prefix group of a new page, else its host's group."""
-        group = match_prefix(url, self.groups)
+        group = match_prefix(url, self.groups, page_id)
         if group is None:
-            prefixes = url_prefixes(url)
+            prefixes = url_prefixes(url, page_id)
             group = prefixes[-1] if prefixes else ""
             self.groups.add(group)
         return group
@@ -296,7 +301,7 @@ class _Crawl:
     def _write_skip(self, skip: Skip, now: str) -> None:
         page_store.record_skip(self.db, source=skip.source, reason=skip.reason, detail=skip.detail, page_id=skip.id,
                                url=skip.url, now=now)
-        self.summary.skipped[skip.reason] += 1
+        self.summary.add_skip(skip)
         log.debug("skipped %s: %s %s", skip.source, skip.reason, skip.detail)
 
     def _write_page(self, f: _Fetched, now: str) -> None:

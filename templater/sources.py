@@ -3,8 +3,15 @@
 ``iter_records`` checks every path before reading any (a missing, unreadable or unknown input is a bad
 argument: InputError), then yields a RawPage for each page and a Skip, with its reason, for each record that
 is not one (bad JSON, bad URL, HTTP status other than 200, a non-HTML Content-Type, a truncated gzip member
-or WARC record). A broken record never ends the run: the file goes on where the library can, else one Skip
-ends that file and the next file is read. Reading the same inputs twice yields equal records, in the same order.
+or WARC record, a WARC revisit record). A broken record never ends the run: the file goes on where the library
+can, else one Skip ends that file and the next file is read. Reading the same inputs twice yields equal records,
+in the same order.
+
+A page of a folder has the id ``SITE/relative/path.html``, where SITE is the folder's name (or the ``site``
+given): two folders that both hold index.html give two pages, and the site names the pages' group (a page
+without a host is grouped by its id: ``grouping.url_prefixes``). A JSON Lines ``html`` field that starts with an
+HTTP response's status line and headers is read as that response: the headers are cut off and judged as a WARC
+response's are. WARC ``resource`` records of HTML are pages like responses (their Content-Type is the record's).
 """
 
 from __future__ import annotations
@@ -48,12 +55,54 @@ _SCHEMELESS_HOST = re.compile(  # host.tld[:port][/...], where the "tld" is no f
     re.IGNORECASE)
 _HOST = re.compile(r"^[\w-]+(\.[\w-]+)*\.?$|^[0-9a-f:.]*:[0-9a-f:.]*$", re.IGNORECASE)  # name or IPv6
 _URL_IGNORED = re.compile(r"[\t\r\n]")  # dropped from URLs, as browsers do
+_HTTP_HEAD = re.compile(r"\A\s*HTTP/\d(?:\.\d)?[ \t]+(\d{3})[^\r\n]*\r?\n")  # status line of a response
+_HEADER_END = re.compile(r"\r?\n\r?\n")
+_HEADER_LINE = re.compile(r"^([!#$%&'*+.^_`|~0-9A-Za-z-]+)[ \t]*:[ \t]*(.*?)[ \t]*$")
+_WARC_PAGE_TYPES = ("response", "resource")  # records that may hold a page; "revisit" is counted as a skip
 
 
-def iter_records(paths: Sequence[str | Path]) -> Iterator[RawPage | Skip]:
-    """RawPage or Skip for every record of the given files and folders; InputError on a bad path, at once."""
-    inputs = [check_input(Path(path)) for path in paths]
-    return _iter_inputs(inputs)
+def iter_records(paths: Sequence[str | Path], *, site: str | None = None) -> Iterator[RawPage | Skip]:
+    """RawPage or Skip for every record of the given files and folders; InputError on a bad path, at once.
+
+    ``site`` names the pages of folders and .html files (default: a folder's own name; a lone file keeps its
+    file:// URL as id). Two .html files that would get one id (two folders of the same name, or one folder given
+    twice) are read once: the second is a "duplicate-id" skip."""
+    inputs = check_inputs(paths)
+    if site is not None and not site.strip("/ "):
+        raise InputError(f"--site {site!r}: give a site name, e.g. --site docs.example.org")
+    return _unique_file_ids(_iter_inputs(inputs, site.strip("/ ") if site else None))
+
+
+def _unique_file_ids(records: Iterator[RawPage | Skip]) -> Iterator[RawPage | Skip]:
+    """The records, with an .html file whose id an earlier file of the run already had made a skip."""
+    first: dict[str, str] = {}
+    for record in records:
+        if isinstance(record, RawPage) and record.url.startswith("file:"):
+            earlier = first.setdefault(record.id, record.source)
+            if earlier != record.source:
+                yield Skip("duplicate-id", record.source, id=record.id, url=record.url,
+                           detail=f"{earlier} has the id {record.id!r} already: give the folders different names "
+                                  "or read them in separate runs with --site")
+                continue
+        yield record
+
+
+def check_inputs(paths: Sequence[str | Path]) -> list[Path]:
+    """Every input checked (``check_input``) before any is read."""
+    return [check_input(Path(path)) for path in paths]
+
+
+def read_text_file(path: Path) -> str:
+    """A local text file's UTF-8 text; InputError when it cannot be read as such."""
+    with _open(path) as stream:
+        data = stream.read(config.MAX_PAGE_BYTES + 1)
+    if len(data) > config.MAX_PAGE_BYTES:
+        raise InputError(f"{path}: over {config.MAX_PAGE_BYTES} bytes; give a shorter text")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); give an .html file or "
+                         "UTF-8 text") from None
 
 
 def check_input(path: Path) -> Path:
@@ -99,15 +148,20 @@ def repair_url(url: object) -> str | None:
     return None
 
 
-def _iter_inputs(inputs: list[Path]) -> Iterator[RawPage | Skip]:
+def _iter_inputs(inputs: list[Path], site: str | None) -> Iterator[RawPage | Skip]:
     for path in inputs:
         if path.is_dir():
-            yield from _iter_folder(path)
+            yield from _iter_folder(path, site or folder_site(path))
         else:
-            yield from _iter_file(path, page_id=None)
+            yield from _iter_file(path, page_id=f"{site}/{path.name}" if site else None)
 
 
-def _iter_folder(folder: Path) -> Iterator[RawPage | Skip]:
+def folder_site(folder: Path) -> str:
+    """The site name of a folder's pages: the folder's own name."""
+    return folder.resolve().name or "files"  # "/" has no name
+
+
+def _iter_folder(folder: Path, site: str) -> Iterator[RawPage | Skip]:
     """Every known file under the folder, recursively, in sorted order; hidden files and folders left out."""
     for top, folders, files in os.walk(folder):
         folders[:] = sorted(name for name in folders if not name.startswith("."))
@@ -116,7 +170,7 @@ def _iter_folder(folder: Path) -> Iterator[RawPage | Skip]:
             if name.startswith(".") or input_format(path) is None:
                 log.debug("%s: not an input format, left out", path)
                 continue
-            yield from _iter_file(path, page_id=path.relative_to(folder).as_posix())
+            yield from _iter_file(path, page_id=f"{site}/{path.relative_to(folder).as_posix()}")
 
 
 def iter_file_bytes(name: str, data: bytes) -> Iterator[RawPage | Skip]:
@@ -184,9 +238,40 @@ def _json_record(line: bytes, source: str) -> RawPage | Skip:
     if problem:
         reason, detail = problem
         return Skip(reason, source, detail=detail, id=page_id or url, url=url)
+    html, content_type, problem = split_http_response(record["html"])
+    if problem:
+        reason, detail = problem
+        return Skip(reason, source, detail=detail, id=page_id or url, url=url)
     fetched_at = record.get("fetched_at")
-    return RawPage(id=page_id or url, url=url, body=record["html"], source=source,
+    return RawPage(id=page_id or url, url=url, body=html, source=source, content_type=content_type,
                    fetched_at=str(fetched_at) if fetched_at is not None else None)
+
+
+def split_http_response(html: str) -> tuple[str, str | None, tuple[str, str] | None]:
+    """(body, Content-Type, problem) of an ``html`` field: an HTTP response (status line, headers, blank line,
+    body) is cut to its body and judged as a WARC response is (a status other than 200 or a Content-Type that is
+    not HTML is a problem: (reason, detail)); any other text is returned as it is."""
+    status = _HTTP_HEAD.match(html)
+    end = _HEADER_END.search(html, status.end() - 1) if status else None
+    if end is None:
+        return html, None, None
+    headers = {}
+    for line in html[status.end():end.start()].splitlines():
+        if match := _HEADER_LINE.match(line):
+            headers.setdefault(match[1].lower(), match[2])
+        elif line.strip():
+            return html, None, None  # not a header block after all: the text is the page
+    body, content_type = html[end.end():], headers.get("content-type")
+    if status[1] != config.HTTP_OK_STATUS:
+        location = headers.get("location")
+        return body, content_type, ("http-status", f"HTTP {status[1]} in the html field's headers"
+                                    + (f", redirected to {location}" if location else ""))
+    mime = (content_type or "").split(";")[0].strip().lower()
+    if mime not in config.HTML_CONTENT_TYPES and mime not in config.SNIFFED_CONTENT_TYPES:
+        return body, content_type, ("not-html", f"Content-Type {content_type} in the html field's headers")
+    if not body.strip():
+        return body, content_type, ("empty", "html holds HTTP headers and no body")
+    return body, content_type, None
 
 
 def _json_object(line: bytes) -> dict | str:
@@ -232,7 +317,7 @@ def _iter_warc_stream(stream: io.BufferedIOBase, path: Path | str, *, size: int)
             yield _warc_broken(path, number, "not a whole WARC record (no WARC-Type or Content-Length)")
             return
         source = f"{path}#{number}"
-        page = _warc_page(record, source)
+        page = _warc_revisit(record, source) or _warc_page(record, source)
         if page is None:  # not a page, but a cut record all the same
             page = _check_whole(record, source, url=None)
         if page is not None:
@@ -245,9 +330,22 @@ def _warc_broken(path: Path, number: int, why: str) -> Skip:
     return Skip("bad-record", f"{path}#{number}", detail=f"{why}; the rest of the file is not read")
 
 
+def _warc_revisit(record: ArcWarcRecord, source: str) -> Skip | None:
+    """A revisit record (the page was fetched again, its payload stored in an earlier record) -> a Skip."""
+    if record.rec_type != "revisit":
+        return None
+    target = record.rec_headers.get_header("WARC-Target-URI") or ""
+    url = repair_url(target)
+    refers = record.rec_headers.get_header("WARC-Refers-To-Target-URI") or record.rec_headers.get_header(
+        "WARC-Refers-To") or "an earlier record"
+    _check_whole(record, source, url)
+    return Skip("revisit", source, detail=f"revisit of {refers}: its payload is not in this record", id=url, url=url)
+
+
 def _warc_page(record: ArcWarcRecord, source: str) -> RawPage | Skip | None:
-    """A response record -> RawPage or Skip; None for records that are no pages (requests, metadata, DNS)."""
-    if record.rec_type != "response":
+    """A response or resource record -> RawPage or Skip; None for records that are no pages (requests, metadata,
+    DNS)."""
+    if record.rec_type not in _WARC_PAGE_TYPES:
         return None
     target = record.rec_headers.get_header("WARC-Target-URI") or ""
     if target.startswith(_NOT_PAGES):
@@ -261,7 +359,8 @@ def _warc_page(record: ArcWarcRecord, source: str) -> RawPage | Skip | None:
     body_or_skip = _read_warc_body(record, source, url)
     if isinstance(body_or_skip, Skip):
         return body_or_skip
-    content_type = record.http_headers.get_header("Content-Type") if record.http_headers else None
+    content_type = (record.http_headers.get_header("Content-Type") if record.http_headers else
+                    record.rec_headers.get_header("Content-Type") if record.rec_type == "resource" else None)
     return RawPage(id=url, url=url, body=body_or_skip, source=source, content_type=content_type,
                    fetched_at=record.rec_headers.get_header("WARC-Date"))
 
@@ -269,6 +368,13 @@ def _warc_page(record: ArcWarcRecord, source: str) -> RawPage | Skip | None:
 def _check_http(record: ArcWarcRecord, source: str, url: str) -> Skip | None:
     """Skip for an HTTP status other than 200 (redirects included) or a Content-Type that is not HTML."""
     headers = record.http_headers
+    if headers is None and record.rec_type == "resource":  # a stored file: the record's own Content-Type
+        content_type = record.rec_headers.get_header("Content-Type") or ""
+        mime = content_type.split(";")[0].strip().lower()
+        if mime not in config.HTML_CONTENT_TYPES and mime not in config.SNIFFED_CONTENT_TYPES:
+            return Skip("not-html", source, detail=f"resource record of Content-Type {content_type}", id=url,
+                        url=url)
+        return None
     if headers is None:
         return None  # a response of another protocol (ftp:): the body decides
     status = headers.get_statuscode()

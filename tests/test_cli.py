@@ -35,7 +35,8 @@ def test_ingest_build_extract_match_run(tmp_path):
 
 def test_summary_counts_skips(tmp_path):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"url": "https://a.example/x", "html": ""}\n', encoding="utf-8")
+    bad.write_text('{"url": "https://a.example/x", "html": ""}\n'
+                   '{"url": "https://a.example/y", "html": "<p>A page with text.</p>"}\n', encoding="utf-8")
     result = runner.invoke(app, ["ingest", str(bad), "--db", str(tmp_path / "s.db")])
     assert result.exit_code == 0
     assert "empty=1" in result.stderr

@@ -204,9 +204,9 @@ def test_corrupt_warc_is_one_skip(tmp_path):
 
 def test_folder_of_pages_recursively_with_relative_ids():
     items = list(iter_records([FIXTURES]))
-    assert [item.id for item in items] == [
+    assert [item.id for item in items] == [f"pages/{name}" for name in (
         "cafe-iso-1252.html", "controls.html", "korean-b-euc-kr.html", "thai-windows-874.html",
-        "xml-declaration.xhtml", "zero-label.html", "nested/utf16-no-bom.htm"]
+        "xml-declaration.xhtml", "zero-label.html", "nested/utf16-no-bom.htm")]
     first = items[0]
     assert first.url == (FIXTURES / "cafe-iso-1252.html").resolve().as_uri()
     assert first.body == (FIXTURES / "cafe-iso-1252.html").read_bytes()
@@ -226,7 +226,7 @@ def test_folder_reads_jsonl_and_warc_inside_and_leaves_other_files_out(tmp_path)
     (tmp_path / "c.html").write_text(PAGE.format("H"))
     (tmp_path / "d.pdf").write_bytes(b"%PDF-1.4")
     (tmp_path / ".hidden.html").write_text(PAGE.format("Hidden"))
-    assert [item.id for item in iter_records([tmp_path])] == ["j", "https://example.com/w", "c.html"]
+    assert [item.id for item in iter_records([tmp_path])] == ["j", "https://example.com/w", f"{tmp_path.name}/c.html"]
 
 
 def test_empty_and_huge_files_reach_decode_as_skips(tmp_path, monkeypatch):
