@@ -515,8 +515,34 @@ def dups_settings(db: Path = DbOption, as_json: bool = typer.Option(False, "--js
         write_jsonl(sys.stdout, described)
         return
     for key, value in described.items():
-        typer.echo(f"{key}: {value}")
+        typer.echo(f"{safe(key)}: {safe(value)}")
 
+
+
+@app.command()
+def skips(db: Path = DbOption,
+          reason: Optional[str] = typer.Option(None, "--reason", help="Only this reason (e.g. bad-url, http-status)."),
+          examples: int = typer.Option(3, "--examples", min=0, help="Examples shown per reason."),
+          as_json: bool = typer.Option(False, "--json", help='JSON Lines: {"reason", "count", "examples"} a reason.')
+          ) -> None:
+    """The records ingest, run and recrawl skipped: how many of each reason, with examples (source, URL, why).
+
+    Each skipped record is kept once (by its source, file#record, and reason), whichever run skipped it.
+
+    Example: templater skips --db crawl.db --reason bad-url --examples 10
+    """
+    with handled_errors():
+        counts, shown = pipeline.skip_report(pipeline.open_store(db, create=False), reason=reason, examples=examples)
+    if as_json:
+        for row in shown:
+            write_jsonl(sys.stdout, row)
+        return
+    typer.echo(f"{sum(count for _, count in counts)} records skipped" if counts else "no record was skipped")
+    for row in shown:
+        typer.echo(f"{safe(row['reason']):<14} {row['count']:>8}")
+        for example in row["examples"]:
+            where = safe(example["source"]) + (f"  {safe(example['url'])}" if example["url"] else "")
+            typer.echo(f"    {where}: {safe(example['detail'])}")
 
 
 rules_app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
@@ -550,8 +576,8 @@ def list_templates(db: Path = DbOption, as_json: bool = JsonOption) -> None:
     typer.echo(f"{'SITE':<34} {'VERSION':>7} {'PAGES':>5} {'RULES':>5} {'PINNED':>6} {'COVERAGE':>8}  "
                f"{'LEARNED AT':<25} STALE")
     for s in summaries:
-        typer.echo(f"{s.site:<34} {s.version:>7} {s.pages:>5} {s.rules:>5} {s.pinned or '-':>6} "
-                   f"{_percent(s.median_coverage):>8}  {s.learned_at:<25} {'yes' if s.stale else 'no'}")
+        typer.echo(f"{safe(s.site):<34} {s.version:>7} {s.pages:>5} {s.rules:>5} {s.pinned or '-':>6} "
+                   f"{_percent(s.median_coverage):>8}  {safe(s.learned_at):<25} {'yes' if s.stale else 'no'}")
 
 
 @rules_app.command("show")
@@ -567,8 +593,8 @@ def show_rules(site: str = SiteArgument, db: Path = DbOption,
     if as_json:
         _print_json(shown.to_json())
         return
-    typer.echo(f"{shown.site}  version {shown.version}{' (current)' if shown.current else ''}  learned "
-               f"{shown.learned_at}  pages {shown.pages}")
+    typer.echo(f"{safe(shown.site)}  version {shown.version}{' (current)' if shown.current else ''}  learned "
+               f"{safe(shown.learned_at)}  pages {shown.pages}")
     if shown.pinned:
         typer.echo(f"pinned rules in force instead of the learned ones ({len(shown.pinned)}):")
         _print_rules([rule for rule, _ in shown.pinned], notes=[note for _, note in shown.pinned])
@@ -579,9 +605,10 @@ def show_rules(site: str = SiteArgument, db: Path = DbOption,
 def _print_rules(rules, *, notes=None) -> None:
     typer.echo(f"{'#':>4}  {'ACTION':<10} {'MATCH':<6} {'SUPPORT':>7}  {'XPATH':<44} SAMPLE")
     for i, rule in enumerate(rules):
-        note = f"  [{notes[i]}]" if notes and notes[i] else ""
+        note = f"  [{safe(notes[i])}]" if notes and notes[i] else ""
         typer.echo(f"{i:>4}  {rule.action:<10} {rule_inspect.matched_by(rule):<6} "
-                   f"{_percent(rule.support):>7}  {rule.xpath:<44} {rule_inspect.shorten(rule.sample, 50)}{note}")
+                   f"{_percent(rule.support):>7}  {safe(rule.xpath):<44} "
+                   f"{safe(rule_inspect.shorten(rule.sample, 50))}{note}")
 
 
 @rules_app.command("explain")
@@ -617,13 +644,13 @@ def _print_explanation(page, as_json: bool) -> None:
         _print_json(page.to_json())
         return
     template = f"{page.template}{' (pinned rules)' if page.pinned else ''}" if page.template else "none (fallback)"
-    typer.echo(f"page      {page.url}\ntemplate  {template}  coverage {_percent(page.coverage)}  "
+    typer.echo(f"page      {safe(page.url)}\ntemplate  {safe(template)}  coverage {_percent(page.coverage)}  "
                f"method {page.method}\nkept      {page.kept_chars} of {page.total_chars} characters, "
                f"{sum(b.kept for b in page.blocks)} of {len(page.blocks)} blocks")
     typer.echo(f"{'#':>4}  {'':<4}  {'DECIDED BY':<36}  {'TEXT':<50}  XPATH")
     for b in page.blocks:
-        typer.echo(f"{b.index:>4}  {'kept' if b.kept else 'DROP'}  {b.label:<36}  "
-                   f"{rule_inspect.shorten(b.text, 50):<50}  {b.xpath}")
+        typer.echo(f"{b.index:>4}  {'kept' if b.kept else 'DROP'}  {safe(b.label):<36}  "
+                   f"{safe(rule_inspect.shorten(b.text, 50)):<50}  {safe(b.xpath)}")
 
 
 @rules_app.command("diff")
@@ -639,15 +666,15 @@ def diff_rules(site: str = SiteArgument, old: int = typer.Argument(..., help="Ol
     if as_json:
         _print_json(diff.to_json())
         return
-    typer.echo(f"{diff.site}  v{diff.old} -> v{diff.new}: {len(diff.added)} added, {len(diff.removed)} removed, "
+    typer.echo(f"{safe(diff.site)}  v{diff.old} -> v{diff.new}: {len(diff.added)} added, {len(diff.removed)} removed, "
                f"{len(diff.changed)} changed, {diff.unchanged} unchanged")
     for sign, rules in (("+", diff.added), ("-", diff.removed)):
         for position, rule in rules:
-            typer.echo(f"{sign} #{position:<4} {rule.action:<10} {_percent(rule.support):>5}  {rule.xpath}  "
-                       f"{rule_inspect.shorten(rule.sample, 40)!r}")
+            typer.echo(f"{sign} #{position:<4} {rule.action:<10} {_percent(rule.support):>5}  {safe(rule.xpath)}  "
+                       f"{safe(repr(rule_inspect.shorten(rule.sample, 40)))}")
     for change in diff.changed:
         what = "; ".join(f"{f} {getattr(change.before, f)} -> {getattr(change.after, f)}" for f in change.fields)
-        typer.echo(f"~ #{change.position_before}->#{change.position_after} {change.after.action:<10} {what}")
+        typer.echo(f"~ #{change.position_before}->#{change.position_after} {change.after.action:<10} {safe(what)}")
 
 
 @rules_app.command("export")
@@ -684,8 +711,9 @@ def import_rules(file: Path = typer.Argument(..., help="A rules file written by 
     if as_json:
         _print_json(shown.to_json())
         return
-    err.print(f"pinned {len(shown.pinned)} rules for {shown.site}; they replace its learned rules until "
-              f"`templater rules remove-pinned --db {db} {shown.site}`", highlight=False, soft_wrap=True, markup=False)
+    err.print(f"pinned {len(shown.pinned)} rules for {safe(shown.site)}; they replace its learned rules until "
+              f"`templater rules remove-pinned --db {safe(db)} {safe(shown.site)}`", highlight=False, soft_wrap=True,
+              markup=False)
 
 
 @rules_app.command("remove-pinned")
@@ -696,7 +724,8 @@ def remove_pinned(site: str = SiteArgument, db: Path = DbOption) -> None:
     """
     with handled_errors():
         removed = rule_inspect.remove_pinned(pipeline.open_store(db, create=False), site)
-    err.print(f"removed {removed} pinned rules of {site}; its learned rules apply again", highlight=False, markup=False)
+    err.print(f"removed {removed} pinned rules of {safe(site)}; its learned rules apply again", highlight=False,
+              markup=False)
 
 
 @app.command("report")
@@ -761,7 +790,7 @@ def print_dedup_table(runs) -> None:
     typer.echo(f"{'method':<12} {'precision':>9} {'recall':>7} {'f1':>6} {'seconds':>8} {'pairs':>8} {'judged':>7}")
     for run in runs:
         s = run.score
-        typer.echo(f"{run.method:<12} {s.precision:9.3f} {s.recall:7.3f} {s.f1:6.3f} {run.seconds:8.2f} "
+        typer.echo(f"{safe(run.method):<12} {s.precision:9.3f} {s.recall:7.3f} {s.f1:6.3f} {run.seconds:8.2f} "
                    f"{s.predicted_pairs:8d} {run.judged:7d}")
 
 
@@ -800,14 +829,22 @@ def rules_history(site: str = SiteArgument, db: Path = DbOption, as_json: bool =
     typer.echo(f"{'VERSION':>7}  {'LEARNED AT':<25}  {'STATE':<7} {'PAGES':>5} {'RULES':>5}  WHY")
     for v in versions:
         state = "current" if v.current else "old"
-        typer.echo(f"{v.version:>7}  {v.learned_at:<25}  {state:<7} {v.pages:>5} {v.rules:>5}  {v.reason}")
+        typer.echo(f"{v.version:>7}  {safe(v.learned_at):<25}  {state:<7} {v.pages:>5} {v.rules:>5}  {safe(v.reason)}")
         if v.stale:
-            typer.echo(f"{'':>7}  {v.stale_at or '':<25}  {'stale':<7} {'':>5} {'':>5}  {v.stale_reason or ''}")
+            typer.echo(f"{'':>7}  {safe(v.stale_at or ''):<25}  {'stale':<7} {'':>5} {'':>5}  "
+                       f"{safe(v.stale_reason or '')}")
 
 
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    app()
+    signal.signal(signal.SIGINT, _interrupted)
+    try:
+        app()
+    except Interrupted:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        err.print("interrupted: what was committed is kept; run the same command again to continue",
+                  highlight=False, soft_wrap=True, markup=False)
+        sys.exit(130)
 
 
 if __name__ == "__main__":

@@ -392,6 +392,24 @@ def extract(db: sqlite_utils.Database, *, method: str = "auto", ids: Sequence[st
         _index(db, pending)
 
 
+def skip_report(db: sqlite_utils.Database, *, reason: str | None = None,
+                examples: int = 3) -> tuple[list[tuple[str, int]], list[dict]]:
+    """(reason, count) of every skip reason recorded, and for each reason shown (all, or ``reason``) a JSON-ready
+    {"reason", "count", "examples": [{"source", "url", "id", "detail", "seen_at"}]}."""
+    counts = page_store.skip_counts(db)
+    if reason is not None and reason not in dict(counts):
+        known = ", ".join(r for r, _ in counts) or "none recorded"
+        raise InputError(f"no record was skipped for reason {reason!r} (reasons recorded: {known})")
+    shown = []
+    for name, count in counts:
+        if reason is None or name == reason:
+            rows = page_store.skip_examples(db, name, limit=examples)
+            shown.append({"reason": name, "count": count, "examples": [
+                {"source": src, "url": url, "id": pid, "detail": detail or "", "seen_at": seen}
+                for src, detail, pid, url, seen in rows]})
+    return counts, shown
+
+
 def stored_extractions(db: sqlite_utils.Database, ids: Sequence[str]) -> Iterator[Extraction]:
     """The stored extractions of the given pages, in the order given (what `recrawl --output` writes)."""
     for pid, url, site, text, method, template, coverage in page_store.iter_extractions(db, ids):

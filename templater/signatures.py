@@ -38,6 +38,7 @@ incremental add signs with the same collection statistics):
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import math
 import random
@@ -45,7 +46,7 @@ import re
 import zlib
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from itertools import combinations
 from typing import Protocol
 
@@ -518,6 +519,23 @@ class DescrWords:
 METHODS: dict[str, type] = {m.name: m for m in (MD5, TF, TFIDF, LongSent, HeavySent, LexRand, DescrWords)}
 
 
+_PARAM_KINDS = ((bool, "true or false"), (int, "a whole number"), (float, "a number"),
+                (tuple, "a list, e.g. [0.3,0.7]"), (str, "a word"))
+
+
+def _check_param_type(method: str, key: str, value, default) -> None:
+    """InputError when a parameter's value is not of the kind its default is (terms=abc where a number goes)."""
+    if default is None:
+        return
+    kind, words = next(((k, w) for k, w in _PARAM_KINDS if isinstance(default, k)), (None, None))
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    fits = (isinstance(value, bool) if kind is bool else number and isinstance(value, int) if kind is int else
+            number if kind is float else kind is None or isinstance(value, kind))
+    if not fits:
+        raise InputError(f"--param {key}={json.dumps(value) if not isinstance(value, str) else value}: {method}'s "
+                         f"{key} takes {words} (default {json.dumps(list(default) if kind is tuple else default)})")
+
+
 def make_method(name: str, **params) -> SignatureMethod:
     """A method by its name (``METHODS``) with its parameters; InputError names the known methods or parameters.
 
@@ -537,6 +555,9 @@ def make_method(name: str, **params) -> SignatureMethod:
                          f"{'one of ' + ', '.join(sorted(accepted)) if accepted else 'none'}")
     kwargs = {key: tuple(value) if isinstance(value, list) else value
               for key, value in params.items() if key in known and key != "options"}
+    defaults = {f.name: f.default for f in fields(factory) if f.init and f.default is not MISSING}
+    for key, value in kwargs.items():
+        _check_param_type(name, key, value, defaults.get(key))
     if "options" in known:
         kwargs["options"] = _term_options(params)
     try:

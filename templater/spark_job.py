@@ -271,7 +271,7 @@ def _read(sc, inputs: Sequence[str], parts: int):
     Records go to their page id's partition before they are parsed: one shuffle spreads the parsing over every
     core and brings the versions of a page id together (a record skipped by its reader goes by its source)."""
     files = sc.union([sc.binaryFiles(path).map(lambda nf, i=i: (i, nf[0], nf[1])) for i, path in enumerate(inputs)])
-    records = files.filter(lambda f: input_format(Path(f[1])) is not None).flatMap(
+    records = files.filter(lambda f: input_format(Path(f[1])) in SPARK_FORMATS).flatMap(
         lambda f: ((r.id or r.source, ((f[0], f[1], n), r)) for n, r in enumerate(iter_file_bytes(f[1], f[2]))))
     return records.partitionBy(parts).mapValues(lambda item: ingest_record(*item))
 
@@ -663,12 +663,31 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+SPARK_FORMATS = ("jsonl", "warc")  # what the job reads; .html files are for `templater run`
+
+
 def check_inputs(inputs: Sequence[str]) -> list[str]:
     """Local paths are checked at once (a clear error instead of a Spark stack trace); URIs are left to Spark."""
     for path in inputs:
         if "://" not in path and not any(c in path for c in "*?["):
-            check_input(Path(path))
+            _check_local(check_input(Path(path)))
     return [str(Path(p).resolve()) if "://" not in p else p for p in inputs]
+
+
+def _check_local(path: Path) -> None:
+    """InputError for an .html file, or a folder without JSON Lines or WARC files; its .html files are left out."""
+    hint = f"`templater spark` reads JSON Lines and WARC files: run `templater run {path}` for .html pages"
+    if path.is_file():
+        if input_format(path) not in SPARK_FORMATS:
+            raise InputError(f"{path}: {hint}")
+        return
+    kinds = Counter(input_format(Path(top) / name) for top, _, names in os.walk(path) for name in names)
+    if not any(kinds[kind] for kind in SPARK_FORMATS):
+        found = (f"only .html files ({kinds['html']})" if kinds["html"] else
+                 "no .jsonl, .jsonl.gz, .warc or .warc.gz file")
+        raise InputError(f"{path} holds {found}: {hint}")
+    if kinds["html"]:
+        log.warning("%s: %d .html files left out (%s)", path, kinds["html"], hint)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
