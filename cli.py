@@ -133,7 +133,7 @@ def check_output(path: Optional[Path]) -> None:
 
 def load_weights(path: Optional[Path]):
     """Classifier weights from `templater train`'s file, or None for the shipped ones."""
-    return None if path is None else fallback.load_weights(sources.check_file(path), source=str(path))
+    return None if path is None else fallback.load_weights(path, source=str(path))
 
 
 def report(title: str, summary: pipeline.Summary, quiet: bool) -> None:
