@@ -434,6 +434,7 @@ def dups(db: Path = DbOption, output: Optional[Path] = OutputOption, method: str
     Example: templater dups --db crawl.db --method tfidf --output dups.jsonl
     """
     with handled_errors():
+        check_output(output)
         store = pipeline.open_store(db, create=False)
         rows = signature_run.iter_signature_duplicates(store, method=method)
         with output_stream(output) as stream:
@@ -689,6 +690,7 @@ def export_rules(site: str = SiteArgument, db: Path = DbOption,
     Example: templater rules export --db samples.db sqlite.org/ --output sqlite-rules.json
     """
     with handled_errors():
+        check_output(output)
         document = rule_inspect.export_rules(pipeline.open_store(db, create=False), site, version=version)
         with output_stream(output) as stream:
             stream.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
@@ -733,13 +735,14 @@ def report_html(site: str = SiteArgument, db: Path = DbOption,
                 page: Optional[str] = typer.Option(None, "--page", help="URL of the stored page to show "
                                                                          "(default: the site's first page)."),
                 output: Path = typer.Option(..., "--output", "-o", help="HTML file to write."),
-                fallback: str = FallbackOption, quiet: bool = QuietOption) -> None:
+                fallback: str = FallbackOption, log: Optional[Path] = LogOption, quiet: bool = QuietOption) -> None:
     """One self-contained HTML page showing a site's template at work: a page's blocks shaded by the rule that
     dropped them, the rules with their support, and the template's coverage across the site's pages.
 
     Example: templater report --db samples.db sqlite.org/ --output sqlite-report.html
     """
-    with handled_errors():
+    with handled_errors(), log_to_file(log):
+        check_output(output)
         store = pipeline.open_store(db, create=False)
         with progress_bar("report", quiet) as progress:
             document = rule_inspect.build_report(store, site, page_url=page, method=fallback, progress=progress)
@@ -762,7 +765,7 @@ EvalJsonOption = typer.Option(False, "--json", help="JSON Lines on stdout instea
 
 @eval_app.command("dedup")
 def eval_dedup(db: Path = DbOption, truth: Path = TruthOption, method: Optional[list[str]] = MethodOption,
-               as_json: bool = EvalJsonOption, quiet: bool = QuietOption) -> None:
+               as_json: bool = EvalJsonOption, log: Optional[Path] = LogOption, quiet: bool = QuietOption) -> None:
     """Precision, recall and F1 of each duplicate method's pairs against a gold clustering, with its time.
 
     Reads the extracted texts of the database (run `templater extract` first). Each method is fitted on those
@@ -771,7 +774,7 @@ def eval_dedup(db: Path = DbOption, truth: Path = TruthOption, method: Optional[
 
     Example: templater eval dedup --db crawl.db --truth clusters.jsonl --json
     """
-    with handled_errors():
+    with handled_errors(), log_to_file(log):
         store = pipeline.open_store(db, create=False)
         with progress_bar("eval dedup", quiet) as progress:
             report = evaluation_run.evaluate_dedup(store, truth, methods=method or None, progress=progress)

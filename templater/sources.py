@@ -77,7 +77,7 @@ def _unique_file_ids(records: Iterator[RawPage | Skip]) -> Iterator[RawPage | Sk
     """The records, with an .html file whose id an earlier file of the run already had made a skip."""
     first: dict[str, str] = {}
     for record in records:
-        if isinstance(record, RawPage) and record.url.startswith("file:"):
+        if isinstance(record, RawPage) and input_format(Path(record.source)) == "html":  # not "pages.jsonl#3"
             earlier = first.setdefault(record.id, record.source)
             if earlier != record.source:
                 yield Skip("duplicate-id", record.source, id=record.id, url=record.url,
@@ -351,6 +351,8 @@ def _warc_page(record: ArcWarcRecord, source: str) -> RawPage | Skip | None:
     if target.startswith(_NOT_PAGES):
         return None
     url = repair_url(target)
+    if record.rec_type == "resource" and (skip := _check_resource(record, source, url)):
+        return _check_whole(record, source, url) or skip
     if url is None:
         return Skip("bad-url", source, detail=f"WARC-Target-URI {target!r} has no usable scheme and host")
     skip = _check_http(record, source, url)
@@ -368,13 +370,6 @@ def _warc_page(record: ArcWarcRecord, source: str) -> RawPage | Skip | None:
 def _check_http(record: ArcWarcRecord, source: str, url: str) -> Skip | None:
     """Skip for an HTTP status other than 200 (redirects included) or a Content-Type that is not HTML."""
     headers = record.http_headers
-    if headers is None and record.rec_type == "resource":  # a stored file: the record's own Content-Type
-        content_type = record.rec_headers.get_header("Content-Type") or ""
-        mime = content_type.split(";")[0].strip().lower()
-        if mime not in config.HTML_CONTENT_TYPES and mime not in config.SNIFFED_CONTENT_TYPES:
-            return Skip("not-html", source, detail=f"resource record of Content-Type {content_type}", id=url,
-                        url=url)
-        return None
     if headers is None:
         return None  # a response of another protocol (ftp:): the body decides
     status = headers.get_statuscode()
@@ -387,6 +382,15 @@ def _check_http(record: ArcWarcRecord, source: str, url: str) -> Skip | None:
     if mime not in config.HTML_CONTENT_TYPES and mime not in config.SNIFFED_CONTENT_TYPES:
         return Skip("not-html", source, detail=f"Content-Type {content_type}", id=url, url=url)
     return None
+
+
+def _check_resource(record: ArcWarcRecord, source: str, url: str | None) -> Skip | None:
+    """Skip for a resource record (a stored file, no HTTP headers) whose own Content-Type is not HTML."""
+    content_type = record.rec_headers.get_header("Content-Type") or ""
+    mime = content_type.split(";")[0].strip().lower()
+    if mime in config.HTML_CONTENT_TYPES or mime in config.SNIFFED_CONTENT_TYPES:
+        return None
+    return Skip("not-html", source, detail=f"resource record of Content-Type {content_type}", id=url, url=url)
 
 
 def _read_warc_body(record: ArcWarcRecord, source: str, url: str) -> bytes | Skip:

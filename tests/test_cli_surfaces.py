@@ -222,7 +222,9 @@ def test_skips_counts_every_skipped_record_with_examples(tmp_path):
 def test_an_output_in_a_missing_folder_is_refused_before_any_work(tmp_path):
     db = tmp_path / "s.db"
     for command in (["run", SAMPLES / "pages.jsonl.gz", "--db", db], ["extract", "--db", db],
-                    ["recrawl", SAMPLES / "pages.jsonl.gz", "--db", db]):
+                    ["recrawl", SAMPLES / "pages.jsonl.gz", "--db", db], ["dups", "--db", db],
+                    ["report", "--db", db, "sqlite.org/"], ["rules", "export", "--db", db, "sqlite.org/"],
+                    ["train", SAMPLES / "gold.jsonl"]):
         result = invoke(*command, "--output", tmp_path / "missing" / "out.jsonl")
         assert result.exit_code == 1 and "no folder" in result.stderr, result.output
         assert len(result.stderr.strip().splitlines()) == 1
@@ -253,7 +255,7 @@ def test_weights_written_by_train_are_loaded_by_extract_and_run(tmp_path):
 
 def test_every_long_command_takes_log(tmp_path):
     for command in (["train"], ["ingest"], ["build"], ["extract"], ["run"], ["recrawl"], ["spark"],
-                    ["index-signatures"]):
+                    ["index-signatures"], ["report"], ["eval", "dedup"]):
         assert "--log" in invoke(*command, "--help").stdout, command
     log = tmp_path / "run.log"
     data = tmp_path / "p.jsonl"

@@ -336,3 +336,45 @@ def test_a_cut_warc_never_loses_a_record_silently(tmp_path):
         partial = any(start < cut < start + length for start, length, _ in bounds)
         assert len(pages(items)) == whole, cut
         assert len(skips(items)) == partial, cut
+
+
+# --- HTTP headers in JSON Lines, WARC resource and revisit records -----------------------------------------------
+
+def test_an_http_response_in_the_html_field_is_cut_to_its_body():
+    from templater.sources import split_http_response
+
+    body = "<html><body><p>Body</p></body></html>"
+    assert split_http_response("HTTP/1.1 200 OK\nContent-Type: text/html; charset=koi8-r\n\n" + body) == (
+        body, "text/html; charset=koi8-r", None)
+    assert split_http_response("HTTP/2 200\r\n\r\n" + body) == (body, None, None)
+    assert split_http_response(body) == (body, None, None)
+    for text in ("HTTP/1.1 200 OK\n" + body, "HTTP/1.1 200 OK\nnot a header line\n\n" + body,
+                 "<p>HTTP/1.1 200 OK</p>\n\n" + body):
+        assert split_http_response(text) == (text, None, None)  # no header block: the text is the page
+    assert split_http_response("HTTP/1.1 301 Moved\nLocation: https://a.example/b\n\n")[2] == (
+        "http-status", "HTTP 301 in the html field's headers, redirected to https://a.example/b")
+
+
+@given(st.text(max_size=200))
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+def test_text_without_a_status_line_is_never_cut(text):
+    from templater.sources import split_http_response
+
+    if not text.lstrip().startswith("HTTP/"):
+        assert split_http_response(text) == (text, None, None)
+
+
+def test_warc_resource_records_of_other_types_and_urns_are_not_html_skips(tmp_path):
+    path = tmp_path / "r.warc.gz"
+    with open(path, "wb") as out:
+        writer = WARCWriter(out, gzip=True)
+        writer.write_record(writer.create_warc_record("urn:pageinfo:https://a.example/", "resource",
+                                                      payload=io.BytesIO(b'{"a": 1}'),
+                                                      warc_content_type="application/json"))
+        writer.write_record(writer.create_warc_record("https://a.example/p", "resource",
+                                                      payload=io.BytesIO(PAGE.format("P").encode()),
+                                                      warc_content_type="text/html; charset=utf-8"))
+    items = list(iter_records([path]))
+    assert [s.reason for s in skips(items)] == ["not-html"]
+    [page] = pages(items)
+    assert page.url == "https://a.example/p" and page.content_type == "text/html; charset=utf-8"
