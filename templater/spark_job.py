@@ -320,7 +320,7 @@ def keep_version(rows: Iterable[StoredRow]) -> StoredRow:
 
 def assign_groups_rdd(urls, *, min_pages: int, parts: int):
     """(id, group) for (id, url) pairs: ``grouping.assign_groups`` with its prefix counts made by a shuffle."""
-    chains = urls.mapValues(url_prefixes)
+    chains = urls.map(lambda iu: (iu[0], url_prefixes(iu[1], iu[0])))  # a local file is grouped by its id
     counts = (chains.flatMap(lambda ic: ((p, 1) for p in ic[1])).reduceByKey(add, parts)
               .filter(lambda pc: pc[1] >= min_pages))  # choose_group looks at no other prefix
     known = (chains.flatMap(lambda ic: ((p, ic[0]) for p in ic[1])).join(counts, parts)
@@ -402,7 +402,8 @@ def _extract(sc, pages, assigned, entries: list[tuple], options: JobOptions, par
             ((row, group, site, None) for row, group, site in items), templates, method, threshold))
     template_groups = sc.parallelize(sorted({group for group, _, _ in entries}), parts).map(lambda g: (g, True))
     unassigned = keyed.filter(lambda kv: kv[1][2] is None).mapValues(lambda rgs: rgs[0].url)
-    longest = (unassigned.flatMap(lambda iu: ((p, (iu[0], depth)) for depth, p in enumerate(url_prefixes(iu[1]))))
+    longest = (unassigned.flatMap(lambda iu: ((p, (iu[0], depth))
+                                              for depth, p in enumerate(url_prefixes(iu[1], iu[0]))))
                .join(template_groups, parts).map(lambda kv: (kv[1][0][0], (kv[1][0][1], kv[0])))
                .reduceByKey(min, parts).mapValues(lambda dp: dp[1]).partitionBy(parts))
     by_key = (keyed.leftOuterJoin(longest, parts).values()
