@@ -109,7 +109,7 @@ def fail_if_all_skipped(summary: pipeline.Summary, db: Path) -> None:
     if not summary.all_skipped():
         return
     total = sum(summary.skipped.values())
-    err.print(f"error: all {total} records of the inputs were skipped; nothing was stored. Top reasons:",
+    err.print(f"error: all {total} records of the inputs were skipped; no page was stored. Top reasons:",
               highlight=False, soft_wrap=True, markup=False)
     for reason, count in summary.skipped.most_common(config.TOP_SKIP_REASONS):
         err.print(f"  {reason}={count}, e.g. {safe(summary.examples.get(reason, ''))}", highlight=False,

@@ -193,9 +193,10 @@ def mark_seen(db: sqlite_utils.Database, run_id: int, page_ids: Iterable[str]) -
                         [(pid, run_id) for pid in page_ids])
 
 
-def seen_pages(db: sqlite_utils.Database, run_id: int) -> list[str]:
-    """The ids of the pages the run fetched (skipped records aside), sorted."""
-    return [r[0] for r in db.execute("SELECT page_id FROM run_seen WHERE run_id = ? ORDER BY page_id", [run_id])]
+def seen_pages(db: sqlite_utils.Database, run_id: int, *, limit: int = -1) -> list[str]:
+    """The ids of the pages the run fetched (skipped records aside), sorted (the first ``limit`` of them)."""
+    return [r[0] for r in db.execute("SELECT page_id FROM run_seen WHERE run_id = ? ORDER BY page_id LIMIT ?",
+                                     [run_id, limit])]
 
 
 def unseen_pages(db: sqlite_utils.Database, run_id: int, *, limit: int) -> list[str]:

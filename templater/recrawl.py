@@ -468,8 +468,12 @@ class _Crawl:
     # --- pages gone from the crawl ----------------------------------------------------------------------------
 
     def retire(self, retire_missing: bool) -> None:
-        """With ``retire_missing``: retire the live pages this run did not fetch, a batch per transaction."""
+        """With ``retire_missing``: retire the live pages this run did not fetch, a batch per transaction (none when
+        it fetched no page at all: a crawl whose every record was skipped says nothing of what is gone)."""
         if not retire_missing or self.run.stage == "done":
+            return
+        if self.run.stage == "records" and not run_store.seen_pages(self.db, self.run.id, limit=1):
+            log.warning("run %d: no page of this crawl was read: nothing retired", self.run.id)
             return
         if self.run.stage != "retire":
             with transaction(self.db):

@@ -200,6 +200,18 @@ def test_a_run_that_skips_every_record_exits_1_with_the_top_reasons(tmp_path):
     assert ingest.exit_code == 1 and "Top reasons" in ingest.stderr
 
 
+def test_a_recrawl_that_skips_every_record_exits_1_and_retires_nothing(tmp_path):
+    db = tmp_path / "s.db"
+    assert invoke("run", write_site(tmp_path / "a.jsonl", "a.example", 4), "--db", db, "-o", tmp_path / "o",
+                  "-q").exit_code == 0
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"url": "https://a.example/story/0.html", "html": ""}\n', encoding="utf-8")
+    result = invoke("recrawl", bad, "--db", db, "--retire-missing", "-q")
+    assert result.exit_code == 1 and "all 1 records of the inputs were skipped" in result.stderr
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM pages WHERE retired = 0").fetchone() == (4,)
+
+
 def test_skips_counts_every_skipped_record_with_examples(tmp_path):
     lines = [{"url": "https://a.example/same", "html": "<html><body></body></html>"}] * 3 + [
         {"url": "https://a.example/ok", "html": "<p>Some text to keep.</p>"}, {"url": "nourl", "html": "<p>x</p>"}]
