@@ -5,10 +5,8 @@ resource and revisit records, Spark inputs)."""
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
-import os
 import signal
 import sqlite3
 import subprocess
