@@ -249,6 +249,7 @@ def ingest(inputs: list[Path] = InputsArgument, db: Path = DbOption, site: Optio
     Example: templater ingest crawl.warc.gz pages.jsonl.gz --db crawl.db
     """
     with handled_errors(), log_to_file(log):
+        sources.check_inputs(inputs)
         store = pipeline.open_store(db)
         with progress_bar("ingest", quiet) as progress:
             summary = pipeline.ingest(store, inputs, site=site, progress=progress)

@@ -239,6 +239,9 @@ def test_an_output_in_a_missing_folder_is_refused_before_any_work(tmp_path):
         assert result.exit_code == 1 and "no folder" in result.stderr, result.output
         assert len(result.stderr.strip().splitlines()) == 1
     assert not db.exists()
+    for command in ("ingest", "run", "recrawl"):
+        missing = invoke(command, tmp_path / "nope.jsonl", "--db", db)
+        assert missing.exit_code == 1 and "no such file" in missing.stderr and not db.exists()
 
 
 def test_weights_written_by_train_are_loaded_by_extract_and_run(tmp_path):
