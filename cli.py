@@ -119,14 +119,18 @@ def fail_if_all_skipped(summary: pipeline.Summary, db: Path) -> None:
 
 
 def check_output(path: Optional[Path]) -> None:
-    """An --output file that cannot be written is a bad argument, found before any work."""
+    """An --output file that cannot be written is a bad argument, found before any work (its missing folders are
+    made here, as they always were, so that one that cannot be made is found first too)."""
     if path is None or str(path) == "-":
         return
     if path.is_dir():
         raise InputError(f"--output {path} is a folder: give a file path")
     folder = path.parent
-    if not folder.is_dir():
-        raise InputError(f"--output {path}: no folder {folder}; create it first or give another path")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"--output {path}: cannot make its folder {folder} ({e.strerror or e}); give another "
+                         "path") from None
     if not os.access(folder, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise InputError(f"--output {path}: cannot write there; check the permissions or give another path")
 

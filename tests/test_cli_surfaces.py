@@ -229,19 +229,26 @@ def test_skips_counts_every_skipped_record_with_examples(tmp_path):
 
 # --- options checked before work ---------------------------------------------------------------------------------
 
-def test_an_output_in_a_missing_folder_is_refused_before_any_work(tmp_path):
+def test_an_output_where_no_file_can_be_written_is_refused_before_any_work(tmp_path):
     db = tmp_path / "s.db"
-    for command in (["run", SAMPLES / "pages.jsonl.gz", "--db", db], ["extract", "--db", db],
-                    ["recrawl", SAMPLES / "pages.jsonl.gz", "--db", db], ["dups", "--db", db],
-                    ["report", "--db", db, "sqlite.org/"], ["rules", "export", "--db", db, "sqlite.org/"],
-                    ["train", SAMPLES / "gold.jsonl"]):
-        result = invoke(*command, "--output", tmp_path / "missing" / "out.jsonl")
-        assert result.exit_code == 1 and "no folder" in result.stderr, result.output
+    (tmp_path / "a-file").write_text("not a folder")
+    commands = (["run", SAMPLES / "pages.jsonl.gz", "--db", db], ["extract", "--db", db],
+                ["recrawl", SAMPLES / "pages.jsonl.gz", "--db", db], ["dups", "--db", db],
+                ["report", "--db", db, "sqlite.org/"], ["rules", "export", "--db", db, "sqlite.org/"],
+                ["train", SAMPLES / "gold.jsonl"])
+    for command in commands:
+        result = invoke(*command, "--output", tmp_path / "a-file" / "out.jsonl")
+        assert result.exit_code == 1 and "cannot make its folder" in result.stderr, result.output
         assert len(result.stderr.strip().splitlines()) == 1
+        folder = invoke(*command, "--output", tmp_path)
+        assert folder.exit_code == 1 and "is a folder" in folder.stderr, folder.output
     assert not db.exists()
+    made = invoke("run", SAMPLES / "pages.jsonl.gz", "--db", db, "--output", tmp_path / "new" / "deep" / "o.jsonl",
+                  "-q")
+    assert made.exit_code == 0 and (tmp_path / "new" / "deep" / "o.jsonl").stat().st_size > 0
     for command in ("ingest", "run", "recrawl"):
-        missing = invoke(command, tmp_path / "nope.jsonl", "--db", db)
-        assert missing.exit_code == 1 and "no such file" in missing.stderr and not db.exists()
+        missing = invoke(command, tmp_path / "nope.jsonl", "--db", tmp_path / "other.db")
+        assert missing.exit_code == 1 and "no such file" in missing.stderr and not (tmp_path / "other.db").exists()
 
 
 def test_weights_written_by_train_are_loaded_by_extract_and_run(tmp_path):
