@@ -7,6 +7,7 @@ import gzip
 import json
 import os
 import logging
+import sqlite3
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -67,6 +68,9 @@ def handled_errors() -> Iterator[None]:
         err.print(f"[red]error:[/red] {escape(str(e.strerror or e))}: {escape(str(e.filename or ''))}",
                   highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
+    except sqlite3.Error as e:  # the store failed under the command (a full disk, a file made read-only meanwhile)
+        err.print(f"[red]error:[/red] {escape(pipeline.describe_error(e, None))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
 
 
 def report(title: str, summary: pipeline.Summary, quiet: bool) -> None:
@@ -123,7 +127,8 @@ def extract_all(store, output: Optional[Path], *, fallback: str, index: bool, qu
     """Extract every stored page to JSON Lines (the shared body of `extract` and `run`)."""
     summary = pipeline.Summary()
     with progress_bar("extract", quiet) as progress, output_stream(output) as stream:
-        for result in pipeline.extract(store, method=fallback, index=index, progress=progress):
+        for result in pipeline.extract(store, method=fallback, index=index, progress=progress,
+                                       skipped=summary.skipped):
             write_jsonl(stream, result.to_json())
             summary.counts[result.method] += 1
     report("extract", summary, quiet)
@@ -316,7 +321,7 @@ def dups(db: Path = DbOption, output: Optional[Path] = OutputOption, method: str
     Example: templater dups --db crawl.db --method tfidf --output dups.jsonl
     """
     with handled_errors():
-        store = pipeline.open_store(db, create=False)
+        store = pipeline.open_store(db, readonly=True)
         rows = signature_run.iter_signature_duplicates(store, method=method)
         with output_stream(output) as stream:
             for row in rows:
@@ -372,7 +377,7 @@ def similar(target: str = typer.Argument(..., metavar="URL|FILE",
     Example: templater similar --db crawl.db https://example.org/news/a.html
     """
     with handled_errors():
-        store = pipeline.open_store(db, create=False)
+        store = pipeline.open_store(db, readonly=True)
         path = Path(target)
         if path.is_file():
             text = pipeline.extract_file(store, path, url=url, method=fallback).text
@@ -390,7 +395,7 @@ def dups_settings(db: Path = DbOption, as_json: bool = typer.Option(False, "--js
     Example: templater dups-settings --db crawl.db
     """
     with handled_errors():
-        described = dedup.describe_settings(pipeline.open_store(db, create=False))
+        described = dedup.describe_settings(pipeline.open_store(db, readonly=True))
     if as_json:
         write_jsonl(sys.stdout, described)
         return
@@ -423,7 +428,7 @@ def list_templates(db: Path = DbOption, as_json: bool = JsonOption) -> None:
     Example: templater rules list --db samples.db
     """
     with handled_errors():
-        summaries = rule_inspect.list_templates(pipeline.open_store(db, create=False))
+        summaries = rule_inspect.list_templates(pipeline.open_store(db, readonly=True))
     if as_json:
         _print_json([s.to_json() for s in summaries])
         return
@@ -443,7 +448,7 @@ def show_rules(site: str = SiteArgument, db: Path = DbOption,
     Example: templater rules show --db samples.db sqlite.org/
     """
     with handled_errors():
-        shown = rule_inspect.show_rules(pipeline.open_store(db, create=False), site, version=version)
+        shown = rule_inspect.show_rules(pipeline.open_store(db, readonly=True), site, version=version)
     if as_json:
         _print_json(shown.to_json())
         return
@@ -473,7 +478,7 @@ def explain_page(target: str = typer.Argument(..., help="A stored page's URL, or
     Example: templater rules explain --db samples.db https://sqlite.org/lts.html
     """
     with handled_errors():
-        explained = rule_inspect.explain_page(pipeline.open_store(db, create=False), target, url=url,
+        explained = rule_inspect.explain_page(pipeline.open_store(db, readonly=True), target, url=url,
                                               method=fallback)
     _print_explanation(explained, as_json)
 
@@ -487,7 +492,7 @@ def test_rules(site: str = SiteArgument, file: Path = typer.Argument(..., help="
     Example: templater rules test --db samples.db sqlite.org/ saved/lts.html
     """
     with handled_errors():
-        explained = rule_inspect.test_rules(pipeline.open_store(db, create=False), site, file, url=url,
+        explained = rule_inspect.test_rules(pipeline.open_store(db, readonly=True), site, file, url=url,
                                             method=fallback)
     _print_explanation(explained, as_json)
 
@@ -515,7 +520,7 @@ def diff_rules(site: str = SiteArgument, old: int = typer.Argument(..., help="Ol
     Example: templater rules diff --db samples.db sqlite.org/ 1 2
     """
     with handled_errors():
-        diff = rule_inspect.diff_rules(pipeline.open_store(db, create=False), site, old, new)
+        diff = rule_inspect.diff_rules(pipeline.open_store(db, readonly=True), site, old, new)
     if as_json:
         _print_json(diff.to_json())
         return
@@ -542,7 +547,7 @@ def export_rules(site: str = SiteArgument, db: Path = DbOption,
     Example: templater rules export --db samples.db sqlite.org/ --output sqlite-rules.json
     """
     with handled_errors():
-        document = rule_inspect.export_rules(pipeline.open_store(db, create=False), site, version=version)
+        document = rule_inspect.export_rules(pipeline.open_store(db, readonly=True), site, version=version)
         with output_stream(output) as stream:
             stream.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
 
@@ -591,7 +596,7 @@ def report_html(site: str = SiteArgument, db: Path = DbOption,
     Example: templater report --db samples.db sqlite.org/ --output sqlite-report.html
     """
     with handled_errors():
-        store = pipeline.open_store(db, create=False)
+        store = pipeline.open_store(db, readonly=True)
         with progress_bar("report", quiet) as progress:
             document = rule_inspect.build_report(store, site, page_url=page, method=fallback, progress=progress)
         output.parent.mkdir(parents=True, exist_ok=True)
@@ -623,7 +628,7 @@ def eval_dedup(db: Path = DbOption, truth: Path = TruthOption, method: Optional[
     Example: templater eval dedup --db crawl.db --truth clusters.jsonl --json
     """
     with handled_errors():
-        store = pipeline.open_store(db, create=False)
+        store = pipeline.open_store(db, readonly=True)
         with progress_bar("eval dedup", quiet) as progress:
             report = evaluation_run.evaluate_dedup(store, truth, methods=method or None, progress=progress)
         if as_json:
@@ -673,7 +678,7 @@ def rules_history(site: str = SiteArgument, db: Path = DbOption, as_json: bool =
     Example: templater rules history --db crawl.db nytimes.com/
     """
     with handled_errors():
-        versions = recrawls.template_history(pipeline.open_store(db, create=False), site)
+        versions = recrawls.template_history(pipeline.open_store(db, readonly=True), site)
     if as_json:
         _print_json([v.to_json() for v in versions])
         return

@@ -351,7 +351,8 @@ def import_rules(db: sqlite_utils.Database, document: dict, *, site: str | None 
         pin_store.save_pins(db, site, pins, now=now())
         db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        if db.conn.in_transaction:  # SQLite ends it itself on some errors (a full disk)
+            db.execute("ROLLBACK")
         raise
     log.info("pinned %d rules for %s from %s", len(pins), site, source)
     return show_rules(db, site)
@@ -438,7 +439,8 @@ def remove_pinned(db: sqlite_utils.Database, site: str) -> int:
         removed = pin_store.remove_pins(db, site)
         db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        if db.conn.in_transaction:  # SQLite ends it itself on some errors (a full disk)
+            db.execute("ROLLBACK")
         raise
     if not removed:
         raise InputError(f"site {site!r} has no pinned rules; `templater rules list --db DB` shows which have")
