@@ -51,6 +51,14 @@ MAX_BLOCKS = 50_000  # text blocks of a segmented page
 MAX_LEARN_BLOCKS = 10_000  # a page with more blocks is extracted but left out of the pages a template learns from
 PAGE_TIME_BUDGET = 10.0  # seconds for one page's parse + segment (+ extract); checked between the stages
 
+# --- rules import: what `templater rules import` accepts (a site's learned template has tens of rules) ----------
+MAX_RULES_FILE_BYTES = 4 * 1024 * 1024  # a rules file larger than this is refused before it is read
+MAX_IMPORT_RULES = 5_000  # rules in one file
+RULE_TIME_BUDGET = 2.0  # seconds one rule's XPath may take on the site's sample pages together (run in a child
+# process that is stopped at the budget: libxml2 cannot interrupt an XPath, and //*[count(//*[count(//*)>0])>0]
+# is cubic in the page's elements)
+IMPORT_TIME_BUDGET = 60.0  # seconds for all the rules of one file together
+
 # --- segmentation --------------------------------------------------------------------------------------
 BLOCK_TAGS = frozenset(
     "address article aside blockquote body caption center dd details dialog dir div dl dt fieldset figcaption "
