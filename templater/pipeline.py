@@ -287,8 +287,12 @@ def _learn_cluster(db: sqlite_utils.Database, group: str, layout: int, ids: list
         summary.counts["pages without template"] += len(ids)
         return None
     pages = page_store.load_pages(db, learn_sample(ids, settings))
+    segs = [stored_segment(p) for p in pages]
+    too_long = sum(1 for s in segs if isinstance(s, Segmented) and len(s.blocks) > config.MAX_LEARN_BLOCKS)
+    if too_long:
+        summary.counts["pages too long to learn from"] += too_long
     try:
-        template = learn_cluster(group, layout, [stored_segment(p) for p in pages], settings, reason=reason)
+        template = learn_cluster(group, layout, segs, settings, reason=reason)
     except Exception as exc:  # noqa: BLE001 -- one cluster's failure leaves it without a template, not the build
         log.warning("%s: learning layout %d failed (%s: %s): its pages go without a template", group, layout,
                     type(exc).__name__, exc)

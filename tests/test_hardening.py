@@ -356,3 +356,31 @@ def test_gzipped_jsonl_with_a_deep_line_still_counts_every_record(tmp_path):
     db = tmp_path / "t.db"
     assert invoke("ingest", crawl, "--db", db).exit_code == 0
     assert rows(db, "SELECT count(*) FROM pages") == [(2,)] and sum(skipped(db).values()) == 2
+
+
+def test_recrawl_counts_the_records_that_would_have_stopped_it(tmp_path):
+    first = tmp_path / "first.jsonl"
+    first.write_text("\n".join(good(n) for n in range(1, 4)) + "\n", encoding="utf-8")
+    db = tmp_path / "t.db"
+    assert invoke("run", first, "--db", db, "--output", tmp_path / "o.jsonl", "--quiet").exit_code == 0
+    again = tmp_path / "again.jsonl"
+    again.write_text("\n".join([good(4), "[" * 100_000, '{"url": "http://ok.example/x\\udc80", "html": "<p>x</p>"}',
+                                json.dumps({"url": "http://big.example/a", "html": "<p " + "a " * 100_000 + ">x"}),
+                                good(5)]) + "\n", encoding="utf-8")
+    result = invoke("recrawl", again, "--db", db)
+    assert result.exit_code == 0, result.output
+    assert "bad-record=1" in result.output and "bad-text=1" in result.output and "over-limit=1" in result.output
+    assert rows(db, "SELECT count(*) FROM pages") == [(5,)]
+
+
+def test_pages_too_long_to_learn_from_are_counted_and_still_extracted(tmp_path):
+    long_page = "<html><body><div id=nav><a href=/>Home</a></div>" + \
+        "".join(f"<p>paragraph {{n}} {i}</p>" for i in range(config.MAX_LEARN_BLOCKS + 1)) + "</body></html>"
+    crawl = tmp_path / "long.jsonl"
+    crawl.write_text("\n".join(json.dumps({"url": f"http://long.example/d/{n}.html", "html": long_page.format(n=n)})
+                               for n in range(3)) + "\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    result = invoke("run", crawl, "--db", tmp_path / "t.db", "--output", out)
+    assert result.exit_code == 0, result.output
+    assert "pages too long to learn from=3" in result.output
+    assert len(out.read_text().splitlines()) == 3
