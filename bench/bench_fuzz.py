@@ -2,6 +2,7 @@
 """Fuzzing `templater run` at scale: mutated dev-corpus pages in mutated JSON Lines and WARC framing.
 
     python bench/bench_fuzz.py [--records 100000] [--seed 7] [--workdir DIR] [--no-timing]
+    python bench/bench_fuzz.py --learn-blocks 5000,20000,40000
 
 Records are cut from ../shared/corpus pages (a slice of a page, or all of it) and mutated: markup fragments spliced
 in (tags cut open, quotes, comments, control characters, lone surrogates, charset declarations, deep nesting), bad
@@ -192,13 +193,44 @@ def time_records(paths: list[Path]) -> tuple[list[tuple[float, str, str]], int]:
     return timed, count
 
 
+def learn_times(sizes: list[int]) -> None:
+    """Learning a template from 3 pages of n <p> each: templater's linear XPaths against lxml's getpath (what
+    learning used before), in the same run."""
+    from templater import template
+    from templater.types import Page
+
+    for n in sizes:
+        figures = []
+        for fill in (template.fill_xpaths, lambda blocks: None):
+            segs = []
+            for k in range(3):
+                html = "<html><body><div id=nav><a href=/>Home</a></div>" + "".join(
+                    f"<p>paragraph {k} {i} of the page</p>" for i in range(n)) + "</body></html>"
+                segs.append(pipeline.segment_page(Page(id=str(k), url=f"http://learn.example/d/{k}.html", html=html,
+                                                       fetched_at=None, encoding="utf-8")))
+            template.fill_xpaths, saved = fill, template.fill_xpaths
+            try:
+                started = time.perf_counter()
+                template.learn_template(segs, site="learn.example/d/")
+                figures.append(time.perf_counter() - started)
+            finally:
+                template.fill_xpaths = saved
+        print(f"learn 3 pages x {n:,} <p>: {figures[0]:.2f} s (lxml getpath: {figures[1]:.2f} s, "
+              f"{figures[1] / figures[0]:.1f}x)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--workdir", type=Path, default=None, help="Keep the inputs and the database here.")
     parser.add_argument("--no-timing", action="store_true", help="Skip the per-record timing pass.")
+    parser.add_argument("--learn-blocks", default=None,
+                        help="Only time learning from 3 pages of these many <p> (comma-separated), and stop.")
     args = parser.parse_args()
+    if args.learn_blocks:
+        learn_times([int(n) for n in args.learn_blocks.split(",")])
+        return
     if not CORPUS.exists():
         sys.exit(f"no dev corpus at {CORPUS}: this benchmark mutates its pages")
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="templater-fuzz-"))
