@@ -91,6 +91,8 @@ def _check_writable(path: Path) -> None:
         raise StoreError(f"{path} is read-only: this command writes to the database; check the file's permissions and its file system "
                          "(commands that only read, such as `templater rules list`, can use it as it is)")
     folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise StoreError(f"{path}: no folder {folder} to put the database in: create it, or give --db another path")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise StoreError(f"{path}: its folder {folder} is not writable (SQLite keeps its journal beside the database);"
                          " check the folder's permissions or give --db a path in another folder")
