@@ -223,7 +223,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--workdir", type=Path, default=None, help="Keep the inputs and the database here.")
+    parser.add_argument("--workdir", type=Path, default=None,
+                        help="Keep the inputs and the database here (a rerun with the same --records and --seed "
+                             "reuses the inputs).")
     parser.add_argument("--no-timing", action="store_true", help="Skip the per-record timing pass.")
     parser.add_argument("--learn-blocks", default=None,
                         help="Only time learning from 3 pages of these many <p> (comma-separated), and stop.")
@@ -235,7 +237,15 @@ def main() -> None:
         sys.exit(f"no dev corpus at {CORPUS}: this benchmark mutates its pages")
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="templater-fuzz-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    paths, exact, kinds = write_inputs(workdir, args.records, args.seed)
+    marker = workdir / f"inputs-{args.records}-{args.seed}.json"
+    if marker.exists():  # the same inputs, written by an earlier run with this --workdir
+        written = json.loads(marker.read_text())
+        paths, exact, kinds = [Path(p) for p in written["paths"]], written["exact"], Counter(written["kinds"])
+    else:
+        paths, exact, kinds = write_inputs(workdir, args.records, args.seed)
+        marker.write_text(json.dumps({"paths": list(map(str, paths)), "exact": exact, "kinds": kinds}))
+    for stale in workdir.glob("fuzz.db*"):
+        stale.unlink()
     size = sum(p.stat().st_size for p in paths) / 1e6
     print(f"inputs: {args.records:,} records in {len(paths)} files ({size:,.0f} MB) under {workdir}")
     print("  kinds: " + ", ".join(f"{k}={v:,}" for k, v in sorted(kinds.items())))

@@ -2098,7 +2098,7 @@ static Py_ssize_t scan_past_end_tag(const unsigned char *d, Py_ssize_t n, Py_ssi
     return n;
 }
 
-/* markup_counts(data) -> (start tags, most attributes in one start tag): parse.markup_counts' definition, in one
+/* markup_counts(data) -> (start tags, most attributes in one start tag, attributes): parse.markup_counts' definition, in one
  * pass over the bytes. A start tag is "<" and an ASCII letter; its attributes are read the way an HTML tokenizer
  * reads them (a quoted value runs to its closing quote, whatever it holds); comments and the raw text of script
  * and style elements hold no tags. */
@@ -2106,7 +2106,7 @@ static PyObject *markup_counts(PyObject *self, PyObject *arg) {
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
     const unsigned char *d = view.buf;
-    Py_ssize_t n = view.len, i = 0, tags = 0, most = 0;
+    Py_ssize_t n = view.len, i = 0, tags = 0, most = 0, total = 0;
     Py_BEGIN_ALLOW_THREADS
     while (i < n) {
         const unsigned char *lt = memchr(d + i, '<', (size_t)(n - i));
@@ -2145,18 +2145,19 @@ static PyObject *markup_counts(PyObject *self, PyObject *arg) {
             }
         }
         if (attributes > most) most = attributes;
+        total += attributes;
         if (raw) i = scan_past_end_tag(d, n, i, raw, (Py_ssize_t)strlen(raw));  /* raw text holds no tags */
     }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
-    return Py_BuildValue("(nn)", tags, most);
+    return Py_BuildValue("(nnn)", tags, most, total);
 }
 
 
 static PyMethodDef methods[] = {
     {"head_title", head_title, METH_O, "head_title(root) -> root.find('head/title')"},
     {"markup_counts", markup_counts, METH_O,
-     "markup_counts(data) -> (start tags, most attributes of one): parse.markup_counts before lxml parses."},
+     "markup_counts(data) -> (start tags, most attributes of one, attributes): parse.markup_counts."},
     {"normalized_length", normalized_length, METH_VARARGS,
      "normalized_length(element, body=False) -> int | None: string-length(normalize-space(.)) by libxml2's rules"},
     {"utf8_controls_to_space", utf8_controls_to_space, METH_O,

@@ -76,17 +76,19 @@ def parse_checked(markup: str | bytes) -> tuple[etree._Element | None, str | Non
 
 
 def over_limits(data: bytes) -> str | None:
-    """Why markup is over config's page limits (start tags, attributes of one tag), or None."""
-    tags, attributes = markup_counts(data)
+    """Why markup is over config's page limits (start tags, attributes of one tag, attributes), or None."""
+    tags, attributes, total = markup_counts(data)
     if tags > config.MAX_START_TAGS:
         return f"{tags} start tags (limit {config.MAX_START_TAGS})"
     if attributes > config.MAX_ATTRIBUTES:
         return f"{attributes} attributes in one tag (limit {config.MAX_ATTRIBUTES})"
+    if total > config.MAX_PAGE_ATTRIBUTES:
+        return f"{total} attributes (limit {config.MAX_PAGE_ATTRIBUTES})"
     return None
 
 
-def markup_counts(data: bytes) -> tuple[int, int]:
-    """(start tags, most attributes in one start tag) of markup, read as an HTML tokenizer reads tags: "<" and an
+def markup_counts(data: bytes) -> tuple[int, int, int]:
+    """(start tags, most attributes in one start tag, attributes) of markup, read as an HTML tokenizer reads tags: "<" and an
     ASCII letter opens one, a quoted attribute value runs to its closing quote; comments and the raw text of script
     and style elements hold no tags. One pass, in C where compiled."""
     if native.walk is not None:
@@ -94,8 +96,8 @@ def markup_counts(data: bytes) -> tuple[int, int]:
     return _markup_counts_plain(data)
 
 
-def _markup_counts_plain(data: bytes) -> tuple[int, int]:
-    size, at, tags, most = len(data), 0, 0, 0
+def _markup_counts_plain(data: bytes) -> tuple[int, int, int]:
+    size, at, tags, most, total = len(data), 0, 0, 0, 0
     while (at := data.find(b"<", at) + 1) > 0:
         if data.startswith(b"!--", at):
             end = data.find(b"-->", at + 3)
@@ -125,12 +127,13 @@ def _markup_counts_plain(data: bytes) -> tuple[int, int]:
                 else:
                     at = _UNQUOTED.match(data, at).end()
         most = max(most, attributes)
+        total += attributes
         if raw is not None and at < size:
             end = raw.search(data, at)
             at = size if end is None else end.end()
         if at >= size:
             break
-    return tags, most
+    return tags, most, total
 
 
 def parse_html(markup: str | bytes) -> etree._Element | None:

@@ -156,5 +156,5 @@ def test_over_limits_names_the_limit():
     assert parse.over_limits(flood) == f"{config.MAX_ATTRIBUTES + 1} attributes in one tag (limit " \
                                        f"{config.MAX_ATTRIBUTES})"
     script = b"<script>" + b"<p " * 1000 + b"</script><p a=1>x"
-    assert parse.markup_counts(script) == (2, 1)
+    assert parse.markup_counts(script) == (2, 1, 1)
     assert parse.over_limits(b"<html><body><p class=a id=b>x</p></body></html>") is None

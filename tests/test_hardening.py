@@ -384,3 +384,15 @@ def test_pages_too_long_to_learn_from_are_counted_and_still_extracted(tmp_path):
     assert result.exit_code == 0, result.output
     assert "pages too long to learn from=3" in result.output
     assert len(out.read_text().splitlines()) == 3
+
+
+def test_a_page_with_too_many_attributes_in_all_is_skipped(tmp_path):
+    per_tag = config.MAX_ATTRIBUTES // 2
+    tags = config.MAX_PAGE_ATTRIBUTES // per_tag + 1
+    page = "<html><body>" + ("<p " + " ".join(f"a{i}=1" for i in range(per_tag)) + ">x</p>") * tags + "</body>"
+    crawl = tmp_path / "attrs.jsonl"
+    crawl.write_text(json.dumps({"url": "http://big.example/p", "html": page}) + "\n" + good(1) + "\n")
+    db = tmp_path / "t.db"
+    assert invoke("ingest", crawl, "--db", db).exit_code == 0
+    assert rows(db, "SELECT reason, detail FROM skips") == [
+        ("over-limit", f"{tags * per_tag} attributes (limit {config.MAX_PAGE_ATTRIBUTES})")]
