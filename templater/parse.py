@@ -65,11 +65,11 @@ def clean_utf8(data: bytes) -> bytes:
     return data.translate(_CONTROL_TO_SPACE)
 
 
-def parse_checked(markup: str | bytes) -> tuple[etree._Element | None, str | None]:
-    """``parse_html`` with the page limits checked on the bytes before lxml sees them: (tree, None), (None, why the
-    page is over a limit), or (None, None) when nothing parses."""
+def parse_checked(markup: str | bytes, *, limits: bool = True) -> tuple[etree._Element | None, str | None]:
+    """``parse_html`` with the page limits checked on the bytes before lxml sees them (unless not ``limits``):
+    (tree, None), (None, why the page is over a limit), or (None, None) when nothing parses."""
     data = clean_utf8(markup) if isinstance(markup, bytes) else clean_text(markup)
-    problem = over_limits(data)
+    problem = over_limits(data) if limits else None
     if problem is not None:
         return None, problem
     return _parse_clean(data), None

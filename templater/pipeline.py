@@ -79,19 +79,20 @@ def open_store(path: str | Path, *, create: bool = True, readonly: bool = False)
     return db
 
 
-def segment_page(page: Page, *, started: float | None = None) -> Segmented | Skip:
+def segment_page(page: Page, *, started: float | None = None, limits: bool = True) -> Segmented | Skip:
     """Parse and segment a page (decoded, or a stored page's UTF-8 bytes); a Skip with the reason when it yields
-    nothing to work with, is over a page limit or the time budget (counted from ``started``, a perf_counter
-    reading, else from now), or fails in any way (reason "error": an exception never ends a run)."""
+    nothing to work with, is over a page limit (``limits``: stored pages were checked when they were ingested) or
+    the time budget (counted from ``started``, a perf_counter reading, else from now), or fails in any way (reason
+    "error": an exception never ends a run)."""
     started = time.perf_counter() if started is None else started
     try:
-        return _segment_page(page, started)
+        return _segment_page(page, started, limits)
     except Exception as exc:  # noqa: BLE001 -- one page's failure is that page's skip, with the exception named
         return error_skip(page.id, page.url, exc)
 
 
-def _segment_page(page: Page, started: float) -> Segmented | Skip:
-    root, problem = parse_checked(page.html)
+def _segment_page(page: Page, started: float, limits: bool) -> Segmented | Skip:
+    root, problem = parse_checked(page.html, limits=limits)
     if problem is not None:
         return Skip("over-limit", page.url, problem, id=page.id, url=page.url)
     if root is None:
@@ -345,7 +346,7 @@ def stored_segment(stored: page_store.StoredPage, *, started: float | None = Non
     """Parse and segment a stored page from its stored UTF-8 bytes (never decoded)."""
     page = Page(id=stored.id, url=stored.url, html=stored.html_bytes, fetched_at=stored.fetched_at,
                 encoding=stored.encoding or "utf-8")
-    return segment_page(page, started=started)
+    return segment_page(page, started=started, limits=False)
 
 
 def segment_file(path: Path, *, url: str | None = None) -> Segmented:
