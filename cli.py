@@ -9,6 +9,7 @@ import os
 import logging
 import re
 import signal
+import sqlite3
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -101,6 +102,9 @@ def handled_errors() -> Iterator[None]:
     except OSError as e:
         err.print(f"[red]error:[/red] {escape(safe(e.strerror or e))}: {escape(safe(e.filename or ''))}",
                   highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    except sqlite3.Error as e:  # the store failed under the command (a full disk, a file made read-only meanwhile)
+        err.print(f"[red]error:[/red] {escape(pipeline.describe_error(e, None))}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
 
 
@@ -196,7 +200,7 @@ def extract_all(store, output: Optional[Path], *, fallback: str, index: bool, qu
     summary = pipeline.Summary()
     with progress_bar("extract", quiet) as progress, output_stream(output) as stream:
         for result in pipeline.extract(store, method=fallback, index=index, progress=progress, ids=ids,
-                                       weights=weights, q=q):
+                                       weights=weights, q=q, skipped=summary.skipped):
             write_jsonl(stream, result.to_json())
             summary.counts[result.method] += 1
     report("extract", summary, quiet)
@@ -440,7 +444,7 @@ def dups(db: Path = DbOption, output: Optional[Path] = OutputOption, method: str
     """
     with handled_errors():
         check_output(output)
-        store = pipeline.open_store(db, create=False)
+        store = pipeline.open_store(db, readonly=True)
         rows = signature_run.iter_signature_duplicates(store, method=method)
         with output_stream(output) as stream:
             for row in rows:
@@ -497,7 +501,7 @@ def similar(target: str = typer.Argument(..., metavar="URL|FILE",
     Example: templater similar --db crawl.db https://example.org/news/a.html
     """
     with handled_errors():
-        store = pipeline.open_store(db, create=False)
+        store = pipeline.open_store(db, readonly=True)
         path = Path(target)
         if path.is_file():
             text = (pipeline.extract_file(store, path, url=url, method=fallback).text
@@ -516,7 +520,7 @@ def dups_settings(db: Path = DbOption, as_json: bool = typer.Option(False, "--js
     Example: templater dups-settings --db crawl.db
     """
     with handled_errors():
-        described = dedup.describe_settings(pipeline.open_store(db, create=False))
+        described = dedup.describe_settings(pipeline.open_store(db, readonly=True))
     if as_json:
         write_jsonl(sys.stdout, described)
         return
@@ -538,7 +542,7 @@ def skips(db: Path = DbOption,
     Example: templater skips --db crawl.db --reason bad-url --examples 10
     """
     with handled_errors():
-        counts, shown = pipeline.skip_report(pipeline.open_store(db, create=False), reason=reason, examples=examples)
+        counts, shown = pipeline.skip_report(pipeline.open_store(db, readonly=True), reason=reason, examples=examples)
     if as_json:
         for row in shown:
             write_jsonl(sys.stdout, row)
@@ -575,7 +579,7 @@ def list_templates(db: Path = DbOption, as_json: bool = JsonOption) -> None:
     Example: templater rules list --db samples.db
     """
     with handled_errors():
-        summaries = rule_inspect.list_templates(pipeline.open_store(db, create=False))
+        summaries = rule_inspect.list_templates(pipeline.open_store(db, readonly=True))
     if as_json:
         _print_json([s.to_json() for s in summaries])
         return
@@ -595,7 +599,7 @@ def show_rules(site: str = SiteArgument, db: Path = DbOption,
     Example: templater rules show --db samples.db sqlite.org/
     """
     with handled_errors():
-        shown = rule_inspect.show_rules(pipeline.open_store(db, create=False), site, version=version)
+        shown = rule_inspect.show_rules(pipeline.open_store(db, readonly=True), site, version=version)
     if as_json:
         _print_json(shown.to_json())
         return
@@ -626,7 +630,7 @@ def explain_page(target: str = typer.Argument(..., help="A stored page's URL, or
     Example: templater rules explain --db samples.db https://sqlite.org/lts.html
     """
     with handled_errors():
-        explained = rule_inspect.explain_page(pipeline.open_store(db, create=False), target, url=url,
+        explained = rule_inspect.explain_page(pipeline.open_store(db, readonly=True), target, url=url,
                                               method=fallback)
     _print_explanation(explained, as_json)
 
@@ -640,7 +644,7 @@ def test_rules(site: str = SiteArgument, file: Path = typer.Argument(..., help="
     Example: templater rules test --db samples.db sqlite.org/ saved/lts.html
     """
     with handled_errors():
-        explained = rule_inspect.test_rules(pipeline.open_store(db, create=False), site, file, url=url,
+        explained = rule_inspect.test_rules(pipeline.open_store(db, readonly=True), site, file, url=url,
                                             method=fallback)
     _print_explanation(explained, as_json)
 
@@ -668,7 +672,7 @@ def diff_rules(site: str = SiteArgument, old: int = typer.Argument(..., help="Ol
     Example: templater rules diff --db samples.db sqlite.org/ 1 2
     """
     with handled_errors():
-        diff = rule_inspect.diff_rules(pipeline.open_store(db, create=False), site, old, new)
+        diff = rule_inspect.diff_rules(pipeline.open_store(db, readonly=True), site, old, new)
     if as_json:
         _print_json(diff.to_json())
         return
@@ -696,7 +700,7 @@ def export_rules(site: str = SiteArgument, db: Path = DbOption,
     """
     with handled_errors():
         check_output(output)
-        document = rule_inspect.export_rules(pipeline.open_store(db, create=False), site, version=version)
+        document = rule_inspect.export_rules(pipeline.open_store(db, readonly=True), site, version=version)
         with output_stream(output) as stream:
             stream.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
 
@@ -748,7 +752,7 @@ def report_html(site: str = SiteArgument, db: Path = DbOption,
     """
     with handled_errors(), log_to_file(log):
         check_output(output)
-        store = pipeline.open_store(db, create=False)
+        store = pipeline.open_store(db, readonly=True)
         with progress_bar("report", quiet) as progress:
             document = rule_inspect.build_report(store, site, page_url=page, method=fallback, progress=progress)
         output.parent.mkdir(parents=True, exist_ok=True)
@@ -780,7 +784,7 @@ def eval_dedup(db: Path = DbOption, truth: Path = TruthOption, method: Optional[
     Example: templater eval dedup --db crawl.db --truth clusters.jsonl --json
     """
     with handled_errors(), log_to_file(log):
-        store = pipeline.open_store(db, create=False)
+        store = pipeline.open_store(db, readonly=True)
         with progress_bar("eval dedup", quiet) as progress:
             report = evaluation_run.evaluate_dedup(store, truth, methods=method or None, progress=progress)
         if as_json:
@@ -830,7 +834,7 @@ def rules_history(site: str = SiteArgument, db: Path = DbOption, as_json: bool =
     Example: templater rules history --db crawl.db nytimes.com/
     """
     with handled_errors():
-        versions = recrawls.template_history(pipeline.open_store(db, create=False), site)
+        versions = recrawls.template_history(pipeline.open_store(db, readonly=True), site)
     if as_json:
         _print_json([v.to_json() for v in versions])
         return

@@ -2,10 +2,18 @@
 
 Each component (pages, templates, lsh, ...) owns its tables and an ordered list of migration steps. The
 versions applied are recorded in ``schema_migrations`` so a step runs once, inside a transaction.
+
+What is safe to open: a missing or empty file (a new store), or a file that holds ``schema_migrations`` with
+templater's columns. A SQLite file of another application is refused before anything is written to it, and so
+is a store whose schema is newer than this code's. A read-only open (the commands that only read) never writes:
+the file is opened with SQLite's ``mode=ro``, and a component the file does not hold yet is seen as empty
+tables in an attached in-memory database, so an empty file stays empty.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -16,49 +24,166 @@ import sqlite_utils
 from templater.errors import StoreError
 
 BUSY_TIMEOUT_MS = 30_000
+MIGRATIONS_TABLE = "schema_migrations"
+MIGRATIONS_COLUMNS = frozenset({"component", "version"})  # what makes a schema_migrations table templater's
+SHADOW = "templater_empty"  # the attached in-memory database holding a read-only store's missing components
+FOREIGN_TABLES_SHOWN = 5  # the tables a refusal of another application's database names
 
 Migration = Callable[[sqlite_utils.Database], None]
 
 
-def open_db(path: str | Path, *, create: bool = True) -> sqlite_utils.Database:
-    """Open (or create) a templater database in WAL mode; a clear StoreError when it cannot be used."""
+def open_db(path: str | Path, *, create: bool = True, readonly: bool = False) -> sqlite_utils.Database:
+    """Open (or create) a templater database in WAL mode; a clear StoreError when it cannot be used.
+
+    ``readonly``: the file must exist and is never written (no schema is created or migrated)."""
     path = Path(path)
-    if not create and not path.exists():
+    if (readonly or not create) and not path.exists():
         raise StoreError(f"no database at {path}: run `templater build` or `templater run` first, or check --db")
     if path.exists() and path.is_dir():
         raise StoreError(f"{path} is a folder, not a database file: give --db a file path")
+    if not readonly:
+        _check_writable(path)
     try:
-        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA page_size = 16384")  # new files only; faster for the band index in every run measured
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        conn = _connect(path, readonly=readonly)
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        _check_ours(conn, path, tables)
+        if not readonly:
+            conn.execute("PRAGMA page_size = 16384")  # new files only; faster for the band index in every run measured
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
     except sqlite3.DatabaseError as e:
-        raise StoreError(f"{path} is not a usable SQLite database ({e}); give --db another file or restore it"
-                         ) from None
+        raise StoreError(describe_error(e, path, what=f"{path} is not a usable SQLite database ({e}); give --db "
+                                                      "another file or restore it")) from None
     db = sqlite_utils.Database(conn)
-    _ensure_migrations_table(db)
+    db.templater_readonly = readonly
+    db.templater_shadowed = set()  # components a read-only open sees as empty tables in SHADOW
+    if readonly:
+        conn.execute(f"ATTACH DATABASE ':memory:' AS {SHADOW}")
+        if MIGRATIONS_TABLE not in tables:
+            _ensure_migrations_table(db, schema=SHADOW)
+    else:
+        _ensure_migrations_table(db)
     return db
 
 
-def _ensure_migrations_table(db: sqlite_utils.Database) -> None:
-    db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (component TEXT NOT NULL, version INTEGER NOT NULL,"
-               " applied_at TEXT DEFAULT (datetime('now')), PRIMARY KEY (component, version))")
+def _connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
+    if readonly:
+        uri = f"{path.resolve().as_uri()}?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError:
+            if os.access(path, os.W_OK):
+                raise
+            # read-only media: SQLite cannot make the WAL index beside the file, and nothing can write the file
+            conn.close()
+            conn = sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None)
+    else:
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+def _check_writable(path: Path) -> None:
+    """A command that writes needs the file (or, for a new file, its folder) writable: say so before starting."""
+    if path.exists() and not os.access(path, os.W_OK):
+        raise StoreError(f"{path} is read-only: this command writes to the database; check the file's permissions and its file system "
+                         "(commands that only read, such as `templater rules list`, can use it as it is)")
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise StoreError(f"{path}: no folder {folder} to put the database in: create it, or give --db another path")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise StoreError(f"{path}: its folder {folder} is not writable (SQLite keeps its journal beside the database);"
+                         " check the folder's permissions or give --db a path in another folder")
+
+
+def _check_ours(conn: sqlite3.Connection, path: Path, tables: set[str]) -> None:
+    """Refuse a database that holds tables of another application (nothing is written to it)."""
+    user_tables = sorted(t for t in tables if not t.startswith("sqlite_"))
+    if not user_tables:
+        return
+    if MIGRATIONS_TABLE in tables:
+        columns = {row[1] for row in conn.execute(f"PRAGMA table_info({MIGRATIONS_TABLE})")}
+        if MIGRATIONS_COLUMNS <= columns:
+            return
+    shown = ", ".join(user_tables[:FOREIGN_TABLES_SHOWN]) + (", ..." if len(user_tables) > FOREIGN_TABLES_SHOWN
+                                                             else "")
+    raise StoreError(f"{path} is not a templater database (it holds other tables: {shown}); templater leaves it "
+                     "untouched: give --db a new file or a database templater made")
+
+
+def describe_error(e: sqlite3.Error, path: str | Path | None, *, what: str | None = None) -> str:
+    """One line saying what a SQLite error means for the user and what to do."""
+    name = str(path) if path else "the database"
+    text = str(e).lower()
+    if "disk is full" in text or "disk i/o error" in text:
+        return (f"{name}: the disk is full or failing ({e}); free space (or give --db a file on another disk) and "
+                "rerun: the database keeps what was committed")
+    if "readonly" in text or "read-only" in text:
+        return f"{name} is read-only ({e}): check the file's and its folder's permissions"
+    if "locked" in text or "busy" in text:
+        return f"{name} stayed locked by another writer past the busy timeout ({e}): wait for it and rerun"
+    if "unable to open" in text:
+        return f"{name}: SQLite cannot open it ({e}): check the path and its folder's permissions"
+    return what or f"{name}: {e}"
+
+
+def _ensure_migrations_table(db: sqlite_utils.Database, *, schema: str = "main") -> None:
+    db.execute(f"CREATE TABLE IF NOT EXISTS {schema}.{MIGRATIONS_TABLE} (component TEXT NOT NULL, version INTEGER"
+               " NOT NULL, applied_at TEXT DEFAULT (datetime('now')), PRIMARY KEY (component, version))")
 
 
 def migrate(db: sqlite_utils.Database, component: str, steps: Sequence[Migration]) -> None:
-    """Apply the steps of ``component`` not yet applied, each in its own transaction."""
+    """Apply the steps of ``component`` not yet applied, each in its own transaction.
+
+    A schema newer than ``steps`` is refused. On a read-only open nothing is applied: a component the file does not
+    hold is made, empty, in the attached in-memory database; one that is only older is refused."""
+    if component in getattr(db, "templater_shadowed", ()):
+        return
     done = {row[0] for row in db.execute(
-        "SELECT version FROM schema_migrations WHERE component = ?", [component]).fetchall()}
+        f"SELECT version FROM {MIGRATIONS_TABLE} WHERE component = ?", [component]).fetchall()}
+    if done and max(done) > len(steps):
+        raise StoreError(f"{db_name(db)}: its {component} schema is version {max(done)}, newer than this templater's "
+                         f"(version {len(steps)}): upgrade templater, or give --db another file")
+    missing = [version for version in range(1, len(steps) + 1) if version not in done]
+    if not missing:
+        return
+    if getattr(db, "templater_readonly", False):
+        if done:
+            raise StoreError(f"{db_name(db)}: its {component} schema is version {max(done)}, older than this "
+                             f"templater's (version {len(steps)}), and this command only reads: run a command that "
+                             "writes (`templater build --db ...`) to upgrade it")
+        _shadow(db, component, steps)
+        return
     for version, step in enumerate(steps, 1):
         if version in done:
             continue
         with transaction(db, name="migrate"):  # inside a caller's batch, it commits or rolls back with it
             step(db)
-            db.conn.execute("INSERT INTO schema_migrations (component, version) VALUES (?, ?)",
+            db.conn.execute(f"INSERT INTO {MIGRATIONS_TABLE} (component, version) VALUES (?, ?)",
                             [component, version])
+
+
+def _shadow(db: sqlite_utils.Database, component: str, steps: Sequence[Migration]) -> None:
+    """A read-only store's missing component as empty tables (with their initial rows) in the attached in-memory
+    database, where SQLite finds them by their plain names: the file is not written."""
+    scratch = sqlite_utils.Database(memory=True)
+    for step in steps:
+        step(scratch)
+    conn = db.conn
+    for name, sql in scratch.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND sql IS NOT NULL"
+                                     " AND name NOT LIKE 'sqlite_%' ORDER BY rowid").fetchall():
+        exists = conn.execute(f"SELECT 1 FROM {SHADOW}.sqlite_master WHERE type = 'table' AND name = ?",
+                              [name]).fetchone()
+        if exists:
+            continue
+        conn.execute(re.sub(r"^CREATE TABLE\s+", f"CREATE TABLE {SHADOW}.", sql, count=1, flags=re.IGNORECASE))
+        rows = scratch.execute(f"SELECT * FROM [{name}]").fetchall()
+        if rows:
+            marks = ",".join("?" * len(rows[0]))
+            conn.executemany(f"INSERT INTO {SHADOW}.[{name}] VALUES ({marks})", rows)
+    db.templater_shadowed.add(component)
 
 
 @contextmanager
@@ -70,8 +195,9 @@ def transaction(db: sqlite_utils.Database, *, name: str = "work") -> Iterator[No
         try:
             yield
         except BaseException:
-            conn.execute(f"ROLLBACK TO {name}")
-            conn.execute(f"RELEASE {name}")
+            if conn.in_transaction:  # SQLite ends the transaction itself on some errors (a full disk)
+                conn.execute(f"ROLLBACK TO {name}")
+                conn.execute(f"RELEASE {name}")
             raise
         conn.execute(f"RELEASE {name}")
         return
@@ -79,7 +205,8 @@ def transaction(db: sqlite_utils.Database, *, name: str = "work") -> Iterator[No
     try:
         yield
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:  # SQLite ends the transaction itself on some errors (a full disk)
+            conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
 

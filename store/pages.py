@@ -11,6 +11,7 @@ with its magic number, a zlib stream never does), and a page rewritten by a late
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
@@ -28,6 +29,7 @@ from .db import migrate
 # from level 6 on, each level costs another 0.1-0.3 ms for under 2% of size.
 HTML_LEVEL = 5
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"  # the first bytes of a zstd frame; a zlib stream starts with 0x78
+_SURROGATE = re.compile("[\ud800-\udfff]")  # code points UTF-8 cannot encode (lone surrogates)
 
 
 def _v1(db: sqlite_utils.Database) -> None:
@@ -161,8 +163,16 @@ def retire_pages(db: sqlite_utils.Database, ids: Sequence[str]) -> None:
 
 def record_skip(db: sqlite_utils.Database, *, source: str, reason: str, detail: str, page_id: str | None,
                 url: str | None, now: str) -> None:
+    """One skipped record; text that is not valid Unicode (a lone surrogate) is stored with U+FFFD in its place."""
     db.execute("INSERT OR REPLACE INTO skips (source, reason, detail, page_id, url, seen_at) VALUES (?,?,?,?,?,?)",
-               [source, reason, detail[:500], page_id, url, now])
+               [storable(source), reason, storable((detail or "")[:500]), storable(page_id), storable(url), now])
+
+
+def storable(text: str | None) -> str | None:
+    """``text`` as SQLite can take it: lone surrogates (which UTF-8 cannot encode) replaced by U+FFFD."""
+    if text is None or text.isascii():
+        return text
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def skip_counts(db: sqlite_utils.Database) -> list[tuple[str, int]]:

@@ -2073,8 +2073,91 @@ done:
     return result;
 }
 
+/* --- markup_counts: what lxml would be handed, counted before it is ------------------------------------ */
+static int scan_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+static int scan_alpha(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+static int scan_names(const unsigned char *d, Py_ssize_t length, const char *name) {  /* ASCII, any case */
+    for (Py_ssize_t k = 0; k < length; k++) {
+        unsigned char c = d[k];
+        if (c >= 'A' && c <= 'Z') c += 'a' - 'A';
+        if (c != (unsigned char)name[k]) return 0;
+    }
+    return name[length] == 0;
+}
+
+/* The index just past "</name" (any case) from i on, else n: where a script's or style's raw text ends. */
+static Py_ssize_t scan_past_end_tag(const unsigned char *d, Py_ssize_t n, Py_ssize_t i, const char *name,
+                                    Py_ssize_t length) {
+    while (i < n) {
+        const unsigned char *lt = memchr(d + i, '<', (size_t)(n - i));
+        if (!lt) return n;
+        i = lt - d + 1;
+        if (i + length < n && d[i] == '/' && scan_names(d + i + 1, length, name)) return i + 1 + length;
+    }
+    return n;
+}
+
+/* markup_counts(data) -> (start tags, most attributes in one start tag, attributes): parse.markup_counts' definition, in one
+ * pass over the bytes. A start tag is "<" and an ASCII letter; its attributes are read the way an HTML tokenizer
+ * reads them (a quoted value runs to its closing quote, whatever it holds); comments and the raw text of script
+ * and style elements hold no tags. */
+static PyObject *markup_counts(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *d = view.buf;
+    Py_ssize_t n = view.len, i = 0, tags = 0, most = 0, total = 0;
+    Py_BEGIN_ALLOW_THREADS
+    while (i < n) {
+        const unsigned char *lt = memchr(d + i, '<', (size_t)(n - i));
+        if (!lt) break;
+        i = lt - d + 1;
+        if (i + 2 < n && d[i] == '!' && d[i + 1] == '-' && d[i + 2] == '-') {  /* a comment: to its "-->" */
+            Py_ssize_t k = i + 3;
+            while (k + 2 < n && !(d[k] == '-' && d[k + 1] == '-' && d[k + 2] == '>')) k++;
+            i = k + 2 < n ? k + 3 : n;
+            continue;
+        }
+        if (i >= n || !scan_alpha(d[i])) continue;
+        tags++;
+        Py_ssize_t name = i;
+        while (i < n && !scan_space(d[i]) && d[i] != '>' && d[i] != '/') i++;  /* the tag name */
+        const char *raw = scan_names(d + name, i - name, "script") ? "script"
+                          : scan_names(d + name, i - name, "style") ? "style" : NULL;
+        Py_ssize_t attributes = 0;
+        for (;;) {
+            while (i < n && (scan_space(d[i]) || d[i] == '/')) i++;
+            if (i >= n) break;
+            if (d[i] == '>') { i++; break; }
+            attributes++;
+            i++;  /* a name's first character may be anything else, "=" too */
+            while (i < n && !scan_space(d[i]) && d[i] != '>' && d[i] != '/' && d[i] != '=') i++;
+            while (i < n && scan_space(d[i])) i++;
+            if (i < n && d[i] == '=') {
+                i++;
+                while (i < n && scan_space(d[i])) i++;
+                if (i < n && (d[i] == '"' || d[i] == '\'')) {
+                    const unsigned char *end = memchr(d + i + 1, d[i], (size_t)(n - i - 1));
+                    i = end ? end - d + 1 : n;
+                } else {
+                    while (i < n && !scan_space(d[i]) && d[i] != '>') i++;
+                }
+            }
+        }
+        if (attributes > most) most = attributes;
+        total += attributes;
+        if (raw) i = scan_past_end_tag(d, n, i, raw, (Py_ssize_t)strlen(raw));  /* raw text holds no tags */
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(nnn)", tags, most, total);
+}
+
+
 static PyMethodDef methods[] = {
     {"head_title", head_title, METH_O, "head_title(root) -> root.find('head/title')"},
+    {"markup_counts", markup_counts, METH_O,
+     "markup_counts(data) -> (start tags, most attributes of one, attributes): parse.markup_counts."},
     {"normalized_length", normalized_length, METH_VARARGS,
      "normalized_length(element, body=False) -> int | None: string-length(normalize-space(.)) by libxml2's rules"},
     {"utf8_controls_to_space", utf8_controls_to_space, METH_O,

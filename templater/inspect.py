@@ -13,8 +13,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import multiprocessing
 import re
 import statistics
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,6 +30,7 @@ from store import inspection as views
 from store import pages as page_store
 from store import pins as pin_store
 
+from . import config
 from .config import LearnSettings
 from .errors import InputError, RuleError
 from .extract import CompiledTemplate, container_mask, pinned_mask, apply_template, extract_page
@@ -317,6 +320,10 @@ def read_rules_file(path: str | Path) -> dict:
     """A rules file's document; RuleError naming the line and column where its JSON is broken."""
     path = Path(path)
     try:
+        size = path.stat().st_size
+        if size > config.MAX_RULES_FILE_BYTES:
+            raise RuleError(f"{path}: {size:,} bytes, over the {config.MAX_RULES_FILE_BYTES:,} a rules file may have; a "
+                            "site's rules are a few kilobytes: keep the rules that matter")
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise InputError(f"{path}: cannot read the rules file ({e.strerror})") from None
@@ -344,6 +351,9 @@ def import_rules(db: sqlite_utils.Database, document: dict, *, site: str | None 
     if not document["rules"]:
         raise RuleError(f"{source}: no rules; to go back to the learned rules run "
                         f"`templater rules remove-pinned --db DB {site}`")
+    if len(document["rules"]) > config.MAX_IMPORT_RULES:
+        raise RuleError(f"{source}: {len(document['rules']):,} rules, over the {config.MAX_IMPORT_RULES:,} a site may "
+                        "pin; a site's learned template has tens: keep the rules that matter")
     pins = [_parse_rule(item, number, source) for number, item in enumerate(document["rules"])]
     pins = _measure_pins(db, site, pins, source)
     db.execute("BEGIN IMMEDIATE")
@@ -351,7 +361,8 @@ def import_rules(db: sqlite_utils.Database, document: dict, *, site: str | None 
         pin_store.save_pins(db, site, pins, now=now())
         db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        if db.conn.in_transaction:  # SQLite ends it itself on some errors (a full disk)
+            db.execute("ROLLBACK")
         raise
     log.info("pinned %d rules for %s from %s", len(pins), site, source)
     return show_rules(db, site)
@@ -397,32 +408,111 @@ def _rule_of(item: dict, action: str, match: str, xpath: str, where: str) -> Rul
 
 def _measure_pins(db: sqlite_utils.Database, site: str, pins: list[tuple[Rule, str]],
                   source: str) -> list[tuple[Rule, str]]:
-    """XPath rules get their support (share of sampled site pages where they select something) and a sample."""
-    if not any(r.pinned for r, _ in pins):
+    """Every rule extraction runs as an XPath is run on the site's sampled pages within the time budget (else
+    refused); pinned XPath rules get their support (share of those pages where they select something) and a
+    sample."""
+    timed = [number for number, (rule, _) in enumerate(pins) if _runs_xpath(rule)]
+    if not timed:
         return pins
     pages = [seg for seg in (_usable_segment(p) for p in page_store.load_pages(
         db, views.site_page_ids(db, site)[:PIN_SAMPLE_PAGES])) if seg is not None]
+    measured = _run_rules(pages, [(number, pins[number][0].xpath) for number in timed], source)
     out = []
     for number, (rule, note) in enumerate(pins):
         if rule.pinned:
-            rule = _measured(rule, pages, f"{source}: rule {number}")
+            hits, sample = measured[number]
+            support = round(hits / len(pages), 4) if pages else rule.support
+            rule = dataclasses.replace(rule, support=support, sample=sample or rule.sample)
         out.append((rule, note))
     return out
 
 
-def _measured(rule: Rule, pages: Sequence[Segmented], where: str) -> Rule:
-    xpath = etree.XPath(rule.xpath)
+def _runs_xpath(rule: Rule) -> bool:
+    """Whether extraction evaluates the rule's XPath (pinned XPath, region and container rules)."""
+    return rule.pinned or rule.action in ("content", "drop-xpath")
+
+
+def _run_rules(pages: Sequence[Segmented], rules: list[tuple[int, str]], source: str) -> dict[int, tuple[int, str]]:
+    """(pages matched, sample text) of each (number, XPath) on the pages, each rule within RULE_TIME_BUDGET and all
+    within IMPORT_TIME_BUDGET: run in a forked child that is killed at the budget (libxml2 cannot stop an XPath),
+    or in this process, checked after each rule, where fork is not available."""
+    if not pages:
+        return {number: (0, "") for number, _ in rules}
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return _run_rules_here(pages, rules, source)
+    context = multiprocessing.get_context("fork")
+    reader, writer = context.Pipe(duplex=False)
+    child = context.Process(target=_rules_child, args=(pages, rules, source, writer), daemon=True)
+    child.start()
+    writer.close()
+    results: dict[int, tuple[int, str]] = {}
+    expressions = dict(rules)
+    current, started, everything = None, time.monotonic(), time.monotonic() + config.IMPORT_TIME_BUDGET
+    try:
+        while True:
+            left = min(started + config.RULE_TIME_BUDGET, everything) - time.monotonic()
+            if left <= 0 or not reader.poll(left):
+                raise _too_slow(source, current, expressions.get(current, ""), len(pages))
+            message = reader.recv()
+            if message[0] == "start":
+                current, started = message[1], time.monotonic()
+            elif message[0] == "done":
+                results[message[1]] = (message[2], message[3])
+            elif message[0] == "error":
+                raise RuleError(message[1])
+            else:
+                return results
+    except EOFError:
+        raise RuleError(f"{source}: rule {current}: running its XPath ended the measuring process; check the rule")\
+            from None
+    finally:
+        if child.is_alive():
+            child.kill()
+        child.join()
+        reader.close()
+
+
+def _rules_child(pages: Sequence[Segmented], rules: list[tuple[int, str]], source: str, writer) -> None:
+    try:
+        for number, expression in rules:
+            writer.send(("start", number))
+            writer.send(("done", number, *_run_rule(pages, expression, f"{source}: rule {number}")))
+        writer.send(("end",))
+    except RuleError as e:
+        writer.send(("error", str(e)))
+    finally:
+        writer.close()
+
+
+def _run_rules_here(pages: Sequence[Segmented], rules: list[tuple[int, str]],
+                    source: str) -> dict[int, tuple[int, str]]:
+    results = {}
+    for number, expression in rules:
+        started = time.monotonic()
+        results[number] = _run_rule(pages, expression, f"{source}: rule {number}")
+        if time.monotonic() - started > config.RULE_TIME_BUDGET:
+            raise _too_slow(source, number, expression, len(pages))
+    return results
+
+
+def _too_slow(source: str, number: int | None, expression: str, pages: int) -> RuleError:
+    return RuleError(f"{source}: rule {number}: XPath {expression!r} ran over {config.RULE_TIME_BUDGET:g} s on the "
+                     f"site's {pages} sample pages; extraction would run it on every page: write a cheaper XPath "
+                     "(a path from an element with an id, no // inside a [predicate])")
+
+
+def _run_rule(pages: Sequence[Segmented], expression: str, where: str) -> tuple[int, str]:
+    xpath = etree.XPath(expression)
     hits, sample = 0, ""
     for seg in pages:
         found = xpath(seg.root)
         if not isinstance(found, list) or any(not isinstance(e, etree._Element) for e in found):
-            raise RuleError(f"{where}: XPath {rule.xpath!r} selects text, attributes or a value on "
+            raise RuleError(f"{where}: XPath {expression!r} selects text, attributes or a value on "
                             f"{seg.page.url}, not elements (column 1); select the elements themselves")
         if found:
             hits += 1
             sample = sample or " ".join(" ".join(found[0].itertext()).split())[:SAMPLE_CHARS]
-    support = round(hits / len(pages), 4) if pages else rule.support
-    return dataclasses.replace(rule, support=support, sample=sample or rule.sample)
+    return hits, sample
 
 
 def _usable_segment(stored: page_store.StoredPage) -> Segmented | None:
@@ -438,7 +528,8 @@ def remove_pinned(db: sqlite_utils.Database, site: str) -> int:
         removed = pin_store.remove_pins(db, site)
         db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        if db.conn.in_transaction:  # SQLite ends it itself on some errors (a full disk)
+            db.execute("ROLLBACK")
         raise
     if not removed:
         raise InputError(f"site {site!r} has no pinned rules; `templater rules list --db DB` shows which have")

@@ -33,8 +33,18 @@ _UNCLOSED_TITLE = re.compile(rb"(<title[^>]*>[^<\n]*)", re.IGNORECASE)
 MAX_TITLE_CHARS = 1000  # a longer <title> text means the tag was never closed
 
 # lxml.etree's parser, not lxml.html's: html's element classes cost a Python call per element proxy.
+# huge_tree=False (lxml's default, said here on purpose): libxml2 keeps its limits on depth (config.MAX_DEPTH) and
+# on the size of one text node.
 _PARSER = etree.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True, no_network=True,
-                           default_doctype=False)
+                           default_doctype=False, huge_tree=False)
+
+# markup_counts' tokens (ASCII whitespace as C's isspace has it)
+_TAG_NAME = re.compile(rb"[^ \t\n\r\x0b\x0c>/]*")
+_GAP = re.compile(rb"[ \t\n\r\x0b\x0c/]*")
+_ATTRIBUTE_NAME = re.compile(rb"[^ \t\n\r\x0b\x0c>/=]*")
+_SPACES = re.compile(rb"[ \t\n\r\x0b\x0c]*")
+_UNQUOTED = re.compile(rb"[^ \t\n\r\x0b\x0c>]*")
+_RAW_TEXT_END = {b"script": re.compile(rb"</script", re.IGNORECASE), b"style": re.compile(rb"</style", re.IGNORECASE)}
 
 
 def clean_text(markup: str) -> bytes:
@@ -55,13 +65,87 @@ def clean_utf8(data: bytes) -> bytes:
     return data.translate(_CONTROL_TO_SPACE)
 
 
+def parse_checked(markup: str | bytes, *, limits: bool = True) -> tuple[etree._Element | None, str | None]:
+    """``parse_html`` with the page limits checked on the bytes before lxml sees them (unless not ``limits``):
+    (tree, None), (None, why the page is over a limit), or (None, None) when nothing parses."""
+    data = clean_utf8(markup) if isinstance(markup, bytes) else clean_text(markup)
+    problem = over_limits(data) if limits else None
+    if problem is not None:
+        return None, problem
+    return _parse_clean(data), None
+
+
+def over_limits(data: bytes) -> str | None:
+    """Why markup is over config's page limits (start tags, attributes of one tag, attributes), or None."""
+    tags, attributes, total = markup_counts(data)
+    if tags > config.MAX_START_TAGS:
+        return f"{tags} start tags (limit {config.MAX_START_TAGS})"
+    if attributes > config.MAX_ATTRIBUTES:
+        return f"{attributes} attributes in one tag (limit {config.MAX_ATTRIBUTES})"
+    if total > config.MAX_PAGE_ATTRIBUTES:
+        return f"{total} attributes (limit {config.MAX_PAGE_ATTRIBUTES})"
+    return None
+
+
+def markup_counts(data: bytes) -> tuple[int, int, int]:
+    """(start tags, most attributes in one start tag, attributes) of markup, read as an HTML tokenizer reads tags: "<" and an
+    ASCII letter opens one, a quoted attribute value runs to its closing quote; comments and the raw text of script
+    and style elements hold no tags. One pass, in C where compiled."""
+    if native.walk is not None:
+        return native.walk.markup_counts(data)
+    return _markup_counts_plain(data)
+
+
+def _markup_counts_plain(data: bytes) -> tuple[int, int, int]:
+    size, at, tags, most, total = len(data), 0, 0, 0, 0
+    while (at := data.find(b"<", at) + 1) > 0:
+        if data.startswith(b"!--", at):
+            end = data.find(b"-->", at + 3)
+            at = size if end < 0 else end + 3
+            continue
+        if at >= size or not (65 <= data[at] <= 90 or 97 <= data[at] <= 122):
+            continue
+        tags += 1
+        name = at
+        at = _TAG_NAME.match(data, at).end()
+        raw = _RAW_TEXT_END.get(data[name:at].lower())
+        attributes = 0
+        while True:
+            at = _GAP.match(data, at).end()
+            if at >= size:
+                break
+            if data[at] == 62:  # ">"
+                at += 1
+                break
+            attributes += 1
+            at = _SPACES.match(data, _ATTRIBUTE_NAME.match(data, at + 1).end()).end()
+            if at < size and data[at] == 61:  # "="
+                at = _SPACES.match(data, at + 1).end()
+                if at < size and data[at] in (34, 39):  # a quoted value
+                    end = data.find(data[at:at + 1], at + 1)
+                    at = size if end < 0 else end + 1
+                else:
+                    at = _UNQUOTED.match(data, at).end()
+        most = max(most, attributes)
+        total += attributes
+        if raw is not None and at < size:
+            end = raw.search(data, at)
+            at = size if end is None else end.end()
+        if at >= size:
+            break
+    return tags, most, total
+
+
 def parse_html(markup: str | bytes) -> etree._Element | None:
     """Parse HTML into an lxml tree with non-content elements removed; None if nothing parses.
 
     ``markup`` is decoded text, or UTF-8 bytes known to be valid (a stored page's, ``StoredPage.html_bytes``):
     both give lxml the same bytes for the same page.
     """
-    markup = clean_utf8(markup) if isinstance(markup, bytes) else clean_text(markup)
+    return _parse_clean(clean_utf8(markup) if isinstance(markup, bytes) else clean_text(markup))
+
+
+def _parse_clean(markup: bytes) -> etree._Element | None:
     root = _parse(markup)
     if root is not None and _swallowed_by_title(root):
         repaired = _parse(_UNCLOSED_TITLE.sub(rb"\1</title>", markup, count=1))

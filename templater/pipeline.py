@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import random
+import sqlite3
+import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -21,7 +23,7 @@ import sqlite_utils
 from store import pages as page_store
 from store import pins as pin_store
 from store import templates as template_store
-from store.db import open_db
+from store.db import describe_error, open_db  # noqa: F401 -- describe_error: for the CLI
 
 from . import config, dedup, fallback, signature_run
 from .blocks import segment
@@ -30,7 +32,7 @@ from .encoding import decode_page
 from .errors import InputError
 from .extract import CompiledTemplate, extract_page
 from .grouping import assign_groups, cluster_layouts, host_of, layout_containment, match_prefix, shape_set
-from .parse import parse_html
+from .parse import parse_checked
 from .sources import check_input, input_format, iter_records
 from .template import learn_template
 from .types import Extraction, Page, RawPage, Segmented, Skip, Template
@@ -38,6 +40,10 @@ from .types import Extraction, Page, RawPage, Segmented, Skip, Template
 log = logging.getLogger(__name__)
 
 BATCH_PAGES = 200  # pages per committed transaction
+# What one record's values can make SQLite raise (the record is skipped; the batch goes on). A full disk, a lock or
+# a read-only file (sqlite3.OperationalError) is the store's failure, not the record's: it ends the command.
+RECORD_DATA_ERRORS = (sqlite3.DataError, sqlite3.IntegrityError, sqlite3.InterfaceError, sqlite3.ProgrammingError,
+                      UnicodeError, OverflowError, ValueError)
 LAYOUT_SHAPE_SHARE = 0.5  # a tag path on this share of a cluster's pages belongs to its layout signature
 
 Progress = Callable[[int, int | None], None]  # (items done so far, total if known)
@@ -77,25 +83,59 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def open_store(path: str | Path, *, create: bool = True) -> sqlite_utils.Database:
-    """Open a templater database and bring its schema up to date."""
-    db = open_db(path, create=create)
+def open_store(path: str | Path, *, create: bool = True, readonly: bool = False) -> sqlite_utils.Database:
+    """Open a templater database and bring its schema up to date; ``readonly``: never write to it (the commands
+    that only read), a schema the file lacks is seen as empty tables."""
+    db = open_db(path, create=create, readonly=readonly)
     page_store.ensure_schema(db)
     template_store.ensure_schema(db)
     pin_store.ensure_schema(db)
     return db
 
 
-def segment_page(page: Page) -> Segmented | Skip:
+def segment_page(page: Page, *, started: float | None = None, limits: bool = True) -> Segmented | Skip:
     """Parse and segment a page (decoded, or a stored page's UTF-8 bytes); a Skip with the reason when it yields
-    nothing to work with."""
-    root = parse_html(page.html)
+    nothing to work with, is over a page limit (``limits``: stored pages were checked when they were ingested) or
+    the time budget (counted from ``started``, a perf_counter reading, else from now), or fails in any way (reason
+    "error": an exception never ends a run)."""
+    started = time.perf_counter() if started is None else started
+    try:
+        return _segment_page(page, started, limits)
+    except Exception as exc:  # noqa: BLE001 -- one page's failure is that page's skip, with the exception named
+        return error_skip(page.id, page.url, exc)
+
+
+def _segment_page(page: Page, started: float, limits: bool) -> Segmented | Skip:
+    root, problem = parse_checked(page.html, limits=limits)
+    if problem is not None:
+        return Skip("over-limit", page.url, problem, id=page.id, url=page.url)
     if root is None:
         return Skip("unparsable", page.url, "lxml built no tree", id=page.id, url=page.url)
+    late = over_time(page.id, page.url, started, "parse")
+    if late is not None:
+        return late
     seg = segment(root, page)
     if not seg.blocks:
         return Skip("no-text", page.url, "no text blocks in the body", id=page.id, url=page.url)
-    return seg
+    if len(seg.blocks) > config.MAX_BLOCKS:
+        return Skip("over-limit", page.url, f"{len(seg.blocks)} blocks (limit {config.MAX_BLOCKS})", id=page.id,
+                    url=page.url)
+    return over_time(page.id, page.url, started, "segment") or seg
+
+
+def over_time(page_id: str, url: str, started: float, stage: str) -> Skip | None:
+    """An "over-time" Skip when the page's work since ``started`` passed the time budget, else None."""
+    spent = time.perf_counter() - started
+    if spent <= config.PAGE_TIME_BUDGET:
+        return None
+    return Skip("over-time", url, f"{spent:.1f} s by the end of {stage} (budget {config.PAGE_TIME_BUDGET:g} s)",
+                id=page_id, url=url)
+
+
+def error_skip(page_id: str | None, url: str | None, exc: BaseException) -> Skip:
+    """The Skip of a record whose processing raised: reason "error", the exception named in the detail."""
+    log.warning("%s: %s while processing it: %s", url or page_id, type(exc).__name__, exc)
+    return Skip("error", url or page_id or "", f"{type(exc).__name__}: {exc}"[:300], id=page_id, url=url)
 
 
 class _Batch:
@@ -122,7 +162,7 @@ class _Batch:
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is None:
             self.commit()
-        elif self.pending:
+        elif self.pending and self.db.conn.in_transaction:  # SQLite ends it itself on some errors (a full disk)
             self.db.execute("ROLLBACK")
 
 
@@ -156,21 +196,34 @@ def _ingest_one(db: sqlite_utils.Database, item, batch: _Batch) -> str | Skip:
                                url=seg.url, now=stamp)
         return seg
     page = seg.page
-    host = host_of(page.url)
-    data, digest = page_store.encode_page(page.html)
+    try:
+        host = host_of(page.url)
+        data, digest = page_store.encode_page(page.html)
+        hashes, shapes, chars = seg.vector, block_shapes(seg), sum(len(b.text) for b in seg.blocks)
+    except Exception as exc:  # noqa: BLE001 -- one record's failure is its skip
+        return _ingest_one(db, error_skip(page.id, page.url, exc), batch)
     batch.write()
-    return page_store.upsert_page(
-        db, id=page.id, url=page.url, host=host, html=data, digest=digest, fetched_at=page.fetched_at,
-        encoding=page.encoding, hashes=seg.vector, shapes=block_shapes(seg),
-        text_chars=sum(len(b.text) for b in seg.blocks), now=stamp)
+    try:  # one statement: when the record's values fail, nothing of it was written and the batch goes on
+        return page_store.upsert_page(
+            db, id=page.id, url=page.url, host=host, html=data, digest=digest, fetched_at=page.fetched_at,
+            encoding=page.encoding, hashes=hashes, shapes=shapes, text_chars=chars, now=stamp)
+    except RECORD_DATA_ERRORS as exc:
+        return _ingest_one(db, error_skip(page.id, page.url, exc), batch)
 
 
 def prepare_record(item: RawPage | Skip) -> Segmented | Skip:
-    """A record as ingest sees it: decoded and segmented, or a Skip with the reason (named by the record's source)."""
-    page = item if isinstance(item, Skip) else decode_page(item)
+    """A record as ingest sees it: decoded and segmented, or a Skip with the reason (named by the record's source;
+    an exception included)."""
+    if isinstance(item, Skip):
+        return item
+    started = time.perf_counter()
+    try:
+        page = decode_page(item)
+    except Exception as exc:  # noqa: BLE001 -- one record's failure is its skip
+        return error_skip(item.id, item.url, exc)
     if isinstance(page, Skip):
         return page
-    seg = segment_page(page)
+    seg = segment_page(page, started=started)
     return dataclasses.replace(seg, source=item.source) if isinstance(seg, Skip) else seg
 
 
@@ -223,7 +276,8 @@ def learn_group(db: sqlite_utils.Database, group: str, ids: list[str], settings:
         page_store.assign_sites(db, assignments)
         db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        if db.conn.in_transaction:  # SQLite ends it itself on some errors (a full disk)
+            db.execute("ROLLBACK")
         raise
     return summary
 
@@ -258,7 +312,17 @@ def _learn_cluster(db: sqlite_utils.Database, group: str, layout: int, ids: list
         summary.counts["pages without template"] += len(ids)
         return None
     pages = page_store.load_pages(db, learn_sample(ids, settings))
-    template = learn_cluster(group, layout, [stored_segment(p) for p in pages], settings, reason=reason)
+    segs = [stored_segment(p) for p in pages]
+    too_long = sum(1 for s in segs if isinstance(s, Segmented) and len(s.blocks) > config.MAX_LEARN_BLOCKS)
+    if too_long:
+        summary.counts["pages too long to learn from"] += too_long
+    try:
+        template = learn_cluster(group, layout, segs, settings, reason=reason)
+    except Exception as exc:  # noqa: BLE001 -- one cluster's failure leaves it without a template, not the build
+        log.warning("%s: learning layout %d failed (%s: %s): its pages go without a template", group, layout,
+                    type(exc).__name__, exc)
+        summary.counts["templates failed"] += 1
+        template = None
     if template is None:
         summary.counts["pages without template"] += len(ids)
         return None
@@ -268,7 +332,8 @@ def _learn_cluster(db: sqlite_utils.Database, group: str, layout: int, ids: list
                                                   layout_shapes=layout_signature(sets), settings=asdict(settings))
         db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        if db.conn.in_transaction:  # SQLite ends it itself on some errors (a full disk)
+            db.execute("ROLLBACK")
         raise
     summary.counts["templates learned" if written else "templates unchanged"] += 1
     summary.counts["pages with template"] += len(ids)
@@ -288,7 +353,7 @@ def learn_cluster(group: str, layout: int, segs: Sequence[Segmented | Skip], set
                   reason: str = "learned") -> Template | None:
     """The template of one layout cluster from its sampled pages (in ``learn_sample`` order), or None when too few
     of them could be segmented."""
-    segs = [s for s in segs if isinstance(s, Segmented)]
+    segs = [s for s in segs if isinstance(s, Segmented) and len(s.blocks) <= config.MAX_LEARN_BLOCKS]
     if len(segs) < settings.min_template_pages:
         return None
     return learn_template(segs, site=site_name(group, layout), layout=layout, settings=settings, reason=reason)
@@ -301,11 +366,11 @@ def layout_signature(sets: list[np.ndarray]) -> np.ndarray:
     return np.array(sorted(x for x, n in counts.items() if n >= need), dtype=np.uint32)
 
 
-def stored_segment(stored: page_store.StoredPage) -> Segmented | Skip:
+def stored_segment(stored: page_store.StoredPage, *, started: float | None = None) -> Segmented | Skip:
     """Parse and segment a stored page from its stored UTF-8 bytes (never decoded)."""
     page = Page(id=stored.id, url=stored.url, html=stored.html_bytes, fetched_at=stored.fetched_at,
                 encoding=stored.encoding or "utf-8")
-    return segment_page(page)
+    return segment_page(page, started=started, limits=False)
 
 
 def segment_file(path: Path, *, url: str | None = None) -> Segmented:
@@ -368,16 +433,19 @@ def best_layout(seg: Segmented, layouts: Sequence[tuple[np.ndarray, CompiledTemp
 
 def extract(db: sqlite_utils.Database, *, method: str = "auto", ids: Sequence[str] | None = None,
             settings: LearnSettings = LearnSettings(), index: bool = False, progress: Progress | None = None,
-            weights: fallback.ann.Weights | None = None, q: float = fallback.FDR_Q) -> Iterator[Extraction]:
+            weights: fallback.ann.Weights | None = None, q: float = fallback.FDR_Q,
+            skipped: Counter | None = None) -> Iterator[Extraction]:
     """Extract every stored page (or the given ids) with its template, store the result, and yield it.
 
     With ``index``, the extracted texts also go into the near-duplicate index, one batch per committed batch.
-    ``weights`` and ``q`` go to the single-page classifier (``extract.extract_page``).
+    ``weights`` and ``q`` go to the single-page classifier (``extract.extract_page``). A page that fails (over the
+    time budget, an exception) is recorded as a skip and counted in ``skipped``.
     """
     if ids is None:
         ids = [pid for pid, _, _ in page_store.iter_page_keys(db)]
     results = _extract_stored(db, ids, method=method, settings=settings, progress=progress,
-                              classifier={"weights": weights, "q": q})
+                              classifier={"weights": weights, "q": q},
+                              skipped=Counter() if skipped is None else skipped)
     if not index:
         yield from results
         return
@@ -439,6 +507,22 @@ def _utc_iso(text: str) -> str:
     return moment.astimezone(timezone.utc).isoformat(timespec="seconds")
 
 
+def extract_stored_page(stored: page_store.StoredPage, index: TemplateIndex, *, method: str,
+                        settings: LearnSettings, classifier: dict | None = None) -> Extraction | Skip:
+    """One stored page extracted with its template; a Skip when it fails or goes over the time budget."""
+    started = time.perf_counter()
+    seg = stored_segment(stored, started=started)
+    if isinstance(seg, Skip):
+        return seg
+    try:
+        compiled = index.find(seg, stored.site, threshold=settings.layout_match)
+        result = extract_page(seg, compiled, site=stored.site or stored.group_key, method=method,
+                              **(classifier or {}))
+    except Exception as exc:  # noqa: BLE001 -- one page's failure is its skip
+        return error_skip(stored.id, stored.url, exc)
+    return over_time(stored.id, stored.url, started, "extract") or result
+
+
 def _index(db: sqlite_utils.Database, results: list[Extraction]) -> None:
     """Extracted texts into the near-duplicate index and into every signature index the database has."""
     items = [dedup.TextItem(r.id, r.url, r.text, r.boilerplate_chars) for r in results]
@@ -447,16 +531,19 @@ def _index(db: sqlite_utils.Database, results: list[Extraction]) -> None:
 
 
 def _extract_stored(db: sqlite_utils.Database, ids: Sequence[str], *, method: str, settings: LearnSettings,
-                    progress: Progress | None, classifier: dict) -> Iterator[Extraction]:
+                    progress: Progress | None, classifier: dict, skipped: Counter) -> Iterator[Extraction]:
     index = TemplateIndex(db)
     with _Batch(db) as batch:
         for done, stored in enumerate(page_store.load_pages(db, ids), 1):
-            seg = stored_segment(stored)
-            if isinstance(seg, Skip):
-                continue
-            compiled = index.find(seg, stored.site, threshold=settings.layout_match)
-            result = extract_page(seg, compiled, site=stored.site or stored.group_key, method=method, **classifier)
+            result = extract_stored_page(stored, index, method=method, settings=settings, classifier=classifier)
             batch.write()
+            if isinstance(result, Skip):
+                page_store.record_skip(db, source=result.source, reason=result.reason, detail=result.detail,
+                                       page_id=result.id, url=result.url, now=now())
+                skipped[result.reason] += 1
+                if progress:
+                    progress(done, len(ids))
+                continue
             page_store.save_extraction(db, page_id=result.id, site=result.site, method=result.method,
                                        template=result.template, coverage=result.coverage, text=result.text,
                                        boilerplate_chars=result.boilerplate_chars, digest=stored.content_hash,

@@ -27,6 +27,7 @@ import hashlib
 import json
 import logging
 import sqlite3
+import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -239,6 +240,15 @@ class _Crawl:
         return batch
 
     def _classify(self, record, state: dict) -> _Fetched:
+        """The record classified (and extracted when it changed); any exception makes it a skip ("error")."""
+        try:
+            return self._classify_record(record, state)
+        except Exception as exc:  # noqa: BLE001 -- one record's failure is its skip, never the run's end
+            return _Fetched("skip", skip=pipeline.error_skip(getattr(record, "id", None), getattr(record, "url", None),
+                                                              exc))
+
+    def _classify_record(self, record, state: dict) -> _Fetched:
+        started = time.perf_counter()
         page = record if isinstance(record, Skip) else decode_page(record)
         if isinstance(page, Skip):
             return _Fetched("skip", skip=page)
@@ -247,7 +257,7 @@ class _Crawl:
         if known is not None and known[0] == digest and not known[1]:
             return _Fetched("unchanged", id=page.id, url=page.url, fetched_at=page.fetched_at, digest=digest,
                             group=known[2] or self._group_of(page.url, page.id), site=known[3])
-        seg = pipeline.segment_page(page)
+        seg = pipeline.segment_page(page, started=started)
         if isinstance(seg, Skip):
             return _Fetched("skip", skip=dataclasses.replace(seg, source=record.source))
         kind = "new" if known is None else "revived" if known[1] else "changed"
@@ -255,6 +265,9 @@ class _Crawl:
         compiled = self._choose_template(seg, known[3] if known else None)
         site = compiled.template.site if compiled is not None else None
         result = extract_page(seg, compiled, site=site or group, method=self.method)
+        late = pipeline.over_time(page.id, page.url, started, "extract")
+        if late is not None:
+            return _Fetched("skip", skip=late)
         shapes = pipeline.block_shapes(seg)
         return _Fetched(kind, id=page.id, url=page.url, fetched_at=page.fetched_at, html=data,
                         encoding=page.encoding, digest=digest, hashes=seg.vector, shapes=shapes,
@@ -452,9 +465,14 @@ class _Crawl:
                 if isinstance(seg, Skip):
                     continue
                 site = sites[stored.id]
-                compiled = self.index.find(seg, site, threshold=self.settings.layout_match)
-                results.append((extract_page(seg, compiled, site=site or stored.site or stored.group_key,
-                                             method=self.method), stored.content_hash))
+                try:
+                    compiled = self.index.find(seg, site, threshold=self.settings.layout_match)
+                    result = extract_page(seg, compiled, site=site or stored.site or stored.group_key,
+                                          method=self.method)
+                except Exception as exc:  # noqa: BLE001 -- the page keeps its last extraction
+                    pipeline.error_skip(stored.id, stored.url, exc)
+                    continue
+                results.append((result, stored.content_hash))
             with transaction(self.db):
                 now = self.clock()
                 for result, digest in results:

@@ -59,6 +59,7 @@ _HTTP_HEAD = re.compile(r"\A\s*HTTP/\d(?:\.\d)?[ \t]+(\d{3})[^\r\n]*\r?\n")  # s
 _HEADER_END = re.compile(r"\r?\n\r?\n")
 _HEADER_LINE = re.compile(r"^([!#$%&'*+.^_`|~0-9A-Za-z-]+)[ \t]*:[ \t]*(.*?)[ \t]*$")
 _WARC_PAGE_TYPES = ("response", "resource")  # records that may hold a page; "revisit" is counted as a skip
+_SURROGATE = re.compile("[\ud800-\udfff]")  # code points UTF-8 cannot encode
 
 
 def iter_records(paths: Sequence[str | Path], *, site: str | None = None) -> Iterator[RawPage | Skip]:
@@ -150,10 +151,23 @@ def repair_url(url: object) -> str | None:
 
 def _iter_inputs(inputs: list[Path], site: str | None) -> Iterator[RawPage | Skip]:
     for path in inputs:
-        if path.is_dir():
-            yield from _iter_folder(path, site or folder_site(path))
-        else:
-            yield from _iter_file(path, page_id=f"{site}/{path.name}" if site else None)
+        records = _iter_folder(path, site or folder_site(path)) if path.is_dir() else _iter_file(
+            path, page_id=f"{site}/{path.name}" if site else None)
+        yield from _checked(records)
+
+
+def _checked(records: Iterator[RawPage | Skip]) -> Iterator[RawPage | Skip]:
+    return (record if isinstance(record, Skip) else check_text(record) for record in records)
+
+
+def check_text(page: RawPage) -> RawPage | Skip:
+    """The page, or a "bad-text" Skip when its id, URL or fetch time is not valid Unicode (a lone surrogate, from a
+    JSON escape such as \\udc80, that no UTF-8 store can keep)."""
+    for name in ("url", "id", "fetched_at"):
+        value = getattr(page, name)
+        if value is not None and not value.isascii() and _SURROGATE.search(value):
+            return Skip("bad-text", page.source, detail=f"{name} {value!r} holds a lone surrogate: not valid Unicode")
+    return page
 
 
 def folder_site(folder: Path) -> str:
@@ -180,9 +194,9 @@ def iter_file_bytes(name: str, data: bytes) -> Iterator[RawPage | Skip]:
     kind = input_format(PurePosixPath(name))
     stream = io.BufferedReader(io.BytesIO(data))
     if kind == "jsonl":
-        return _iter_jsonl_stream(stream, name)
+        return _checked(_iter_jsonl_stream(stream, name))
     if kind == "warc":
-        return _iter_warc_stream(stream, name, size=len(data))
+        return _checked(_iter_warc_stream(stream, name, size=len(data)))
     raise InputError(f"{name}: give JSON Lines (.jsonl, .jsonl.gz) or WARC (.warc, .warc.gz) files here")
 
 
@@ -225,7 +239,15 @@ def _iter_jsonl_stream(raw: io.BufferedIOBase, path: Path | str) -> Iterator[Raw
 
 
 def _json_record(line: bytes, source: str) -> RawPage | Skip:
-    """One JSON Lines record -> RawPage, or a Skip: bad-record (not a JSON object, no html), bad-url, empty."""
+    """One JSON Lines record -> RawPage, or a Skip: bad-record (not a JSON object, no html, or any failure to read
+    it), bad-url, empty."""
+    try:
+        return _json_page(line, source)
+    except Exception as exc:  # noqa: BLE001 -- one line's failure is its skip, never the run's end
+        return Skip("bad-record", source, detail=f"unreadable record ({type(exc).__name__}: {exc})"[:300])
+
+
+def _json_page(line: bytes, source: str) -> RawPage | Skip:
     record = _json_object(line)
     if isinstance(record, str):
         return Skip("bad-record", source, detail=record)
@@ -280,6 +302,8 @@ def _json_object(line: bytes) -> dict | str:
         record = json.loads(line.decode("utf-8", "replace").removeprefix("\ufeff"))
     except ValueError as exc:
         return f"not JSON ({exc})"
+    except RecursionError:
+        return "JSON nested too deeply to read"
     return record if isinstance(record, dict) else f"a JSON {type(record).__name__}, not an object"
 
 
@@ -317,9 +341,13 @@ def _iter_warc_stream(stream: io.BufferedIOBase, path: Path | str, *, size: int)
             yield _warc_broken(path, number, "not a whole WARC record (no WARC-Type or Content-Length)")
             return
         source = f"{path}#{number}"
-        page = _warc_revisit(record, source) or _warc_page(record, source)
-        if page is None:  # not a page, but a cut record all the same
-            page = _check_whole(record, source, url=None)
+        try:
+            page = _warc_revisit(record, source) or _warc_page(record, source)
+            if page is None:  # not a page, but a cut record all the same
+                page = _check_whole(record, source, url=None)
+        except Exception as exc:  # noqa: BLE001 -- warcio raises many types on broken input; kept in detail
+            yield _warc_broken(path, number, f"unreadable WARC record ({type(exc).__name__}: {exc})")
+            return
         if page is not None:
             yield page
     if records.offset < size:  # the iterator stopped short of the end: a member or record was cut

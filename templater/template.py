@@ -22,6 +22,7 @@ from lxml import etree
 
 from . import native
 from .align import lcs_length, lcs_pairs
+from .blocks import fill_xpaths
 from .config import LearnSettings
 from .types import Block, Rule, Segmented, Template
 
@@ -57,6 +58,8 @@ def learn_template(pages: Sequence[Segmented], *, site: str, version: int = 1, l
                    settings: LearnSettings = LearnSettings(), reason: str = "learned") -> Template:
     """Learn a site layout's template from its pages (at least settings.min_template_pages of them)."""
     page_count = len(pages)
+    for seg in pages:
+        fill_xpaths(seg.blocks)  # linear in the blocks: the XPaths are read for every block below
     pages = distinct_pages(pages)
     static = static_hashes(pages, settings)
     reference, support = align_static(pages, static)
