@@ -8,6 +8,7 @@ import json
 import os
 import logging
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Optional
@@ -119,14 +120,37 @@ def write_jsonl(stream, record: dict) -> None:
     stream.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
-def extract_all(store, output: Optional[Path], *, fallback: str, index: bool, quiet: bool) -> None:
-    """Extract every stored page to JSON Lines (the shared body of `extract` and `run`)."""
+def extract_all(store, output: Optional[Path], *, fallback: str, index: bool, quiet: bool,
+                drop_duplicates: bool = False) -> None:
+    """Extract every stored page to JSON Lines (the shared body of `extract` and `run`). With ``drop_duplicates``
+    the lines wait in a temporary file until the index has every page, then only pages that are not a cluster's
+    non-canonical member are written."""
+    if drop_duplicates and not index:
+        raise InputError("--drop-duplicates needs the near-duplicate index: leave out --no-index")
     summary = pipeline.Summary()
-    with progress_bar("extract", quiet) as progress, output_stream(output) as stream:
-        for result in pipeline.extract(store, method=fallback, index=index, progress=progress):
-            write_jsonl(stream, result.to_json())
-            summary.counts[result.method] += 1
+    with contextlib.ExitStack() as stack:
+        stream = stack.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8")) if drop_duplicates else \
+            stack.enter_context(output_stream(output))
+        with progress_bar("extract", quiet) as progress:
+            for result in pipeline.extract(store, method=fallback, index=index, progress=progress):
+                write_jsonl(stream, result.to_json())
+                summary.counts[result.method] += 1
+        if drop_duplicates:
+            stream.seek(0)
+            summary.counts["duplicate"] = copy_without(stream, output, dedup.duplicate_ids(store))
     report("extract", summary, quiet)
+
+
+def copy_without(lines, output: Optional[Path], dropped: set[str]) -> int:
+    """Copy JSON Lines to the output, leaving out records whose id is in ``dropped``; returns how many."""
+    left_out = 0
+    with output_stream(output) as stream:
+        for line in lines:
+            if json.loads(line)["id"] in dropped:
+                left_out += 1
+                continue
+            stream.write(line)
+    return left_out
 
 
 def read_labelled(path: Path) -> list[dict]:
@@ -194,6 +218,9 @@ def build(db: Path = DbOption, quiet: bool = QuietOption) -> None:
 
 
 IndexOption = typer.Option(True, "--index/--no-index", help="Add the extracted texts to the near-duplicate index.")
+DropDuplicatesOption = typer.Option(False, "--drop-duplicates",
+                                    help="Write one page a near-duplicate cluster (its canonical page): a "
+                                         "deduplicated corpus. Needs the index.")
 def check_fallback(value: str) -> str:
     if value not in (*fallback.METHODS, NO_CLASSIFIER):
         raise typer.BadParameter(f"{value!r}: choose one of {', '.join((*fallback.METHODS, NO_CLASSIFIER))}")
@@ -208,32 +235,37 @@ OutputOption = typer.Option(None, "--output", "-o", help="JSON Lines output file
 
 @app.command()
 def extract(db: Path = DbOption, output: Optional[Path] = OutputOption, fallback: str = FallbackOption,
-            index: bool = IndexOption, quiet: bool = QuietOption) -> None:
+            index: bool = IndexOption, drop_duplicates: bool = DropDuplicatesOption,
+            quiet: bool = QuietOption) -> None:
     """Extract the main content of every stored page as JSON Lines.
 
-    Each line: {"id", "url", "site", "text", "method", "template", "coverage"}.
+    Each line: {"id", "url", "site", "text", "method", "template", "coverage"}. With --drop-duplicates, pages
+    that are near-duplicates of another page (not their cluster's canonical page) are left out.
 
     Example: templater extract --db crawl.db --output extracted.jsonl
     """
     with handled_errors():
         store = pipeline.open_store(db, create=False)
-        extract_all(store, output, fallback=fallback, index=index, quiet=quiet)
+        extract_all(store, output, fallback=fallback, index=index, quiet=quiet, drop_duplicates=drop_duplicates)
 
 
 @app.command()
 def run(inputs: list[Path] = InputsArgument, db: Path = DbOption, output: Optional[Path] = OutputOption,
-        fallback: str = FallbackOption, index: bool = IndexOption, quiet: bool = QuietOption) -> None:
+        fallback: str = FallbackOption, index: bool = IndexOption, drop_duplicates: bool = DropDuplicatesOption,
+        quiet: bool = QuietOption) -> None:
     """Ingest, learn templates and extract, in one go.
 
     Example: templater run samples/pages.jsonl.gz --db samples.db --output extracted.jsonl
     """
     with handled_errors():
+        if drop_duplicates and not index:
+            raise InputError("--drop-duplicates needs the near-duplicate index: leave out --no-index")
         store = pipeline.open_store(db)
         with progress_bar("ingest", quiet) as progress:
             report("ingest", pipeline.ingest(store, inputs, progress=progress), quiet)
         with progress_bar("build", quiet) as progress:
             report("build", pipeline.build(store, progress=progress), quiet)
-        extract_all(store, output, fallback=fallback, index=index, quiet=quiet)
+        extract_all(store, output, fallback=fallback, index=index, quiet=quiet, drop_duplicates=drop_duplicates)
 
 
 @app.command()
@@ -304,20 +336,23 @@ DupsMethodOption = typer.Option(
 
 
 @app.command()
-def dups(db: Path = DbOption, output: Optional[Path] = OutputOption, method: str = DupsMethodOption) -> None:
+def dups(db: Path = DbOption, output: Optional[Path] = OutputOption, method: str = DupsMethodOption,
+         canonical_only: bool = typer.Option(False, "--canonical-only",
+                                             help="One line a cluster: its canonical page.")) -> None:
     """Pages in near-duplicate clusters, as JSON Lines: {"id", "url", "cluster", "canonical", "similarity"}.
 
     With --method minhash (the default) clusters come from the near-duplicate index and similarity is to the
-    canonical page. With a signature method, pages that share a signature form a cluster (connected components)
-    and similarity is 1.0 for a page sharing a signature with the canonical page (0.0 when linked to it only
-    through other pages, which only lex-rand can do). The canonical page is the first seen, then the one with
+    canonical page (by the index's measure: containment by default). With a signature method, pages that share a
+    signature form a cluster (connected components) and similarity is 1.0 for a page sharing a signature with the
+    canonical page (0.0 when linked to it only through other pages, which only lex-rand can do). The canonical
+    page is the earliest on the web (fetched_at when known; minhash only), else the first seen, then the one with
     less boilerplate, then the shorter URL.
 
     Example: templater dups --db crawl.db --method tfidf --output dups.jsonl
     """
     with handled_errors():
         store = pipeline.open_store(db, create=False)
-        rows = signature_run.iter_signature_duplicates(store, method=method)
+        rows = signature_run.iter_signature_duplicates(store, method=method, canonical_only=canonical_only)
         with output_stream(output) as stream:
             for row in rows:
                 write_jsonl(stream, row)
@@ -385,7 +420,8 @@ def similar(target: str = typer.Argument(..., metavar="URL|FILE",
 
 @app.command("dups-settings")
 def dups_settings(db: Path = DbOption, as_json: bool = typer.Option(False, "--json", help="One JSON object.")) -> None:
-    """The near-duplicate index's settings, with the S-curve threshold (1/b)^(1/r) of its bands.
+    """The near-duplicate index's settings, with its S-curve: the probability that a pair of Jaccard J becomes a
+    candidate, 1 - (1 - J^rows)^bands, and its threshold (1/b)^(1/r).
 
     Example: templater dups-settings --db crawl.db
     """
@@ -394,8 +430,12 @@ def dups_settings(db: Path = DbOption, as_json: bool = typer.Option(False, "--js
     if as_json:
         write_jsonl(sys.stdout, described)
         return
+    curve = described.pop("s_curve")
     for key, value in described.items():
         typer.echo(f"{key}: {value}")
+    typer.echo("s_curve: P(candidate) = 1 - (1 - J^rows)^bands")
+    for jaccard, probability in curve.items():
+        typer.echo(f"  J {jaccard}  {probability:6.4f}  {'#' * round(40 * probability)}")
 
 
 

@@ -121,7 +121,7 @@ def test_settings_are_fixed_by_the_first_call(db):
     dedup.index_texts(db, corpus(seed=7)[:3], ShingleSettings(kind="char", n=7))
     described = dedup.describe_settings(db)
     assert described["kind"] == "char" and described["stored"] is True
-    assert described["s_curve_threshold"] == pytest.approx((1 / 16) ** (1 / 6), abs=1e-4)
+    assert described["s_curve_threshold"] == pytest.approx((1 / 16) ** (1 / ShingleSettings().rows), abs=1e-4)
     with pytest.raises(SettingsMismatchError, match="kind: 'char' != 'word'"):
         dedup.index_texts(db, corpus(seed=7)[3:4], ShingleSettings())
     dedup.index_texts(db, corpus(seed=7)[3:4])  # no settings: the stored ones
@@ -152,7 +152,7 @@ def test_exact_verification_stores_every_shingle_hash(db):
     items = corpus(seed=9)[:3]
     dedup.index_texts(db, items, ShingleSettings(verify="exact"))
     sizes = [n for (n,) in db.conn.execute("SELECT length(hashes) / 4 FROM lsh_shingles ORDER BY doc")]
-    assert sizes == [len(it.text.split()) - 4 for it in items]
+    assert sizes == [len(it.text.split()) - ShingleSettings().n + 1 for it in items]
     rows = list(dedup.iter_duplicates(db))
     assert len(rows) == 3 and all(r["similarity"] >= 0.8 for r in rows)
 
