@@ -17,13 +17,16 @@ Positive edit types (the copy goes under another URL of the same site, the page'
                         page's boilerplate text slots (menus, related links, footers) rewritten
     syndicated          the story on another site: a page of another site (3+ pages) keeps its template and
                         boilerplate, its article is replaced by this one's paragraphs under a new headline, and the
-                        story's last paragraph is replaced by another (at most LAST_SHARE of the story)
+                        story's last paragraph is replaced by another (at most LAST_SHARE of the story); the base
+                        is a page of a site with 3+ pages too (two sites, two templates)
 
 Hard negatives (pairs that must NOT be reported):
 
     same-site           every pair of two originals of one site (same template, same menu), except pairs that
                         are duplicates in the corpus itself (byte-identical HTML, one URL, or gold texts with
-                        word-5-gram containment of at least NATURAL_CONTAINMENT): those are true pairs
+                        word-5-gram containment of at least NATURAL_CONTAINMENT): those are true pairs. (A page
+                        built in another page's template is not paired with that page: what the host's article
+                        leaves outside the gold text, such as comments, stays on the built page.)
     follow-up           a new page on the base's site (another page's template) telling a later story: new
                         sentences with FOLLOW_UP_SHARE of its words the base's background paragraphs
     series              SERIES_PAGES pages on one site, each a different body of new sentences between the same
@@ -371,8 +374,6 @@ class TypedSet:
                 yield "follow-up", p.base, p.id
             elif p.kind == "series":
                 series[p.group].append(p)
-            if p.host is not None:
-                yield "same-site", p.host, p.id
         for pages in by_site.values():
             for k, a in enumerate(pages):
                 for b in pages[k + 1:]:
@@ -439,9 +440,12 @@ def build(corpus: Path, *, per_type: int, seed: int) -> TypedSet:
 
     stream = usable()
     hosts_sites = [s for s, members in site_pages.items() if len(members) >= 3]
+    templated = set(hosts_sites)
     for kind in EDITS:
         for _ in range(per_type):
             i = next(stream)
+            while kind == "syndicated" and originals[i].site not in templated:
+                i = next(stream)
             base, doc = originals[i], parsed[i]
             if kind == "syndicated":
                 page = _syndicate(rng, base, doc, originals, site_pages, hosts_sites, sentences, doc_of)
