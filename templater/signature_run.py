@@ -223,7 +223,8 @@ def _index_minhash(db: sqlite_utils.Database, params: dict | None, *, replace: b
     if replace:
         raise InputError("the minhash index cannot be replaced in place: its settings are fixed by its first "
                          "pages; index into a new --db")
-    settings = ShingleSettings.from_dict({**ShingleSettings().to_dict(), **params}) if params else None
+    defaults = {k: v for k, v in ShingleSettings().to_dict().items() if k != "measure"}  # its own default by verify
+    settings = ShingleSettings.from_dict({**defaults, **params}) if params else None
     counts, done = dedup.AddResult(), 0
     for batch in iter_extractions(db, batch_size=batch_size):
         result = dedup.index_texts(db, batch, settings, batch_size=batch_size)
