@@ -1,6 +1,6 @@
 """Near-duplicate quality: as people see near-duplicates (``--typed``), and against exact Jaccard >= 0.8.
 
-    python bench/neardup.py --typed [--per-type 100] [--seed 16] [--keep DIR]
+    python bench/neardup.py --typed [--per-type 100] [--seed 16] [--keep DIR [--reuse]]
     python bench/neardup.py [--corpus ../shared/corpus] [--variants 1000] [--seed 4] [--write-set FILE.jsonl.gz]
 
 ``--typed``: the typed truth set of ``bench/typed_set.py`` (every dev-corpus page, ``--per-type`` edited copies of
@@ -60,7 +60,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -261,13 +261,19 @@ PRECISION_GOAL = 0.995  # a held-out half chooses the lowest threshold with this
 ARTICLE_WORDS = MIN_WORDS  # a page whose gold text is shorter has no article: its same-site pairs are counted apart
 
 
-def run_cli(folder: Path, pages: Path) -> tuple[dict[str, str], dict[str, int], dict[str, str], float]:
-    """`templater run` then `templater dups`: (id -> extracted text, id -> cluster, cluster -> canonical, seconds)."""
+def run_cli(folder: Path, pages: Path, *, reuse: bool = False) -> tuple[dict[str, str], dict[str, int],
+                                                                         dict[str, str], float]:
+    """`templater run` then `templater dups`: (id -> extracted text, id -> cluster, cluster -> canonical, seconds).
+    With ``reuse``, the outputs already in ``folder`` are read instead."""
     templater = Path(sys.executable).with_name("templater")
     db, out, dups = folder / "typed.db", folder / "extracted.jsonl", folder / "dups.jsonl"
     began = time.perf_counter()
-    subprocess.run([str(templater), "run", str(pages), "--db", str(db), "--output", str(out), "--quiet"], check=True)
-    subprocess.run([str(templater), "dups", "--db", str(db), "--output", str(dups)], check=True)
+    if not reuse:
+        for path in (db, out, dups):
+            path.unlink(missing_ok=True)
+        subprocess.run([str(templater), "run", str(pages), "--db", str(db), "--output", str(out), "--quiet"],
+                       check=True)
+        subprocess.run([str(templater), "dups", "--db", str(db), "--output", str(dups)], check=True)
     seconds = time.perf_counter() - began
     with open(out, encoding="utf-8") as f:
         texts = {r["id"]: r["text"] for r in map(json.loads, f)}
@@ -307,9 +313,17 @@ def pair_measures(texts: dict[str, str], pairs: list[tuple[str, str]], settings:
 
 
 def typed_report(args) -> None:
+    import pickle
+
     import typed_set
     began = time.perf_counter()
-    typed = typed_set.build(args.corpus, per_type=args.per_type, seed=args.seed)
+    saved = args.keep / "typed.pickle" if args.keep else None
+    reuse = bool(args.reuse and saved and saved.exists() and (args.keep / "dups.jsonl").exists())
+    if reuse:
+        with open(saved, "rb") as f:
+            typed = pickle.load(f)
+    else:
+        typed = typed_set.build(args.corpus, per_type=args.per_type, seed=args.seed)
     gold_words = {o.id: len(o.gold.split()) for o in typed_set.load_originals(args.corpus)}
     kinds = Counter(p.kind for p in typed.pages)
     print(f"typed set: {len(typed.pages):,} pages ({dict(sorted(kinds.items()))}); built in "
@@ -318,8 +332,12 @@ def typed_report(args) -> None:
         folder = args.keep or Path(scratch)
         folder.mkdir(parents=True, exist_ok=True)
         pages = folder / "typed.jsonl.gz"
-        typed_set.write(typed, pages)
-        texts, cluster, canonical, seconds = run_cli(folder, pages)
+        if not reuse:
+            typed_set.write(typed, pages)
+            if saved:
+                with open(saved, "wb") as f:
+                    pickle.dump(typed_set.TypedSet([replace(p, html="") for p in typed.pages], typed.natural), f)
+        texts, cluster, canonical, seconds = run_cli(folder, pages, reuse=reuse)
         settings = json.loads(subprocess.run(
             [str(Path(sys.executable).with_name("templater")), "dups-settings", "--db", str(folder / "typed.db"),
              "--json"], check=True, capture_output=True, text=True).stdout)
@@ -361,6 +379,33 @@ def typed_report(args) -> None:
     original_first = sum(canonical[cluster[base]] == base for base, _ in pairs)
     print(f"\ncanonical page is the original (fetched first) in {original_first} of {len(pairs)} found pairs' clusters")
     choose_threshold(positives, negatives, measures, half, settings)
+    compare_shingles(texts, positives, negatives, settings)
+
+
+def compare_shingles(texts, positives, negatives, settings) -> None:
+    """Per edit type, the 5th percentile of containment and Jaccard of the extracted texts with word 3- and
+    5-grams, and the candidate probability that 16 x 3 and 16 x 6 bands give the 5th-percentile pair; the
+    highest same-site and follow-up values: what the measure, n and the banding were chosen from."""
+    print("\nexact measures of the extracted texts (5th percentile over each type's pairs; for negatives the "
+          "largest), and P(candidate) of that pair's Jaccard with 16 x 3 and 16 x 6 bands:")
+    by_n = {n: dict(zip([(a, b) for _, a, b in positives + negatives], pair_measures(
+        texts, [(a, b) for _, a, b in positives + negatives], ShingleSettings(n=n)))) for n in (3, 5)}
+    curve = lambda j, rows: 1 - (1 - j ** rows) ** settings.bands  # noqa: E731
+    print(f"  {'type':14s} " + " ".join(f"{'C' + str(n):>6s} {'J' + str(n):>6s} {'x3':>6s} {'x6':>6s}" for n in (3, 5)))
+    for kind in [k for k in dict.fromkeys(k for k, _, _ in positives)]:
+        cells = []
+        for n in (3, 5):
+            values = np.array([by_n[n][(a, b)] for k, a, b in positives if k == kind])
+            c, j = np.percentile(values[:, 0], 5), np.percentile(values[:, 1], 5)
+            cells.append(f"{c:6.2f} {j:6.2f} {curve(j, 3):6.3f} {curve(j, 6):6.3f}")
+        print(f"  {kind:14s} " + " ".join(cells))
+    for kind in ("same-site", "follow-up", "series", "no-article"):
+        cells = []
+        for n in (3, 5):
+            values = np.array([by_n[n][(a, b)] for k, a, b in negatives if k == kind] or [(0.0, 0.0)])
+            c, j = values[:, 0].max(), values[:, 1].max()
+            cells.append(f"{c:6.2f} {j:6.2f} {curve(j, 3):6.3f} {curve(j, 6):6.3f}")
+        print(f"  {kind + ' (max)':14s} " + " ".join(cells))
 
 
 def choose_threshold(positives, negatives, measures, half, settings) -> None:
@@ -396,6 +441,8 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--typed", action="store_true", help="the typed truth set, run through the CLI")
     parser.add_argument("--per-type", type=int, default=100, help="--typed: copies of each edit type")
+    parser.add_argument("--reuse", action="store_true",
+                        help="--typed: score the set and outputs already kept in --keep DIR (no new run)")
     parser.add_argument("--keep", type=Path, default=None,
                         help="--typed: keep the set, database and outputs in this folder (local only: research-only "
                              "licences)")

@@ -62,6 +62,7 @@ FOLLOW_UP_SHARE = 0.3
 SERIES_PAGES = 3
 SERIES_SHARE = 0.25
 NATURAL_CONTAINMENT = 0.8
+NATURAL_POSTINGS = 50  # gold 5-grams of more texts than this (boilerplate in gold) do not propose pairs
 BLOCKS = {"p", "div", "li", "td", "th", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre", "dd", "dt",
           "section", "article", "header", "footer", "table", "tr", "ul", "ol", "body", "figcaption", "caption"}
 SKIP = {"script", "style", "noscript", "template"}
@@ -394,19 +395,33 @@ def _gold_sets(originals: list[Original]) -> list[set]:
 
 
 def natural_pairs(originals: list[Original]) -> set[tuple[str, str]]:
-    """Pairs of one site that the corpus already holds as duplicates."""
+    """Pairs of originals that the corpus already holds as duplicates, on one site or two (one agency story on
+    two news sites): byte-identical HTML or one URL on one site, or gold texts whose word-5-gram containment is at
+    least NATURAL_CONTAINMENT (candidates: pairs sharing a gold 5-gram that few texts have)."""
     sets = _gold_sets(originals)
+    postings: dict[tuple, list[int]] = defaultdict(list)
+    for i, s in enumerate(sets):
+        for gram in s:
+            postings[gram].append(i)
+    shared: dict[tuple[int, int], int] = defaultdict(int)
+    for docs in postings.values():
+        if 1 < len(docs) <= NATURAL_POSTINGS:
+            for k, a in enumerate(docs):
+                for b in docs[k + 1:]:
+                    shared[(a, b)] += 1
+    out = set()
+    for (a, b), count in shared.items():
+        small = min(len(sets[a]), len(sets[b]))
+        if count >= NATURAL_CONTAINMENT * small and len(sets[a] & sets[b]) >= NATURAL_CONTAINMENT * small:
+            out.add((originals[a].id, originals[b].id))
     by_site: dict[str, list[int]] = defaultdict(list)
     for i, o in enumerate(originals):
         by_site[o.site].append(i)
-    out = set()
     for members in by_site.values():
         for k, a in enumerate(members):
             for b in members[k + 1:]:
                 x, y = originals[a], originals[b]
-                small = min(len(sets[a]), len(sets[b]))
-                gold_dup = small > 0 and len(sets[a] & sets[b]) / small >= NATURAL_CONTAINMENT
-                if x.html == y.html or x.url == y.url or gold_dup:
+                if x.html == y.html or x.url == y.url:
                     out.add((x.id, y.id))
     return out
 
