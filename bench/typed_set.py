@@ -140,10 +140,6 @@ def site_half(site: str) -> int:
     return zlib.crc32(site.encode()) & 1
 
 
-def half_of(site: str) -> int:
-    return site_half(site)
-
-
 # --- reading and locating the article ------------------------------------------------------------------------
 
 def load_originals(corpus: Path) -> list[Original]:
@@ -480,9 +476,8 @@ def build(corpus: Path, *, per_type: int, seed: int) -> TypedSet:
         if page is not None:
             pages.append(page)
             made += 1
-    series_sites = [s for s in hosts_sites]
     for k in range(max(1, per_type // SERIES_PAGES)):
-        pages.extend(_series(rng, k, series_sites, originals, site_pages, sentences, doc_of))
+        pages.extend(_series(rng, k, hosts_sites, originals, site_pages, sentences, doc_of))
     return TypedSet(pages, natural_pairs(originals))
 
 
