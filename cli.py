@@ -11,6 +11,7 @@ import re
 import signal
 import sqlite3
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Optional
@@ -195,15 +196,37 @@ def write_jsonl(stream, record: dict) -> None:
 
 
 def extract_all(store, output: Optional[Path], *, fallback: str, index: bool, quiet: bool, ids=None, weights=None,
-                q: float = fallback.FDR_Q) -> None:
-    """Extract the given stored pages (default: every one) to JSON Lines (the shared body of `extract` and `run`)."""
+                q: float = fallback.FDR_Q, drop_duplicates: bool = False) -> None:
+    """Extract the given stored pages (default: every one) to JSON Lines (the shared body of `extract` and `run`).
+    With ``drop_duplicates`` the lines wait in a temporary file until the index has every page, then only pages
+    that are not a cluster's non-canonical member are written."""
+    if drop_duplicates and not index:
+        raise InputError("--drop-duplicates needs the near-duplicate index: leave out --no-index")
     summary = pipeline.Summary()
-    with progress_bar("extract", quiet) as progress, output_stream(output) as stream:
-        for result in pipeline.extract(store, method=fallback, index=index, progress=progress, ids=ids,
-                                       weights=weights, q=q, skipped=summary.skipped):
-            write_jsonl(stream, result.to_json())
-            summary.counts[result.method] += 1
+    with contextlib.ExitStack() as stack:
+        stream = stack.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8")) if drop_duplicates else \
+            stack.enter_context(output_stream(output))
+        with progress_bar("extract", quiet) as progress:
+            for result in pipeline.extract(store, method=fallback, index=index, progress=progress, ids=ids,
+                                           weights=weights, q=q, skipped=summary.skipped):
+                write_jsonl(stream, result.to_json())
+                summary.counts[result.method] += 1
+        if drop_duplicates:
+            stream.seek(0)
+            summary.counts["duplicate"] = copy_without(stream, output, dedup.duplicate_ids(store))
     report("extract", summary, quiet)
+
+
+def copy_without(lines, output: Optional[Path], dropped: set[str]) -> int:
+    """Copy JSON Lines to the output, leaving out records whose id is in ``dropped``; returns how many."""
+    left_out = 0
+    with output_stream(output) as stream:
+        for line in lines:
+            if json.loads(line)["id"] in dropped:
+                left_out += 1
+                continue
+            stream.write(line)
+    return left_out
 
 
 def read_labelled(path: Path) -> list[dict]:
@@ -279,6 +302,9 @@ def build(db: Path = DbOption, log: Optional[Path] = LogOption, quiet: bool = Qu
 
 
 IndexOption = typer.Option(True, "--index/--no-index", help="Add the extracted texts to the near-duplicate index.")
+DropDuplicatesOption = typer.Option(False, "--drop-duplicates",
+                                    help="Write one page a near-duplicate cluster (its canonical page): a "
+                                         "deduplicated corpus. Needs the index.")
 def check_fallback(value: str) -> str:
     if value not in (*fallback.METHODS, NO_CLASSIFIER):
         raise typer.BadParameter(f"{value!r}: choose one of {', '.join((*fallback.METHODS, NO_CLASSIFIER))}")
@@ -303,7 +329,7 @@ FdrQOption = typer.Option(fallback.FDR_Q, "--fdr-q", callback=check_fdr_q,
 
 @app.command()
 def extract(db: Path = DbOption, output: Optional[Path] = OutputOption, fallback: str = FallbackOption,
-            index: bool = IndexOption,
+            index: bool = IndexOption, drop_duplicates: bool = DropDuplicatesOption,
             site: Optional[str] = typer.Option(None, "--site", help="Only this site's pages (a name `templater rules "
                                                                     "list` shows, or its URL group)."),
             since: Optional[str] = typer.Option(None, "--since", help="Only pages seen at or after this ISO 8601 "
@@ -312,7 +338,8 @@ def extract(db: Path = DbOption, output: Optional[Path] = OutputOption, fallback
             quiet: bool = QuietOption) -> None:
     """Extract the main content of every stored page (or a site's, or those seen since a time) as JSON Lines.
 
-    Each line: {"id", "url", "site", "text", "method", "template", "coverage"}.
+    Each line: {"id", "url", "site", "text", "method", "template", "coverage"}. With --drop-duplicates, pages
+    that are near-duplicates of another page (not their cluster's canonical page) are left out.
 
     Example: templater extract --db crawl.db --output extracted.jsonl
     """
@@ -321,14 +348,15 @@ def extract(db: Path = DbOption, output: Optional[Path] = OutputOption, fallback
         classifier = load_weights(weights)
         store = pipeline.open_store(db, create=False)
         ids = None if site is None and since is None else pipeline.select_pages(store, site=site, since=since)
-        extract_all(store, output, fallback=fallback, index=index, quiet=quiet, ids=ids, weights=classifier, q=fdr_q)
+        extract_all(store, output, fallback=fallback, index=index, quiet=quiet, ids=ids, weights=classifier, q=fdr_q,
+                    drop_duplicates=drop_duplicates)
 
 
 @app.command()
 def run(inputs: list[Path] = InputsArgument, db: Path = DbOption, output: Optional[Path] = OutputOption,
-        fallback: str = FallbackOption, index: bool = IndexOption, site: Optional[str] = SiteNameOption,
-        weights: Optional[Path] = WeightsOption, fdr_q: float = FdrQOption, log: Optional[Path] = LogOption,
-        quiet: bool = QuietOption) -> None:
+        fallback: str = FallbackOption, index: bool = IndexOption, drop_duplicates: bool = DropDuplicatesOption,
+        site: Optional[str] = SiteNameOption, weights: Optional[Path] = WeightsOption, fdr_q: float = FdrQOption,
+        log: Optional[Path] = LogOption, quiet: bool = QuietOption) -> None:
     """Ingest, learn templates and extract, in one go; the output holds the pages of these inputs.
 
     Templates are learned from every stored page; exits 1, with the top reasons, when every record was skipped.
@@ -336,6 +364,8 @@ def run(inputs: list[Path] = InputsArgument, db: Path = DbOption, output: Option
     Example: templater run samples/pages.jsonl.gz --db samples.db --output extracted.jsonl
     """
     with handled_errors(), log_to_file(log):
+        if drop_duplicates and not index:
+            raise InputError("--drop-duplicates needs the near-duplicate index: leave out --no-index")
         check_output(output)
         classifier = load_weights(weights)
         sources.check_inputs(inputs)
@@ -347,7 +377,7 @@ def run(inputs: list[Path] = InputsArgument, db: Path = DbOption, output: Option
         with progress_bar("build", quiet) as progress:
             report("build", pipeline.build(store, progress=progress), quiet)
         extract_all(store, output, fallback=fallback, index=index, quiet=quiet, ids=sorted(set(ingested.pages)),
-                    weights=classifier, q=fdr_q)
+                    weights=classifier, q=fdr_q, drop_duplicates=drop_duplicates)
 
 
 @app.command()
@@ -431,13 +461,16 @@ DupsMethodOption = typer.Option(
 
 
 @app.command()
-def dups(db: Path = DbOption, output: Optional[Path] = OutputOption, method: str = DupsMethodOption) -> None:
+def dups(db: Path = DbOption, output: Optional[Path] = OutputOption, method: str = DupsMethodOption,
+         canonical_only: bool = typer.Option(False, "--canonical-only",
+                                             help="One line a cluster: its canonical page.")) -> None:
     """Pages in near-duplicate clusters, as JSON Lines: {"id", "url", "cluster", "canonical", "similarity"}.
 
     With --method minhash (the default) clusters come from the near-duplicate index and similarity is to the
-    canonical page. With a signature method, pages that share a signature form a cluster (connected components)
-    and similarity is 1.0 for a page sharing a signature with the canonical page (0.0 when linked to it only
-    through other pages, which only lex-rand can do). The canonical page is the first seen, then the one with
+    canonical page (by the index's measure: containment by default). With a signature method, pages that share a
+    signature form a cluster (connected components) and similarity is 1.0 for a page sharing a signature with the
+    canonical page (0.0 when linked to it only through other pages, which only lex-rand can do). The canonical
+    page is the earliest on the web (fetched_at when known; minhash only), else the first seen, then the one with
     less boilerplate, then the shorter URL.
 
     Example: templater dups --db crawl.db --method tfidf --output dups.jsonl
@@ -445,7 +478,7 @@ def dups(db: Path = DbOption, output: Optional[Path] = OutputOption, method: str
     with handled_errors():
         check_output(output)
         store = pipeline.open_store(db, readonly=True)
-        rows = signature_run.iter_signature_duplicates(store, method=method)
+        rows = signature_run.iter_signature_duplicates(store, method=method, canonical_only=canonical_only)
         with output_stream(output) as stream:
             for row in rows:
                 write_jsonl(stream, row)
@@ -515,7 +548,8 @@ def similar(target: str = typer.Argument(..., metavar="URL|FILE",
 
 @app.command("dups-settings")
 def dups_settings(db: Path = DbOption, as_json: bool = typer.Option(False, "--json", help="One JSON object.")) -> None:
-    """The near-duplicate index's settings, with the S-curve threshold (1/b)^(1/r) of its bands.
+    """The near-duplicate index's settings, with its S-curve: the probability that a pair of Jaccard J becomes a
+    candidate, 1 - (1 - J^rows)^bands, and its threshold (1/b)^(1/r).
 
     Example: templater dups-settings --db crawl.db
     """
@@ -524,8 +558,12 @@ def dups_settings(db: Path = DbOption, as_json: bool = typer.Option(False, "--js
     if as_json:
         write_jsonl(sys.stdout, described)
         return
+    curve = described.pop("s_curve")
     for key, value in described.items():
         typer.echo(f"{safe(key)}: {safe(value)}")
+    typer.echo("s_curve: P(candidate) = 1 - (1 - J^rows)^bands")
+    for jaccard, probability in curve.items():
+        typer.echo(f"  J {jaccard}  {probability:6.4f}  {'#' * round(40 * probability)}")
 
 
 

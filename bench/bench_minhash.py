@@ -1,19 +1,20 @@
 """Text -> MinHash signature throughput: templater against datasketch and rensa, in the same run.
 
-    python bench/bench_minhash.py [--docs 2000] [--repeat 5] [--corpus ../shared/corpus]
+    python bench/bench_minhash.py [--docs 2000] [--repeat 5] [--corpus ../shared/corpus] [--n 3]
 
 Input: the first ``--docs`` gold texts of the dev corpus (datasets in name order, records in file order). Every
-method starts from the raw text and ends with a 128-slot signature, word 5-grams, fixed seed:
+method starts from the raw text and ends with a 128-slot signature, word n-grams (``--n``, default the index's
+default: 3), fixed seed:
 
     templater oph     templater.shingles.sign (one-permutation MinHash, the default scheme)
     templater kperm   the same with 128 independent multiply-add-shift hash functions
     templater+sample  oph signature and the bottom-256 sample of the shingle hashes that the index stores to verify
                       candidates (verify="sample", the default): what ``dedup.index_texts`` computes per text
-    datasketch        MinHash.bulk over the 5-gram strings (encoded to bytes)
-    rensa             RMinHash(128, seed).update(5-gram strings) per text; rensa batch: digest_matrix_from_token_sets
-    python shingles   lower-case + regex tokens + 5-gram strings alone: the peers' front end (not a signature)
+    datasketch        MinHash.bulk over the n-gram strings (encoded to bytes)
+    rensa             RMinHash(128, seed).update(n-gram strings) per text; rensa batch: digest_matrix_from_token_sets
+    python shingles   lower-case + regex tokens + n-gram strings alone: the peers' front end (not a signature)
 
-The peers get the fastest pure-Python front end (``re.findall`` over the lower-cased text, 5-grams joined by
+The peers get the fastest pure-Python front end (``re.findall`` over the lower-cased text, n-grams joined by
 ``map(" ".join, zip(...))``); their timings include it because turning text into shingles is the real cost.
 Two more rows time the kernels alone on the same precomputed 64-bit shingle hashes: templater's
 ``sign_shingles`` and rensa's ``digest_matrix_from_flat_token_hashes``. Each method runs ``--repeat`` times,
@@ -40,7 +41,7 @@ from templater import shingles as sh  # noqa: E402
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 TOKEN = re.compile(r"[^\W_]+")
-N, PERMUTATIONS, SEED = 5, 128, 1
+N, PERMUTATIONS, SEED = sh.ShingleSettings().n, 128, 1  # N: --n
 
 
 def load_gold_texts(corpus: Path, limit: int) -> list[str]:
@@ -121,11 +122,14 @@ def measure(methods: dict[str, Callable[[list[str]], None]], texts: list[str],
 
 
 def main() -> None:
+    global N
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--docs", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--n", type=int, default=sh.ShingleSettings().n, help="word n-grams (every method)")
     args = parser.parse_args()
+    N = args.n
     if not args.corpus.is_dir():
         sys.exit(f"no corpus at {args.corpus}: give --corpus DIR (the dev corpus folder with */pages.jsonl.gz)")
     texts = load_gold_texts(args.corpus, args.docs)

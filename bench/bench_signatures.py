@@ -15,11 +15,12 @@ method's recall by edit kind (pairs of a copy and its original).
 
 Rows (each timed from raw texts to pairs, fitting included, on one core):
     md5 ... descr-words   templater.signatures, fitted on the whole set, pairs = a shared signature
-    minhash-lsh           templater.evaluation.minhash_pairs with the index's default settings (MinHash of word
-                          5-grams, 16 bands x 6 rows, candidates kept at Jaccard >= 0.8, verified as the settings
-                          say: exact Jaccard of the shingle sets by default): what `eval dedup` runs
-    minhash-lsh index     the same through the persistent SQLite index (templater.dedup.index_texts into a fresh
-                          database, then iter_similar_pairs)
+    minhash-lsh           templater.evaluation.minhash_pairs with the index's default settings (now word 3-grams,
+                          16 bands x 3 rows, containment >= 0.8; docs/signatures.md was measured with 5-grams,
+                          16 x 6 and Jaccard >= 0.8): what `eval dedup` runs
+    minhash-lsh index     the persistent SQLite index (templater.dedup.index_texts into a fresh database, then
+                          iter_similar_pairs) with the settings of the gold definition (``neardup.JACCARD``: word
+                          5-grams, 16 x 6, Jaccard >= 0.8), as datasketch below
     datasketch            datasketch MinHash (same permutations, same normalized word 5-grams) + MinHashLSH with
                           the same bands, candidates verified the same way (exact Jaccard of the 5-gram sets, or
                           MinHash.jaccard when the settings verify by estimate)
@@ -203,7 +204,7 @@ def main() -> int:
     args = parser.parse_args()
     if not args.corpus.is_dir():
         sys.exit(f"no corpus at {args.corpus}: give --corpus DIR (the dev corpus folder with */pages.jsonl.gz)")
-    settings = ShingleSettings()
+    settings = ShingleSettings(**neardup.JACCARD)  # the gold definition: word-5-gram Jaccard >= 0.8
     docs = build_docs(args.corpus, args.variants, args.seed, keep_lines=args.keep_lines)
     ids, texts = [d.id for d in docs], [d.text for d in docs]
     gold = cluster_pairs(gold_clusters(docs, settings))

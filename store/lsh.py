@@ -6,7 +6,8 @@ Tables (component "lsh"):
     lsh_state       counters: next_doc (internal page numbers are never reused), generation (one per add call)
     lsh_signatures  doc INTEGER PK, page_id UNIQUE, url, signature BLOB (uint32 slots), first_seen (generation),
                     boilerplate_chars, text_chars, cluster (a cluster's label is the doc number of one member;
-                    a page alone has cluster = doc; a partial index holds only pages whose cluster != doc)
+                    a page alone has cluster = doc; a partial index holds only pages whose cluster != doc),
+                    fetched_at (when the page was fetched, UTC ISO-8601, NULL when unknown; added by migration 2)
     lsh_bands       (key, doc) WITHOUT ROWID: one 47-bit key per band
     lsh_links       (doc, other) WITHOUT ROWID, both directions: a spanning forest of every cluster, the verified
                     pairs that joined it; removing a page whose links leave one piece needs no re-verification
@@ -40,8 +41,8 @@ import sqlite_utils
 from store.db import db_name, migrate, transaction
 from templater.errors import InputError, SettingsMismatchError
 from templater.unionfind import UnionFind
-from templater.shingles import (ALGORITHM_VERSION, ShingleSettings, Shingles, Signatures, band_keys, comparable_set,
-                                estimate_similarity, set_similarity, verification_sets)
+from templater.shingles import (ALGORITHM_VERSION, LEGACY_MEASURE, ShingleSettings, Shingles, Signatures, band_keys,
+                                comparable_set, estimate_similarity, set_similarity, verification_sets)
 
 BUCKET_CAP = 256  # candidates offered by one band key
 STAGE_WIDTH = 16  # (key, doc) pairs bound per staging row: one executemany row per 16 band keys
@@ -64,6 +65,7 @@ class IndexedPage:
     url: str
     boilerplate_chars: int = 0
     text_chars: int = 0
+    fetched_at: str | None = None  # UTC ISO-8601 (``dedup.web_time``), None when unknown
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +88,7 @@ class Member:
     first_seen: int
     boilerplate_chars: int
     text_chars: int
+    fetched_at: str | None = None
 
 
 # --- schema, settings, transactions ---------------------------------------------------------------------------
@@ -108,7 +111,15 @@ def _create_tables(db: sqlite_utils.Database) -> None:
         db.execute(sql)
 
 
-STEPS = [_create_tables]
+def _add_fetch_times(db: sqlite_utils.Database) -> None:
+    """Migration 2: pages get the time they were fetched (the canonical page is the earliest on the web), and an
+    index whose settings were stored before the measure was a setting keeps the measure it was built with."""
+    db.execute("ALTER TABLE lsh_signatures ADD COLUMN fetched_at TEXT")
+    db.execute("INSERT OR IGNORE INTO lsh_settings (name, value) SELECT 'measure', ? WHERE EXISTS"
+               " (SELECT 1 FROM lsh_settings)", [json.dumps(LEGACY_MEASURE)])
+
+
+STEPS = [_create_tables, _add_fetch_times]
 
 
 def prepare(db: sqlite_utils.Database) -> None:
@@ -272,8 +283,9 @@ def stored_form(shingles: Shingles, order: list[int], settings: ShingleSettings)
 
 def _refresh(db: sqlite_utils.Database, pages: list[IndexedPage]) -> None:
     db.conn.executemany(
-        "UPDATE lsh_signatures SET url = ?, boilerplate_chars = ?, text_chars = ? WHERE page_id = ?",
-        [(p.url, p.boilerplate_chars, p.text_chars, p.page_id) for p in pages])
+        "UPDATE lsh_signatures SET url = ?, boilerplate_chars = ?, text_chars = ?,"
+        " fetched_at = coalesce(?, fetched_at) WHERE page_id = ?",
+        [(p.url, p.boilerplate_chars, p.text_chars, p.fetched_at, p.page_id) for p in pages])
 
 
 def _band_rows(keys: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -323,8 +335,8 @@ def _insert_docs(db: sqlite_utils.Database, docs: np.ndarray, pages: list[Indexe
     labels, links, merged = _merge(docs, edges, sizes)
     db.conn.executemany(
         "INSERT INTO lsh_signatures (doc, page_id, url, signature, first_seen, boilerplate_chars, text_chars,"
-        " cluster) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        [(d, p.page_id, p.url, v.tobytes(), s, p.boilerplate_chars, p.text_chars, labels.get(d, d))
+        " cluster, fetched_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [(d, p.page_id, p.url, v.tobytes(), s, p.boilerplate_chars, p.text_chars, labels.get(d, d), p.fetched_at)
          for d, p, v, s in zip(docs.tolist(), pages, values, first_seen)])
     if sets is not None:
         db.conn.executemany("INSERT INTO lsh_shingles (doc, hashes) VALUES (?, ?)",
@@ -569,7 +581,7 @@ def _bucket_heads(docs: np.ndarray, keys: np.ndarray) -> list[list[np.ndarray]]:
 def page_row(db: sqlite_utils.Database, id_or_url: str) -> Member | None:
     """A stored page by page id, else by URL (a URL lookup scans the table)."""
     prepare(db)
-    columns = "doc, page_id, url, signature, first_seen, boilerplate_chars, text_chars"
+    columns = "doc, page_id, url, signature, first_seen, boilerplate_chars, text_chars, fetched_at"
     row = db.conn.execute(f"SELECT {columns} FROM lsh_signatures WHERE page_id = ?", [id_or_url]).fetchone() or \
         db.conn.execute(f"SELECT {columns} FROM lsh_signatures WHERE url = ? ORDER BY doc LIMIT 1",
                         [id_or_url]).fetchone()
@@ -577,8 +589,8 @@ def page_row(db: sqlite_utils.Database, id_or_url: str) -> Member | None:
 
 
 def _member(row: tuple) -> Member:
-    doc, page_id, url, blob, first_seen, boilerplate, chars = row
-    return Member(doc, page_id, url, np.frombuffer(blob, dtype=np.uint32), first_seen, boilerplate, chars)
+    doc, page_id, url, blob, first_seen, boilerplate, chars, fetched_at = row
+    return Member(doc, page_id, url, np.frombuffer(blob, dtype=np.uint32), first_seen, boilerplate, chars, fetched_at)
 
 
 def query(db: sqlite_utils.Database, signature: np.ndarray, settings: ShingleSettings, *,
@@ -604,14 +616,15 @@ def _lookup_sql(bands: int, cap: int) -> str:
     """The stored pages sharing any of ``bands`` keys (each bucket's first ``cap``), in one statement."""
     bucket = f"SELECT doc FROM (SELECT doc FROM lsh_bands WHERE key = ? ORDER BY doc LIMIT {cap})"
     buckets = " UNION ".join([bucket] * bands)
-    return ("SELECT doc, page_id, url, signature, first_seen, boilerplate_chars, text_chars FROM lsh_signatures"
+    return ("SELECT doc, page_id, url, signature, first_seen, boilerplate_chars, text_chars, fetched_at"
+            " FROM lsh_signatures"
             f" WHERE doc IN ({buckets}) AND doc != ?")
 
 
 def iter_clusters(db: sqlite_utils.Database) -> Iterator[tuple[int, list[Member]]]:
     """(label, members in doc order) for every cluster of two or more pages, by label."""
     prepare(db)
-    columns = "s.doc, s.page_id, s.url, s.signature, s.first_seen, s.boilerplate_chars, s.text_chars"
+    columns = "s.doc, s.page_id, s.url, s.signature, s.first_seen, s.boilerplate_chars, s.text_chars, s.fetched_at"
     rows = db.conn.execute(
         f"SELECT s.cluster, {columns} FROM lsh_signatures s WHERE s.cluster != s.doc"
         f" UNION ALL SELECT s.cluster, {columns} FROM dup_clusters c JOIN lsh_signatures s ON s.doc = c.cluster"

@@ -224,6 +224,15 @@ def page_shapes(db: sqlite_utils.Database, ids: Iterable[str]) -> dict[str, np.n
     return out
 
 
+def fetch_times(db: sqlite_utils.Database, ids: Iterable[str]) -> dict[str, str | None]:
+    """id -> fetched_at as stored (None when the record had none) for the given ids."""
+    out = {}
+    for chunk in _chunks(list(ids), 500):
+        marks = ",".join("?" * len(chunk))
+        out.update(db.execute(f"SELECT id, fetched_at FROM pages WHERE id IN ({marks})", chunk).fetchall())
+    return out
+
+
 def load_pages(db: sqlite_utils.Database, ids: Iterable[str]) -> Iterator[StoredPage]:
     """The stored pages with the given ids, in the order given."""
     for chunk in _chunks(list(ids), 200):

@@ -2,13 +2,16 @@
 
     index_texts        texts -> shingles -> signatures -> the SQLite index (candidates verified, clusters updated)
     remove_pages       take pages out and repair their clusters
-    iter_duplicates    every page of a cluster of two or more, with the cluster's canonical page
+    iter_duplicates    every page of a cluster of two or more, with the cluster's canonical page (or only the
+                       canonical pages); duplicate_ids: the pages a deduplicated corpus leaves out
     find_similar       the indexed near-duplicates of a text; find_similar_page: of an indexed page
     iter_similar_pairs every verified candidate pair (what the quality benchmark and template-aware checks compare)
     describe_settings  the index's settings with the S-curve threshold
 
-The canonical page of a cluster is the first seen (the earliest ``index_texts`` call), then the one with less
-boilerplate, then the shorter URL (then the URL, then the earliest indexed, so the choice is deterministic).
+The canonical page of a cluster is the earliest on the web: the earliest ``fetched_at`` where pages carry one (a
+page with a known fetch time before one without), else the first seen (the earliest ``index_texts`` call); then
+the one with less boilerplate, then the shorter URL (then the URL, then the earliest indexed, so the choice is
+deterministic).
 
 Template-aware comparisons: index the same pages twice, once with the extracted main text and once with the whole
 page text, into two databases; ``iter_similar_pairs`` of each is the set of pairs found.
@@ -18,6 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 from itertools import islice
 
 import numpy as np
@@ -38,20 +43,41 @@ SIMILAR_LIMIT = 10
 @dataclass(frozen=True, slots=True)
 class TextItem:
     """A page to index: its id (a record's id, else its URL), URL, text and how many boilerplate characters the
-    extraction removed (used to choose a cluster's canonical page)."""
+    extraction removed and when it was fetched, if known (both used to choose a cluster's canonical page)."""
 
     page_id: str
     url: str
     text: str
     boilerplate_chars: int = 0
+    fetched_at: str | None = None
 
 
 def _as_item(item: TextItem | Sequence) -> TextItem:
     if isinstance(item, TextItem):
         return item
-    if not 3 <= len(item) <= 4:
-        raise InputError(f"an item to index is (page_id, url, text[, boilerplate_chars]), not {len(item)} values")
+    if not 3 <= len(item) <= 5:
+        raise InputError(f"an item to index is (page_id, url, text[, boilerplate_chars[, fetched_at]]), not "
+                         f"{len(item)} values")
     return TextItem(*item)
+
+
+def web_time(value: str | None) -> str | None:
+    """A fetch time as UTC ISO-8601 (``2017-05-01T12:00:00+00:00``: such strings sort in time order), from
+    ISO-8601 (WARC-Date, JSON Lines) or an HTTP date; None when absent or unreadable. A time without a zone is
+    taken as UTC."""
+    if not value:
+        return None
+    text = str(value).strip()
+    try:
+        moment = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+    except ValueError:
+        try:
+            moment = parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError):
+            return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).isoformat(timespec="seconds")
 
 
 def sign_texts(texts: list[str], settings: ShingleSettings) -> tuple[Signatures, Shingles | None]:
@@ -83,7 +109,8 @@ def index_texts(db: sqlite_utils.Database, items: Iterable[TextItem | Sequence],
     iterator = iter(items)
     while batch := [_as_item(item) for item in islice(iterator, batch_size)]:
         signatures, shingles = sign_texts([it.text for it in batch], settings)
-        pages = [IndexedPage(it.page_id, it.url, it.boilerplate_chars, len(it.text)) for it in batch]
+        pages = [IndexedPage(it.page_id, it.url, it.boilerplate_chars, len(it.text), web_time(it.fetched_at))
+                 for it in batch]
         result = lsh.add_signatures(db, pages, signatures, shingles=shingles)
         for name in totals:
             totals[name] += getattr(result, name)
@@ -96,8 +123,15 @@ def remove_pages(db: sqlite_utils.Database, ids: Iterable[str]) -> int:
 
 
 def choose_canonical(members: Sequence[Member]) -> Member:
-    """First seen, then less boilerplate, then the shorter URL (then URL and doc number, for determinism)."""
-    return min(members, key=lambda m: (m.first_seen, m.boilerplate_chars, len(m.url), m.url, m.doc))
+    """Earliest on the web (``fetched_at`` when known, known before unknown; else first seen), then less
+    boilerplate, then the shorter URL (then URL and doc number, for determinism)."""
+    return min(members, key=canonical_key)
+
+
+def canonical_key(m: Member) -> tuple:
+    """The order ``choose_canonical`` takes the least of."""
+    seen = (0, m.fetched_at, 0) if m.fetched_at else (1, "", m.first_seen)
+    return (seen, m.boilerplate_chars, len(m.url), m.url, m.doc)
 
 
 def member_similarities(members: Sequence[Member], reference: Member, settings: ShingleSettings,
@@ -120,19 +154,37 @@ def cluster_rows(label: int, members: Sequence[Member], settings: ShingleSetting
              "similarity": round(sim, 4)} for member, sim in ranked]
 
 
-def iter_duplicates(db: sqlite_utils.Database) -> Iterator[dict]:
+def iter_duplicates(db: sqlite_utils.Database, *, canonical_only: bool = False) -> Iterator[dict]:
     """{"id", "url", "cluster", "canonical", "similarity"} for every page in a cluster of two or more.
 
     Clusters come by label; in each, the canonical page first, then by similarity to it (highest first).
     ``similarity`` is to the canonical page (1.0 for itself): clusters are connected components, so a page can be
-    below the threshold to the canonical page while above it to another member.
+    below the threshold to the canonical page while above it to another member. With ``canonical_only``, one row a
+    cluster: its canonical page.
     """
     settings = lsh.load_settings(db)
     if settings is None:
         return
     for label, members in lsh.iter_clusters(db):
+        if canonical_only:
+            canonical = choose_canonical(members)
+            yield {"id": canonical.page_id, "url": canonical.url, "cluster": label, "canonical": canonical.page_id,
+                   "similarity": 1.0}
+            continue
         sets = lsh.stored_sets(db, [m.doc for m in members], settings) if settings.verify != "estimate" else None
         yield from cluster_rows(label, members, settings, sets)
+
+
+def duplicate_ids(db: sqlite_utils.Database) -> set[str]:
+    """Page ids of every clustered page that is not its cluster's canonical page: what a deduplicated corpus
+    leaves out (one page a cluster stays)."""
+    if lsh.load_settings(db) is None:
+        return set()
+    out: set[str] = set()
+    for _, members in lsh.iter_clusters(db):
+        canonical = choose_canonical(members)
+        out.update(m.page_id for m in members if m is not canonical)
+    return out
 
 
 def _as_found(matches: list[tuple[Member, float]], limit: int) -> list[dict]:
@@ -170,11 +222,16 @@ def iter_similar_pairs(db: sqlite_utils.Database) -> Iterator[dict]:
             yield {"a": names[x][0], "b": names[y][0], "similarity": round(s, 4)}
 
 
+S_CURVE_POINTS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)  # Jaccard values the S-curve is printed at
+
+
 def describe_settings(db: sqlite_utils.Database) -> dict:
-    """The index's settings (the defaults if nothing is indexed yet), its S-curve threshold and counts."""
+    """The index's settings (the defaults if nothing is indexed yet), its S-curve (the probability that a pair of
+    each Jaccard becomes a candidate) and counts."""
     stored = lsh.load_settings(db)
     settings = stored or ShingleSettings()
     return {**settings.to_dict(), "stored": stored is not None,
             "s_curve_threshold": round(settings.s_curve_threshold, 4),
             "candidate_probability_at_threshold": round(settings.candidate_probability(settings.threshold), 4),
+            "s_curve": {f"{j:.1f}": round(settings.candidate_probability(j), 4) for j in S_CURVE_POINTS},
             **lsh.stats(db)}

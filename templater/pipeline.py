@@ -525,7 +525,8 @@ def extract_stored_page(stored: page_store.StoredPage, index: TemplateIndex, *, 
 
 def _index(db: sqlite_utils.Database, results: list[Extraction]) -> None:
     """Extracted texts into the near-duplicate index and into every signature index the database has."""
-    items = [dedup.TextItem(r.id, r.url, r.text, r.boilerplate_chars) for r in results]
+    fetched = page_store.fetch_times(db, [r.id for r in results])
+    items = [dedup.TextItem(r.id, r.url, r.text, r.boilerplate_chars, fetched.get(r.id)) for r in results]
     dedup.index_texts(db, items)
     signature_run.add_to_signature_indexes(db, items)
 

@@ -335,7 +335,9 @@ class _Crawl:
         if blank:
             dedup.remove_pages(self.db, blank)
             signature_run.remove_signature_pages(self.db, blank)
-        items = [dedup.TextItem(r.id, r.url, r.text, b) for r, b in zip(results, boilerplate) if r.text.strip()]
+        fetched = page_store.fetch_times(self.db, [r.id for r in results])
+        items = [dedup.TextItem(r.id, r.url, r.text, b, fetched.get(r.id))
+                 for r, b in zip(results, boilerplate) if r.text.strip()]
         if items:
             dedup.index_texts(self.db, items)
             signature_run.add_to_signature_indexes(self.db, items)

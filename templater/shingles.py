@@ -8,7 +8,7 @@ The steps, each a function below:
    mix letters and digits ("mp3", "1990s") are kept. Keeping numbers (the default) tells apart pages that differ
    only in figures (prices, scores, dates) at the cost of splitting re-crawls whose only change is a counter;
    dropping them does the opposite.
-2. ``shingle_hashes``: word n-grams (default n=5) or character n-grams of the normalized text, each hashed once to
+2. ``shingle_hashes``: word n-grams (default n=3) or character n-grams of the normalized text, each hashed once to
    32 (default) or 64 bits. A text shorter than n gives one shingle (all of it).
 3. ``sign``: a MinHash signature of ``permutations`` 32-bit slots. The default scheme "oph" is one-permutation
    MinHash (Li, Owen & Zhang 2012) made dense the way Dahlgaard, Knudsen & Thorup's fast similarity sketching
@@ -24,6 +24,9 @@ The steps, each a function below:
    each text's ``sample`` smallest distinct shingle hashes (a bottom-k sample: ``sample_jaccard`` is exact for
    texts with fewer distinct shingles, an estimate from at least ``sample`` of the union's hashes otherwise), with
    "exact" every shingle hash, with "estimate" nothing (the signatures' agreement is the similarity).
+6. ``set_similarity``: the measure a candidate pair is verified with: containment |A & B| / min(|A|, |B|) (the
+   default: a copy cut short, or a story whose last paragraph differs, keeps it near 1 while its Jaccard falls with
+   the cut) or Jaccard; on samples (``sample_containment``, ``sample_jaccard``) or on the whole sets.
 
 Every hash is exact integer arithmetic modulo 2**64 and matches a plain-Python reference (tests/test_shingles.py).
 No Python loop runs per shingle or per token: texts are processed in batches as one code-point array.
@@ -43,14 +46,19 @@ from templater.errors import InputError
 
 # --- defaults (persisted with the index; an index refuses data made with other settings) --------------------
 SHINGLE_KIND = "word"  # "word" n-grams, or "char" n-grams of the normalized text
-SHINGLE_N = 5
+SHINGLE_N = 3  # word 3-grams: one replaced word in 100 costs 3% of the shingles, not 5% (docs/near-duplicates.md)
 HASH_BITS = 32  # shingle hash width: 32 (the default: exact verification stores 4 bytes a shingle) or 64
 PERMUTATIONS = 128  # signature slots
-BANDS = 16  # LSH bands ...
-ROWS = 6  # ... of this many slots: P(candidate | J=0.8) = 1 - (1 - 0.8**6)**16 = 0.992; S-curve threshold 0.63
+BANDS = 16  # LSH bands (a page's band rows: the cost of an insert) ...
+ROWS = 3  # ... of this many slots: P(candidate | J) = 1 - (1 - J**3)**16 is 0.88 at J = 0.5, 0.99 at 0.6 and 0.9988
+# at 0.7 (a copy cut by 30%); S-curve threshold (1/16)**(1/3) = 0.40 (docs/near-duplicates.md)
 SEED = 1
 KEEP_NUMBERS = True
-THRESHOLD = 0.8  # a candidate pair is a near-duplicate when its (estimated or exact) Jaccard is at least this
+THRESHOLD = 0.8  # a candidate pair is a near-duplicate when its similarity (MEASURE) is at least this
+MEASURE = "containment"  # the similarity verified: "containment" |A & B| / min(|A|, |B|) (a cut copy, a story
+# with another last paragraph stays near 1) or "jaccard" |A & B| / |A | B|; chosen on held-out halves of the typed
+# truth set of bench/neardup.py --typed (docs/near-duplicates.md)
+LEGACY_MEASURE = "jaccard"  # what an index stored before the measure was a setting verified
 SCHEME = "oph"  # "oph" (one-permutation MinHash, the fast default) or "kperm" (k independent hash functions)
 VERIFY = "sample"  # how a candidate pair is verified: "sample" (Jaccard of stored bottom-k samples of the shingle
 # sets: exact for texts of fewer than SAMPLE distinct shingles), "exact" (Jaccard of every stored shingle hash) or
@@ -60,6 +68,7 @@ SAMPLE = 256  # shingle hashes a page keeps for verify="sample": its smallest (1
 ALGORITHM_VERSION = 1  # bump when any hash below changes: stored signatures become incompatible
 
 KINDS = ("word", "char")
+MEASURES = ("containment", "jaccard")
 SCHEMES = ("oph", "kperm")
 VERIFIES = ("estimate", "exact", "sample")
 HASH_WIDTHS = (32, 64)
@@ -104,8 +113,11 @@ class ShingleSettings:
     verify: str = VERIFY
     sample: int = SAMPLE
     algorithm: int = field(default=ALGORITHM_VERSION)
+    measure: str | None = None  # None: MEASURE, or "jaccard" with verify "estimate" (signatures hold no sizes)
 
     def __post_init__(self) -> None:
+        if self.measure is None:
+            object.__setattr__(self, "measure", "jaccard" if self.verify == "estimate" else MEASURE)
         problems = _setting_problems(self)
         if problems:
             raise InputError("invalid shingle/LSH settings: " + "; ".join(problems))
@@ -151,6 +163,10 @@ def _setting_problems(s: ShingleSettings) -> list[str]:
         (s.scheme in SCHEMES, f"scheme must be one of {SCHEMES}, not {s.scheme!r}"),
         (s.verify in VERIFIES, f"verify must be one of {VERIFIES}, not {s.verify!r}"),
         (isinstance(s.sample, int) and s.sample >= 1, f"sample must be a positive integer, not {s.sample!r}"),
+        (s.measure in MEASURES, f"measure must be one of {MEASURES}, not {s.measure!r}"),
+        (s.measure == "jaccard" or s.verify != "estimate",
+         "measure 'containment' needs the shingle sets: verify 'sample' or 'exact' (or measure 'jaccard' with "
+         "verify 'estimate')"),
         (s.algorithm == ALGORITHM_VERSION,
          f"algorithm version {s.algorithm} is not this code's ({ALGORITHM_VERSION}): rebuild the index"),
     ]
@@ -512,10 +528,21 @@ def jaccard_of_sets(a: np.ndarray, b: np.ndarray) -> float:
     """Jaccard of two sorted sets (``sorted_set`` output)."""
     if not len(a) or not len(b):
         return float(len(a) == len(b))
+    inter = _intersection(a, b)
+    return inter / (len(a) + len(b) - inter)
+
+
+def containment_of_sets(a: np.ndarray, b: np.ndarray) -> float:
+    """|A & B| / min(|A|, |B|) of two sorted sets (``sorted_set`` output): 1 when one holds the other."""
+    if not len(a) or not len(b):
+        return float(len(a) == len(b))
+    return _intersection(a, b) / min(len(a), len(b))
+
+
+def _intersection(a: np.ndarray, b: np.ndarray) -> int:
     at = np.searchsorted(b, a)
     at[at == len(b)] = 0
-    inter = int(np.count_nonzero(b[at] == a))
-    return inter / (len(a) + len(b) - inter)
+    return int(np.count_nonzero(b[at] == a))
 
 
 def exact_jaccard(a: np.ndarray, b: np.ndarray) -> float:
@@ -588,6 +615,25 @@ def sample_jaccard(a: np.ndarray, b: np.ndarray, size: int) -> float:
     return jaccard_of_sets(a, b)
 
 
+def sample_containment(a: np.ndarray, b: np.ndarray, size: int) -> float:
+    """|A & B| / min(|A|, |B|) of two texts from their bottom-``size`` samples (``comparable_set`` output).
+
+    Below the smaller largest value of a full sample (``cut``) both samples hold their whole sets, so each text's
+    hashes there are a uniform random sample of it, and the share of them the other text also has estimates
+    |A & B| / |A| (and |A & B| / |B|). The larger of the two shares is the containment: it comes from the text with
+    fewer hashes below the cut, the smaller one (exact when both texts have fewer than ``size`` shingles).
+    """
+    full = [s[-1] for s in (a, b) if len(s) >= size]
+    if full:
+        cut = min(full)
+        a, b = a[:np.searchsorted(a, cut, side="right")], b[:np.searchsorted(b, cut, side="right")]
+    return containment_of_sets(a, b)
+
+
 def set_similarity(a: np.ndarray, b: np.ndarray, settings: ShingleSettings) -> float:
-    """The similarity a candidate pair is verified with, from two ``comparable_set`` arrays."""
+    """The similarity a candidate pair is verified with (``settings.measure``), from two ``comparable_set``
+    arrays: on bottom-k samples (verify "sample") or on the whole sets (verify "exact")."""
+    if settings.measure == "containment":
+        return sample_containment(a, b, settings.sample) if settings.verify == "sample" else \
+            containment_of_sets(a, b)
     return sample_jaccard(a, b, settings.sample) if settings.verify == "sample" else jaccard_of_sets(a, b)

@@ -137,7 +137,8 @@ def _sign(signer: SignatureMethod, item: TextItem) -> SignedPage:
 
 # --- the stored extractions ----------------------------------------------------------------------------------
 
-_EXTRACTIONS = ("SELECT e.page_id, coalesce(p.url, e.page_id), e.text, e.boilerplate_chars FROM extractions e"
+_EXTRACTIONS = ("SELECT e.page_id, coalesce(p.url, e.page_id), e.text, e.boilerplate_chars, p.fetched_at"
+                " FROM extractions e"
                 " LEFT JOIN pages p ON p.id = e.page_id WHERE coalesce(p.retired, 0) = 0")
 
 
@@ -160,7 +161,8 @@ def iter_extractions(db: sqlite_utils.Database, *, batch_size: int = BATCH_PAGES
                           [] if last is None else [last]).fetchall()
         if not rows:
             return
-        yield [TextItem(page_id, url, text or "", boilerplate or 0) for page_id, url, text, boilerplate in rows]
+        yield [TextItem(page_id, url, text or "", boilerplate or 0, fetched_at)
+               for page_id, url, text, boilerplate, fetched_at in rows]
         last = rows[-1][0]
 
 
@@ -221,7 +223,8 @@ def _index_minhash(db: sqlite_utils.Database, params: dict | None, *, replace: b
     if replace:
         raise InputError("the minhash index cannot be replaced in place: its settings are fixed by its first "
                          "pages; index into a new --db")
-    settings = ShingleSettings.from_dict({**ShingleSettings().to_dict(), **params}) if params else None
+    defaults = {k: v for k, v in ShingleSettings().to_dict().items() if k != "measure"}  # its own default by verify
+    settings = ShingleSettings.from_dict({**defaults, **params}) if params else None
     counts, done = dedup.AddResult(), 0
     for batch in iter_extractions(db, batch_size=batch_size):
         result = dedup.index_texts(db, batch, settings, batch_size=batch_size)
@@ -288,21 +291,24 @@ def remove_signature_pages(db: sqlite_utils.Database, ids: Iterable[str], *, met
 
 # --- reading ---------------------------------------------------------------------------------------------------
 
-def iter_signature_duplicates(db: sqlite_utils.Database, *, method: str = MINHASH) -> Iterator[dict]:
+def iter_signature_duplicates(db: sqlite_utils.Database, *, method: str = MINHASH,
+                              canonical_only: bool = False) -> Iterator[dict]:
     """{"id", "url", "cluster", "canonical", "similarity"} for every page in a cluster of two or more.
 
     Clusters in label order (the smallest internal page number of the cluster); in each, the canonical page
     first, then the pages sharing a signature with it, then the others (see the module docstring for
-    ``similarity``), each group in storing order. The method is checked before the first row is asked for:
-    an unknown method raises InputError, a method never indexed in ``db`` StoreError.
+    ``similarity``), each group in storing order. With ``canonical_only``, one row a cluster: its canonical page.
+    The method is checked before the first row is asked for: an unknown method raises InputError, a method never
+    indexed in ``db`` StoreError.
     """
     method = check_method(method)
     if method == MINHASH:
-        return dedup.iter_duplicates(db)
+        return dedup.iter_duplicates(db, canonical_only=canonical_only)
     if sig_store.load_model(db, method) is None:
         raise StoreError(f"no {method} signature index in {db_name(db)}: build it with "
                          f"`templater index-signatures --method {method}`")
-    return _iter_clusters(db, method)
+    rows = _iter_clusters(db, method)
+    return (row for row in rows if row["id"] == row["canonical"]) if canonical_only else rows
 
 
 def _iter_clusters(db: sqlite_utils.Database, method: str) -> Iterator[dict]:

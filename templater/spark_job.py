@@ -27,9 +27,9 @@ cluster).
 
 Outputs: Parquet datasets ``pages``, ``extractions``, ``clusters`` and ``skips`` under ``out``, and the templates in
 the SQLite database ``db`` (the driver's local file). A local run indexes texts incrementally, so its clusters are
-the connected components of its verified candidate pairs and its canonical page is the first seen (index batch),
-then less boilerplate, shorter URL, URL, doc number: the job reproduces exactly that, except cluster labels (here
-the smallest doc number of the cluster).
+the connected components of its verified candidate pairs and its canonical page is the earliest fetched (when
+known), else the first seen (index batch), then less boilerplate, shorter URL, URL, doc number: the job reproduces
+exactly that, except cluster labels (here the smallest doc number of the cluster).
 """
 
 from __future__ import annotations
@@ -226,7 +226,7 @@ def run_job(spark, inputs: Sequence[str], *, out: str, db_path: str | Path,
         ingested.unpersist()  # the pages' HTML is not read again
     with _stage(result, sc, "sign"):
         extractions = extracted.flatMap(lambda me: [me[1]] if me[1] is not None else [])
-        by_doc, signed = _sign(extractions, options, parts)
+        by_doc, signed = _sign(extracted, options, parts)
         counts["indexed"] = by_doc.persist(disk).count()
     with _stage(result, sc, "band keys"):
         buckets = band_buckets(by_doc.values(), options.shingles, parts).persist(disk)
@@ -476,13 +476,14 @@ class SignedPage:
     text_chars: int
     signature: np.ndarray
     verify_set: np.ndarray | None  # the stored verification set (None when verifying by estimate)
+    fetched_at: str | None = None  # as the index keeps it (``dedup.web_time``)
 
     def member(self) -> lsh.Member:
         return lsh.Member(self.doc, self.page_id, self.url, self.signature, self.batch, self.boilerplate_chars,
-                          self.text_chars)
+                          self.text_chars, self.fetched_at)
 
 
-def _sign(extractions, options: JobOptions, parts: int):
+def _sign(extracted, options: JobOptions, parts: int):
     """(doc, SignedPage) of every page with shingles, numbered like a local run: extracted in id order, indexed in
     batches of ``index_batch`` extractions, doc numbers in that order; partitioned by doc (hash), so that the
     verification and cluster joins move only pairs and labels.
@@ -492,7 +493,9 @@ def _sign(extractions, options: JobOptions, parts: int):
     from pyspark import StorageLevel
 
     settings, size = options.shingles, options.index_batch
-    ordered = extractions.map(lambda e: (e.id, (e.url, e.text, e.boilerplate_chars))).sortByKey(numPartitions=parts)
+    ordered = extracted.flatMap(lambda me: [(me[1].id, (me[1].url, me[1].text, me[1].boilerplate_chars,
+                                                        dedup.web_time(me[0][6])))] if me[1] is not None else []
+                                ).sortByKey(numPartitions=parts)
     signed = ordered.mapPartitions(lambda items: _sign_partition(list(items), settings)).persist(
         StorageLevel.MEMORY_AND_DISK)
     sizes = dict(signed.mapPartitionsWithIndex(lambda i, items: [(i, _partition_sizes(items))]).collect())
@@ -520,19 +523,19 @@ def _partition_sizes(items) -> tuple[int, int]:
     return extractions, signed
 
 
-def _sign_partition(items: list[tuple[str, tuple[str, str, int]]],
+def _sign_partition(items: list[tuple[str, tuple[str, str, int, str | None]]],
                     settings: ShingleSettings) -> Iterator[SignedPage | None]:
     """A SignedPage (numbered later) for each extraction in order, None for one without shingles."""
     if not items:
         return
-    signatures, shingles = dedup.sign_texts([text for _, (_, text, _) in items], settings)
+    signatures, shingles = dedup.sign_texts([text for _, (_, text, _, _) in items], settings)
     sets = lsh.stored_form(shingles, list(range(len(items))), settings) if shingles is not None else None
-    for i, (pid, (url, text, boilerplate)) in enumerate(items):
+    for i, (pid, (url, text, boilerplate, fetched_at)) in enumerate(items):
         if signatures.empty[i]:
             yield None
             continue
         yield SignedPage(0, 0, pid, url, boilerplate, len(text), signatures.values[i],
-                         sets[i] if sets is not None else None)
+                         sets[i] if sets is not None else None, fetched_at)
 
 
 def band_buckets(signed, settings: ShingleSettings, parts: int):

@@ -28,7 +28,8 @@ from .types import Block, Rule, Segmented, Template
 
 HEADING_TAGS = frozenset({"h1", "h2", "title"})
 REFERENCE_CANDIDATES = 15  # pages tried as the alignment reference
-NEAR_COPY = 0.8  # Jaccard similarity of long-block sets above which two pages count as one when learning
+NEAR_COPY = 0.8  # containment of long-block sets (shared / the smaller set) above which two pages count as one when
+# learning: a copy cut short keeps a subset of the original's paragraphs
 NEAR_COPY_CHARS = 80  # blocks this long (paragraphs, not menu items) decide whether two pages are copies
 NEAR_COPY_COMMON_PAGES = 3  # ... unless this many pages (and half of them) have them: then they are the site's
 REGION_TEXT_SHARE = 0.8  # the content region holds at least this share of a page's remaining text
@@ -78,7 +79,8 @@ def learn_template(pages: Sequence[Segmented], *, site: str, version: int = 1, l
 
 
 def distinct_pages(pages: Sequence[Segmented]) -> list[Segmented]:
-    """The pages less near-copies: a page whose long blocks are NEAR_COPY-similar to a kept page's is left out.
+    """The pages less near-copies: a page whose long blocks mostly (NEAR_COPY of the smaller set) are a kept page's,
+    or the other way round, is left out.
 
     Two copies of one article (a syndicated story, a page under two URLs) would otherwise make the article's
     text look like boilerplate the site repeats.
@@ -90,7 +92,7 @@ def distinct_pages(pages: Sequence[Segmented]) -> list[Segmented]:
     sets: list[set[int]] = []
     for seg, blocks in zip(pages, longs):
         blocks = blocks - common  # long blocks most pages share are the site's, not the article's
-        if blocks and any(len(blocks & other) >= NEAR_COPY * len(blocks | other) for other in sets):
+        if blocks and any(len(blocks & other) >= NEAR_COPY * min(len(blocks), len(other)) for other in sets if other):
             continue
         kept.append(seg)
         sets.append(blocks)

@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -117,3 +118,71 @@ def test_an_unknown_fallback_is_refused_before_any_work(tmp_path):
                                  "--fallback", "bogus"])
     assert result.exit_code == 2 and "choose one of" in result.output
     assert not (tmp_path / "s.db").exists()
+
+
+def _site_with_copies(tmp_path):
+    """A generated site of six articles, a copy of article 2 fetched later, and a copy of article 4 cut short."""
+    import gzip
+
+    from sitegen import article_html
+
+    pages = tmp_path / "site.jsonl.gz"
+    with gzip.open(pages, "wt", encoding="utf-8") as f:
+        for seed in range(6):
+            html, _ = article_html(seed, paragraphs=8)
+            f.write(json.dumps({"id": f"p{seed}", "url": f"https://news.example.com/story/{seed}.html", "html": html,
+                                "fetched_at": "2024-03-01T10:00:00Z"}) + "\n")
+        html, _ = article_html(2, paragraphs=8)
+        f.write(json.dumps({"id": "copy", "url": "https://news.example.com/s/2.html", "html": html,
+                            "fetched_at": "2024-02-01T10:00:00Z"}) + "\n")  # on the web first, shorter URL
+    return pages
+
+
+def test_dups_canonical_only_gives_one_page_a_cluster_the_earliest_fetched(tmp_path):
+    pages, db = _site_with_copies(tmp_path), str(tmp_path / "d.db")
+    assert runner.invoke(app, ["run", str(pages), "--db", db, "-q", "--output", str(tmp_path / "o.jsonl")]).exit_code == 0
+    every = [json.loads(line) for line in runner.invoke(app, ["dups", "--db", db]).stdout.splitlines()]
+    assert {r["id"] for r in every} == {"p2", "copy"} and {r["canonical"] for r in every} == {"copy"}
+    result = runner.invoke(app, ["dups", "--db", db, "--canonical-only"])
+    assert result.exit_code == 0
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(r["id"], r["canonical"], r["similarity"]) for r in rows] == [("copy", "copy", 1.0)]
+
+
+def test_run_and_extract_drop_duplicates_write_a_deduplicated_corpus(tmp_path):
+    pages, db = _site_with_copies(tmp_path), str(tmp_path / "d.db")
+    out = tmp_path / "o.jsonl"
+    result = runner.invoke(app, ["run", str(pages), "--db", db, "--output", str(out), "--drop-duplicates"])
+    assert result.exit_code == 0, result.output
+    ids = [json.loads(line)["id"] for line in out.read_text().splitlines()]
+    assert sorted(ids) == ["copy", "p0", "p1", "p3", "p4", "p5"]  # p2 is a later copy of "copy"
+    assert "duplicate=1" in result.stderr
+    again = runner.invoke(app, ["extract", "--db", db, "--drop-duplicates", "-q"])
+    assert again.exit_code == 0
+    assert sorted(json.loads(line)["id"] for line in again.stdout.splitlines()) == sorted(ids)
+    refused = runner.invoke(app, ["extract", "--db", db, "--drop-duplicates", "--no-index"])
+    assert refused.exit_code == 1 and "needs the near-duplicate index" in refused.stderr
+    assert "Traceback" not in refused.output
+
+
+def test_dups_settings_prints_the_s_curve(tmp_path):
+    from templater import pipeline
+
+    pipeline.open_store(tmp_path / "new.db").conn.close()
+    result = runner.invoke(app, ["dups-settings", "--db", str(tmp_path / "new.db")])
+    assert result.exit_code == 0
+    assert "measure: containment" in result.stdout and "P(candidate)" in result.stdout
+    curve = json.loads(runner.invoke(app, ["dups-settings", "--db", str(tmp_path / "new.db"), "--json"]).stdout)["s_curve"]
+    values = [curve[k] for k in sorted(curve)]
+    assert values == sorted(values) and values[-1] == 1.0
+
+
+def test_a_database_indexed_before_the_measure_setting_keeps_working(tmp_path):
+    import shutil
+
+    db = tmp_path / "old.db"
+    shutil.copy(Path(__file__).parent / "fixtures" / "lsh_v1.db", db)
+    settings = json.loads(runner.invoke(app, ["dups-settings", "--db", str(db), "--json"]).stdout)
+    assert (settings["measure"], settings["n"], settings["rows"], settings["pages"]) == ("jaccard", 5, 6, 3)
+    rows = [json.loads(line) for line in runner.invoke(app, ["dups", "--db", str(db)]).stdout.splitlines()]
+    assert {r["id"] for r in rows} == {"a", "b"} and {r["canonical"] for r in rows} == {"a"}

@@ -121,7 +121,7 @@ def test_settings_are_fixed_by_the_first_call(db):
     dedup.index_texts(db, corpus(seed=7)[:3], ShingleSettings(kind="char", n=7))
     described = dedup.describe_settings(db)
     assert described["kind"] == "char" and described["stored"] is True
-    assert described["s_curve_threshold"] == pytest.approx((1 / 16) ** (1 / 6), abs=1e-4)
+    assert described["s_curve_threshold"] == pytest.approx((1 / 16) ** (1 / ShingleSettings().rows), abs=1e-4)
     with pytest.raises(SettingsMismatchError, match="kind: 'char' != 'word'"):
         dedup.index_texts(db, corpus(seed=7)[3:4], ShingleSettings())
     dedup.index_texts(db, corpus(seed=7)[3:4])  # no settings: the stored ones
@@ -152,7 +152,7 @@ def test_exact_verification_stores_every_shingle_hash(db):
     items = corpus(seed=9)[:3]
     dedup.index_texts(db, items, ShingleSettings(verify="exact"))
     sizes = [n for (n,) in db.conn.execute("SELECT length(hashes) / 4 FROM lsh_shingles ORDER BY doc")]
-    assert sizes == [len(it.text.split()) - 4 for it in items]
+    assert sizes == [len(it.text.split()) - ShingleSettings().n + 1 for it in items]
     rows = list(dedup.iter_duplicates(db))
     assert len(rows) == 3 and all(r["similarity"] >= 0.8 for r in rows)
 
@@ -170,3 +170,59 @@ def test_describe_settings_of_an_empty_index(db):
     described = dedup.describe_settings(db)
     assert described["stored"] is False and described["pages"] == 0
     assert described["candidate_probability_at_threshold"] > 0.99
+
+
+def test_canonical_is_the_earliest_fetched_when_known(db):
+    text = " ".join(article(np.random.default_rng(5)))
+    dedup.index_texts(db, [TextItem("first-indexed", "http://a.example/1", text, 0)])  # no fetch time
+    dedup.index_texts(db, [TextItem("later", "http://b.example/x", text, 0, "2024-05-02T00:00:00Z"),
+                           TextItem("earliest", "http://c.example/very/long/url", text, 50,
+                                    "Thu, 01 Feb 2024 10:00:00 GMT")])
+    assert {r["canonical"] for r in dedup.iter_duplicates(db)} == {"earliest"}
+    assert [r["id"] for r in dedup.iter_duplicates(db, canonical_only=True)] == ["earliest"]
+    assert dedup.duplicate_ids(db) == {"first-indexed", "later"}
+
+
+def test_web_time_reads_iso_and_http_dates_as_utc():
+    assert dedup.web_time("2017-05-01T12:00:00Z") == "2017-05-01T12:00:00+00:00"
+    assert dedup.web_time("2017-05-01T14:00:00+02:00") == "2017-05-01T12:00:00+00:00"
+    assert dedup.web_time("2017-05-01") == "2017-05-01T00:00:00+00:00"
+    assert dedup.web_time("Mon, 01 May 2017 12:00:00 GMT") == "2017-05-01T12:00:00+00:00"
+    assert dedup.web_time("yesterday") is None and dedup.web_time(None) is None and dedup.web_time("") is None
+
+
+def test_a_cut_copy_is_a_near_duplicate_by_containment(db, tmp_path):
+    rng = np.random.default_rng(6)
+    words = article(rng, 600)
+    dedup.index_texts(db, [TextItem("whole", "http://a.example/1", " ".join(words)),
+                           TextItem("cut", "http://b.example/1", " ".join(words[:int(0.7 * len(words))])),
+                           TextItem("replaced", "http://c.example/1", edited(rng, words, 0.03))])
+    assert clusters(db) == {frozenset({"whole", "cut", "replaced"})}
+    jaccard = open_db(tmp_path / "jaccard.db")
+    dedup.index_texts(jaccard, [TextItem("whole", "http://a.example/1", " ".join(words)),
+                                TextItem("cut", "http://b.example/1", " ".join(words[:int(0.7 * len(words))]))],
+                      ShingleSettings(measure="jaccard", n=5, rows=6))
+    assert clusters(jaccard) == set()  # Jaccard 0.7: below 0.8
+
+
+def test_the_old_index_settings_are_kept_and_new_defaults_refused(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    path = tmp_path / "old.db"
+    shutil.copy(Path(__file__).parent / "fixtures" / "lsh_v1.db", path)
+    db = open_db(path)
+    described = dedup.describe_settings(db)
+    assert (described["measure"], described["n"], described["rows"]) == ("jaccard", 5, 6)
+    migrated = {row[0] for row in db.conn.execute("SELECT version FROM schema_migrations WHERE component = 'lsh'")}
+    assert migrated == {1, 2}
+    assert "fetched_at" in {row[1] for row in db.conn.execute("PRAGMA table_info(lsh_signatures)")}
+    assert clusters(db) == {frozenset({"a", "b"})}
+    assert db.conn.execute("SELECT count(*) FROM lsh_signatures").fetchone()[0] == 3
+    text = " ".join(article(np.random.default_rng(8)))
+    dedup.index_texts(db, [TextItem("d", "http://example.org/d", text), TextItem("e", "http://example.org/e", text,
+                                                                                0, "2020-01-01T00:00:00Z")])
+    assert frozenset({"d", "e"}) in clusters(db)
+    assert next(r for r in dedup.iter_duplicates(db) if r["id"] == "d")["canonical"] == "e"
+    with pytest.raises(SettingsMismatchError, match="measure: 'jaccard' != 'containment'"):
+        dedup.index_texts(db, [TextItem("f", "http://example.org/f", text)], ShingleSettings())

@@ -11,7 +11,7 @@ from store.db import open_db
 from store.lsh import IndexedPage
 from templater.errors import SettingsMismatchError
 from templater.shingles import (ShingleSettings, Shingles, Signatures, band_keys, comparable_set, estimate_similarity,
-                                sample_jaccard, sign_shingles)
+                                set_similarity, sign_shingles)
 
 SETTINGS = ShingleSettings(permutations=32, bands=8, rows=4, threshold=0.7, verify="estimate")
 
@@ -240,7 +240,8 @@ def add_sets(db, ids: list[str], sets: list[np.ndarray]) -> None:
 
 
 def reference_sample_clusters(pages: dict[str, np.ndarray]) -> set[frozenset]:
-    """Components of (shares a band key) and (bottom-k sample Jaccard >= threshold), all pairs."""
+    """Components of (shares a band key) and (bottom-k sample similarity, the settings' measure, >= threshold),
+    all pairs."""
     ids = sorted(pages)
     if not ids:
         return set()
@@ -248,7 +249,7 @@ def reference_sample_clusters(pages: dict[str, np.ndarray]) -> set[frozenset]:
     keys = band_keys(sign_shingles(shingles, SAMPLED).values, SAMPLED)
     sets = [comparable_set(pages[i], SAMPLED) for i in ids]
     return components(ids, lambda i, j: (keys[i] == keys[j]).any()
-                      and sample_jaccard(sets[i], sets[j], SAMPLED.sample) >= SAMPLED.threshold)
+                      and set_similarity(sets[i], sets[j], SAMPLED) >= SAMPLED.threshold)
 
 
 @hsettings(max_examples=20, deadline=None)

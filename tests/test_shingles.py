@@ -257,7 +257,7 @@ def test_settings_validate_and_report_s_curve():
         ShingleSettings(kind="sentence")
     with pytest.raises(InputError, match="unknown"):
         ShingleSettings.from_dict({"bandz": 3})
-    assert ShingleSettings().differences(s) == ["rows: 6 != 8"]
+    assert ShingleSettings().differences(s) == [f"rows: {ShingleSettings().rows} != 8"]
 
 
 def test_exact_jaccard():
@@ -322,3 +322,71 @@ def test_comparable_sets_follow_the_verify_setting():
     assert sh.comparable_set(hashes, ShingleSettings(sample=2)).tolist() == [1, 3]
     with pytest.raises(InputError, match="sample"):
         ShingleSettings(sample=0)
+
+
+# --- containment: the default measure ----------------------------------------------------------------------------
+
+HASH_SETS = st.lists(st.integers(0, 2**32 - 1) | st.integers(0, 50), max_size=80)
+
+
+def _contained(a: list[int], b: list[int]) -> float:
+    """|A & B| / min(|A|, |B|) with Python sets (two empty sets are identical)."""
+    x, y = set(a), set(b)
+    if not x or not y:
+        return float(x == y)
+    return len(x & y) / min(len(x), len(y))
+
+
+@hsettings(max_examples=200, deadline=None)
+@given(a=HASH_SETS, b=HASH_SETS)
+def test_containment_matches_python_sets_and_bounds_jaccard(a, b):
+    x, y = (sh.sorted_set(np.array(v, dtype=np.uint64)) for v in (a, b))
+    contained = sh.containment_of_sets(x, y)
+    assert contained == pytest.approx(_contained(a, b))
+    assert contained == sh.containment_of_sets(y, x)
+    assert 0.0 <= sh.jaccard_of_sets(x, y) <= contained <= 1.0
+    if set(a) and set(a) <= set(b):
+        assert contained == 1.0
+
+
+@hsettings(max_examples=150, deadline=None)
+@given(a=HASH_SETS, b=HASH_SETS, size=st.integers(1, 100))
+def test_sample_containment_is_exact_below_the_sample_size(a, b, size):
+    x, y = (sh.sorted_set(np.array(v, dtype=np.uint64)) for v in (a, b))
+    sampled = sh.sample_containment(x[:size], y[:size], size)
+    if len(x) < size and len(y) < size:
+        assert sampled == pytest.approx(_contained(a, b))
+    assert 0.0 <= sampled <= 1.0
+    assert sampled == sh.sample_containment(y[:size], x[:size], size)
+
+
+@hsettings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), small=st.integers(300, 2000), ratio=st.floats(1.0, 3.0),
+       kept=st.floats(0.5, 1.0))
+def test_sample_containment_estimates_containment_of_large_sets(seed, small, ratio, kept):
+    """A set of ``small`` hashes, ``kept`` of them inside a set ``ratio`` times larger: the bottom-256 estimate is
+    within five standard deviations sqrt(C(1-C)/k) of C, k the smaller set's hashes below the cut."""
+    rng = np.random.default_rng(seed)
+    large = rng.choice(2**32, size=int(small * ratio), replace=False).astype(np.uint64)
+    inside = rng.choice(large, size=int(small * kept), replace=False)
+    outside = rng.integers(0, 2**32, size=small - len(inside), dtype=np.uint64)
+    a, b = sh.sorted_set(np.concatenate((inside, outside))), sh.sorted_set(large)
+    truth = sh.containment_of_sets(a, b)
+    settings = ShingleSettings()
+    estimate = sh.set_similarity(sh.comparable_set(a, settings), sh.comparable_set(b, settings), settings)
+    k = max(1, settings.sample * len(a) / len(b))
+    assert abs(estimate - truth) <= 5 * np.sqrt(max(truth * (1 - truth), 0.01) / k) + 0.02
+
+
+def test_settings_default_to_containment_and_jaccard_by_estimate():
+    assert ShingleSettings().measure == "containment"
+    assert ShingleSettings(verify="estimate").measure == "jaccard"
+    assert ShingleSettings(verify="estimate") == ShingleSettings(verify="estimate", measure="jaccard")
+    with pytest.raises(InputError, match="needs the shingle sets"):
+        ShingleSettings(verify="estimate", measure="containment")
+    with pytest.raises(InputError, match="measure must be"):
+        ShingleSettings(measure="cosine")
+    a = sh.sorted_set(np.arange(10, dtype=np.uint64))
+    b = sh.sorted_set(np.arange(7, dtype=np.uint64))
+    assert sh.set_similarity(a, b, ShingleSettings(verify="exact")) == 1.0
+    assert sh.set_similarity(a, b, ShingleSettings(verify="exact", measure="jaccard")) == 0.7

@@ -1,0 +1,573 @@
+"""The typed near-duplicate truth set: edited copies and hard negatives, built as HTML pages from the dev corpus.
+
+Built at bench time from ``../shared/corpus`` (never copied into the repository: the pages are research-only).
+Every page of the corpus is an original. The article of a page is located in its HTML through its gold text: a
+text slot (an element's text or tail) is *content* when at least CONTENT_SHARE of its word bigrams are bigrams
+of the gold text (slots of one or two words count when a neighbouring slot is content and their words are gold
+words). Bases are originals with at least MIN_BASE_WORDS gold words whose content slots hold at least
+MIN_COVERAGE of the gold words; each base is used once, by one edit or one negative.
+
+Positive edit types (the copy goes under another URL of the same site, the page's own template around it):
+
+    replace-1/2/3       that share of the article's words replaced by random words of the gold corpus, scattered
+    cut-end-10/20/30    that share of the article's words cut from its end (whole text slots, then part of one)
+    cut-start-10/20/30  the same from its start (the headline goes first)
+    reorder             the article's paragraphs (content slots grouped by their block element) shuffled
+    boilerplate         the headline (first content paragraph when short, and <title>) rewritten, and half of the
+                        page's boilerplate text slots (menus, related links, footers) rewritten
+    syndicated          the story on another site: a page of another site (3+ pages) keeps its template and
+                        boilerplate, its article is replaced by this one's paragraphs under a new headline, and the
+                        story's last paragraph is replaced by another (at most LAST_SHARE of the story); the base
+                        is a page of a site with 3+ pages too (two sites, two templates)
+
+Hard negatives (pairs that must NOT be reported):
+
+    same-site           every pair of two originals of one site (same template, same menu), except pairs that
+                        are duplicates in the corpus itself (byte-identical HTML, one URL, or gold texts with
+                        word-5-gram containment of at least NATURAL_CONTAINMENT): those are true pairs. (A page
+                        built in another page's template is not paired with that page: what the host's article
+                        leaves outside the gold text, such as comments, stays on the built page.)
+    follow-up           a new page on the base's site (another page's template) telling a later story: new
+                        sentences with FOLLOW_UP_SHARE of its words the base's background paragraphs
+    series              SERIES_PAGES pages on one site, each a different body of new sentences between the same
+                        series intro and outro (SERIES_SHARE of each page)
+
+New text (headlines, replaced paragraphs, follow-up and series bodies) is made of sentences drawn at random from
+gold texts of other sites, so no page shares more than a sentence with any original but its own.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import zlib
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import lxml.html
+import numpy as np
+
+from templater.shingles import normalize
+
+MIN_BASE_WORDS = 100
+MIN_COVERAGE = 0.8  # share of gold words the content slots must hold for a page to be a base
+CONTENT_SHARE = 0.7
+HEADLINE_WORDS = 20  # a first content paragraph this short is the headline
+BOILERPLATE_SHARE = 0.5  # share of boilerplate slots rewritten by the "boilerplate" edit
+LAST_SHARE = 0.15  # a syndicated story's replaced last paragraph is at most this share of its words
+FOLLOW_UP_SHARE = 0.3
+SERIES_PAGES = 3
+SERIES_SHARE = 0.25
+NATURAL_CONTAINMENT = 0.8
+NATURAL_POSTINGS = 50  # gold 5-grams of more texts than this (boilerplate in gold) do not propose pairs
+BLOCKS = {"p", "div", "li", "td", "th", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre", "dd", "dt",
+          "section", "article", "header", "footer", "table", "tr", "ul", "ol", "body", "figcaption", "caption"}
+SKIP = {"script", "style", "noscript", "template"}
+
+EDITS = ("replace-1", "replace-2", "replace-3", "cut-end-10", "cut-end-20", "cut-end-30", "cut-start-10",
+         "cut-start-20", "cut-start-30", "reorder", "boilerplate", "syndicated")
+NEGATIVES = ("follow-up", "series")
+ORIGINAL_TIME = "2020-01-01T00:00:00Z"  # fetched_at of originals; copies come a month later
+COPY_TIME = "2020-02-01T00:00:00Z"
+
+
+@dataclass(slots=True)
+class Original:
+    id: str  # "<dataset>/<id>"
+    url: str
+    site: str
+    html: str
+    gold: str
+
+
+@dataclass(slots=True)
+class Page:
+    """A page of the set: what `templater run` reads, and what it is."""
+
+    id: str
+    url: str
+    html: str
+    kind: str = "original"
+    base: str | None = None  # the original it was made from (positives and follow-ups)
+    site: str = ""
+    half: int = 0  # held-out half of the base's site (0 or 1)
+    group: str | None = None  # series name
+    host: str | None = None  # the original whose page (template) it was built in (syndicated, follow-up, series)
+
+    def record(self, fetched_at: str) -> dict:
+        return {"id": self.id, "url": self.url, "html": self.html, "fetched_at": fetched_at}
+
+
+@dataclass(slots=True)
+class Slot:
+    element: object
+    attr: str  # "text" or "tail"
+    words: list[str]
+    block: object  # nearest block-level element holding the text
+
+
+@dataclass(slots=True)
+class Doc:
+    """A parsed page with its text slots split into content and boilerplate."""
+
+    tree: object
+    slots: list[Slot]
+    content: list[int]  # indexes into slots, document order
+    boilerplate: list[int]
+    coverage: float = 0.0
+    paragraphs: list[list[int]] = field(default_factory=list)  # content slots grouped by block element
+
+    def set(self, i: int, words: list[str]) -> None:
+        slot = self.slots[i]
+        slot.words = words
+        text = " ".join(words)
+        if slot.attr == "text":
+            slot.element.text = (" " + text + " ") if text else ""
+        else:
+            slot.element.tail = (" " + text + " ") if text else ""
+
+    def html(self) -> str:
+        return lxml.html.tostring(self.tree, encoding="unicode")
+
+    def content_words(self) -> int:
+        return sum(len(self.slots[i].words) for i in self.content)
+
+
+def site_half(site: str) -> int:
+    return zlib.crc32(site.encode()) & 1
+
+
+# --- reading and locating the article ------------------------------------------------------------------------
+
+def load_originals(corpus: Path) -> list[Original]:
+    out = []
+    for path in sorted(corpus.glob("*/pages.jsonl.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for line in f:
+                r = json.loads(line)
+                out.append(Original(f"{r['dataset']}/{r['id']}", r["url"], f"{r['dataset']}/{r.get('site', '')}",
+                                    r["html"], r.get("gold") or ""))
+    return out
+
+
+def _block_of(element) -> object:
+    node = element
+    while node is not None and (not isinstance(node.tag, str) or node.tag.lower() not in BLOCKS):
+        node = node.getparent()
+    return node if node is not None else element
+
+
+def parse_doc(html: str, gold: str) -> Doc | None:
+    try:
+        tree = lxml.html.document_fromstring(html.encode("utf-8"), parser=lxml.html.HTMLParser(encoding="utf-8"))
+    except (ValueError, lxml.etree.ParserError):
+        return None
+    body = tree.find("body")
+    if body is None:
+        return None
+    slots: list[Slot] = []
+    for element in body.iter():
+        tag = element.tag.lower() if isinstance(element.tag, str) else ""
+        if tag and tag not in SKIP and element.text and element.text.strip():
+            slots.append(Slot(element, "text", element.text.split(), _block_of(element)))
+        if element is not body and element.tail and element.tail.strip():
+            parent = element.getparent()
+            slots.append(Slot(element, "tail", element.tail.split(), _block_of(parent)))
+    gold_tokens = normalize(gold).split()
+    bigrams = set(zip(gold_tokens, gold_tokens[1:]))
+    vocabulary = set(gold_tokens)
+    tokens = [normalize(" ".join(s.words)).split() for s in slots]
+    long_content = [len(t) >= 3 and np.mean([b in bigrams for b in zip(t, t[1:])]) >= CONTENT_SHARE
+                    for t in tokens]
+    content = []
+    for i, t in enumerate(tokens):
+        if long_content[i]:
+            content.append(i)
+        elif 0 < len(t) < 3 and all(w in vocabulary for w in t) and \
+                ((i > 0 and long_content[i - 1]) or (i + 1 < len(tokens) and long_content[i + 1])):
+            content.append(i)
+    chosen = set(content)
+    boilerplate = [i for i in range(len(slots)) if i not in chosen and tokens[i]]
+    covered = sum(len(tokens[i]) for i in content)
+    doc = Doc(tree, slots, content, boilerplate, covered / max(1, len(gold_tokens)))
+    groups: dict[int, list[int]] = {}
+    order: list[int] = []
+    for i in content:
+        key = id(slots[i].block)
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(i)
+    doc.paragraphs = [groups[k] for k in order]
+    return doc
+
+
+# --- new text ------------------------------------------------------------------------------------------------
+
+class Sentences:
+    """Sentences of the gold corpus by site, to draw new text from."""
+
+    def __init__(self, originals: list[Original]):
+        self.by_site: dict[str, list[list[str]]] = defaultdict(list)
+        for o in originals:
+            for sentence in re.split(r"(?<=[.!?])\s+", o.gold):
+                words = sentence.split()
+                if 5 <= len(words) <= 40:
+                    self.by_site[o.site].append(words)
+        self.sites = sorted(self.by_site)
+        self.vocabulary = [w for o in originals for w in o.gold.split()]
+
+    def text(self, rng: np.random.Generator, words: int, avoid: set[str]) -> list[str]:
+        """About ``words`` words of sentences, each from a random gold text of a site not in ``avoid``."""
+        out: list[str] = []
+        while len(out) < words:
+            site = self.sites[rng.integers(len(self.sites))]
+            if site in avoid:
+                continue
+            pool = self.by_site[site]
+            out.extend(pool[rng.integers(len(pool))])
+        return out[:max(words, 1)]
+
+    def word(self, rng: np.random.Generator) -> str:
+        return self.vocabulary[rng.integers(len(self.vocabulary))]
+
+
+# --- edits -----------------------------------------------------------------------------------------------------
+
+def replace_words(doc: Doc, rng, rate: float, sentences: Sentences) -> None:
+    places = [(i, k) for i in doc.content for k in range(len(doc.slots[i].words))]
+    chosen = rng.choice(len(places), size=max(1, round(rate * len(places))), replace=False)
+    for p in chosen.tolist():
+        i, k = places[p]
+        words = list(doc.slots[i].words)
+        words[k] = sentences.word(rng)
+        doc.set(i, words)
+
+
+def cut(doc: Doc, rate: float, *, from_start: bool) -> None:
+    remaining = round(rate * doc.content_words())
+    order = doc.content if from_start else list(reversed(doc.content))
+    for i in order:
+        if remaining <= 0:
+            break
+        words = doc.slots[i].words
+        if len(words) <= remaining:
+            remaining -= len(words)
+            doc.set(i, [])
+        else:
+            doc.set(i, words[remaining:] if from_start else words[:len(words) - remaining])
+            remaining = 0
+
+
+def paragraph_texts(doc: Doc) -> list[list[str]]:
+    return [[w for i in group for w in doc.slots[i].words] for group in doc.paragraphs]
+
+
+def fill_paragraphs(doc: Doc, texts: list[list[str]]) -> None:
+    """Write ``texts`` into the page's paragraphs in order (each into its first slot, the others emptied); extra
+    texts join the last paragraph, paragraphs left over are emptied."""
+    groups = doc.paragraphs
+    if len(texts) > len(groups):
+        texts = texts[:len(groups) - 1] + [[w for t in texts[len(groups) - 1:] for w in t]]
+    for k, group in enumerate(groups):
+        doc.set(group[0], texts[k] if k < len(texts) else [])
+        for i in group[1:]:
+            doc.set(i, [])
+
+
+def reorder(doc: Doc, rng) -> None:
+    texts = paragraph_texts(doc)
+    order = rng.permutation(len(texts))
+    while len(texts) > 1 and (order == np.arange(len(texts))).all():
+        order = rng.permutation(len(texts))
+    fill_paragraphs(doc, [texts[j] for j in order.tolist()])
+
+
+def headline_of(doc: Doc) -> int | None:
+    """The paragraph index of the headline: the first paragraph when it is short."""
+    texts = paragraph_texts(doc)
+    return 0 if texts and len(texts[0]) <= HEADLINE_WORDS else None
+
+
+def set_title(doc: Doc, words: list[str]) -> None:
+    title = doc.tree.find(".//title")
+    if title is not None:
+        title.text = " ".join(words)
+
+
+def change_boilerplate(doc: Doc, rng, sentences: Sentences, site: str) -> None:
+    headline = headline_of(doc)
+    new_headline = sentences.text(rng, 8, {site})[:12]
+    if headline is not None:
+        group = doc.paragraphs[headline]
+        doc.set(group[0], new_headline)
+        for i in group[1:]:
+            doc.set(i, [])
+    set_title(doc, new_headline)
+    for i in doc.boilerplate:
+        if rng.random() < BOILERPLATE_SHARE:
+            doc.set(i, sentences.text(rng, len(doc.slots[i].words), {site})[:len(doc.slots[i].words)])
+
+
+def story_paragraphs(doc: Doc, rng, sentences: Sentences, site: str) -> list[list[str]]:
+    """The base's article as paragraphs without its headline, its last paragraph replaced by new sentences (or
+    its last LAST_SHARE of words when the last paragraph is longer)."""
+    texts = paragraph_texts(doc)
+    if headline_of(doc) is not None:
+        texts = texts[1:]
+    texts = [t for t in texts if t]
+    total = sum(len(t) for t in texts)
+    if not texts:
+        return texts
+    if len(texts[-1]) <= LAST_SHARE * total and len(texts) > 1:
+        texts[-1] = sentences.text(rng, len(texts[-1]), {site})[:len(texts[-1])]
+    else:
+        keep = len(texts[-1]) - round(LAST_SHARE * total)
+        texts[-1] = texts[-1][:max(0, keep)] + sentences.text(rng, round(LAST_SHARE * total), {site})
+    return texts
+
+
+def host_page(doc: Doc, paragraphs: list[list[str]], headline: list[str]) -> None:
+    """Put a story into another page's template: its headline in the host's first paragraph, then the story."""
+    fill_paragraphs(doc, [headline] + paragraphs)
+    set_title(doc, headline)
+
+
+def copy_url(url: str, tag: str) -> str:
+    """Another URL of the same site and folder: the last path segment gets ``-tag`` before its extension."""
+    head, sep, query = url.partition("?")
+    base, slash, last = head.rpartition("/")
+    if not slash or not last:
+        return f"{head.rstrip('/')}/{tag}.html" + (sep + query if sep else "")
+    stem, dot, ext = last.rpartition(".")
+    name = f"{stem}-{tag}.{ext}" if dot and stem else f"{last}-{tag}"
+    return f"{base}/{name}" + (sep + query if sep else "")
+
+
+# --- the set ---------------------------------------------------------------------------------------------------
+
+@dataclass(slots=True)
+class TypedSet:
+    pages: list[Page]
+    natural: set[tuple[str, str]]  # corpus pairs that are duplicates already (true pairs)
+
+    def positives(self) -> Iterator[tuple[str, str, str]]:
+        """(edit type, base id, copy id)."""
+        for p in self.pages:
+            if p.kind in EDITS:
+                yield p.kind, p.base, p.id
+
+    def negatives(self) -> Iterator[tuple[str, str, str]]:
+        """(negative type, page id, page id)."""
+        by_site: dict[str, list[Page]] = defaultdict(list)
+        series: dict[str, list[Page]] = defaultdict(list)
+        for p in self.pages:
+            if p.kind == "original":
+                by_site[p.site].append(p)
+            elif p.kind == "follow-up":
+                yield "follow-up", p.base, p.id
+            elif p.kind == "series":
+                series[p.group].append(p)
+        for pages in by_site.values():
+            for k, a in enumerate(pages):
+                for b in pages[k + 1:]:
+                    if (a.id, b.id) not in self.natural and (b.id, a.id) not in self.natural:
+                        yield "same-site", a.id, b.id
+        for pages in series.values():
+            for k, a in enumerate(pages):
+                for b in pages[k + 1:]:
+                    yield "series", a.id, b.id
+
+
+def _gold_sets(originals: list[Original]) -> list[set]:
+    out = []
+    for o in originals:
+        t = normalize(o.gold).split()
+        out.append({tuple(t[i:i + 5]) for i in range(len(t) - 4)})
+    return out
+
+
+def natural_pairs(originals: list[Original]) -> set[tuple[str, str]]:
+    """Pairs of originals that the corpus already holds as duplicates, on one site or two (one agency story on
+    two news sites): byte-identical HTML or one URL on one site, or gold texts whose word-5-gram containment is at
+    least NATURAL_CONTAINMENT (candidates: pairs sharing a gold 5-gram that few texts have)."""
+    sets = _gold_sets(originals)
+    postings: dict[tuple, list[int]] = defaultdict(list)
+    for i, s in enumerate(sets):
+        for gram in s:
+            postings[gram].append(i)
+    shared: dict[tuple[int, int], int] = defaultdict(int)
+    for docs in postings.values():
+        if 1 < len(docs) <= NATURAL_POSTINGS:
+            for k, a in enumerate(docs):
+                for b in docs[k + 1:]:
+                    shared[(a, b)] += 1
+    out = set()
+    for (a, b), count in shared.items():
+        small = min(len(sets[a]), len(sets[b]))
+        if count >= NATURAL_CONTAINMENT * small and len(sets[a] & sets[b]) >= NATURAL_CONTAINMENT * small:
+            out.add((originals[a].id, originals[b].id))
+    by_site: dict[str, list[int]] = defaultdict(list)
+    for i, o in enumerate(originals):
+        by_site[o.site].append(i)
+    for members in by_site.values():
+        for k, a in enumerate(members):
+            for b in members[k + 1:]:
+                x, y = originals[a], originals[b]
+                if x.html == y.html or x.url == y.url:
+                    out.add((x.id, y.id))
+    return out
+
+
+def build(corpus: Path, *, per_type: int, seed: int) -> TypedSet:
+    """Every original, ``per_type`` copies of each edit type and negatives (see the module docstring)."""
+    originals = load_originals(corpus)
+    rng = np.random.default_rng(seed)
+    sentences = Sentences(originals)
+    site_pages: dict[str, list[int]] = defaultdict(list)
+    for i, o in enumerate(originals):
+        site_pages[o.site].append(i)
+    pages = [Page(o.id, o.url, o.html, site=o.site, half=site_half(o.site)) for o in originals]
+    bases = [i for i in rng.permutation(len(originals)).tolist()
+             if len(originals[i].gold.split()) >= MIN_BASE_WORDS]
+    parsed: dict[int, Doc] = {}
+
+    def doc_of(i: int) -> Doc | None:
+        o = originals[i]
+        doc = parse_doc(o.html, o.gold)
+        return doc if doc is not None and doc.coverage >= MIN_COVERAGE and doc.paragraphs else None
+
+    def usable() -> Iterator[int]:
+        for i in bases:
+            if i in parsed:
+                continue
+            doc = doc_of(i)
+            if doc is not None:
+                parsed[i] = doc
+                yield i
+
+    stream = usable()
+    hosts_sites = [s for s, members in site_pages.items() if len(members) >= 3]
+    templated = set(hosts_sites)
+    for kind in EDITS:
+        for _ in range(per_type):
+            i = next(stream)
+            while kind == "syndicated" and originals[i].site not in templated:
+                i = next(stream)
+            base, doc = originals[i], parsed[i]
+            if kind == "syndicated":
+                page = _syndicate(rng, base, doc, originals, site_pages, hosts_sites, sentences, doc_of)
+                if page is None:
+                    continue
+            else:
+                _edit(kind, rng, doc, sentences, base.site)
+                page = Page(f"{base.id}~{kind}", copy_url(base.url, kind), doc.html(), kind, base.id, base.site)
+            page.half = site_half(base.site)
+            pages.append(page)
+    made = 0
+    while made < per_type:
+        i = next(stream, None)
+        if i is None:
+            break
+        page = _follow_up(rng, originals[i], parsed[i], originals, site_pages, sentences, doc_of)
+        if page is not None:
+            pages.append(page)
+            made += 1
+    for k in range(max(1, per_type // SERIES_PAGES)):
+        pages.extend(_series(rng, k, hosts_sites, originals, site_pages, sentences, doc_of))
+    return TypedSet(pages, natural_pairs(originals))
+
+
+def _edit(kind: str, rng, doc: Doc, sentences: Sentences, site: str) -> None:
+    if kind.startswith("replace-"):
+        replace_words(doc, rng, int(kind.rsplit("-", 1)[1]) / 100, sentences)
+    elif kind.startswith("cut-"):
+        cut(doc, int(kind.rsplit("-", 1)[1]) / 100, from_start=kind.startswith("cut-start"))
+    elif kind == "reorder":
+        reorder(doc, rng)
+    elif kind == "boilerplate":
+        change_boilerplate(doc, rng, sentences, site)
+
+
+def _pick_host(rng, site_pages, originals, sites: list[str], avoid: str, doc_of) -> tuple[Original, Doc] | None:
+    for _ in range(50):
+        site = sites[rng.integers(len(sites))]
+        if site == avoid:
+            continue
+        members = site_pages[site]
+        i = members[rng.integers(len(members))]
+        doc = doc_of(i)
+        if doc is not None and len(doc.paragraphs) >= 3:
+            return originals[i], doc
+    return None
+
+
+def _syndicate(rng, base: Original, doc: Doc, originals, site_pages, sites, sentences, doc_of) -> Page | None:
+    picked = _pick_host(rng, site_pages, originals, sites, base.site, doc_of)
+    if picked is None:
+        return None
+    host, host_doc = picked
+    story = story_paragraphs(doc, rng, sentences, base.site)
+    host_page(host_doc, story, sentences.text(rng, 8, {base.site, host.site})[:12])
+    tag = "syndicated-" + base.id.replace("/", "-")
+    return Page(f"{base.id}~syndicated", copy_url(host.url, tag), host_doc.html(), "syndicated", base.id, host.site,
+                host=host.id)
+
+
+def _follow_up(rng, base: Original, doc: Doc, originals, site_pages, sentences, doc_of) -> Page | None:
+    """A later story on the base's site: new sentences, FOLLOW_UP_SHARE of them the base's background."""
+    others = [i for i in site_pages[base.site] if originals[i].id != base.id]
+    rng.shuffle(others)
+    for i in others[:10]:
+        host_doc = doc_of(i)
+        if host_doc is None:
+            continue
+        story = [w for t in paragraph_texts(doc)[1:] for w in t] or [w for t in paragraph_texts(doc) for w in t]
+        total = len(story)
+        borrowed = round(FOLLOW_UP_SHARE * total)
+        start = rng.integers(0, max(1, len(story) - borrowed))
+        lede = sentences.text(rng, round(total * 0.3), {base.site})
+        rest = sentences.text(rng, total - borrowed - len(lede), {base.site})
+        paragraphs = _split(lede, 3) + _split(story[start:start + borrowed], 2) + _split(rest, 3)
+        host_page(host_doc, paragraphs, sentences.text(rng, 8, {base.site})[:12])
+        return Page(f"{base.id}~follow-up", copy_url(originals[i].url, "follow-up"), host_doc.html(), "follow-up",
+                    base.id, base.site, site_half(base.site), host=originals[i].id)
+    return None
+
+
+def _series(rng, k: int, sites, originals, site_pages, sentences, doc_of) -> list[Page]:
+    """SERIES_PAGES pages of one site: the same intro and outro around different bodies."""
+    site = sites[rng.integers(len(sites))]
+    members = list(site_pages[site])
+    rng.shuffle(members)
+    docs = [(originals[i], d) for i in members if (d := doc_of(i)) is not None][:SERIES_PAGES]
+    if len(docs) < 2:
+        return []
+    body = int(np.median([len(originals[i].gold.split()) for i in members]))
+    shared = round(SERIES_SHARE * body)
+    intro = sentences.text(rng, shared * 2 // 3, {site})
+    outro = sentences.text(rng, shared - len(intro), {site})
+    out = []
+    for n, (host, host_doc) in enumerate(docs):
+        paragraphs = [intro] + _split(sentences.text(rng, body - shared, {site}), 4) + [outro]
+        host_page(host_doc, paragraphs, sentences.text(rng, 8, {site})[:12])
+        out.append(Page(f"series-{k}/{n}", copy_url(host.url, f"series-{k}-part-{n + 1}"), host_doc.html(),
+                        "series", None, site, site_half(site), f"series-{k}", host=host.id))
+    return out
+
+
+def _split(words: list[str], parts: int) -> list[list[str]]:
+    if not words:
+        return []
+    size = -(-len(words) // parts)
+    return [words[i:i + size] for i in range(0, len(words), size)]
+
+
+def write(typed: TypedSet, path: Path) -> None:
+    """The pages as `templater run` input (JSON Lines, gzipped): originals fetched before every copy."""
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        for p in typed.pages:
+            f.write(json.dumps(p.record(ORIGINAL_TIME if p.kind == "original" else COPY_TIME)) + "\n")
