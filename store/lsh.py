@@ -38,7 +38,7 @@ from itertools import groupby
 import numpy as np
 import sqlite_utils
 
-from store.db import db_name, migrate, transaction
+from store.db import MIGRATIONS_TABLE, db_name, migrate, transaction
 from templater.errors import InputError, SettingsMismatchError
 from templater.unionfind import UnionFind
 from templater.shingles import (ALGORITHM_VERSION, LEGACY_MEASURE, ShingleSettings, Shingles, Signatures, band_keys,
@@ -120,6 +120,11 @@ def _add_fetch_times(db: sqlite_utils.Database) -> None:
 
 
 STEPS = [_create_tables, _add_fetch_times]
+
+
+def held(db: sqlite_utils.Database) -> bool:
+    """Whether the file holds the index's tables (at any schema version)."""
+    return db.execute(f"SELECT 1 FROM {MIGRATIONS_TABLE} WHERE component = 'lsh' LIMIT 1").fetchone() is not None
 
 
 def prepare(db: sqlite_utils.Database) -> None:

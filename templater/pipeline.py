@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import sqlite_utils
 
+from store import lsh as lsh_store
 from store import pages as page_store
 from store import pins as pin_store
 from store import templates as template_store
@@ -90,6 +91,8 @@ def open_store(path: str | Path, *, create: bool = True, readonly: bool = False)
     page_store.ensure_schema(db)
     template_store.ensure_schema(db)
     pin_store.ensure_schema(db)
+    if not readonly and lsh_store.held(db):  # an older index is upgraded by any command that writes
+        lsh_store.prepare(db)
     return db
 
 

@@ -182,6 +182,9 @@ def test_a_database_indexed_before_the_measure_setting_keeps_working(tmp_path):
 
     db = tmp_path / "old.db"
     shutil.copy(Path(__file__).parent / "fixtures" / "lsh_v1.db", db)
+    refused = runner.invoke(app, ["dups-settings", "--db", str(db), "--json"])  # a command that only reads
+    assert refused.exit_code == 1 and "older than this templater's" in refused.output
+    assert runner.invoke(app, ["build", "--db", str(db), "--quiet"]).exit_code == 0  # any command that writes upgrades
     settings = json.loads(runner.invoke(app, ["dups-settings", "--db", str(db), "--json"]).stdout)
     assert (settings["measure"], settings["n"], settings["rows"], settings["pages"]) == ("jaccard", 5, 6, 3)
     rows = [json.loads(line) for line in runner.invoke(app, ["dups", "--db", str(db)]).stdout.splitlines()]
