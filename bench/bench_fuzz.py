@@ -160,10 +160,19 @@ def write_inputs(folder: Path, records: int, seed: int) -> tuple[list[Path], int
 def run_cli(paths: list[Path], workdir: Path) -> dict:
     db, out = workdir / "fuzz.db", workdir / "out.jsonl"
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", "import cli; cli.main()", "run", *map(str, paths), "--db", str(db),
-                           "--output", str(out), "--quiet"], capture_output=True, text=True, cwd=ROOT)
-    wall = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    with tempfile.TemporaryFile("w+") as stderr:
+        process = subprocess.Popen([sys.executable, "-c", "import cli; cli.main()", "run", *map(str, paths), "--db",
+                                    str(db), "--output", str(out), "--quiet"], stdout=subprocess.DEVNULL,
+                                   stderr=stderr, text=True, cwd=ROOT)
+        peak = 0.0
+        while process.poll() is None:
+            peak = max(peak, high_water_mb(process.pid))
+            time.sleep(0.5)
+        wall = time.perf_counter() - started
+        stderr.seek(0)
+        done = subprocess.CompletedProcess(process.args, process.returncode, "", stderr.read())
+    if not peak:  # no /proc: the largest child's peak (inflated by this process's own memory where it forked)
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     conn = sqlite3.connect(db)
     pages = conn.execute("SELECT count(*) FROM pages").fetchone()[0]
     skips = dict(conn.execute("SELECT reason, count(*) FROM skips WHERE page_id IS NULL OR page_id NOT IN "
@@ -175,6 +184,17 @@ def run_cli(paths: list[Path], workdir: Path) -> dict:
     return {"exit": done.returncode, "traceback": "Traceback" in done.stderr, "stderr": done.stderr[-2000:],
             "wall": wall, "peak_mb": peak, "pages": pages, "skips": skips, "extract_skips": late,
             "extracted": extracted}
+
+
+def high_water_mb(pid: int) -> float:
+    """The process's peak resident memory so far (Linux's VmHWM), in MB; 0 where /proc does not say."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
 
 
 def time_records(paths: list[Path]) -> tuple[list[tuple[float, str, str]], int]:
