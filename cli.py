@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import importlib.util
 import json
 import os
 import logging
@@ -17,12 +18,28 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from templater import config, dedup, evaluation_run, pipeline, signature_run, sources, training
-from templater import inspect as rule_inspect
-from templater import recrawl as recrawls
-from templater import fallback
 from templater.errors import InputError, TemplaterError
-from templater.extract import NO_CLASSIFIER
+
+
+def lazy_module(name: str):
+    """The module ``name``, run on first attribute access: `templater --help` and a small job do not pay for the
+    imports (numpy, lxml, sqlite-utils, the signature methods) of commands they do not run."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec(name)
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    parent, _, child = name.rpartition(".")
+    setattr(sys.modules[parent], child, module)
+    return module
+
+
+config, dedup, evaluation_run, pipeline, signature_run, sources, training, rule_inspect, recrawls, fallback, \
+    extract_module = (lazy_module(f"templater.{name}") for name in (
+        "config", "dedup", "evaluation_run", "pipeline", "signature_run", "sources", "training", "inspect",
+        "recrawl", "fallback", "extract"))
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Learn each site's template from its own pages, extract main content, find near-duplicates.")
@@ -147,8 +164,8 @@ def read_labelled(path: Path) -> list[dict]:
 @app.command()
 def train(inputs: list[Path] = typer.Argument(..., help="JSON Lines (.jsonl, .jsonl.gz) with url, html and gold."),
           output: Path = typer.Option(..., "--output", "-o", help="Weights file to write (.npz)."),
-          seed: int = typer.Option(training.TRAIN_SEED, "--seed", help="Random seed: the same seed, the same weights."),
-          epochs: int = typer.Option(training.EPOCHS, "--epochs", min=1, help="Training epochs of each network."),
+          seed: int = typer.Option(config.TRAIN_SEED, "--seed", help="Random seed: the same seed, the same weights."),
+          epochs: int = typer.Option(config.EPOCHS, "--epochs", min=1, help="Training epochs of each network."),
           quiet: bool = QuietOption) -> None:
     """Train the single-page line classifiers on labelled pages (gold text gives the labels).
 
@@ -195,8 +212,9 @@ def build(db: Path = DbOption, quiet: bool = QuietOption) -> None:
 
 IndexOption = typer.Option(True, "--index/--no-index", help="Add the extracted texts to the near-duplicate index.")
 def check_fallback(value: str) -> str:
-    if value not in (*fallback.METHODS, NO_CLASSIFIER):
-        raise typer.BadParameter(f"{value!r}: choose one of {', '.join((*fallback.METHODS, NO_CLASSIFIER))}")
+    choices = (*fallback.METHODS, extract_module.NO_CLASSIFIER)
+    if value not in choices:
+        raise typer.BadParameter(f"{value!r}: choose one of {', '.join(choices)}")
     return value
 
 
