@@ -136,11 +136,13 @@ def write_jsonl(stream, record: dict) -> None:
     stream.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
-def extract_all(store, output: Optional[Path], *, fallback: str, index: bool, quiet: bool) -> None:
+def extract_all(store, output: Optional[Path], *, fallback: str, index: bool, quiet: bool,
+                jobs: Optional[int] = 1) -> None:
     """Extract every stored page to JSON Lines (the shared body of `extract` and `run`)."""
     summary = pipeline.Summary()
     with progress_bar("extract", quiet) as progress, output_stream(output) as stream:
-        for result in pipeline.extract(store, method=fallback, index=index, progress=progress):
+        for result in pipeline.extract(store, method=fallback, index=index, progress=progress,
+                                       jobs=jobs or os.cpu_count() or 1):
             write_jsonl(stream, result.to_json())
             summary.counts[result.method] += 1
     report("extract", summary, quiet)
@@ -222,11 +224,14 @@ FallbackOption = typer.Option("auto", "--fallback", callback=check_fallback,
                               help="Single-page method: density, ann, fdr or auto (the best); none for the template's "
                                    "rules alone.")
 OutputOption = typer.Option(None, "--output", "-o", help="JSON Lines output file (default: standard output).")
+JobsOption = typer.Option(None, "--jobs", "-j", min=1,
+                          help="Worker processes that parse and extract (default: the machine's cores); one "
+                               "process writes the database, and the output is the same for any number.")
 
 
 @app.command()
 def extract(db: Path = DbOption, output: Optional[Path] = OutputOption, fallback: str = FallbackOption,
-            index: bool = IndexOption, quiet: bool = QuietOption) -> None:
+            index: bool = IndexOption, quiet: bool = QuietOption, jobs: Optional[int] = JobsOption) -> None:
     """Extract the main content of every stored page as JSON Lines.
 
     Each line: {"id", "url", "site", "text", "method", "template", "coverage"}.
@@ -235,12 +240,13 @@ def extract(db: Path = DbOption, output: Optional[Path] = OutputOption, fallback
     """
     with handled_errors():
         store = pipeline.open_store(db, create=False)
-        extract_all(store, output, fallback=fallback, index=index, quiet=quiet)
+        extract_all(store, output, fallback=fallback, index=index, quiet=quiet, jobs=jobs)
 
 
 @app.command()
 def run(inputs: list[Path] = InputsArgument, db: Path = DbOption, output: Optional[Path] = OutputOption,
-        fallback: str = FallbackOption, index: bool = IndexOption, quiet: bool = QuietOption) -> None:
+        fallback: str = FallbackOption, index: bool = IndexOption, quiet: bool = QuietOption,
+        jobs: Optional[int] = JobsOption) -> None:
     """Ingest, learn templates and extract, in one go.
 
     Example: templater run samples/pages.jsonl.gz --db samples.db --output extracted.jsonl
@@ -251,7 +257,7 @@ def run(inputs: list[Path] = InputsArgument, db: Path = DbOption, output: Option
             report("ingest", pipeline.ingest(store, inputs, progress=progress), quiet)
         with progress_bar("build", quiet) as progress:
             report("build", pipeline.build(store, progress=progress), quiet)
-        extract_all(store, output, fallback=fallback, index=index, quiet=quiet)
+        extract_all(store, output, fallback=fallback, index=index, quiet=quiet, jobs=jobs)
 
 
 @app.command()

@@ -76,6 +76,9 @@ class LearnSettings:
     shape_max_link_density: float = SHAPE_MAX_LINK_DENSITY
     max_learn_pages: int = MAX_LEARN_PAGES
 
+GROWING_PAGES = 12_800  # extract's largest transaction (pages): a killed run redoes at most this many
+TEMPLATE_CACHE = 256  # compiled templates kept per process (about 88 KB each): read again when a site comes back
+
 # --- training the single-page classifier (templater/training.py; the shipped weights were made with these) ---
 TRAIN_SEED = 7
 EPOCHS = 1000  # full-batch Adam steps per network

@@ -9,11 +9,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 import random
-from collections import Counter, defaultdict
+from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import sqlite_utils
@@ -23,7 +24,7 @@ from store import pins as pin_store
 from store import templates as template_store
 from store.db import open_db
 
-from . import config, dedup, signature_run
+from . import config, dedup, signature_run, workers
 from .blocks import segment
 from .config import LearnSettings
 from .encoding import decode_page
@@ -38,9 +39,11 @@ from .types import Extraction, Page, RawPage, Segmented, Skip, Template
 log = logging.getLogger(__name__)
 
 BATCH_PAGES = 200  # pages per committed transaction
+WORK_CHUNK = 16  # stored pages a worker process reads and extracts per task (--jobs)
 LAYOUT_SHAPE_SHARE = 0.5  # a tag path on this share of a cluster's pages belongs to its layout signature
 
 Progress = Callable[[int, int | None], None]  # (items done so far, total if known)
+T = TypeVar("T")
 
 
 @dataclass
@@ -308,63 +311,133 @@ def extract_file(db: sqlite_utils.Database, path: Path, *, url: str | None = Non
 
 
 class TemplateIndex:
-    """The current templates, by site and by URL prefix, compiled for extraction."""
+    """The current templates, by site and by URL prefix. The layout signatures (small) are read up front; a
+    site's template is read and compiled when a page first needs it and kept in a cache of ``cache_size`` sites
+    (the least recently used leaves first), so memory is bounded whatever the number of sites."""
 
     def __init__(self, db: sqlite_utils.Database | None,
-                 entries: Iterable[tuple[str, np.ndarray, Template]] | None = None) -> None:
+                 entries: Iterable[tuple[str, np.ndarray, Template]] | None = None, *,
+                 cache_size: int = config.TEMPLATE_CACHE) -> None:
         """From a database's current templates (pins applied), or from ``entries`` already read from one (the
         (group, layout signature, pinned template) rows a Spark job broadcasts), in ``iter_current`` order."""
-        self.by_site: dict[str, CompiledTemplate] = {}
-        self.by_group: dict[str, list[tuple[np.ndarray, CompiledTemplate]]] = defaultdict(list)
-        if entries is None:
-            entries = ((group, shapes, pin_store.apply_pins(db, template))
-                       for group, shapes, template in template_store.iter_current(db))
-        for group, shapes, template in entries:
-            compiled = CompiledTemplate(template)
-            self.by_site[template.site] = compiled
-            self.by_group[group].append((shapes, compiled))
+        self.db, self.cache_size = db, cache_size
+        self.cache: OrderedDict[str, CompiledTemplate] = OrderedDict()
+        self.sources: dict[str, int | Template] = {}  # site -> its template id in db, or the template itself
+        self.layouts: dict[str, list[tuple[np.ndarray, str]]] = defaultdict(list)  # group -> [(signature, site)]
+        heads = ((group, shapes, template.site, template) for group, shapes, template in entries) \
+            if entries is not None else template_store.iter_current_heads(db)
+        for group, shapes, site, source in heads:
+            self.sources[site] = source
+            self.layouts[group].append((shapes, site))
+        self.layouts = dict(self.layouts)
+
+    def compiled(self, site: str) -> CompiledTemplate | None:
+        """A site's compiled template (None for a site without one), from the cache or read now."""
+        if site in self.cache:
+            self.cache.move_to_end(site)
+            return self.cache[site]
+        source = self.sources.get(site)
+        if source is None:
+            return None
+        if not isinstance(source, Template):
+            source = pin_store.apply_pins(self.db, template_store.load_template(self.db, source))
+        compiled = self.cache[site] = CompiledTemplate(source)
+        if len(self.cache) > self.cache_size:
+            self.cache.popitem(last=False)
+        return compiled
+
+    @property
+    def by_site(self) -> dict[str, CompiledTemplate]:
+        """Every site's compiled template (all read now: for inspection and tests, not for a crawl)."""
+        return {site: self.compiled(site) for site in self.sources}
 
     def find(self, seg: Segmented, site: str | None, *, threshold: float) -> CompiledTemplate | None:
         """The page's template: the one its build assigned, else the best layout of its longest known prefix."""
-        if site in self.by_site:
-            return self.by_site[site]
-        group = match_prefix(seg.page.url, self.by_group)
+        if site in self.sources:
+            return self.compiled(site)
+        group = match_prefix(seg.page.url, self.layouts)
         if group is None:
             return None
-        return best_layout(seg, self.by_group[group], threshold=threshold)
+        best = best_layout(seg, self.layouts[group], threshold=threshold)
+        return None if best is None else self.compiled(best)
 
 
-def best_layout(seg: Segmented, layouts: Sequence[tuple[np.ndarray, CompiledTemplate]], *,
-                threshold: float) -> CompiledTemplate | None:
-    """Of a group's (layout signature, template) pairs, the template whose layout the page fits best, if it fits."""
+def best_layout(seg: Segmented, layouts: Sequence[tuple[np.ndarray, T]], *, threshold: float) -> T | None:
+    """Of a group's (layout signature, template or site) pairs, the one whose layout the page fits best (the
+    first of equals), if it fits."""
     shapes = shape_set(block_shapes(seg))
-    scored = [(layout_containment(layout, shapes), compiled) for layout, compiled in layouts]
+    scored = [(layout_containment(layout, shapes), item) for layout, item in layouts]
     score, best = max(scored, key=lambda sc: sc[0])
     return best if score >= threshold else None
 
 
 def extract(db: sqlite_utils.Database, *, method: str = "auto", ids: Sequence[str] | None = None,
-            settings: LearnSettings = LearnSettings(), index: bool = False,
-            progress: Progress | None = None) -> Iterator[Extraction]:
+            settings: LearnSettings = LearnSettings(), index: bool = False, progress: Progress | None = None,
+            jobs: int = 1) -> Iterator[Extraction]:
     """Extract every stored page (or the given ids) with its template, store the result, and yield it.
 
-    With ``index``, the extracted texts also go into the near-duplicate index, one batch per committed batch.
+    With ``index``, each BATCH_PAGES extracted texts go into the near-duplicate index (one ``index_texts`` call)
+    in the transaction of their extractions. Transactions grow (``_GrowingBatch``), so a large crawl commits a
+    few times, not once per BATCH_PAGES pages; a killed run loses at most its open transaction (rerun to
+    continue). With ``jobs`` above 1, worker processes parse and extract while this process alone writes: the
+    same results, stored and yielded in the same order, as ``jobs=1``.
     """
     if ids is None:
         ids = [pid for pid, _, _ in page_store.iter_page_keys(db)]
-    results = _extract_stored(db, ids, method=method, settings=settings, progress=progress)
-    if not index:
-        yield from results
-        return
     pending: list[Extraction] = []
-    for result in results:
-        pending.append(result)
-        if len(pending) >= BATCH_PAGES:
+    with _GrowingBatch(db) as batch:
+        for done, (digest, result) in enumerate(iter_extracted(db, ids, method=method, settings=settings,
+                                                               jobs=jobs), 1):
+            if isinstance(result, Skip):
+                continue
+            batch.begin()
+            page_store.save_extraction(db, page_id=result.id, site=result.site, method=result.method,
+                                       template=result.template, coverage=result.coverage, text=result.text,
+                                       boilerplate_chars=result.boilerplate_chars, digest=digest, now=now())
+            pending.append(result)
+            if len(pending) >= BATCH_PAGES:
+                if index:
+                    _index(db, pending)
+                pending.clear()
+                batch.step()
+            if progress:
+                progress(done, len(ids))
+            yield result
+        if index and pending:
             _index(db, pending)
-            pending.clear()
-        yield result
-    if pending:
-        _index(db, pending)
+
+
+class _GrowingBatch:
+    """Transactions of 1 step (a step: BATCH_PAGES pages), then 2, 4, ... up to GROWING_PAGES pages: a small job
+    commits early and often, a large one rarely (a commit of the near-duplicate index writes pages all over its
+    band index, whatever the number of pages added). The boundaries depend on the count of steps alone."""
+
+    def __init__(self, db: sqlite_utils.Database, *, most: int = config.GROWING_PAGES) -> None:
+        self.db, self.size, self.most, self.steps = db, 1, max(1, most // BATCH_PAGES), 0
+
+    def __enter__(self) -> _GrowingBatch:
+        return self
+
+    def begin(self) -> None:
+        if not self.db.conn.in_transaction:
+            self.db.execute("BEGIN IMMEDIATE")
+
+    def step(self) -> None:
+        self.steps += 1
+        if self.steps >= self.size:
+            self.commit()
+            self.size = min(self.size * 2, self.most)
+
+    def commit(self) -> None:
+        if self.db.conn.in_transaction:
+            self.db.execute("COMMIT")
+        self.steps = 0
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.commit()
+        elif self.db.conn.in_transaction:
+            self.db.execute("ROLLBACK")
 
 
 def _index(db: sqlite_utils.Database, results: list[Extraction]) -> None:
@@ -374,21 +447,44 @@ def _index(db: sqlite_utils.Database, results: list[Extraction]) -> None:
     signature_run.add_to_signature_indexes(db, items)
 
 
-def _extract_stored(db: sqlite_utils.Database, ids: Sequence[str], *, method: str, settings: LearnSettings,
-                    progress: Progress | None) -> Iterator[Extraction]:
-    index = TemplateIndex(db)
-    with _Batch(db) as batch:
-        for done, stored in enumerate(page_store.load_pages(db, ids), 1):
-            seg = stored_segment(stored)
-            if isinstance(seg, Skip):
-                continue
-            compiled = index.find(seg, stored.site, threshold=settings.layout_match)
-            result = extract_page(seg, compiled, site=stored.site or stored.group_key, method=method)
-            batch.write()
-            page_store.save_extraction(db, page_id=result.id, site=result.site, method=result.method,
-                                       template=result.template, coverage=result.coverage, text=result.text,
-                                       boilerplate_chars=result.boilerplate_chars, digest=stored.content_hash,
-                                       now=now())
-            if progress:
-                progress(done, len(ids))
-            yield result
+def extract_stored_page(stored: page_store.StoredPage, index: TemplateIndex, *, method: str,
+                        settings: LearnSettings) -> Extraction | Skip:
+    """One stored page extracted with its template: the unit of work of ``extract`` (and of its worker processes)."""
+    seg = stored_segment(stored)
+    if isinstance(seg, Skip):
+        return seg
+    compiled = index.find(seg, stored.site, threshold=settings.layout_match)
+    return extract_page(seg, compiled, site=stored.site or stored.group_key, method=method)
+
+
+class _ChunkExtractor:
+    """Extracts chunks of stored pages by id: one per process, with its own templates (read as needed)."""
+
+    def __init__(self, db: sqlite_utils.Database, method: str, settings: LearnSettings) -> None:
+        self.db, self.method, self.settings, self.index = db, method, settings, TemplateIndex(db)
+
+    def __call__(self, ids: Sequence[str]) -> list[tuple[str, Extraction | Skip]]:
+        """(content hash, extraction or Skip) of each stored page of ``ids``, in order."""
+        return [(stored.content_hash, extract_stored_page(stored, self.index, method=self.method,
+                                                          settings=self.settings))
+                for stored in page_store.load_pages(self.db, ids)]
+
+
+def iter_extracted(db: sqlite_utils.Database, ids: Sequence[str], *, method: str, settings: LearnSettings,
+                   jobs: int = 1) -> Iterator[tuple[str, Extraction | Skip]]:
+    """(content hash, extraction or Skip) of every stored page of ``ids``, in order; nothing is written.
+
+    With ``jobs`` above 1, worker processes read and extract chunks of WORK_CHUNK pages (each with a read-only
+    connection of its own) and the results come back in the order of ``ids``: the same values as ``jobs=1``.
+    """
+    chunks = [ids[i:i + WORK_CHUNK] for i in range(0, len(ids), WORK_CHUNK)]
+    if jobs <= 1 or len(chunks) < 2:
+        extractor = _ChunkExtractor(db, method, settings)
+        for chunk in chunks:
+            yield from extractor(chunk)
+        return
+    with workers.pool(jobs, _ChunkExtractor, db, method, settings) as pool:
+        for results in pool.imap(workers.run, chunks):
+            yield from results
+
+
