@@ -48,6 +48,9 @@ err = Console(stderr=True)
 DB_HELP = "SQLite database file (created when missing)."
 DbOption = typer.Option(Path("templater.db"), "--db", help=DB_HELP)
 QuietOption = typer.Option(False, "--quiet", "-q", help="No progress bars or summary on stderr.")
+JobsOption = typer.Option(None, "--jobs", "-j", min=1,
+                          help="Worker processes that parse pages (default: the machine's cores); one "
+                               "process writes the database, and the output is the same for any number.")
 InputsArgument = typer.Argument(..., help="JSON Lines (.jsonl, .jsonl.gz), WARC (.warc, .warc.gz), .html files or "
                                           "folders of them.")
 
@@ -136,13 +139,18 @@ def write_jsonl(stream, record: dict) -> None:
     stream.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
+def cores(jobs: Optional[int]) -> int:
+    """--jobs as given, else the machine's cores."""
+    return jobs or os.cpu_count() or 1
+
+
 def extract_all(store, output: Optional[Path], *, fallback: str, index: bool, quiet: bool,
                 jobs: Optional[int] = 1) -> None:
     """Extract every stored page to JSON Lines (the shared body of `extract` and `run`)."""
     summary = pipeline.Summary()
     with progress_bar("extract", quiet) as progress, output_stream(output) as stream:
         for result in pipeline.extract(store, method=fallback, index=index, progress=progress,
-                                       jobs=jobs or os.cpu_count() or 1):
+                                       jobs=cores(jobs)):
             write_jsonl(stream, result.to_json())
             summary.counts[result.method] += 1
     report("extract", summary, quiet)
@@ -187,7 +195,8 @@ def train(inputs: list[Path] = typer.Argument(..., help="JSON Lines (.jsonl, .js
 
 
 @app.command()
-def ingest(inputs: list[Path] = InputsArgument, db: Path = DbOption, quiet: bool = QuietOption) -> None:
+def ingest(inputs: list[Path] = InputsArgument, db: Path = DbOption, quiet: bool = QuietOption,
+           jobs: Optional[int] = JobsOption) -> None:
     """Read pages into the database (bad records are skipped and counted by reason).
 
     Example: templater ingest crawl.warc.gz pages.jsonl.gz --db crawl.db
@@ -195,7 +204,7 @@ def ingest(inputs: list[Path] = InputsArgument, db: Path = DbOption, quiet: bool
     with handled_errors():
         store = pipeline.open_store(db)
         with progress_bar("ingest", quiet) as progress:
-            summary = pipeline.ingest(store, inputs, progress=progress)
+            summary = pipeline.ingest(store, inputs, progress=progress, jobs=cores(jobs))
         report("ingest", summary, quiet)
 
 
@@ -224,9 +233,6 @@ FallbackOption = typer.Option("auto", "--fallback", callback=check_fallback,
                               help="Single-page method: density, ann, fdr or auto (the best); none for the template's "
                                    "rules alone.")
 OutputOption = typer.Option(None, "--output", "-o", help="JSON Lines output file (default: standard output).")
-JobsOption = typer.Option(None, "--jobs", "-j", min=1,
-                          help="Worker processes that parse and extract (default: the machine's cores); one "
-                               "process writes the database, and the output is the same for any number.")
 
 
 @app.command()
@@ -254,7 +260,7 @@ def run(inputs: list[Path] = InputsArgument, db: Path = DbOption, output: Option
     with handled_errors():
         store = pipeline.open_store(db)
         with progress_bar("ingest", quiet) as progress:
-            report("ingest", pipeline.ingest(store, inputs, progress=progress), quiet)
+            report("ingest", pipeline.ingest(store, inputs, progress=progress, jobs=cores(jobs)), quiet)
         with progress_bar("build", quiet) as progress:
             report("build", pipeline.build(store, progress=progress), quiet)
         extract_all(store, output, fallback=fallback, index=index, quiet=quiet, jobs=jobs)

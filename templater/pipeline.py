@@ -39,7 +39,8 @@ from .types import Extraction, Page, RawPage, Segmented, Skip, Template
 log = logging.getLogger(__name__)
 
 BATCH_PAGES = 200  # pages per committed transaction
-WORK_CHUNK = 16  # stored pages a worker process reads and extracts per task (--jobs)
+WORK_CHUNK = 16  # pages a worker process reads and extracts (or prepares for ingest) per task (--jobs)
+WORK_AHEAD = 4  # tasks handed out per worker before their results are taken back: bounds what waits in memory
 LAYOUT_SHAPE_SHARE = 0.5  # a tag path on this share of a cluster's pages belongs to its layout signature
 
 Progress = Callable[[int, int | None], None]  # (items done so far, total if known)
@@ -115,12 +116,17 @@ class _Batch:
             self.db.execute("ROLLBACK")
 
 
-def ingest(db: sqlite_utils.Database, inputs: Sequence[str | Path], *, progress: Progress | None = None) -> Summary:
-    """Read pages from files and folders into the store; bad records are skipped and counted by reason."""
+def ingest(db: sqlite_utils.Database, inputs: Sequence[str | Path], *, progress: Progress | None = None,
+           jobs: int = 1) -> Summary:
+    """Read pages from files and folders into the store; bad records are skipped and counted by reason.
+
+    With ``jobs`` above 1, worker processes decode, segment and compress the records while this process reads the
+    inputs and alone writes, in the order of the inputs: the same store as ``jobs=1``.
+    """
     summary = Summary()
     with _Batch(db) as batch:
-        for done, item in enumerate(iter_records(inputs), 1):
-            outcome = _ingest_one(db, item, batch)
+        for done, prepared in enumerate(iter_prepared(inputs, jobs=jobs), 1):
+            outcome = _store_prepared(db, prepared, batch)
             if isinstance(outcome, Skip):
                 summary.skipped[outcome.reason] += 1
                 log.info("skipped %s: %s %s", outcome.source, outcome.reason, outcome.detail)
@@ -131,22 +137,61 @@ def ingest(db: sqlite_utils.Database, inputs: Sequence[str | Path], *, progress:
     return summary
 
 
-def _ingest_one(db: sqlite_utils.Database, item, batch: _Batch) -> str | Skip:
-    stamp = now()
+@dataclass(frozen=True, slots=True)
+class PreparedPage:
+    """What ingest stores of a record: its fields, compressed HTML, content hash, block hashes and shapes."""
+
+    page: Page  # with its html left out (``data`` holds it)
+    host: str
+    data: bytes
+    digest: str
+    vector: np.ndarray
+    shapes: np.ndarray
+    text_chars: int
+
+
+def prepare_ingest(item: RawPage | Skip) -> PreparedPage | Skip:
+    """A record decoded, segmented and compressed for storing: the unit of work of ingest (and of its workers)."""
     seg = prepare_record(item)
     if isinstance(seg, Skip):
-        batch.write()
-        page_store.record_skip(db, source=seg.source, reason=seg.reason, detail=seg.detail, page_id=seg.id,
-                               url=seg.url, now=stamp)
         return seg
     page = seg.page
-    host = host_of(page.url)
     data, digest = page_store.encode_page(page.html)
+    return PreparedPage(page=dataclasses.replace(page, html=""), host=host_of(page.url), data=data, digest=digest,
+                        vector=seg.vector, shapes=block_shapes(seg), text_chars=sum(len(b.text) for b in seg.blocks))
+
+
+def _ingest_worker() -> Callable[[list], list]:
+    return _prepare_chunk
+
+
+def _prepare_chunk(items: list) -> list[PreparedPage | Skip]:
+    return [prepare_ingest(item) for item in items]
+
+
+def iter_prepared(inputs: Sequence[str | Path], *, jobs: int = 1) -> Iterator[PreparedPage | Skip]:
+    """``prepare_ingest`` of every record of the inputs, in order (in WORK_CHUNK chunks on ``jobs`` workers)."""
+    records = iter_records(inputs)
+    if jobs <= 1:
+        yield from map(prepare_ingest, records)
+        return
+    with workers.pool(jobs, _ingest_worker, None) as pool:
+        for prepared in workers.imap_ordered(pool, workers.chunked(records, WORK_CHUNK), ahead=WORK_AHEAD * jobs):
+            yield from prepared
+
+
+def _store_prepared(db: sqlite_utils.Database, prepared: PreparedPage | Skip, batch: _Batch) -> str | Skip:
+    stamp = now()
     batch.write()
+    if isinstance(prepared, Skip):
+        page_store.record_skip(db, source=prepared.source, reason=prepared.reason, detail=prepared.detail,
+                               page_id=prepared.id, url=prepared.url, now=stamp)
+        return prepared
+    page = prepared.page
     return page_store.upsert_page(
-        db, id=page.id, url=page.url, host=host, html=data, digest=digest, fetched_at=page.fetched_at,
-        encoding=page.encoding, hashes=seg.vector, shapes=block_shapes(seg),
-        text_chars=sum(len(b.text) for b in seg.blocks), now=stamp)
+        db, id=page.id, url=page.url, host=prepared.host, html=prepared.data, digest=prepared.digest,
+        fetched_at=page.fetched_at, encoding=page.encoding, hashes=prepared.vector, shapes=prepared.shapes,
+        text_chars=prepared.text_chars, now=stamp)
 
 
 def prepare_record(item: RawPage | Skip) -> Segmented | Skip:
@@ -377,7 +422,7 @@ def extract(db: sqlite_utils.Database, *, method: str = "auto", ids: Sequence[st
     """Extract every stored page (or the given ids) with its template, store the result, and yield it.
 
     With ``index``, each BATCH_PAGES extracted texts go into the near-duplicate index (one ``index_texts`` call)
-    in the transaction of their extractions. Transactions grow (``_GrowingBatch``), so a large crawl commits a
+    in the transaction of their extractions. Transactions grow (``GrowingBatch``), so a large crawl commits a
     few times, not once per BATCH_PAGES pages; a killed run loses at most its open transaction (rerun to
     continue). With ``jobs`` above 1, worker processes parse and extract while this process alone writes: the
     same results, stored and yielded in the same order, as ``jobs=1``.
@@ -385,7 +430,7 @@ def extract(db: sqlite_utils.Database, *, method: str = "auto", ids: Sequence[st
     if ids is None:
         ids = [pid for pid, _, _ in page_store.iter_page_keys(db)]
     pending: list[Extraction] = []
-    with _GrowingBatch(db) as batch:
+    with GrowingBatch(db) as batch:
         for done, (digest, result) in enumerate(iter_extracted(db, ids, method=method, settings=settings,
                                                                jobs=jobs), 1):
             if isinstance(result, Skip):
@@ -398,8 +443,8 @@ def extract(db: sqlite_utils.Database, *, method: str = "auto", ids: Sequence[st
             if len(pending) >= BATCH_PAGES:
                 if index:
                     _index(db, pending)
+                batch.step(len(pending))
                 pending.clear()
-                batch.step()
             if progress:
                 progress(done, len(ids))
             yield result
@@ -407,31 +452,32 @@ def extract(db: sqlite_utils.Database, *, method: str = "auto", ids: Sequence[st
             _index(db, pending)
 
 
-class _GrowingBatch:
-    """Transactions of 1 step (a step: BATCH_PAGES pages), then 2, 4, ... up to GROWING_PAGES pages: a small job
-    commits early and often, a large one rarely (a commit of the near-duplicate index writes pages all over its
-    band index, whatever the number of pages added). The boundaries depend on the count of steps alone."""
+class GrowingBatch:
+    """Transactions of BATCH_PAGES pages, then twice as many, and so on up to ``most`` pages: a small job commits
+    early and often, a large one rarely (a commit of the near-duplicate index writes pages all over its band index,
+    whatever the number of pages added). The boundaries depend on the count of pages alone."""
 
     def __init__(self, db: sqlite_utils.Database, *, most: int = config.GROWING_PAGES) -> None:
-        self.db, self.size, self.most, self.steps = db, 1, max(1, most // BATCH_PAGES), 0
+        self.db, self.size, self.most, self.pages = db, BATCH_PAGES, most, 0
 
-    def __enter__(self) -> _GrowingBatch:
+    def __enter__(self) -> GrowingBatch:
         return self
 
     def begin(self) -> None:
         if not self.db.conn.in_transaction:
             self.db.execute("BEGIN IMMEDIATE")
 
-    def step(self) -> None:
-        self.steps += 1
-        if self.steps >= self.size:
+    def step(self, pages: int) -> None:
+        """``pages`` more written: commit when the transaction has its size."""
+        self.pages += pages
+        if self.pages >= self.size:
             self.commit()
             self.size = min(self.size * 2, self.most)
 
     def commit(self) -> None:
         if self.db.conn.in_transaction:
             self.db.execute("COMMIT")
-        self.steps = 0
+        self.pages = 0
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is None:
@@ -484,7 +530,7 @@ def iter_extracted(db: sqlite_utils.Database, ids: Sequence[str], *, method: str
             yield from extractor(chunk)
         return
     with workers.pool(jobs, _ChunkExtractor, db, method, settings) as pool:
-        for results in pool.imap(workers.run, chunks):
+        for results in workers.imap_ordered(pool, chunks, ahead=WORK_AHEAD * jobs):
             yield from results
 
 

@@ -182,13 +182,21 @@ def test_a_copy_of_the_reference_is_equal_and_a_lost_batch_is_not(tmp_path, craw
 
 # --- worker processes (--jobs) ---------------------------------------------------------------------------------
 
-def built_store(tmp_path, crawls, name="built.db"):
+def built_store(tmp_path, crawls, name="built.db", jobs=1):
     """Both crawls ingested and their templates learned: what `extract` starts from."""
     path = tmp_path / name
     db = pipeline.open_store(path)
-    pipeline.ingest(db, list(crawls))
+    pipeline.ingest(db, list(crawls), jobs=jobs)
     pipeline.build(db)
     return path
+
+
+def test_ingest_with_worker_processes_stores_what_one_process_does(tmp_path, crawls, monkeypatch):
+    monkeypatch.setattr(pipeline, "WORK_CHUNK", 2)
+    stores = [snapshot(pipeline.open_store(built_store(tmp_path, crawls, f"ingest{jobs}.db", jobs=jobs)))
+              for jobs in (1, 2, 3)]
+    assert stores[0]["pages"] and stores[0]["skips"]
+    assert stores[1] == stores[0] and stores[2] == stores[0]
 
 
 def test_extract_with_worker_processes_stores_and_yields_what_one_process_does(tmp_path, crawls, monkeypatch):
