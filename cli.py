@@ -209,7 +209,7 @@ def ingest(inputs: list[Path] = InputsArgument, db: Path = DbOption, quiet: bool
 
 
 @app.command()
-def build(db: Path = DbOption, quiet: bool = QuietOption) -> None:
+def build(db: Path = DbOption, quiet: bool = QuietOption, jobs: Optional[int] = JobsOption) -> None:
     """Group stored pages by URL prefix and layout and learn each group's template.
 
     Example: templater build --db crawl.db
@@ -217,7 +217,7 @@ def build(db: Path = DbOption, quiet: bool = QuietOption) -> None:
     with handled_errors():
         store = pipeline.open_store(db, create=False)
         with progress_bar("build", quiet) as progress:
-            summary = pipeline.build(store, progress=progress)
+            summary = pipeline.build(store, progress=progress, jobs=cores(jobs))
         report("build", summary, quiet)
 
 
@@ -262,7 +262,7 @@ def run(inputs: list[Path] = InputsArgument, db: Path = DbOption, output: Option
         with progress_bar("ingest", quiet) as progress:
             report("ingest", pipeline.ingest(store, inputs, progress=progress, jobs=cores(jobs)), quiet)
         with progress_bar("build", quiet) as progress:
-            report("build", pipeline.build(store, progress=progress), quiet)
+            report("build", pipeline.build(store, progress=progress, jobs=cores(jobs)), quiet)
         extract_all(store, output, fallback=fallback, index=index, quiet=quiet, jobs=jobs)
 
 

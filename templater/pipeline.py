@@ -211,8 +211,12 @@ def site_name(group_key: str, layout: int) -> str:
 
 
 def build(db: sqlite_utils.Database, *, settings: LearnSettings = LearnSettings(),
-          progress: Progress | None = None) -> Summary:
-    """Group stored pages by URL prefix and layout, and learn a template for each large enough cluster."""
+          progress: Progress | None = None, jobs: int = 1) -> Summary:
+    """Group stored pages by URL prefix and layout, and learn a template for each large enough cluster.
+
+    With ``jobs`` above 1, worker processes cluster and learn URL groups (``plan_group``) while this process
+    alone writes, group after group in the same order: the same store as ``jobs=1``.
+    """
     summary = Summary()
     keys = list(page_store.iter_page_keys(db))
     groups = assign_groups([url for _, url, _ in keys], min_pages=settings.min_group_pages)
@@ -220,8 +224,8 @@ def build(db: sqlite_utils.Database, *, settings: LearnSettings = LearnSettings(
     for (pid, _, _), group in zip(keys, groups):
         members[group].append(pid)
     done = 0
-    for group, ids in sorted(members.items()):
-        summary.merge(learn_group(db, group, ids, settings))
+    for (group, ids), plan in _iter_plans(db, sorted(members.items()), settings, jobs):
+        summary.merge(learn_group(db, group, ids, settings, plan=plan))
         done += len(ids)
         if progress:
             progress(done, len(keys))
@@ -229,19 +233,58 @@ def build(db: sqlite_utils.Database, *, settings: LearnSettings = LearnSettings(
     return summary
 
 
+NOT_LEARNED = ...  # a plan's template before learning (None: a cluster that could not be learned); a singleton that
+# survives pickling to and from worker processes
+Plan = list[tuple[int, list[str], list[np.ndarray], "Template | None | type(...)"]]
+
+
+def _iter_plans(db: sqlite_utils.Database, groups: list[tuple[str, list[str]]], settings: LearnSettings,
+                jobs: int) -> Iterator[tuple[tuple[str, list[str]], Plan | None]]:
+    """Each (group, ids) with its plan learned by a worker process, or None (learned by ``learn_group``)."""
+    if jobs <= 1:
+        yield from ((item, None) for item in groups)
+        return
+    with workers.pool(jobs, _GroupPlanner, db, settings) as pool:
+        yield from zip(groups, workers.imap_ordered(pool, groups, ahead=WORK_AHEAD * jobs))
+
+
+class _GroupPlanner:
+    """A worker's state for build: its read-only store and the settings."""
+
+    def __init__(self, db: sqlite_utils.Database, settings: LearnSettings) -> None:
+        self.db, self.settings = db, settings
+
+    def __call__(self, item: tuple[str, list[str]]) -> Plan | None:
+        group, ids = item
+        if len(ids) < self.settings.min_template_pages:
+            return None
+        return plan_group(self.db, group, ids, self.settings, learn=True)
+
+
+def plan_group(db: sqlite_utils.Database, group: str, ids: list[str], settings: LearnSettings, *,
+               reason: str = "learned", learn: bool = False) -> Plan:
+    """(layout, page ids, shape sets, template) of each layout cluster of one URL group: the template learned
+    (None when it could not be) with ``learn``, else NOT_LEARNED; nothing is written."""
+    shapes = page_store.page_shapes(db, ids)
+    return [(layout, cluster, sets, cluster_template(db, group, layout, cluster, settings, reason=reason)
+             if learn and len(cluster) >= settings.min_template_pages else NOT_LEARNED)
+            for layout, cluster, sets in plan_layouts(ids, [shape_set(shapes[pid]) for pid in ids], settings)]
+
+
 def learn_group(db: sqlite_utils.Database, group: str, ids: list[str], settings: LearnSettings, *,
-                reason: str = "learned") -> Summary:
+                reason: str = "learned", plan: Plan | None = None) -> Summary:
     """Cluster one URL group's pages by layout, learn a template for each large enough cluster (each committed on
-    its own, a new version only when its rules changed) and assign the pages to their sites."""
+    its own, a new version only when its rules changed) and assign the pages to their sites. ``plan``: the
+    group's ``plan_group`` made elsewhere (a worker process), else it is made here."""
     summary = Summary()
     assignments: list[tuple[str, str | None, str | None]] = []
     if len(ids) < settings.min_template_pages:
         assignments = [(pid, group, None) for pid in ids]
         summary.counts["pages without template"] += len(ids)
     else:
-        shapes = page_store.page_shapes(db, ids)
-        for layout, cluster, cluster_sets in plan_layouts(ids, [shape_set(shapes[pid]) for pid in ids], settings):
-            site = _learn_cluster(db, group, layout, cluster, cluster_sets, settings, summary, reason=reason)
+        for layout, cluster, cluster_sets, template in plan or plan_group(db, group, ids, settings, reason=reason):
+            site = _learn_cluster(db, group, layout, cluster, cluster_sets, settings, summary, reason=reason,
+                                  template=template)
             assignments += [(pid, group, site) for pid in cluster]
     db.execute("BEGIN IMMEDIATE")
     try:
@@ -278,12 +321,13 @@ def _adopt_strays(labels: list[int], sets: list[np.ndarray], settings: LearnSett
 
 
 def _learn_cluster(db: sqlite_utils.Database, group: str, layout: int, ids: list[str], sets: list[np.ndarray],
-                   settings: LearnSettings, summary: Summary, *, reason: str = "learned") -> str | None:
+                   settings: LearnSettings, summary: Summary, *, reason: str = "learned",
+                   template: Template | None | type(...) = NOT_LEARNED) -> str | None:
     if len(ids) < settings.min_template_pages:
         summary.counts["pages without template"] += len(ids)
         return None
-    pages = page_store.load_pages(db, learn_sample(ids, settings))
-    template = learn_cluster(group, layout, [stored_segment(p) for p in pages], settings, reason=reason)
+    if template is NOT_LEARNED:
+        template = cluster_template(db, group, layout, ids, settings, reason=reason)
     if template is None:
         summary.counts["pages without template"] += len(ids)
         return None
@@ -298,6 +342,13 @@ def _learn_cluster(db: sqlite_utils.Database, group: str, layout: int, ids: list
     summary.counts["templates learned" if written else "templates unchanged"] += 1
     summary.counts["pages with template"] += len(ids)
     return template.site
+
+
+def cluster_template(db: sqlite_utils.Database, group: str, layout: int, ids: list[str], settings: LearnSettings,
+                     *, reason: str = "learned") -> Template | None:
+    """The template of a layout cluster learned from its stored sample pages (None when too few segment)."""
+    pages = page_store.load_pages(db, learn_sample(ids, settings))
+    return learn_cluster(group, layout, [stored_segment(p) for p in pages], settings, reason=reason)
 
 
 def learn_sample(ids: list[str], settings: LearnSettings) -> list[str]:

@@ -187,15 +187,15 @@ def built_store(tmp_path, crawls, name="built.db", jobs=1):
     path = tmp_path / name
     db = pipeline.open_store(path)
     pipeline.ingest(db, list(crawls), jobs=jobs)
-    pipeline.build(db)
+    pipeline.build(db, jobs=jobs)
     return path
 
 
-def test_ingest_with_worker_processes_stores_what_one_process_does(tmp_path, crawls, monkeypatch):
+def test_ingest_and_build_with_worker_processes_store_what_one_process_does(tmp_path, crawls, monkeypatch):
     monkeypatch.setattr(pipeline, "WORK_CHUNK", 2)
     stores = [snapshot(pipeline.open_store(built_store(tmp_path, crawls, f"ingest{jobs}.db", jobs=jobs)))
               for jobs in (1, 2, 3)]
-    assert stores[0]["pages"] and stores[0]["skips"]
+    assert stores[0]["pages"] and stores[0]["skips"] and len(stores[0]["templates"]) >= 2
     assert stores[1] == stores[0] and stores[2] == stores[0]
 
 
