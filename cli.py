@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import importlib.util
 import json
 import os
 import logging
@@ -21,13 +22,30 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from templater import DISTRIBUTION, __version__, native
-from templater import config, dedup, evaluation_run, pipeline, signature_run, sources, training
-from templater import inspect as rule_inspect
-from templater import recrawl as recrawls
-from templater import fallback
+from templater import DISTRIBUTION, __version__
 from templater.errors import InputError, TemplaterError
-from templater.extract import NO_CLASSIFIER
+
+
+def lazy_module(name: str):
+    """The module ``name``, run on first attribute access: `templater --help` and a small job do not pay for the
+    imports (numpy, lxml, sqlite-utils, the signature methods) of commands they do not run."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec(name)
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    parent, _, child = name.rpartition(".")
+    setattr(sys.modules[parent], child, module)
+    return module
+
+
+config, dedup, evaluation_run, pipeline, signature_run, sources, training, rule_inspect, recrawls, fallback, \
+    extract_module = (lazy_module(f"templater.{name}") for name in (
+        "config", "dedup", "evaluation_run", "pipeline", "signature_run", "sources", "training", "inspect",
+        "recrawl", "fallback", "extract"))
+native = lazy_module("templater.native")
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Learn each site's template from its own pages, extract main content, find near-duplicates.")
@@ -36,6 +54,9 @@ err = Console(stderr=True)
 DB_HELP = "SQLite database file (created when missing)."
 DbOption = typer.Option(Path("templater.db"), "--db", help=DB_HELP)
 QuietOption = typer.Option(False, "--quiet", "-q", help="No progress bars or summary on stderr.")
+JobsOption = typer.Option(None, "--jobs", "-j", min=1,
+                          help="Worker processes that parse pages (default: the machine's cores); one "
+                               "process writes the database, and the output is the same for any number.")
 InputsArgument = typer.Argument(..., help="JSON Lines (.jsonl, .jsonl.gz), WARC (.warc, .warc.gz), .html files or "
                                           "folders of them.")
 LogOption = typer.Option(None, "--log", help="Append a log to this file (INFO and above: skipped records, what was "
@@ -195,8 +216,13 @@ def write_jsonl(stream, record: dict) -> None:
     stream.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
+def cores(jobs: Optional[int]) -> int:
+    """--jobs as given, else the machine's cores."""
+    return jobs or os.cpu_count() or 1
+
+
 def extract_all(store, output: Optional[Path], *, fallback: str, index: bool, quiet: bool, ids=None, weights=None,
-                q: float = fallback.FDR_Q, drop_duplicates: bool = False) -> None:
+                q: float | None = None, drop_duplicates: bool = False, jobs: Optional[int] = 1) -> None:
     """Extract the given stored pages (default: every one) to JSON Lines (the shared body of `extract` and `run`).
     With ``drop_duplicates`` the lines wait in a temporary file until the index has every page, then only pages
     that are not a cluster's non-canonical member are written."""
@@ -208,7 +234,8 @@ def extract_all(store, output: Optional[Path], *, fallback: str, index: bool, qu
             stack.enter_context(output_stream(output))
         with progress_bar("extract", quiet) as progress:
             for result in pipeline.extract(store, method=fallback, index=index, progress=progress, ids=ids,
-                                           weights=weights, q=q, skipped=summary.skipped):
+                                           weights=weights, q=config.FDR_Q if q is None else q,
+                                           skipped=summary.skipped, jobs=cores(jobs)):
                 write_jsonl(stream, result.to_json())
                 summary.counts[result.method] += 1
         if drop_duplicates:
@@ -247,8 +274,8 @@ def read_labelled(path: Path) -> list[dict]:
 @app.command()
 def train(inputs: list[Path] = typer.Argument(..., help="JSON Lines (.jsonl, .jsonl.gz) with url, html and gold."),
           output: Path = typer.Option(..., "--output", "-o", help="Weights file to write (.npz)."),
-          seed: int = typer.Option(training.TRAIN_SEED, "--seed", help="Random seed: the same seed, the same weights."),
-          epochs: int = typer.Option(training.EPOCHS, "--epochs", min=1, help="Training epochs of each network."),
+          seed: int = typer.Option(config.TRAIN_SEED, "--seed", help="Random seed: the same seed, the same weights."),
+          epochs: int = typer.Option(config.EPOCHS, "--epochs", min=1, help="Training epochs of each network."),
           log: Optional[Path] = LogOption, quiet: bool = QuietOption) -> None:
     """Train the single-page line classifiers on labelled pages (gold text gives the labels).
 
@@ -272,7 +299,7 @@ def train(inputs: list[Path] = typer.Argument(..., help="JSON Lines (.jsonl, .js
 
 @app.command()
 def ingest(inputs: list[Path] = InputsArgument, db: Path = DbOption, site: Optional[str] = SiteNameOption,
-           log: Optional[Path] = LogOption, quiet: bool = QuietOption) -> None:
+           log: Optional[Path] = LogOption, quiet: bool = QuietOption, jobs: Optional[int] = JobsOption) -> None:
     """Read pages into the database (bad records are skipped and counted by reason: `templater skips`).
 
     Exits 1, with the top reasons, when every record was skipped.
@@ -283,13 +310,14 @@ def ingest(inputs: list[Path] = InputsArgument, db: Path = DbOption, site: Optio
         sources.check_inputs(inputs)
         store = pipeline.open_store(db)
         with progress_bar("ingest", quiet) as progress:
-            summary = pipeline.ingest(store, inputs, site=site, progress=progress)
+            summary = pipeline.ingest(store, inputs, site=site, progress=progress, jobs=cores(jobs))
         report("ingest", summary, quiet)
         fail_if_all_skipped(summary, db)
 
 
 @app.command()
-def build(db: Path = DbOption, log: Optional[Path] = LogOption, quiet: bool = QuietOption) -> None:
+def build(db: Path = DbOption, log: Optional[Path] = LogOption, quiet: bool = QuietOption,
+          jobs: Optional[int] = JobsOption) -> None:
     """Group stored pages by URL prefix and layout and learn each group's template.
 
     Example: templater build --db crawl.db
@@ -297,7 +325,7 @@ def build(db: Path = DbOption, log: Optional[Path] = LogOption, quiet: bool = Qu
     with handled_errors(), log_to_file(log):
         store = pipeline.open_store(db, create=False)
         with progress_bar("build", quiet) as progress:
-            summary = pipeline.build(store, progress=progress)
+            summary = pipeline.build(store, progress=progress, jobs=cores(jobs))
         report("build", summary, quiet)
 
 
@@ -306,8 +334,9 @@ DropDuplicatesOption = typer.Option(False, "--drop-duplicates",
                                     help="Write one page a near-duplicate cluster (its canonical page): a "
                                          "deduplicated corpus. Needs the index.")
 def check_fallback(value: str) -> str:
-    if value not in (*fallback.METHODS, NO_CLASSIFIER):
-        raise typer.BadParameter(f"{value!r}: choose one of {', '.join((*fallback.METHODS, NO_CLASSIFIER))}")
+    choices = (*fallback.METHODS, extract_module.NO_CLASSIFIER)
+    if value not in choices:
+        raise typer.BadParameter(f"{value!r}: choose one of {', '.join(choices)}")
     return value
 
 
@@ -323,7 +352,7 @@ def check_fdr_q(value: float) -> float:
     return value
 
 
-FdrQOption = typer.Option(fallback.FDR_Q, "--fdr-q", callback=check_fdr_q,
+FdrQOption = typer.Option(config.FDR_Q, "--fdr-q", callback=check_fdr_q,
                           help="False-discovery rate of the fdr method (0 < q <= 1).")
 
 
@@ -335,7 +364,7 @@ def extract(db: Path = DbOption, output: Optional[Path] = OutputOption, fallback
             since: Optional[str] = typer.Option(None, "--since", help="Only pages seen at or after this ISO 8601 "
                                                                       "date or time (UTC unless it names a zone)."),
             weights: Optional[Path] = WeightsOption, fdr_q: float = FdrQOption, log: Optional[Path] = LogOption,
-            quiet: bool = QuietOption) -> None:
+            quiet: bool = QuietOption, jobs: Optional[int] = JobsOption) -> None:
     """Extract the main content of every stored page (or a site's, or those seen since a time) as JSON Lines.
 
     Each line: {"id", "url", "site", "text", "method", "template", "coverage"}. With --drop-duplicates, pages
@@ -349,14 +378,14 @@ def extract(db: Path = DbOption, output: Optional[Path] = OutputOption, fallback
         store = pipeline.open_store(db, create=False)
         ids = None if site is None and since is None else pipeline.select_pages(store, site=site, since=since)
         extract_all(store, output, fallback=fallback, index=index, quiet=quiet, ids=ids, weights=classifier, q=fdr_q,
-                    drop_duplicates=drop_duplicates)
+                    drop_duplicates=drop_duplicates, jobs=jobs)
 
 
 @app.command()
 def run(inputs: list[Path] = InputsArgument, db: Path = DbOption, output: Optional[Path] = OutputOption,
         fallback: str = FallbackOption, index: bool = IndexOption, drop_duplicates: bool = DropDuplicatesOption,
         site: Optional[str] = SiteNameOption, weights: Optional[Path] = WeightsOption, fdr_q: float = FdrQOption,
-        log: Optional[Path] = LogOption, quiet: bool = QuietOption) -> None:
+        log: Optional[Path] = LogOption, quiet: bool = QuietOption, jobs: Optional[int] = JobsOption) -> None:
     """Ingest, learn templates and extract, in one go; the output holds the pages of these inputs.
 
     Templates are learned from every stored page; exits 1, with the top reasons, when every record was skipped.
@@ -371,13 +400,13 @@ def run(inputs: list[Path] = InputsArgument, db: Path = DbOption, output: Option
         sources.check_inputs(inputs)
         store = pipeline.open_store(db)
         with progress_bar("ingest", quiet) as progress:
-            ingested = pipeline.ingest(store, inputs, site=site, progress=progress)
+            ingested = pipeline.ingest(store, inputs, site=site, progress=progress, jobs=cores(jobs))
         report("ingest", ingested, quiet)
         fail_if_all_skipped(ingested, db)
         with progress_bar("build", quiet) as progress:
-            report("build", pipeline.build(store, progress=progress), quiet)
+            report("build", pipeline.build(store, progress=progress, jobs=cores(jobs)), quiet)
         extract_all(store, output, fallback=fallback, index=index, quiet=quiet, ids=sorted(set(ingested.pages)),
-                    weights=classifier, q=fdr_q, drop_duplicates=drop_duplicates)
+                    weights=classifier, q=fdr_q, drop_duplicates=drop_duplicates, jobs=jobs)
 
 
 @app.command()

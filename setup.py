@@ -1,7 +1,35 @@
-"""The optional C walk (templater._walk): built when a C compiler is at hand, else templater runs in pure Python."""
+"""The optional C walk (templater._walk): built when a C compiler is at hand, else templater runs in pure Python.
+The shingles' character tables (templater/chartable.py) are written into the package at build time."""
+
+import importlib.util
+from pathlib import Path
 
 import lxml
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+
+def _chartable():
+    """templater/chartable.py loaded on its own (the package's other modules need what is not installed yet)."""
+    spec = importlib.util.spec_from_file_location("_templater_chartable", Path(__file__).parent / "templater" /
+                                                  "chartable.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class BuildWithTables(build_ext):
+    """build_ext that first writes templater/data/char_tables.bin beside the package being built."""
+
+    def run(self):
+        chartable = _chartable()
+        package = Path("templater") if self.inplace else Path(self.build_lib) / "templater"
+        target = package / "data" / chartable.FILE_NAME
+        if chartable.read_tables(target) is None:
+            chartable.write_tables(target)
+        super().run()
+
 
 setup(ext_modules=[Extension("templater._walk", ["templater/_walk.c"], include_dirs=lxml.get_include(),
-                             optional=True)])
+                             optional=True)],
+      cmdclass={"build_ext": BuildWithTables})

@@ -1,6 +1,7 @@
 """The SQLite near-duplicate index at scale: incremental inserts, all candidates, single lookups, size, memory.
 
-    python bench/bench_index.py [--n 1000000] [--batch 50000] [--dup-share 0.1] [--lookups 2000] [--db FILE]
+    python bench/bench_index.py [--n 1000000] [--batch 50000] [--commit each|growing] [--dup-share 0.1]
+                                [--lookups 2000] [--db FILE]
                                 [--page-size 0] [--verify sample|exact|estimate] [--set-size 1000] [--sample 256]
                                 [--keep]
 
@@ -15,7 +16,10 @@ part of signing, timed by bench_minhash.py); "exact" stores the whole set; "esti
 
 Phases, each timed on its own:
   insert    ``store.lsh.add_signatures`` per batch: band keys into the live index, candidates of the batch, their
-            verification, cluster updates, all in one transaction per batch (the path ``index_texts`` takes)
+            verification, cluster updates, all in one transaction per batch (the path ``index_texts`` takes);
+            with ``--commit growing``, the batches go in inside the transactions ``templater extract`` commits
+            (``pipeline.GrowingBatch``: 1 batch, then 2, 4, ... up to config.GROWING_PAGES pages): run it with
+            ``--batch 200`` (pipeline.BATCH_PAGES) for the batches and commits ``extract`` really makes
   pairs     every candidate pair of the index (``iter_candidate_pairs``: one pass over the band index finds the
             shared keys, then their rows in key order), then every verified pair (``iter_verified_pairs``)
   lookup    ``store.lsh.query`` for ``--lookups`` random indexed pages, one at a time: p50 and p99 latency
@@ -41,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from store import lsh  # noqa: E402
 from store.db import open_db  # noqa: E402
 from store.lsh import IndexedPage  # noqa: E402
+from templater.pipeline import GrowingBatch  # noqa: E402
 from templater.shingles import ShingleSettings, Shingles, Signatures  # noqa: E402
 
 POOL = 20_000  # recent originals a planted duplicate may copy
@@ -121,6 +126,7 @@ def insert_all(db, args, settings: ShingleSettings) -> tuple[int, list[float], l
     rng = np.random.default_rng(SEED)
     pool = (np.empty((0, settings.permutations), np.uint32), np.empty((0, args.set_size), np.uint32))
     batch_times, cpu_times, planted, own_bytes = [], [], 0, 0
+    growing = GrowingBatch(db) if args.commit == "growing" else None
     for start in range(0, args.n, args.batch):
         count = min(args.batch, args.n - start)
         values, shingles, sets, dups = make_batch(rng, count, pool, args, settings.permutations)
@@ -128,7 +134,13 @@ def insert_all(db, args, settings: ShingleSettings) -> tuple[int, list[float], l
         pages = [IndexedPage(page_id(i), page_id(i)) for i in range(start, start + count)]
         signatures = Signatures(values, np.zeros(count, bool), settings)
         began, cpu = time.perf_counter(), time.process_time()
+        if growing:
+            growing.begin()
         lsh.add_signatures(db, pages, signatures, shingles=shingles)
+        if growing:
+            growing.step(count)
+            if start + count >= args.n:
+                growing.commit()
         batch_times.append(time.perf_counter() - began)
         cpu_times.append(time.process_time() - cpu)
         own_bytes = max(own_bytes, sum(a.nbytes for a in (*pool, values, sets)) +
@@ -174,6 +186,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--batch", type=int, default=50_000)
+    parser.add_argument("--commit", choices=("each", "growing"), default="each",
+                        help="a transaction per batch, or extract's growing transactions of several batches")
     parser.add_argument("--dup-share", type=float, default=0.1)
     parser.add_argument("--lookups", type=int, default=2000)
     parser.add_argument("--db", type=Path, default=None, help="database file (default: a new temporary file)")
@@ -191,7 +205,8 @@ def main() -> None:
     settings = ShingleSettings(verify=args.verify, sample=args.sample)
     db = create(path, args.page_size)
     page_size = db.conn.execute("PRAGMA page_size").fetchone()[0]
-    print(f"{args.n:,} synthetic signatures in batches of {args.batch:,}, {args.dup_share:.0%} planted duplicates; "
+    print(f"{args.n:,} synthetic signatures in batches of {args.batch:,} ({args.commit} commits), "
+          f"{args.dup_share:.0%} planted duplicates; "
           f"{settings.bands} bands x {settings.rows} rows; verify={settings.verify}"
           f"{f' ({args.sample} of {args.set_size} shingles a page)' if args.verify == 'sample' else ''}"
           f"{f' ({args.set_size} shingles a page)' if args.verify == 'exact' else ''}; SQLite page size {page_size}; "

@@ -129,6 +129,25 @@ def describe_error(e: sqlite3.Error, path: str | Path | None, *, what: str | Non
     return what or f"{name}: {e}"
 
 
+def open_reader(path: str | Path) -> sqlite_utils.Database:
+    """A read-only connection to an existing database: what worker processes read through while one process
+    writes (WAL lets them read the last committed state meanwhile)."""
+    try:
+        conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True,
+                               timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError as e:
+        raise StoreError(f"{path} cannot be read ({e}); give --db another file or restore it") from None
+    return sqlite_utils.Database(conn)
+
+
+def db_path(db: sqlite_utils.Database) -> Path | None:
+    """The database's file (None for an in-memory database)."""
+    row = db.conn.execute("PRAGMA database_list").fetchone()
+    return Path(row[2]) if row[2] else None
+
+
 def _ensure_migrations_table(db: sqlite_utils.Database, *, schema: str = "main") -> None:
     db.execute(f"CREATE TABLE IF NOT EXISTS {schema}.{MIGRATIONS_TABLE} (component TEXT NOT NULL, version INTEGER"
                " NOT NULL, applied_at TEXT DEFAULT (datetime('now')), PRIMARY KEY (component, version))")

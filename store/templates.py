@@ -83,10 +83,29 @@ def load_rules(db: sqlite_utils.Database, template_id: int) -> tuple[Rule, ...]:
                                      " WHERE template_id = ? ORDER BY position", [template_id]))
 
 
+_TEMPLATE_COLUMNS = "id, site, group_key, layout, version, page_count, learned_at, reason, stale, layout_shapes"
+
+
+def _template(db: sqlite_utils.Database, row: tuple) -> Template:
+    return Template(site=row[1], version=row[4], rules=load_rules(db, row[0]), page_count=row[5],
+                    learned_at=row[6], layout=row[3], reason=row[7], stale=bool(row[8]))
+
+
 def iter_current(db: sqlite_utils.Database) -> Iterator[tuple[str, np.ndarray, Template]]:
     """(group_key, layout shape set, template) of every site's current version."""
-    for row in db.execute("SELECT id, site, group_key, layout, version, page_count, learned_at, reason, stale,"
-                          " layout_shapes FROM templates WHERE current = 1 ORDER BY site"):
-        template = Template(site=row[1], version=row[4], rules=load_rules(db, row[0]), page_count=row[5],
-                            learned_at=row[6], layout=row[3], reason=row[7], stale=bool(row[8]))
-        yield row[2], blob_vector(row[9]), template
+    for row in db.execute(f"SELECT {_TEMPLATE_COLUMNS} FROM templates WHERE current = 1 ORDER BY site"):
+        yield row[2], blob_vector(row[9]), _template(db, row)
+
+
+def iter_current_heads(db: sqlite_utils.Database) -> Iterator[tuple[str, np.ndarray, str, int]]:
+    """(group_key, layout shape set, site, template id) of every site's current version, in ``iter_current``
+    order, without the rules (``load_template`` reads them)."""
+    for group, blob, site, template_id in db.execute(
+            "SELECT group_key, layout_shapes, site, id FROM templates WHERE current = 1 ORDER BY site"):
+        yield group, blob_vector(blob), site, template_id
+
+
+def load_template(db: sqlite_utils.Database, template_id: int) -> Template:
+    """One stored template version with its rules."""
+    row = db.execute(f"SELECT {_TEMPLATE_COLUMNS} FROM templates WHERE id = ?", [template_id]).fetchone()
+    return _template(db, row)

@@ -104,6 +104,15 @@ class LearnSettings:
     shape_max_link_density: float = SHAPE_MAX_LINK_DENSITY
     max_learn_pages: int = MAX_LEARN_PAGES
 
+GROWING_PAGES = 12_800  # extract's largest transaction (pages): a killed run redoes at most this many
+TEMPLATE_CACHE = 256  # compiled templates kept per process (about 88 KB each): read again when a site comes back
+
+FDR_Q = 0.05  # default false-discovery rate of the single-page fdr method (--fdr-q)
+
+# --- training the single-page classifier (templater/training.py; the shipped weights were made with these) ---
+TRAIN_SEED = 7
+EPOCHS = 1000  # full-batch Adam steps per network
+
 # --- recrawl: batches and template health (issue 5; templater/recrawl.py) -------------------------------
 # On big9 (dev corpus) a page's coverage by its own site-year template was at least 0.56 on 174 of 178 pages
 # (lowest 0.28); pages of the next redesign fitted no learned layout at all, or covered at most 0.16.

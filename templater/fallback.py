@@ -31,7 +31,7 @@ from itertools import repeat
 
 import numpy as np
 
-from . import ann
+from . import ann, config
 from .errors import InputError
 from .features import (CONTEXT_NAMES, FEATURE_NAMES, Tree, block_features, context_features, inside, line_features,
                        number_tree, sum_up)
@@ -40,7 +40,7 @@ from .types import Segmented
 METHODS = ("density", "ann", "fdr", "auto")
 DEFAULT_METHOD = "auto"
 
-FDR_Q = 0.05  # default false-discovery rate of the fdr method
+FDR_Q = config.FDR_Q  # default false-discovery rate of the fdr method
 ANN_THRESHOLD = 0.5  # the line network keeps blocks whose probability is above this
 REGION_BASE = 0.3  # a block adds (score - this) x its characters to the content region's sum
 REGION_INSIDE = 0.4  # inside the content region, blocks scoring above this are kept

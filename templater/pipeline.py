@@ -11,11 +11,12 @@ import logging
 import random
 import sqlite3
 import time
-from collections import Counter, defaultdict
+from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import sqlite_utils
@@ -26,7 +27,7 @@ from store import pins as pin_store
 from store import templates as template_store
 from store.db import describe_error, open_db  # noqa: F401 -- describe_error: for the CLI
 
-from . import config, dedup, fallback, signature_run
+from . import config, dedup, fallback, signature_run, workers
 from .blocks import segment
 from .config import LearnSettings
 from .encoding import decode_page
@@ -45,9 +46,12 @@ BATCH_PAGES = 200  # pages per committed transaction
 # a read-only file (sqlite3.OperationalError) is the store's failure, not the record's: it ends the command.
 RECORD_DATA_ERRORS = (sqlite3.DataError, sqlite3.IntegrityError, sqlite3.InterfaceError, sqlite3.ProgrammingError,
                       UnicodeError, OverflowError, ValueError)
+WORK_CHUNK = 16  # pages a worker process reads and extracts (or prepares for ingest) per task (--jobs)
+WORK_AHEAD = 4  # tasks handed out per worker before their results are taken back: bounds what waits in memory
 LAYOUT_SHAPE_SHARE = 0.5  # a tag path on this share of a cluster's pages belongs to its layout signature
 
 Progress = Callable[[int, int | None], None]  # (items done so far, total if known)
+T = TypeVar("T")
 
 
 @dataclass
@@ -170,48 +174,92 @@ class _Batch:
 
 
 def ingest(db: sqlite_utils.Database, inputs: Sequence[str | Path], *, site: str | None = None,
-           progress: Progress | None = None) -> Summary:
+           progress: Progress | None = None, jobs: int = 1) -> Summary:
     """Read pages from files and folders into the store; bad records are skipped and counted by reason.
 
     ``site`` names the pages of folders and .html files (``sources.iter_records``); the summary's ``pages`` lists
-    the ids of the pages read, in input order."""
+    the ids of the pages read, in input order. With ``jobs`` above 1, worker processes decode, segment and compress
+    the records while this process reads the inputs and alone writes, in the order of the inputs: the same store as
+    ``jobs=1``.
+    """
     summary = Summary()
     with _Batch(db) as batch:
-        for done, item in enumerate(iter_records(inputs, site=site), 1):
-            outcome = _ingest_one(db, item, batch)
+        for done, prepared in enumerate(iter_prepared(inputs, site=site, jobs=jobs), 1):
+            outcome = _store_prepared(db, prepared, batch)
             if isinstance(outcome, Skip):
                 summary.add_skip(outcome)
                 log.info("skipped %s: %s %s", outcome.source, outcome.reason, outcome.detail)
             else:
                 summary.counts[outcome] += 1
-                summary.pages.append(item.id)
+                summary.pages.append(prepared.page.id)
             if progress:
                 progress(done, None)
     return summary
 
 
-def _ingest_one(db: sqlite_utils.Database, item, batch: _Batch) -> str | Skip:
-    stamp = now()
+@dataclass(frozen=True, slots=True)
+class PreparedPage:
+    """What ingest stores of a record: its fields, compressed HTML, content hash, block hashes and shapes."""
+
+    page: Page  # with its html left out (``data`` holds it)
+    host: str
+    data: bytes
+    digest: str
+    vector: np.ndarray
+    shapes: np.ndarray
+    text_chars: int
+
+
+def prepare_ingest(item: RawPage | Skip) -> PreparedPage | Skip:
+    """A record decoded, segmented and compressed for storing: the unit of work of ingest (and of its workers)."""
     seg = prepare_record(item)
     if isinstance(seg, Skip):
-        batch.write()
-        page_store.record_skip(db, source=seg.source, reason=seg.reason, detail=seg.detail, page_id=seg.id,
-                               url=seg.url, now=stamp)
         return seg
     page = seg.page
     try:
-        host = host_of(page.url)
         data, digest = page_store.encode_page(page.html)
-        hashes, shapes, chars = seg.vector, block_shapes(seg), sum(len(b.text) for b in seg.blocks)
+        return PreparedPage(page=dataclasses.replace(page, html=""), host=host_of(page.url), data=data,
+                            digest=digest, vector=seg.vector, shapes=block_shapes(seg),
+                            text_chars=sum(len(b.text) for b in seg.blocks))
     except Exception as exc:  # noqa: BLE001 -- one record's failure is its skip
-        return _ingest_one(db, error_skip(page.id, page.url, exc), batch)
+        return error_skip(page.id, page.url, exc)
+
+
+def _ingest_worker() -> Callable[[list], list]:
+    return _prepare_chunk
+
+
+def _prepare_chunk(items: list) -> list[PreparedPage | Skip]:
+    return [prepare_ingest(item) for item in items]
+
+
+def iter_prepared(inputs: Sequence[str | Path], *, site: str | None = None,
+                  jobs: int = 1) -> Iterator[PreparedPage | Skip]:
+    """``prepare_ingest`` of every record of the inputs, in order (in WORK_CHUNK chunks on ``jobs`` workers)."""
+    records = iter_records(inputs, site=site)
+    if jobs <= 1:
+        yield from map(prepare_ingest, records)
+        return
+    with workers.pool(jobs, _ingest_worker, None) as pool:
+        for prepared in workers.imap_ordered(pool, workers.chunked(records, WORK_CHUNK), ahead=WORK_AHEAD * jobs):
+            yield from prepared
+
+
+def _store_prepared(db: sqlite_utils.Database, prepared: PreparedPage | Skip, batch: _Batch) -> str | Skip:
+    stamp = now()
     batch.write()
+    if isinstance(prepared, Skip):
+        page_store.record_skip(db, source=prepared.source, reason=prepared.reason, detail=prepared.detail,
+                               page_id=prepared.id, url=prepared.url, now=stamp)
+        return prepared
+    page = prepared.page
     try:  # one statement: when the record's values fail, nothing of it was written and the batch goes on
         return page_store.upsert_page(
-            db, id=page.id, url=page.url, host=host, html=data, digest=digest, fetched_at=page.fetched_at,
-            encoding=page.encoding, hashes=hashes, shapes=shapes, text_chars=chars, now=stamp)
+            db, id=page.id, url=page.url, host=prepared.host, html=prepared.data, digest=prepared.digest,
+            fetched_at=page.fetched_at, encoding=page.encoding, hashes=prepared.vector, shapes=prepared.shapes,
+            text_chars=prepared.text_chars, now=stamp)
     except RECORD_DATA_ERRORS as exc:
-        return _ingest_one(db, error_skip(page.id, page.url, exc), batch)
+        return _store_prepared(db, error_skip(page.id, page.url, exc), batch)
 
 
 def prepare_record(item: RawPage | Skip) -> Segmented | Skip:
@@ -241,8 +289,12 @@ def site_name(group_key: str, layout: int) -> str:
 
 
 def build(db: sqlite_utils.Database, *, settings: LearnSettings = LearnSettings(),
-          progress: Progress | None = None) -> Summary:
-    """Group stored pages by URL prefix and layout, and learn a template for each large enough cluster."""
+          progress: Progress | None = None, jobs: int = 1) -> Summary:
+    """Group stored pages by URL prefix and layout, and learn a template for each large enough cluster.
+
+    With ``jobs`` above 1, worker processes cluster and learn URL groups (``plan_group``) while this process
+    alone writes, group after group in the same order: the same store as ``jobs=1``.
+    """
     summary = Summary()
     keys = list(page_store.iter_page_keys(db))
     groups = assign_groups([url for _, url, _ in keys], min_pages=settings.min_group_pages,
@@ -251,8 +303,8 @@ def build(db: sqlite_utils.Database, *, settings: LearnSettings = LearnSettings(
     for (pid, _, _), group in zip(keys, groups):
         members[group].append(pid)
     done = 0
-    for group, ids in sorted(members.items()):
-        summary.merge(learn_group(db, group, ids, settings))
+    for (group, ids), plan in _iter_plans(db, sorted(members.items()), settings, jobs):
+        summary.merge(learn_group(db, group, ids, settings, plan=plan))
         done += len(ids)
         if progress:
             progress(done, len(keys))
@@ -260,19 +312,58 @@ def build(db: sqlite_utils.Database, *, settings: LearnSettings = LearnSettings(
     return summary
 
 
+NOT_LEARNED = ...  # a plan's template before learning (None: a cluster that could not be learned); a singleton that
+# survives pickling to and from worker processes
+Plan = list[tuple[int, list[str], list[np.ndarray], "tuple[Template | None, Counter] | type(...)"]]
+
+
+def _iter_plans(db: sqlite_utils.Database, groups: list[tuple[str, list[str]]], settings: LearnSettings,
+                jobs: int) -> Iterator[tuple[tuple[str, list[str]], Plan | None]]:
+    """Each (group, ids) with its plan learned by a worker process, or None (learned by ``learn_group``)."""
+    if jobs <= 1:
+        yield from ((item, None) for item in groups)
+        return
+    with workers.pool(jobs, _GroupPlanner, db, settings) as pool:
+        yield from zip(groups, workers.imap_ordered(pool, groups, ahead=WORK_AHEAD * jobs))
+
+
+class _GroupPlanner:
+    """A worker's state for build: its read-only store and the settings."""
+
+    def __init__(self, db: sqlite_utils.Database, settings: LearnSettings) -> None:
+        self.db, self.settings = db, settings
+
+    def __call__(self, item: tuple[str, list[str]]) -> Plan | None:
+        group, ids = item
+        if len(ids) < self.settings.min_template_pages:
+            return None
+        return plan_group(self.db, group, ids, self.settings, learn=True)
+
+
+def plan_group(db: sqlite_utils.Database, group: str, ids: list[str], settings: LearnSettings, *,
+               reason: str = "learned", learn: bool = False) -> Plan:
+    """(layout, page ids, shape sets, template) of each layout cluster of one URL group: the template learned
+    (None when it could not be) with ``learn``, else NOT_LEARNED; nothing is written."""
+    shapes = page_store.page_shapes(db, ids)
+    return [(layout, cluster, sets, cluster_template(db, group, layout, cluster, settings, reason=reason)
+             if learn and len(cluster) >= settings.min_template_pages else NOT_LEARNED)
+            for layout, cluster, sets in plan_layouts(ids, [shape_set(shapes[pid]) for pid in ids], settings)]
+
+
 def learn_group(db: sqlite_utils.Database, group: str, ids: list[str], settings: LearnSettings, *,
-                reason: str = "learned") -> Summary:
+                reason: str = "learned", plan: Plan | None = None) -> Summary:
     """Cluster one URL group's pages by layout, learn a template for each large enough cluster (each committed on
-    its own, a new version only when its rules changed) and assign the pages to their sites."""
+    its own, a new version only when its rules changed) and assign the pages to their sites. ``plan``: the
+    group's ``plan_group`` made elsewhere (a worker process), else it is made here."""
     summary = Summary()
     assignments: list[tuple[str, str | None, str | None]] = []
     if len(ids) < settings.min_template_pages:
         assignments = [(pid, group, None) for pid in ids]
         summary.counts["pages without template"] += len(ids)
     else:
-        shapes = page_store.page_shapes(db, ids)
-        for layout, cluster, cluster_sets in plan_layouts(ids, [shape_set(shapes[pid]) for pid in ids], settings):
-            site = _learn_cluster(db, group, layout, cluster, cluster_sets, settings, summary, reason=reason)
+        for layout, cluster, cluster_sets, template in plan or plan_group(db, group, ids, settings, reason=reason):
+            site = _learn_cluster(db, group, layout, cluster, cluster_sets, settings, summary, reason=reason,
+                                  template=template)
             assignments += [(pid, group, site) for pid in cluster]
     db.execute("BEGIN IMMEDIATE")
     try:
@@ -310,22 +401,14 @@ def _adopt_strays(labels: list[int], sets: list[np.ndarray], settings: LearnSett
 
 
 def _learn_cluster(db: sqlite_utils.Database, group: str, layout: int, ids: list[str], sets: list[np.ndarray],
-                   settings: LearnSettings, summary: Summary, *, reason: str = "learned") -> str | None:
+                   settings: LearnSettings, summary: Summary, *, reason: str = "learned",
+                   template: tuple[Template | None, Counter] | type(...) = NOT_LEARNED) -> str | None:
     if len(ids) < settings.min_template_pages:
         summary.counts["pages without template"] += len(ids)
         return None
-    pages = page_store.load_pages(db, learn_sample(ids, settings))
-    segs = [stored_segment(p) for p in pages]
-    too_long = sum(1 for s in segs if isinstance(s, Segmented) and len(s.blocks) > config.MAX_LEARN_BLOCKS)
-    if too_long:
-        summary.counts["pages too long to learn from"] += too_long
-    try:
-        template = learn_cluster(group, layout, segs, settings, reason=reason)
-    except Exception as exc:  # noqa: BLE001 -- one cluster's failure leaves it without a template, not the build
-        log.warning("%s: learning layout %d failed (%s: %s): its pages go without a template", group, layout,
-                    type(exc).__name__, exc)
-        summary.counts["templates failed"] += 1
-        template = None
+    template, notes = cluster_template(db, group, layout, ids, settings, reason=reason) \
+        if template is NOT_LEARNED else template
+    summary.counts.update(notes)
     if template is None:
         summary.counts["pages without template"] += len(ids)
         return None
@@ -341,6 +424,24 @@ def _learn_cluster(db: sqlite_utils.Database, group: str, layout: int, ids: list
     summary.counts["templates learned" if written else "templates unchanged"] += 1
     summary.counts["pages with template"] += len(ids)
     return template.site
+
+
+def cluster_template(db: sqlite_utils.Database, group: str, layout: int, ids: list[str], settings: LearnSettings,
+                     *, reason: str = "learned") -> tuple[Template | None, Counter]:
+    """The template of a layout cluster learned from its stored sample pages (None when too few segment, or when
+    learning failed), with the counts of what was left out ("pages too long to learn from", "templates failed")."""
+    notes: Counter = Counter()
+    segs = [stored_segment(p) for p in page_store.load_pages(db, learn_sample(ids, settings))]
+    too_long = sum(1 for s in segs if isinstance(s, Segmented) and len(s.blocks) > config.MAX_LEARN_BLOCKS)
+    if too_long:
+        notes["pages too long to learn from"] += too_long
+    try:
+        return learn_cluster(group, layout, segs, settings, reason=reason), notes
+    except Exception as exc:  # noqa: BLE001 -- one cluster's failure leaves it without a template, not the build
+        log.warning("%s: learning layout %d failed (%s: %s): its pages go without a template", group, layout,
+                    type(exc).__name__, exc)
+        notes["templates failed"] += 1
+        return None, notes
 
 
 def learn_sample(ids: list[str], settings: LearnSettings) -> list[str]:
@@ -399,37 +500,62 @@ def extract_file(db: sqlite_utils.Database, path: Path, *, url: str | None = Non
 
 
 class TemplateIndex:
-    """The current templates, by site and by URL prefix, compiled for extraction."""
+    """The current templates, by site and by URL prefix. The layout signatures (small) are read up front; a
+    site's template is read and compiled when a page first needs it and kept in a cache of ``cache_size`` sites
+    (the least recently used leaves first), so memory is bounded whatever the number of sites."""
 
     def __init__(self, db: sqlite_utils.Database | None,
-                 entries: Iterable[tuple[str, np.ndarray, Template]] | None = None) -> None:
+                 entries: Iterable[tuple[str, np.ndarray, Template]] | None = None, *,
+                 cache_size: int = config.TEMPLATE_CACHE) -> None:
         """From a database's current templates (pins applied), or from ``entries`` already read from one (the
         (group, layout signature, pinned template) rows a Spark job broadcasts), in ``iter_current`` order."""
-        self.by_site: dict[str, CompiledTemplate] = {}
-        self.by_group: dict[str, list[tuple[np.ndarray, CompiledTemplate]]] = defaultdict(list)
-        if entries is None:
-            entries = ((group, shapes, pin_store.apply_pins(db, template))
-                       for group, shapes, template in template_store.iter_current(db))
-        for group, shapes, template in entries:
-            compiled = CompiledTemplate(template)
-            self.by_site[template.site] = compiled
-            self.by_group[group].append((shapes, compiled))
+        self.db, self.cache_size = db, cache_size
+        self.cache: OrderedDict[str, CompiledTemplate] = OrderedDict()
+        self.sources: dict[str, int | Template] = {}  # site -> its template id in db, or the template itself
+        self.layouts: dict[str, list[tuple[np.ndarray, str]]] = defaultdict(list)  # group -> [(signature, site)]
+        heads = ((group, shapes, template.site, template) for group, shapes, template in entries) \
+            if entries is not None else template_store.iter_current_heads(db)
+        for group, shapes, site, source in heads:
+            self.sources[site] = source
+            self.layouts[group].append((shapes, site))
+        self.layouts = dict(self.layouts)
+
+    def compiled(self, site: str) -> CompiledTemplate | None:
+        """A site's compiled template (None for a site without one), from the cache or read now."""
+        if site in self.cache:
+            self.cache.move_to_end(site)
+            return self.cache[site]
+        source = self.sources.get(site)
+        if source is None:
+            return None
+        if not isinstance(source, Template):
+            source = pin_store.apply_pins(self.db, template_store.load_template(self.db, source))
+        compiled = self.cache[site] = CompiledTemplate(source)
+        if len(self.cache) > self.cache_size:
+            self.cache.popitem(last=False)
+        return compiled
+
+    @property
+    def by_site(self) -> dict[str, CompiledTemplate]:
+        """Every site's compiled template (all read now: for inspection and tests, not for a crawl)."""
+        return {site: self.compiled(site) for site in self.sources}
 
     def find(self, seg: Segmented, site: str | None, *, threshold: float) -> CompiledTemplate | None:
         """The page's template: the one its build assigned, else the best layout of its longest known prefix."""
-        if site in self.by_site:
-            return self.by_site[site]
-        group = match_prefix(seg.page.url, self.by_group, seg.page.id)
+        if site in self.sources:
+            return self.compiled(site)
+        group = match_prefix(seg.page.url, self.layouts, seg.page.id)
         if group is None:
             return None
-        return best_layout(seg, self.by_group[group], threshold=threshold)
+        best = best_layout(seg, self.layouts[group], threshold=threshold)
+        return None if best is None else self.compiled(best)
 
 
-def best_layout(seg: Segmented, layouts: Sequence[tuple[np.ndarray, CompiledTemplate]], *,
-                threshold: float) -> CompiledTemplate | None:
-    """Of a group's (layout signature, template) pairs, the template whose layout the page fits best, if it fits."""
+def best_layout(seg: Segmented, layouts: Sequence[tuple[np.ndarray, T]], *, threshold: float) -> T | None:
+    """Of a group's (layout signature, template or site) pairs, the one whose layout the page fits best (the
+    first of equals), if it fits."""
     shapes = shape_set(block_shapes(seg))
-    scored = [(layout_containment(layout, shapes), compiled) for layout, compiled in layouts]
+    scored = [(layout_containment(layout, shapes), item) for layout, item in layouts]
     score, best = max(scored, key=lambda sc: sc[0])
     return best if score >= threshold else None
 
@@ -437,30 +563,82 @@ def best_layout(seg: Segmented, layouts: Sequence[tuple[np.ndarray, CompiledTemp
 def extract(db: sqlite_utils.Database, *, method: str = "auto", ids: Sequence[str] | None = None,
             settings: LearnSettings = LearnSettings(), index: bool = False, progress: Progress | None = None,
             weights: fallback.ann.Weights | None = None, q: float = fallback.FDR_Q,
-            skipped: Counter | None = None) -> Iterator[Extraction]:
+            skipped: Counter | None = None, jobs: int = 1) -> Iterator[Extraction]:
     """Extract every stored page (or the given ids) with its template, store the result, and yield it.
 
-    With ``index``, the extracted texts also go into the near-duplicate index, one batch per committed batch.
-    ``weights`` and ``q`` go to the single-page classifier (``extract.extract_page``). A page that fails (over the
-    time budget, an exception) is recorded as a skip and counted in ``skipped``.
+    With ``index``, each BATCH_PAGES extracted texts go into the near-duplicate index (one ``index_texts`` call)
+    in the transaction of their extractions. Transactions grow (``GrowingBatch``), so a large crawl commits a
+    few times, not once per BATCH_PAGES pages; a killed run loses at most its open transaction (rerun to
+    continue). With ``jobs`` above 1, worker processes parse and extract while this process alone writes: the
+    same results, stored and yielded in the same order, as ``jobs=1``. ``weights`` and ``q`` go to the
+    single-page classifier (``extract.extract_page``). A page that fails (over the time budget, an exception) is
+    recorded as a skip and counted in ``skipped``.
     """
     if ids is None:
         ids = [pid for pid, _, _ in page_store.iter_page_keys(db)]
-    results = _extract_stored(db, ids, method=method, settings=settings, progress=progress,
-                              classifier={"weights": weights, "q": q},
-                              skipped=Counter() if skipped is None else skipped)
-    if not index:
-        yield from results
-        return
+    skipped = Counter() if skipped is None else skipped
+    classifier = {"weights": weights, "q": q}
     pending: list[Extraction] = []
-    for result in results:
-        pending.append(result)
-        if len(pending) >= BATCH_PAGES:
+    with GrowingBatch(db) as batch:
+        for done, (digest, result) in enumerate(iter_extracted(db, ids, method=method, settings=settings,
+                                                               classifier=classifier, jobs=jobs), 1):
+            if isinstance(result, Skip):
+                batch.begin()
+                page_store.record_skip(db, source=result.source, reason=result.reason, detail=result.detail,
+                                       page_id=result.id, url=result.url, now=now())
+                skipped[result.reason] += 1
+                if progress:
+                    progress(done, len(ids))
+                continue
+            batch.begin()
+            page_store.save_extraction(db, page_id=result.id, site=result.site, method=result.method,
+                                       template=result.template, coverage=result.coverage, text=result.text,
+                                       boilerplate_chars=result.boilerplate_chars, digest=digest, now=now())
+            pending.append(result)
+            if len(pending) >= BATCH_PAGES:
+                if index:
+                    _index(db, pending)
+                batch.step(len(pending))
+                pending.clear()
+            if progress:
+                progress(done, len(ids))
+            yield result
+        if index and pending:
             _index(db, pending)
-            pending.clear()
-        yield result
-    if pending:
-        _index(db, pending)
+
+
+class GrowingBatch:
+    """Transactions of BATCH_PAGES pages, then twice as many, and so on up to ``most`` pages: a small job commits
+    early and often, a large one rarely (a commit of the near-duplicate index writes pages all over its band index,
+    whatever the number of pages added). The boundaries depend on the count of pages alone."""
+
+    def __init__(self, db: sqlite_utils.Database, *, most: int = config.GROWING_PAGES) -> None:
+        self.db, self.size, self.most, self.pages = db, BATCH_PAGES, most, 0
+
+    def __enter__(self) -> GrowingBatch:
+        return self
+
+    def begin(self) -> None:
+        if not self.db.conn.in_transaction:
+            self.db.execute("BEGIN IMMEDIATE")
+
+    def step(self, pages: int) -> None:
+        """``pages`` more written: commit when the transaction has its size."""
+        self.pages += pages
+        if self.pages >= self.size:
+            self.commit()
+            self.size = min(self.size * 2, self.most)
+
+    def commit(self) -> None:
+        if self.db.conn.in_transaction:
+            self.db.execute("COMMIT")
+        self.pages = 0
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.commit()
+        elif self.db.conn.in_transaction:
+            self.db.execute("ROLLBACK")
 
 
 def skip_report(db: sqlite_utils.Database, *, reason: str | None = None,
@@ -534,24 +712,36 @@ def _index(db: sqlite_utils.Database, results: list[Extraction]) -> None:
     signature_run.add_to_signature_indexes(db, items)
 
 
-def _extract_stored(db: sqlite_utils.Database, ids: Sequence[str], *, method: str, settings: LearnSettings,
-                    progress: Progress | None, classifier: dict, skipped: Counter) -> Iterator[Extraction]:
-    index = TemplateIndex(db)
-    with _Batch(db) as batch:
-        for done, stored in enumerate(page_store.load_pages(db, ids), 1):
-            result = extract_stored_page(stored, index, method=method, settings=settings, classifier=classifier)
-            batch.write()
-            if isinstance(result, Skip):
-                page_store.record_skip(db, source=result.source, reason=result.reason, detail=result.detail,
-                                       page_id=result.id, url=result.url, now=now())
-                skipped[result.reason] += 1
-                if progress:
-                    progress(done, len(ids))
-                continue
-            page_store.save_extraction(db, page_id=result.id, site=result.site, method=result.method,
-                                       template=result.template, coverage=result.coverage, text=result.text,
-                                       boilerplate_chars=result.boilerplate_chars, digest=stored.content_hash,
-                                       now=now())
-            if progress:
-                progress(done, len(ids))
-            yield result
+class _ChunkExtractor:
+    """Extracts chunks of stored pages by id: one per process, with its own templates (read as needed)."""
+
+    def __init__(self, db: sqlite_utils.Database, method: str, settings: LearnSettings,
+                 classifier: dict | None = None) -> None:
+        self.db, self.method, self.settings, self.index = db, method, settings, TemplateIndex(db)
+        self.classifier = classifier
+
+    def __call__(self, ids: Sequence[str]) -> list[tuple[str, Extraction | Skip]]:
+        """(content hash, extraction or Skip) of each stored page of ``ids``, in order."""
+        return [(stored.content_hash, extract_stored_page(stored, self.index, method=self.method,
+                                                          settings=self.settings, classifier=self.classifier))
+                for stored in page_store.load_pages(self.db, ids)]
+
+
+def iter_extracted(db: sqlite_utils.Database, ids: Sequence[str], *, method: str, settings: LearnSettings,
+                   classifier: dict | None = None, jobs: int = 1) -> Iterator[tuple[str, Extraction | Skip]]:
+    """(content hash, extraction or Skip) of every stored page of ``ids``, in order; nothing is written.
+
+    With ``jobs`` above 1, worker processes read and extract chunks of WORK_CHUNK pages (each with a read-only
+    connection of its own) and the results come back in the order of ``ids``: the same values as ``jobs=1``.
+    """
+    chunks = [ids[i:i + WORK_CHUNK] for i in range(0, len(ids), WORK_CHUNK)]
+    if jobs <= 1 or len(chunks) < 2:
+        extractor = _ChunkExtractor(db, method, settings, classifier)
+        for chunk in chunks:
+            yield from extractor(chunk)
+        return
+    with workers.pool(jobs, _ChunkExtractor, db, method, settings, classifier) as pool:
+        for results in workers.imap_ordered(pool, chunks, ahead=WORK_AHEAD * jobs):
+            yield from results
+
+

@@ -160,8 +160,7 @@ class _Crawl:
 
     def _load_templates(self) -> None:
         self.index = pipeline.TemplateIndex(self.db)
-        self.layouts = {compiled.template.site: shapes for layouts in self.index.by_group.values()
-                        for shapes, compiled in layouts}
+        self.layouts = {site: shapes for layouts in self.index.layouts.values() for shapes, site in layouts}
 
     # --- the run's progress row -------------------------------------------------------------------------------
 
@@ -276,7 +275,7 @@ class _Crawl:
     def _choose_template(self, seg, site: str | None):
         """The stored site's template while the page still fits its layout, else the template whose layout it fits
         (a changed page may have moved to another layout), else the stored one (its coverage will tell)."""
-        stored = self.index.by_site.get(site) if site else None
+        stored = self.index.compiled(site) if site else None
         if stored is not None:
             shapes = shape_set(pipeline.block_shapes(seg))
             if layout_containment(self.layouts[site], shapes) >= self.settings.layout_match:
@@ -343,7 +342,7 @@ class _Crawl:
             signature_run.add_to_signature_indexes(self.db, items)
 
     def _has_template(self, group: str) -> bool:
-        return bool(self.index.by_group.get(group))
+        return bool(self.index.layouts.get(group))
 
     def _log_batch(self, done: int, batch: _Batch) -> None:
         totals = Counter(f.kind for f in batch.records)

@@ -36,12 +36,12 @@ from __future__ import annotations
 
 import functools
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
+from templater import chartable
 from templater.errors import InputError
 
 # --- defaults (persisted with the index; an index refuses data made with other settings) --------------------
@@ -90,7 +90,6 @@ BAND_BASE = 0xA0761D6478BD642F  # polynomial base that combines a band's slot va
 MASK64 = (1 << 64) - 1
 MASK32 = np.uint64(0xFFFFFFFF)
 SPACE = 32  # the code point that separates tokens in the normalized text (character n-grams)
-UNICODE_SIZE = 0x110000
 SEPARATOR = "\x00"  # joins the texts of a batch; never part of a token
 
 _U64 = np.uint64
@@ -208,17 +207,10 @@ class Signatures:
 
 @functools.cache
 def _char_tables() -> tuple[np.ndarray, np.ndarray]:
-    """(token character?, numeric character?) for every code point; built once per process (~0.25 s)."""
-    token = np.zeros(UNICODE_SIZE, dtype=bool)
-    numeric = np.zeros(UNICODE_SIZE, dtype=bool)
-    for cp in range(UNICODE_SIZE):
-        ch = chr(cp)
-        if ch.isalnum():
-            token[cp] = True
-            numeric[cp] = ch.isnumeric()
-        elif unicodedata.category(ch)[0] == "M":
-            token[cp] = True
-    return token, numeric
+    """(token character?, numeric character?) for every code point: the bit sets of templater.chartable, written
+    at install (read in a millisecond) or built once per process where they are missing."""
+    return tuple(np.unpackbits(np.frombuffer(bits, dtype=np.uint8), bitorder="little").view(bool)
+                 for bits in chartable.load_tables())
 
 
 @dataclass(frozen=True, slots=True)

@@ -419,7 +419,7 @@ def _extract(sc, pages, assigned, entries: list[tuple], options: JobOptions, par
 
 def _template_lists(entries: list[tuple]) -> list[tuple]:
     """((key, salt), [(group, layout signature, template)]) for every site and every template group (in site
-    order, as ``TemplateIndex.by_group`` holds them)."""
+    order, as ``TemplateIndex.layouts`` holds them)."""
     by_key: dict[tuple, list] = {}
     for entry in sorted(entries, key=lambda e: e[2].site):
         by_key.setdefault(("site", entry[2].site), []).append(entry)

@@ -16,6 +16,7 @@ import numpy as np
 from . import ann
 from .ann import Weights, read_weights, save_weights
 from .blocks import segment
+from .config import EPOCHS, TRAIN_SEED  # in config: the command line shows them without loading numpy
 from .errors import InputError
 from .evaluation import tokens
 from .features import CONTEXT_NAMES, FEATURE_NAMES, Tree, block_features, context_features, line_features, number_tree
@@ -26,10 +27,8 @@ __all__ = ["LabelledPage", "describe_page", "iter_labelled", "label_blocks", "re
            "train_ann"]
 
 # --- training settings (the shipped weights were made with these) -------------------------------------------
-TRAIN_SEED = 7
 LINE_HIDDEN = 6  # hidden units of the nine-input line network
 AUTO_HIDDEN = 8  # hidden units of each default-classifier network
-EPOCHS = 1000  # full-batch Adam steps per network
 ENSEMBLE = 3  # networks averaged per stage of the default classifier
 FOLDS = 5  # page folds for the out-of-fold scores the second stage and the FDR null are fitted on
 AUTO_L2 = 3e-3  # weight decay of the default classifier's networks (its inputs are many, its pages few)

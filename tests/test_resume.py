@@ -178,3 +178,68 @@ def test_a_copy_of_the_reference_is_equal_and_a_lost_batch_is_not(tmp_path, craw
     assert snapshot(db) == expected
     db.execute("DELETE FROM extractions WHERE page_id = 'n13'")
     assert snapshot(db) != expected
+
+
+# --- worker processes (--jobs) ---------------------------------------------------------------------------------
+
+def built_store(tmp_path, crawls, name="built.db", jobs=1):
+    """Both crawls ingested and their templates learned: what `extract` starts from."""
+    path = tmp_path / name
+    db = pipeline.open_store(path)
+    pipeline.ingest(db, list(crawls), jobs=jobs)
+    pipeline.build(db, jobs=jobs)
+    return path
+
+
+def test_ingest_and_build_with_worker_processes_store_what_one_process_does(tmp_path, crawls, monkeypatch):
+    monkeypatch.setattr(pipeline, "WORK_CHUNK", 2)
+    stores = [snapshot(pipeline.open_store(built_store(tmp_path, crawls, f"ingest{jobs}.db", jobs=jobs)))
+              for jobs in (1, 2, 3)]
+    assert stores[0]["pages"] and stores[0]["skips"] and len(stores[0]["templates"]) >= 2
+    assert stores[1] == stores[0] and stores[2] == stores[0]
+
+
+def test_extract_with_worker_processes_stores_and_yields_what_one_process_does(tmp_path, crawls, monkeypatch):
+    monkeypatch.setattr(pipeline, "WORK_CHUNK", 2)  # many tasks, handed out to the workers in any order
+    monkeypatch.setattr(pipeline, "BATCH_PAGES", 3)  # several index calls and transactions
+    base = built_store(tmp_path, crawls)
+    outputs, snapshots = {}, {}
+    for jobs in (1, 2, 3):
+        path = tmp_path / f"jobs{jobs}.db"
+        copy_database(base, path)
+        db = pipeline.open_store(path)
+        outputs[jobs] = [r.to_json() for r in pipeline.extract(db, index=True, jobs=jobs)]
+        snapshots[jobs] = snapshot(db)
+    assert len(outputs[1]) >= 20 and snapshots[1]["lsh_signatures"] and snapshots[1]["extractions"]
+    assert outputs[2] == outputs[1] and outputs[3] == outputs[1]
+    assert snapshots[2] == snapshots[1] and snapshots[3] == snapshots[1]
+
+
+def test_run_with_jobs_killed_with_sigkill_continues_on_rerun(tmp_path, crawls):
+    """`templater run --jobs 2` killed at random moments and rerun ends as one uninterrupted `--jobs 1` run: the
+    same output file and the same store; no worker outlives its parent."""
+
+    def command(db, jobs):
+        return [sys.executable, "cli.py", "run", *map(str, crawls), "--db", str(db), "--output", f"{db}.jsonl",
+                "--jobs", str(jobs), "--quiet"]
+
+    reference_db = tmp_path / "reference.db"
+    started = time.perf_counter()
+    subprocess.run(command(reference_db, 1), cwd=ROOT, capture_output=True, check=True)
+    full = time.perf_counter() - started
+    path, rng, killed = tmp_path / "killed.db", random.Random(3), 0
+    for _ in range(4):
+        proc = subprocess.Popen(command(path, 2), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(rng.uniform(0.4, 0.95) * full)
+        proc.send_signal(signal.SIGKILL)
+        _, err = proc.communicate()
+        assert proc.returncode in (0, -signal.SIGKILL), err.decode()
+        killed += proc.returncode != 0
+        time.sleep(0.2)
+        orphans = subprocess.run(["pgrep", "-f", str(path)], capture_output=True, text=True).stdout.split()
+        assert not orphans, f"workers left behind: {orphans}"
+    done = subprocess.run(command(path, 2), cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert killed >= 1
+    assert (tmp_path / "killed.db.jsonl").read_bytes() == (tmp_path / "reference.db.jsonl").read_bytes()
+    assert snapshot(pipeline.open_store(path)) == snapshot(pipeline.open_store(reference_db))

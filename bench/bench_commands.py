@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Whole-command speed: `templater extract` as a user runs it, against trafilatura and a plain lxml loop.
+
+    python bench/bench_commands.py [CORPUS.jsonl.gz] [--suite all|sites|single] [--limit N] [--rounds K]
+                                   [--variant ARGS ...]
+
+Every contestant is a separate process over the same pages, started the same way, in interleaved rounds (one
+run of each per round, in a rotating order), so start-up, imports, reading the input, writing the output and,
+for templater, the near-duplicate index and the stores are all counted:
+
+  templater   `templater extract --db DB --output OUT --quiet` (index on) on a copy of a database that
+              `templater ingest` + `templater build` filled before the rounds (not timed; a fresh copy each round)
+  trafilatura a Python process reading the same pages (JSON Lines) and writing `trafilatura.extract(html, url=url)`
+              of each as JSON Lines: what trafilatura's command line does per page
+  lxml        a Python process reading the same pages and calling `lxml.html.fromstring` on each page's UTF-8
+              bytes (the parsing floor; nothing written)
+
+Wall time and CPU time (user + system of the child, from os.wait4's rusage) and each child's peak RSS are taken
+per run; the table shows the median of the rounds, pages per second and per CPU second, and ratios to
+trafilatura and to the lxml loop. `--variant "--no-index"` or `--variant "--jobs 2"` adds `templater extract`
+with those options as further contestants (default: the plain command only). The machine's load average is
+printed before and after: other processes on the machine slow every contestant, CPU time least.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from suites import suite_file  # noqa: E402
+
+BIN = Path(sys.executable).parent
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}  # BLAS spins a second thread otherwise
+
+TRAFILATURA_LOOP = """
+import gzip, json, sys
+import trafilatura
+with gzip.open(sys.argv[1], "rt", encoding="utf-8") as f, open(sys.argv[2], "w", encoding="utf-8") as out:
+    for number, line in enumerate(f):
+        if number >= int(sys.argv[3]):
+            break
+        record = json.loads(line)
+        text = trafilatura.extract(record["html"], url=record["url"])
+        out.write(json.dumps({"url": record["url"], "text": text}, ensure_ascii=False) + "\\n")
+"""
+
+LXML_LOOP = """
+import gzip, json, sys
+import lxml.html
+with gzip.open(sys.argv[1], "rt", encoding="utf-8") as f:
+    for number, line in enumerate(f):
+        if number >= int(sys.argv[3]):
+            break
+        html = json.loads(line)["html"]
+        if html.strip():
+            lxml.html.fromstring(html.encode("utf-8", "replace"))
+"""
+
+
+@dataclass
+class Runs:
+    """The measurements of one contestant, one entry per round."""
+
+    name: str
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+    rss_mb: list[float] = field(default_factory=list)
+
+
+def timed_process(argv: list[str], *, env: dict[str, str]) -> tuple[float, float, float]:
+    """Run a command to its end: (wall seconds, CPU seconds of the child, its peak RSS in MB)."""
+    start = time.perf_counter()
+    child = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    child.returncode = os.waitstatus_to_exitcode(status)
+    error = child.stderr.read().decode(errors="replace")
+    child.stderr.close()
+    if child.returncode != 0:
+        raise SystemExit(f"{shlex.join(argv)} failed ({child.returncode}):\n{error}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def count_pages(path: Path, limit: int | None) -> int:
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        n = sum(1 for line in f if line.strip())
+    return min(n, limit) if limit else n
+
+
+def limited_copy(path: Path, limit: int | None, folder: Path) -> Path:
+    """The corpus itself, or its first ``limit`` records in a gzipped copy (what every contestant reads)."""
+    if not limit:
+        return path
+    out = folder / "pages.jsonl.gz"
+    with gzip.open(path, "rt", encoding="utf-8") as f, gzip.open(out, "wt", encoding="utf-8") as w:
+        for number, line in enumerate(f):
+            if number >= limit:
+                break
+            w.write(line)
+    return out
+
+
+def prepare_db(pages: Path, db: Path, env: dict[str, str]) -> None:
+    """Ingest and build once (not timed): the stored pages and templates every extract round starts from."""
+    templater = str(BIN / "templater")
+    for argv in ([templater, "ingest", str(pages), "--db", str(db), "--quiet"],
+                 [templater, "build", "--db", str(db), "--quiet"]):
+        timed_process(argv, env=env)
+
+
+def fresh_db(base: Path, target: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(target) + suffix).unlink(missing_ok=True)
+    shutil.copyfile(base, target)
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("corpus", nargs="?", type=Path, help="JSON Lines pages (default: the dev corpus suite)")
+    parser.add_argument("--suite", default="all", choices=("all", "sites", "single"),
+                        help="dev-corpus suite when no corpus is given (default: all)")
+    parser.add_argument("--limit", type=int, default=None, help="first N pages only")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3); medians are shown")
+    parser.add_argument("--variant", action="append", default=[],
+                        help='further `templater extract` options to time as another contestant, e.g. "--jobs 2"')
+    args = parser.parse_args()
+
+    env = {**os.environ, **ONE_THREAD}
+    corpus = args.corpus or suite_file(args.suite)
+    with tempfile.TemporaryDirectory(prefix="bench-commands-") as tmp:
+        folder = Path(tmp)
+        pages = limited_copy(corpus, args.limit, folder)
+        n = count_pages(pages, None)
+        limit = str(n)
+        base = folder / "base.db"
+        prepare_db(pages, base, env)
+        db, out = folder / "round.db", folder / "out.jsonl"
+        templater = [str(BIN / "templater"), "extract", "--db", str(db), "--output", str(out), "--quiet"]
+        contestants: dict[str, list[str]] = {
+            "templater extract": templater,
+            **{f"templater extract {v}": templater + shlex.split(v) for v in args.variant},
+            "trafilatura loop": [sys.executable, "-c", TRAFILATURA_LOOP, str(pages), str(out), limit],
+            "lxml loop": [sys.executable, "-c", LXML_LOOP, str(pages), str(out), limit],
+        }
+        runs = {name: Runs(name) for name in contestants}
+        print(f"{n} pages ({corpus.name}), {args.rounds} rounds; load average at start {load_average()}",
+              flush=True)
+        names = list(contestants)
+        for round_number in range(args.rounds):
+            shift = round_number % len(names)
+            for name in names[shift:] + names[:shift]:
+                fresh_db(base, db)
+                wall, cpu, rss = timed_process(contestants[name], env=env)
+                runs[name].wall.append(wall)
+                runs[name].cpu.append(cpu)
+                runs[name].rss_mb.append(rss)
+            print(f"round {round_number + 1}: " + ", ".join(
+                f"{name} {runs[name].wall[-1]:.2f}s/{runs[name].cpu[-1]:.2f}cpu" for name in names), flush=True)
+        print(f"load average at end {load_average()}")
+    print_table(runs, n)
+    return 0
+
+
+def print_table(runs: dict[str, Runs], n: int) -> None:
+    wall = {name: statistics.median(r.wall) for name, r in runs.items()}
+    cpu = {name: statistics.median(r.cpu) for name, r in runs.items()}
+    print(f"\n{'command (median of rounds)':34} {'wall s':>7} {'CPU s':>7} {'pages/s':>8} {'pages/CPU s':>11} "
+          f"{'x traf wall':>11} {'x traf CPU':>10} {'x lxml wall':>11} {'x lxml CPU':>10} {'peak RSS MB':>11}")
+    for name, r in runs.items():
+        print(f"{name:34} {wall[name]:7.2f} {cpu[name]:7.2f} {n / wall[name]:8.1f} {n / cpu[name]:11.1f} "
+              f"{wall['trafilatura loop'] / wall[name]:11.2f} {cpu['trafilatura loop'] / cpu[name]:10.2f} "
+              f"{wall['lxml loop'] / wall[name]:11.2f} {cpu['lxml loop'] / cpu[name]:10.2f} "
+              f"{max(r.rss_mb):11.0f}")
+    print("\nx traf / x lxml: how many times faster than trafilatura's / the lxml loop's process "
+          "(above 1: faster; per CPU second in the CPU columns)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

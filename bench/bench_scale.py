@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""How `templater` scales with the crawl: ingest, build and extract (index on) as processes at growing sizes.
+
+    python bench/bench_scale.py [--sizes 2500 10000 40000] [--jobs 1] [--suite sites] [--keep DIR]
+
+The pages are the dev corpus suite's (default `sites`: sites with 3+ pages), replicated into distinct sites: copy
+k of a page gets the host `k<k>.<host>` and its words rewritten by a substitution of copy k (each word of the copy
+replaced with probability PERTURB by a word made from a hash of (k, word), the same in every page of the copy):
+a copy's pages still share their template with each other, but its text is not a near-duplicate of the other
+copies' (about 0.85**5 of its 5-word shingles survive). Each size takes the first N pages of copies 0, 1, 2, ...
+
+For every size, each stage runs as a process on a fresh database, timed by wall clock and by its CPU time
+(os.wait4's rusage: user + system, workers included) with its peak RSS; printed as pages/s and pages per CPU
+second, and the time exponent between consecutive sizes (log(t2 / t1) / log(n2 / n1); 1.0 is linear). The
+machine's load average is printed: other processes slow wall time, CPU time least.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_commands import BIN, ONE_THREAD, load_average, timed_process  # noqa: E402
+from suites import suite_file  # noqa: E402
+
+PERTURB = 0.15  # share of a copy's distinct words replaced
+WORD = re.compile(r"(?<=>)[^<]+")  # text between tags (script and style bodies too: harmless)
+LETTERS = re.compile(r"[A-Za-z]{3,}")
+
+
+def perturbed_word(copy: int, word: str) -> str:
+    """The word copy ``copy`` puts in place of ``word``: itself, or (with probability PERTURB) a made-up word."""
+    digest = hashlib.blake2b(f"{copy}:{word}".encode(), digest_size=8).digest()
+    if int.from_bytes(digest[:4], "little") / 2**32 >= PERTURB:
+        return word
+    return "".join(chr(97 + b % 26) for b in digest[4:]) + word[:3]
+
+
+def replicate(record: dict, copy: int) -> dict:
+    parts = urlsplit(record["url"])
+    url = urlunsplit(parts._replace(netloc=f"k{copy}.{parts.netloc}"))
+    html = WORD.sub(lambda m: LETTERS.sub(lambda w: perturbed_word(copy, w.group()), m.group()), record["html"])
+    return {"id": f"k{copy}/{record.get('id') or record['url']}", "url": url, "html": html}
+
+
+def write_pages(source: Path, size: int, out: Path) -> None:
+    with gzip.open(source, "rt", encoding="utf-8") as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    with gzip.open(out, "wt", encoding="utf-8", compresslevel=1) as w:
+        for i in range(size):
+            copy, record = divmod(i, len(records))
+            w.write(json.dumps(replicate(records[record], copy), ensure_ascii=False) + "\n")
+
+
+def main() -> int:
+    if sys.argv[1:2] == ["--write"]:
+        write_pages(Path(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4]))
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[2500, 10000, 40000])
+    parser.add_argument("--jobs", type=int, default=1, help="--jobs of every stage (default 1: one core)")
+    parser.add_argument("--suite", default="sites", choices=("all", "sites", "single"))
+    parser.add_argument("--keep", type=Path, default=None, help="folder for the inputs and databases (kept)")
+    args = parser.parse_args()
+    env = {**os.environ, **ONE_THREAD}
+    folder = args.keep or Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    templater = str(BIN / "templater")
+    print(f"sizes {args.sizes}, --jobs {args.jobs}, suite {args.suite}; load average at start {load_average()}",
+          flush=True)
+    rows: dict[str, list[tuple[int, float, float, float]]] = {}
+    for size in args.sizes:
+        pages, db = folder / f"pages-{size}.jsonl.gz", folder / f"scale-{size}.db"
+        if not pages.exists():  # in a child: this process stays small (a forked child's peak RSS starts at ours)
+            subprocess.run([sys.executable, __file__, "--write", str(suite_file(args.suite)), str(size), str(pages)],
+                           check=True)
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{db}{suffix}").unlink(missing_ok=True)
+        jobs = ["--jobs", str(args.jobs)]
+        stages = {"ingest": [templater, "ingest", str(pages), "--db", str(db), "--quiet", *jobs],
+                  "build": [templater, "build", "--db", str(db), "--quiet"],
+                  "extract": [templater, "extract", "--db", str(db), "--output", os.devnull, "--quiet", *jobs]}
+        for stage, argv in stages.items():
+            wall, cpu, rss = timed_process(argv, env=env)
+            rows.setdefault(stage, []).append((size, wall, cpu, rss))
+            print(f"{size:>7} pages  {stage:8} {wall:8.1f} s wall {cpu:8.1f} s CPU  {size / wall:7.1f} pages/s "
+                  f"{size / cpu:7.1f} pages/CPU s  peak RSS {rss:6.0f} MB  (load {load_average()})", flush=True)
+    print(f"\n{'stage':8} {'pages':>7} {'pages/s':>8} {'pages/CPU s':>11} {'peak RSS MB':>11} "
+          f"{'exponent wall':>13} {'exponent CPU':>12}")
+    for stage, results in rows.items():
+        for i, (size, wall, cpu, rss) in enumerate(results):
+            exponents = ("", "")
+            if i:
+                n0, w0, c0, _ = results[i - 1]
+                exponents = tuple(f"{math.log(t / t0) / math.log(size / n0):.2f}" for t, t0 in ((wall, w0), (cpu, c0)))
+            print(f"{stage:8} {size:>7} {size / wall:8.1f} {size / cpu:11.1f} {rss:11.0f} {exponents[0]:>13} "
+                  f"{exponents[1]:>12}")
+    print(f"load average at end {load_average()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

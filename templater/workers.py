@@ -1,0 +1,79 @@
+"""Worker processes for ``--jobs``: the parent process is the only writer of the database; each worker opens a
+read-only connection of its own, builds its state once (``factory(reader, *args)``, e.g. the templates it
+needs), and turns tasks into results, which ``Pool.imap`` hands back in the order of the tasks.
+
+Workers are forked where the platform can (no start-up imports), ignore Ctrl-C (the parent stops them), and on
+Linux die with the parent: a killed run leaves no worker behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import multiprocessing
+import signal
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
+from multiprocessing.pool import Pool
+
+import sqlite_utils
+
+from store.db import db_path, open_reader
+from templater.errors import InputError
+
+PR_SET_PDEATHSIG = 1  # prctl option: the signal a process gets when its parent dies (Linux)
+
+_state: Callable | None = None  # the worker's own state, made once by ``_start``
+
+
+def _die_with_parent() -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _start(path: str | None, factory: Callable, args: tuple) -> None:
+    global _state
+    _die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _state = factory(open_reader(path), *args) if path else factory(*args)
+
+
+def run(task):
+    """Run one task in a worker with the state its pool was started with."""
+    return _state(task)
+
+
+@contextlib.contextmanager
+def pool(jobs: int, factory: Callable, db: sqlite_utils.Database | None, *args) -> Iterator[Pool]:
+    """A pool of ``jobs`` workers, each with ``factory(its read-only connection to db, *args)`` (``factory(*args)``
+    without db) as state; ``imap_ordered`` hands it tasks."""
+    path = None
+    if db is not None:
+        path = db_path(db)
+        if path is None:
+            raise InputError("--jobs above 1 needs a database file (workers read it), not an in-memory database")
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    initargs = (str(path) if path else None, factory, args)
+    with multiprocessing.get_context(method).Pool(jobs, initializer=_start, initargs=initargs) as p:
+        yield p
+
+
+def imap_ordered(workers: Pool, tasks: Iterable, *, ahead: int) -> Iterator:
+    """The results of ``tasks`` run in the pool, in the order of the tasks, with at most ``ahead`` tasks handed out
+    and not yet taken back (Pool.imap reads all its tasks at once and keeps every result until it is asked for:
+    memory would grow with the input when the writer is the slower side). A task's exception is raised here."""
+    pending: deque = deque()
+    for task in tasks:
+        pending.append(workers.apply_async(run, (task,)))
+        if len(pending) >= ahead:
+            yield pending.popleft().get()
+    while pending:
+        yield pending.popleft().get()
+
+
+def chunked(items: Iterable, size: int) -> Iterator[list]:
+    """Consecutive lists of ``size`` items (the last may be shorter)."""
+    iterator = iter(items)
+    while chunk := list(islice(iterator, size)):
+        yield chunk
