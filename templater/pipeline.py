@@ -25,7 +25,7 @@ from store import lsh as lsh_store
 from store import pages as page_store
 from store import pins as pin_store
 from store import templates as template_store
-from store.db import describe_error, open_db  # noqa: F401 -- describe_error: for the CLI
+from store.db import db_path, describe_error, open_db, open_reader  # noqa: F401 -- describe_error: for the CLI
 
 from . import config, dedup, fallback, signature_run, workers
 from .blocks import segment
@@ -736,9 +736,15 @@ def iter_extracted(db: sqlite_utils.Database, ids: Sequence[str], *, method: str
     """
     chunks = [ids[i:i + WORK_CHUNK] for i in range(0, len(ids), WORK_CHUNK)]
     if jobs <= 1 or len(chunks) < 2:
-        extractor = _ChunkExtractor(db, method, settings, classifier)
-        for chunk in chunks:
-            yield from extractor(chunk)
+        path = db_path(db)  # pages are read through a connection of their own: the writer's cache (sized for the
+        reader = open_reader(path) if path else db  # index) would otherwise keep every page read, up to its size
+        try:
+            extractor = _ChunkExtractor(reader, method, settings, classifier)
+            for chunk in chunks:
+                yield from extractor(chunk)
+        finally:
+            if reader is not db:
+                reader.conn.close()
         return
     with workers.pool(jobs, _ChunkExtractor, db, method, settings, classifier) as pool:
         for results in workers.imap_ordered(pool, chunks, ahead=WORK_AHEAD * jobs):
