@@ -105,7 +105,7 @@ _URL_DATE = re.compile(r"/(?P<y>(?:19|20)\d\d)[/-](?P<m>[01]?\d)[/-](?P<d>[0-3]?
 _BYLINE = re.compile(r"^\W*(?:by|von|par|por|di|door|av|af|written by|posted by|words by|author:|autor:|"
                      r"auteur\s*:|story by|reporting by)\s+(?P<name>.+)$", re.IGNORECASE)
 _NAME_SPLIT = re.compile(r"\s*(?:,|;|\band\b|\bund\b|\bet\b|\by\b|&|\|)\s*", re.IGNORECASE)
-_NAME_CUT = re.compile(r"\s*(?:\||·|•|—|–| - |\bon\b\s+\w+day|\bupdated\b|\bpublished\b|\bposted\b|\d{1,2}:\d\d|"
+_NAME_CUT = re.compile(r"\s*(?:\||·|•|—|–| - |\s(?:on|at|in|for)\s|\bupdated\b|\bpublished\b|\bposted\b|\d{1,2}:\d\d|"
                        r"\b(?:19|20)\d\d\b).*$", re.IGNORECASE)
 _NAME_WORD = re.compile(r"^[^\W\d_][\w.'’-]*$")
 _NAME_PARTICLES = frozenset("de da di del der den van von la le du dos das bin al el ten ter y e".split())
@@ -535,8 +535,7 @@ def visible_metadata(seg: Segmented) -> dict[str, str]:
     found: dict[str, str] = {}
     for block in blocks:
         text = block.text
-        if "author" not in found and len(text) <= MAX_BYLINE_CHARS and (_BYLINE.match(text) or _named(
-                block.element, _AUTHOR_NAMES)):
+        if "author" not in found and len(text) <= MAX_BYLINE_CHARS and looks_like_byline(block):
             author = normalize_author(text)
             if author:
                 found["author"] = author
@@ -553,6 +552,11 @@ def visible_metadata(seg: Segmented) -> dict[str, str]:
                 found["date"] = day
                 break
     return found
+
+
+def looks_like_byline(block) -> bool:
+    """A block that reads "By ..." or sits in an element named like a byline (author, byline, writer...)."""
+    return bool(_BYLINE.match(block.text)) or (block.element is not None and _named(block.element, _AUTHOR_NAMES))
 
 
 def nearby_blocks(seg: Segmented) -> list:

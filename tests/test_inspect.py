@@ -85,7 +85,7 @@ def test_list_templates_over_the_samples(tmp_path):
 def test_show_rules_gives_every_rule_with_a_sample(site_db):
     shown = rules.show_rules(site_db, SITE)
     assert shown.current and shown.version == 1 and shown.pages == 6 and not shown.pinned
-    assert {r.action for r in shown.learned} == {"drop", "drop-shape", "drop-xpath", "content"}
+    assert {r.action for r in shown.learned} == {"drop", "drop-shape", "drop-xpath", "content", "meta-author", "meta-date"}
     assert all(r.sample for r in shown.learned)
     with pytest.raises(InputError, match="has versions 1"):
         rules.show_rules(site_db, SITE, version=4)
