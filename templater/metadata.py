@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import warnings
 from collections.abc import Iterable, Sequence
 from datetime import date, datetime
 from urllib.parse import urljoin
@@ -404,7 +405,9 @@ def _dateutil(value: str) -> str | None:
     from dateutil import parser
 
     try:
-        parsed = parser.parse(value, default=datetime(2000, 1, 1))
+        with warnings.catch_warnings():  # an unknown time zone name ("PST"): the day is all we keep
+            warnings.simplefilter("ignore")
+            parsed = parser.parse(value, default=datetime(2000, 1, 1))
     except (ValueError, OverflowError, TypeError, parser.ParserError):
         return None
     return _checked(parsed.date())

@@ -22,7 +22,7 @@ from lxml import etree
 
 from . import metadata, native
 from .align import lcs_length, lcs_pairs
-from .config import LearnSettings
+from .config import BLOCK_TAGS as _BLOCK_TAGS, LearnSettings
 from .types import Block, Rule, Segmented, Template
 
 HEADING_TAGS = frozenset({"h1", "h2", "title"})
@@ -388,10 +388,12 @@ def _candidate_order(item: tuple[str, int]) -> tuple:
 
 
 def meta_xpaths(block: Block) -> list[str]:
-    """Generalized XPaths of a block's element: by each of its class tokens, by its id, and by its tag path."""
+    """Generalized XPaths of a block's element: by each class token of it and of the inline elements inside it
+    (a <span class="author"> in a <p>), by its id, and by its tag path."""
     element = block.element
-    out = [f"//{element.tag}[contains(concat(' ', normalize-space(@class), ' '), ' {token} ')]"
-           for token in (element.get("class") or "").split() if "'" not in token and token.isprintable()]
+    out = [f"//{e.tag}[contains(concat(' ', normalize-space(@class), ' '), ' {token} ')]"
+           for e in element.iter() if isinstance(e.tag, str) and (e is element or e.tag not in _BLOCK_TAGS)
+           for token in (e.get("class") or "").split() if "'" not in token and token.isprintable()]
     ident = element.get("id") or ""
     if ident and "'" not in ident and not any(c.isdigit() for c in ident):
         out.append(f"//*[@id='{ident}']")
