@@ -44,6 +44,7 @@ MAX_FUTURE_YEARS = 1  # ... nor dates more than this many years after today
 LANG_MIN_CHARS = 200  # shorter text: the page's declared language instead of a detected one
 LANG_SAMPLE_CHARS = 1000  # the detector reads this much of the text (its cost grows with the length)
 MAX_TAGS = 30  # tags kept
+MAX_NAMED_ELEMENTS = 20  # elements named like a byline or a date that are tried, in document order
 MAX_JSONLD_BYTES = 512 * 1024  # a JSON-LD block larger than this is skipped
 
 ARTICLE_TYPES = frozenset({"article", "newsarticle", "blogposting", "reportagenewsarticle", "analysisnewsarticle",
@@ -98,18 +99,38 @@ _ISO = re.compile(r"(?P<y>(?:19|20)\d\d)-(?P<m>[01]?\d)-(?P<d>[0-3]?\d)"
                   r"(?:[T ](?P<H>[0-2]\d):(?P<M>[0-5]\d)(?::(?P<S>[0-5]\d)(?:\.\d+)?)?"
                   r"\s*(?P<tz>Z|[+-][0-2]\d:?[0-5]\d)?)?")
 _YMD = re.compile(r"\b(?P<y>(?:19|20)\d\d)[/.](?P<m>[01]?\d)[/.](?P<d>[0-3]?\d)\b")
-_DMY_NUM = re.compile(r"\b(?P<a>[0-3]?\d)[/.](?P<b>[01]?\d)[/.](?P<y>(?:19|20)\d\d)\b")
+_DMY_NUM = re.compile(r"\b(?P<a>[0-3]?\d)[/.](?P<b>[0-3]?\d)[/.](?P<y>(?:19|20)\d\d)\b")
 _MDY = re.compile(_MONTH + r"\s+(?P<d>[0-3]?\d)(?:st|nd|rd|th)?,?\s+(?P<y>(?:19|20)\d\d)\b", re.IGNORECASE)
 _DMY = re.compile(r"\b(?P<d>[0-3]?\d)(?:st|nd|rd|th|\.|er)?\s+(?:de\s+)?" + _MONTH +
                   r"(?:\s+de)?,?\s+(?P<y>(?:19|20)\d\d)\b", re.IGNORECASE)
+_SCRIPT_DATE_KEYS = (r"""["']?(?:datePublished|publishDate|publish_date|publishedDate|published_date|date_published|"""
+                     r"""article_date|pubDate|publishedAt|published_at|firstPublishDate|dateCreated|"""
+                     r"""net_article_date|publication_date|releaseDate)["']?\s*[:=]\s*["']""")
+_SCRIPT_DATE_VALUE = r"((?:19|20)\d\d-[01]\d-[0-3]\d(?:[T ][0-2]\d:[0-5]\d(?::[0-5]\d)?)?)"
+_SCRIPT_DATE = re.compile(_SCRIPT_DATE_KEYS + _SCRIPT_DATE_VALUE)
+_SCRIPT_DATE_BYTES = re.compile((_SCRIPT_DATE_KEYS + _SCRIPT_DATE_VALUE).encode("ascii"))
 _URL_DATE = re.compile(r"/(?P<y>(?:19|20)\d\d)[/-](?P<m>[01]?\d)[/-](?P<d>[0-3]?\d)(?:/|[-_.]|$)")
-_BYLINE = re.compile(r"^\W*(?:by|von|par|por|di|door|av|af|written by|posted by|words by|author:|autor:|"
+_BYLINE = re.compile(r"^\W*(?:by:?|von|par|por|di|door|av|af|written by|posted by|words by|author:|autor:|"
                      r"auteur\s*:|story by|reporting by)\s+(?P<name>.+)$", re.IGNORECASE)
-_NAME_SPLIT = re.compile(r"\s*(?:,|;|\band\b|\bund\b|\bet\b|\by\b|&|\|)\s*", re.IGNORECASE)
+_NAME_SPLIT = re.compile(r"\s*(?:,|;|&|\|)\s*|\s+(?:and|AND|And|und|et|y|e)\s+")
 _NAME_CUT = re.compile(r"\s*(?:\||·|•|—|–| - |\s(?:on|at|in|for)\s|\bupdated\b|\bpublished\b|\bposted\b|\d{1,2}:\d\d|"
                        r"\b(?:19|20)\d\d\b).*$", re.IGNORECASE)
 _NAME_WORD = re.compile(r"^[^\W\d_][\w.'’-]*$")
+_LOWER = "translate(@class, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
+_AUTHOR_ELEMENTS = etree.XPath(
+    f"//body//*[@rel='author' or contains({_LOWER}, 'author') or contains({_LOWER}, 'byline') or "
+    f"contains({_LOWER}, 'writer') or contains({_LOWER}, 'reporter')][not(self::body)]"
+    " | //body//a[contains(@href, '/author') or contains(@href, '/editors/') or contains(@href, '/people/') or "
+    "contains(@href, '/writers/') or contains(@href, '/profile/') or contains(@href, '/staff/') or "
+    "contains(@href, '/journalist')]")
+_DATE_ELEMENTS = etree.XPath(
+    f"//body//*[contains({_LOWER}, 'date') or contains({_LOWER}, 'publish') or contains({_LOWER}, 'posted') or "
+    f"contains({_LOWER}, 'timestamp') or contains({_LOWER}, 'time')][not(self::body)]")
+_COMMENTS = re.compile(r"(?i)comment|reply|replies|respond|disqus")
 _NAME_PARTICLES = frozenset("de da di del der den van von la le du dos das bin al el ten ter y e".split())
+_ROLES = frozenset("editor editors contributor contributing writer writers staff correspondent reporter senior "
+                   "columnist author chief managing associate deputy executive news desk share premium follow "
+                   "subscribe photographer tv".split())
 _NOT_NAMES = frozenset("the a an this our staff admin administrator editor editors anonymous unknown guest".split())
 _AUTHOR_NAMES = re.compile(r"(?i)(?:^|[\s_-])(?:author|byline|by-line|writer|contributor|reporter|"
                            r"article-?author|post-?author|entry-?author|creator)(?:$|[\s_-])")
@@ -131,7 +152,7 @@ def read_metadata(seg: Segmented, *, rules: Sequence[Rule] = (), text: str = "")
         for key in ("author", "date"):
             found[key] = found[key] or seen.get(key)
     if found["date"] is None:
-        found["date"] = url_date(seg.page.url)
+        found["date"] = script_date(seg.page.html) or url_date(seg.page.url)
     found["language"] = detect_language(text) or found["language"]
     return Metadata(**found)
 
@@ -392,9 +413,10 @@ def find_date(text: str) -> str | None:
         if found:
             return _day(found["y"], _MONTHS.get(found["month"].lower().rstrip(".")), found["d"])
     found = _DMY_NUM.search(text)
-    if found:  # day first where it must be, else month first (the US order most English pages use)
+    if found:  # day first where it must be or dots say so, else month first (the US order of most English pages)
         a, b = int(found["a"]), int(found["b"])
-        return _day(found["y"], b, a) if a > 12 or "." in found.group(0) else _day(found["y"], a, b)
+        day_first = a > 12 or ("." in found.group(0) and b <= 12)
+        return _day(found["y"], b, a) if day_first else _day(found["y"], a, b)
     return None
 
 
@@ -411,6 +433,15 @@ def _dateutil(value: str) -> str | None:
     except (ValueError, OverflowError, TypeError, parser.ParserError):
         return None
     return _checked(parsed.date())
+
+
+def script_date(html: str | bytes) -> str | None:
+    """A publication date that the page's scripts carry ("datePublished": "2017-03-28...", article_date = ...)."""
+    if isinstance(html, bytes):
+        found = _SCRIPT_DATE_BYTES.search(html)
+        return _iso(_ISO.match(found.group(1).decode("ascii"))) if found else None
+    found = _SCRIPT_DATE.search(html)
+    return _iso(_ISO.match(found.group(1))) if found else None
 
 
 def url_date(url: str) -> str | None:
@@ -444,13 +475,18 @@ def _clean_name(part: str) -> str | None:
     if not part or "@" in part or "://" in part or part.lower().startswith(("www.", "http")):
         return None
     words = part.split()
+    half = len(words) // 2
+    if half and len(words) % 2 == 0 and words[:half] == words[half:]:
+        words = words[:half]  # "Sean Martin Sean Martin": a name shown twice (a photo's alt text, then the link)
     if len(words) > MAX_NAME_WORDS or not all(_NAME_WORD.match(w) for w in words):
         return None
     if part.isupper() or part.islower():
         words = [w.capitalize() for w in words]
     elif not all(w[0].isupper() or w.lower() in _NAME_PARTICLES for w in words):
         return None  # "the Syrian defense ministries": words of a sentence, not a name
-    if words[0].lower() in _NOT_NAMES:
+    while words and words[-1].lower().strip(".,") in _ROLES:
+        words = words[:-1]  # "Bruce Y. Lee Senior Contributor", "Jane Doe, Staff Writer"
+    if not words or words[0].lower() in _NOT_NAMES or words[0].lower() in _ROLES:
         return None
     return " ".join(words)
 
@@ -527,7 +563,8 @@ def element_author(element) -> str | None:
 
 
 def _text(element) -> str:
-    return " ".join("".join(element.itertext()).split())
+    """The element's text, its inline pieces apart ("Mihir Fadnavis" + "Mar 03, 2017" are two words)."""
+    return " ".join(" ".join(element.itertext()).split())
 
 
 # --- visible evidence -------------------------------------------------------------------------------------------
@@ -548,13 +585,41 @@ def visible_metadata(seg: Segmented) -> dict[str, str]:
                 found["date"] = day
         if len(found) == 2:
             break
-    if "date" not in found and seg.root is not None:
+    if seg.root is None:
+        return found
+    if "date" not in found:
         for element in seg.root.iter("time"):
             day = normalize_date(element.get("datetime")) or find_date(_text(element))
             if day:
                 found["date"] = day
                 break
+    if "author" not in found:
+        found.update(_named_value(_AUTHOR_ELEMENTS(seg.root), "author", element_author))
+    if "date" not in found:
+        found.update(_named_value(_DATE_ELEMENTS(seg.root), "date", element_date))
     return found
+
+
+def _named_value(elements: list, key: str, read) -> dict[str, str]:
+    """The first value read from elements named like a byline or a date, outside reader comments."""
+    for element in elements[:MAX_NAMED_ELEMENTS]:
+        if not isinstance(element, etree._Element) or _in_comments(element):
+            continue
+        text = _text(element)
+        if 0 < len(text) <= MAX_BYLINE_CHARS * 2:
+            value = read(element)
+            if value:
+                return {key: value}
+    return {}
+
+
+def _in_comments(element) -> bool:
+    node = element
+    while node is not None:
+        if _COMMENTS.search((node.get("class") or "") + " " + (node.get("id") or "")):
+            return True
+        node = node.getparent()
+    return False
 
 
 def looks_like_byline(block) -> bool:

@@ -184,16 +184,16 @@ def test_learned_rules_follow_declared_metadata_where_pages_declare():
     """A site whose pages declare their author in JSON-LD and show it in a <span class="who">: the rule points there
     (not at the first "By" line), and a page without the declaration is read from it."""
     def html(i: int, declared: bool) -> str:
-        block = ld({"@type": "Article", "author": {"name": f"Writer {'ABCDEFG'[i]}ee"}}) if declared else ""
+        block = ld({"@type": "Article", "author": {"name": f"Rowan {'ABCDEFG'[i]}ee"}}) if declared else ""
         return page(block, f'<div id="top"><a href="/">Home</a></div><h1>Story number {i}</h1>'
-                           f'<p>By Desk Editor</p><div><span class="who">Writer {"ABCDEFG"[i]}ee</span></div>'
+                           f'<p>By Desk Editor</p><div><span class="who">Rowan {"ABCDEFG"[i]}ee</span></div>'
                            f'<p>{ENGLISH}</p><div id="foot">Footer text</div>')
     segs = [seg_of(html(i, True), f"https://ex.com/s/{i}") for i in range(5)]
     template = learn_template(segs, site="ex.com/s/")
     rule = next(r for r in template.rules if r.action == "meta-author")
     assert "who" in rule.xpath
     result = extract_page(seg_of(html(6, False), "https://ex.com/s/6"), CompiledTemplate(template))
-    assert result.author == "Writer Gee"
+    assert result.author == "Rowan Gee"
 
 
 def test_rule_metadata_with_a_broken_or_value_xpath_gives_nothing():
