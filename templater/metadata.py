@@ -27,6 +27,7 @@ from urllib.parse import urljoin
 
 from lxml import etree
 
+from .config import BLOCK_TAGS
 from .types import METADATA_FIELDS, Metadata, Rule, Segmented
 
 META_AUTHOR = "meta-author"  # rule action: the element holding the page's byline
@@ -42,10 +43,14 @@ HEAD_BLOCKS = 40  # ... or, without a headline, among the page's first blocks
 MIN_YEAR = 1990  # dates before this are not publication dates of web pages
 MAX_FUTURE_YEARS = 1  # ... nor dates more than this many years after today
 LANG_MIN_CHARS = 200  # shorter text: the page's declared language instead of a detected one
-LANG_SAMPLE_CHARS = 1000  # the detector reads this much of the text (its cost grows with the length)
+LANG_SAMPLE_CHARS = 400  # the detector reads this much of the text (its cost grows with the length)
 MAX_TAGS = 30  # tags kept
-MAX_NAMED_ELEMENTS = 20  # elements named like a byline or a date that are tried, in document order
-MAX_JSONLD_BYTES = 512 * 1024  # a JSON-LD block larger than this is skipped
+BYLINE_DATE_LEVELS = 3  # a date beside a byline is looked for this many ancestors up
+NAMED_SCAN_BLOCKS = 80  # named bylines and dates are looked for among this many blocks from the headline on
+MAX_INLINE_CHILDREN = 12  # a block element with more children is not searched for inline bylines and dates
+MAX_JSONLD_BYTES = 512 * 1024
+MAX_SCRIPT_DATES = 20  # occurrences of each publication key looked at in a page's markup
+SCRIPT_KEY_CHARS = 60  # ... with its date in this many characters after it  # a JSON-LD block larger than this is skipped
 
 ARTICLE_TYPES = frozenset({"article", "newsarticle", "blogposting", "reportagenewsarticle", "analysisnewsarticle",
                            "opinionnewsarticle", "reviewnewsarticle", "backgroundnewsarticle", "techarticle",
@@ -76,8 +81,8 @@ _META_FIELDS = {
 }
 _META_RANK = {name: (field, rank) for field, names in _META_FIELDS.items() for rank, name in enumerate(names)}
 
-_DECLARED = etree.XPath("//meta | //link[@rel] | //time | //*[@itemprop][not(self::meta)] | /html[@lang]"
-                        " | /html[@xml:lang]")
+_NAMES = etree.XPath(".//*[@itemprop='name']")
+_ITEMPROPS = etree.XPath("//body//*[@itemprop][not(self::meta)]")
 _JSONLD = re.compile(rb"<script\b[^>]*?application/ld\+json[^>]*>(.*?)</script\s*>", re.IGNORECASE | re.DOTALL)
 _JSONLD_STR = re.compile(r"<script\b[^>]*?application/ld\+json[^>]*>(.*?)</script\s*>", re.IGNORECASE | re.DOTALL)
 
@@ -103,12 +108,14 @@ _DMY_NUM = re.compile(r"\b(?P<a>[0-3]?\d)[/.](?P<b>[0-3]?\d)[/.](?P<y>(?:19|20)\
 _MDY = re.compile(_MONTH + r"\s+(?P<d>[0-3]?\d)(?:st|nd|rd|th)?,?\s+(?P<y>(?:19|20)\d\d)\b", re.IGNORECASE)
 _DMY = re.compile(r"\b(?P<d>[0-3]?\d)(?:st|nd|rd|th|\.|er)?\s+(?:de\s+)?" + _MONTH +
                   r"(?:\s+de)?,?\s+(?P<y>(?:19|20)\d\d)\b", re.IGNORECASE)
-_SCRIPT_DATE_KEYS = (r"""["']?(?:datePublished|publishDate|publish_date|publishedDate|published_date|date_published|"""
-                     r"""article_date|pubDate|publishedAt|published_at|firstPublishDate|dateCreated|"""
-                     r"""net_article_date|publication_date|releaseDate)["']?\s*[:=]\s*["']""")
-_SCRIPT_DATE_VALUE = r"((?:19|20)\d\d-[01]\d-[0-3]\d(?:[T ][0-2]\d:[0-5]\d(?::[0-5]\d)?)?)"
-_SCRIPT_DATE = re.compile(_SCRIPT_DATE_KEYS + _SCRIPT_DATE_VALUE)
-_SCRIPT_DATE_BYTES = re.compile((_SCRIPT_DATE_KEYS + _SCRIPT_DATE_VALUE).encode("ascii"))
+# parts of the keys scripts give publication dates under (datePublished, publish_date, published_at, pubDate,
+# article_date, firstPublishDate, date_published...), then the rest of the key, the separator and the date
+_SCRIPT_KEY_PARTS = ("ublish", "Publish", "pubDate", "article_date", "dateCreated", "releaseDate")
+_SCRIPT_KEY_PARTS_BYTES = tuple(k.encode("ascii") for k in _SCRIPT_KEY_PARTS)
+_SCRIPT_VALUE_PATTERN = (r"""[A-Za-z_]{0,12}["']?\s*[:=]\s*["']?"""
+                         r"([12][09]\d\d-[01]\d-[0-3]\d(?:[T ][0-2]\d:[0-5]\d(?::[0-5]\d)?)?)")
+_SCRIPT_VALUE = re.compile(_SCRIPT_VALUE_PATTERN)
+_SCRIPT_VALUE_BYTES = re.compile(_SCRIPT_VALUE_PATTERN.encode("ascii"))
 _URL_DATE = re.compile(r"/(?P<y>(?:19|20)\d\d)[/-](?P<m>[01]?\d)[/-](?P<d>[0-3]?\d)(?:/|[-_.]|$)")
 _BYLINE = re.compile(r"^\W*(?:by:?|von|par|por|di|door|av|af|written by|posted by|words by|author:|autor:|"
                      r"auteur\s*:|story by|reporting by)\s+(?P<name>.+)$", re.IGNORECASE)
@@ -116,16 +123,11 @@ _NAME_SPLIT = re.compile(r"\s*(?:,|;|&|\|)\s*|\s+(?:and|AND|And|und|et|y|e)\s+")
 _NAME_CUT = re.compile(r"\s*(?:\||·|•|—|–| - |\s(?:on|at|in|for)\s|\bupdated\b|\bpublished\b|\bposted\b|\d{1,2}:\d\d|"
                        r"\b(?:19|20)\d\d\b).*$", re.IGNORECASE)
 _NAME_WORD = re.compile(r"^[^\W\d_][\w.'’-]*$")
-_LOWER = "translate(@class, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
-_AUTHOR_ELEMENTS = etree.XPath(
-    f"//body//*[@rel='author' or contains({_LOWER}, 'author') or contains({_LOWER}, 'byline') or "
-    f"contains({_LOWER}, 'writer') or contains({_LOWER}, 'reporter')][not(self::body)]"
-    " | //body//a[contains(@href, '/author') or contains(@href, '/editors/') or contains(@href, '/people/') or "
-    "contains(@href, '/writers/') or contains(@href, '/profile/') or contains(@href, '/staff/') or "
-    "contains(@href, '/journalist')]")
-_DATE_ELEMENTS = etree.XPath(
-    f"//body//*[contains({_LOWER}, 'date') or contains({_LOWER}, 'publish') or contains({_LOWER}, 'posted') or "
-    f"contains({_LOWER}, 'timestamp') or contains({_LOWER}, 'time')][not(self::body)]")
+
+_AUTHOR_CLASS = re.compile(r"(?i)author|byline|writer|reporter")
+_NAMED_CLASS = re.compile(r"(?i)(author|byline|writer|reporter)|date|publish|posted|time")
+_AUTHOR_HREF = re.compile(r"/(?:authors?|editors|people|writers|profile|staff|journalists?)(?:/|\.|-|$)")
+_DATE_CLASS = re.compile(r"(?i)date|publish|posted|time")
 _COMMENTS = re.compile(r"(?i)comment|reply|replies|respond|disqus")
 _NAME_PARTICLES = frozenset("de da di del der den van von la le du dos das bin al el ten ter y e".split())
 _ROLES = frozenset("editor editors contributor contributing writer writers staff correspondent reporter senior "
@@ -166,7 +168,7 @@ def declared_metadata(root, html: str | bytes, url: str) -> dict[str, str | tupl
         found[key] = value
     ranked: dict[str, tuple[int, object]] = {}
     if root is not None:
-        for element in _DECLARED(root):
+        for element in _declaring_elements(root):
             for key, rank, value in _element_fields(element):
                 if key == "tags":
                     ranked.setdefault("tags", (rank, []))[1].extend(value)
@@ -176,6 +178,14 @@ def declared_metadata(root, html: str | bytes, url: str) -> dict[str, str | tupl
         if found.get(key) is None:
             found[key] = value
     return _normalized(found, url)
+
+
+def _declaring_elements(root) -> Iterable:
+    """<html>, then every <meta>, <link> and <time>, then the body's microdata elements (separate scans in C: one
+    XPath union of them costs several times more, sorting into document order)."""
+    yield root
+    yield from root.iter("meta", "link", "time")
+    yield from _ITEMPROPS(root)
 
 
 def _element_fields(element) -> Iterable[tuple[str, int, object]]:
@@ -213,7 +223,7 @@ def _microdata(element) -> Iterable[tuple[str, int, object]]:
         value = element.get("datetime") or element.get("content") or _text(element)
         yield ("date_modified" if prop == "datemodified" else "date"), (2 if prop == "datepublished" else 3), value
     elif prop in ("author", "creator"):
-        names = element.xpath(".//*[@itemprop='name']")
+        names = _NAMES(element)
         value = element.get("content") or _text(names[0] if names else element)
         yield "author", 1, value
 
@@ -436,12 +446,23 @@ def _dateutil(value: str) -> str | None:
 
 
 def script_date(html: str | bytes) -> str | None:
-    """A publication date that the page's scripts carry ("datePublished": "2017-03-28...", article_date = ...)."""
-    if isinstance(html, bytes):
-        found = _SCRIPT_DATE_BYTES.search(html)
-        return _iso(_ISO.match(found.group(1).decode("ascii"))) if found else None
-    found = _SCRIPT_DATE.search(html)
-    return _iso(_ISO.match(found.group(1))) if found else None
+    """A publication date that the page's scripts carry ("datePublished": "2017-03-28...", article_date = ...).
+
+    The keys are found by plain substring search (in C), and only what follows each is matched: a regex led by
+    an alternation of the keys, or by the date, costs ten times more over a whole page."""
+    is_bytes = isinstance(html, bytes)
+    value = _SCRIPT_VALUE_BYTES if is_bytes else _SCRIPT_VALUE
+    for key in (_SCRIPT_KEY_PARTS_BYTES if is_bytes else _SCRIPT_KEY_PARTS):
+        start = html.find(key)
+        for _ in range(MAX_SCRIPT_DATES):
+            if start < 0:
+                break
+            found = value.match(html, start + len(key), start + len(key) + SCRIPT_KEY_CHARS)
+            if found:
+                stamp = found.group(1)
+                return _iso(_ISO.match(stamp.decode("ascii") if is_bytes else stamp))
+            start = html.find(key, start + 1)
+    return None
 
 
 def url_date(url: str) -> str | None:
@@ -547,8 +568,7 @@ def element_date(element) -> str | None:
     """The date an element shows: its (or a child <time>'s) datetime attribute, else the date in its text."""
     stamp = element.get("datetime") or element.get("content")
     if not stamp:
-        times = element.xpath(".//time[@datetime]")
-        stamp = times[0].get("datetime") if times else None
+        stamp = next((t.get("datetime") for t in element.iter("time") if t.get("datetime")), None)
     day = normalize_date(stamp) if stamp else None
     if day:
         return day
@@ -593,23 +613,92 @@ def visible_metadata(seg: Segmented) -> dict[str, str]:
             if day:
                 found["date"] = day
                 break
-    if "author" not in found:
-        found.update(_named_value(_AUTHOR_ELEMENTS(seg.root), "author", element_author))
-    if "date" not in found:
-        found.update(_named_value(_DATE_ELEMENTS(seg.root), "date", element_date))
+    if "author" not in found or "date" not in found:
+        found = {**named_metadata(seg), **found}
     return found
 
 
-def _named_value(elements: list, key: str, read) -> dict[str, str]:
-    """The first value read from elements named like a byline or a date, outside reader comments."""
-    for element in elements[:MAX_NAMED_ELEMENTS]:
-        if not isinstance(element, etree._Element) or _in_comments(element):
+def named_metadata(seg: Segmented) -> dict[str, str]:
+    """Author and date from the page's short blocks (document order, outside reader comments) whose element, an
+    ancestor or an inline element inside names a byline (class author, byline, writer...; rel=author; a link to
+    an author page) or a date (class date, publish, posted, time); then a date written beside the byline.
+
+    Only the blocks the segmentation found are looked at: a scan of the whole tree costs several times more."""
+    found: dict[str, str] = {}
+    byline = None
+    for block in _article_top(seg):
+        element = block.element
+        if element is None or len(block.text) > MAX_BYLINE_CHARS * 2 or element.tag in ("body", "html"):
             continue
-        text = _text(element)
-        if 0 < len(text) <= MAX_BYLINE_CHARS * 2:
-            value = read(element)
-            if value:
-                return {key: value}
+        for candidate in _named_candidates(element):
+            kind = _kind(candidate)
+            if kind == "author" and "author" not in found and not _in_comments(candidate):
+                author = element_author(candidate)
+                if author:
+                    found["author"], byline = author, candidate
+            elif kind == "date" and "date" not in found and not _in_comments(candidate):
+                day = element_date(candidate)
+                if day:
+                    found["date"] = day
+        if len(found) == 2:
+            return found
+    if "date" not in found and byline is not None:
+        found.update(_date_beside(byline))
+    return found
+
+
+def _article_top(seg: Segmented) -> Sequence:
+    """The blocks where bylines and dates sit: from a little before the headline to well after it (the page's
+    first blocks when it has no headline)."""
+    from .template import find_headline
+
+    headline = find_headline(seg)
+    if headline is None:
+        return seg.blocks[:NAMED_SCAN_BLOCKS]
+    start = max(0, headline - NAMED_SCAN_BLOCKS // 4)
+    return seg.blocks[start: headline + NAMED_SCAN_BLOCKS]
+
+
+def _named_candidates(element) -> Iterable:
+    """The element, its parent, and the inline elements inside it (a short block's few)."""
+    yield element
+    parent = element.getparent()
+    if parent is not None and parent.tag not in ("body", "html"):
+        yield parent
+    if len(element) <= MAX_INLINE_CHILDREN:
+        for inner in element.iterdescendants():
+            if isinstance(inner.tag, str) and inner.tag not in BLOCK_TAGS:
+                yield inner
+
+
+def _kind(element) -> str | None:
+    """"author" or "date" when the element's class, rel or link target names one, else None."""
+    attrs = element.get("class")
+    rel = element.get("rel")
+    if rel:
+        attrs = f"{attrs} {rel}"
+    if attrs:
+        found = _NAMED_CLASS.search(attrs)
+        if found:
+            return "author" if found.group(1) else "date"
+    if element.tag == "a" and _AUTHOR_HREF.search(element.get("href") or ""):
+        return "author"
+    return None
+
+
+def _date_beside(byline) -> dict[str, str]:
+    """A date written beside the byline: in the smallest ancestor (of a few) whose short text holds one."""
+    node = byline.getparent()
+    for _ in range(BYLINE_DATE_LEVELS):
+        if node is None or node.tag == "body":
+            break
+        text = _text(node)
+        if len(text) > MAX_BYLINE_CHARS * 2:
+            break
+        day = find_date(text)
+        if day:
+            return {"date": day}
+        node = node.getparent()
     return {}
 
 
