@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import html as html_lib
 import json
 import os
 import re
@@ -117,7 +118,10 @@ def gold_of(html: str) -> tuple[str | None, str | None]:
     if author is None:
         value = next((metas[k] for k in GOLD_AUTHOR_META if k in metas and "/" not in metas[k]), None)
         author = re.split(r"\s*(?:,|;|\band\b|&)\s*", value)[0] if value else None
-    author = re.sub(r"(?i)^by\s+", "", author).strip() if author else None
+    if author:  # HTML left in a declaration, a trailing role ("Jane Doe, Staff Writer"), a "By"
+        author = re.sub(r"<[^>]*>", " ", html_lib.unescape(author))
+        author = re.split(r"\s*(?:,|;|\band\b|&)\s*", " ".join(author.split()))[0]
+        author = re.sub(r"(?i)^by\s+", "", author).strip()
     return day, author or None
 
 

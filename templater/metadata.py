@@ -133,7 +133,8 @@ _NAME_PARTICLES = frozenset("de da di del der den van von la le du dos das bin a
 _ROLES = frozenset("editor editors contributor contributing writer writers staff correspondent reporter senior "
                    "columnist author chief managing associate deputy executive news desk share premium follow "
                    "subscribe photographer tv".split())
-_NOT_NAMES = frozenset("the a an this our staff admin administrator editor editors anonymous unknown guest".split())
+_NOT_NAMES = frozenset("the a an this our more all staff admin administrator editor editors anonymous unknown guest "
+                       "home menu login sign read view share".split())
 _AUTHOR_NAMES = re.compile(r"(?i)(?:^|[\s_-])(?:author|byline|by-line|writer|contributor|reporter|"
                            r"article-?author|post-?author|entry-?author|creator)(?:$|[\s_-])")
 _DATE_NAMES = re.compile(r"(?i)(?:^|[\s_-])(?:date|time|timestamp|published|pubdate|posted|post-?date|"
@@ -145,6 +146,7 @@ _DATE_NAMES = re.compile(r"(?i)(?:^|[\s_-])(?:date|time|timestamp|published|pubd
 def read_metadata(seg: Segmented, *, rules: Sequence[Rule] = (), text: str = "") -> Metadata:
     """The page's metadata: declared, then learned (``rules``), then visible evidence; language from ``text``."""
     found = declared_metadata(seg.root, seg.page.html, seg.page.url)
+    found["date"] = found["date"] or url_date(seg.page.url)  # a dated URL (/2017/05/03/) outranks what a page shows
     if rules and (found["author"] is None or found["date"] is None):
         learned = rule_metadata(seg.root, rules)
         for key in ("author", "date"):
@@ -154,7 +156,7 @@ def read_metadata(seg: Segmented, *, rules: Sequence[Rule] = (), text: str = "")
         for key in ("author", "date"):
             found[key] = found[key] or seen.get(key)
     if found["date"] is None:
-        found["date"] = script_date(seg.page.html) or url_date(seg.page.url)
+        found["date"] = script_date(seg.page.html)
     found["language"] = detect_language(text) or found["language"]
     return Metadata(**found)
 
