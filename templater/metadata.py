@@ -27,6 +27,7 @@ from urllib.parse import urljoin
 
 from lxml import etree
 
+from . import native
 from .config import BLOCK_TAGS
 from .types import METADATA_FIELDS, Metadata, Rule, Segmented
 
@@ -43,10 +44,12 @@ HEAD_BLOCKS = 40  # ... or, without a headline, among the page's first blocks
 MIN_YEAR = 1990  # dates before this are not publication dates of web pages
 MAX_FUTURE_YEARS = 1  # ... nor dates more than this many years after today
 LANG_MIN_CHARS = 200  # shorter text: the page's declared language instead of a detected one
-LANG_SAMPLE_CHARS = 400  # the detector reads this much of the text (its cost grows with the length)
+LANG_SAMPLE_CHARS = 256  # the detector reads this much of the text (its cost grows with the length)
 MAX_TAGS = 30  # tags kept
+MAX_TAG_CHARS = 40  # a longer "keyword" is a phrase of the text, not a tag
 BYLINE_DATE_LEVELS = 3  # a date beside a byline is looked for this many ancestors up
-NAMED_SCAN_BLOCKS = 80  # named bylines and dates are looked for among this many blocks from the headline on
+NAMED_SCAN_BLOCKS = 40  # named bylines and dates are looked for among this many blocks from the headline on
+RULE_ELEMENTS = 5  # a meta rule's first elements tried for a value
 MAX_INLINE_CHILDREN = 12  # a block element with more children is not searched for inline bylines and dates
 MAX_JSONLD_BYTES = 512 * 1024
 MAX_SCRIPT_DATES = 20  # occurrences of each publication key looked at in a page's markup
@@ -103,6 +106,7 @@ _MONTH = r"(?P<month>" + "|".join(sorted(map(re.escape, _MONTHS), key=len, rever
 _ISO = re.compile(r"(?P<y>(?:19|20)\d\d)-(?P<m>[01]?\d)-(?P<d>[0-3]?\d)"
                   r"(?:[T ](?P<H>[0-2]\d):(?P<M>[0-5]\d)(?::(?P<S>[0-5]\d)(?:\.\d+)?)?"
                   r"\s*(?P<tz>Z|[+-][0-2]\d:?[0-5]\d)?)?")
+_YEAR = re.compile(r"(?:19|20)\d\d")
 _YMD = re.compile(r"\b(?P<y>(?:19|20)\d\d)[/.](?P<m>[01]?\d)[/.](?P<d>[0-3]?\d)\b")
 _DMY_NUM = re.compile(r"\b(?P<a>[0-3]?\d)[/.](?P<b>[0-3]?\d)[/.](?P<y>(?:19|20)\d\d)\b")
 _MDY = re.compile(_MONTH + r"\s+(?P<d>[0-3]?\d)(?:st|nd|rd|th)?,?\s+(?P<y>(?:19|20)\d\d)\b", re.IGNORECASE)
@@ -128,6 +132,7 @@ _AUTHOR_CLASS = re.compile(r"(?i)author|byline|writer|reporter")
 _NAMED_CLASS = re.compile(r"(?i)(author|byline|writer|reporter)|date|publish|posted|time")
 _AUTHOR_HREF = re.compile(r"/(?:authors?|editors|people|writers|profile|staff|journalists?)(?:/|\.|-|$)")
 _DATE_CLASS = re.compile(r"(?i)date|publish|posted|time")
+_NAMING_ATTRS = frozenset({"class", "id", "rel", "itemprop"})
 _COMMENTS = re.compile(r"(?i)comment|reply|replies|respond|disqus")
 _NAME_PARTICLES = frozenset("de da di del der den van von la le du dos das bin al el ten ter y e".split())
 _ROLES = frozenset("editor editors contributor contributing writer writers staff correspondent reporter senior "
@@ -148,7 +153,7 @@ def read_metadata(seg: Segmented, *, rules: Sequence[Rule] = (), text: str = "")
     found = declared_metadata(seg.root, seg.page.html, seg.page.url)
     found["date"] = found["date"] or url_date(seg.page.url)  # a dated URL (/2017/05/03/) outranks what a page shows
     if rules and (found["author"] is None or found["date"] is None):
-        learned = rule_metadata(seg.root, rules)
+        learned = rule_metadata(seg.root, rules, keys=[k for k in ("author", "date") if found[k] is None])
         for key in ("author", "date"):
             found[key] = found[key] or learned.get(key)
     if found["author"] is None or found["date"] is None:
@@ -170,7 +175,8 @@ def declared_metadata(root, html: str | bytes, url: str) -> dict[str, str | tupl
         found[key] = value
     ranked: dict[str, tuple[int, object]] = {}
     if root is not None:
-        for element in _declaring_elements(root):
+        microdata = (b"itemprop" if isinstance(html, bytes) else "itemprop") in html
+        for element in _declaring_elements(root, microdata=microdata):
             for key, rank, value in _element_fields(element):
                 if key == "tags":
                     ranked.setdefault("tags", (rank, []))[1].extend(value)
@@ -182,12 +188,13 @@ def declared_metadata(root, html: str | bytes, url: str) -> dict[str, str | tupl
     return _normalized(found, url)
 
 
-def _declaring_elements(root) -> Iterable:
-    """<html>, then every <meta>, <link> and <time>, then the body's microdata elements (separate scans in C: one
-    XPath union of them costs several times more, sorting into document order)."""
+def _declaring_elements(root, *, microdata: bool = True) -> Iterable:
+    """<html>, then every <meta>, <link> and <time>, then (where the markup has any) the body's microdata elements
+    (separate scans in C: one XPath union of them costs several times more, sorting into document order)."""
     yield root
     yield from root.iter("meta", "link", "time")
-    yield from _ITEMPROPS(root)
+    if microdata:
+        yield from _ITEMPROPS(root)
 
 
 def _element_fields(element) -> Iterable[tuple[str, int, object]]:
@@ -352,7 +359,8 @@ def _normalized(found: dict, url: str) -> dict:
         found["sitename"] = found["sitename"][1:] or None
     for key in ("canonical_url", "image"):
         found[key] = _absolute(found[key], url)
-    tags = list(dict.fromkeys(" ".join(t.split()) for t in (found["tags"] or []) if t and t.strip()))
+    tags = list(dict.fromkeys(" ".join(t.split()) for t in (found["tags"] or [])
+                              if isinstance(t, str) and t.strip() and len(t) <= MAX_TAG_CHARS))
     found["tags"] = tuple(tags[:MAX_TAGS]) or None
     found["language"] = normalize_language(found["language"])
     return found
@@ -416,6 +424,8 @@ def _checked(day: date) -> str | None:
 
 def find_date(text: str) -> str | None:
     """The first date written in ``text`` (ISO, 2017/05/03, May 3, 2017, 3 May 2017, 03.05.2017), as YYYY-MM-DD."""
+    if not _YEAR.search(text):
+        return None  # every pattern below needs a year: one search instead of five on most text
     for pattern in (_ISO, _YMD):
         found = pattern.search(text)
         if found:
@@ -533,17 +543,41 @@ def compiled_xpath(xpath: str) -> etree.XPath | None:
         return None
 
 
-def rule_metadata(root, rules: Sequence[Rule]) -> dict[str, str]:
-    """Author and date read where the site's meta rules point (the first element that yields a value)."""
+def rule_metadata(root, rules: Sequence[Rule], *, keys: Iterable[str] = ("author", "date")) -> dict[str, str]:
+    """Author and date (those of ``keys``) read where the site's meta rules point (the first element that yields a
+    value). Rules of the two forms template.py learns by name (a class token, an id) are evaluated in one C walk
+    where templater._walk is built; others by lxml."""
+    wanted = [(rule, _RULE_KEYS[rule.action]) for rule in rules
+              if rule.action in _RULE_KEYS and _RULE_KEYS[rule.action] in keys]
+    specs = [_named_rule(rule.xpath) for rule, _ in wanted]
+    fast = [spec for spec in specs if spec is not None]
+    matched = iter(native.walk.match_rules(root, fast) or ()) if native.walk is not None and fast else None
     found: dict[str, str] = {}
-    for rule in rules:
-        key = {META_AUTHOR: "author", META_DATE: "date"}.get(rule.action)
-        if key is None or key in found:
+    for (rule, key), spec in zip(wanted, specs):
+        elements = next(matched, None) if spec is not None and matched is not None else None
+        if key in found:
             continue
-        value = rule_value(root, rule.xpath, key)
+        value = _first_value(elements, key) if elements is not None else rule_value(root, rule.xpath, key)
         if value:
             found[key] = value
     return found
+
+
+_RULE_KEYS = {META_AUTHOR: "author", META_DATE: "date"}
+_CLASS_RULE = re.compile(r"//([a-z][a-z0-9]*)\[contains\(concat\(' ', normalize-space\(@class\), ' '\), "
+                         r"' ([^'\x00]*) '\)\]")
+_ID_RULE = re.compile(r"//\*\[@id='([^'\x00]*)'\]")
+
+
+@functools.lru_cache(maxsize=4096)
+def _named_rule(xpath: str) -> tuple[str | None, str | None, str | None] | None:
+    """(tag, id, class token) of a rule XPath that names its element by class or id, as _walk.match_rules takes
+    it; None for any other XPath."""
+    found = _CLASS_RULE.fullmatch(xpath)
+    if found:
+        return found.group(1), None, found.group(2)
+    found = _ID_RULE.fullmatch(xpath)
+    return (None, found.group(1), None) if found else None
 
 
 def rule_value(root, xpath: str, key: str) -> str | None:
@@ -555,9 +589,11 @@ def rule_value(root, xpath: str, key: str) -> str | None:
         elements = compiled(root)
     except etree.XPathError:
         return None
-    if not isinstance(elements, list):
-        return None
-    for element in elements[:5]:
+    return _first_value(elements, key) if isinstance(elements, list) else None
+
+
+def _first_value(elements: list, key: str) -> str | None:
+    for element in elements[:RULE_ELEMENTS]:
         if not isinstance(element, etree._Element):
             continue
         value = element_date(element) if key == "date" else element_author(element)
@@ -591,9 +627,10 @@ def _text(element) -> str:
 
 # --- visible evidence -------------------------------------------------------------------------------------------
 
-def visible_metadata(seg: Segmented) -> dict[str, str]:
+def visible_metadata(seg: Segmented, headline: int | None | bool = False) -> dict[str, str]:
     """Author and date from what the page shows near its headline: bylines, <time>, date lines."""
-    blocks = nearby_blocks(seg)
+    headline = _headline(seg) if headline is False else headline
+    blocks = nearby_blocks(seg, headline)
     found: dict[str, str] = {}
     for block in blocks:
         text = block.text
@@ -616,11 +653,11 @@ def visible_metadata(seg: Segmented) -> dict[str, str]:
                 found["date"] = day
                 break
     if "author" not in found or "date" not in found:
-        found = {**named_metadata(seg), **found}
+        found = {**named_metadata(seg, headline), **found}
     return found
 
 
-def named_metadata(seg: Segmented) -> dict[str, str]:
+def named_metadata(seg: Segmented, headline: int | None | bool = False) -> dict[str, str]:
     """Author and date from the page's short blocks (document order, outside reader comments) whose element, an
     ancestor or an inline element inside names a byline (class author, byline, writer...; rel=author; a link to
     an author page) or a date (class date, publish, posted, time); then a date written beside the byline.
@@ -628,7 +665,7 @@ def named_metadata(seg: Segmented) -> dict[str, str]:
     Only the blocks the segmentation found are looked at: a scan of the whole tree costs several times more."""
     found: dict[str, str] = {}
     byline = None
-    for block in _article_top(seg):
+    for block in _article_top(seg, _headline(seg) if headline is False else headline):
         element = block.element
         if element is None or len(block.text) > MAX_BYLINE_CHARS * 2 or element.tag in ("body", "html"):
             continue
@@ -649,12 +686,15 @@ def named_metadata(seg: Segmented) -> dict[str, str]:
     return found
 
 
-def _article_top(seg: Segmented) -> Sequence:
-    """The blocks where bylines and dates sit: from a little before the headline to well after it (the page's
-    first blocks when it has no headline)."""
+def _headline(seg: Segmented) -> int | None:
     from .template import find_headline
 
-    headline = find_headline(seg)
+    return find_headline(seg)
+
+
+def _article_top(seg: Segmented, headline: int | None) -> Sequence:
+    """The blocks where bylines and dates sit: from a little before the headline to well after it (the page's
+    first blocks when it has no headline)."""
     if headline is None:
         return seg.blocks[:NAMED_SCAN_BLOCKS]
     start = max(0, headline - NAMED_SCAN_BLOCKS // 4)
@@ -718,11 +758,10 @@ def looks_like_byline(block) -> bool:
     return bool(_BYLINE.match(block.text)) or (block.element is not None and _named(block.element, _AUTHOR_NAMES))
 
 
-def nearby_blocks(seg: Segmented) -> list:
-    """The blocks around the page's headline (its first blocks when it has none)."""
-    from .template import find_headline
-
-    headline = find_headline(seg)
+def nearby_blocks(seg: Segmented, headline: int | None | bool = False) -> list:
+    """The blocks around the page's headline (its first blocks when it has none); ``headline``: its index, when
+    already known."""
+    headline = _headline(seg) if headline is False else headline
     if headline is None:
         return list(seg.blocks[:HEAD_BLOCKS])
     start = max(0, headline - NEAR_HEADLINE_BLOCKS // 3)
@@ -735,7 +774,8 @@ def _named(element, names: re.Pattern, levels: int = 3) -> bool:
     for _ in range(levels):
         if node is None:
             return False
-        if any(names.search(node.get(attr) or "") for attr in ("class", "id", "rel", "itemprop")):
+        attrs = " ".join(value for key, value in node.items() if key in _NAMING_ATTRS)
+        if attrs and names.search(attrs):
             return True
         node = node.getparent()
     return False
@@ -770,5 +810,5 @@ def _identifier():
             return langid.LanguageIdentifier(
                 np.asarray(data["ptc"], dtype=np.float32), np.asarray(data["pc"]), data["classes"].tolist(),
                 _to_array(data["nextmove"]), data["out_feat"].tolist(), tk_row=_to_array(data["nextmove_row"]))
-    except (OSError, KeyError, ValueError, lzma.LZMAError):
+    except (ImportError, OSError, KeyError, ValueError, lzma.LZMAError):
         return langid._get_identifier()  # another model layout: the package's own loader
