@@ -66,7 +66,7 @@ def stage_breakdown(db) -> dict[str, float]:
 
     from store import pages as page_store
     from templater import extract as extract_mod
-    from templater import fallback, features
+    from templater import fallback, features, metadata
     from templater.blocks import segment
     from templater.parse import parse_html
     from templater.types import Page
@@ -81,6 +81,7 @@ def stage_breakdown(db) -> dict[str, float]:
 
     ids = [pid for pid, _, _ in page_store.iter_page_keys(db)]
     index = step("load templates", pipeline.TemplateIndex, db)
+    step("language model (once a process)", metadata.detect_language, "x" * metadata.LANG_MIN_CHARS)
     weights = fallback.default_weights()
     pages = iter(page_store.load_pages(db, ids))
     while True:
@@ -102,8 +103,10 @@ def stage_breakdown(db) -> dict[str, float]:
         scores = step("score (two-stage MLP)", fallback._score, seg, tree, feats, weights, allowed)
         threshold = np.where(in_region, fallback.TRUSTED_THRESHOLD, fallback.ALLOWED_THRESHOLD)
         keep = step("keep + headline", lambda: fallback.keep_headline(seg, feats, (scores > threshold) & allowed))
-        step("text + repeats", extract_mod._extraction, seg, keep, site=stored.site, method="template",
-             template=compiled.name, coverage=round(coverage, 4))
+        result = step("text + repeats", extract_mod._extraction, seg, keep, site=stored.site, method="template",
+                      template=compiled.name, coverage=round(coverage, 4))
+        step("metadata (declared, rules, shown, language)", metadata.read_metadata, seg, rules=compiled.meta,
+             text=result.text)
     return spent
 
 

@@ -23,7 +23,8 @@ from templater.types import Rule, Template
 
 from .db import migrate
 
-MATCHED_BY = {"drop": "hash", "drop-shape": "shape", "drop-xpath": "container", "content": "region"}  # learned kinds
+MATCHED_BY = {"drop": "hash", "drop-shape": "shape", "drop-xpath": "container", "content": "region",
+              "meta-author": "meta", "meta-date": "meta"}  # learned kinds
 PINNED_REASON = "pinned"  # Template.reason of a template whose rules are the site's pinned rules
 
 

@@ -7,6 +7,7 @@ know. Without one: the single-page fallback alone.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import operator
 import re
@@ -18,6 +19,7 @@ from . import fallback, native
 from .align import _match_masks, lcs_length_masks
 from .errors import RuleError
 from .grouping import host_of
+from .metadata import META_ACTIONS, read_metadata
 from .template import RELATED_SIZE_TEST, contains, find_headline, fits, size_limit
 from .types import Extraction, Rule, Segmented, Template
 
@@ -32,7 +34,7 @@ class CompiledTemplate:
     """A template prepared for fast application: hash sets and sequences built once."""
 
     __slots__ = ("template", "name", "static_seq", "static_set", "static_masks", "shapes", "region",
-                 "region_trusted", "pinned", "containers")
+                 "region_trusted", "pinned", "containers", "meta")
 
     def __init__(self, template: Template) -> None:
         self.template = template
@@ -46,7 +48,8 @@ class CompiledTemplate:
         self.region = _compile(regions[0])[1] if regions else None
         # a region right under <body> is the page's wrapper: it bounds what is kept but earns no trust
         self.region_trusted = bool(regions) and regions[0].xpath.count("/") > WRAPPER_DEPTH
-        self.pinned = tuple(_compile(r) for r in template.rules if r.pinned)
+        self.pinned = tuple(_compile(r) for r in template.rules if r.pinned and r.action not in META_ACTIONS)
+        self.meta = tuple(r for r in template.rules if r.action in META_ACTIONS)  # where bylines and dates sit
         self.containers = tuple(_compile(r)[1] for r in template.rules if r.action == "drop-xpath" and not r.pinned)
 
 
@@ -187,8 +190,17 @@ def _region_mask(seg: Segmented, region: etree.XPath, allowed: np.ndarray) -> np
 def extract_page(seg: Segmented, compiled: CompiledTemplate | None = None, *, site: str | None = None,
                  method: str = "auto", weights: fallback.ann.Weights | None = None,
                  q: float = fallback.FDR_Q) -> Extraction:
-    """Extract one page's main content, with its site template when there is one (``weights``: the classifier's,
-    default the shipped ones; ``q``: the fdr method's false-discovery rate)."""
+    """Extract one page's main content, with its site template when there is one, and the page's metadata
+    (``weights``: the classifier's, default the shipped ones; ``q``: the fdr method's false-discovery rate)."""
+    result = extract_content(seg, compiled, site=site, method=method, weights=weights, q=q)
+    metadata = read_metadata(seg, rules=compiled.meta if compiled is not None else (), text=result.text)
+    return dataclasses.replace(result, metadata=metadata)
+
+
+def extract_content(seg: Segmented, compiled: CompiledTemplate | None = None, *, site: str | None = None,
+                    method: str = "auto", weights: fallback.ann.Weights | None = None,
+                    q: float = fallback.FDR_Q) -> Extraction:
+    """Extract one page's main content, with its site template when there is one (no metadata)."""
     page = seg.page
     if compiled is None:
         keep = np.ones(len(seg.blocks), dtype=bool) if method == NO_CLASSIFIER else fallback.select_blocks(
@@ -199,7 +211,8 @@ def extract_page(seg: Segmented, compiled: CompiledTemplate | None = None, *, si
     if leaves_nothing(seg, allowed):
         # the template knows this page's paragraphs as boilerplate (it was learned from copies of the article):
         # the page is extracted as if the site had no template
-        return extract_page(seg, None, site=site or compiled.template.site, method=method, weights=weights, q=q)
+        return extract_content(seg, None, site=site or compiled.template.site, method=method, weights=weights,
+                               q=q)
     keep = allowed if method == NO_CLASSIFIER else fallback.select_blocks(seg, method=method, allowed=allowed,
                                                                    trusted=in_region, weights=weights, q=q)
     return _extraction(seg, keep, site=site or compiled.template.site, method="template", template=compiled.name,

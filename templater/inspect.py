@@ -34,6 +34,7 @@ from . import config
 from .config import LearnSettings
 from .errors import InputError, RuleError
 from .extract import CompiledTemplate, container_mask, pinned_mask, apply_template, extract_page
+from .metadata import META_ACTIONS
 from .pipeline import Progress, TemplateIndex, now, segment_file, stored_segment
 from .report import (CLASSIFIER, FALLBACK_PREFIX, TEMPLATE_ONLY, BlockDecision, PageCoverage, PageExplanation,
                      ReportData, TemplateSummary, render_report, shorten)
@@ -47,9 +48,9 @@ __all__ = ["BlockDecision", "PageExplanation", "TemplateSummary", "SiteRules", "
            "export_rules", "read_rules_file", "import_rules", "remove_pinned", "build_report", "check_xpath",
            "matched_by", "rule_json", "shorten"]
 
-ACTIONS = ("drop", "drop-shape", "drop-xpath", "content")
+ACTIONS = ("drop", "drop-shape", "drop-xpath", "content", "meta-author", "meta-date")
 MATCHES = {"hash": ("drop",), "shape": ("drop-shape",), "container": ("drop-xpath",), "region": ("content",),
-           "xpath": ("drop", "content")}
+           "meta": ("meta-author", "meta-date"), "xpath": ("drop", "content", "meta-author", "meta-date")}
 RULE_KEYS = frozenset({"action", "matched_by", "xpath", "tag_path", "hash", "support", "sample", "note"})
 EXPORT_FORMAT = 1  # version of the rules file layout
 PIN_SAMPLE_PAGES = 20  # a pinned XPath rule's support and sample are measured on at most this many site pages
@@ -58,7 +59,9 @@ SAMPLE_CHARS = 120  # characters of matched text kept as a rule's sample
 EXPORT_HELP = ("Edit, then `templater rules import --db DB FILE`: the rules become the site's pinned rules and "
                "replace its learned ones until `templater rules remove-pinned --db DB SITE`. matched_by: 'xpath' "
                "(default) evaluates the XPath on every page: action 'drop' removes the blocks at or under what it "
-               "selects, 'content' keeps only those; 'hash', 'shape', 'container' and 'region' are learned rules "
+               "selects, 'content' keeps only those, 'meta-author' and 'meta-date' read the page's byline and "
+               "publication date from the first element it selects (when the page declares none); 'hash', 'shape', "
+               "'container', 'region' and 'meta' are learned rules "
                "kept as they were learned (the XPath of a 'hash' rule is where it was seen). Delete a rule to stop "
                "it.")
 
@@ -196,6 +199,8 @@ def _keyed(rules: Sequence[Rule]) -> dict[tuple, tuple[int, Rule]]:
             identity = ("shape", rule.tag_path)
         elif rule.action == "drop-xpath":
             identity = ("container", rule.xpath)
+        elif rule.action in META_ACTIONS:
+            identity = ("meta", rule.action)
         else:
             identity = ("region",)
         out[identity + (seen[identity],)] = (position, rule)
@@ -393,7 +398,7 @@ def _rule_of(item: dict, action: str, match: str, xpath: str, where: str) -> Rul
     sample = str(item.get("sample") or "")
     if match == "xpath":
         return Rule(xpath=xpath, action=action, support=float(support), sample=sample, pinned=True)
-    if match in ("region", "container"):
+    if match in ("region", "container", "meta"):
         return Rule(xpath=xpath, action=action, support=float(support), sample=sample)
     tag_path = item.get("tag_path") or (xpath if match == "shape" else None)
     if not isinstance(tag_path, str) or not tag_path.startswith("/"):

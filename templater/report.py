@@ -321,7 +321,8 @@ def _rules_section(data: ReportData) -> str:
             f"<th>support</th><th>sample of the text it matched</th></tr>{rows}</table></section>")
 
 
-_LEARNED_MATCH = {"drop": "tag path + text", "drop-shape": "tag path", "drop-xpath": "container", "content": "region"}
+_LEARNED_MATCH = {"drop": "tag path + text", "drop-shape": "tag path", "drop-xpath": "container", "content": "region",
+                  "meta-author": "byline", "meta-date": "date"}
 
 
 def _rule_class(rule: Rule) -> str:

@@ -20,10 +20,10 @@ import re
 import numpy as np
 from lxml import etree
 
-from . import native
+from . import metadata, native
 from .align import lcs_length, lcs_pairs
 from .blocks import fill_xpaths
-from .config import LearnSettings
+from .config import BLOCK_TAGS as _BLOCK_TAGS, LearnSettings
 from .types import Block, Rule, Segmented, Template
 
 HEADING_TAGS = frozenset({"h1", "h2", "title"})
@@ -73,6 +73,7 @@ def learn_template(pages: Sequence[Segmented], *, site: str, version: int = 1, l
     if region is not None:
         rules.append(region)
     rules += container_rules(pages, headlines, settings)
+    rules += metadata_rules(pages, settings)
     return Template(site=site, version=version, rules=tuple(rules), page_count=page_count,
                     learned_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), layout=layout,
                     reason=reason)
@@ -311,3 +312,114 @@ def _deepest_holder(blocks: Sequence[Block], headline: str | None = None) -> str
     holders = [p for p, w in weights.items() if w >= REGION_TEXT_SHARE * total
                and (headline is None or headline.startswith(p + "/"))]
     return max(holders, key=lambda p: p.count("/")) if holders else None
+
+
+META_SUPPORT = 0.5  # a meta rule finds the right value on at least this share of the pages that declare it ...
+META_PRECISION = 0.8  # ... and is wrong on at most 1 - this share of those where it finds a value
+META_VISIBLE_SUPPORT = 0.5  # without declarations: a byline or date shape on this share of the pages
+META_MIN_VALUES = 2  # ... that shows at least this many different values (a fixed date is the site's, not the page's)
+
+
+def metadata_rules(pages: Sequence[Segmented], settings: LearnSettings) -> list[Rule]:
+    """Where the site's pages show their byline and their publication date: "meta-author" and "meta-date" rules
+    (an XPath to the element, read at extraction when a page declares no author or date of its own).
+
+    Learned from the pages whose declared metadata (JSON-LD, og:, <meta>) agrees with a block's text; on a site
+    whose pages declare nothing, from visible evidence alone: a byline ("By ...") or a date line near the
+    headline at the same place on most pages, with values that vary from page to page."""
+    declared = [metadata.declared_metadata(seg.root, seg.page.html, seg.page.url) for seg in pages]
+    rules = []
+    for action, key in ((metadata.META_AUTHOR, "author"), (metadata.META_DATE, "date")):
+        rule = _declared_meta_rule(pages, [d[key] for d in declared], action, key, settings)
+        rule = rule or _visible_meta_rule(pages, action, key, settings)
+        if rule is not None:
+            rules.append(rule)
+    return rules
+
+
+def _declared_meta_rule(pages: Sequence[Segmented], values: Sequence[str | None], action: str, key: str,
+                        settings: LearnSettings) -> Rule | None:
+    """The candidate XPath that reads the declared value back on most declaring pages, if one does."""
+    taught = [(seg, value) for seg, value in zip(pages, values) if value]
+    if len(taught) < settings.min_static_pages:
+        return None
+    candidates: Counter = Counter()
+    for seg, value in taught:
+        found = set()
+        for block in seg.blocks:
+            if block.element is not None and _agrees(_block_value(block, key), value, key):
+                found.update(meta_xpaths(block))
+        candidates.update(found)
+    need = max(settings.min_static_pages, META_SUPPORT * len(taught))
+    best = None
+    for xpath, _ in sorted(candidates.items(), key=_candidate_order):
+        if candidates[xpath] < need or (best is not None and candidates[xpath] < best[0]):
+            break
+        read = [(metadata.rule_value(seg.root, xpath, key), value) for seg, value in taught]
+        hits = sum(_agrees(got, value, key) for got, value in read)
+        found = sum(got is not None for got, _ in read)
+        if hits >= need and hits >= META_PRECISION * found and (best is None or hits > best[0]):
+            best = (hits, xpath, next(got for got, value in read if _agrees(got, value, key)))
+    if best is None:
+        return None
+    return Rule(xpath=best[1], action=action, support=round(best[0] / len(taught), 4), sample=best[2][:120])
+
+
+def _visible_meta_rule(pages: Sequence[Segmented], action: str, key: str, settings: LearnSettings) -> Rule | None:
+    """The candidate XPath that finds a byline or a date line near the headline on most pages, if one does."""
+    candidates: Counter = Counter()
+    for seg in pages:
+        found = set()
+        for block in metadata.nearby_blocks(seg):
+            if block.element is not None and _visible_value(block, key):
+                found.update(meta_xpaths(block))
+        candidates.update(found)
+    need = max(settings.min_static_pages, META_VISIBLE_SUPPORT * len(pages))
+    for xpath, count in sorted(candidates.items(), key=_candidate_order):
+        if count < need:
+            break
+        read = [metadata.rule_value(seg.root, xpath, key) for seg in pages]
+        values = [v for v in read if v]
+        if len(values) >= need and len(set(values)) >= min(META_MIN_VALUES, len(values)):
+            return Rule(xpath=xpath, action=action, support=round(len(values) / len(pages), 4),
+                        sample=values[0][:120])
+    return None
+
+
+def _candidate_order(item: tuple[str, int]) -> tuple:
+    """Most pages first; then by class, by id, by tag path (names outlive a layout's nesting); then shortest."""
+    xpath, count = item
+    return -count, 2 if xpath.startswith("/html") else 1 if xpath.startswith("//*[@id") else 0, len(xpath), xpath
+
+
+def meta_xpaths(block: Block) -> list[str]:
+    """Generalized XPaths of a block's element: by each class token of it and of the inline elements inside it
+    (a <span class="author"> in a <p>), by its id, and by its tag path."""
+    element = block.element
+    out = [f"//{e.tag}[contains(concat(' ', normalize-space(@class), ' '), ' {token} ')]"
+           for e in element.iter() if isinstance(e.tag, str) and (e is element or e.tag not in _BLOCK_TAGS)
+           for token in (e.get("class") or "").split() if "'" not in token and token.isprintable()]
+    ident = element.get("id") or ""
+    if ident and "'" not in ident and not any(c.isdigit() for c in ident):
+        out.append(f"//*[@id='{ident}']")
+    out.append("/" + block.tag_path.lstrip("/"))
+    return out
+
+
+def _block_value(block: Block, key: str) -> str | None:
+    return metadata.element_date(block.element) if key == "date" else metadata.element_author(block.element)
+
+
+def _visible_value(block: Block, key: str) -> str | None:
+    """A block's date (a short date line) or author (a byline, or an element named like one)."""
+    if key == "date":
+        return _block_value(block, key) if len(block.text) <= metadata.MAX_DATE_TEXT_CHARS else None
+    if len(block.text) > metadata.MAX_BYLINE_CHARS or not metadata.looks_like_byline(block):
+        return None
+    return _block_value(block, key)
+
+
+def _agrees(got: str | None, value: str | None, key: str) -> bool:
+    if not got or not value:
+        return False
+    return got[:10] == value[:10] if key == "date" else metadata.same_author(got, value)

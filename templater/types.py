@@ -151,6 +151,35 @@ class Template:
 
 
 @dataclass(frozen=True, slots=True)
+class Metadata:
+    """What a page says about itself (templater.metadata): None where it says nothing.
+
+    ``date`` (published) and ``date_modified`` are ISO 8601; ``author`` joins several names with "; ";
+    ``language`` is an ISO 639 code; ``tags`` a tuple of strings.
+    """
+
+    author: str | None = None
+    date: str | None = None
+    date_modified: str | None = None
+    sitename: str | None = None
+    description: str | None = None
+    language: str | None = None
+    canonical_url: str | None = None
+    image: str | None = None
+    tags: tuple[str, ...] | None = None
+
+    def to_json(self) -> dict:
+        return {"author": self.author, "date": self.date, "date_modified": self.date_modified,
+                "sitename": self.sitename, "description": self.description, "language": self.language,
+                "canonical_url": self.canonical_url, "image": self.image,
+                "tags": list(self.tags) if self.tags is not None else None}
+
+
+METADATA_FIELDS = ("author", "date", "date_modified", "sitename", "description", "language", "canonical_url", "image",
+                   "tags")
+
+
+@dataclass(frozen=True, slots=True)
 class Extraction:
     id: str
     url: str
@@ -161,7 +190,13 @@ class Extraction:
     coverage: float | None
     kept: tuple[int, ...] = field(default=(), repr=False)  # indexes of the blocks kept
     boilerplate_chars: int = 0
+    metadata: Metadata = field(default=Metadata(), repr=False)  # author, date, ... (templater.metadata)
+
+    def __getattr__(self, name: str):
+        if name in METADATA_FIELDS:  # result.author, result.date, ...: the metadata's fields
+            return getattr(self.metadata, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def to_json(self) -> dict:
         return {"id": self.id, "url": self.url, "site": self.site, "text": self.text, "method": self.method,
-                "template": self.template, "coverage": self.coverage}
+                "template": self.template, "coverage": self.coverage, **self.metadata.to_json()}

@@ -17,8 +17,16 @@ def test_run_writes_the_documented_fields(tmp_path):
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 38
-    assert all(set(r) == {"id", "url", "site", "text", "method", "template", "coverage"} for r in rows)
+    assert all(set(r) == {"id", "url", "site", "text", "method", "template", "coverage", "author", "date",
+                          "date_modified", "sitename", "description", "language", "canonical_url", "image", "tags"}
+               for r in rows)
     assert {r["method"] for r in rows} == {"template", "fallback"}
+    # metadata: the ScrapingHub news pages declare theirs; every page's language is detected from its text
+    assert all(r["language"] for r in rows)
+    news = {r["url"]: r for r in rows if "vg247.com" in r["url"]}
+    page = next(iter(news.values()))
+    assert page["author"] == "Sherif Saed" and page["date"].startswith("2019-11-20") and page["sitename"] == "VG247"
+    assert all(r["tags"] is None or isinstance(r["tags"], list) for r in rows)
 
 
 def test_ingest_build_extract_match_run(tmp_path):

@@ -85,7 +85,7 @@ def test_list_templates_over_the_samples(tmp_path):
 def test_show_rules_gives_every_rule_with_a_sample(site_db):
     shown = rules.show_rules(site_db, SITE)
     assert shown.current and shown.version == 1 and shown.pages == 6 and not shown.pinned
-    assert {r.action for r in shown.learned} == {"drop", "drop-shape", "drop-xpath", "content"}
+    assert {r.action for r in shown.learned} == {"drop", "drop-shape", "drop-xpath", "content", "meta-author", "meta-date"}
     assert all(r.sample for r in shown.learned)
     with pytest.raises(InputError, match="has versions 1"):
         rules.show_rules(site_db, SITE, version=4)
@@ -304,3 +304,25 @@ def test_explain_blocks_without_a_template_uses_the_fallback(site_db):
     extraction = extract_page(seg, None)
     assert explained.template is None and explained.coverage is None
     assert np.array_equal(np.flatnonzero([b.kept for b in explained.blocks]), np.array(extraction.kept, dtype=int))
+
+
+def test_meta_rules_are_shown_exported_and_pinned(site_db, page_file):
+    """The learned byline and date rules show with the others, survive export and import, and a hand-written
+    meta rule (matched_by xpath) reads the page where it points, without dropping any block."""
+    shown = rules.show_rules(site_db, SITE)
+    meta = {r.action: r for r in shown.learned if r.action.startswith("meta-")}
+    assert set(meta) == {"meta-author", "meta-date"} and rules.matched_by(meta["meta-author"]) == "meta"
+    document = rules.export_rules(site_db, SITE)
+    exported = [r for r in document["rules"] if r["action"].startswith("meta-")]
+    assert {r["matched_by"] for r in exported} == {"meta"}
+    pinned = rules.import_rules(site_db, document)
+    assert {r.action for r, _ in pinned.pinned} >= {"meta-author", "meta-date"}
+    before = rules.test_rules(site_db, SITE, page_file)
+    document["rules"] = [r for r in document["rules"] if not r["action"].startswith("meta-")] + [
+        {"action": "meta-author", "matched_by": "xpath", "xpath": "//div[@id='header']/a"}]
+    rules.import_rules(site_db, document)
+    after = rules.test_rules(site_db, SITE, page_file)
+    assert [b.kept for b in after.blocks] == [b.kept for b in before.blocks]
+    compiled = pipeline.TemplateIndex(site_db).by_site[SITE]
+    seg = pipeline.segment_file(page_file, url="https://news.example.com/story/77.html")
+    assert extract_page(seg, compiled).author.startswith("Example")  # where the pinned rule points, not the byline

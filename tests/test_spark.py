@@ -116,9 +116,13 @@ def test_spark_job_gives_the_local_run(local, run, request):
     assert _templates(db) == _templates(local["db"])
     assert len(_templates(db)) >= 5
 
-    fields = ("url", "site", "text", "method", "template", "coverage", "boilerplate_chars")
+    fields = ("url", "site", "text", "method", "template", "coverage", "boilerplate_chars", "author", "date",
+              "date_modified", "sitename", "description", "language", "canonical_url", "image")
     expected = {e.id: tuple(getattr(e, f) for f in fields) for e in local["extractions"]}
     assert {r["id"]: tuple(r[f] for f in fields) for r in distributed["extractions"]} == expected
+    tags = {e.id: list(e.tags) if e.tags else None for e in local["extractions"]}
+    assert {r["id"]: r["tags"] or None for r in distributed["extractions"]} == tags
+    assert any(e.language for e in local["extractions"])
 
     local_groups = dict(((pid, (group, site)) for pid, group, site in
                          local["db"].execute("SELECT id, group_key, site FROM pages")))

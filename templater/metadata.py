@@ -1,0 +1,814 @@
+"""Parsed page (+ its site's meta rules, + its extracted text) -> Metadata.
+
+The steps, in order of trust, each filling only the fields still empty:
+1. what the page declares: JSON-LD (``Article``, ``NewsArticle``, ``BlogPosting``, ``WebPage``..., inside
+   ``@graph`` or lists; ``author`` as an object, a list or a string), Open Graph and ``article:`` properties,
+   Twitter cards, ``<meta name=author|date|description|keywords...>``, microdata ``itemprop``, ``<time
+   datetime>`` marked as the publication date, ``<html lang>``, ``<link rel=canonical>``;
+2. where the site's template says its byline and date sit (``meta-author`` / ``meta-date`` rules, learned by
+   ``template.metadata_rules``);
+3. visible evidence: a byline ("By Jane Doe") or an element named like one, a ``<time>`` or a date-looking line
+   near the headline, a date in the URL's path;
+4. the language of the extracted text (py3langid), or the declared language when the text is too short.
+
+Dates come out as ISO 8601 (``2017-05-03`` or ``2017-05-03T10:20:00+02:00``). Nothing here raises on bad
+markup: a malformed JSON-LD block or an unparsable date is a missing value.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import warnings
+from collections.abc import Iterable, Sequence
+from datetime import date, datetime
+from urllib.parse import urljoin
+
+from lxml import etree
+
+from . import native
+from .config import BLOCK_TAGS
+from .types import METADATA_FIELDS, Metadata, Rule, Segmented
+
+META_AUTHOR = "meta-author"  # rule action: the element holding the page's byline
+META_DATE = "meta-date"  # rule action: the element holding the page's publication date
+META_ACTIONS = (META_AUTHOR, META_DATE)
+
+MAX_AUTHOR_CHARS = 80  # a longer "author" is a sentence, not a name
+MAX_NAME_WORDS = 5  # words of one author's name
+MAX_DATE_TEXT_CHARS = 80  # a block longer than this is not a date line
+MAX_BYLINE_CHARS = 100  # a block longer than this is not a byline
+NEAR_HEADLINE_BLOCKS = 12  # visible dates and bylines are looked for this many blocks around the headline
+HEAD_BLOCKS = 40  # ... or, without a headline, among the page's first blocks
+MIN_YEAR = 1990  # dates before this are not publication dates of web pages
+MAX_FUTURE_YEARS = 1  # ... nor dates more than this many years after today
+LANG_MIN_CHARS = 200  # shorter text: the page's declared language instead of a detected one
+LANG_SAMPLE_CHARS = 256  # the detector reads this much of the text (its cost grows with the length)
+MAX_TAGS = 30  # tags kept
+MAX_TAG_CHARS = 40  # a longer "keyword" is a phrase of the text, not a tag
+BYLINE_DATE_LEVELS = 3  # a date beside a byline is looked for this many ancestors up
+NAMED_SCAN_BLOCKS = 40  # named bylines and dates are looked for among this many blocks from the headline on
+RULE_ELEMENTS = 5  # a meta rule's first elements tried for a value
+MAX_INLINE_CHILDREN = 12  # a block element with more children is not searched for inline bylines and dates
+MAX_JSONLD_BYTES = 512 * 1024
+MAX_SCRIPT_DATES = 20  # occurrences of each publication key looked at in a page's markup
+SCRIPT_KEY_CHARS = 60  # ... with its date in this many characters after it  # a JSON-LD block larger than this is skipped
+
+ARTICLE_TYPES = frozenset({"article", "newsarticle", "blogposting", "reportagenewsarticle", "analysisnewsarticle",
+                           "opinionnewsarticle", "reviewnewsarticle", "backgroundnewsarticle", "techarticle",
+                           "scholarlyarticle", "report", "socialmediaposting", "liveblogposting", "posting",
+                           "webpage", "itempage", "aboutpage", "qapage", "medicalwebpage", "review", "creativework",
+                           "videoobject", "recipe", "howto"})
+
+# <meta name|property|itemprop> -> field, by how much it is trusted (first wins)
+_META_FIELDS = {
+    "author": ("author", "article:author", "dc.creator", "dcterms.creator", "sailthru.author", "parsely-author",
+               "byl", "og:article:author", "citation_author", "twitter:creator"),
+    "date": ("article:published_time", "og:article:published_time", "og:published_time", "datepublished",
+             "article.published", "published_time", "publish-date", "publish_date", "publishdate", "pubdate",
+             "date", "dc.date", "dc.date.issued", "dc.date.created", "dcterms.created", "dcterms.date",
+             "dcterms.issued", "sailthru.date", "parsely-pub-date", "citation_publication_date",
+             "citation_date", "og:pubdate", "datecreated", "originalpublicationdate", "date.release",
+             "cxenseparse:recs:publishtime", "release_date", "displaydate", "dc.date.published"),
+    "date_modified": ("article:modified_time", "og:updated_time", "datemodified", "last-modified",
+                      "dcterms.modified", "dc.date.modified", "lastmod", "article.updated", "modified_time"),
+    "sitename": ("og:site_name", "application-name", "publisher", "dc.publisher", "twitter:site"),
+    "description": ("description", "og:description", "twitter:description", "dc.description",
+                    "dcterms.description"),
+    "image": ("og:image", "og:image:url", "og:image:secure_url", "twitter:image", "twitter:image:src", "image",
+              "thumbnailurl"),
+    "tags": ("article:tag", "keywords", "news_keywords", "parsely-tags", "sailthru.tags", "og:article:tag"),
+    "language": ("content-language", "dc.language", "og:locale", "language", "inlanguage"),
+    "canonical_url": ("og:url", "twitter:url"),
+}
+_META_RANK = {name: (field, rank) for field, names in _META_FIELDS.items() for rank, name in enumerate(names)}
+
+_NAMES = etree.XPath(".//*[@itemprop='name']")
+_ITEMPROPS = etree.XPath("//body//*[@itemprop][not(self::meta)]")
+_JSONLD = re.compile(rb"<script\b[^>]*?application/ld\+json[^>]*>(.*?)</script\s*>", re.IGNORECASE | re.DOTALL)
+_JSONLD_STR = re.compile(r"<script\b[^>]*?application/ld\+json[^>]*>(.*?)</script\s*>", re.IGNORECASE | re.DOTALL)
+
+_MONTHS = {name: number for number, names in enumerate((
+    "jan january janvier januar enero gennaio januari janeiro",
+    "feb february fevrier février februar febrero febbraio februari fevereiro",
+    "mar march mars märz maerz marzo maart março",
+    "apr april avril abril aprile",
+    "may mai mayo maggio mei maio",
+    "jun june juin juni junio giugno junho",
+    "jul july juillet juli julio luglio julho",
+    "aug august aout août agosto augustus",
+    "sep sept september septembre septiembre settembre setembro",
+    "oct october octobre oktober octubre ottobre outubro",
+    "nov november novembre noviembre novembro",
+    "dec december decembre décembre dezember diciembre dicembre dezembro"), 1) for name in names.split()}
+_MONTH = r"(?P<month>" + "|".join(sorted(map(re.escape, _MONTHS), key=len, reverse=True)) + r")\.?"
+_ISO = re.compile(r"(?P<y>(?:19|20)\d\d)-(?P<m>[01]?\d)-(?P<d>[0-3]?\d)"
+                  r"(?:[T ](?P<H>[0-2]\d):(?P<M>[0-5]\d)(?::(?P<S>[0-5]\d)(?:\.\d+)?)?"
+                  r"\s*(?P<tz>Z|[+-][0-2]\d:?[0-5]\d)?)?")
+_YEAR = re.compile(r"(?:19|20)\d\d")
+_YMD = re.compile(r"\b(?P<y>(?:19|20)\d\d)[/.](?P<m>[01]?\d)[/.](?P<d>[0-3]?\d)\b")
+_DMY_NUM = re.compile(r"\b(?P<a>[0-3]?\d)[/.](?P<b>[0-3]?\d)[/.](?P<y>(?:19|20)\d\d)\b")
+_MDY = re.compile(_MONTH + r"\s+(?P<d>[0-3]?\d)(?:st|nd|rd|th)?,?\s+(?P<y>(?:19|20)\d\d)\b", re.IGNORECASE)
+_DMY = re.compile(r"\b(?P<d>[0-3]?\d)(?:st|nd|rd|th|\.|er)?\s+(?:de\s+)?" + _MONTH +
+                  r"(?:\s+de)?,?\s+(?P<y>(?:19|20)\d\d)\b", re.IGNORECASE)
+# parts of the keys scripts give publication dates under (datePublished, publish_date, published_at, pubDate,
+# article_date, firstPublishDate, date_published...), then the rest of the key, the separator and the date
+_SCRIPT_KEY_PARTS = ("ublish", "Publish", "pubDate", "article_date", "dateCreated", "releaseDate")
+_SCRIPT_KEY_PARTS_BYTES = tuple(k.encode("ascii") for k in _SCRIPT_KEY_PARTS)
+_SCRIPT_VALUE_PATTERN = (r"""[A-Za-z_]{0,12}["']?\s*[:=]\s*["']?"""
+                         r"([12][09]\d\d-[01]\d-[0-3]\d(?:[T ][0-2]\d:[0-5]\d(?::[0-5]\d)?)?)")
+_SCRIPT_VALUE = re.compile(_SCRIPT_VALUE_PATTERN)
+_SCRIPT_VALUE_BYTES = re.compile(_SCRIPT_VALUE_PATTERN.encode("ascii"))
+_URL_DATE = re.compile(r"/(?P<y>(?:19|20)\d\d)[/-](?P<m>[01]?\d)[/-](?P<d>[0-3]?\d)(?:/|[-_.]|$)")
+_BYLINE = re.compile(r"^\W*(?:by:?|von|par|por|di|door|av|af|written by|posted by|words by|author:|autor:|"
+                     r"auteur\s*:|story by|reporting by)\s+(?P<name>.+)$", re.IGNORECASE)
+_NAME_SPLIT = re.compile(r"\s*(?:,|;|&|\|)\s*|\s+(?:and|AND|And|und|et|y|e)\s+")
+_NAME_CUT = re.compile(r"\s*(?:\||·|•|—|–| - |\s(?:on|at|in|for)\s|\bupdated\b|\bpublished\b|\bposted\b|\d{1,2}:\d\d|"
+                       r"\b(?:19|20)\d\d\b).*$", re.IGNORECASE)
+_NAME_WORD = re.compile(r"^[^\W\d_][\w.'’-]*$")
+
+_AUTHOR_CLASS = re.compile(r"(?i)author|byline|writer|reporter")
+_NAMED_CLASS = re.compile(r"(?i)(author|byline|writer|reporter)|date|publish|posted|time")
+_AUTHOR_HREF = re.compile(r"/(?:authors?|editors|people|writers|profile|staff|journalists?)(?:/|\.|-|$)")
+_DATE_CLASS = re.compile(r"(?i)date|publish|posted|time")
+_NAMING_ATTRS = frozenset({"class", "id", "rel", "itemprop"})
+_COMMENTS = re.compile(r"(?i)comment|reply|replies|respond|disqus")
+_NAME_PARTICLES = frozenset("de da di del der den van von la le du dos das bin al el ten ter y e".split())
+_ROLES = frozenset("editor editors contributor contributing writer writers staff correspondent reporter senior "
+                   "columnist author chief managing associate deputy executive news desk share premium follow "
+                   "subscribe photographer tv".split())
+_NOT_NAMES = frozenset("the a an this our more all staff admin administrator editor editors anonymous unknown guest "
+                       "home menu login sign read view share".split())
+_AUTHOR_NAMES = re.compile(r"(?i)(?:^|[\s_-])(?:author|byline|by-line|writer|contributor|reporter|"
+                           r"article-?author|post-?author|entry-?author|creator)(?:$|[\s_-])")
+_DATE_NAMES = re.compile(r"(?i)(?:^|[\s_-])(?:date|time|timestamp|published|pubdate|posted|post-?date|"
+                         r"entry-?date|dateline|publish)(?:$|[\s_-])")
+
+
+# --- the entry point --------------------------------------------------------------------------------------------
+
+def read_metadata(seg: Segmented, *, rules: Sequence[Rule] = (), text: str = "") -> Metadata:
+    """The page's metadata: declared, then learned (``rules``), then visible evidence; language from ``text``."""
+    found = declared_metadata(seg.root, seg.page.html, seg.page.url)
+    found["date"] = found["date"] or url_date(seg.page.url)  # a dated URL (/2017/05/03/) outranks what a page shows
+    if rules and (found["author"] is None or found["date"] is None):
+        learned = rule_metadata(seg.root, rules, keys=[k for k in ("author", "date") if found[k] is None])
+        for key in ("author", "date"):
+            found[key] = found[key] or learned.get(key)
+    if found["author"] is None or found["date"] is None:
+        seen = visible_metadata(seg)
+        for key in ("author", "date"):
+            found[key] = found[key] or seen.get(key)
+    if found["date"] is None:
+        found["date"] = script_date(seg.page.html)
+    found["language"] = detect_language(text) or found["language"]
+    return Metadata(**found)
+
+
+# --- declared metadata ------------------------------------------------------------------------------------------
+
+def declared_metadata(root, html: str | bytes, url: str) -> dict[str, str | tuple[str, ...] | None]:
+    """Fields as the page declares them (JSON-LD first, then <meta>, microdata, <link>, <html lang>)."""
+    found: dict = dict.fromkeys(METADATA_FIELDS)
+    for key, value in jsonld_metadata(html).items():
+        found[key] = value
+    ranked: dict[str, tuple[int, object]] = {}
+    if root is not None:
+        microdata = (b"itemprop" if isinstance(html, bytes) else "itemprop") in html
+        for element in _declaring_elements(root, microdata=microdata):
+            for key, rank, value in _element_fields(element):
+                if key == "tags":
+                    ranked.setdefault("tags", (rank, []))[1].extend(value)
+                elif value and (key not in ranked or rank < ranked[key][0]):
+                    ranked[key] = (rank, value)
+    for key, (_, value) in ranked.items():
+        if found.get(key) is None:
+            found[key] = value
+    return _normalized(found, url)
+
+
+def _declaring_elements(root, *, microdata: bool = True) -> Iterable:
+    """<html>, then every <meta>, <link> and <time>, then (where the markup has any) the body's microdata elements
+    (separate scans in C: one XPath union of them costs several times more, sorting into document order)."""
+    yield root
+    yield from root.iter("meta", "link", "time")
+    if microdata:
+        yield from _ITEMPROPS(root)
+
+
+def _element_fields(element) -> Iterable[tuple[str, int, object]]:
+    tag = element.tag
+    if tag == "meta":
+        name = (element.get("property") or element.get("name") or element.get("itemprop")
+                or element.get("http-equiv") or "").strip().lower()
+        hit = _META_RANK.get(name)
+        content = (element.get("content") or "").strip()
+        if hit and content:
+            field, rank = hit
+            yield field, rank, (_split_tags(content) if field == "tags" else content)
+    elif tag == "link":
+        rel = (element.get("rel") or "").lower().split()
+        href = (element.get("href") or "").strip()
+        if href and "canonical" in rel:
+            yield "canonical_url", -1, href
+        elif href and "image_src" in rel:
+            yield "image", len(_META_FIELDS["image"]), href
+    elif tag == "html":
+        lang = element.get("lang") or element.get("{http://www.w3.org/XML/1998/namespace}lang")
+        if lang and lang.strip():
+            yield "language", -1, lang.strip()
+    else:
+        yield from _microdata(element)
+
+
+def _microdata(element) -> Iterable[tuple[str, int, object]]:
+    prop = (element.get("itemprop") or "").strip().lower()
+    if element.tag == "time" and not prop:
+        if element.get("pubdate") is not None and element.get("datetime"):
+            yield "date", len(_META_FIELDS["date"]), element.get("datetime")
+        return
+    if prop in ("datepublished", "datecreated", "datemodified"):
+        value = element.get("datetime") or element.get("content") or _text(element)
+        yield ("date_modified" if prop == "datemodified" else "date"), (2 if prop == "datepublished" else 3), value
+    elif prop in ("author", "creator"):
+        names = _NAMES(element)
+        value = element.get("content") or _text(names[0] if names else element)
+        yield "author", 1, value
+
+
+def jsonld_metadata(html: str | bytes) -> dict[str, object]:
+    """Fields of the page's JSON-LD article object(s); empty when there is none or it does not parse."""
+    objects = list(_jsonld_objects(html))
+    if not objects:
+        return {}
+    by_id = {o["@id"]: o for o in objects if isinstance(o.get("@id"), str)}
+    article = next((o for o in objects if _types(o) & ARTICLE_TYPES - {"webpage"}), None) or next(
+        (o for o in objects if _types(o) & ARTICLE_TYPES), None)
+    found: dict[str, object] = {}
+    site = next((o for o in objects if _types(o) & {"website"}), None)
+    if site is not None:
+        found["sitename"] = _string(site.get("name"))
+    if article is None:
+        return {k: v for k, v in found.items() if v}
+    found["date"] = _string(article.get("datePublished")) or _string(article.get("dateCreated")) or _string(
+        article.get("uploadDate"))
+    found["date_modified"] = _string(article.get("dateModified"))
+    found["author"] = "; ".join(_person_names(article.get("author") or article.get("creator"), by_id)) or None
+    publisher = _resolve(article.get("publisher"), by_id)
+    if not found.get("sitename") and isinstance(publisher, dict):
+        found["sitename"] = _string(publisher.get("name"))
+    found["description"] = _string(article.get("description"))
+    found["image"] = _image(article.get("image") or article.get("thumbnailUrl"), by_id)
+    keywords = article.get("keywords")
+    found["tags"] = _split_tags(keywords) if isinstance(keywords, str) else [
+        k for k in keywords if isinstance(k, str)] if isinstance(keywords, list) else None
+    found["language"] = _string(article.get("inLanguage"))
+    return {k: v for k, v in found.items() if v}
+
+
+def _jsonld_objects(html: str | bytes) -> Iterable[dict]:
+    """Every JSON object of the page's ld+json scripts, @graph and lists flattened; broken blocks skipped."""
+    if isinstance(html, bytes):
+        if b"ld+json" not in html and b"LD+JSON" not in html:
+            return
+        blocks = (m.group(1).decode("utf-8", "replace") for m in _JSONLD.finditer(html))
+    else:
+        if "ld+json" not in html and "LD+JSON" not in html:
+            return
+        blocks = (m.group(1) for m in _JSONLD_STR.finditer(html))
+    for block in blocks:
+        if len(block) > MAX_JSONLD_BYTES:
+            continue
+        block = block.strip().removeprefix("<!--").removesuffix("-->").strip()
+        block = block.removeprefix("//<![CDATA[").removesuffix("//]]>").strip()
+        try:
+            data = json.loads(block, strict=False)
+        except (ValueError, RecursionError):
+            continue
+        yield from _flatten(data)
+
+
+def _flatten(data, depth: int = 0) -> Iterable[dict]:
+    if depth > 4:
+        return
+    if isinstance(data, list):
+        for item in data:
+            yield from _flatten(item, depth + 1)
+    elif isinstance(data, dict):
+        yield data
+        if "@graph" in data:
+            yield from _flatten(data["@graph"], depth + 1)
+        main = data.get("mainEntity")
+        if isinstance(main, dict):
+            yield from _flatten(main, depth + 1)
+
+
+def _types(obj: dict) -> set[str]:
+    kind = obj.get("@type")
+    kinds = kind if isinstance(kind, list) else [kind]
+    return {k.rsplit("/", 1)[-1].lower() for k in kinds if isinstance(k, str)}
+
+
+def _resolve(value, by_id: dict):
+    if isinstance(value, dict) and set(value) <= {"@id", "@type"} and value.get("@id") in by_id:
+        return by_id[value["@id"]]
+    return value
+
+
+def _person_names(value, by_id: dict) -> list[str]:
+    items = value if isinstance(value, list) else [value]
+    names = []
+    for item in items[:10]:
+        item = _resolve(item, by_id)
+        if isinstance(item, dict):
+            item = item.get("name")
+            if isinstance(item, list):
+                item = next((x for x in item if isinstance(x, str)), None)
+        if isinstance(item, str) and item.strip():
+            names.append(item.strip())
+    return names
+
+
+def _image(value, by_id: dict) -> str | None:
+    value = _resolve(value[0] if isinstance(value, list) and value else value, by_id)
+    if isinstance(value, dict):
+        value = value.get("url") or value.get("contentUrl")
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def _string(value) -> str | None:
+    if isinstance(value, list):
+        value = next((v for v in value if isinstance(v, str)), None)
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def _split_tags(value: str) -> list[str]:
+    return [t.strip() for t in re.split(r"[,;]", value) if t.strip()]
+
+
+def _normalized(found: dict, url: str) -> dict:
+    """Dates to ISO 8601, authors to names, URLs made absolute, tags deduplicated, language to its code."""
+    found["date"] = normalize_date(found["date"])
+    found["date_modified"] = normalize_date(found["date_modified"])
+    found["author"] = normalize_author(found["author"])
+    for key in ("sitename", "description"):
+        value = found[key]
+        found[key] = " ".join(value.split()) if isinstance(value, str) and value.strip() else None
+    if found["sitename"] and found["sitename"].startswith("@"):
+        found["sitename"] = found["sitename"][1:] or None
+    for key in ("canonical_url", "image"):
+        found[key] = _absolute(found[key], url)
+    tags = list(dict.fromkeys(" ".join(t.split()) for t in (found["tags"] or [])
+                              if isinstance(t, str) and t.strip() and len(t) <= MAX_TAG_CHARS))
+    found["tags"] = tuple(tags[:MAX_TAGS]) or None
+    found["language"] = normalize_language(found["language"])
+    return found
+
+
+def _absolute(value, url: str) -> str | None:
+    if not isinstance(value, str) or not value.strip() or value.strip().startswith(("data:", "javascript:")):
+        return None
+    try:
+        return urljoin(url, value.strip())
+    except ValueError:
+        return None
+
+
+def normalize_language(value) -> str | None:
+    """``en-US``, ``en_GB``, ``EN`` -> ``en``; None for what does not look like a language tag."""
+    if not isinstance(value, str):
+        return None
+    code = re.split(r"[-_]", value.strip().lower(), maxsplit=1)[0]
+    return code if re.fullmatch(r"[a-z]{2,3}", code) else None
+
+
+# --- dates ------------------------------------------------------------------------------------------------------
+
+def normalize_date(value) -> str | None:
+    """A declared date as ISO 8601: ``YYYY-MM-DD``, or with its time (and offset) when it has one."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    value = value.strip()
+    found = _ISO.search(value)
+    if found:
+        return _iso(found)
+    if value.isdigit() and len(value) in (10, 13):  # a Unix timestamp, in seconds or milliseconds
+        try:
+            return _checked(datetime.utcfromtimestamp(int(value) / (1000 if len(value) == 13 else 1)).date())
+        except (ValueError, OverflowError, OSError):
+            return None
+    return find_date(value) or _dateutil(value)
+
+
+def _iso(found: re.Match) -> str | None:
+    day = _day(found["y"], found["m"], found["d"])
+    if day is None or found["H"] is None:
+        return day
+    zone = found["tz"] or ""
+    if zone and zone != "Z" and ":" not in zone:
+        zone = zone[:3] + ":" + zone[3:]
+    return f"{day}T{found['H']}:{found['M']}:{found['S'] or '00'}{'+00:00' if zone == 'Z' else zone}"
+
+
+def _day(year, month, day) -> str | None:
+    try:
+        return _checked(date(int(year), int(month), int(day)))
+    except (TypeError, ValueError):
+        return None
+
+
+def _checked(day: date) -> str | None:
+    return day.isoformat() if MIN_YEAR <= day.year <= date.today().year + MAX_FUTURE_YEARS else None
+
+
+def find_date(text: str) -> str | None:
+    """The first date written in ``text`` (ISO, 2017/05/03, May 3, 2017, 3 May 2017, 03.05.2017), as YYYY-MM-DD."""
+    if not _YEAR.search(text):
+        return None  # every pattern below needs a year: one search instead of five on most text
+    for pattern in (_ISO, _YMD):
+        found = pattern.search(text)
+        if found:
+            return _day(found["y"], found["m"], found["d"])
+    for pattern in (_MDY, _DMY):
+        found = pattern.search(text)
+        if found:
+            return _day(found["y"], _MONTHS.get(found["month"].lower().rstrip(".")), found["d"])
+    found = _DMY_NUM.search(text)
+    if found:  # day first where it must be or dots say so, else month first (the US order of most English pages)
+        a, b = int(found["a"]), int(found["b"])
+        day_first = a > 12 or ("." in found.group(0) and b <= 12)
+        return _day(found["y"], b, a) if day_first else _day(found["y"], a, b)
+    return None
+
+
+def _dateutil(value: str) -> str | None:
+    """The date python-dateutil reads in a declared value our patterns missed (RFC 2822, "Tue May 3 2017")."""
+    if len(value) > MAX_DATE_TEXT_CHARS or not re.search(r"(?:19|20)\d\d", value):
+        return None
+    from dateutil import parser
+
+    try:
+        with warnings.catch_warnings():  # an unknown time zone name ("PST"): the day is all we keep
+            warnings.simplefilter("ignore")
+            parsed = parser.parse(value, default=datetime(2000, 1, 1))
+    except (ValueError, OverflowError, TypeError, parser.ParserError):
+        return None
+    return _checked(parsed.date())
+
+
+def script_date(html: str | bytes) -> str | None:
+    """A publication date that the page's scripts carry ("datePublished": "2017-03-28...", article_date = ...).
+
+    The keys are found by plain substring search (in C), and only what follows each is matched: a regex led by
+    an alternation of the keys, or by the date, costs ten times more over a whole page."""
+    is_bytes = isinstance(html, bytes)
+    value = _SCRIPT_VALUE_BYTES if is_bytes else _SCRIPT_VALUE
+    for key in (_SCRIPT_KEY_PARTS_BYTES if is_bytes else _SCRIPT_KEY_PARTS):
+        start = html.find(key)
+        for _ in range(MAX_SCRIPT_DATES):
+            if start < 0:
+                break
+            found = value.match(html, start + len(key), start + len(key) + SCRIPT_KEY_CHARS)
+            if found:
+                stamp = found.group(1)
+                return _iso(_ISO.match(stamp.decode("ascii") if is_bytes else stamp))
+            start = html.find(key, start + 1)
+    return None
+
+
+def url_date(url: str) -> str | None:
+    """A date in the URL's path (/2017/05/03/...), as YYYY-MM-DD."""
+    found = _URL_DATE.search(url)
+    return _day(found["y"], found["m"], found["d"]) if found else None
+
+
+# --- authors ----------------------------------------------------------------------------------------------------
+
+def normalize_author(value) -> str | None:
+    """Names from a declared or visible author: "By JANE DOE and John Roe | Staff" -> "Jane Doe; John Roe"."""
+    if not isinstance(value, str):
+        return None
+    value = " ".join(value.split())
+    found = _BYLINE.match(value)
+    if found:
+        value = found["name"]
+    value = _NAME_CUT.sub("", value)
+    names = []
+    for part in _NAME_SPLIT.split(value):
+        name = _clean_name(part)
+        if name and name not in names:
+            names.append(name)
+    joined = "; ".join(names)
+    return joined if joined and len(joined) <= MAX_AUTHOR_CHARS else None
+
+
+def _clean_name(part: str) -> str | None:
+    part = part.strip(" .:-–—'\"()[]")
+    if not part or "@" in part or "://" in part or part.lower().startswith(("www.", "http")):
+        return None
+    words = part.split()
+    half = len(words) // 2
+    if half and len(words) % 2 == 0 and words[:half] == words[half:]:
+        words = words[:half]  # "Sean Martin Sean Martin": a name shown twice (a photo's alt text, then the link)
+    if len(words) > MAX_NAME_WORDS or not all(_NAME_WORD.match(w) for w in words):
+        return None
+    if part.isupper() or part.islower():
+        words = [w.capitalize() for w in words]
+    elif not all(w[0].isupper() or w.lower() in _NAME_PARTICLES for w in words):
+        return None  # "the Syrian defense ministries": words of a sentence, not a name
+    while words and words[-1].lower().strip(".,") in _ROLES:
+        words = words[:-1]  # "Bruce Y. Lee Senior Contributor", "Jane Doe, Staff Writer"
+    if not words or words[0].lower() in _NOT_NAMES or words[0].lower() in _ROLES:
+        return None
+    return " ".join(words)
+
+
+def same_author(a: str | None, b: str | None) -> bool:
+    """Whether two author strings name the same person(s): case, accents of punctuation and order aside."""
+    return bool(a and b) and author_key(a) == author_key(b)
+
+
+def author_key(value: str) -> str:
+    return " ".join(sorted(re.sub(r"[^\w\s]", " ", value.lower()).split()))
+
+
+# --- learned rules ----------------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=4096)
+def compiled_xpath(xpath: str) -> etree.XPath | None:
+    try:
+        return etree.XPath(xpath)
+    except etree.XPathSyntaxError:
+        return None
+
+
+def rule_metadata(root, rules: Sequence[Rule], *, keys: Iterable[str] = ("author", "date")) -> dict[str, str]:
+    """Author and date (those of ``keys``) read where the site's meta rules point (the first element that yields a
+    value). Rules of the two forms template.py learns by name (a class token, an id) are evaluated in one C walk
+    where templater._walk is built; others by lxml."""
+    wanted = [(rule, _RULE_KEYS[rule.action]) for rule in rules
+              if rule.action in _RULE_KEYS and _RULE_KEYS[rule.action] in keys]
+    specs = [_named_rule(rule.xpath) for rule, _ in wanted]
+    fast = [spec for spec in specs if spec is not None]
+    matched = iter(native.walk.match_rules(root, fast) or ()) if native.walk is not None and fast else None
+    found: dict[str, str] = {}
+    for (rule, key), spec in zip(wanted, specs):
+        elements = next(matched, None) if spec is not None and matched is not None else None
+        if key in found:
+            continue
+        value = _first_value(elements, key) if elements is not None else rule_value(root, rule.xpath, key)
+        if value:
+            found[key] = value
+    return found
+
+
+_RULE_KEYS = {META_AUTHOR: "author", META_DATE: "date"}
+_CLASS_RULE = re.compile(r"//([a-z][a-z0-9]*)\[contains\(concat\(' ', normalize-space\(@class\), ' '\), "
+                         r"' ([^'\x00]*) '\)\]")
+_ID_RULE = re.compile(r"//\*\[@id='([^'\x00]*)'\]")
+
+
+@functools.lru_cache(maxsize=4096)
+def _named_rule(xpath: str) -> tuple[str | None, str | None, str | None] | None:
+    """(tag, id, class token) of a rule XPath that names its element by class or id, as _walk.match_rules takes
+    it; None for any other XPath."""
+    found = _CLASS_RULE.fullmatch(xpath)
+    if found:
+        return found.group(1), None, found.group(2)
+    found = _ID_RULE.fullmatch(xpath)
+    return (None, found.group(1), None) if found else None
+
+
+def rule_value(root, xpath: str, key: str) -> str | None:
+    """The author or date that a meta rule's XPath selects on a page."""
+    compiled = compiled_xpath(xpath)
+    if compiled is None:
+        return None
+    try:
+        elements = compiled(root)
+    except etree.XPathError:
+        return None
+    return _first_value(elements, key) if isinstance(elements, list) else None
+
+
+def _first_value(elements: list, key: str) -> str | None:
+    for element in elements[:RULE_ELEMENTS]:
+        if not isinstance(element, etree._Element):
+            continue
+        value = element_date(element) if key == "date" else element_author(element)
+        if value:
+            return value
+    return None
+
+
+def element_date(element) -> str | None:
+    """The date an element shows: its (or a child <time>'s) datetime attribute, else the date in its text."""
+    stamp = element.get("datetime") or element.get("content")
+    if not stamp:
+        stamp = next((t.get("datetime") for t in element.iter("time") if t.get("datetime")), None)
+    day = normalize_date(stamp) if stamp else None
+    if day:
+        return day
+    text = _text(element)
+    return find_date(text) if text and len(text) <= MAX_DATE_TEXT_CHARS * 2 else None
+
+
+def element_author(element) -> str | None:
+    """The author named by an element's text (a byline's "By" taken off)."""
+    text = _text(element)
+    return normalize_author(text) if text and len(text) <= MAX_BYLINE_CHARS else None
+
+
+def _text(element) -> str:
+    """The element's text, its inline pieces apart ("Mihir Fadnavis" + "Mar 03, 2017" are two words)."""
+    return " ".join(" ".join(element.itertext()).split())
+
+
+# --- visible evidence -------------------------------------------------------------------------------------------
+
+def visible_metadata(seg: Segmented, headline: int | None | bool = False) -> dict[str, str]:
+    """Author and date from what the page shows near its headline: bylines, <time>, date lines."""
+    headline = _headline(seg) if headline is False else headline
+    blocks = nearby_blocks(seg, headline)
+    found: dict[str, str] = {}
+    for block in blocks:
+        text = block.text
+        if "author" not in found and len(text) <= MAX_BYLINE_CHARS and looks_like_byline(block):
+            author = normalize_author(text)
+            if author:
+                found["author"] = author
+        if "date" not in found and len(text) <= MAX_DATE_TEXT_CHARS:
+            day = element_date(block.element) if block.element is not None else find_date(text)
+            if day:
+                found["date"] = day
+        if len(found) == 2:
+            break
+    if seg.root is None:
+        return found
+    if "date" not in found:
+        for element in seg.root.iter("time"):
+            day = normalize_date(element.get("datetime")) or find_date(_text(element))
+            if day:
+                found["date"] = day
+                break
+    if "author" not in found or "date" not in found:
+        found = {**named_metadata(seg, headline), **found}
+    return found
+
+
+def named_metadata(seg: Segmented, headline: int | None | bool = False) -> dict[str, str]:
+    """Author and date from the page's short blocks (document order, outside reader comments) whose element, an
+    ancestor or an inline element inside names a byline (class author, byline, writer...; rel=author; a link to
+    an author page) or a date (class date, publish, posted, time); then a date written beside the byline.
+
+    Only the blocks the segmentation found are looked at: a scan of the whole tree costs several times more."""
+    found: dict[str, str] = {}
+    byline = None
+    for block in _article_top(seg, _headline(seg) if headline is False else headline):
+        element = block.element
+        if element is None or len(block.text) > MAX_BYLINE_CHARS * 2 or element.tag in ("body", "html"):
+            continue
+        for candidate in _named_candidates(element):
+            kind = _kind(candidate)
+            if kind == "author" and "author" not in found and not _in_comments(candidate):
+                author = element_author(candidate)
+                if author:
+                    found["author"], byline = author, candidate
+            elif kind == "date" and "date" not in found and not _in_comments(candidate):
+                day = element_date(candidate)
+                if day:
+                    found["date"] = day
+        if len(found) == 2:
+            return found
+    if "date" not in found and byline is not None:
+        found.update(_date_beside(byline))
+    return found
+
+
+def _headline(seg: Segmented) -> int | None:
+    from .template import find_headline
+
+    return find_headline(seg)
+
+
+def _article_top(seg: Segmented, headline: int | None) -> Sequence:
+    """The blocks where bylines and dates sit: from a little before the headline to well after it (the page's
+    first blocks when it has no headline)."""
+    if headline is None:
+        return seg.blocks[:NAMED_SCAN_BLOCKS]
+    start = max(0, headline - NAMED_SCAN_BLOCKS // 4)
+    return seg.blocks[start: headline + NAMED_SCAN_BLOCKS]
+
+
+def _named_candidates(element) -> Iterable:
+    """The element, its parent, and the inline elements inside it (a short block's few)."""
+    yield element
+    parent = element.getparent()
+    if parent is not None and parent.tag not in ("body", "html"):
+        yield parent
+    if len(element) <= MAX_INLINE_CHILDREN:
+        for inner in element.iterdescendants():
+            if isinstance(inner.tag, str) and inner.tag not in BLOCK_TAGS:
+                yield inner
+
+
+def _kind(element) -> str | None:
+    """"author" or "date" when the element's class, rel or link target names one, else None."""
+    attrs = element.get("class")
+    rel = element.get("rel")
+    if rel:
+        attrs = f"{attrs} {rel}"
+    if attrs:
+        found = _NAMED_CLASS.search(attrs)
+        if found:
+            return "author" if found.group(1) else "date"
+    if element.tag == "a" and _AUTHOR_HREF.search(element.get("href") or ""):
+        return "author"
+    return None
+
+
+def _date_beside(byline) -> dict[str, str]:
+    """A date written beside the byline: in the smallest ancestor (of a few) whose short text holds one."""
+    node = byline.getparent()
+    for _ in range(BYLINE_DATE_LEVELS):
+        if node is None or node.tag == "body":
+            break
+        text = _text(node)
+        if len(text) > MAX_BYLINE_CHARS * 2:
+            break
+        day = find_date(text)
+        if day:
+            return {"date": day}
+        node = node.getparent()
+    return {}
+
+
+def _in_comments(element) -> bool:
+    node = element
+    while node is not None:
+        if _COMMENTS.search((node.get("class") or "") + " " + (node.get("id") or "")):
+            return True
+        node = node.getparent()
+    return False
+
+
+def looks_like_byline(block) -> bool:
+    """A block that reads "By ..." or sits in an element named like a byline (author, byline, writer...)."""
+    return bool(_BYLINE.match(block.text)) or (block.element is not None and _named(block.element, _AUTHOR_NAMES))
+
+
+def nearby_blocks(seg: Segmented, headline: int | None | bool = False) -> list:
+    """The blocks around the page's headline (its first blocks when it has none); ``headline``: its index, when
+    already known."""
+    headline = _headline(seg) if headline is False else headline
+    if headline is None:
+        return list(seg.blocks[:HEAD_BLOCKS])
+    start = max(0, headline - NEAR_HEADLINE_BLOCKS // 3)
+    return list(seg.blocks[headline + 1: headline + NEAR_HEADLINE_BLOCKS]) + list(seg.blocks[start:headline])
+
+
+def _named(element, names: re.Pattern, levels: int = 3) -> bool:
+    """Whether the element or one of its next ``levels`` ancestors has an id, class or rel named like ``names``."""
+    node = element
+    for _ in range(levels):
+        if node is None:
+            return False
+        attrs = " ".join(value for key, value in node.items() if key in _NAMING_ATTRS)
+        if attrs and names.search(attrs):
+            return True
+        node = node.getparent()
+    return False
+
+
+# --- language ---------------------------------------------------------------------------------------------------
+
+def detect_language(text: str) -> str | None:
+    """ISO 639-1 code of the text's language (py3langid on its first LANG_SAMPLE_CHARS characters); None when the
+    text is shorter than LANG_MIN_CHARS."""
+    if len(text) < LANG_MIN_CHARS:
+        return None
+    language, _ = _identifier().classify(text[:LANG_SAMPLE_CHARS])
+    return language
+
+
+@functools.cache
+def _identifier():
+    """py3langid's identifier, its packaged model read once a process (decompressed in memory)."""
+    import io
+    import lzma
+    from pathlib import Path
+
+    import numpy as np
+    from py3langid import langid
+
+    path = Path(langid.__file__).parent / langid.MODEL_FILE
+    try:
+        with np.load(io.BytesIO(lzma.decompress(path.read_bytes())), allow_pickle=False) as data:
+            from py3langid.modelio import _to_array
+
+            return langid.LanguageIdentifier(
+                np.asarray(data["ptc"], dtype=np.float32), np.asarray(data["pc"]), data["classes"].tolist(),
+                _to_array(data["nextmove"]), data["out_feat"].tolist(), tk_row=_to_array(data["nextmove_row"]))
+    except (ImportError, OSError, KeyError, ValueError, lzma.LZMAError):
+        return langid._get_identifier()  # another model layout: the package's own loader

@@ -1,0 +1,240 @@
+"""templater.metadata: declared metadata, dates, authors, learned meta rules, visible evidence, language."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import sitegen
+from templater import metadata
+from templater.blocks import segment
+from templater.extract import CompiledTemplate, extract_page
+from templater.parse import parse_html
+from templater.template import learn_template
+from templater.types import Metadata, Page, Rule
+
+ENGLISH = ("The river rose through the night and by morning the market square was under water. Shopkeepers "
+           "carried what they could to the upper floors while the council opened the school hall for families "
+           "who had nowhere else to go. ") * 2
+
+
+def seg_of(html: str, url: str = "https://news.example.com/2024/03/05/story.html"):
+    return segment(parse_html(html), Page(id="p", url=url, html=html))
+
+
+def page(head: str = "", body: str = "<p>Hello world.</p>", *, lang: str = "") -> str:
+    attr = f' lang="{lang}"' if lang else ""
+    return f"<html{attr}><head><title>A headline here</title>{head}</head><body>{body}</body></html>"
+
+
+def read(html: str, url: str = "https://example.com/a", **kwargs) -> Metadata:
+    return metadata.read_metadata(seg_of(html, url), **kwargs)
+
+
+def ld(obj) -> str:
+    return f'<script type="application/ld+json">{json.dumps(obj)}</script>'
+
+
+# --- JSON-LD -----------------------------------------------------------------------------------------------------
+
+def test_jsonld_news_article_with_author_object():
+    found = read(page(ld({"@context": "https://schema.org", "@type": "NewsArticle", "headline": "x",
+                          "datePublished": "2019-11-20T08:05:26+00:00", "dateModified": "2019-11-21",
+                          "author": {"@type": "Person", "name": "Sherif Saed"},
+                          "publisher": {"@type": "Organization", "name": "VG247"},
+                          "image": {"@type": "ImageObject", "url": "/img/a.jpg"},
+                          "keywords": "games, reviews", "description": "  A   review. "})))
+    assert found.date == "2019-11-20T08:05:26+00:00" and found.date_modified == "2019-11-21"
+    assert found.author == "Sherif Saed" and found.sitename == "VG247" and found.description == "A review."
+    assert found.image == "https://example.com/img/a.jpg" and found.tags == ("games", "reviews")
+
+
+def test_jsonld_graph_with_author_reference_and_author_list():
+    graph = {"@context": "https://schema.org", "@graph": [
+        {"@type": "WebSite", "@id": "#site", "name": "Example Site"},
+        {"@type": "Person", "@id": "#ann", "name": "Ann Lee"},
+        {"@type": ["BlogPosting"], "datePublished": "2018-04-09", "author": [{"@id": "#ann"}, "Bo Chan"]}]}
+    found = read(page(ld(graph)))
+    assert found.author == "Ann Lee; Bo Chan" and found.date == "2018-04-09" and found.sitename == "Example Site"
+
+
+def test_jsonld_list_and_string_author_and_webpage_only():
+    found = read(page(ld([{"@type": "Organization", "name": "Org"},
+                          {"@type": "WebPage", "datePublished": "2020-01-02", "author": "By JANE DOE"}])))
+    assert found.author == "Jane Doe" and found.date == "2020-01-02"
+
+
+@pytest.mark.parametrize("broken", ['{"@type": "Article", "datePublished": ', "[[[[[[", "<!-- -->", "null", "42",
+                                    '{"@type": 7, "author": {"name": ["x"]}, "datePublished": ["2020-01-01"]}',
+                                    '{"@graph": "nope", "@type": null}', "\x00\x01", '{"author": [[[[]]]]}'])
+def test_malformed_jsonld_never_crashes(broken):
+    html = page(f'<script type="application/ld+json">{broken}</script>'
+                '<meta property="article:published_time" content="2021-06-07T10:00:00Z">')
+    found = read(html)
+    assert found.date in ("2021-06-07T10:00:00+00:00", "2020-01-01")
+
+
+# --- <meta>, og:, twitter:, microdata, <time>, <link>, lang ------------------------------------------------------
+
+def test_open_graph_and_meta_names():
+    head = ('<meta property="og:site_name" content="Example News">'
+            '<meta property="article:published_time" content="2017-05-03T10:20:00+0200">'
+            '<meta property="article:modified_time" content="2017-05-04">'
+            '<meta name="author" content="John Roe">'
+            '<meta name="description" content="What happened.">'
+            '<meta property="og:image" content="https://cdn.example.com/x.png">'
+            '<meta property="article:tag" content="floods"><meta property="article:tag" content="weather">'
+            '<link rel="canonical" href="/a?x=1"><meta property="og:locale" content="de_DE">')
+    found = read(page(head))
+    assert found.sitename == "Example News" and found.author == "John Roe"
+    assert found.date == "2017-05-03T10:20:00+02:00" and found.date_modified == "2017-05-04"
+    assert found.description == "What happened." and found.image == "https://cdn.example.com/x.png"
+    assert found.tags == ("floods", "weather") and found.canonical_url == "https://example.com/a?x=1"
+    assert found.language == "de"  # declared; the text is too short to detect
+
+
+def test_twitter_and_keywords_and_html_lang():
+    head = ('<meta name="twitter:description" content="Short.">'
+            '<meta name="twitter:image" content="/t.jpg"><meta name="keywords" content="a, b; c">')
+    found = read(page(head, lang="fr-FR"))
+    assert found.description == "Short." and found.image == "https://example.com/t.jpg"
+    assert found.tags == ("a", "b", "c") and found.language == "fr"
+
+
+def test_microdata_and_time_pubdate():
+    body = ('<article><h1>A headline here</h1><span itemprop="author" itemscope><span itemprop="name">Cy Diaz'
+            '</span></span><time itemprop="datePublished" datetime="2016-02-29">Feb 29</time><p>Text.</p></article>')
+    found = read(page(body=body))
+    assert found.author == "Cy Diaz" and found.date == "2016-02-29"
+    found = read(page(body='<time pubdate datetime="2015-07-01T09:00">July 1</time><p>x</p>'))
+    assert found.date == "2015-07-01T09:00:00"
+
+
+def test_jsonld_wins_over_meta():
+    html = page(ld({"@type": "Article", "datePublished": "2019-01-01"}) +
+                '<meta property="article:published_time" content="2018-01-01">')
+    assert read(html).date == "2019-01-01"
+
+
+# --- dates and authors --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, day", [
+    ("2017-05-03", "2017-05-03"), ("Posted on May 3, 2017 at 10:00", "2017-05-03"),
+    ("3 May 2017", "2017-05-03"), ("Wed, 3rd May 2017", "2017-05-03"), ("2017/05/03", "2017-05-03"),
+    ("03.05.2017", "2017-05-03"), ("05/03/2017", "2017-05-03"), ("25/12/2019", "2019-12-25"),
+    ("3. März 2017", "2017-03-03"), ("Sept. 9, 2011", "2011-09-09"), ("no date here", None),
+    ("February 30, 2017", None), ("1850-01-01", None)])
+def test_find_date(text, day):
+    assert metadata.find_date(text) == day
+
+
+def test_normalize_date_formats():
+    assert metadata.normalize_date("2017-05-03T10:20:00Z") == "2017-05-03T10:20:00+00:00"
+    assert metadata.normalize_date("Wed, 03 May 2017 10:20:00 GMT") == "2017-05-03"
+    assert metadata.normalize_date("1493806800") == "2017-05-03"
+    assert metadata.normalize_date("garbage") is None and metadata.normalize_date(None) is None
+
+
+@pytest.mark.parametrize("value, author", [
+    ("By Jane Doe", "Jane Doe"), ("by JANE DOE and JOHN ROE", "Jane Doe; John Roe"),
+    ("Ann Lee | Staff Writer", "Ann Lee"), ("By Ann Lee on March 3, 2024", "Ann Lee"),
+    ("Ludwig van Beethoven", "Ludwig van Beethoven"), ("https://facebook.com/someone", None),
+    ("by the Russian and Syrian defense ministries", None), ("staff", None), ("x" * 100, None)])
+def test_normalize_author(value, author):
+    assert metadata.normalize_author(value) == author
+
+
+def test_same_author_ignores_case_punctuation_and_order():
+    assert metadata.same_author("Doe, Jane", "jane doe") and not metadata.same_author("Jane Doe", "John Doe")
+
+
+def test_url_date():
+    assert metadata.url_date("https://x.com/2019/11/20/story/") == "2019-11-20"
+    assert metadata.url_date("https://x.com/story-2019") is None
+
+
+# --- visible evidence and learned rules ---------------------------------------------------------------------------
+
+def test_visible_byline_and_date_near_the_headline():
+    body = ('<h1>A headline here</h1><p class="meta">By Ann Lee</p><p>Published March 4, 2024</p>'
+            f'<p>{ENGLISH}</p>')
+    found = read(page(body=body), url="https://example.com/story", text=ENGLISH)
+    assert found.author == "Ann Lee" and found.date == "2024-03-04" and found.language == "en"
+
+
+def test_learned_rules_on_a_generated_site_read_bylines_and_dates():
+    pages = [seg for seg, _ in sitegen.site_pages(6)]
+    template = learn_template(pages, site="news.example.com/story/")
+    meta = {r.action: r for r in template.rules if r.action in metadata.META_ACTIONS}
+    assert set(meta) == {"meta-author", "meta-date"}
+    assert "byline" in meta["meta-author"].xpath and meta["meta-author"].support == 1.0
+    compiled = CompiledTemplate(template)
+    new, _ = sitegen.site_pages(1, start=40)[0]
+    html = new.page.html
+    byline = html[html.index('<div class="byline">'):].split("</div>")[0]
+    result = extract_page(new, compiled)
+    assert result.author and result.author in byline and result.date.startswith("2024-03-")
+    assert result.to_json()["author"] == result.author
+
+
+def test_learned_rules_follow_declared_metadata_where_pages_declare():
+    """A site whose pages declare their author in JSON-LD and show it in a <span class="who">: the rule points there
+    (not at the first "By" line), and a page without the declaration is read from it."""
+    def html(i: int, declared: bool) -> str:
+        block = ld({"@type": "Article", "author": {"name": f"Rowan {'ABCDEFG'[i]}ee"}}) if declared else ""
+        return page(block, f'<div id="top"><a href="/">Home</a></div><h1>Story number {i}</h1>'
+                           f'<p>By Desk Editor</p><div><span class="who">Rowan {"ABCDEFG"[i]}ee</span></div>'
+                           f'<p>{ENGLISH}</p><div id="foot">Footer text</div>')
+    segs = [seg_of(html(i, True), f"https://ex.com/s/{i}") for i in range(5)]
+    template = learn_template(segs, site="ex.com/s/")
+    rule = next(r for r in template.rules if r.action == "meta-author")
+    assert "who" in rule.xpath
+    result = extract_page(seg_of(html(6, False), "https://ex.com/s/6"), CompiledTemplate(template))
+    assert result.author == "Rowan Gee"
+
+
+def test_rule_metadata_with_a_broken_or_value_xpath_gives_nothing():
+    root = parse_html(page(body="<p class='d'>May 3, 2017</p>"))
+    assert metadata.rule_metadata(root, [Rule(xpath="//p[", action="meta-date", support=1.0)]) == {}
+    assert metadata.rule_metadata(root, [Rule(xpath="count(//p)", action="meta-date", support=1.0)]) == {}
+    assert metadata.rule_metadata(root, [Rule(xpath="//p[@class='d']", action="meta-date", support=1.0)]) == {
+        "date": "2017-05-03"}
+
+
+# --- language -------------------------------------------------------------------------------------------------------
+
+def test_language_detected_from_text_else_declared():
+    german = ("Der Fluss stieg in der Nacht, und am Morgen stand der Marktplatz unter Wasser. Die Händler trugen, "
+              "was sie konnten, in die oberen Stockwerke, während der Rat die Schulhalle öffnete. ") * 2
+    assert metadata.detect_language(german) == "de"
+    assert metadata.detect_language("Too short.") is None
+    assert read(page(body=f"<p>{german}</p>", lang="en"), text=german).language == "de"
+    assert read(page(lang="en"), text="Short.").language == "en"
+
+
+# --- never raises -----------------------------------------------------------------------------------------------
+
+_TAGS = st.sampled_from(["meta", "time", "script", "link", "span", "p", "div", "h1", "html", "head"])
+_ATTRS = st.sampled_from(['property="article:published_time"', 'name="author"', 'itemprop="author"',
+                          'itemprop="datePublished"', 'type="application/ld+json"', 'rel="canonical"',
+                          'class="byline"', 'datetime="2019-13-45"', 'content="{]"', 'lang="?"', "pubdate",
+                          'href="http://[::1"', 'content="By"'])
+_TEXTS = st.one_of(st.text(max_size=40), st.sampled_from(['{"@type":"Article","author":', "By J", "31/31/2031",
+                                                          "May 99, 2017", '{"@graph":[{"@id":1}]}']))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(_TAGS, st.lists(_ATTRS, max_size=3), _TEXTS), max_size=12), st.text(max_size=30))
+def test_metadata_never_raises_on_arbitrary_markup(parts, tail):
+    html = "".join(f"<{tag} {' '.join(attrs)}>{text}</{tag}>" for tag, attrs, text in parts) + tail
+    root = parse_html(html)
+    if root is None:
+        return
+    seg = segment(root, Page(id="x", url="https://example.com/2020/02/30/x", html=html))
+    found = metadata.read_metadata(seg, rules=[Rule(xpath="//p", action="meta-author", support=1.0),
+                                               Rule(xpath="//time", action="meta-date", support=1.0)], text=tail)
+    assert isinstance(found, Metadata)
+    assert found.date is None or found.date[:4].isdigit()
