@@ -13,6 +13,7 @@ import signal
 import sqlite3
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Optional
@@ -76,8 +77,21 @@ class Interrupted(BaseException):
     """SIGINT (Ctrl-C): a BaseException, so that click does not take it for its own abort."""
 
 
+INTERRUPT_GRACE_S = 10.0  # seconds the unwinding after Ctrl-C may take (rollbacks, stopping workers) before exit
+INTERRUPTED_LINE = "interrupted: what was committed is kept; run the same command again to continue"
+
+
 def _interrupted(signum, frame) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # a second Ctrl-C ends the process at once
+    watchdog = threading.Timer(INTERRUPT_GRACE_S, _exit_interrupted)  # an unwinding that hangs (a worker pool
+    watchdog.daemon = True  # stopped mid-task) still ends: SQLite keeps only what was committed either way
+    watchdog.start()
     raise Interrupted
+
+
+def _exit_interrupted() -> None:
+    err.print(INTERRUPTED_LINE, highlight=False, soft_wrap=True, markup=False)
+    os._exit(130)
 
 
 def _show_version(value: bool) -> None:
@@ -920,9 +934,7 @@ def main() -> None:
     try:
         app()
     except Interrupted:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        err.print("interrupted: what was committed is kept; run the same command again to continue",
-                  highlight=False, soft_wrap=True, markup=False)
+        err.print(INTERRUPTED_LINE, highlight=False, soft_wrap=True, markup=False)
         sys.exit(130)
 
 
