@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from templater import config, dedup, evaluation_run, pipeline, signature_run, sources, training
+from templater import config, dedup, document, evaluation_run, pipeline, signature_run, sources, training
 from templater import inspect as rule_inspect
 from templater import recrawl as recrawls
 from templater import fallback
@@ -119,12 +119,84 @@ def write_jsonl(stream, record: dict) -> None:
     stream.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
-def extract_all(store, output: Optional[Path], *, fallback: str, index: bool, quiet: bool) -> None:
-    """Extract every stored page to JSON Lines (the shared body of `extract` and `run`)."""
+FORMATS = {"jsonl": "jsonl", "markdown": "md", "text": "txt", "html": "html"}  # format -> file name extension
+PAGE_SEPARATOR = "\f\n"  # between pages of a non-JSONL format written to standard output
+
+
+class Rendering:
+    """How extractions are written: --format, --with-markdown, --links and --output, checked before any work."""
+
+    def __init__(self, output: Optional[Path], format: str, *, with_markdown: bool, links: bool) -> None:
+        if with_markdown and format != "jsonl":
+            raise typer.BadParameter(f"--with-markdown adds a field to JSON Lines; --format {format} has no fields",
+                                     param_hint="--with-markdown")
+        self.output = None if output is None or str(output) == "-" else output
+        self.format, self.with_markdown, self.links = format, with_markdown, links
+        if self.output is not None and format == "jsonl" and self.output.is_dir():
+            raise InputError(f"{self.output} is a folder; give a file for JSON Lines (folders are for --format "
+                             "markdown, text or html)")
+        if self.output is not None and format != "jsonl" and self.output.exists() and not self.output.is_dir():
+            raise InputError(f"{self.output} is a file; --format {format} writes one file a page into a folder")
+
+    @contextlib.contextmanager
+    def open(self) -> Iterator:
+        """A function that writes one extraction."""
+        if self.format == "jsonl":
+            with output_stream(self.output) as stream:
+                yield lambda result: write_jsonl(stream, self.record(result))
+            return
+        if self.output is None:
+            first = [True]
+
+            def to_stdout(result) -> None:
+                sys.stdout.write(("" if first[0] else PAGE_SEPARATOR) + self.render(result))
+                first[0] = False
+
+            yield to_stdout
+            return
+        self.output.mkdir(parents=True, exist_ok=True)
+        extension = FORMATS[self.format]
+        yield lambda result: (self.output / document.file_name(result.id, extension)).write_text(
+            self.render(result), encoding="utf-8")
+
+    def record(self, result) -> dict:
+        record = result.to_json()
+        if self.with_markdown:
+            record["markdown"] = document.to_markdown(result.document, links=self.links)
+        return record
+
+    def render(self, result) -> str:
+        if self.format == "markdown":
+            return document.to_markdown(result.document, links=self.links)
+        if self.format == "html":
+            return document.to_html(result.document, links=self.links)
+        return document.render_text(result.document)
+
+
+def check_format(value: str) -> str:
+    if value not in FORMATS:
+        raise typer.BadParameter(f"{value!r}: choose one of {', '.join(FORMATS)}")
+    return value
+
+
+FormatOption = typer.Option("jsonl", "--format", "-f", callback=check_format,
+                            help="jsonl (one JSON record a page), markdown, text or html (one file a page in the "
+                                 "--output folder, or every page on standard output separated by form feeds).")
+WithMarkdownOption = typer.Option(False, "--with-markdown", help="JSON Lines: add each page as Markdown in a "
+                                                                 "\"markdown\" field.")
+LinksOption = typer.Option(False, "--links", help="Markdown and HTML: keep the links, with their URLs.")
+PagesOutputOption = typer.Option(None, "--output", "-o", help="JSON Lines file for --format jsonl, else a folder "
+                                                              "(one file a page, named after its id); default: "
+                                                              "standard output.")
+
+
+def extract_all(store, rendering: Rendering, *, fallback: str, index: bool, quiet: bool) -> None:
+    """Extract every stored page and write it as --format says (the shared body of `extract` and `run`)."""
     summary = pipeline.Summary()
-    with progress_bar("extract", quiet) as progress, output_stream(output) as stream:
-        for result in pipeline.extract(store, method=fallback, index=index, progress=progress):
-            write_jsonl(stream, result.to_json())
+    with progress_bar("extract", quiet) as progress, rendering.open() as write:
+        for result in pipeline.extract(store, method=fallback, index=index, links=rendering.links,
+                                       progress=progress):
+            write(result)
             summary.counts[result.method] += 1
     report("extract", summary, quiet)
 
@@ -207,33 +279,39 @@ OutputOption = typer.Option(None, "--output", "-o", help="JSON Lines output file
 
 
 @app.command()
-def extract(db: Path = DbOption, output: Optional[Path] = OutputOption, fallback: str = FallbackOption,
-            index: bool = IndexOption, quiet: bool = QuietOption) -> None:
-    """Extract the main content of every stored page as JSON Lines.
+def extract(db: Path = DbOption, output: Optional[Path] = PagesOutputOption, fallback: str = FallbackOption,
+            index: bool = IndexOption, format: str = FormatOption, with_markdown: bool = WithMarkdownOption,
+            links: bool = LinksOption, quiet: bool = QuietOption) -> None:
+    """Extract the main content of every stored page as JSON Lines (or Markdown, text or HTML with --format).
 
-    Each line: {"id", "url", "site", "text", "method", "template", "coverage"}.
+    Each line: {"id", "url", "site", "text", "method", "template", "coverage", "title"}; `title` is the
+    headline, `text` the body without it.
 
     Example: templater extract --db crawl.db --output extracted.jsonl
+    Example: templater extract --db crawl.db --format markdown --links --output pages/
     """
     with handled_errors():
+        rendering = Rendering(output, format, with_markdown=with_markdown, links=links)
         store = pipeline.open_store(db, create=False)
-        extract_all(store, output, fallback=fallback, index=index, quiet=quiet)
+        extract_all(store, rendering, fallback=fallback, index=index, quiet=quiet)
 
 
 @app.command()
-def run(inputs: list[Path] = InputsArgument, db: Path = DbOption, output: Optional[Path] = OutputOption,
-        fallback: str = FallbackOption, index: bool = IndexOption, quiet: bool = QuietOption) -> None:
+def run(inputs: list[Path] = InputsArgument, db: Path = DbOption, output: Optional[Path] = PagesOutputOption,
+        fallback: str = FallbackOption, index: bool = IndexOption, format: str = FormatOption,
+        with_markdown: bool = WithMarkdownOption, links: bool = LinksOption, quiet: bool = QuietOption) -> None:
     """Ingest, learn templates and extract, in one go.
 
     Example: templater run samples/pages.jsonl.gz --db samples.db --output extracted.jsonl
     """
     with handled_errors():
+        rendering = Rendering(output, format, with_markdown=with_markdown, links=links)
         store = pipeline.open_store(db)
         with progress_bar("ingest", quiet) as progress:
             report("ingest", pipeline.ingest(store, inputs, progress=progress), quiet)
         with progress_bar("build", quiet) as progress:
             report("build", pipeline.build(store, progress=progress), quiet)
-        extract_all(store, output, fallback=fallback, index=index, quiet=quiet)
+        extract_all(store, rendering, fallback=fallback, index=index, quiet=quiet)
 
 
 @app.command()

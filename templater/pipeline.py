@@ -344,15 +344,16 @@ def best_layout(seg: Segmented, layouts: Sequence[tuple[np.ndarray, CompiledTemp
 
 
 def extract(db: sqlite_utils.Database, *, method: str = "auto", ids: Sequence[str] | None = None,
-            settings: LearnSettings = LearnSettings(), index: bool = False,
+            settings: LearnSettings = LearnSettings(), index: bool = False, links: bool = False,
             progress: Progress | None = None) -> Iterator[Extraction]:
     """Extract every stored page (or the given ids) with its template, store the result, and yield it.
 
     With ``index``, the extracted texts also go into the near-duplicate index, one batch per committed batch.
+    With ``links``, each result's document carries its links' URLs.
     """
     if ids is None:
         ids = [pid for pid, _, _ in page_store.iter_page_keys(db)]
-    results = _extract_stored(db, ids, method=method, settings=settings, progress=progress)
+    results = _extract_stored(db, ids, method=method, settings=settings, links=links, progress=progress)
     if not index:
         yield from results
         return
@@ -375,7 +376,7 @@ def _index(db: sqlite_utils.Database, results: list[Extraction]) -> None:
 
 
 def _extract_stored(db: sqlite_utils.Database, ids: Sequence[str], *, method: str, settings: LearnSettings,
-                    progress: Progress | None) -> Iterator[Extraction]:
+                    links: bool, progress: Progress | None) -> Iterator[Extraction]:
     index = TemplateIndex(db)
     with _Batch(db) as batch:
         for done, stored in enumerate(page_store.load_pages(db, ids), 1):
@@ -383,7 +384,7 @@ def _extract_stored(db: sqlite_utils.Database, ids: Sequence[str], *, method: st
             if isinstance(seg, Skip):
                 continue
             compiled = index.find(seg, stored.site, threshold=settings.layout_match)
-            result = extract_page(seg, compiled, site=stored.site or stored.group_key, method=method)
+            result = extract_page(seg, compiled, site=stored.site or stored.group_key, method=method, links=links)
             batch.write()
             page_store.save_extraction(db, page_id=result.id, site=result.site, method=result.method,
                                        template=result.template, coverage=result.coverage, text=result.text,

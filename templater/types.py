@@ -122,6 +122,34 @@ class Segmented:
 
 
 @dataclass(frozen=True, slots=True)
+class DocNode:
+    """One element of an extracted document, in reading order.
+
+    kind: "heading" (``level`` 1-6), "paragraph", "item" (a list item: ``level`` its nesting depth from 1,
+    ``ordered`` for a numbered list; ``text`` may hold several lines), "code" (``text`` the lines of a <pre> as
+    they were), "table" (``rows`` of cell texts, ``header`` when its first row is a header row). ``quote`` is the
+    number of <blockquote> around it; ``links`` the (anchor text, URL) pairs of its text, when asked for.
+    """
+
+    kind: str
+    text: str = ""
+    level: int = 0
+    ordered: bool = False
+    quote: int = 0
+    rows: tuple[tuple[str, ...], ...] = ()
+    header: bool = False
+    links: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """An extraction as a structured document: its headline apart and the body's nodes (templater.document)."""
+
+    title: str | None
+    nodes: tuple[DocNode, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Rule:
     """One learned (or pinned) rule of a template.
 
@@ -161,7 +189,9 @@ class Extraction:
     coverage: float | None
     kept: tuple[int, ...] = field(default=(), repr=False)  # indexes of the blocks kept
     boilerplate_chars: int = 0
+    title: str | None = None  # the headline, kept apart from text
+    document: Document | None = field(default=None, repr=False, compare=False)  # text's structure
 
     def to_json(self) -> dict:
         return {"id": self.id, "url": self.url, "site": self.site, "text": self.text, "method": self.method,
-                "template": self.template, "coverage": self.coverage}
+                "template": self.template, "coverage": self.coverage, "title": self.title}
