@@ -324,6 +324,11 @@ def recrawl(inputs: list[Path] = InputsArgument, db: Path = DbOption,
             fallback: str = FallbackOption,
             batch_size: int = typer.Option(config.RECRAWL_BATCH_PAGES, "--batch-size",
                                            help="Records per committed batch: a killed run loses at most one."),
+            output: Optional[Path] = typer.Option(None, "--output", "-o",
+                                                  help="Write the pages this run extracts (new, changed, revived, "
+                                                       "extracted again): a JSON Lines file for --format jsonl, else "
+                                                       "a folder (one file a page); - for standard output."),
+            format: str = FormatOption, with_markdown: bool = WithMarkdownOption, links: bool = LinksOption,
             quiet: bool = QuietOption) -> None:
     """Bring the database up to date with a crawl that came back; rerun the same command after a kill to continue.
 
@@ -333,13 +338,19 @@ def recrawl(inputs: list[Path] = InputsArgument, db: Path = DbOption,
     and marked stale (see `templater rules history`), and its pages are extracted again. Work is committed in
     batches with the run's progress, so a rerun after a kill (even kill -9) continues where it stopped.
 
+    With --output, the pages this run extracts are written as `extract` writes them (after a kill, the rerun
+    writes those it extracts).
+
     Example: templater recrawl crawl-2024-06.warc.gz --db crawl.db --retire-missing --log recrawl.log
     """
     with handled_errors(), log_to_file(log):
+        rendering = Rendering(output, format, with_markdown=with_markdown, links=links) if output else None
         store = pipeline.open_store(db)
-        with progress_bar("recrawl", quiet) as progress:
+        with progress_bar("recrawl", quiet) as progress, (
+                rendering.open() if rendering else contextlib.nullcontext()) as write:
             summary = recrawls.recrawl(store, inputs, retire_missing=retire_missing, method=fallback,
-                                       batch_size=batch_size, progress=progress)
+                                       batch_size=batch_size, progress=progress, on_extracted=write,
+                                       links=links)
         report("recrawl", summary, quiet)
 
 
@@ -727,7 +738,8 @@ def print_dedup_table(runs) -> None:
 def eval_extract(gold: Path = typer.Argument(..., help='Gold corpus: JSON Lines (.gz too) with "id" and "gold".'),
                  predicted: Path = typer.Argument(..., help='Predictions: JSON Lines with "id" and "text".'),
                  as_json: bool = typer.Option(False, "--json", help="Print the figures as one JSON object.")) -> None:
-    """Bag-of-tokens precision, recall and F1 per page, macro-averaged (the measure of shared/eval/score.py).
+    """Bag-of-tokens precision, recall and F1 per page, macro-averaged (the measure of shared/eval/score.py; a
+    prediction's "title" is scored with its "text", except where the gold is the body alone).
 
     A gold page with no prediction counts as an empty extraction; pages without gold text are not scored.
 

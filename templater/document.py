@@ -35,6 +35,8 @@ LIST_TAGS = frozenset({"ul", "ol", "menu", "dir"})
 CELL_TAGS = frozenset({"td", "th"})
 LAYOUT_TABLE_MARKS = ".//table|.//h1|.//h2|.//h3"  # a table holding these lays the page out: not a data table
 TITLE_SEPARATORS = re.compile(r"\s+(?:\||-|–|—|::|•|·|»|/)\s+")  # "Headline | Site name" in a <title>
+PERMALINK_MARKS = " ¶§🔗"  # a heading's permalink sign ("json — JSON encoder and decoder¶") is not its headline
+MAX_TITLE_CHARS = 300  # a block longer than this is no headline
 MIN_TABLE_CELLS = 2  # a table whose rows never hold more than one kept cell is text laid out, not a table
 _DECLARED_TITLES = etree.XPath(
     "/html/head/meta[@property='og:title' or @name='og:title' or @name='twitter:title' "
@@ -64,7 +66,7 @@ def _child_context(parent: _Context, element) -> _Context:
         ctx.pre = element
     elif tag == "table":
         ctx.table, ctx.cell = element, None
-    elif tag in CELL_TAGS:
+    elif tag in CELL_TAGS and parent.table is not None:  # a stray <td> outside any table is not a cell
         ctx.cell = element
     elif tag == "li":
         ctx.item = element
@@ -103,18 +105,36 @@ class _Contexts:
 
 
 def find_title(seg: Segmented) -> tuple[str | None, int | None]:
-    """(the page's headline, index of its block or None): the heading block the declared titles (og:title,
-    twitter:title and <title>) echo best, else the first declared social title, else the <title> less its
-    site name."""
+    """(the page's headline, index of its block or None): a block that says exactly what a declared title
+    (og:title, twitter:title, <title>, or one of them less its site name) says, a heading first, a block not
+    made of a link else; failing that the heading block the declared titles echo best (template.find_headline);
+    else the first declared social title, else the <title> less its site name."""
     declared = [" ".join(t.split()) for t in _DECLARED_TITLES(seg.root)] if seg.root is not None else []
     declared = [t for t in declared if t]
+    index = _exact_headline(seg, [*declared, seg.title])
     evidence = " ".join([*declared, seg.title])
-    index = find_headline(seg, evidence) if evidence else None
+    if index is None and evidence:
+        index = find_headline(seg, evidence)
     if index is not None:
-        return seg.blocks[index].text, index
+        return seg.blocks[index].text.rstrip(PERMALINK_MARKS) or None, index
     if declared:
         return declared[0], None
     return (strip_site_name(seg.title) or None), None
+
+
+def _exact_headline(seg: Segmented, titles: list[str]) -> int | None:
+    """The first heading block, else the first block not made of links, whose text is one of the titles (or one
+    less its site name), case aside."""
+    wanted = {t.lower() for t in titles if t} | {strip_site_name(t).lower() for t in titles if t}
+    wanted.discard("")
+    if not wanted:
+        return None
+    found = [b for b in seg.blocks if len(b.text) <= MAX_TITLE_CHARS and b.text.rstrip(PERMALINK_MARKS).lower()
+             in wanted]
+    heading = next((b.index for b in found if b.tag in HEADING_LEVELS), None)
+    if heading is not None:
+        return heading
+    return next((b.index for b in found if b.link_chars * 2 < len(b.text)), None)
 
 
 def strip_site_name(title: str) -> str:

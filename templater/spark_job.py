@@ -626,7 +626,7 @@ def _clusters(members, settings: ShingleSettings, parts: int):
 PAGES_SCHEMA = ("id string, url string, host string, group_key string, site string, content_hash string, "
                 "fetched_at string, encoding string, n_blocks int, text_chars int, source string")
 EXTRACTIONS_SCHEMA = ("id string, url string, site string, text string, method string, template string, "
-                      "coverage double, boilerplate_chars int")
+                      "coverage double, boilerplate_chars int, title string")
 CLUSTERS_SCHEMA = "id string, url string, cluster long, canonical string, similarity double"
 SKIPS_SCHEMA = "source string, reason string, detail string, id string, url string"
 
@@ -636,7 +636,7 @@ def _write(spark, out: str, *, extracted, extractions, clusters, skips) -> dict[
     rows = {
         "pages": (extracted.map(lambda me: me[0]), PAGES_SCHEMA),
         "extractions": (extractions.map(lambda e: (e.id, e.url, e.site, e.text, e.method, e.template, e.coverage,
-                                                   e.boilerplate_chars)), EXTRACTIONS_SCHEMA),
+                                                   e.boilerplate_chars, e.title)), EXTRACTIONS_SCHEMA),
         "clusters": (clusters.map(lambda r: (r["id"], r["url"], r["cluster"], r["canonical"], r["similarity"])),
                      CLUSTERS_SCHEMA),
         "skips": (skips.map(lambda s: (s.source, s.reason, s.detail, s.id, s.url)), SKIPS_SCHEMA),

@@ -116,7 +116,7 @@ def test_spark_job_gives_the_local_run(local, run, request):
     assert _templates(db) == _templates(local["db"])
     assert len(_templates(db)) >= 5
 
-    fields = ("url", "site", "text", "method", "template", "coverage", "boilerplate_chars")
+    fields = ("url", "site", "text", "method", "template", "coverage", "boilerplate_chars", "title")
     expected = {e.id: tuple(getattr(e, f) for f in fields) for e in local["extractions"]}
     assert {r["id"]: tuple(r[f] for f in fields) for r in distributed["extractions"]} == expected
 
