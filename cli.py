@@ -338,8 +338,9 @@ def recrawl(inputs: list[Path] = InputsArgument, db: Path = DbOption,
     and marked stale (see `templater rules history`), and its pages are extracted again. Work is committed in
     batches with the run's progress, so a rerun after a kill (even kill -9) continues where it stopped.
 
-    With --output, the pages this run extracts are written as `extract` writes them (after a kill, the rerun
-    writes those it extracts).
+    With --output, the pages this run extracts are written as `extract` writes them; a page extracted again after
+    its site's template was learned is written again (its last record is its extraction). After a kill, the rerun
+    writes what it extracts.
 
     Example: templater recrawl crawl-2024-06.warc.gz --db crawl.db --retire-missing --log recrawl.log
     """

@@ -6,7 +6,8 @@
 The suite is cut from ../shared/corpus by ../shared/eval/suites.py (into a temp folder when missing). templater
 ingests, learns and extracts the whole suite in one fresh database, exactly as `templater run` does; trafilatura
 (comments excluded, with its metadata's title) extracts the same pages. Both predictions (title and text) are
-scored by ../shared/eval/score.py, overall and per dataset (title + text, or the body alone where the gold is); the table prints P/R/F1 and the F1 difference.
+scored by ../shared/eval/score.py, overall and per dataset (title + text, or the body alone where the gold is
+the body alone); the table prints P/R/F1 and the F1 difference.
 """
 
 from __future__ import annotations

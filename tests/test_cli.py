@@ -16,7 +16,7 @@ def test_run_writes_the_documented_fields(tmp_path):
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 38
-    assert all(set(r) == {"id", "url", "site", "text", "method", "template", "coverage"} for r in rows)
+    assert all(set(r) == {"id", "url", "site", "text", "method", "template", "coverage", "title"} for r in rows)
     assert {r["method"] for r in rows} == {"template", "fallback"}
 
 
