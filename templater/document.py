@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urljoin
 
+import numpy as np
 from lxml import etree
 
 from .config import BLOCK_TAGS
@@ -58,8 +59,13 @@ class _Context:
     heading: int = 0  # level of the enclosing <h1>-<h6>
 
 
+_SHAPING_TAGS = frozenset({"pre", "table", "li", "blockquote", *CELL_TAGS, *LIST_TAGS, *HEADING_LEVELS})
+
+
 def _child_context(parent: _Context, element) -> _Context:
     tag = element.tag
+    if tag not in _SHAPING_TAGS:
+        return parent  # contexts are never changed once made: an element that shapes nothing shares its parent's
     ctx = _Context(parent.pre, parent.cell, parent.table, parent.item, parent.depth, parent.ordered, parent.quote,
                    parent.heading)
     if tag == "pre":
@@ -87,14 +93,18 @@ class _Contexts:
         self.data_tables: dict = {}
 
     def of(self, element) -> _Context:
+        known = self.known
+        ctx = known.get(element)
+        if ctx is not None:
+            return ctx
         chain = []
         node = element
-        while node is not None and node not in self.known:
+        while node is not None and node not in known:
             chain.append(node)
             node = node.getparent()
-        ctx = self.known[node] if node is not None else _Context()
+        ctx = known[node] if node is not None else _Context()
         for item in reversed(chain):
-            ctx = self.known[item] = _child_context(ctx, item)
+            ctx = known[item] = _child_context(ctx, item)
         return ctx
 
     def data_table(self, table) -> bool:
@@ -129,8 +139,8 @@ def _exact_headline(seg: Segmented, titles: list[str]) -> int | None:
     wanted.discard("")
     if not wanted:
         return None
-    found = [b for b in seg.blocks if len(b.text) <= MAX_TITLE_CHARS and b.text.rstrip(PERMALINK_MARKS).lower()
-             in wanted]
+    longest = min(max(map(len, wanted)) + len(PERMALINK_MARKS), MAX_TITLE_CHARS)
+    found = [b for b in seg.blocks if len(b.text) <= longest and b.text.rstrip(PERMALINK_MARKS).lower() in wanted]
     heading = next((b.index for b in found if b.tag in HEADING_LEVELS), None)
     if heading is not None:
         return heading
@@ -149,11 +159,12 @@ def build_document(seg: Segmented, keep, *, links: bool = False) -> Document:
     same = " ".join(title.lower().split()) if title else None
     contexts = _Contexts()
     builder = _Builder(seg.page.url if links else None)
-    for index, kept in enumerate(keep):
-        if not kept or index == headline:
+    blocks = seg.blocks
+    for index in np.flatnonzero(keep).tolist():
+        if index == headline:
             continue
-        block = seg.blocks[index]
-        if same is not None and block.text.lower() == same:
+        block = blocks[index]
+        if same is not None and len(block.text) == len(same) and block.text.lower() == same:
             continue  # the headline again (a second heading, a breadcrumb's last step)
         builder.add(block, contexts.of(block.element), contexts)
     return Document(title=title, nodes=tuple(builder.finish()))
@@ -171,7 +182,8 @@ class _Builder:
 
     def add(self, block, ctx: _Context, contexts: _Contexts) -> None:
         if ctx.pre is not None:
-            self._close_table()
+            if self.table is not None:
+                self._close_table()
             self.item = None
             if ctx.pre is not self.pre:
                 self.pre = ctx.pre
@@ -182,8 +194,9 @@ class _Builder:
             self.item = None
             self._add_cell(block, ctx)
             return
-        self._close_table()
-        found = self._links(block)
+        if self.table is not None:
+            self._close_table()
+        found = self._links(block) if self.base_url is not None else ()
         if ctx.item is not None and ctx.depth:
             if ctx.item is self.item and self.nodes and self.nodes[-1].kind == "item":
                 last = self.nodes[-1]
@@ -260,14 +273,21 @@ def _owner(element):
 def pre_text(pre) -> str:
     """A <pre>'s text as it shows: line breaks (and <br>s) and indentation kept, trailing spaces and the blank lines
     around it dropped."""
-    parts: list[str] = []
-    _pre_parts(pre, parts)
-    lines = [line.rstrip() for line in "".join(parts).replace("\r\n", "\n").replace("\xa0", " ").split("\n")]
-    while lines and not lines[0].strip():
-        lines.pop(0)
-    while lines and not lines[-1].strip():
+    if next(pre.iter("br"), None) is None:
+        text = etree.tostring(pre, method="text", encoding=str, with_tail=False)  # its text nodes joined, in C
+    else:
+        parts: list[str] = []
+        _pre_parts(pre, parts)
+        text = "".join(parts)
+    if "\r" in text or "\xa0" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\xa0", " ")
+    lines = [line.rstrip() for line in text.split("\n")]
+    while lines and not lines[-1]:
         lines.pop()
-    return "\n".join(lines)
+    start = 0
+    while start < len(lines) and not lines[start]:
+        start += 1
+    return "\n".join(lines[start:])
 
 
 def _pre_parts(element, parts: list[str]) -> None:

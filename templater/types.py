@@ -121,9 +121,9 @@ class Segmented:
         return np.fromiter((len(b.text) for b in self.blocks), dtype=np.int64, count=len(self.blocks))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a page makes dozens, and a frozen init costs four times as much
 class DocNode:
-    """One element of an extracted document, in reading order.
+    """One element of an extracted document, in reading order (treat instances as immutable).
 
     kind: "heading" (``level`` 1-6), "paragraph", "item" (a list item: ``level`` its nesting depth from 1,
     ``ordered`` for a numbered list; ``text`` may hold several lines), "code" (``text`` the lines of a <pre> as
