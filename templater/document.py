@@ -38,7 +38,11 @@ LAYOUT_TABLE_MARKS = ".//table|.//h1|.//h2|.//h3"  # a table holding these lays 
 TITLE_SEPARATORS = re.compile(r"\s+(?:\||-|–|—|::|•|·|»|/)\s+")  # "Headline | Site name" in a <title>
 PERMALINK_MARKS = " ¶§🔗"  # a heading's permalink sign ("json — JSON encoder and decoder¶") is not its headline
 MAX_TITLE_CHARS = 300  # a block longer than this is no headline
+HEADLINE_MIN_WORDS = 0.5  # a heading echoing the declared titles holds at least this share of the headline's words
+SITE_NAME_WORDS = 4  # a title's end part this short (or shorter) may be the site's name ...
+SITE_NAME_CUTS = 3  # ... and so may the one before it ("Headline | Section | Site")
 MIN_TABLE_CELLS = 2  # a table whose rows never hold more than one kept cell is text laid out, not a table
+_DOMAIN = re.compile(r"[a-z]\.(?:com|net|org|info|gov|edu|co\.[a-z]{2})\b", re.IGNORECASE)
 _DECLARED_TITLES = etree.XPath(
     "/html/head/meta[@property='og:title' or @name='og:title' or @name='twitter:title' "
     "or @property='twitter:title']/@content")
@@ -115,42 +119,77 @@ class _Contexts:
 
 
 def find_title(seg: Segmented) -> tuple[str | None, int | None]:
-    """(the page's headline, index of its block or None): a block that says exactly what a declared title
-    (og:title, twitter:title, <title>, or one of them less its site name) says, a heading first, a block not
-    made of a link else; failing that the heading block the declared titles echo best (template.find_headline);
-    else the first declared social title, else the <title> less its site name."""
+    """(the page's headline, index of its block or None).
+
+    The evidence is what the page declares: og:title, twitter:title and <title>. In order: a block that says
+    exactly what one of them says, as it is or less the site name at either end (``_exact_headline``); else the
+    heading block the declared titles echo best (``template.find_headline``, the finder learning uses), unless it
+    holds less than HEADLINE_MIN_WORDS of the declared headline's words (a section name, "Politics", that the
+    <title> also carries); else the first declared social title, else the <title> less its site name; with no
+    declared title at all, the first <h1>."""
     declared = [" ".join(t.split()) for t in _DECLARED_TITLES(seg.root)] if seg.root is not None else []
     declared = [t for t in declared if t]
-    index = _exact_headline(seg, [*declared, seg.title])
-    evidence = " ".join([*declared, seg.title])
-    if index is None and evidence:
-        index = find_headline(seg, evidence)
+    titles = [*declared, seg.title] if seg.title else declared
+    if not titles:
+        index = next((b.index for b in seg.blocks if b.tag == "h1" and len(b.text) <= MAX_TITLE_CHARS), None)
+        return (seg.blocks[index].text.rstrip(PERMALINK_MARKS) or None, index) if index is not None else (None, None)
+    index = _exact_headline(seg, titles)
+    if index is None:
+        index = find_headline(seg, " ".join(titles))
+        wanted = len(strip_site_name(titles[0]).split())
+        if index is not None and len(seg.blocks[index].text.split()) < HEADLINE_MIN_WORDS * wanted:
+            index = None
     if index is not None:
         return seg.blocks[index].text.rstrip(PERMALINK_MARKS) or None, index
-    if declared:
-        return declared[0], None
-    return (strip_site_name(seg.title) or None), None
+    title = declared[0] if declared else seg.title
+    return strip_site_name(strip_site_name(title), from_start=True) or None, None
+
+
+def _title_forms(title: str) -> list[str]:
+    """A declared title as it is and less a site name at its end, then at its start, lower-cased."""
+    forms = [*site_name_cuts(title), strip_site_name(title, from_start=True)]
+    return [f.lower() for f in forms if f]
 
 
 def _exact_headline(seg: Segmented, titles: list[str]) -> int | None:
-    """The first heading block, else the first block not made of links, whose text is one of the titles (or one
-    less its site name), case aside."""
-    wanted = {t.lower() for t in titles if t} | {strip_site_name(t).lower() for t in titles if t}
-    wanted.discard("")
-    if not wanted:
-        return None
+    """The block whose text is one of the titles' forms (case aside): a heading saying the whole title first, then
+    a heading saying a shorter form that is not made of a link, then any such heading, then any block not made of
+    a link; the first in document order within each."""
+    whole = {t.lower() for t in titles}
+    wanted = {form for t in titles for form in _title_forms(t)}
     longest = min(max(map(len, wanted)) + len(PERMALINK_MARKS), MAX_TITLE_CHARS)
     found = [b for b in seg.blocks if len(b.text) <= longest and b.text.rstrip(PERMALINK_MARKS).lower() in wanted]
-    heading = next((b.index for b in found if b.tag in HEADING_LEVELS), None)
-    if heading is not None:
-        return heading
-    return next((b.index for b in found if b.link_chars * 2 < len(b.text)), None)
+    headings = [b for b in found if b.tag in HEADING_LEVELS]
+    ranked = ([b for b in headings if b.text.rstrip(PERMALINK_MARKS).lower() in whole],
+              [b for b in headings if b.link_chars * 2 < len(b.text)], headings,
+              [b for b in found if b.link_chars * 2 < len(b.text)])
+    return next((group[0].index for group in ranked if group), None)
 
 
-def strip_site_name(title: str) -> str:
-    """A <title> less the site name it carries after (or before) a separator: the longest part."""
-    parts = [p for p in TITLE_SEPARATORS.split(title) if p.strip()]
-    return max(parts, key=len).strip() if len(parts) > 1 else title.strip()
+def strip_site_name(title: str, *, from_start: bool = False) -> str:
+    """A title less the site name it carries at its end ("Headline - Site", "Headline | Section | Site"): end
+    parts of at most SITE_NAME_WORDS words are cut, at most SITE_NAME_CUTS of them, while two words or more are
+    left; with ``from_start``, one part at its start, where it names a domain ("FOXNews.com - Headline") or is
+    short and shorter than the rest."""
+    return site_name_cuts(title, from_start=from_start)[-1]
+
+
+def site_name_cuts(title: str, *, from_start: bool = False) -> list[str]:
+    """The title, then what is left after each cut strip_site_name makes."""
+    out = [title.strip()]
+    for _ in range(1 if from_start else SITE_NAME_CUTS):
+        title = out[-1]
+        cuts = list(TITLE_SEPARATORS.finditer(title))
+        if not cuts:
+            break
+        cut = cuts[0] if from_start else cuts[-1]
+        part, rest = (title[:cut.start()], title[cut.end():]) if from_start else (title[cut.end():],
+                                                                                   title[:cut.start()])
+        short = len(part.split()) <= SITE_NAME_WORDS
+        if len(rest.split()) < 2 or not (short and (not from_start or len(part) < len(rest) or _DOMAIN.search(part))):
+            break
+        out.append(rest.strip())
+    return out
 
 
 def build_document(seg: Segmented, keep, *, links: bool = False) -> Document:

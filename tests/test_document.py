@@ -126,8 +126,9 @@ def test_layout_tables_and_one_cell_rows_stay_paragraphs():
               "</td><td>side</td></tr></table><table><tr><td>only</td></tr><tr><td>cells</td></tr></table>"
               "</body></html>")
     _, result = doc_of(markup)
-    assert [n.kind for n in result.document.nodes] == ["heading"] + ["paragraph"] * 5
-    assert result.text.split("\n") == ["Site", "Para one.", "Para two.", "side", "only", "cells"]
+    assert result.title == "Site"  # no declared title: the first <h1>
+    assert [n.kind for n in result.document.nodes] == ["paragraph"] * 5
+    assert result.text.split("\n") == ["Para one.", "Para two.", "side", "only", "cells"]
 
 
 def test_stray_cells_and_empty_pages_do_not_crash():
@@ -137,6 +138,26 @@ def test_stray_cells_and_empty_pages_do_not_crash():
     empty = document.build_document(seg, np.zeros(len(seg.blocks), dtype=bool))
     assert empty.nodes == () and document.to_text(empty.nodes) == ""
     assert document.to_markdown(empty) == "\n" and "<article>" in document.to_html(empty)
+
+
+def test_site_names_leave_declared_titles():
+    assert document.strip_site_name("Smear tactics - Los Angeles Times") == "Smear tactics"
+    assert document.strip_site_name("Senate passes the budget | Politics | Site") == "Senate passes the budget"
+    assert document.strip_site_name("json — JSON encoder and decoder — Python 3.11 docs") == "json — JSON encoder and decoder"
+    assert document.strip_site_name("Star Wars Jedi: Fallen Order review - shoots for the moon, lands among the "
+                                    "stars") == "Star Wars Jedi: Fallen Order review - shoots for the moon, lands " \
+                                                "among the stars"
+    assert document.strip_site_name("FOXNews.com - Paula Abdul Breaks Nose", from_start=True) == \
+        "Paula Abdul Breaks Nose"
+    assert document.strip_site_name("No separator here") == "No separator here"
+
+
+def test_a_section_name_the_title_carries_is_not_the_headline():
+    markup = ("<html><head><title>Senate passes the budget after a long night - News - Example</title></head>"
+              "<body><h2>News</h2><p>The senate passed the budget after a long night of votes.</p></body></html>")
+    _, result = doc_of(markup)
+    assert result.title == "Senate passes the budget after a long night"
+    assert result.text.split("\n")[0] == "News"
 
 
 def test_without_a_heading_the_declared_title_is_the_title():
