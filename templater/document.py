@@ -7,9 +7,9 @@ the structure is read afterwards, only for the blocks an extraction keeps, by lo
 ancestors (memoised, so a page costs one step per distinct element on the kept blocks' ancestor chains).
 
 The steps of ``build_document``:
-1. the headline: the heading block that the page's declared titles (og:title, twitter:title, <title>) echo
-   best (``template.find_headline``), else the declared title itself; it leaves the body, and so does every kept
-   block that only repeats it;
+1. the headline (``find_title``): the block that says what the page's declared titles (og:title, twitter:title,
+   <title>) say, else the heading they echo best (``template.find_headline``), else a declared title less its
+   site name; it leaves the body, and so does every kept block that only repeats it;
 2. each kept block's context: inside a <pre> (code: the <pre>'s text with its line breaks and indentation),
    a cell of a data table (rows of cells), a list item (depth, numbered or not), a heading (level), a
    <blockquote> (depth);
