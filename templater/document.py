@@ -123,9 +123,9 @@ def find_title(seg: Segmented) -> tuple[str | None, int | None]:
 
     The evidence is what the page declares: og:title, twitter:title and <title>. In order: a block that says
     exactly what one of them says, as it is or less the site name at either end (``_exact_headline``); else the
-    heading block the declared titles echo best (``template.find_headline``, the finder learning uses), unless it
-    holds less than HEADLINE_MIN_WORDS of the declared headline's words (a section name, "Politics", that the
-    <title> also carries); else the first declared social title, else the <title> less its site name; with no
+    heading block the declared titles echo best (``template.find_headline``, the finder learning uses) of those
+    that hold at least HEADLINE_MIN_WORDS of the declared headline's words (not a section name, "Politics", that
+    the <title> also carries); else the first declared social title, else the <title> less its site name; with no
     declared title at all, the first <h1>."""
     declared = [" ".join(t.split()) for t in _DECLARED_TITLES(seg.root)] if seg.root is not None else []
     declared = [t for t in declared if t]
@@ -135,10 +135,8 @@ def find_title(seg: Segmented) -> tuple[str | None, int | None]:
         return (seg.blocks[index].text.rstrip(PERMALINK_MARKS) or None, index) if index is not None else (None, None)
     index = _exact_headline(seg, titles)
     if index is None:
-        index = find_headline(seg, " ".join(titles))
-        wanted = len(strip_site_name(titles[0]).split())
-        if index is not None and len(seg.blocks[index].text.split()) < HEADLINE_MIN_WORDS * wanted:
-            index = None
+        least = HEADLINE_MIN_WORDS * len(strip_site_name(titles[0]).split())
+        index = find_headline(seg, " ".join(titles), min_words=least)
     if index is not None:
         return seg.blocks[index].text.rstrip(PERMALINK_MARKS) or None, index
     title = declared[0] if declared else seg.title
@@ -146,24 +144,31 @@ def find_title(seg: Segmented) -> tuple[str | None, int | None]:
 
 
 def _title_forms(title: str) -> list[str]:
-    """A declared title as it is and less a site name at its end, then at its start, lower-cased."""
+    """A declared title as it is, less its site name (strip_site_name's cuts), and every run of its parts from its
+    start or to its end longer than a site name ("Do US businesses want Vista at last? - IT Pro - Breaking
+    Business and Technology News at ITPro"), lower-cased."""
+    cuts = list(TITLE_SEPARATORS.finditer(title))
+    runs = [title[:c.start()] for c in cuts] + [title[c.end():] for c in cuts]
     forms = [*site_name_cuts(title), strip_site_name(title, from_start=True)]
-    return [f.lower() for f in forms if f]
+    forms += [run for run in runs if len(run.split()) > SITE_NAME_WORDS]
+    return [f.strip().lower() for f in forms if f.strip()]
 
 
 def _exact_headline(seg: Segmented, titles: list[str]) -> int | None:
-    """The block whose text is one of the titles' forms (case aside): a heading saying the whole title first, then
-    a heading saying a shorter form that is not made of a link, then any such heading, then any block not made of
-    a link; the first in document order within each."""
+    """The block whose text is one of the titles' forms (case aside): a heading saying a whole title first, then
+    the longest heading saying a form that is not made of a link, then the longest such heading, then the longest
+    block saying one that is not made of links (a site's name is shorter than its headlines)."""
     whole = {t.lower() for t in titles}
     wanted = {form for t in titles for form in _title_forms(t)}
     longest = min(max(map(len, wanted)) + len(PERMALINK_MARKS), MAX_TITLE_CHARS)
     found = [b for b in seg.blocks if len(b.text) <= longest and b.text.rstrip(PERMALINK_MARKS).lower() in wanted]
     headings = [b for b in found if b.tag in HEADING_LEVELS]
-    ranked = ([b for b in headings if b.text.rstrip(PERMALINK_MARKS).lower() in whole],
-              [b for b in headings if b.link_chars * 2 < len(b.text)], headings,
+    whole_headings = [b for b in headings if b.text.rstrip(PERMALINK_MARKS).lower() in whole]
+    if whole_headings:
+        return whole_headings[0].index
+    ranked = ([b for b in headings if b.link_chars * 2 < len(b.text)], headings,
               [b for b in found if b.link_chars * 2 < len(b.text)])
-    return next((group[0].index for group in ranked if group), None)
+    return next((max(group, key=lambda b: (len(b.text), -b.index)).index for group in ranked if group), None)
 
 
 def strip_site_name(title: str, *, from_start: bool = False) -> str:
