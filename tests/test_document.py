@@ -143,7 +143,8 @@ def test_stray_cells_and_empty_pages_do_not_crash():
 def test_site_names_leave_declared_titles():
     assert document.strip_site_name("Smear tactics - Los Angeles Times") == "Smear tactics"
     assert document.strip_site_name("Senate passes the budget | Politics | Site") == "Senate passes the budget"
-    assert document.strip_site_name("json — JSON encoder and decoder — Python 3.11 docs") == "json — JSON encoder and decoder"
+    assert document.strip_site_name("json — JSON encoder and decoder — Python 3.11 docs") == \
+        "json — JSON encoder and decoder"
     assert document.strip_site_name("Star Wars Jedi: Fallen Order review - shoots for the moon, lands among the "
                                     "stars") == "Star Wars Jedi: Fallen Order review - shoots for the moon, lands " \
                                                 "among the stars"
