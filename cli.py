@@ -7,6 +7,7 @@ import gzip
 import importlib.util
 import json
 import os
+import pickle
 import logging
 import re
 import signal
@@ -235,39 +236,117 @@ def cores(jobs: Optional[int]) -> int:
     return jobs or os.cpu_count() or 1
 
 
-def extract_all(store, output: Optional[Path], *, fallback: str, index: bool, quiet: bool, ids=None, weights=None,
+FORMATS = {"jsonl": "jsonl", "markdown": "md", "text": "txt", "html": "html"}  # format -> file name extension
+PAGE_SEPARATOR = "\f\n"  # between pages of a non-JSONL format written to standard output
+
+
+class Rendering:
+    """How extractions are written: --format, --with-markdown, --links and --output, checked before any work."""
+
+    def __init__(self, output: Optional[Path], format: str, *, with_markdown: bool, links: bool) -> None:
+        if with_markdown and format != "jsonl":
+            raise typer.BadParameter(f"--with-markdown adds a field to JSON Lines; --format {format} has no fields",
+                                     param_hint="--with-markdown")
+        self.output = None if output is None or str(output) == "-" else output
+        self.format, self.with_markdown, self.links = format, with_markdown, links
+        if format == "jsonl":
+            check_output(self.output)
+        if self.output is not None and format == "jsonl" and self.output.is_dir():
+            raise InputError(f"{self.output} is a folder; give a file for JSON Lines (folders are for --format "
+                             "markdown, text or html)")
+        if self.output is not None and format != "jsonl" and self.output.exists() and not self.output.is_dir():
+            raise InputError(f"{self.output} is a file; --format {format} writes one file a page into a folder")
+
+    @contextlib.contextmanager
+    def open(self) -> Iterator:
+        """A function that writes one extraction."""
+        if self.format == "jsonl":
+            with output_stream(self.output) as stream:
+                yield lambda result: write_jsonl(stream, self.record(result))
+            return
+        if self.output is None:
+            first = [True]
+
+            def to_stdout(result) -> None:
+                sys.stdout.write(("" if first[0] else PAGE_SEPARATOR) + self.render(result))
+                first[0] = False
+
+            yield to_stdout
+            return
+        self.output.mkdir(parents=True, exist_ok=True)
+        extension = FORMATS[self.format]
+        yield lambda result: (self.output / document.file_name(result.id, extension)).write_text(
+            self.render(result), encoding="utf-8")
+
+    def record(self, result) -> dict:
+        record = result.to_json()
+        if self.with_markdown:
+            record["markdown"] = document.to_markdown(result.document, links=self.links)
+        return record
+
+    def render(self, result) -> str:
+        if self.format == "markdown":
+            return document.to_markdown(result.document, links=self.links)
+        if self.format == "html":
+            return document.to_html(result.document, links=self.links)
+        return document.render_text(result.document)
+
+
+def check_format(value: str) -> str:
+    if value not in FORMATS:
+        raise typer.BadParameter(f"{value!r}: choose one of {', '.join(FORMATS)}")
+    return value
+
+
+FormatOption = typer.Option("jsonl", "--format", "-f", callback=check_format,
+                            help="jsonl (one JSON record a page), markdown, text or html (one file a page in the "
+                                 "--output folder, or every page on standard output separated by form feeds).")
+WithMarkdownOption = typer.Option(False, "--with-markdown", help="JSON Lines: add each page as Markdown in a "
+                                                                 "\"markdown\" field.")
+LinksOption = typer.Option(False, "--links", help="Markdown and HTML: keep the links, with their URLs.")
+PagesOutputOption = typer.Option(None, "--output", "-o", help="JSON Lines file for --format jsonl, else a folder "
+                                                              "(one file a page, named after its id); default: "
+                                                              "standard output.")
+
+
+def extract_all(store, rendering: Rendering, *, fallback: str, index: bool, quiet: bool, ids=None, weights=None,
                 q: float | None = None, drop_duplicates: bool = False, jobs: Optional[int] = 1) -> None:
-    """Extract the given stored pages (default: every one) to JSON Lines (the shared body of `extract` and `run`).
-    With ``drop_duplicates`` the lines wait in a temporary file until the index has every page, then only pages
-    that are not a cluster's non-canonical member are written."""
+    """Extract the given stored pages (default: every one) and write them as --format says (the shared body of
+    `extract` and `run`). With ``drop_duplicates`` the extractions wait in a temporary file until the index has
+    every page, then only pages that are not a cluster's non-canonical member are written."""
     if drop_duplicates and not index:
         raise InputError("--drop-duplicates needs the near-duplicate index: leave out --no-index")
     summary = pipeline.Summary()
-    with contextlib.ExitStack() as stack:
-        stream = stack.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8")) if drop_duplicates else \
-            stack.enter_context(output_stream(output))
+    with rendering.open() as write, contextlib.ExitStack() as stack:
+        held = stack.enter_context(tempfile.TemporaryFile()) if drop_duplicates else None
         with progress_bar("extract", quiet) as progress:
-            for result in pipeline.extract(store, method=fallback, index=index, progress=progress, ids=ids,
-                                           weights=weights, q=config.FDR_Q if q is None else q,
-                                           skipped=summary.skipped, jobs=cores(jobs)):
-                write_jsonl(stream, result.to_json())
+            for result in pipeline.extract(store, method=fallback, index=index, links=rendering.links,
+                                           progress=progress, ids=ids, weights=weights,
+                                           q=config.FDR_Q if q is None else q, skipped=summary.skipped,
+                                           jobs=cores(jobs)):
+                if held is None:
+                    write(result)
+                else:
+                    pickle.dump(result, held)
                 summary.counts[result.method] += 1
-        if drop_duplicates:
-            stream.seek(0)
-            summary.counts["duplicate"] = copy_without(stream, output, dedup.duplicate_ids(store))
+        if held is not None:
+            held.seek(0)
+            summary.counts["duplicate"] = write_without(held, write, dedup.duplicate_ids(store))
     report("extract", summary, quiet)
 
 
-def copy_without(lines, output: Optional[Path], dropped: set[str]) -> int:
-    """Copy JSON Lines to the output, leaving out records whose id is in ``dropped``; returns how many."""
+def write_without(held, write, dropped: set[str]) -> int:
+    """Write the extractions pickled in ``held``, leaving out those whose id is in ``dropped``; returns how many."""
     left_out = 0
-    with output_stream(output) as stream:
-        for line in lines:
-            if json.loads(line)["id"] in dropped:
-                left_out += 1
-                continue
-            stream.write(line)
-    return left_out
+    while True:
+        try:
+            result = pickle.load(held)
+        except EOFError:
+            return left_out
+        if result.id in dropped:
+            left_out += 1
+            continue
+        write(result)
 
 
 def read_labelled(path: Path) -> list[dict]:
@@ -371,33 +450,38 @@ FdrQOption = typer.Option(config.FDR_Q, "--fdr-q", callback=check_fdr_q,
 
 
 @app.command()
-def extract(db: Path = DbOption, output: Optional[Path] = OutputOption, fallback: str = FallbackOption,
+def extract(db: Path = DbOption, output: Optional[Path] = PagesOutputOption, fallback: str = FallbackOption,
             index: bool = IndexOption, drop_duplicates: bool = DropDuplicatesOption,
             site: Optional[str] = typer.Option(None, "--site", help="Only this site's pages (a name `templater rules "
                                                                     "list` shows, or its URL group)."),
             since: Optional[str] = typer.Option(None, "--since", help="Only pages seen at or after this ISO 8601 "
                                                                       "date or time (UTC unless it names a zone)."),
+            format: str = FormatOption, with_markdown: bool = WithMarkdownOption, links: bool = LinksOption,
             weights: Optional[Path] = WeightsOption, fdr_q: float = FdrQOption, log: Optional[Path] = LogOption,
             quiet: bool = QuietOption, jobs: Optional[int] = JobsOption) -> None:
-    """Extract the main content of every stored page (or a site's, or those seen since a time) as JSON Lines.
+    """Extract the main content of every stored page (or a site's, or those seen since a time) as JSON Lines (or
+    Markdown, text or HTML with --format).
 
-    Each line: {"id", "url", "site", "text", "method", "template", "coverage"}. With --drop-duplicates, pages
-    that are near-duplicates of another page (not their cluster's canonical page) are left out.
+    Each line: {"id", "url", "site", "text", "method", "template", "coverage", "title", "author", "date", ...};
+    `title` is the headline, `text` the body without it. With --drop-duplicates, pages that are near-duplicates of
+    another page (not their cluster's canonical page) are left out.
 
     Example: templater extract --db crawl.db --output extracted.jsonl
+    Example: templater extract --db crawl.db --format markdown --links --output pages/
     """
     with handled_errors(), log_to_file(log):
-        check_output(output)
+        rendering = Rendering(output, format, with_markdown=with_markdown, links=links)
         classifier = load_weights(weights)
         store = pipeline.open_store(db, create=False)
         ids = None if site is None and since is None else pipeline.select_pages(store, site=site, since=since)
-        extract_all(store, output, fallback=fallback, index=index, quiet=quiet, ids=ids, weights=classifier, q=fdr_q,
-                    drop_duplicates=drop_duplicates, jobs=jobs)
+        extract_all(store, rendering, fallback=fallback, index=index, quiet=quiet, ids=ids, weights=classifier,
+                    q=fdr_q, drop_duplicates=drop_duplicates, jobs=jobs)
 
 
 @app.command()
-def run(inputs: list[Path] = InputsArgument, db: Path = DbOption, output: Optional[Path] = OutputOption,
+def run(inputs: list[Path] = InputsArgument, db: Path = DbOption, output: Optional[Path] = PagesOutputOption,
         fallback: str = FallbackOption, index: bool = IndexOption, drop_duplicates: bool = DropDuplicatesOption,
+        format: str = FormatOption, with_markdown: bool = WithMarkdownOption, links: bool = LinksOption,
         site: Optional[str] = SiteNameOption, weights: Optional[Path] = WeightsOption, fdr_q: float = FdrQOption,
         log: Optional[Path] = LogOption, quiet: bool = QuietOption, jobs: Optional[int] = JobsOption) -> None:
     """Ingest, learn templates and extract, in one go; the output holds the pages of these inputs.
@@ -409,7 +493,7 @@ def run(inputs: list[Path] = InputsArgument, db: Path = DbOption, output: Option
     with handled_errors(), log_to_file(log):
         if drop_duplicates and not index:
             raise InputError("--drop-duplicates needs the near-duplicate index: leave out --no-index")
-        check_output(output)
+        rendering = Rendering(output, format, with_markdown=with_markdown, links=links)
         classifier = load_weights(weights)
         sources.check_inputs(inputs)
         store = pipeline.open_store(db)
@@ -419,7 +503,7 @@ def run(inputs: list[Path] = InputsArgument, db: Path = DbOption, output: Option
         fail_if_all_skipped(ingested, db)
         with progress_bar("build", quiet) as progress:
             report("build", pipeline.build(store, progress=progress, jobs=cores(jobs)), quiet)
-        extract_all(store, output, fallback=fallback, index=index, quiet=quiet, ids=sorted(set(ingested.pages)),
+        extract_all(store, rendering, fallback=fallback, index=index, quiet=quiet, ids=sorted(set(ingested.pages)),
                     weights=classifier, q=fdr_q, drop_duplicates=drop_duplicates, jobs=jobs)
 
 
@@ -435,8 +519,10 @@ def recrawl(inputs: list[Path] = InputsArgument, db: Path = DbOption,
                                            help="Records per committed batch: a killed run loses at most one."),
             output: Optional[Path] = typer.Option(None, "--output", "-o",
                                                   help="Write the extractions of this crawl's pages (new, changed "
-                                                       "and unchanged) as JSON Lines to this file (- for standard "
-                                                       "output)."),
+                                                       "and unchanged), each once: a JSON Lines file for --format "
+                                                       "jsonl, else a folder (one file a page); - for standard "
+                                                       "output."),
+            format: str = FormatOption, with_markdown: bool = WithMarkdownOption, links: bool = LinksOption,
             site: Optional[str] = SiteNameOption, quiet: bool = QuietOption) -> None:
     """Bring the database up to date with a crawl that came back; rerun the same command after a kill to continue.
 
@@ -446,12 +532,13 @@ def recrawl(inputs: list[Path] = InputsArgument, db: Path = DbOption,
     and marked stale (see `templater rules history`), and its pages are extracted again. Work is committed in
     batches with the run's progress, so a rerun after a kill (even kill -9) continues where it stopped.
 
-    Exits 1, with the top reasons, when every record was skipped.
+    Exits 1, with the top reasons, when every record was skipped. With --output, the crawl's pages are written
+    as `extract` writes them, each once, after the run (a rerun after a kill writes them all).
 
     Example: templater recrawl crawl-2024-06.warc.gz --db crawl.db --retire-missing --log recrawl.log
     """
     with handled_errors(), log_to_file(log):
-        check_output(output)
+        rendering = Rendering(output, format, with_markdown=with_markdown, links=links) if output else None
         sources.check_inputs(inputs)
         store = pipeline.open_store(db)
         with progress_bar("recrawl", quiet) as progress:
@@ -459,10 +546,11 @@ def recrawl(inputs: list[Path] = InputsArgument, db: Path = DbOption,
                                        batch_size=batch_size, progress=progress, site=site)
         report("recrawl", summary, quiet)
         fail_if_all_skipped(summary, db)
-        if output is not None:
-            with output_stream(output) as stream:
-                for result in pipeline.stored_extractions(store, summary.pages):
-                    write_jsonl(stream, result.to_json())
+        if rendering is not None:
+            with rendering.open() as write:
+                for result in pipeline.iter_crawl_extractions(store, summary.pages, method=fallback,
+                                                              links=links):
+                    write(result)
 
 
 @app.command()
@@ -891,7 +979,8 @@ def print_dedup_table(runs) -> None:
 def eval_extract(gold: Path = typer.Argument(..., help='Gold corpus: JSON Lines (.gz too) with "id" and "gold".'),
                  predicted: Path = typer.Argument(..., help='Predictions: JSON Lines with "id" and "text".'),
                  as_json: bool = typer.Option(False, "--json", help="Print the figures as one JSON object.")) -> None:
-    """Bag-of-tokens precision, recall and F1 per page, macro-averaged (the measure of shared/eval/score.py).
+    """Bag-of-tokens precision, recall and F1 per page, macro-averaged (the measure of shared/eval/score.py; a
+    prediction's "title" is scored with its "text", except where the gold is the body alone).
 
     A gold page with no prediction counts as an empty extraction; pages without gold text are not scored.
 

@@ -5,8 +5,9 @@
 
 The suite is cut from ../shared/corpus by ../shared/eval/suites.py (into a temp folder when missing). templater
 ingests, learns and extracts the whole suite in one fresh database, exactly as `templater run` does; trafilatura
-(comments excluded) extracts the same pages. Both predictions are scored by ../shared/eval/score.py, overall
-and per dataset; the table prints P/R/F1 and the F1 difference.
+(comments excluded, with its metadata's title) extracts the same pages. Both predictions (title and text) are
+scored by ../shared/eval/score.py, overall and per dataset (title + text, or the body alone where the gold is
+the body alone); the table prints P/R/F1 and the F1 difference.
 """
 
 from __future__ import annotations
@@ -36,29 +37,32 @@ def run_templater(suite: Path, out: Path, workdir: Path) -> None:
     pipeline.build(db)
     with open(out, "w", encoding="utf-8") as f:
         for result in pipeline.extract(db):
-            f.write(json.dumps({"id": result.id, "text": result.text}) + "\n")
+            f.write(json.dumps({"id": result.id, "title": result.title, "text": result.text}) + "\n")
 
 
 def run_trafilatura(records: list[dict], out: Path) -> None:
+    """trafilatura's body text and its metadata's title (the headline it finds), as templater gives both."""
     import trafilatura
 
     with open(out, "w", encoding="utf-8") as f:
         for r in records:
             try:
-                text = trafilatura.extract(r["html"], url=r["url"], include_comments=False) or ""
+                found = trafilatura.extract(r["html"], url=r["url"], include_comments=False, output_format="json",
+                                            with_metadata=True)
+                found = json.loads(found) if found else {}
             except Exception:  # a peer failing on a page counts as an empty extraction
-                text = ""
-            f.write(json.dumps({"id": r["id"], "text": text}) + "\n")
+                found = {}
+            f.write(json.dumps({"id": r["id"], "title": found.get("title"), "text": found.get("text") or ""}) + "\n")
 
 
 def per_dataset(records: list[dict], predictions: Path) -> dict[str, tuple[float, float, float, int]]:
     import score
 
-    predicted = {str(r["id"]): r.get("text") or "" for r in score.read_jsonl(str(predictions))}
+    predicted = {str(r["id"]): r for r in score.read_jsonl(str(predictions))}
     rows = defaultdict(list)
     for r in records:
-        if (r.get("gold") or "").strip():
-            figures = score.prf(predicted.get(r["id"], ""), r["gold"])
+        if (r.get("gold") or "").strip():  # title + text, or the body alone where the gold is (score.py decides)
+            figures = score.prf(score.scored_text(predicted.get(r["id"], {}), r), r["gold"])
             rows[r["dataset"]].append(figures)
             rows["(all)"].append(figures)
     return {k: tuple(sum(x[i] for x in v) / len(v) for i in range(3)) + (len(v),) for k, v in sorted(rows.items())}

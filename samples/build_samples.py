@@ -9,7 +9,8 @@ Needs (maintainers only; the tests read the files this writes and need none of t
 
 Writes into samples/ (or --out):
   pages.jsonl.gz   one JSON object a line: id, url, html, fetched_at, site, source, licence
-  gold.jsonl       one JSON object a line: id, site, gold (main-content text, one paragraph a line)
+  gold.jsonl       one JSON object a line: id, site, gold (main-content text, one paragraph a line; the headline
+                   included, except on ScrapingHub pages, whose gold is the article body alone), dataset
   docs.warc.gz     the documentation pages again, as WARC/1.0 HTTP response records
   LICENSES/        the licence notices of every source, copied verbatim
 
@@ -318,7 +319,7 @@ def build_doc_records(site: DocSite) -> tuple[list[dict], list[dict]]:
         pages.append({"id": record_id, "url": site.base_url + path, "html": markup, "fetched_at": stamp,
                       "site": site.site, "source": f"Debian {site.package} {version}: {site.root}/{path}",
                       "licence": site.licence})
-        golds.append({"id": record_id, "site": site.site, "gold": gold})
+        golds.append({"id": record_id, "site": site.site, "gold": gold, "dataset": "docs"})
     return pages, golds
 
 
@@ -342,7 +343,7 @@ def build_scrapinghub_records(corpus: Path) -> tuple[list[dict], list[dict]]:
         pages.append({"id": record_id, "url": record["url"], "html": record["html"], "fetched_at": None,
                       "site": record["site"], "source": f"{SCRAPINGHUB_SOURCE}: html/{source_id}.html.gz",
                       "licence": "MIT"})
-        golds.append({"id": record_id, "site": record["site"], "gold": record["gold"]})
+        golds.append({"id": record_id, "site": record["site"], "gold": record["gold"], "dataset": "scrapinghub"})
     return pages, golds
 
 

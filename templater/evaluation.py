@@ -14,7 +14,7 @@ the settings' threshold.
 Extraction: bag-of-tokens precision, recall and F1 per page, macro-averaged over pages, the measure of
 ../shared/eval/score.py (tokens are lower-cased Unicode word runs, every CJK character a token of its own; an
 empty extraction scores precision 1, recall 0, F1 0; a gold page with no prediction counts as empty; pages whose
-gold is null or blank are not scored).
+gold is null or blank are not scored; a prediction's ``title`` is scored with its text, ``scored_text``).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ Pair = tuple[Hashable, Hashable]
 MINHASH = "minhash-lsh"
 DEDUP_METHODS = (*METHODS, MINHASH)
 
+GOLD_WITHOUT_HEADLINE = frozenset({"scrapinghub"})  # datasets whose gold is the article body alone (as score.py)
 CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 WORD = re.compile(r"[^\W_]+")
 
@@ -145,6 +146,14 @@ def harmonic_mean(precision: float, recall: float, *, nonzero: bool = True) -> f
 def tokens(text: str | None) -> list[str]:
     """Lower-cased Unicode word runs; each CJK character is a token of its own (as score.py)."""
     return WORD.findall(CJK.sub(lambda m: f" {m.group(0)} ", (text or "").lower()))
+
+
+def scored_text(text: str | None, title: str | None, dataset: str | None) -> str:
+    """The predicted text held against a page's gold, as score.py chooses it: title + text, or the body alone on a
+    dataset whose gold has no headline (GOLD_WITHOUT_HEADLINE)."""
+    if title and dataset not in GOLD_WITHOUT_HEADLINE:
+        return title + "\n" + (text or "")
+    return text or ""
 
 
 def score_text(predicted: str | None, gold: str | None) -> tuple[float, float, float]:

@@ -31,6 +31,7 @@ from .evaluation import (
     find_pairs,
     score_extraction,
     score_pairs,
+    scored_text,
 )
 from .shingles import ShingleSettings, normalize
 
@@ -142,17 +143,22 @@ def evaluate_dedup(db: sqlite_utils.Database, truth: str | Path, *, methods: Seq
 
 
 def evaluate_extract(gold: str | Path, predicted: str | Path) -> ExtractionScore:
-    """Score PRED ({"id", "text"} a line) against GOLD (a corpus file with "id" and "gold"), as score.py does."""
-    texts = {}
+    """Score PRED ({"id", "text"} a line, optionally "title") against GOLD (a corpus file with "id", "gold" and
+    optionally "dataset"), as score.py does."""
+    records = {}
     for number, record in read_jsonl(predicted):
         if "id" not in record:
             raise InputError(f"{predicted}:{number}: each line needs an \"id\" (and a \"text\")")
-        texts[str(record["id"])] = record.get("text") or ""
-    pages = []
+        records[str(record["id"])] = record
+    pages, texts = [], {}
     for number, record in read_jsonl(gold):
         if "id" not in record:
             raise InputError(f"{gold}:{number}: each line needs an \"id\" and a \"gold\" text")
-        pages.append((str(record["id"]), record.get("gold")))
+        page_id = str(record["id"])
+        pages.append((page_id, record.get("gold")))
+        if page_id in records:
+            found = records[page_id]
+            texts[page_id] = scored_text(found.get("text"), found.get("title"), record.get("dataset"))
     score = score_extraction(pages, texts)
     if not score.pages:
         raise InputError(f"no page with gold text in {gold}: give a corpus file whose lines have \"gold\"")

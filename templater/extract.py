@@ -15,7 +15,7 @@ import re
 import numpy as np
 from lxml import etree
 
-from . import fallback, native
+from . import document, fallback, native
 from .align import _match_masks, lcs_length_masks
 from .errors import RuleError
 from .grouping import host_of
@@ -189,34 +189,35 @@ def _region_mask(seg: Segmented, region: etree.XPath, allowed: np.ndarray) -> np
 
 def extract_page(seg: Segmented, compiled: CompiledTemplate | None = None, *, site: str | None = None,
                  method: str = "auto", weights: fallback.ann.Weights | None = None,
-                 q: float = fallback.FDR_Q) -> Extraction:
-    """Extract one page's main content, with its site template when there is one, and the page's metadata
+                 q: float = fallback.FDR_Q, links: bool = False) -> Extraction:
+    """Extract one page's main content, with its site template when there is one: the headline apart (``title``),
+    the body as text and as a structured document (with its links' URLs when ``links``), and the page's metadata
     (``weights``: the classifier's, default the shipped ones; ``q``: the fdr method's false-discovery rate)."""
-    result = extract_content(seg, compiled, site=site, method=method, weights=weights, q=q)
+    result = extract_content(seg, compiled, site=site, method=method, weights=weights, q=q, links=links)
     metadata = read_metadata(seg, rules=compiled.meta if compiled is not None else (), text=result.text)
     return dataclasses.replace(result, metadata=metadata)
 
 
 def extract_content(seg: Segmented, compiled: CompiledTemplate | None = None, *, site: str | None = None,
                     method: str = "auto", weights: fallback.ann.Weights | None = None,
-                    q: float = fallback.FDR_Q) -> Extraction:
+                    q: float = fallback.FDR_Q, links: bool = False) -> Extraction:
     """Extract one page's main content, with its site template when there is one (no metadata)."""
     page = seg.page
     if compiled is None:
         keep = np.ones(len(seg.blocks), dtype=bool) if method == NO_CLASSIFIER else fallback.select_blocks(
             seg, method=method, weights=weights, q=q)
         return _extraction(seg, keep, site=site or host_of(page.url), method="fallback", template=None,
-                           coverage=None)
+                           coverage=None, links=links)
     allowed, coverage, in_region = match_template(seg, compiled)
     if leaves_nothing(seg, allowed):
         # the template knows this page's paragraphs as boilerplate (it was learned from copies of the article):
         # the page is extracted as if the site had no template
         return extract_content(seg, None, site=site or compiled.template.site, method=method, weights=weights,
-                               q=q)
+                               q=q, links=links)
     keep = allowed if method == NO_CLASSIFIER else fallback.select_blocks(seg, method=method, allowed=allowed,
                                                                    trusted=in_region, weights=weights, q=q)
     return _extraction(seg, keep, site=site or compiled.template.site, method="template", template=compiled.name,
-                       coverage=round(coverage, 4))
+                       coverage=round(coverage, 4), links=links)
 
 
 def leaves_nothing(seg: Segmented, allowed: np.ndarray) -> bool:
@@ -239,9 +240,10 @@ def drop_repeats(seg: Segmented, keep: np.ndarray) -> np.ndarray:
 
 
 def _extraction(seg: Segmented, keep: np.ndarray, *, site: str, method: str, template: str | None,
-                coverage: float | None) -> Extraction:
+                coverage: float | None, links: bool = False) -> Extraction:
     keep = drop_repeats(seg, keep)
-    text = fallback.extract_text(seg, keep)
+    doc = document.build_document(seg, keep, links=links)
     boilerplate = int(seg.block_chars()[~np.asarray(keep, dtype=bool)].sum())
-    return Extraction(id=seg.page.id, url=seg.page.url, site=site, text=text, method=method, template=template,
-                      coverage=coverage, kept=tuple(np.flatnonzero(keep).tolist()), boilerplate_chars=boilerplate)
+    return Extraction(id=seg.page.id, url=seg.page.url, site=site, text=document.to_text(doc.nodes), method=method,
+                      template=template, coverage=coverage, kept=tuple(np.flatnonzero(keep).tolist()),
+                      boilerplate_chars=boilerplate, title=doc.title, document=doc)

@@ -563,7 +563,7 @@ def best_layout(seg: Segmented, layouts: Sequence[tuple[np.ndarray, T]], *, thre
 def extract(db: sqlite_utils.Database, *, method: str = "auto", ids: Sequence[str] | None = None,
             settings: LearnSettings = LearnSettings(), index: bool = False, progress: Progress | None = None,
             weights: fallback.ann.Weights | None = None, q: float = fallback.FDR_Q,
-            skipped: Counter | None = None, jobs: int = 1) -> Iterator[Extraction]:
+            skipped: Counter | None = None, jobs: int = 1, links: bool = False) -> Iterator[Extraction]:
     """Extract every stored page (or the given ids) with its template, store the result, and yield it.
 
     With ``index``, each BATCH_PAGES extracted texts go into the near-duplicate index (one ``index_texts`` call)
@@ -572,12 +572,12 @@ def extract(db: sqlite_utils.Database, *, method: str = "auto", ids: Sequence[st
     continue). With ``jobs`` above 1, worker processes parse and extract while this process alone writes: the
     same results, stored and yielded in the same order, as ``jobs=1``. ``weights`` and ``q`` go to the
     single-page classifier (``extract.extract_page``). A page that fails (over the time budget, an exception) is
-    recorded as a skip and counted in ``skipped``.
+    recorded as a skip and counted in ``skipped``. With ``links``, each result's document carries its links' URLs.
     """
     if ids is None:
         ids = [pid for pid, _, _ in page_store.iter_page_keys(db)]
     skipped = Counter() if skipped is None else skipped
-    classifier = {"weights": weights, "q": q}
+    classifier = {"weights": weights, "q": q, "links": links}  # extract_page's options
     pending: list[Extraction] = []
     with GrowingBatch(db) as batch:
         for done, (digest, result) in enumerate(iter_extracted(db, ids, method=method, settings=settings,
@@ -659,11 +659,13 @@ def skip_report(db: sqlite_utils.Database, *, reason: str | None = None,
     return counts, shown
 
 
-def stored_extractions(db: sqlite_utils.Database, ids: Sequence[str]) -> Iterator[Extraction]:
-    """The stored extractions of the given pages, in the order given (what `recrawl --output` writes)."""
-    for pid, url, site, text, method, template, coverage in page_store.iter_extractions(db, ids):
-        yield Extraction(id=pid, url=url, site=site or "", text=text, method=method, template=template,
-                         coverage=coverage)
+def iter_crawl_extractions(db: sqlite_utils.Database, ids: Sequence[str], *, method: str = "auto",
+                           links: bool = False, settings: LearnSettings = LearnSettings()) -> Iterator[Extraction]:
+    """The extractions of the given stored pages made again from the store with their templates, nothing written:
+    what `recrawl --output` writes (title, structure and metadata included, each page once, in the order given)."""
+    for _, result in iter_extracted(db, list(ids), method=method, settings=settings, classifier={"links": links}):
+        if not isinstance(result, Skip):
+            yield result
 
 
 def select_pages(db: sqlite_utils.Database, *, site: str | None = None, since: str | None = None) -> list[str]:

@@ -633,7 +633,7 @@ PAGES_SCHEMA = ("id string, url string, host string, group_key string, site stri
 EXTRACTIONS_SCHEMA = ("id string, url string, site string, text string, method string, template string, "
                       "coverage double, boilerplate_chars int, author string, date string, date_modified string, "
                       "sitename string, description string, language string, canonical_url string, image string, "
-                      "tags array<string>")
+                      "tags array<string>, title string")
 CLUSTERS_SCHEMA = "id string, url string, cluster long, canonical string, similarity double"
 SKIPS_SCHEMA = "source string, reason string, detail string, id string, url string"
 
@@ -650,7 +650,7 @@ def _write(spark, out: str, *, extracted, extractions, clusters, skips) -> dict[
     rows = {
         "pages": (extracted.map(lambda me: me[0]), PAGES_SCHEMA),
         "extractions": (extractions.map(lambda e: (e.id, e.url, e.site, e.text, e.method, e.template, e.coverage,
-                                                   e.boilerplate_chars, *_metadata_row(e.metadata))),
+                                                   e.boilerplate_chars, *_metadata_row(e.metadata), e.title)),
                         EXTRACTIONS_SCHEMA),
         "clusters": (clusters.map(lambda r: (r["id"], r["url"], r["cluster"], r["canonical"], r["similarity"])),
                      CLUSTERS_SCHEMA),

@@ -280,15 +280,18 @@ def content_region(pages: Sequence[Segmented], dropped: Sequence[np.ndarray], he
     return Rule(xpath=xpath, action="content", support=round(count / len(pages), 4), sample=samples[xpath][:120])
 
 
-def find_headline(seg: Segmented) -> int | None:
-    """Index of the heading block that repeats the page's <title> best (the article's headline), if any."""
-    title = set(seg.title.lower().split())
+def find_headline(seg: Segmented, evidence: str | None = None, *, min_words: float = 0) -> int | None:
+    """Index of the heading block that repeats the page's <title> (or the ``evidence`` text: its declared titles)
+    best, the article's headline, if any; with ``min_words``, of the headings that have at least that many words."""
+    title = set((seg.title if evidence is None else evidence).lower().split())
     if not title:
         return None
     best, best_score = None, HEADLINE_MIN_OVERLAP
     for block in seg.blocks:
         if block.tag in HEADLINE_TAGS:
             words = set(block.text.lower().split())
+            if len(words) < min_words:
+                continue
             score = len(words & title) / len(words) if words else 0.0
             if score > best_score:
                 best, best_score = block.index, score

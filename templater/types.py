@@ -121,6 +121,34 @@ class Segmented:
         return np.fromiter((len(b.text) for b in self.blocks), dtype=np.int64, count=len(self.blocks))
 
 
+@dataclass(slots=True)  # not frozen: a page makes dozens, and a frozen init costs four times as much
+class DocNode:
+    """One element of an extracted document, in reading order (treat instances as immutable).
+
+    kind: "heading" (``level`` 1-6), "paragraph", "item" (a list item: ``level`` its nesting depth from 1,
+    ``ordered`` for a numbered list; ``text`` may hold several lines), "code" (``text`` the lines of a <pre> as
+    they were), "table" (``rows`` of cell texts, ``header`` when its first row is a header row). ``quote`` is the
+    number of <blockquote> around it; ``links`` the (anchor text, URL) pairs of its text, when asked for.
+    """
+
+    kind: str
+    text: str = ""
+    level: int = 0
+    ordered: bool = False
+    quote: int = 0
+    rows: tuple[tuple[str, ...], ...] = ()
+    header: bool = False
+    links: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """An extraction as a structured document: its headline apart and the body's nodes (templater.document)."""
+
+    title: str | None
+    nodes: tuple[DocNode, ...]
+
+
 @dataclass(frozen=True, slots=True)
 class Rule:
     """One learned (or pinned) rule of a template.
@@ -190,6 +218,8 @@ class Extraction:
     coverage: float | None
     kept: tuple[int, ...] = field(default=(), repr=False)  # indexes of the blocks kept
     boilerplate_chars: int = 0
+    title: str | None = None  # the headline, kept apart from text
+    document: Document | None = field(default=None, repr=False, compare=False)  # text's structure
     metadata: Metadata = field(default=Metadata(), repr=False)  # author, date, ... (templater.metadata)
 
     def __getattr__(self, name: str):
@@ -199,4 +229,5 @@ class Extraction:
 
     def to_json(self) -> dict:
         return {"id": self.id, "url": self.url, "site": self.site, "text": self.text, "method": self.method,
-                "template": self.template, "coverage": self.coverage, **self.metadata.to_json()}
+                "template": self.template, "coverage": self.coverage, "title": self.title,
+                **self.metadata.to_json()}

@@ -18,7 +18,7 @@ def test_run_writes_the_documented_fields(tmp_path):
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 38
     assert all(set(r) == {"id", "url", "site", "text", "method", "template", "coverage", "author", "date",
-                          "date_modified", "sitename", "description", "language", "canonical_url", "image", "tags"}
+                          "date_modified", "sitename", "description", "language", "canonical_url", "image", "tags", "title"}
                for r in rows)
     assert {r["method"] for r in rows} == {"template", "fallback"}
     # metadata: the ScrapingHub news pages declare theirs; every page's language is detected from its text

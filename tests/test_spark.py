@@ -117,7 +117,7 @@ def test_spark_job_gives_the_local_run(local, run, request):
     assert len(_templates(db)) >= 5
 
     fields = ("url", "site", "text", "method", "template", "coverage", "boilerplate_chars", "author", "date",
-              "date_modified", "sitename", "description", "language", "canonical_url", "image")
+              "date_modified", "sitename", "description", "language", "canonical_url", "image", "title")
     expected = {e.id: tuple(getattr(e, f) for f in fields) for e in local["extractions"]}
     assert {r["id"]: tuple(r[f] for f in fields) for r in distributed["extractions"]} == expected
     tags = {e.id: list(e.tags) if e.tags else None for e in local["extractions"]}

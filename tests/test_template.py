@@ -265,4 +265,5 @@ def test_a_page_of_which_the_template_allows_nothing_falls_back_to_the_single_pa
     assert not apply_template(seg, template)[0].any()
     result = extract_page(seg, template)
     assert result.method == "fallback" and result.template is None and result.site == "s"
-    assert all(line in result.text.split("\n") for line in text.split("\n"))
+    headline, *body = text.split("\n")
+    assert result.title == headline and all(line in result.text.split("\n") for line in body)

@@ -1,0 +1,559 @@
+"""Kept blocks -> the extracted document: its headline apart, and the body's structure (headings, paragraphs, list
+items, tables, code, quotes) read from the DOM elements that own the kept blocks; and the document as text,
+Markdown or clean HTML.
+
+The segmentation walk, the blocks' texts and their hashes stay as they are (templates are learned from them):
+the structure is read afterwards, only for the blocks an extraction keeps, by looking at each owner element's
+ancestors (memoised, so a page costs one step per distinct element on the kept blocks' ancestor chains).
+
+The steps of ``build_document``:
+1. the headline (``find_title``): the block that says what the page's declared titles (og:title, twitter:title,
+   <title>) say, else the heading they echo best (``template.find_headline``), else a declared title less its
+   site name; it leaves the body, and so does every kept block that only repeats it;
+2. each kept block's context: inside a <pre> (code: the <pre>'s text with its line breaks and indentation),
+   a cell of a data table (rows of cells), a list item (depth, numbered or not), a heading (level), a
+   <blockquote> (depth);
+3. consecutive blocks of one <pre>, one table, one list item are joined into one node.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import re
+from dataclasses import dataclass
+from urllib.parse import urljoin
+
+import numpy as np
+from lxml import etree
+
+from .config import BLOCK_TAGS
+from .template import find_headline
+from .types import DocNode, Document, Segmented
+
+HEADING_LEVELS = {f"h{n}": n for n in range(1, 7)}
+LIST_TAGS = frozenset({"ul", "ol", "menu", "dir"})
+CELL_TAGS = frozenset({"td", "th"})
+LAYOUT_TABLE_MARKS = ".//table|.//h1|.//h2|.//h3"  # a table holding these lays the page out: not a data table
+TITLE_SEPARATORS = re.compile(r"\s+(?:\||-|–|—|::|•|·|»|/)\s+")  # "Headline | Site name" in a <title>
+PERMALINK_MARKS = " ¶§🔗"  # a heading's permalink sign ("json — JSON encoder and decoder¶") is not its headline
+MAX_TITLE_CHARS = 300  # a block longer than this is no headline
+HEADLINE_MIN_WORDS = 0.5  # a heading echoing the declared titles holds at least this share of the headline's words
+SITE_NAME_WORDS = 4  # a title's end part this short (or shorter) may be the site's name ...
+SITE_NAME_CUTS = 3  # ... and so may the one before it ("Headline | Section | Site")
+MIN_TABLE_CELLS = 2  # a table whose rows never hold more than one kept cell is text laid out, not a table
+_DOMAIN = re.compile(r"[a-z]\.(?:com|net|org|info|gov|edu|co\.[a-z]{2})\b", re.IGNORECASE)
+_DECLARED_TITLES = etree.XPath(
+    "/html/head/meta[@property='og:title' or @name='og:title' or @name='twitter:title' "
+    "or @property='twitter:title']/@content")
+_LAYOUT_TABLE = etree.XPath(f"boolean({LAYOUT_TABLE_MARKS})")
+
+
+@dataclass(slots=True)
+class _Context:
+    """Where an element sits: the structures around it that shape the document."""
+
+    pre: object = None  # the enclosing <pre>
+    cell: object = None  # the enclosing <td>/<th> of the nearest table
+    table: object = None  # the nearest enclosing <table>
+    item: object = None  # the nearest enclosing <li>
+    depth: int = 0  # lists around it
+    ordered: bool = False  # the nearest list is an <ol>
+    quote: int = 0  # <blockquote>s around it
+    heading: int = 0  # level of the enclosing <h1>-<h6>
+
+
+_SHAPING_TAGS = frozenset({"pre", "table", "li", "blockquote", *CELL_TAGS, *LIST_TAGS, *HEADING_LEVELS})
+
+
+def _child_context(parent: _Context, element) -> _Context:
+    tag = element.tag
+    if tag not in _SHAPING_TAGS:
+        return parent  # contexts are never changed once made: an element that shapes nothing shares its parent's
+    ctx = _Context(parent.pre, parent.cell, parent.table, parent.item, parent.depth, parent.ordered, parent.quote,
+                   parent.heading)
+    if tag == "pre":
+        ctx.pre = element
+    elif tag == "table":
+        ctx.table, ctx.cell = element, None
+    elif tag in CELL_TAGS and parent.table is not None:  # a stray <td> outside any table is not a cell
+        ctx.cell = element
+    elif tag == "li":
+        ctx.item = element
+    elif tag in LIST_TAGS:
+        ctx.depth, ctx.ordered = parent.depth + 1, tag == "ol"
+    elif tag == "blockquote":
+        ctx.quote = parent.quote + 1
+    elif tag in HEADING_LEVELS:
+        ctx.heading = HEADING_LEVELS[tag]
+    return ctx
+
+
+class _Contexts:
+    """_Context of elements, memoised along their ancestor chains."""
+
+    def __init__(self) -> None:
+        self.known: dict = {}
+        self.data_tables: dict = {}
+
+    def of(self, element) -> _Context:
+        known = self.known
+        ctx = known.get(element)
+        if ctx is not None:
+            return ctx
+        chain = []
+        node = element
+        while node is not None and node not in known:
+            chain.append(node)
+            node = node.getparent()
+        ctx = known[node] if node is not None else _Context()
+        for item in reversed(chain):
+            ctx = known[item] = _child_context(ctx, item)
+        return ctx
+
+    def data_table(self, table) -> bool:
+        found = self.data_tables.get(table)
+        if found is None:
+            found = self.data_tables[table] = not _LAYOUT_TABLE(table) and table.get("role") != "presentation"
+        return found
+
+
+def find_title(seg: Segmented) -> tuple[str | None, int | None]:
+    """(the page's headline, index of its block or None).
+
+    The evidence is what the page declares: og:title, twitter:title and <title>. In order: a block that says
+    exactly what one of them says, as it is or less the site name at either end (``_exact_headline``); else the
+    heading block the declared titles echo best (``template.find_headline``, the finder learning uses) of those
+    that hold at least HEADLINE_MIN_WORDS of the declared headline's words (not a section name, "Politics", that
+    the <title> also carries); else the first declared social title, else the <title> less its site name; with no
+    declared title at all, the first <h1>."""
+    declared = [" ".join(t.split()) for t in _DECLARED_TITLES(seg.root)] if seg.root is not None else []
+    declared = [t for t in declared if t]
+    titles = [*declared, seg.title] if seg.title else declared
+    if not titles:
+        index = next((b.index for b in seg.blocks if b.tag == "h1" and len(b.text) <= MAX_TITLE_CHARS), None)
+        return (seg.blocks[index].text.rstrip(PERMALINK_MARKS) or None, index) if index is not None else (None, None)
+    index = _exact_headline(seg, titles)
+    if index is None:
+        least = HEADLINE_MIN_WORDS * len(strip_site_name(titles[0]).split())
+        index = find_headline(seg, " ".join(titles), min_words=least)
+    if index is not None:
+        return seg.blocks[index].text.rstrip(PERMALINK_MARKS) or None, index
+    title = declared[0] if declared else seg.title
+    return strip_site_name(strip_site_name(title), from_start=True) or None, None
+
+
+def _title_forms(title: str) -> list[str]:
+    """A declared title as it is, less its site name (strip_site_name's cuts), and every run of its parts from its
+    start or to its end longer than a site name ("Do US businesses want Vista at last? - IT Pro - Breaking
+    Business and Technology News at ITPro"), lower-cased."""
+    cuts = list(TITLE_SEPARATORS.finditer(title))
+    runs = [title[:c.start()] for c in cuts] + [title[c.end():] for c in cuts]
+    forms = [*site_name_cuts(title), strip_site_name(title, from_start=True)]
+    forms += [run for run in runs if len(run.split()) > SITE_NAME_WORDS]
+    return [f.strip().lower() for f in forms if f.strip()]
+
+
+def _exact_headline(seg: Segmented, titles: list[str]) -> int | None:
+    """The block whose text is one of the titles' forms (case aside): a heading saying a whole title first, then
+    the longest heading saying a form that is not made of a link, then the longest such heading, then the longest
+    block saying one that is not made of links (a site's name is shorter than its headlines)."""
+    whole = {t.lower() for t in titles}
+    wanted = {form for t in titles for form in _title_forms(t)}
+    longest = min(max(map(len, wanted)) + len(PERMALINK_MARKS), MAX_TITLE_CHARS)
+    found = [b for b in seg.blocks if len(b.text) <= longest and b.text.rstrip(PERMALINK_MARKS).lower() in wanted]
+    headings = [b for b in found if b.tag in HEADING_LEVELS]
+    whole_headings = [b for b in headings if b.text.rstrip(PERMALINK_MARKS).lower() in whole]
+    if whole_headings:
+        return whole_headings[0].index
+    ranked = ([b for b in headings if b.link_chars * 2 < len(b.text)], headings,
+              [b for b in found if b.link_chars * 2 < len(b.text)])
+    return next((max(group, key=lambda b: (len(b.text), -b.index)).index for group in ranked if group), None)
+
+
+def strip_site_name(title: str, *, from_start: bool = False) -> str:
+    """A title less the site name it carries at its end ("Headline - Site", "Headline | Section | Site"): end
+    parts of at most SITE_NAME_WORDS words are cut, at most SITE_NAME_CUTS of them, while two words or more are
+    left; with ``from_start``, one part at its start, where it names a domain ("FOXNews.com - Headline") or is
+    short and shorter than the rest."""
+    return site_name_cuts(title, from_start=from_start)[-1]
+
+
+def site_name_cuts(title: str, *, from_start: bool = False) -> list[str]:
+    """The title, then what is left after each cut strip_site_name makes."""
+    out = [title.strip()]
+    for _ in range(1 if from_start else SITE_NAME_CUTS):
+        title = out[-1]
+        cuts = list(TITLE_SEPARATORS.finditer(title))
+        if not cuts:
+            break
+        cut = cuts[0] if from_start else cuts[-1]
+        part, rest = (title[:cut.start()], title[cut.end():]) if from_start else (title[cut.end():],
+                                                                                   title[:cut.start()])
+        short = len(part.split()) <= SITE_NAME_WORDS
+        if len(rest.split()) < 2 or not (short and (not from_start or len(part) < len(rest) or _DOMAIN.search(part))):
+            break
+        out.append(rest.strip())
+    return out
+
+
+def build_document(seg: Segmented, keep, *, links: bool = False) -> Document:
+    """The extraction's document from the page's kept blocks (``keep``: a mask or the kept indexes' mask)."""
+    title, headline = find_title(seg)
+    same = " ".join(title.lower().split()) if title else None
+    contexts = _Contexts()
+    builder = _Builder(seg.page.url if links else None)
+    blocks = seg.blocks
+    for index in np.flatnonzero(keep).tolist():
+        if index == headline:
+            continue
+        block = blocks[index]
+        if same is not None and len(block.text) == len(same) and block.text.lower() == same:
+            continue  # the headline again (a second heading, a breadcrumb's last step)
+        builder.add(block, contexts.of(block.element), contexts)
+    return Document(title=title, nodes=tuple(builder.finish()))
+
+
+class _Builder:
+    """Kept blocks in, document nodes out: joins the blocks of one <pre>, one table, one list item."""
+
+    def __init__(self, base_url: str | None) -> None:
+        self.nodes: list[DocNode] = []
+        self.base_url = base_url  # links are collected when set
+        self.pre = None
+        self.table = None  # the open table: (element, quote, rows {tr: {cell: [texts]}}, texts in order)
+        self.item = None  # the open list item's element
+
+    def add(self, block, ctx: _Context, contexts: _Contexts) -> None:
+        if ctx.pre is not None:
+            if self.table is not None:
+                self._close_table()
+            self.item = None
+            if ctx.pre is not self.pre:
+                self.pre = ctx.pre
+                self.nodes.append(DocNode("code", pre_text(ctx.pre), quote=ctx.quote))
+            return
+        self.pre = None
+        if ctx.cell is not None and contexts.data_table(ctx.table):
+            self.item = None
+            self._add_cell(block, ctx)
+            return
+        if self.table is not None:
+            self._close_table()
+        found = self._links(block) if self.base_url is not None else ()
+        if ctx.item is not None and ctx.depth:
+            if ctx.item is self.item and self.nodes and self.nodes[-1].kind == "item":
+                last = self.nodes[-1]
+                self.nodes[-1] = DocNode("item", last.text + "\n" + block.text, level=last.level,
+                                         ordered=last.ordered, quote=last.quote, links=last.links + found)
+            else:
+                self.item = ctx.item
+                self.nodes.append(DocNode("item", block.text, level=ctx.depth, ordered=ctx.ordered,
+                                          quote=ctx.quote, links=found))
+            return
+        self.item = None
+        if ctx.heading:
+            self.nodes.append(DocNode("heading", block.text, level=ctx.heading, quote=ctx.quote, links=found))
+        else:
+            self.nodes.append(DocNode("paragraph", block.text, quote=ctx.quote, links=found))
+
+    def _add_cell(self, block, ctx: _Context) -> None:
+        if self.table is None or self.table[0] is not ctx.table:
+            self._close_table()
+            self.table = (ctx.table, ctx.quote, {}, [])
+        _, _, rows, texts = self.table
+        row = ctx.cell.getparent()
+        rows.setdefault(row, {}).setdefault(ctx.cell, []).append(block.text)
+        texts.append(block.text)
+
+    def _close_table(self) -> None:
+        if self.table is None:
+            return
+        _, quote, rows, texts = self.table
+        self.table = None
+        table_rows = []
+        header = False
+        for row, cells in rows.items():
+            texts_of = [" ".join(cells.get(cell, ())) for cell in row if cell.tag in CELL_TAGS]
+            if any(texts_of):
+                if not table_rows:
+                    header = all(cell.tag == "th" for cell in row if cell.tag in CELL_TAGS)
+                table_rows.append(tuple(texts_of))
+        if max((sum(1 for t in r if t) for r in table_rows), default=0) < MIN_TABLE_CELLS:
+            self.nodes.extend(DocNode("paragraph", text, quote=quote) for text in texts)
+            return
+        width = max(len(r) for r in table_rows)
+        table_rows = [r + ("",) * (width - len(r)) for r in table_rows]
+        self.nodes.append(DocNode("table", rows=tuple(table_rows), header=header, quote=quote))
+
+    def _links(self, block) -> tuple[tuple[str, str], ...]:
+        """(anchor text, absolute URL) of the links whose text belongs to this block, in document order."""
+        if self.base_url is None:
+            return ()
+        found = []
+        owner = block.element
+        for anchor in owner.iter("a"):
+            href = (anchor.get("href") or "").strip()
+            if not href or href.startswith(("#", "javascript:")) or _owner(anchor) is not owner:
+                continue
+            text = " ".join("".join(anchor.itertext()).split())
+            if text and text in block.text:
+                found.append((text, urljoin(self.base_url, href)))
+        return tuple(found)
+
+    def finish(self) -> list[DocNode]:
+        self._close_table()
+        return self.nodes
+
+
+def _owner(element):
+    """The block-level element that owns an inline element's text (as the segmentation walk decides)."""
+    node = element
+    while node is not None and node.tag not in BLOCK_TAGS:
+        node = node.getparent()
+    return node
+
+
+def pre_text(pre) -> str:
+    """A <pre>'s text as it shows: line breaks (and <br>s) and indentation kept, trailing spaces and the blank lines
+    around it dropped."""
+    if next(pre.iter("br"), None) is None:
+        text = etree.tostring(pre, method="text", encoding=str, with_tail=False)  # its text nodes joined, in C
+    else:
+        parts: list[str] = []
+        _pre_parts(pre, parts)
+        text = "".join(parts)
+    if "\r" in text or "\xa0" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\xa0", " ")
+    lines = [line.rstrip() for line in text.split("\n")]
+    while lines and not lines[-1]:
+        lines.pop()
+    start = 0
+    while start < len(lines) and not lines[start]:
+        start += 1
+    return "\n".join(lines[start:])
+
+
+def _pre_parts(element, parts: list[str]) -> None:
+    if element.tag == "br":
+        parts.append("\n")
+    elif element.text:
+        parts.append(element.text)
+    for child in element:
+        if isinstance(child.tag, str):
+            _pre_parts(child, parts)
+        if child.tail:
+            parts.append(child.tail)
+
+
+# --- renderings -----------------------------------------------------------------------------------------------------
+
+TABLE_CELL_SEPARATOR = "\t"  # between the cells of a table row in the text rendering
+
+
+def to_text(nodes) -> str:
+    """The body as plain text: one paragraph, heading or list item a line, code with its lines as they were, a
+    table row a line with its cells separated by a tab."""
+    lines = []
+    for node in nodes:
+        if node.kind == "table":
+            lines.extend(TABLE_CELL_SEPARATOR.join(row) for row in node.rows)
+        else:
+            lines.append(node.text)
+    return "\n".join(lines)
+
+
+def render_text(document: Document) -> str:
+    """A page as a text file: the headline, a blank line, the body."""
+    body = to_text(document.nodes)
+    return f"{document.title}\n\n{body}\n" if document.title else body + "\n"
+
+
+_MD_SPECIAL = re.compile(r"([\\`*\[\]<>|])")
+_MD_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")  # an underscore that could open or close emphasis
+_MD_LINE_START = re.compile(r"^(#{1,6}(?=\s|$)|[-+=](?=\s|$)|[-=_]{3,}|(\d+)([.)])(?=\s|$)|~~~)")
+
+
+def md_escape(text: str) -> str:
+    """Inline text made literal for Markdown (CommonMark): punctuation that would start emphasis, code, links,
+    HTML or a table cell is backslash-escaped, and so is a line start that would make a heading, list or rule."""
+    text = _MD_UNDERSCORE.sub(r"\\_", _MD_SPECIAL.sub(r"\\\1", text))
+    return _MD_LINE_START.sub(_escape_line_start, text)
+
+
+def _escape_line_start(found: re.Match) -> str:
+    if found.group(2):
+        return found.group(2) + "\\" + found.group(3)
+    return "\\" + found.group(1)
+
+
+def _md_inline(node: DocNode, text: str, links: bool) -> str:
+    """A node's text escaped for Markdown, its links written as [text](url) when asked for."""
+    if not links or not node.links:
+        return md_escape(text)
+    out, cursor = [], 0
+    for anchor, url in node.links:
+        at = text.find(anchor, cursor)
+        if at < 0:
+            continue
+        out.append(md_escape(text[cursor:at]))
+        out.append(f"[{md_escape(anchor)}]({_md_url(url)})")
+        cursor = at + len(anchor)
+    out.append(md_escape(text[cursor:]))
+    return "".join(out)
+
+
+def _md_url(url: str) -> str:
+    """A link destination: as it is, or in <> when it holds spaces or brackets."""
+    url = url.replace("<", "%3C").replace(">", "%3E")
+    return f"<{url}>" if re.search(r"[\s()]", url) else url
+
+
+def to_markdown(document: Document, *, links: bool = False) -> str:
+    """The document as CommonMark with GitHub tables: the headline as `#`, headings `#`-`######`, lists, tables,
+    fenced code, block quotes; links only with ``links``."""
+    chunks: list[str] = []
+    if document.title:
+        chunks.append("# " + md_escape(document.title))
+    items: list[DocNode] = []
+    for node in document.nodes:
+        if node.kind == "item":
+            if items and items[-1].quote != node.quote:
+                chunks.append(_md_list(items, links))
+                items = []
+            items.append(node)
+            continue
+        if items:
+            chunks.append(_md_list(items, links))
+            items = []
+        chunks.append(_quoted(_md_node(node, links), node.quote))
+    if items:
+        chunks.append(_md_list(items, links))
+    return "\n\n".join(chunks) + "\n"
+
+
+def _md_node(node: DocNode, links: bool) -> str:
+    if node.kind == "heading":
+        return "#" * max(1, min(node.level, 6)) + " " + _md_inline(node, node.text, links)
+    if node.kind == "code":
+        fence = "`" * max(3, _longest_run(node.text, "`") + 1)
+        return f"{fence}\n{node.text}\n{fence}"
+    if node.kind == "table":
+        return _md_table(node)
+    return _md_inline(node, node.text, links)
+
+
+def _md_list(items: list[DocNode], links: bool) -> str:
+    """A run of list items: depths made consecutive (a list nested more than one step deeper than the item before
+    it steps in one level), four spaces a level."""
+    lines = []
+    base = min(item.level for item in items)
+    previous = 0
+    for item in items:
+        depth = min(item.level - base, previous + 1)
+        previous = depth
+        marker = "1. " if item.ordered else "- "
+        indent = "    " * depth
+        first, *rest = item.text.split("\n")
+        lines.append(indent + marker + _md_inline(item, first, links))
+        lines.extend(indent + " " * len(marker) + _md_inline(item, line, links) for line in rest)
+    return _quoted("\n".join(lines), items[0].quote)
+
+
+def _md_table(node: DocNode) -> str:
+    def row(cells) -> str:
+        return "| " + " | ".join(md_escape(c) for c in cells) + " |"
+
+    rows = list(node.rows)
+    lines = [row(rows[0]), "| " + " | ".join("---" for _ in rows[0]) + " |"]
+    lines += [row(r) for r in rows[1:]]
+    return "\n".join(lines)
+
+
+def _quoted(text: str, depth: int) -> str:
+    if not depth:
+        return text
+    prefix = "> " * depth
+    return "\n".join((prefix + line).rstrip() for line in text.split("\n"))
+
+
+def _longest_run(text: str, char: str) -> int:
+    runs = re.findall(re.escape(char) + "+", text)
+    return max(map(len, runs), default=0)
+
+
+def to_html(document: Document, *, links: bool = False) -> str:
+    """The kept blocks as a clean HTML page: the headline as <h1>, then headings, paragraphs, lists, tables, code
+    and quotes, no attributes but links' href (with ``links``)."""
+    body: list[str] = []
+    lists: list[str] = []  # the open list tags
+    quote = 0
+    for node in document.nodes:
+        depth = node.level if node.kind == "item" else 0
+        while len(lists) > depth:
+            body.append(f"</li></{lists.pop()}>")
+        if node.quote != quote:
+            while len(lists):
+                body.append(f"</li></{lists.pop()}>")
+            body.append("</blockquote>" * (quote - node.quote) if quote > node.quote else
+                        "<blockquote>" * (node.quote - quote))
+            quote = node.quote
+        if node.kind == "item":
+            if len(lists) == depth:
+                body.append("</li>")
+            while len(lists) < depth:
+                lists.append("ol" if node.ordered else "ul")
+                body.append(f"<{lists[-1]}>")
+            body.append("<li>" + "<br>".join(_html_inline(node, line, links) for line in node.text.split("\n")))
+            continue
+        body.append(_html_node(node, links))
+    while lists:
+        body.append(f"</li></{lists.pop()}>")
+    body.append("</blockquote>" * quote)
+    title = html.escape(document.title or "")
+    head = f"<h1>{title}</h1>\n" if document.title else ""
+    return (f'<!DOCTYPE html>\n<html>\n<head>\n<meta charset="utf-8">\n<title>{title}</title>\n</head>\n<body>\n'
+            f"<article>\n{head}" + "\n".join(b for b in body if b) + "\n</article>\n</body>\n</html>\n")
+
+
+def _html_node(node: DocNode, links: bool) -> str:
+    if node.kind == "heading":
+        level = max(1, min(node.level, 6))
+        return f"<h{level}>{_html_inline(node, node.text, links)}</h{level}>"
+    if node.kind == "code":
+        return f"<pre><code>{html.escape(node.text)}</code></pre>"
+    if node.kind == "table":
+        rows = list(node.rows)
+        out = ["<table>"]
+        if node.header:
+            out.append("<thead><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in rows[0]) + "</tr></thead>")
+            rows = rows[1:]
+        out.append("<tbody>" + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
+                                       for r in rows) + "</tbody></table>")
+        return "".join(out)
+    return f"<p>{_html_inline(node, node.text, links)}</p>"
+
+
+def _html_inline(node: DocNode, text: str, links: bool) -> str:
+    if not links or not node.links:
+        return html.escape(text)
+    out, cursor = [], 0
+    for anchor, url in node.links:
+        at = text.find(anchor, cursor)
+        if at < 0:
+            continue
+        out.append(html.escape(text[cursor:at]))
+        out.append(f'<a href="{html.escape(url)}">{html.escape(anchor)}</a>')
+        cursor = at + len(anchor)
+    out.append(html.escape(text[cursor:]))
+    return "".join(out)
+
+
+FILE_STEM_CHARS = 80  # a page file's name keeps this much of the page id
+
+
+def file_name(page_id: str, extension: str) -> str:
+    """A safe file name for a page: its id's letters, digits, dots and dashes (the rest as _), cut to
+    FILE_STEM_CHARS, and 8 hex digits of the id's SHA-1, so that two ids never share a name."""
+    stem = re.sub(r"[^A-Za-z0-9.-]+", "_", page_id).strip("._-")[:FILE_STEM_CHARS].rstrip("._-") or "page"
+    return f"{stem}-{hashlib.sha1(page_id.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}.{extension}"
