@@ -47,6 +47,7 @@ config, dedup, evaluation_run, pipeline, signature_run, sources, training, rule_
     extract_module = (lazy_module(f"templater.{name}") for name in (
         "config", "dedup", "evaluation_run", "pipeline", "signature_run", "sources", "training", "inspect",
         "recrawl", "fallback", "extract"))
+document = lazy_module("templater.document")
 native = lazy_module("templater.native")
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,

@@ -64,8 +64,9 @@ def test_with_markdown_adds_a_field_and_keeps_the_record(db):
     done = extract(db, "--with-markdown")
     rows = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(rows) == 38
-    assert all(set(r) == {"id", "url", "site", "text", "method", "template", "coverage", "title", "markdown"}
-               for r in rows)
+    assert all(set(r) == {"id", "url", "site", "text", "method", "template", "coverage", "title", "markdown",
+                          "author", "date", "date_modified", "sitename", "description", "language",
+                          "canonical_url", "image", "tags"} for r in rows)
     first = rows[0]
     assert first["markdown"].startswith("# " + first["title"] + "\n")
 
@@ -91,17 +92,16 @@ def test_run_checks_the_output_before_any_work(tmp_path):
     assert done.exit_code == 1 and not (tmp_path / "r.db").exists()
 
 
-def test_recrawl_writes_the_pages_it_extracts(db, tmp_path):
+def test_recrawl_writes_each_page_of_its_crawl_once(db, tmp_path):
     fresh = tmp_path / "fresh.db"
     out = tmp_path / "recrawl.jsonl"
     done = runner.invoke(app, ["recrawl", PAGES, "--db", str(fresh), "--output", str(out), "-q"])
     assert done.exit_code == 0, done.output
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert len({r["id"] for r in rows}) == 38 and all(r["title"] and "text" in r for r in rows)
-    # the pages extracted before their site's template was learned are written again once it is
-    assert len(rows) > 38 and {r["id"] for r in rows if r["method"] == "template"} <= {r["id"] for r in rows[38:]}
+    assert len(rows) == 38 and {r["method"] for r in rows} == {"template", "fallback"}  # as the store has them
     again = tmp_path / "again"
     done = runner.invoke(app, ["recrawl", PAGES, "--db", str(fresh), "--format", "markdown", "--output",
                                str(again), "-q"])
     assert done.exit_code == 0, done.output
-    assert not list(again.iterdir())  # nothing changed, nothing extracted
+    assert len(list(again.iterdir())) == 38  # nothing changed: the crawl's pages all the same, one file each
