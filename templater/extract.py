@@ -24,6 +24,10 @@ from .types import Extraction, Rule, Segmented, Template
 REGION_MIN_SHARE = 0.5  # the region is used only when it holds this share of the text the rules left
 NO_CLASSIFIER = "none"  # --fallback none: the template's rules alone (the whole text where there is no template)
 WRAPPER_DEPTH = 3  # steps of a region XPath right under <body> (/html/body/div[1])
+REGION_CHROME_SHARE = 0.1  # a region right under <body> is trusted on a page where the blocks the rules drop inside
+# it add up to at most this share of the text they leave in it: it holds the page's text, not the site's chrome
+# (page wrappers hold the menus and sidebars: from 0.2 to several times the article on the dev news sites; the
+# content divisions of the dev documentation sites 0.01-0.05)
 PARAGRAPH_CHARS = 80  # a page with a block this long of which the template allows nothing falls back to single-page
 REPEAT_MIN_CHARS = 100  # a kept block this long whose text was already kept is a repeat, not more content
 
@@ -44,7 +48,8 @@ class CompiledTemplate:
         self.shapes = frozenset(r.tag_path for r in template.rules if r.action == "drop-shape")
         regions = [r for r in template.rules if r.action == "content" and not r.pinned]
         self.region = _compile(regions[0])[1] if regions else None
-        # a region right under <body> is the page's wrapper: it bounds what is kept but earns no trust
+        # a region right under <body> may be the page's wrapper: it bounds what is kept, and earns trust only on
+        # pages where it leaves the site's chrome outside (holds_little_chrome)
         self.region_trusted = bool(regions) and regions[0].xpath.count("/") > WRAPPER_DEPTH
         self.pinned = tuple(_compile(r) for r in template.rules if r.pinned)
         self.containers = tuple(_compile(r)[1] for r in template.rules if r.action == "drop-xpath" and not r.pinned)
@@ -65,7 +70,8 @@ def apply_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarr
 
 def match_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarray, float, np.ndarray]:
     """(allowed, coverage, in_region): as apply_template, plus the allowed blocks inside the learned content
-    region (all False when the template has none, or the page's region holds too little of its text)."""
+    region where the page trusts it (all False when the template has none, the page's region holds too little
+    of its text, or a region right under <body> holds the site's chrome on this page)."""
     vector = seg.vector
     allowed = ~_members(vector, compiled.static_set)
     coverage = 1.0
@@ -82,10 +88,17 @@ def match_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarr
     in_region = np.zeros(len(seg.blocks), dtype=bool)
     if compiled.region is not None:
         region = _region_mask(seg, compiled.region, allowed)
+        if not region.all() and (compiled.region_trusted or holds_little_chrome(seg, region, allowed)):
+            in_region = allowed & region
         allowed &= region
-        if compiled.region_trusted:
-            in_region = allowed & ~region.all()
     return allowed, coverage, in_region
+
+
+def holds_little_chrome(seg: Segmented, region: np.ndarray, allowed: np.ndarray) -> bool:
+    """Whether the text the rules dropped inside the region is at most REGION_CHROME_SHARE of what they left
+    there: the region is the page's content division, not a wrapper around the site's menus and sidebars."""
+    chars = seg.block_chars()
+    return bool(chars[region & ~allowed].sum() <= REGION_CHROME_SHARE * chars[region & allowed].sum())
 
 
 def _members(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
