@@ -18,16 +18,12 @@ from . import fallback, native
 from .align import _match_masks, lcs_length_masks
 from .errors import RuleError
 from .grouping import host_of
-from .template import RELATED_SIZE_TEST, contains, find_headline, fits, size_limit
+from .template import (REGION_CHROME_SHARE, RELATED_SIZE_TEST, WRAPPER_DEPTH, contains, find_headline, fits,
+                       size_limit)
 from .types import Extraction, Rule, Segmented, Template
 
 REGION_MIN_SHARE = 0.5  # the region is used only when it holds this share of the text the rules left
 NO_CLASSIFIER = "none"  # --fallback none: the template's rules alone (the whole text where there is no template)
-WRAPPER_DEPTH = 3  # steps of a region XPath right under <body> (/html/body/div[1])
-REGION_CHROME_SHARE = 0.1  # a region right under <body> is trusted on a page where the blocks the rules drop inside
-# it add up to at most this share of the text they leave in it: it holds the page's text, not the site's chrome
-# (page wrappers hold the menus and sidebars: from 0.2 to several times the article on the dev news sites; the
-# content divisions of the dev documentation sites 0.01-0.05)
 PARAGRAPH_CHARS = 80  # a page with a block this long of which the template allows nothing falls back to single-page
 REPEAT_MIN_CHARS = 100  # a kept block this long whose text was already kept is a repeat, not more content
 
@@ -214,7 +210,7 @@ def extract_page(seg: Segmented, compiled: CompiledTemplate | None = None, *, si
     keep = allowed if method == NO_CLASSIFIER else fallback.select_blocks(seg, method=method, allowed=allowed,
                                                                    trusted=in_region)
     return _extraction(seg, keep, site=site or compiled.template.site, method="template", template=compiled.name,
-                       coverage=round(coverage, 4))
+                       coverage=round(coverage, 4), reference=fallback.protected_blocks(seg, in_region))
 
 
 def leaves_nothing(seg: Segmented, allowed: np.ndarray) -> bool:
@@ -222,11 +218,13 @@ def leaves_nothing(seg: Segmented, allowed: np.ndarray) -> bool:
     return not allowed.any() and bool((seg.block_chars() >= PARAGRAPH_CHARS).any())
 
 
-def drop_repeats(seg: Segmented, keep: np.ndarray) -> np.ndarray:
-    """Keep only the first of kept blocks with the same long text (pages that print their article twice)."""
+def drop_repeats(seg: Segmented, keep: np.ndarray, reference: np.ndarray | None = None) -> np.ndarray:
+    """Keep only the first of kept blocks with the same long text (pages that print their article twice), but
+    every one of the ``reference`` blocks (definition lists and tables inside the trusted content region, where
+    reference pages describe the parameters of overloads and options in the same words)."""
     seen: set[str] = set()
     out = keep.copy()
-    for i in np.flatnonzero(keep):
+    for i in np.flatnonzero(keep if reference is None else keep & ~reference):
         text = seg.blocks[i].text
         if len(text) < REPEAT_MIN_CHARS:
             continue
@@ -237,8 +235,8 @@ def drop_repeats(seg: Segmented, keep: np.ndarray) -> np.ndarray:
 
 
 def _extraction(seg: Segmented, keep: np.ndarray, *, site: str, method: str, template: str | None,
-                coverage: float | None) -> Extraction:
-    keep = drop_repeats(seg, keep)
+                coverage: float | None, reference: np.ndarray | None = None) -> Extraction:
+    keep = drop_repeats(seg, keep, reference)
     text = fallback.extract_text(seg, keep)
     boilerplate = int(seg.block_chars()[~np.asarray(keep, dtype=bool)].sum())
     return Extraction(id=seg.page.id, url=seg.page.url, site=site, text=text, method=method, template=template,

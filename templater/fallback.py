@@ -35,6 +35,7 @@ from . import ann
 from .errors import InputError
 from .features import (CLASS_GROUPS, CONTEXT_NAMES, FEATURE_NAMES, Tree, block_features, context_features, inside,
                        line_features, number_tree, sum_up)
+from .template import link_runs
 from .types import Segmented
 
 METHODS = ("density", "ann", "fdr", "auto")
@@ -197,8 +198,19 @@ def region_chrome(seg: Segmented, tree: Tree, trusted: np.ndarray) -> np.ndarray
     links = np.fromiter(map(_LINK_CHARS, seg.blocks), dtype=np.int64, count=len(seg.blocks))
     below = _below_region(seg, trusted)
     position = np.fromiter((not REGION_CHROME_TAGS.isdisjoint(tags) for tags in below), dtype=bool, count=len(below))
-    protected = np.fromiter((not PROTECTED_TAGS.isdisjoint(tags) for tags in below), dtype=bool, count=len(below))
-    return (named | (links > REGION_LINK_DENSITY * chars) | position) & ~protected
+    return (named | (links > REGION_LINK_DENSITY * chars) | position) & ~protected_blocks(seg, trusted, below)
+
+
+def protected_blocks(seg: Segmented, trusted: np.ndarray, below: list[list[str]] | None = None) -> np.ndarray:
+    """Trusted blocks in code, a table or a definition list below the trusted region (PROTECTED_TAGS), but not
+    a definition list's terms in a run of links (template.link_runs: a table of contents marked up as <dl>)."""
+    if not trusted.any():
+        return np.zeros(len(seg.blocks), dtype=bool)
+    below = _below_region(seg, trusted) if below is None else below
+    runs = link_runs(seg)
+    return trusted & np.fromiter((not PROTECTED_TAGS.isdisjoint(tags) and not (run and "dl" in tags and "table" not in
+                                  tags and "pre" not in tags) for tags, run in zip(below, runs)), dtype=bool,
+                                 count=len(below))
 
 
 def _below_region(seg: Segmented, trusted: np.ndarray) -> list[list[str]]:
