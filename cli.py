@@ -500,10 +500,10 @@ def _print_explanation(page, as_json: bool) -> None:
     typer.echo(f"page      {page.url}\ntemplate  {template}  coverage {_percent(page.coverage)}  "
                f"method {page.method}\nkept      {page.kept_chars} of {page.total_chars} characters, "
                f"{sum(b.kept for b in page.blocks)} of {len(page.blocks)} blocks")
-    typer.echo(f"{'#':>4}  {'':<4}  {'DECIDED BY':<36}  {'TEXT':<50}  XPATH")
+    typer.echo(f"{'#':>4}  {'':<4}  {'DECIDED BY':<36}  {'TEXT':<50}  XPATH  (WHY)")
     for b in page.blocks:
         typer.echo(f"{b.index:>4}  {'kept' if b.kept else 'DROP'}  {b.label:<36}  "
-                   f"{rule_inspect.shorten(b.text, 50):<50}  {b.xpath}")
+                   f"{rule_inspect.shorten(b.text, 50):<50}  {b.xpath}" + (f"  ({b.why})" if b.why else ""))
 
 
 @rules_app.command("diff")

@@ -224,6 +224,44 @@ def _below_region(seg: Segmented, trusted: np.ndarray) -> list[list[str]]:
     return [p[top:] for p in paths]
 
 
+def drop_reasons(seg: Segmented, *, allowed: np.ndarray, trusted: np.ndarray,
+                 weights: ann.Weights | None = None) -> list[str]:
+    """Why the default classifier behind a template drops each allowed block it drops, in words ('' for the
+    blocks it keeps and those the template dropped): the score and the threshold it missed, and inside the
+    trusted region what made the block look like chrome (region_chrome)."""
+    weights = default_weights() if weights is None else weights
+    tree = number_tree(seg)
+    features = block_features(seg, tree)
+    scores = _score(seg, tree, features, weights, allowed)
+    keep = classify_blocks(seg, weights, allowed=allowed, trusted=trusted)
+    chrome = region_chrome(seg, tree, trusted) if trusted.any() else np.zeros(len(seg.blocks), dtype=bool)
+    bits = _ancestor_bits(tree)[tree.owner]
+    names = [name for name, _ in CLASS_GROUPS]
+    caption = captions(seg)
+    reasons = []
+    for i, block in enumerate(seg.blocks):
+        if keep[i] or not allowed[i]:
+            reasons.append("")
+        elif caption[i]:
+            reasons.append("image caption")
+        elif not trusted[i]:
+            reasons.append(f"score {scores[i]:.2f} <= {ALLOWED_THRESHOLD} (outside a trusted content region)")
+        else:
+            why = [n for n in REGION_CHROME_GROUPS if bits[i] & (1 << names.index(n))]
+            why = f"class/id '{why[0]}'" if why else ("mostly links" if block.link_chars > REGION_LINK_DENSITY * len(
+                block.text) else "chrome position")
+            reasons.append(f"score {scores[i]:.2f} <= {TRUSTED_THRESHOLD} and {why}" if chrome[i] else "")
+    return reasons
+
+
+def _ancestor_bits(tree: Tree) -> np.ndarray:
+    """Per element, the CLASS_GROUPS bits of itself and its ancestors."""
+    bits = tree.class_bits.copy()
+    for level in tree.levels()[1:]:
+        bits[level] |= bits[tree.parent[level]]
+    return bits
+
+
 def captions(seg: Segmented) -> np.ndarray:
     """Blocks inside a <figcaption>: image captions and credits, which no benchmark's gold counts as main text
     (on the dev corpus, dropping them costs no dataset any recall)."""

@@ -393,17 +393,26 @@ def content_ancestry(element, containers: Sequence) -> list[str] | None:
 
 
 def looks_like_content(block: Block, ancestry: list[str] | None, settings: LearnSettings) -> bool:
-    """Whether a repeated block is the page's content: inside a content container (ancestry not None), not under
-    <nav>, <aside>, <header>, <footer> or <form> there, not a list of links (a link-heavy block in a list or a
-    short one), and not a short label (a short block other than a heading, term or table header, outside code,
-    tables and definition lists)."""
-    if ancestry is None or not CHROME_TAGS.isdisjoint(ancestry):
-        return False
+    """Whether a repeated block is the page's content: inside a content container and not chrome-shaped
+    (chrome_shape)."""
+    return not chrome_shape(block, ancestry, settings)
+
+
+def chrome_shape(block: Block, ancestry: list[str] | None, settings: LearnSettings = LearnSettings()) -> str:
+    """Why a repeated block is chrome, in words ('' when it is content): outside every content container
+    (ancestry None), under <nav>, <aside>, <header>, <footer> or <form> there, a list of links (a link-heavy
+    block in a list, or a short one) or a short label (a short block other than a heading, term or table header,
+    outside code, tables and definition lists)."""
+    if ancestry is None:
+        return "outside the page's content"
+    position = sorted(CHROME_TAGS.intersection(ancestry))
+    if position:
+        return f"under <{position[0]}>"
     short = len(block.text) <= settings.shape_max_chars
     structure = not STRUCTURE_TAGS.isdisjoint(ancestry)
     if _link_share(block) > settings.shape_max_link_density:
-        return structure or not (short or not LIST_TAGS.isdisjoint(ancestry))
-    return not short or structure or block.tag in LABEL_TAGS
+        return "" if structure or not (short or not LIST_TAGS.isdisjoint(ancestry)) else "links"
+    return "" if not short or structure or block.tag in LABEL_TAGS else "short label"
 
 
 def link_runs(seg: Segmented, density: float = SHAPE_MAX_LINK_DENSITY) -> np.ndarray:
