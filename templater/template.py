@@ -369,7 +369,7 @@ def content_containers(seg: Segmented, dropped: np.ndarray, region: Rule | None,
     chars = seg.block_chars()
     out = []
     for element in candidates:
-        inside = np.fromiter((contains(element, b.element) for b in seg.blocks), dtype=bool, count=len(seg.blocks))
+        inside = _owned_by(seg, element)
         chrome = sum(chars[i] for i in np.flatnonzero(inside & dropped) if runs[i] or not looks_like_content(
             seg.blocks[i], content_ancestry(seg.blocks[i].element, [element]), settings))
         kept = chars[inside & ~dropped].sum()
@@ -434,3 +434,13 @@ def _link_share(block: Block) -> float:
     if "/a/" in block.tag_path:
         return 1.0
     return block.link_chars / max(len(block.text), 1)
+
+
+def _owned_by(seg: Segmented, element) -> np.ndarray:
+    """Mask of the page's blocks at or under the element (in one C pass where templater._walk is built)."""
+    if native.walk is not None:
+        found = native.walk.inside([b.element for b in seg.blocks], [element])
+        if found is not None:
+            return np.frombuffer(found, dtype=bool).copy()
+    members = set(element.iter())
+    return np.fromiter((b.element in members for b in seg.blocks), dtype=bool, count=len(seg.blocks))
