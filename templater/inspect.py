@@ -313,14 +313,15 @@ def _template_causes(seg: Segmented, compiled: CompiledTemplate, allowed: np.nda
     for b in seg.blocks:
         if allowed[b.index]:
             continue
-        shape = chrome_shape(b, content_ancestry(b.element, roots))
+        shape = chrome_shape(b, content_ancestry(b.element, roots)) or "inside the content"
         if b.hash in by_hash:
-            causes[b.index] = ("drop", by_hash[b.hash], f"same tag path and text on {rules[by_hash[b.hash]].support:.0%}"
-                               f" of the learned pages; {shape or 'inside the content'}")
+            i = by_hash[b.hash]
+            causes[b.index] = ("drop", i, f"same tag path and text on {rules[i].support:.0%} of the learned pages; "
+                               f"{shape}")
         elif b.tag_path in by_shape:
-            causes[b.index] = ("drop-shape", by_shape[b.tag_path], f"tag path on {rules[by_shape[b.tag_path]].support:.0%}"
-                               " of the learned pages, its text varying and short, link-heavy or in <nav>/<aside>; "
-                               f"{shape or 'inside the content'}")
+            i = by_shape[b.tag_path]
+            causes[b.index] = ("drop-shape", i, f"tag path on {rules[i].support:.0%} of the learned pages, its text "
+                               f"varying and short, link-heavy or in <nav>/<aside>; {shape}")
         else:
             causes[b.index] = next(((reason, i, _WHY[reason]) for reason, i, mask in masks if mask[b.index]),
                                    ("region", region, _WHY["region"]))
