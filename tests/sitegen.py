@@ -88,8 +88,8 @@ that only a full rebuild repairs, and work in progress can be lost.</p></div>
 <h3>Methods inherited from class Object</h3>
 <div class="inherited"><code><a href="/o#clone">clone</a>, <a href="/o#equals">equals</a>,
 <a href="/o#finalize">finalize</a>, <a href="/o#getClass">getClass</a>, <a href="/o#hashCode">hashCode</a>,
-<a href="/o#notify">notify</a>, <a href="/o#notifyAll">notifyAll</a>, <a href="/o#toString">toString</a>, <a href="/o#wait()">wait</a>,
-<a href="/o#wait(long)">wait</a>, <a href="/o#wait(long,int)">wait</a></code></div>
+<a href="/o#notify">notify</a>, <a href="/o#notifyAll">notifyAll</a>, <a href="/o#toString">toString</a>,
+<a href="/o#wait()">wait</a>, <a href="/o#wait(long)">wait</a>, <a href="/o#wait(long,int)">wait</a></code></div>
 </div></div>
 <div class="footer"><p>Copyright Example Manual authors. Licensed under the MIT licence.</p>
 <p><a href="/about">About</a> | <a href="/contact">Contact</a></p></div></body></html>"""
