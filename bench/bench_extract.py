@@ -104,7 +104,7 @@ def stage_breakdown(db) -> dict[str, float]:
                                                                                         in_region)))
         step("text + repeats", extract_mod._extraction, seg, keep, site=stored.site, method="template",
              template=compiled.name, coverage=round(coverage, 4),
-             reference=fallback.protected_blocks(seg, in_region))
+             trusted=in_region)
     return spent
 
 

@@ -210,7 +210,7 @@ def extract_page(seg: Segmented, compiled: CompiledTemplate | None = None, *, si
     keep = allowed if method == NO_CLASSIFIER else fallback.select_blocks(seg, method=method, allowed=allowed,
                                                                    trusted=in_region)
     return _extraction(seg, keep, site=site or compiled.template.site, method="template", template=compiled.name,
-                       coverage=round(coverage, 4), reference=fallback.protected_blocks(seg, in_region))
+                       coverage=round(coverage, 4), trusted=in_region)
 
 
 def leaves_nothing(seg: Segmented, allowed: np.ndarray) -> bool:
@@ -218,25 +218,29 @@ def leaves_nothing(seg: Segmented, allowed: np.ndarray) -> bool:
     return not allowed.any() and bool((seg.block_chars() >= PARAGRAPH_CHARS).any())
 
 
-def drop_repeats(seg: Segmented, keep: np.ndarray, reference: np.ndarray | None = None) -> np.ndarray:
+def drop_repeats(seg: Segmented, keep: np.ndarray, trusted: np.ndarray | None = None) -> np.ndarray:
     """Keep only the first of kept blocks with the same long text (pages that print their article twice), but
-    every one of the ``reference`` blocks (definition lists and tables inside the trusted content region, where
+    every one in code, a table or a definition list of the ``trusted`` content region (fallback.protected_blocks:
     reference pages describe the parameters of overloads and options in the same words)."""
     seen: set[str] = set()
     out = keep.copy()
-    for i in np.flatnonzero(keep if reference is None else keep & ~reference):
+    protected = None
+    for i in np.flatnonzero(keep):
         text = seg.blocks[i].text
         if len(text) < REPEAT_MIN_CHARS:
             continue
         if text in seen:
-            out[i] = False
+            if protected is None:
+                protected = (fallback.protected_blocks(seg, trusted) if trusted is not None
+                             else np.zeros(len(keep), dtype=bool))
+            out[i] = bool(protected[i])
         seen.add(text)
     return out
 
 
 def _extraction(seg: Segmented, keep: np.ndarray, *, site: str, method: str, template: str | None,
-                coverage: float | None, reference: np.ndarray | None = None) -> Extraction:
-    keep = drop_repeats(seg, keep, reference)
+                coverage: float | None, trusted: np.ndarray | None = None) -> Extraction:
+    keep = drop_repeats(seg, keep, trusted)
     text = fallback.extract_text(seg, keep)
     boilerplate = int(seg.block_chars()[~np.asarray(keep, dtype=bool)].sum())
     return Extraction(id=seg.page.id, url=seg.page.url, site=site, text=text, method=method, template=template,

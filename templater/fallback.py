@@ -214,14 +214,15 @@ def protected_blocks(seg: Segmented, trusted: np.ndarray, below: list[list[str]]
 
 
 def _below_region(seg: Segmented, trusted: np.ndarray) -> list[list[str]]:
-    """Per block, the tags of its tag path below the trusted blocks' deepest common ancestor."""
-    paths = [b.tag_path.split("/") for b in seg.blocks]
-    inner = [p for p, t in zip(paths, trusted) if t]
-    depth = min(map(len, inner))
-    for path in inner[1:]:
-        depth = next((d for d in range(depth) if path[d] != inner[0][d]), depth)
+    """Per trusted block, the tags of its tag path below the trusted blocks' deepest common ancestor (an empty
+    list for the other blocks: what is not trusted is never judged by these tags)."""
+    inner = {int(i): seg.blocks[i].tag_path.split("/") for i in np.flatnonzero(trusted)}
+    paths = list(inner.values())
+    depth = min(map(len, paths))
+    for path in paths[1:]:
+        depth = next((d for d in range(depth) if path[d] != paths[0][d]), depth)
     top = max(depth - 1, 0)  # the common ancestor itself stays in: a region that is a <table> protects its cells
-    return [p[top:] for p in paths]
+    return [inner[i][top:] if i in inner else [] for i in range(len(seg.blocks))]
 
 
 def drop_reasons(seg: Segmented, *, allowed: np.ndarray, trusted: np.ndarray,

@@ -419,13 +419,11 @@ def link_runs(seg: Segmented, density: float = SHAPE_MAX_LINK_DENSITY) -> np.nda
     """Blocks in a row of at least LINK_RUN blocks whose text is more than ``density`` link text: lists of
     links, whatever their markup."""
     heavy = np.fromiter(map(_link_share, seg.blocks), dtype=np.float64, count=len(seg.blocks)) > density
+    edges = np.diff(np.concatenate(([0], heavy.view(np.int8), [0])))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
     out = np.zeros(len(heavy), dtype=bool)
-    start = 0
-    for i in range(len(heavy) + 1):
-        if i == len(heavy) or not heavy[i]:
-            if i - start >= LINK_RUN:
-                out[start:i] = True
-            start = i + 1
+    for start, end in zip(starts[ends - starts >= LINK_RUN], ends[ends - starts >= LINK_RUN]):
+        out[start:end] = True
     return out
 
 
