@@ -827,10 +827,11 @@ def _print_explanation(page, as_json: bool) -> None:
     typer.echo(f"page      {safe(page.url)}\ntemplate  {safe(template)}  coverage {_percent(page.coverage)}  "
                f"method {page.method}\nkept      {page.kept_chars} of {page.total_chars} characters, "
                f"{sum(b.kept for b in page.blocks)} of {len(page.blocks)} blocks")
-    typer.echo(f"{'#':>4}  {'':<4}  {'DECIDED BY':<36}  {'TEXT':<50}  XPATH")
+    typer.echo(f"{'#':>4}  {'':<4}  {'DECIDED BY':<36}  {'TEXT':<50}  XPATH  (WHY)")
     for b in page.blocks:
         typer.echo(f"{b.index:>4}  {'kept' if b.kept else 'DROP'}  {safe(b.label):<36}  "
-                   f"{safe(rule_inspect.shorten(b.text, 50)):<50}  {safe(b.xpath)}")
+                   f"{safe(rule_inspect.shorten(b.text, 50)):<50}  {safe(b.xpath)}"
+                   + (f"  ({safe(b.why)})" if b.why else ""))
 
 
 @rules_app.command("diff")

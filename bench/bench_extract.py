@@ -101,13 +101,22 @@ def stage_breakdown(db) -> dict[str, float]:
         tree = step("number tree", features.number_tree, seg)
         feats = step("features", features.block_features, seg, tree)
         scores = step("score (two-stage MLP)", fallback._score, seg, tree, feats, weights, allowed)
-        threshold = np.where(in_region, fallback.TRUSTED_THRESHOLD, fallback.ALLOWED_THRESHOLD)
-        keep = step("keep + headline", lambda: fallback.keep_headline(seg, feats, (scores > threshold) & allowed))
+        keep = step("keep + headline", lambda: fallback.keep_headline(seg, feats, _keep(seg, tree, scores, allowed,
+                                                                                        in_region)))
         result = step("text + repeats", extract_mod._extraction, seg, keep, site=stored.site, method="template",
-                      template=compiled.name, coverage=round(coverage, 4))
+                      template=compiled.name, coverage=round(coverage, 4), trusted=in_region)
         step("metadata (declared, rules, shown, language)", metadata.read_metadata, seg, rules=compiled.meta,
              text=result.text)
     return spent
+
+
+def _keep(seg, tree, scores, allowed, trusted):
+    """fallback.classify_blocks' choice behind a template, from the scores already computed."""
+    keep = (scores > fallback.ALLOWED_THRESHOLD) & allowed
+    if trusted.any():
+        chrome = fallback.region_chrome(seg, tree, trusted)
+        keep |= trusted & allowed & ~((scores <= fallback.TRUSTED_THRESHOLD) & chrome)
+    return keep & ~fallback.captions(seg)
 
 
 def peak_mb() -> float:

@@ -20,12 +20,12 @@ from .align import _match_masks, lcs_length_masks
 from .errors import RuleError
 from .grouping import host_of
 from .metadata import META_ACTIONS, read_metadata
-from .template import RELATED_SIZE_TEST, contains, find_headline, fits, size_limit
+from .template import (REGION_CHROME_SHARE, RELATED_SIZE_TEST, WRAPPER_DEPTH, contains, find_headline, fits,
+                       size_limit)
 from .types import Extraction, Rule, Segmented, Template
 
 REGION_MIN_SHARE = 0.5  # the region is used only when it holds this share of the text the rules left
 NO_CLASSIFIER = "none"  # --fallback none: the template's rules alone (the whole text where there is no template)
-WRAPPER_DEPTH = 3  # steps of a region XPath right under <body> (/html/body/div[1])
 PARAGRAPH_CHARS = 80  # a page with a block this long of which the template allows nothing falls back to single-page
 REPEAT_MIN_CHARS = 100  # a kept block this long whose text was already kept is a repeat, not more content
 
@@ -46,7 +46,8 @@ class CompiledTemplate:
         self.shapes = frozenset(r.tag_path for r in template.rules if r.action == "drop-shape")
         regions = [r for r in template.rules if r.action == "content" and not r.pinned]
         self.region = _compile(regions[0])[1] if regions else None
-        # a region right under <body> is the page's wrapper: it bounds what is kept but earns no trust
+        # a region right under <body> may be the page's wrapper: it bounds what is kept, and earns trust only on
+        # pages where it leaves the site's chrome outside (holds_little_chrome)
         self.region_trusted = bool(regions) and regions[0].xpath.count("/") > WRAPPER_DEPTH
         self.pinned = tuple(_compile(r) for r in template.rules if r.pinned and r.action not in META_ACTIONS)
         self.meta = tuple(r for r in template.rules if r.action in META_ACTIONS)  # where bylines and dates sit
@@ -68,7 +69,8 @@ def apply_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarr
 
 def match_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarray, float, np.ndarray]:
     """(allowed, coverage, in_region): as apply_template, plus the allowed blocks inside the learned content
-    region (all False when the template has none, or the page's region holds too little of its text)."""
+    region where the page trusts it (all False when the template has none, the page's region holds too little
+    of its text, or a region right under <body> holds the site's chrome on this page)."""
     vector = seg.vector
     allowed = ~_members(vector, compiled.static_set)
     coverage = 1.0
@@ -85,10 +87,17 @@ def match_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarr
     in_region = np.zeros(len(seg.blocks), dtype=bool)
     if compiled.region is not None:
         region = _region_mask(seg, compiled.region, allowed)
+        if not region.all() and (compiled.region_trusted or holds_little_chrome(seg, region, allowed)):
+            in_region = allowed & region
         allowed &= region
-        if compiled.region_trusted:
-            in_region = allowed & ~region.all()
     return allowed, coverage, in_region
+
+
+def holds_little_chrome(seg: Segmented, region: np.ndarray, allowed: np.ndarray) -> bool:
+    """Whether the text the rules dropped inside the region is at most REGION_CHROME_SHARE of what they left
+    there: the region is the page's content division, not a wrapper around the site's menus and sidebars."""
+    chars = seg.block_chars()
+    return bool(chars[region & ~allowed].sum() <= REGION_CHROME_SHARE * chars[region & allowed].sum())
 
 
 def _members(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
@@ -217,7 +226,7 @@ def extract_content(seg: Segmented, compiled: CompiledTemplate | None = None, *,
     keep = allowed if method == NO_CLASSIFIER else fallback.select_blocks(seg, method=method, allowed=allowed,
                                                                    trusted=in_region, weights=weights, q=q)
     return _extraction(seg, keep, site=site or compiled.template.site, method="template", template=compiled.name,
-                       coverage=round(coverage, 4), links=links)
+                       coverage=round(coverage, 4), links=links, trusted=in_region)
 
 
 def leaves_nothing(seg: Segmented, allowed: np.ndarray) -> bool:
@@ -225,23 +234,29 @@ def leaves_nothing(seg: Segmented, allowed: np.ndarray) -> bool:
     return not allowed.any() and bool((seg.block_chars() >= PARAGRAPH_CHARS).any())
 
 
-def drop_repeats(seg: Segmented, keep: np.ndarray) -> np.ndarray:
-    """Keep only the first of kept blocks with the same long text (pages that print their article twice)."""
+def drop_repeats(seg: Segmented, keep: np.ndarray, trusted: np.ndarray | None = None) -> np.ndarray:
+    """Keep only the first of kept blocks with the same long text (pages that print their article twice), but
+    every one in code, a table or a definition list of the ``trusted`` content region (fallback.protected_blocks:
+    reference pages describe the parameters of overloads and options in the same words)."""
     seen: set[str] = set()
     out = keep.copy()
+    protected = None
     for i in np.flatnonzero(keep):
         text = seg.blocks[i].text
         if len(text) < REPEAT_MIN_CHARS:
             continue
         if text in seen:
-            out[i] = False
+            if protected is None:
+                protected = (fallback.protected_blocks(seg, trusted) if trusted is not None
+                             else np.zeros(len(keep), dtype=bool))
+            out[i] = bool(protected[i])
         seen.add(text)
     return out
 
 
 def _extraction(seg: Segmented, keep: np.ndarray, *, site: str, method: str, template: str | None,
-                coverage: float | None, links: bool = False) -> Extraction:
-    keep = drop_repeats(seg, keep)
+                coverage: float | None, links: bool = False, trusted: np.ndarray | None = None) -> Extraction:
+    keep = drop_repeats(seg, keep, trusted)
     doc = document.build_document(seg, keep, links=links)
     boilerplate = int(seg.block_chars()[~np.asarray(keep, dtype=bool)].sum())
     return Extraction(id=seg.page.id, url=seg.page.url, site=site, text=document.to_text(doc.nodes), method=method,

@@ -33,8 +33,9 @@ import numpy as np
 
 from . import ann, config
 from .errors import InputError
-from .features import (CONTEXT_NAMES, FEATURE_NAMES, Tree, block_features, context_features, inside, line_features,
-                       number_tree, sum_up)
+from .features import (CLASS_GROUPS, CONTEXT_NAMES, FEATURE_NAMES, Tree, block_features, context_features, inside,
+                       line_features, number_tree, sum_up)
+from .template import link_runs
 from .types import Segmented
 
 METHODS = ("density", "ann", "fdr", "auto")
@@ -47,7 +48,14 @@ REGION_INSIDE = 0.4  # inside the content region, blocks scoring above this are 
 REGION_OUTSIDE = 0.7  # outside it, only blocks scoring above this
 ALLOWED_THRESHOLD = 0.3  # behind a site template, allowed blocks scoring above this are kept
 CAPTION_PATH = "/figcaption"  # blocks whose tag path holds this are captions, never kept by the classifier
-TRUSTED_THRESHOLD = 0.05  # ... and, inside the template's learned content region, those above this
+TRUSTED_THRESHOLD = 0.05  # inside the template's trusted content region, a block scoring at most this is dropped ...
+REGION_CHROME_GROUPS = ("nav", "related", "share", "account", "ad", "comment", "hidden")  # ... only when it sits in
+# an element whose class/id names one of these CLASS_GROUPS (share bars, promos, ads, related boxes, ...) ...
+REGION_LINK_DENSITY = 0.5  # ... or its text is mostly link text (a list of links) ...
+REGION_CHROME_TAGS = frozenset({"nav", "aside", "header", "footer", "form"})  # ... or it sits in one of these below
+# the region (an author box in the article's <footer>) ...
+PROTECTED_TAGS = frozenset({"pre", "table", "dl"})  # ... but never in code, a table or a definition list (signatures,
+# terms) below the region
 HEADLINE_TAGS = frozenset({"h1", "h2", "h3"})  # tags a headline may have ...
 HEADLINE_TITLE_OVERLAP = 0.5  # ... and the least share of its words found in the page <title>
 DENSITY_BOUNDS = (0.3, 0.9)  # the per-page density threshold is clamped to this range
@@ -58,6 +66,8 @@ DENSITY_WINDOW = 2  # blocks either side whose density is averaged into a block'
 WEIGHTS_FILE = "ann_weights.npz"
 _TITLE_OVERLAP = FEATURE_NAMES.index("title_overlap")
 _TAG_PATH = operator.attrgetter("tag_path")
+_LINK_CHARS = operator.attrgetter("link_chars")
+_REGION_CHROME_BITS = np.uint32(sum(1 << [name for name, _ in CLASS_GROUPS].index(g) for g in REGION_CHROME_GROUPS))
 
 
 def select_blocks(seg: Segmented, *, method: str = DEFAULT_METHOD, allowed: np.ndarray | None = None,
@@ -65,8 +75,9 @@ def select_blocks(seg: Segmented, *, method: str = DEFAULT_METHOD, allowed: np.n
                   weights: ann.Weights | None = None) -> np.ndarray:
     """Per block of ``seg``, True where it is main content by ``method``; blocks not ``allowed`` stay False.
 
-    ``trusted`` (with ``allowed``) marks blocks inside the site template's learned content region: the default
-    classifier drops those only when it is nearly sure (TRUSTED_THRESHOLD)."""
+    ``trusted`` (with ``allowed``) marks blocks inside the site template's trusted content region: the default
+    classifier drops those only when it is nearly sure (TRUSTED_THRESHOLD) and the block looks like chrome
+    (region_chrome)."""
     if method not in METHODS:
         raise InputError(f"unknown fallback method {method!r} for {seg.page.url}; choose one of {', '.join(METHODS)}")
     if allowed is not None and len(allowed) != len(seg.blocks):
@@ -163,17 +174,93 @@ def classify_blocks(seg: Segmented, weights: ann.Weights, *, allowed: np.ndarray
     """The default method's choice. On a page of its own: the content region (the subtree whose blocks'
     scores, less REGION_BASE, weighted by their text length, sum highest), the blocks inside it that score
     above REGION_INSIDE, and any block elsewhere that scores above REGION_OUTSIDE. Behind a site template:
-    the allowed blocks that score above ALLOWED_THRESHOLD (the template already found the region). Then the
-    headline, where the classifier left it out."""
+    the allowed blocks that score above ALLOWED_THRESHOLD (the template already found the region); inside the
+    template's trusted content region, every allowed block but those scoring at most TRUSTED_THRESHOLD that look
+    like chrome (region_chrome). Then the headline, where the classifier left it out."""
     tree = number_tree(seg)
     features = block_features(seg, tree)
     scores = _score(seg, tree, features, weights, allowed)
     if allowed is None:
         keep = _keep_region(seg, tree, scores)
     else:
-        threshold = ALLOWED_THRESHOLD if trusted is None else np.where(trusted, TRUSTED_THRESHOLD, ALLOWED_THRESHOLD)
-        keep = (scores > threshold) & allowed
+        keep = (scores > ALLOWED_THRESHOLD) & allowed
+        if trusted is not None and trusted.any():
+            keep |= trusted & allowed & ~((scores <= TRUSTED_THRESHOLD) & region_chrome(seg, tree, trusted))
     return keep_headline(seg, features, keep & ~captions(seg))
+
+
+def region_chrome(seg: Segmented, tree: Tree, trusted: np.ndarray) -> np.ndarray:
+    """Blocks that look like chrome even inside the trusted content region: under an element whose class or id
+    names REGION_CHROME_GROUPS, mostly link text (above REGION_LINK_DENSITY), or under one of REGION_CHROME_TAGS
+    below the region; never a block in code, a table or a definition list below the region (PROTECTED_TAGS)."""
+    named = inside(tree, (tree.class_bits & _REGION_CHROME_BITS) != 0)[tree.owner]
+    chars = seg.block_chars()
+    links = np.fromiter(map(_LINK_CHARS, seg.blocks), dtype=np.int64, count=len(seg.blocks))
+    below = _below_region(seg, trusted)
+    position = np.fromiter((not REGION_CHROME_TAGS.isdisjoint(tags) for tags in below), dtype=bool, count=len(below))
+    return (named | (links > REGION_LINK_DENSITY * chars) | position) & ~protected_blocks(seg, trusted, below)
+
+
+def protected_blocks(seg: Segmented, trusted: np.ndarray, below: list[list[str]] | None = None) -> np.ndarray:
+    """Trusted blocks in code, a table or a definition list below the trusted region (PROTECTED_TAGS), but not
+    a definition list's terms in a run of links (template.link_runs: a table of contents marked up as <dl>)."""
+    if not trusted.any():
+        return np.zeros(len(seg.blocks), dtype=bool)
+    below = _below_region(seg, trusted) if below is None else below
+    runs = link_runs(seg)
+    return trusted & np.fromiter((not PROTECTED_TAGS.isdisjoint(tags) and not (run and "dl" in tags and "table" not in
+                                  tags and "pre" not in tags) for tags, run in zip(below, runs)), dtype=bool,
+                                 count=len(below))
+
+
+def _below_region(seg: Segmented, trusted: np.ndarray) -> list[list[str]]:
+    """Per trusted block, the tags of its tag path below the trusted blocks' deepest common ancestor (an empty
+    list for the other blocks: what is not trusted is never judged by these tags)."""
+    inner = {int(i): seg.blocks[i].tag_path.split("/") for i in np.flatnonzero(trusted)}
+    paths = list(inner.values())
+    depth = min(map(len, paths))
+    for path in paths[1:]:
+        depth = next((d for d in range(depth) if path[d] != paths[0][d]), depth)
+    top = max(depth - 1, 0)  # the common ancestor itself stays in: a region that is a <table> protects its cells
+    return [inner[i][top:] if i in inner else [] for i in range(len(seg.blocks))]
+
+
+def drop_reasons(seg: Segmented, *, allowed: np.ndarray, trusted: np.ndarray,
+                 weights: ann.Weights | None = None) -> list[str]:
+    """Why the default classifier behind a template drops each allowed block it drops, in words ('' for the
+    blocks it keeps and those the template dropped): the score and the threshold it missed, and inside the
+    trusted region what made the block look like chrome (region_chrome)."""
+    weights = default_weights() if weights is None else weights
+    tree = number_tree(seg)
+    features = block_features(seg, tree)
+    scores = _score(seg, tree, features, weights, allowed)
+    keep = classify_blocks(seg, weights, allowed=allowed, trusted=trusted)
+    chrome = region_chrome(seg, tree, trusted) if trusted.any() else np.zeros(len(seg.blocks), dtype=bool)
+    bits = _ancestor_bits(tree)[tree.owner]
+    names = [name for name, _ in CLASS_GROUPS]
+    caption = captions(seg)
+    reasons = []
+    for i, block in enumerate(seg.blocks):
+        if keep[i] or not allowed[i]:
+            reasons.append("")
+        elif caption[i]:
+            reasons.append("image caption")
+        elif not trusted[i]:
+            reasons.append(f"score {scores[i]:.2f} <= {ALLOWED_THRESHOLD} (outside a trusted content region)")
+        else:
+            why = [n for n in REGION_CHROME_GROUPS if bits[i] & (1 << names.index(n))]
+            why = f"class/id '{why[0]}'" if why else ("mostly links" if block.link_chars > REGION_LINK_DENSITY * len(
+                block.text) else "chrome position")
+            reasons.append(f"score {scores[i]:.2f} <= {TRUSTED_THRESHOLD} and {why}" if chrome[i] else "")
+    return reasons
+
+
+def _ancestor_bits(tree: Tree) -> np.ndarray:
+    """Per element, the CLASS_GROUPS bits of itself and its ancestors."""
+    bits = tree.class_bits.copy()
+    for level in tree.levels()[1:]:
+        bits[level] |= bits[tree.parent[level]]
+    return bits
 
 
 def captions(seg: Segmented) -> np.ndarray:

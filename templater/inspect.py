@@ -2,7 +2,7 @@
 and rules pinned by hand.
 
 Each public function is what one ``templater rules`` command calls; they read the store and write to it only to
-import or remove pinned rules. A page is explained by running the same code extraction runs (``apply_template``,
+import or remove pinned rules. A page is explained by running the same code extraction runs (``match_template``,
 ``extract_page``) and then naming, for each block, the first rule that removed it, in the order the template
 applies them: learned static rule, learned shape rule, learned container rule, pinned XPath rule, content
 region, then the single-page classifier.
@@ -33,9 +33,11 @@ from store import pins as pin_store
 from . import config
 from .config import LearnSettings
 from .errors import InputError, RuleError
-from .extract import CompiledTemplate, container_mask, pinned_mask, apply_template, extract_page
+from .extract import CompiledTemplate, container_mask, extract_page, match_template, pinned_mask
+from .fallback import drop_reasons, select_blocks
 from .metadata import META_ACTIONS
 from .pipeline import Progress, TemplateIndex, now, segment_file, stored_segment
+from .template import chrome_shape, content_ancestry
 from .report import (CLASSIFIER, FALLBACK_PREFIX, TEMPLATE_ONLY, BlockDecision, PageCoverage, PageExplanation,
                      ReportData, TemplateSummary, render_report, shorten)
 from .types import Rule, Segmented, Skip
@@ -249,18 +251,20 @@ def _segmented(outcome: Segmented | Skip, where: str) -> Segmented:
 
 
 def explain_blocks(seg: Segmented, compiled: CompiledTemplate | None, *, method: str = "auto") -> PageExplanation:
-    """Extract the page as ``extract`` does and name, for each block, what kept or dropped it."""
+    """Extract the page as ``extract`` does and name, for each block, what kept or dropped it and why."""
     result = extract_page(seg, compiled, method=method)
     kept = np.zeros(len(seg.blocks), dtype=bool)
     kept[list(result.kept)] = True
     if compiled is None or result.method == "fallback":  # no template, or one that allowed nothing
-        reason = FALLBACK_PREFIX + method
-        decisions = tuple(_decision(b, bool(kept[b.index]), reason) for b in seg.blocks)
+        reason, why = FALLBACK_PREFIX + method, f"no template fits the page: the single-page {method} method's choice"
+        decisions = tuple(_decision(b, bool(kept[b.index]), reason, why="" if kept[b.index] else why)
+                          for b in seg.blocks)
     else:
-        allowed, _ = apply_template(seg, compiled)
+        allowed, _, trusted = match_template(seg, compiled)
         causes = _template_causes(seg, compiled, allowed)
+        why = _classifier_why(seg, kept, allowed, trusted, method)
         survivor = TEMPLATE_ONLY if method == "none" else CLASSIFIER
-        decisions = tuple(_decision(b, bool(kept[b.index]), survivor) if allowed[b.index]
+        decisions = tuple(_decision(b, bool(kept[b.index]), survivor, why=why[b.index]) if allowed[b.index]
                           else _decision(b, False, *causes[b.index], rules=compiled.template.rules)
                           for b in seg.blocks)
     return PageExplanation(url=seg.page.url, site=result.site if compiled else None, template=result.template,
@@ -268,17 +272,37 @@ def explain_blocks(seg: Segmented, compiled: CompiledTemplate | None, *, method:
                            coverage=result.coverage, method=method, blocks=decisions, text=result.text)
 
 
-def _decision(block, kept: bool, reason: str, rule: int | None = None, *,
+def _decision(block, kept: bool, reason: str, rule: int | None = None, why: str = "", *,
               rules: Sequence[Rule] = ()) -> BlockDecision:
     decided = rules[rule] if rule is not None else None
     return BlockDecision(index=block.index, xpath=block.xpath, tag=block.tag, text=block.text, kept=kept,
                          reason=reason, rule=rule, action=decided.action if decided else "",
-                         support=decided.support if decided and not decided.pinned else None)
+                         support=decided.support if decided and not decided.pinned else None, why=why)
+
+
+def _classifier_why(seg: Segmented, kept: np.ndarray, allowed: np.ndarray, trusted: np.ndarray,
+                    method: str) -> list[str]:
+    """Why each allowed block that was not kept was dropped: a repeat of a kept block's text, or the
+    classifier's decision (fallback.drop_reasons for the default method)."""
+    chosen = allowed if method == "none" else select_blocks(seg, method=method, allowed=allowed, trusted=trusted)
+    reasons = drop_reasons(seg, allowed=allowed, trusted=trusted) if method == "auto" else (
+        [f"method {method}"] * len(seg.blocks))
+    first: dict[str, int] = {}
+    out = []
+    for b in seg.blocks:
+        if kept[b.index] or not allowed[b.index]:
+            first.setdefault(b.text, b.index)
+            out.append("")
+        elif chosen[b.index]:
+            out.append(f"repeat of block #{first.get(b.text, '?')}'s text")
+        else:
+            out.append(reasons[b.index])
+    return out
 
 
 def _template_causes(seg: Segmented, compiled: CompiledTemplate, allowed: np.ndarray) -> dict[int, tuple]:
-    """For each block the template removed: (reason, position of the rule), first rule in the order applied:
-    static, shape, container, pinned, region."""
+    """For each block the template removed: (reason, position of the rule, why in words), first rule in the
+    order applied: static, shape, container, pinned, region."""
     rules = compiled.template.rules
     by_hash: dict[int, int] = {}
     by_shape: dict[str, int] = {}
@@ -292,17 +316,35 @@ def _template_causes(seg: Segmented, compiled: CompiledTemplate, allowed: np.nda
     position = {id(r): i for i, r in enumerate(rules)}
     masks += [("pinned", position[id(rule)], ~pinned_mask(seg, rule, xpath)) for rule, xpath in compiled.pinned]
     region = next((i for i, r in enumerate(rules) if r.action == "content" and not r.pinned), None)
+    roots = _content_roots(seg, compiled)
     causes = {}
     for b in seg.blocks:
         if allowed[b.index]:
             continue
+        shape = chrome_shape(b, content_ancestry(b.element, roots)) or "inside the content"
         if b.hash in by_hash:
-            causes[b.index] = ("drop", by_hash[b.hash])
+            i = by_hash[b.hash]
+            causes[b.index] = ("drop", i, f"same tag path and text on {rules[i].support:.0%} of the learned pages; "
+                               f"{shape}")
         elif b.tag_path in by_shape:
-            causes[b.index] = ("drop-shape", by_shape[b.tag_path])
+            i = by_shape[b.tag_path]
+            causes[b.index] = ("drop-shape", i, f"tag path on {rules[i].support:.0%} of the learned pages, its text "
+                               f"varying and short, link-heavy or in <nav>/<aside>; {shape}")
         else:
-            causes[b.index] = next(((reason, i) for reason, i, mask in masks if mask[b.index]), ("region", region))
+            causes[b.index] = next(((reason, i, _WHY[reason]) for reason, i, mask in masks if mask[b.index]),
+                                   ("region", region, _WHY["region"]))
     return causes
+
+
+_WHY = {"drop-xpath": "under a container named like comments or related articles",
+        "pinned": "a rule pinned by hand", "region": "outside the content region the template learned"}
+
+
+def _content_roots(seg: Segmented, compiled: CompiledTemplate) -> list:
+    """The page's content containers as the template sees them: its learned region, <main>, <article> and
+    [role=main]."""
+    roots = [e for e in compiled.region(seg.root) if isinstance(e, etree._Element)][:1] if compiled.region else []
+    return roots + seg.root.xpath("//main | //article | //*[@role='main']")
 
 
 # --- export, import, remove ---------------------------------------------------------------------------------

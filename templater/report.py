@@ -62,6 +62,7 @@ class BlockDecision:
     rule: int | None = None  # position of the deciding rule in the template (as in `rules show`)
     action: str = ""  # that rule's action
     support: float | None = None  # that rule's support
+    why: str = ""  # why a dropped block was dropped, in words: its support, position, shape or classifier score
 
     @property
     def label(self) -> str:
@@ -80,7 +81,7 @@ class BlockDecision:
     def to_json(self) -> dict:
         return {"index": self.index, "xpath": self.xpath, "tag": self.tag, "text": self.text, "kept": self.kept,
                 "reason": self.reason, "rule": self.rule, "action": self.action or None, "support": self.support,
-                "label": self.label}
+                "label": self.label, "why": self.why}
 
 
 @dataclass(frozen=True, slots=True)

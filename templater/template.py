@@ -6,7 +6,10 @@ The steps, in order:
    enough pages match become drop rules (the alignment is what tells a menu item from the same words in text);
 3. dynamic boilerplate: tag paths present on most pages whose text varies but stays short or link-heavy
    (dates, bylines, related-link lists, share bars, counters) become shape drop rules;
-4. the content region: the element that holds most of what is left on most pages.
+4. the content region: the element that holds most of what is left on most pages;
+5. repeated content: a static or shape rule whose blocks sit inside the page's content (the trusted content region,
+   <main>, <article>, [role=main]) and do not look like chrome (keep_repeated_content) is not kept: reference
+   sites repeat option tables, caution boxes, section headings and inherited-member lists on every page.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from lxml import etree
 from . import metadata, native
 from .align import lcs_length, lcs_pairs
 from .blocks import fill_xpaths
-from .config import BLOCK_TAGS as _BLOCK_TAGS, LearnSettings
+from .config import BLOCK_TAGS as _BLOCK_TAGS, SHAPE_MAX_LINK_DENSITY, LearnSettings
 from .types import Block, Rule, Segmented, Template
 
 HEADING_TAGS = frozenset({"h1", "h2", "title"})
@@ -53,6 +56,18 @@ _SIZE_LIMIT = etree.XPath(f"{RELATED_MAX_SHARE} * string-length(normalize-space(
 _SIZE = etree.XPath("string-length(normalize-space(.))")
 _NAMED = etree.XPath("//body//*[@id or @class][not(self::body)]")
 HEADLINE_MIN_OVERLAP = 0.5  # share of a heading's words found in the <title> for it to be the headline
+WRAPPER_DEPTH = 3  # steps of a region XPath right under <body> (/html/body/div[1])
+REGION_CHROME_SHARE = 0.1  # a region right under <body> is trusted on a page where the blocks the rules drop inside
+# it add up to at most this share of the text they leave in it: it holds the page's text, not the site's chrome
+# (page wrappers hold the menus and sidebars: from 0.2 to several times the article on the dev news sites; the
+# content divisions of the dev documentation sites 0.01-0.05)
+CONTENT_TAGS = frozenset({"main", "article"})  # elements (and role="main") that declare the page's own content
+CHROME_TAGS = frozenset({"nav", "aside", "header", "footer", "form"})  # ... and what stays chrome inside them
+LABEL_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "dt", "th", "caption", "legend", "summary"})  # a short
+# block with one of these tags titles the content that follows it; any other short block is a label (chrome)
+STRUCTURE_TAGS = frozenset({"pre", "table", "dl"})  # code, tables and definition lists of the text
+LIST_TAGS = frozenset({"ul", "ol", "menu"})  # a block of links in a list is a navigation list ...
+LINK_RUN = 3  # ... and so is one of this many link-heavy blocks in a row (a table of contents as a <dl>)
 
 
 def learn_template(pages: Sequence[Segmented], *, site: str, version: int = 1, layout: int = 0,
@@ -62,14 +77,16 @@ def learn_template(pages: Sequence[Segmented], *, site: str, version: int = 1, l
     for seg in pages:
         fill_xpaths(seg.blocks)  # linear in the blocks: the XPaths are read for every block below
     pages = distinct_pages(pages)
-    static = static_hashes(pages, settings)
-    reference, support = align_static(pages, static)
-    rules = [_static_rule(block, share) for block, share in zip(reference, support)
-             if share >= settings.static_support]
-    dropped = [_dropped_mask(seg, static) for seg in pages]
+    hashes = static_hashes(pages, settings)
+    reference, support = align_static(pages, hashes)
+    static = [(_static_rule(block, share), block) for block, share in zip(reference, support)
+              if share >= settings.static_support]  # each static rule with the reference block it was learned from
+    rules = [rule for rule, _ in static]
+    dropped = [_dropped_mask(seg, hashes) for seg in pages]
     headlines = [find_headline(seg) for seg in pages]
     rules += dynamic_rules(pages, dropped, headlines, settings)
     region = content_region(pages, dropped, headlines, rules)
+    rules = keep_repeated_content(pages, rules, static, region, dropped, settings)
     if region is not None:
         rules.append(region)
     rules += container_rules(pages, headlines, settings)
@@ -426,3 +443,122 @@ def _agrees(got: str | None, value: str | None, key: str) -> bool:
     if not got or not value:
         return False
     return got[:10] == value[:10] if key == "date" else metadata.same_author(got, value)
+
+
+def keep_repeated_content(pages: Sequence[Segmented], rules: list[Rule], static: Sequence[tuple[Rule, Block]],
+                          region: Rule | None, dropped: Sequence[np.ndarray], settings: LearnSettings) -> list[Rule]:
+    """The static and shape rules less those that would drop repeated content: blocks inside the page's content
+    (content_containers, content_ancestry) whose shape is not chrome's (looks_like_content) and that are not in a
+    row of links (link_runs). A static rule is judged on the block it was learned from; a shape rule on its
+    blocks of every page (most of them must be content)."""
+    learned_from = {id(rule): block for rule, block in static}
+    roots = {id(seg.root): i for i, seg in enumerate(pages)}
+    runs = [link_runs(seg, settings.shape_max_link_density) for seg in pages]
+    containers = [content_containers(seg, mask, region, run, settings) for seg, mask, run in zip(pages, dropped, runs)]
+
+    def content(block: Block, page: int) -> bool:
+        return not runs[page][block.index] and looks_like_content(
+            block, content_ancestry(block.element, containers[page]), settings)
+
+    votes: dict[str, list[bool]] = defaultdict(list)
+    shape_paths = {r.tag_path for r in rules if r.action == "drop-shape"}
+    for page, (seg, mask) in enumerate(zip(pages, dropped)):
+        if shape_paths and containers[page]:
+            for block, gone in zip(seg.blocks, mask):
+                if not gone and block.tag_path in shape_paths:
+                    votes[block.tag_path].append(content(block, page))
+    kept = []
+    for rule in rules:
+        block = learned_from.get(id(rule))
+        if block is not None and content(block, roots[id(block.element.getroottree().getroot())]):
+            continue
+        if rule.action == "drop-shape" and sum(votes[rule.tag_path]) > len(votes[rule.tag_path]) / 2:
+            continue
+        kept.append(rule)
+    return kept
+
+
+def content_containers(seg: Segmented, dropped: np.ndarray, region: Rule | None, runs: np.ndarray,
+                       settings: LearnSettings) -> list:
+    """The page's content containers: the learned region's element, <main>, <article> and [role=main], each
+    where the static blocks inside it that look like chrome add up to at most REGION_CHROME_SHARE of the rest
+    of its text (a container that holds the site's menus, sidebars or comment forms is a wrapper)."""
+    candidates = seg.root.xpath("//main | //article | //*[@role='main']")
+    if region is not None:
+        candidates += [e for e in etree.XPath(region.xpath)(seg.root) if isinstance(e, etree._Element)][:1]
+    chars = seg.block_chars()
+    out = []
+    for element in candidates:
+        inside = _owned_by(seg, element)
+        chrome = sum(chars[i] for i in np.flatnonzero(inside & dropped) if runs[i] or not looks_like_content(
+            seg.blocks[i], content_ancestry(seg.blocks[i].element, [element]), settings))
+        kept = chars[inside & ~dropped].sum()
+        if kept and chrome <= REGION_CHROME_SHARE * kept:
+            out.append(element)
+    return out
+
+
+def content_ancestry(element, containers: Sequence) -> list[str] | None:
+    """The tags from the element up to (not including) the nearest content container holding it, or None when
+    none holds it."""
+    ids = {id(c) for c in containers}
+    tags = []
+    node = element
+    while node is not None:
+        if id(node) in ids:
+            return tags
+        tags.append(node.tag if isinstance(node.tag, str) else "")
+        node = node.getparent()
+    return None
+
+
+def looks_like_content(block: Block, ancestry: list[str] | None, settings: LearnSettings) -> bool:
+    """Whether a repeated block is the page's content: inside a content container and not chrome-shaped
+    (chrome_shape)."""
+    return not chrome_shape(block, ancestry, settings)
+
+
+def chrome_shape(block: Block, ancestry: list[str] | None, settings: LearnSettings = LearnSettings()) -> str:
+    """Why a repeated block is chrome, in words ('' when it is content): outside every content container
+    (ancestry None), under <nav>, <aside>, <header>, <footer> or <form> there, a list of links (a link-heavy
+    block in a list, or a short one) or a short label (a short block other than a heading, term or table header,
+    outside code, tables and definition lists)."""
+    if ancestry is None:
+        return "outside the page's content"
+    position = sorted(CHROME_TAGS.intersection(ancestry))
+    if position:
+        return f"under <{position[0]}>"
+    short = len(block.text) <= settings.shape_max_chars
+    structure = not STRUCTURE_TAGS.isdisjoint(ancestry)
+    if _link_share(block) > settings.shape_max_link_density:
+        return "" if structure or not (short or not LIST_TAGS.isdisjoint(ancestry)) else "links"
+    return "" if not short or structure or block.tag in LABEL_TAGS else "short label"
+
+
+def link_runs(seg: Segmented, density: float = SHAPE_MAX_LINK_DENSITY) -> np.ndarray:
+    """Blocks in a row of at least LINK_RUN blocks whose text is more than ``density`` link text: lists of
+    links, whatever their markup."""
+    heavy = np.fromiter(map(_link_share, seg.blocks), dtype=np.float64, count=len(seg.blocks)) > density
+    edges = np.diff(np.concatenate(([0], heavy.view(np.int8), [0])))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    out = np.zeros(len(heavy), dtype=bool)
+    for start, end in zip(starts[ends - starts >= LINK_RUN], ends[ends - starts >= LINK_RUN]):
+        out[start:end] = True
+    return out
+
+
+def _link_share(block: Block) -> float:
+    """The share of the block's text that is link text (all of it for a block inside a link: <a><article><h2>)."""
+    if "/a/" in block.tag_path:
+        return 1.0
+    return block.link_chars / max(len(block.text), 1)
+
+
+def _owned_by(seg: Segmented, element) -> np.ndarray:
+    """Mask of the page's blocks at or under the element (in one C pass where templater._walk is built)."""
+    if native.walk is not None:
+        found = native.walk.inside([b.element for b in seg.blocks], [element])
+        if found is not None:
+            return np.frombuffer(found, dtype=bool).copy()
+    members = set(element.iter())
+    return np.fromiter((b.element in members for b in seg.blocks), dtype=bool, count=len(seg.blocks))

@@ -26,7 +26,8 @@ EXPLAIN_FIELDS = {"url": str, "site": (str, type(None)), "template": (str, type(
                   "coverage": OPTIONAL_NUMBER, "method": str, "kept_chars": int, "total_chars": int, "blocks": list,
                   "text": str}
 BLOCK_FIELDS = {"index": int, "xpath": str, "tag": str, "text": str, "kept": bool, "reason": str,
-                "rule": (int, type(None)), "action": (str, type(None)), "support": OPTIONAL_NUMBER, "label": str}
+                "rule": (int, type(None)), "action": (str, type(None)), "support": OPTIONAL_NUMBER, "label": str,
+                "why": str}
 DIFF_FIELDS = {"site": str, "old": int, "new": int, "added": list, "removed": list, "changed": list, "unchanged": int}
 REASONS = {"drop", "drop-shape", "drop-xpath", "pinned", "region", "classifier", "template"}
 
@@ -117,6 +118,7 @@ def test_explain_a_stored_page(samples_db):
         check_fields(block, BLOCK_FIELDS)
         assert block["reason"] in REASONS
         assert (block["rule"] is None) == (block["reason"] in {"classifier", "template"})
+        assert bool(block["why"]) == (not block["kept"])  # every dropped block says why, no kept one does
     assert explained["kept_chars"] == sum(len(b["text"]) for b in explained["blocks"] if b["kept"])
     text = ok("rules", "explain", "--db", samples_db, LTS).stdout
     assert text.startswith(f"page      {LTS}") and "DROP  drop rule #0" in text
@@ -126,6 +128,7 @@ def test_explain_a_page_nobody_has_a_template_for(samples_db):
     url = "https://www.vg247.com/2019/11/20/star-wars-jedi-fallen-order-pc-review/"
     explained = json.loads(ok("rules", "explain", "--db", samples_db, url, "--json").stdout)
     assert explained["template"] is None and {b["reason"] for b in explained["blocks"]} == {"fallback:auto"}
+    assert all(b["why"] for b in explained["blocks"] if not b["kept"])
     missing = invoke("rules", "explain", "--db", samples_db, "https://example.org/never-seen.html")
     assert missing.exit_code == 1 and "no stored page" in missing.stderr and "Traceback" not in missing.output
 
