@@ -9,7 +9,7 @@ The steps, in order of trust, each filling only the fields still empty:
    ``template.metadata_rules``);
 3. visible evidence: a byline ("By Jane Doe") or an element named like one, a ``<time>`` or a date-looking line
    near the headline, a date in the URL's path;
-4. the language of the extracted text (py3langid), or the declared language when the text is too short.
+4. the language the page declares, else the language of the extracted text (py3langid).
 
 Dates come out as ISO 8601 (``2017-05-03`` or ``2017-05-03T10:20:00+02:00``). Nothing here raises on bad
 markup: a malformed JSON-LD block or an unparsable date is a missing value.
@@ -149,7 +149,8 @@ _DATE_NAMES = re.compile(r"(?i)(?:^|[\s_-])(?:date|time|timestamp|published|pubd
 # --- the entry point --------------------------------------------------------------------------------------------
 
 def read_metadata(seg: Segmented, *, rules: Sequence[Rule] = (), text: str = "") -> Metadata:
-    """The page's metadata: declared, then learned (``rules``), then visible evidence; language from ``text``."""
+    """The page's metadata: declared, then learned (``rules``), then visible evidence; the language declared, else
+    detected from ``text``."""
     found = declared_metadata(seg.root, seg.page.html, seg.page.url)
     found["date"] = found["date"] or url_date(seg.page.url)  # a dated URL (/2017/05/03/) outranks what a page shows
     if rules and (found["author"] is None or found["date"] is None):
@@ -162,8 +163,8 @@ def read_metadata(seg: Segmented, *, rules: Sequence[Rule] = (), text: str = "")
             found[key] = found[key] or seen.get(key)
     if found["date"] is None:
         found["date"] = script_date(seg.page.html)
-    found["language"] = detect_language(text) or found["language"]
-    return Metadata(**found)
+    found["language"] = found["language"] or detect_language(text)  # the model's load (~1 s a process) only
+    return Metadata(**found)  # where a page declares no language
 
 
 # --- declared metadata ------------------------------------------------------------------------------------------

@@ -206,12 +206,13 @@ def test_rule_metadata_with_a_broken_or_value_xpath_gives_nothing():
 
 # --- language -------------------------------------------------------------------------------------------------------
 
-def test_language_detected_from_text_else_declared():
+def test_language_declared_else_detected_from_text():
     german = ("Der Fluss stieg in der Nacht, und am Morgen stand der Marktplatz unter Wasser. Die Händler trugen, "
               "was sie konnten, in die oberen Stockwerke, während der Rat die Schulhalle öffnete. ") * 2
     assert metadata.detect_language(german) == "de"
     assert metadata.detect_language("Too short.") is None
-    assert read(page(body=f"<p>{german}</p>", lang="en"), text=german).language == "de"
+    assert read(page(body=f"<p>{german}</p>", lang="en"), text=german).language == "en"  # declared: taken as is
+    assert read(page(body=f"<p>{german}</p>"), text=german).language == "de"  # none declared: detected
     assert read(page(lang="en"), text="Short.").language == "en"
 
 
