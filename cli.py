@@ -54,7 +54,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=N
                   help="Learn each site's template from its own pages, extract main content, find near-duplicates.")
 err = Console(stderr=True)
 
-DB_HELP = "SQLite database file (created when missing)."
+DB_HELP = "SQLite database file (created when missing by the commands that write; those that only read need it)."
 DbOption = typer.Option(Path("templater.db"), "--db", help=DB_HELP)
 QuietOption = typer.Option(False, "--quiet", "-q", help="No progress bars or summary on stderr.")
 JobsOption = typer.Option(None, "--jobs", "-j", min=1,

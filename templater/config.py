@@ -40,6 +40,7 @@ SKIP_REASONS = (
     "over-limit",  # over a page limit below: start tags, attributes of one tag, blocks
     "over-time",  # its parse + segment (+ extract) took longer than PAGE_TIME_BUDGET
     "error",  # an unexpected exception while processing the record; the detail names it (a bug to report)
+    "unreadable",  # a file of an input folder that cannot be read (a broken link, an I/O error, no permission)
 )
 TOP_SKIP_REASONS = 3  # reasons (with an example each) a run in which every record was skipped prints
 

@@ -184,7 +184,11 @@ def _iter_folder(folder: Path, site: str) -> Iterator[RawPage | Skip]:
             if name.startswith(".") or input_format(path) is None:
                 log.debug("%s: not an input format, left out", path)
                 continue
-            yield from _iter_file(path, page_id=f"{site}/{path.relative_to(folder).as_posix()}")
+            try:
+                yield from _iter_file(path, page_id=f"{site}/{path.relative_to(folder).as_posix()}")
+            except (InputError, OSError) as exc:  # one file of a folder that cannot be read is its skip
+                log.warning("%s: cannot read it: %s", path, exc)
+                yield Skip("unreadable", str(path), detail=str(exc)[:300])
 
 
 def iter_file_bytes(name: str, data: bytes) -> Iterator[RawPage | Skip]:

@@ -459,7 +459,12 @@ def _extract_partition(items, templates, method: str,
             if key not in compiled:
                 compiled[key] = pipeline.TemplateIndex(None, entries=layouts)
             index = compiled[key]
-        yield meta, extract_page(seg, index.find(seg, site, threshold=threshold), site=site or group, method=method)
+        try:
+            yield meta, extract_page(seg, index.find(seg, site, threshold=threshold), site=site or group,
+                                     method=method)
+        except Exception as exc:  # noqa: BLE001 -- one page's failure leaves it unextracted, not the job stopped
+            log.warning("%s: %s while extracting it: %s", row.url, type(exc).__name__, exc)
+            yield meta, None
 
 
 # --- near-duplicates ----------------------------------------------------------------------------------------------

@@ -396,3 +396,16 @@ def test_a_page_with_too_many_attributes_in_all_is_skipped(tmp_path):
     assert invoke("ingest", crawl, "--db", db).exit_code == 0
     assert rows(db, "SELECT reason, detail FROM skips") == [
         ("over-limit", f"{tags * per_tag} attributes (limit {config.MAX_PAGE_ATTRIBUTES})")]
+
+
+def test_an_unreadable_file_in_a_folder_is_a_skip_not_a_stopped_run(tmp_path):
+    folder = tmp_path / "site"
+    folder.mkdir()
+    (folder / "a.html").write_text("<html><body><p>" + "A readable page with some words. " * 5 + "</p></body></html>",
+                                   encoding="utf-8")
+    (folder / "b.html").symlink_to(tmp_path / "gone.html")  # a broken link: reading it fails even as root
+    db = tmp_path / "t.db"
+    result = invoke("ingest", folder, "--db", db)
+    assert result.exit_code == 0, result.output
+    assert "unreadable=1" in result.output
+    assert rows(db, "SELECT id FROM pages") == [("site/a.html",)]
