@@ -24,6 +24,7 @@ same files byte for byte.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gzip
 import json
 import re
@@ -103,6 +104,8 @@ def main(argv=None) -> int:
                         "missing ones are fetched with apt-get download)")
     parser.add_argument("--generated", type=int, default=GENERATED_PAGES,
                         help="generated pages per genre and chrome variant")
+    parser.add_argument("--docs-pages", type=int, default=None,
+                        help="at most this many pages per documentation site (default: each site's own count)")
     parser.add_argument("--no-docs", action="store_true", help="leave the Debian documentation out")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -127,6 +130,8 @@ def iter_sources(args):
     if not args.no_docs:
         debs = args.debs or args.out / "debs"
         for site in DOC_SITES:
+            if args.docs_pages is not None:
+                site = dataclasses.replace(site, pages=min(site.pages, args.docs_pages))
             yield site.split, *doc_site(site, debs, args.out / "unpacked")
     yield from generated_sites(args.generated)
 

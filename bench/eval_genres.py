@@ -2,6 +2,7 @@
 """The single-page classifier per genre on sites it was not trained on, beside trafilatura, in the same run.
 
     python bench/eval_genres.py HELDOUT.jsonl.gz [--weights NAME=PATH ...] [--news-suite SINGLE] [--by-site]
+                                [--no-news] [--no-peer] [--out DIR]
 
 HELDOUT is bench/build_training_set.py's heldout.jsonl.gz (docs, forum, product and encyclopedia sites kept out
 of training). The news row is the dev corpus's `single` suite without its scrapinghub pages (the news pages the
@@ -80,6 +81,10 @@ def score(scorer: Path, gold: Path, predictions: Path) -> dict:
     return json.loads(result.stdout[: result.stdout.rindex("}") + 1])
 
 
+def _cell(figures: dict) -> str:
+    return f"{figures['precision']:.3f} {figures['recall']:.3f} {figures['f1']:.3f}"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("heldout", type=Path)
@@ -90,6 +95,7 @@ def main(argv=None) -> int:
     parser.add_argument("--no-news", action="store_true", help="leave the news row out")
     parser.add_argument("--no-peer", action="store_true", help="leave trafilatura out")
     parser.add_argument("--scorer", type=Path, default=DEFAULT_SCORER)
+    parser.add_argument("--by-site", action="store_true", help="also a row per site (not for news)")
     parser.add_argument("--out", type=Path, default=None, help="keep gold and predictions in this folder")
     args = parser.parse_args(argv)
     methods = {}
@@ -114,16 +120,20 @@ def main(argv=None) -> int:
             for r in records:
                 handle.write(json.dumps({"id": r["id"], "site": r["site"], "gold": r["gold"],
                                          "dataset": r.get("dataset", genre)}, ensure_ascii=False) + "\n")
-        cells = []
+        cells, by_site = [], []
         for name, run in methods.items():
             predictions = out / f"{genre}.{name}.jsonl"
             with open(predictions, "w", encoding="utf-8") as handle:
                 for r in records:
                     handle.write(json.dumps({"id": r["id"], "text": run(r)}, ensure_ascii=False) + "\n")
             figures = score(args.scorer, gold, predictions)
-            cells.append(f"{figures['precision']:.3f} {figures['recall']:.3f} {figures['f1']:.3f}")
+            cells.append(_cell(figures))
+            by_site.append(figures["sites"])
         sites = len({r["site"] for r in records})
         print(f"{genre:13} {len(records):5} {sites:5}  " + "  ".join(f"{c:>26}" for c in cells), flush=True)
+        if args.by_site and genre != "news":
+            for site in by_site[0]:
+                print(f"  {site[:31]:31}  " + "  ".join(f"{_cell(figures[site]):>26}" for figures in by_site))
     return 0
 
 
