@@ -6,6 +6,7 @@ gold's bag of tokens, read in document order (a token claimed by one block canno
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -24,7 +25,7 @@ from .parse import parse_html
 from .types import Page, Segmented
 
 __all__ = ["LabelledPage", "describe_page", "iter_labelled", "label_blocks", "read_weights", "save_weights",
-           "train_ann"]
+           "train_ann", "training_data"]
 
 # --- training settings (the shipped weights were made with these) -------------------------------------------
 LINE_HIDDEN = 6  # hidden units of the nine-input line network
@@ -90,7 +91,8 @@ def train_ann(pages: Iterable[tuple[Segmented, str]], *, seed: int = TRAIN_SEED,
     second stage on the block features plus the out-of-fold first-stage context; keep the out-of-fold
     second-stage scores of boilerplate blocks as the FDR method's null distribution.
     """
-    described = [describe_page(seg, gold) for seg, gold in pages if seg.blocks]
+    pages = [(seg, gold) for seg, gold in pages if seg.blocks]
+    described = [describe_page(seg, gold) for seg, gold in pages]
     if len(described) < folds:
         raise InputError(f"training needs at least {folds} pages with text blocks and gold text, got "
                          f"{len(described)}; add labelled pages (JSON Lines with url, html, gold)")
@@ -106,10 +108,25 @@ def train_ann(pages: Iterable[tuple[Segmented, str]], *, seed: int = TRAIN_SEED,
     null = np.sort(np.concatenate(second_oof)[labels == 0])
     info = json.dumps({"seed": seed, "hidden": hidden, "auto_hidden": auto_hidden, "epochs": epochs,
                        "ensemble": ensemble, "folds": folds, "pages": len(described),
-                       "blocks": int(len(labels)), "content_blocks": int(labels.sum())}, sort_keys=True)
+                       "blocks": int(len(labels)), "content_blocks": int(labels.sum()),
+                       **training_data(pages)}, sort_keys=True)
     return Weights(line=line, first=tuple(_fit_stage(described, [p.blocks for p in described], **settings)),
                    second=tuple(_fit_stage(described, second_inputs, **settings)), null_scores=null,
                    features=FEATURE_NAMES + CONTEXT_NAMES, info=info)
+
+
+def training_data(pages: list[tuple[Segmented, str]]) -> dict:
+    """What the weights were trained on, for their recorded provenance: the SHA-256 of the pages (id, URL, HTML
+    and gold of each, in order) and the number of pages per source, read as the part of each page id before
+    its first ``/`` (bench/build_training_set.py names pages ``news/...``, ``docs/...``, ``forum/...``)."""
+    digest = hashlib.sha256()
+    for seg, gold in pages:
+        for part in (seg.page.id, seg.page.url, seg.page.html, gold):
+            value = part if isinstance(part, str) else bytes(part).decode("utf-8", "replace")
+            digest.update(value.encode("utf-8", "surrogatepass"))
+            digest.update(b"\0")
+    sources = Counter(seg.page.id.split("/", 1)[0] if "/" in seg.page.id else "(no prefix)" for seg, _ in pages)
+    return {"data_sha256": digest.hexdigest(), "sources": dict(sorted(sources.items()))}
 
 
 def _fit_stage(pages: list[LabelledPage], inputs: list[np.ndarray], *, hidden: int, epochs: int,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html as _html
 import random
 
 from templater.blocks import segment
@@ -125,3 +126,262 @@ def reference_pages(count: int, *, start: int = 0, share_bar: bool = False):
         page = Page(id=f"r{seed}", url=f"https://manual.example.com/reference/{seed}.html", html=html)
         out.append((segment(parse_html(html), page), text))
     return out
+
+
+# --- genre sites: forum/Q&A, product and encyclopaedia pages with realistic chrome --------------------------
+# Each genre has three chrome variants (class/id naming: plain words, BEM-like, hashed utility classes) on their
+# own hosts, so that whole variants can be held out. Pages repeat content across the site (spec-table labels,
+# infobox labels, a shipping paragraph, an answer's code) and mix it with chrome that also repeats (menus,
+# share bars, sidebars of links, tag lists, author cards, footers). ``genre_page`` returns the page's HTML and
+# its gold text (the main content, one paragraph a line): what a reader of the page came for, comments,
+# reviews and chrome excluded.
+
+
+GENRES = ("forum", "product", "encyclopedia")
+VARIANTS = 3
+
+_VOCAB = ("the of and to in a is that for it as with was on be by this are from at an which or have not were "
+          "has but their more can its been also one other when all they new only these some would first two "
+          "after time may most over into such than many most then used where between both while however later "
+          "system water city people work number part world state light power group example form process "
+          "method value model design market energy network field table result order level point line house "
+          "river valley engine signal garden harbour copper winter bridge meadow lantern orchard thunder season "
+          "century region museum library program version server client kernel buffer module request response "
+          "battery camera screen cable charger frame fabric handle surface storage memory speed weight "
+          "colour size setting option support install update error file folder page address account").split()
+_NAMES = ("maria_k", "dev_otter", "jlee", "quantumfox", "p.silva", "anna-b", "rk1984", "the_real_tom", "yusuf",
+          "lin.chen", "bytewise", "gardener42")
+
+
+def _prose(rng: random.Random, sentences: int) -> str:
+    out = []
+    for _ in range(sentences):
+        words = [rng.choice(_VOCAB) for _ in range(rng.randint(7, 22))]
+        if rng.random() < 0.5:
+            words.insert(rng.randint(2, len(words) - 1), f"{rng.choice(_VOCAB)},")
+        if rng.random() < 0.25:
+            words.insert(rng.randint(1, len(words) - 1), str(rng.randint(2, 1990)))
+        out.append(" ".join(words).capitalize() + rng.choice(".....?!"[: 5 + (rng.random() < 0.1)]))
+    return " ".join(out)
+
+
+def _title(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(_VOCAB) for _ in range(n)).title()
+
+
+def _names(variant: int, *parts: str) -> dict[str, str]:
+    """Class names of one chrome variant: plain words, BEM-like, or hashed utility classes."""
+    if variant == 0:
+        return {p: p for p in parts}
+    if variant == 1:
+        return {p: f"site-{p.split('-')[0]}__{p}" for p in parts}
+    return {p: f"c{zlib_crc(p) % 46656:x} x{len(p)}" for p in parts}
+
+
+def zlib_crc(text: str) -> int:
+    import zlib
+    return zlib.crc32(text.encode())
+
+
+def _chrome(rng: random.Random, variant: int, brand: str, title: str, body: str, *, menu: list[str],
+            sidebar: str) -> str:
+    c = _names(variant, "header", "logo", "search", "menu", "crumbs", "layout", "content", "sidebar", "footer",
+               "cookie", "newsletter", "legal")
+    menu_html = "".join(f'<li><a href="/{m.lower()}/">{m}</a></li>' for m in menu)
+    columns = "".join(
+        f'<div><h4>{head}</h4><ul>' + "".join(f'<li><a href="/{w}">{w.title()}</a></li>' for w in links) + "</ul></div>"
+        for head, links in (("Company", ("about", "careers", "press", "blog")), ("Help", ("contact", "faq", "status")),
+                            ("Legal", ("privacy", "terms", "cookies"))))
+    main_tag = ("main", "div", "div")[variant]
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title} | {brand}</title>'
+            f'<link rel="stylesheet" href="/static/site.css"></head><body>'
+            f'<div class="{c["cookie"]}"><p>We use cookies to improve your experience. <a href="/cookies">Learn '
+            f'more</a> <button>Accept</button></p></div>'
+            f'<header class="{c["header"]}"><a class="{c["logo"]}" href="/">{brand}</a>'
+            f'<form class="{c["search"]}" action="/search"><input name="q" placeholder="Search {brand}">'
+            f'<button>Search</button></form><nav class="{c["menu"]}"><ul>{menu_html}</ul></nav></header>'
+            f'<div class="{c["layout"]}"><{main_tag} class="{c["content"]}">{body}</{main_tag}>'
+            f'<aside class="{c["sidebar"]}">{sidebar}</aside></div>'
+            f'<footer class="{c["footer"]}"><div class="{c["newsletter"]}"><h3>Stay in the loop</h3><p>Get the '
+            f'best of {brand} in your inbox every week.</p><form><input name="email"><button>Subscribe</button>'
+            f'</form></div>{columns}<p class="{c["legal"]}">&copy; {rng.randint(2009, 2024)} {brand}. All rights '
+            f'reserved.</p></footer></body></html>')
+
+
+def _code(rng: random.Random) -> str:
+    name = rng.choice(("load", "parse", "fetch", "render", "connect"))
+    arg = rng.choice(("path", "url", "config", "items"))
+    return (f"def {name}_{rng.choice(_VOCAB)}({arg}):\n    result = {name}({arg}, timeout={rng.randint(1, 60)})\n"
+            f"    return result.{rng.choice(('data', 'value', 'text'))}")
+
+
+def _forum_page(rng: random.Random, variant: int, number: int) -> tuple[str, list[str]]:
+    c = _names(variant, "question", "post", "post-body", "votes", "author", "post-menu", "comments", "tags",
+               "answers-count", "related", "hot", "badge")
+    title = _title(rng, rng.randint(5, 10)) + "?"
+    gold = [title]
+
+    def post(paragraphs: int, with_code: bool) -> str:
+        parts = []
+        for _ in range(paragraphs):
+            text = _prose(rng, rng.randint(1, 4))
+            parts.append(f"<p>{text}</p>")
+            gold.append(text)
+        if with_code:
+            code = _code(rng)
+            parts.append(f"<pre><code>{_html.escape(code)}</code></pre>")
+            gold.extend(code.split("\n"))
+        if rng.random() < 0.3:
+            items = [_prose(rng, 1) for _ in range(rng.randint(2, 4))]
+            parts.append("<ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>")
+            gold.extend(items)
+        user = rng.choice(_NAMES)
+        comments = "".join(f'<li>{_prose(rng, 1)} &ndash; <a href="/users/{rng.choice(_NAMES)}">'
+                           f'{rng.choice(_NAMES)}</a> <span>{rng.randint(1, 28)} Mar</span></li>'
+                           for _ in range(rng.randint(0, 3)))
+        return (f'<div class="{c["post"]}"><div class="{c["votes"]}"><button>&#9650;</button><span>'
+                f'{rng.randint(-2, 250)}</span><button>&#9660;</button></div><div class="{c["post-body"]}">'
+                + "".join(parts) +
+                f'</div><div class="{c["post-menu"]}"><a href="#">Share</a> <a href="#">Edit</a> <a href="#">'
+                f'Follow</a></div><div class="{c["author"]}">asked {rng.randint(1, 12)} years ago <a href="/users/'
+                f'{user}">{user}</a> <span class="{c["badge"]}">{rng.randint(1, 90)}k</span></div>'
+                f'<ul class="{c["comments"]}">{comments}</ul><a href="#">Add a comment</a></div>')
+
+    question = post(rng.randint(1, 3), rng.random() < 0.6)
+    tags = "".join(f'<a href="/tags/{t}">{t}</a> ' for t in rng.sample(_VOCAB[80:], 3))
+    answers = rng.randint(1, 4)
+    answer_html = "".join(post(rng.randint(1, 3), rng.random() < 0.5) for _ in range(answers))
+    body = (f'<div class="{c["question"]}"><h1>{title}</h1><div>Asked today, viewed {rng.randint(20, 9000)} '
+            f'times</div>{question}<div class="{c["tags"]}">{tags}</div></div>'
+            f'<h2 class="{c["answers-count"]}">{answers} Answers</h2>{answer_html}'
+            f'<p>Not the answer you are looking for? Browse other questions tagged {tags} or ask your own '
+            f'question.</p>')
+    sidebar = (f'<div class="{c["related"]}"><h4>Related</h4><ul>' + "".join(
+        f'<li><span>{rng.randint(0, 40)}</span> <a href="/q/{rng.randint(1, 99999)}">{_title(rng, 7)}?</a></li>'
+        for _ in range(6)) + f'</ul></div><div class="{c["hot"]}"><h4>Hot network questions</h4><ul>' + "".join(
+        f'<li><a href="/q/{rng.randint(1, 99999)}">{_title(rng, 8)}?</a></li>' for _ in range(5)) + "</ul></div>")
+    brand = ("AskDev", "StackHaven", "QnA Garden")[variant]
+    return _chrome(rng, variant, brand, title, body, menu=["Questions", "Tags", "Users", "Unanswered"],
+                   sidebar=sidebar), gold
+
+
+_SPEC_LABELS = ("Dimensions", "Weight", "Material", "Colour", "Battery life", "Warranty", "Connectivity",
+                "Power supply", "Model number", "In the box")
+_SHIPPING = ("Free standard delivery on orders over 40 euros. Returns are accepted within 30 days of delivery "
+             "in the original packaging; see our returns policy for details.")
+
+
+def _product_page(rng: random.Random, variant: int, number: int) -> tuple[str, list[str]]:
+    c = _names(variant, "crumbs", "product", "gallery", "price", "buy-box", "description", "features", "specs",
+               "reviews", "review", "carousel", "card", "share", "rating")
+    title = f"{_title(rng, 2)} {rng.choice(('Pro', 'Mini', 'X', 'Plus', 'Lite'))} {rng.randint(2, 900)}"
+    gold = [title]
+    description = [_prose(rng, rng.randint(2, 5)) for _ in range(rng.randint(1, 3))]
+    features = [_prose(rng, 1) for _ in range(rng.randint(3, 6))]
+    labels = rng.sample(_SPEC_LABELS, rng.randint(4, 8))
+    specs = [(label, f"{rng.randint(1, 500)} {rng.choice(('mm', 'g', 'h', 'W', 'years', 'pcs'))}") for label in labels]
+    gold.extend(description)
+    gold.extend(features)
+    gold.extend(f"{k} {v}" for k, v in specs)
+    gold.append(_SHIPPING)
+    reviews = "".join(f'<div class="{c["review"]}"><span class="{c["rating"]}">{rng.randint(1, 5)} out of 5 stars'
+                      f'</span><b>{_title(rng, 4)}</b><p>{_prose(rng, rng.randint(1, 3))}</p><span>'
+                      f'{rng.choice(_NAMES)}, {rng.randint(1, 28)} May</span><a href="#">Helpful</a></div>'
+                      for _ in range(rng.randint(1, 4)))
+    cards = "".join(f'<li class="{c["card"]}"><a href="/p/{rng.randint(1, 9999)}">{_title(rng, 3)}</a><span>'
+                    f'&euro;{rng.randint(5, 900)}.99</span></li>' for _ in range(6))
+    body = (f'<ol class="{c["crumbs"]}"><li><a href="/">Home</a></li><li><a href="/c/{rng.choice(_VOCAB)}">'
+            f'{_title(rng, 1)}</a></li><li>{title}</li></ol>'
+            f'<div class="{c["product"]}"><div class="{c["gallery"]}"><img src="/img/{number}.jpg" alt="{title}">'
+            f'</div><h1>{title}</h1><div class="{c["rating"]}">{rng.randint(10, 50) / 10} stars, '
+            f'{rng.randint(2, 900)} ratings</div><div class="{c["buy-box"]}"><span class="{c["price"]}">&euro;'
+            f'{rng.randint(9, 1500)}.99</span><p>In stock. Ships in 24 hours.</p><form><select><option>1</option>'
+            f'</select><button>Add to cart</button><button>Add to wish list</button></form></div>'
+            f'<div class="{c["share"]}"><a href="#">Share on Facebook</a> <a href="#">Pin it</a> <a href="#">'
+            f'Email</a></div>'
+            f'<section class="{c["description"]}"><h2>Description</h2>' + "".join(f"<p>{d}</p>" for d in description)
+            + f'</section><section class="{c["features"]}"><ul>' + "".join(f"<li>{f}</li>" for f in features)
+            + f'</ul></section><section class="{c["specs"]}"><table>' + "".join(
+                f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in specs)
+            + f'</table><p>{_SHIPPING}</p></section></div>'
+            f'<section class="{c["reviews"]}"><h2>Customer reviews</h2>{reviews}</section>'
+            f'<section class="{c["carousel"]}"><h2>Customers also viewed</h2><ul>{cards}</ul></section>')
+    gold[1:1] = ["Description"]
+    brand = ("Shopwell", "Kettle &amp; Co", "Gearbox")[variant]
+    sidebar = f'<div><h4>Need help?</h4><p>Call us on 0800 {rng.randint(100, 999)} {rng.randint(100, 999)}.</p></div>'
+    return _chrome(rng, variant, brand, title, body, menu=["Deals", "Electronics", "Home", "Garden", "Sports"],
+                   sidebar=sidebar), gold
+
+
+_INFOBOX = ("Country", "Region", "Founded", "Area", "Population", "Elevation", "Time zone", "Website")
+
+
+def _encyclopedia_page(rng: random.Random, variant: int, number: int) -> tuple[str, list[str]]:
+    c = _names(variant, "article", "tagline", "hatnote", "infobox", "toc", "edit", "navbox", "references",
+               "catlinks", "tools", "lang")
+    title = _title(rng, rng.randint(1, 3))
+    gold = [title]
+    box = [(label, _title(rng, rng.randint(1, 2)) if label in ("Country", "Region") else str(rng.randint(3, 99999)))
+           for label in rng.sample(_INFOBOX, rng.randint(4, 8))]
+    gold.extend(f"{k} {v}" for k, v in box)
+    lead = [_prose(rng, rng.randint(2, 5)) for _ in range(rng.randint(1, 3))]
+    gold.extend(lead)
+    sections = [_title(rng, rng.randint(1, 3)) for _ in range(rng.randint(2, 5))]
+    parts = []
+    for section in sections:
+        paras = [_prose(rng, rng.randint(2, 6)) for _ in range(rng.randint(1, 4))]
+        gold.append(section)
+        gold.extend(paras)
+        html = (f'<h2 id="{section.replace(" ", "_")}">{section}<span class="{c["edit"]}">[<a href="?action=edit">'
+                f'edit</a>]</span></h2>' + "".join(f"<p>{p}<sup>[{rng.randint(1, 30)}]</sup></p>" for p in paras))
+        if rng.random() < 0.35:
+            rows = [(str(rng.randint(1800, 2020)), str(rng.randint(100, 99999))) for _ in range(rng.randint(3, 7))]
+            html += "<table><tr><th>Year</th><th>Population</th></tr>" + "".join(
+                f"<tr><td>{y}</td><td>{p}</td></tr>" for y, p in rows) + "</table>"
+            gold.append("Year Population")
+            gold.extend(f"{y} {p}" for y, p in rows)
+        if rng.random() < 0.35:
+            items = [_prose(rng, 1) for _ in range(rng.randint(2, 5))]
+            html += "<ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>"
+            gold.extend(items)
+        parts.append(html)
+    toc = "".join(f'<li><a href="#{s.replace(" ", "_")}">{k + 1} {s}</a></li>' for k, s in enumerate(sections))
+    refs = "".join(f'<li>{_title(rng, 5)}. {rng.choice(_NAMES)} ({rng.randint(1950, 2023)}). Retrieved '
+                   f'{rng.randint(1, 28)} June 2023.</li>' for _ in range(rng.randint(3, 8)))
+    navbox = " &middot; ".join(f'<a href="/wiki/{rng.choice(_VOCAB)}">{_title(rng, 1)}</a>' for _ in range(14))
+    body = (f'<div class="{c["article"]}"><h1>{title}</h1><div class="{c["tagline"]}">From '
+            f'{("Openpedia", "WikiAtlas", "The Free Compendium")[variant]}, the free encyclopedia</div>'
+            f'<div class="{c["hatnote"]}">For other uses, see <a href="/wiki/{title}_(disambiguation)">{title} '
+            f'(disambiguation)</a>.</div><table class="{c["infobox"]}"><caption>{title}</caption>' + "".join(
+                f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in box) + "</table>"
+            + "".join(f"<p>{p}</p>" for p in lead)
+            + f'<div class="{c["toc"]}"><h2>Contents</h2><ul>{toc}</ul></div>' + "".join(parts)
+            + f'<h2>References</h2><ol class="{c["references"]}">{refs}</ol>'
+            f'<div class="{c["navbox"]}"><b>{_title(rng, 2)}</b> {navbox}</div>'
+            f'<div class="{c["catlinks"]}">Categories: <a href="#">{_title(rng, 2)}</a> | <a href="#">'
+            f'{_title(rng, 3)}</a></div></div>')
+    gold.insert(1 + len(box), title)  # the infobox caption
+    sidebar = (f'<div class="{c["tools"]}"><h4>Tools</h4><ul><li><a href="#">What links here</a></li><li>'
+               f'<a href="#">Related changes</a></li><li><a href="#">Cite this page</a></li></ul></div>'
+               f'<div class="{c["lang"]}"><h4>Languages</h4><ul>' + "".join(
+                   f'<li><a href="#">{lang}</a></li>' for lang in ("Deutsch", "Español", "Français", "Italiano"))
+               + "</ul></div>")
+    brand = ("Openpedia", "WikiAtlas", "The Free Compendium")[variant]
+    return _chrome(rng, variant, brand, title, body, menu=["Main page", "Random article", "Contents", "About"],
+                   sidebar=sidebar), gold
+
+
+_GENRE_PAGES = {"forum": _forum_page, "product": _product_page, "encyclopedia": _encyclopedia_page}
+_GENRE_HOSTS = {"forum": ("askdev.example", "stackhaven.example", "qna-garden.example"),
+                "product": ("shopwell.example", "kettle-co.example", "gearbox.example"),
+                "encyclopedia": ("openpedia.example", "wikiatlas.example", "compendium.example")}
+
+
+def genre_page(genre: str, variant: int, number: int) -> dict:
+    """One generated page of ``genre`` in chrome ``variant`` (0-2): ``{id, url, site, html, gold}``; the same
+    arguments give the same page."""
+    rng = random.Random(f"{genre}/{variant}/{number}")
+    html, gold = _GENRE_PAGES[genre](rng, variant, number)
+    host = _GENRE_HOSTS[genre][variant]
+    return {"id": f"{genre}/{host}/{number}", "url": f"https://{host}/{genre}/{number}", "site": host,
+            "html": html, "gold": "\n".join(line for line in gold if line.strip())}
