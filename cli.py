@@ -595,7 +595,8 @@ DupsMethodOption = typer.Option(
 @app.command()
 def dups(db: Path = DbOption, output: Optional[Path] = OutputOption, method: str = DupsMethodOption,
          canonical_only: bool = typer.Option(False, "--canonical-only",
-                                             help="One line a cluster: its canonical page.")) -> None:
+                                             help="One line a cluster: its canonical page."),
+         log: Optional[Path] = LogOption) -> None:
     """Pages in near-duplicate clusters, as JSON Lines: {"id", "url", "cluster", "canonical", "similarity"}.
 
     With --method minhash (the default) clusters come from the near-duplicate index and similarity is to the
@@ -607,7 +608,7 @@ def dups(db: Path = DbOption, output: Optional[Path] = OutputOption, method: str
 
     Example: templater dups --db crawl.db --method tfidf --output dups.jsonl
     """
-    with handled_errors():
+    with handled_errors(), log_to_file(log):
         check_output(output)
         store = pipeline.open_store(db, readonly=True)
         rows = signature_run.iter_signature_duplicates(store, method=method, canonical_only=canonical_only)
