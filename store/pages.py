@@ -199,17 +199,6 @@ def select_page_ids(db: sqlite_utils.Database, *, site: str | None = None, since
     return [r[0] for r in db.execute(f"SELECT id FROM pages WHERE {' AND '.join(where)} ORDER BY id", args)]
 
 
-def iter_extractions(db: sqlite_utils.Database, ids: Iterable[str]) -> Iterator[tuple]:
-    """(id, url, site, text, method, template, coverage) of the stored extractions of the given pages, in the
-    order given (a page without one is left out)."""
-    for chunk in _chunks(list(ids), 500):
-        marks = ",".join("?" * len(chunk))
-        rows = {r[0]: r for r in db.execute(
-            "SELECT e.page_id, p.url, e.site, e.text, e.method, e.template, e.coverage FROM extractions e"
-            f" JOIN pages p ON p.id = e.page_id WHERE e.page_id IN ({marks})", chunk)}
-        yield from (rows[pid] for pid in chunk if pid in rows)
-
-
 def iter_page_keys(db: sqlite_utils.Database) -> Iterator[tuple[str, str, str | None]]:
     """(id, url, site) of every live page, in id order."""
     yield from db.execute("SELECT id, url, site FROM pages WHERE retired = 0 ORDER BY id")

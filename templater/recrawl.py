@@ -91,21 +91,18 @@ class _Batch:
 def recrawl(db: sqlite_utils.Database, inputs: Sequence[str | Path], *, retire_missing: bool = False,
             method: str = "auto", batch_size: int = config.RECRAWL_BATCH_PAGES,
             settings: LearnSettings = LearnSettings(), progress: Progress | None = None, clock: Clock = pipeline.now,
-            checkpoint: Checkpoint | None = None, site: str | None = None,
-            on_extracted: Callable[[Extraction], None] | None = None, links: bool = False) -> Summary:
+            checkpoint: Checkpoint | None = None, site: str | None = None) -> Summary:
     """Bring the store up to date with a crawl; rerun after a kill to continue where it stopped.
 
     The summary's ``pages`` lists the ids of the crawl's pages (sorted), resumed runs included; ``site`` names the
-    pages of folders and .html files (``sources.iter_records``). ``on_extracted`` is given each extraction this run
-    makes (new, changed and revived pages, and pages extracted again after relearning) once its batch is
-    committed; ``links`` keeps the links' URLs in their documents."""
+    pages of folders and .html files (``sources.iter_records``)."""
     if batch_size < 1:
         raise InputError(f"batch size {batch_size} is not a positive number of records: give --batch-size 1 or more")
     records = iter_records(inputs, site=site)
     prepare_store(db)
     with run_store.writer_lock(db, command=COMMAND), busy_as_store_error(db):
         crawl = _Crawl(db, settings=settings, method=method, batch_size=batch_size, clock=clock,
-                       checkpoint=checkpoint or _no_checkpoint, on_extracted=on_extracted, links=links)
+                       checkpoint=checkpoint or _no_checkpoint)
         crawl.open_run(run_key(inputs, method=method), inputs)
         crawl.finish_pending()
         crawl.process(records, progress)
@@ -153,11 +150,9 @@ class _Crawl:
     """One recrawl run: its progress row, the templates in force and the counts so far."""
 
     def __init__(self, db: sqlite_utils.Database, *, settings: LearnSettings, method: str, batch_size: int,
-                 clock: Clock, checkpoint: Checkpoint, on_extracted: Callable[[Extraction], None] | None = None,
-                 links: bool = False) -> None:
+                 clock: Clock, checkpoint: Checkpoint) -> None:
         self.db, self.settings, self.method, self.batch_size = db, settings, method, batch_size
         self.clock, self.checkpoint = clock, checkpoint
-        self.on_extracted, self.links = on_extracted, links
         self.summary = Summary()
         self._load_templates()
         self.groups = run_store.group_keys(db)
@@ -225,7 +220,6 @@ class _Crawl:
                 self._save_counts(records_done=done)
                 self.checkpoint("commit batch")
             self.checkpoint("batch committed")
-            self._emit(f.result for f in batch.records if f.result is not None)
             self._log_batch(done, batch)
             if progress:
                 progress(done, None)
@@ -269,7 +263,7 @@ class _Crawl:
         group = (known[2] if known else None) or self._group_of(page.url, page.id)
         compiled = self._choose_template(seg, known[3] if known else None)
         site = compiled.template.site if compiled is not None else None
-        result = extract_page(seg, compiled, site=site or group, method=self.method, links=self.links)
+        result = extract_page(seg, compiled, site=site or group, method=self.method)
         late = pipeline.over_time(page.id, page.url, started, "extract")
         if late is not None:
             return _Fetched("skip", skip=late)
@@ -346,11 +340,6 @@ class _Crawl:
         if items:
             dedup.index_texts(self.db, items)
             signature_run.add_to_signature_indexes(self.db, items)
-
-    def _emit(self, results: Iterable[Extraction]) -> None:
-        if self.on_extracted is not None:
-            for result in results:
-                self.on_extracted(result)
 
     def _has_template(self, group: str) -> bool:
         return bool(self.index.layouts.get(group))
@@ -480,7 +469,7 @@ class _Crawl:
                 try:
                     compiled = self.index.find(seg, site, threshold=self.settings.layout_match)
                     result = extract_page(seg, compiled, site=site or stored.site or stored.group_key,
-                                          method=self.method, links=self.links)
+                                          method=self.method)
                 except Exception as exc:  # noqa: BLE001 -- the page keeps its last extraction
                     pipeline.error_skip(stored.id, stored.url, exc)
                     continue
@@ -494,7 +483,6 @@ class _Crawl:
                 self.summary.counts["re-extracted"] += len(results)
                 self._save_counts()
                 self.checkpoint("commit re-extraction")
-            self._emit(r for r, _ in results)
 
     # --- pages gone from the crawl ----------------------------------------------------------------------------
 
