@@ -574,9 +574,8 @@ def extract(db: sqlite_utils.Database, *, method: str = "auto", ids: Sequence[st
     single-page classifier (``extract.extract_page``). A page that fails (over the time budget, an exception) is
     recorded as a skip and counted in ``skipped``. With ``links``, each result's document carries its links' URLs.
     """
-    if ids is None:
-        ids = [pid for pid, _, _ in page_store.iter_page_keys(db)]
-    skipped = Counter() if skipped is None else skipped
+    ids = [pid for pid, _, _ in page_store.iter_page_keys(db)] if ids is None else list(dict.fromkeys(ids))
+    skipped = Counter() if skipped is None else skipped  # each page once, in the order given
     classifier = {"weights": weights, "q": q, "links": links}  # extract_page's options
     pending: list[Extraction] = []
     with GrowingBatch(db) as batch:
