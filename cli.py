@@ -45,7 +45,7 @@ def lazy_module(name: str):
 
 config, dedup, evaluation_run, pipeline, signature_run, sources, training, rule_inspect, recrawls, fallback, \
     extract_module = (lazy_module(f"templater.{name}") for name in (
-        "config", "dedup", "evaluation_run", "pipeline", "signature_run", "sources", "training", "inspect",
+        "config", "dedup", "evaluation_run", "pipeline", "signature_run", "sources", "training", "rule_inspect",
         "recrawl", "fallback", "extract"))
 document = lazy_module("templater.document")
 native = lazy_module("templater.native")
@@ -561,7 +561,8 @@ def spark(inputs: list[str] = typer.Argument(..., help="JSON Lines (.jsonl, .jso
           out: str = typer.Option(..., "--out", help="Folder (any Spark path) for the Parquet outputs: pages, "
                                                      "extractions, clusters, skips."),
           db: Path = DbOption,
-          master: str = typer.Option("local[2]", "--master", help="Spark master; local[N] runs on N cores here."),
+          master: Optional[str] = typer.Option(None, "--master", help="Spark master; local[N] runs on N cores here "
+                                                                    "(default: spark-submit's, else local[2])."),
           partitions: Optional[int] = typer.Option(None, "--partitions",
                                                    help="Partitions per stage (default: 2 per core)."),
           fallback: str = FallbackOption, log: Optional[Path] = LogOption, quiet: bool = QuietOption) -> None:
@@ -569,6 +570,7 @@ def spark(inputs: list[str] = typer.Argument(..., help="JSON Lines (.jsonl, .jso
     near-duplicate clusters as `templater run`, written as Parquet under --out, the templates into --db.
 
     Example: templater spark samples/pages.jsonl.gz --out spark-out --db spark.db --master local[2]
+    On a cluster: spark-submit cli.py spark INPUT... --out DIR --db DB (client deploy mode).
     """
     from templater import spark_job
 

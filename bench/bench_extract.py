@@ -69,7 +69,7 @@ def stage_breakdown(db) -> dict[str, float]:
     from templater import fallback, features, metadata
     from templater.blocks import segment
     from templater.parse import parse_html
-    from templater.types import Page
+    from templater.datatypes import Page
 
     spent: dict[str, float] = {}
 

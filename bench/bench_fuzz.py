@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from templater import config, pipeline, sources  # noqa: E402
 from templater.extract import extract_page  # noqa: E402
-from templater.types import Segmented, Skip  # noqa: E402
+from templater.datatypes import Segmented, Skip  # noqa: E402
 
 FILE_RECORDS = 5_000
 SITE_PAGES = 8  # records per fuzzed "site" (a URL prefix), so that build learns templates from mutated pages
@@ -217,7 +217,7 @@ def learn_times(sizes: list[int]) -> None:
     """Learning a template from 3 pages of n <p> each: templater's linear XPaths against lxml's getpath (what
     learning used before), in the same run."""
     from templater import template
-    from templater.types import Page
+    from templater.datatypes import Page
 
     for n in sizes:
         figures = []

@@ -37,7 +37,7 @@ sys.path.insert(0, str(REPO))
 from templater import fallback  # noqa: E402
 from templater.blocks import segment  # noqa: E402
 from templater.parse import parse_html  # noqa: E402
-from templater.types import Page  # noqa: E402
+from templater.datatypes import Page  # noqa: E402
 
 DEFAULT_SUITE = REPO.parent / "data" / "suites" / "single.jsonl.gz"
 DEFAULT_SCORER = REPO.parent / "shared" / "eval" / "score.py"

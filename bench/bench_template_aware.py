@@ -49,7 +49,7 @@ from store import lsh  # noqa: E402
 from store import pages as page_store  # noqa: E402
 from templater import dedup, pipeline  # noqa: E402
 from templater.shingles import ShingleSettings  # noqa: E402
-from templater.types import Skip  # noqa: E402
+from templater.datatypes import Skip  # noqa: E402
 
 SUITES = ROOT.parent / "data" / "suites"
 DIFFERENT = 0.5  # gold Jaccard below this: two different articles

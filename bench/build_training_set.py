@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from templater.blocks import segment  # noqa: E402
 from templater.parse import parse_html  # noqa: E402
-from templater.types import Page  # noqa: E402
+from templater.datatypes import Page  # noqa: E402
 
 DEFAULT_CORPUS = REPO.parent / "shared" / "corpus"
 GENERATED_PAGES = 12  # generated pages per genre and chrome variant

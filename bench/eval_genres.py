@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from templater import fallback  # noqa: E402
 from templater.blocks import segment  # noqa: E402
 from templater.parse import parse_html  # noqa: E402
-from templater.types import Page  # noqa: E402
+from templater.datatypes import Page  # noqa: E402
 
 DEFAULT_SCORER = REPO.parent / "shared" / "eval" / "score.py"
 GENRE_ORDER = ("news", "docs", "forum", "product", "encyclopedia")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import sqlite_utils
 
-from templater.types import Template
+from templater.datatypes import Template
 
 from .templates import load_rules
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import sqlite_utils
 
-from templater.types import Rule, Template
+from templater.datatypes import Rule, Template
 
 from .db import migrate
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import numpy as np
 import sqlite_utils
 
-from templater.types import Rule, Template
+from templater.datatypes import Rule, Template
 
 from .db import migrate
 from .pages import blob_vector, vector_blob

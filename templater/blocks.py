@@ -20,7 +20,7 @@ import numpy as np
 from lxml import etree
 
 from . import config, native
-from .types import Block, Page, Segmented
+from .datatypes import Block, Page, Segmented
 
 if native.walk is not None:
     native.walk.configure(tuple(sorted(config.BLOCK_TAGS)), tuple(sorted(config.BLOCK_TAGS | config.BREAK_TAGS)), Block)

@@ -29,7 +29,7 @@ from lxml import etree
 
 from .config import BLOCK_TAGS
 from .template import find_headline
-from .types import DocNode, Document, Segmented
+from .datatypes import DocNode, Document, Segmented
 
 HEADING_LEVELS = {f"h{n}": n for n in range(1, 7)}
 LIST_TAGS = frozenset({"ul", "ol", "menu", "dir"})

@@ -33,7 +33,7 @@ import charset_normalizer
 from charset_normalizer.utils import is_multi_byte_encoding
 
 from . import config
-from .types import Page, RawPage, Skip
+from .datatypes import Page, RawPage, Skip
 
 log = logging.getLogger(__name__)
 

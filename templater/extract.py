@@ -22,7 +22,7 @@ from .grouping import host_of
 from .metadata import META_ACTIONS, read_metadata
 from .template import (REGION_CHROME_SHARE, RELATED_SIZE_TEST, WRAPPER_DEPTH, contains, find_headline, fits,
                        size_limit)
-from .types import Extraction, Rule, Segmented, Template
+from .datatypes import Extraction, Rule, Segmented, Template
 
 REGION_MIN_SHARE = 0.5  # the region is used only when it holds this share of the text the rules left
 NO_CLASSIFIER = "none"  # --fallback none: the template's rules alone (the whole text where there is no template)

@@ -36,7 +36,7 @@ from .errors import InputError
 from .features import (CLASS_GROUPS, CONTEXT_NAMES, FEATURE_NAMES, Tree, block_features, context_features, inside,
                        line_features, number_tree, sum_up)
 from .template import link_runs
-from .types import Segmented
+from .datatypes import Segmented
 
 METHODS = ("density", "ann", "fdr", "auto")
 DEFAULT_METHOD = "auto"

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import native
-from .types import Segmented
+from .datatypes import Segmented
 
 # --- class/id vocabulary: an element's class and id are cut into lower-case words (at non-letters and at
 # camelCase humps); a group fires when a word starts with one of the group's stems ----------------------------

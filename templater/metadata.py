@@ -29,7 +29,7 @@ from lxml import etree
 
 from . import native
 from .config import BLOCK_TAGS
-from .types import METADATA_FIELDS, Metadata, Rule, Segmented
+from .datatypes import METADATA_FIELDS, Metadata, Rule, Segmented
 
 META_AUTHOR = "meta-author"  # rule action: the element holding the page's byline
 META_DATE = "meta-date"  # rule action: the element holding the page's publication date

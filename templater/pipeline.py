@@ -37,7 +37,7 @@ from .grouping import assign_groups, cluster_layouts, host_of, layout_containmen
 from .parse import parse_checked
 from .sources import check_input, input_format, iter_records
 from .template import learn_template
-from .types import Extraction, Page, RawPage, Segmented, Skip, Template
+from .datatypes import Extraction, Page, RawPage, Segmented, Skip, Template
 
 log = logging.getLogger(__name__)
 

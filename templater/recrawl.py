@@ -51,7 +51,7 @@ from .extract import extract_page
 from .grouping import host_of, layout_containment, match_prefix, shape_set, url_prefixes
 from .pipeline import Progress, Summary
 from .sources import iter_records
-from .types import Extraction, Skip
+from .datatypes import Extraction, Skip
 
 log = logging.getLogger(__name__)
 

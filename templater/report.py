@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .types import Rule
+from .datatypes import Rule
 
 # Why a block was kept or dropped. Dropped: a learned static rule, a learned dynamic (shape) rule, a learned
 # container rule (reader comments), a pinned XPath rule, the learned content region, the single-page classifier

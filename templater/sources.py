@@ -35,7 +35,7 @@ from warcio.recordloader import ArcWarcRecord
 
 from . import config
 from .errors import InputError
-from .types import RawPage, Skip
+from .datatypes import RawPage, Skip
 
 log = logging.getLogger(__name__)
 

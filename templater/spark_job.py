@@ -1,6 +1,6 @@
 """The pipeline on Apache Spark: the same pure functions as a local run, distributed (``pip install
-'site-templater[spark]'``; ``templater spark`` starts it in local mode, ``spark-submit templater/spark_job.py`` on a
-cluster).
+'site-templater[spark]'``; ``templater spark`` starts it, in local mode or, run by ``spark-submit cli.py spark``, on
+a cluster).
 
     read        every input file through Spark (``binaryFiles``: local, HDFS, s3a), records by the local readers
                 (``sources.iter_file_bytes``)
@@ -36,20 +36,10 @@ from __future__ import annotations
 
 import os
 import sys
-
-if __name__ == "__main__":
-    # Run as a script (spark-submit templater/spark_job.py), Python puts this file's folder first on sys.path, where
-    # templater/types.py and inspect.py would hide the standard library's modules: take it off; the package is
-    # imported by name instead (installed, or shipped with --py-files).
-    _HERE = os.path.dirname(os.path.abspath(__file__))
-    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
-
-import argparse  # noqa: E402
-import json  # noqa: E402
-import logging  # noqa: E402
-import time  # noqa: E402
-import pickle  # noqa: E402
-import zlib  # noqa: E402
+import logging
+import time
+import pickle
+import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -66,13 +56,13 @@ from store import templates as template_store
 from store.db import transaction
 from templater import dedup, pipeline
 from templater.config import LearnSettings
-from templater.errors import InputError, TemplaterError
+from templater.errors import InputError
 from templater.extract import extract_page
 from templater.grouping import choose_group, host_of, shape_set, url_prefixes
 from templater.shingles import ShingleSettings, band_keys, comparable_set, estimate_similarity, set_similarity
 from templater.sources import check_input, input_format, iter_file_bytes
-from templater.types import Extraction, Page, Segmented, Skip
-from templater.unionfind import UnionFind  # noqa: E402
+from templater.datatypes import Extraction, Page, Segmented, Skip
+from templater.unionfind import UnionFind
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +70,7 @@ JOIN_SALTS = 16  # a template's rows are copied to this many keys, so a site's p
 PARTITIONS_PER_CORE = 2  # default partitions of every stage: this many per core Spark reports
 BROADCAST_BYTES = 256 << 20  # the current templates, pickled, up to this size go to every executor as a broadcast
 DRIVER_COMPONENTS = 5_000_000  # up to this many verified pairs (16 bytes each) are collected for a union-find
+LOCAL_MASTER = "local[2]"  # the master when none is given outside spark-submit
 SPARK_MISSING = "pyspark is not installed: pip install 'site-templater[spark]' (and Java 17 or later)"
 
 
@@ -133,17 +124,19 @@ class StoredRow:
 
 # --- the session ------------------------------------------------------------------------------------------------
 
-def spark_session(master: str | None = "local[2]", *, partitions: int | None = None, app_name: str = "templater"):
-    """A SparkSession on ``master`` (None: the one spark-submit gives). In local mode, with what these machines
-    need: the loopback address, and this Python for the workers."""
+def spark_session(master: str | None = LOCAL_MASTER, *, partitions: int | None = None, app_name: str = "templater"):
+    """A SparkSession on ``master`` (None: the one spark-submit gives when it started this process, else
+    LOCAL_MASTER). In local mode, with what these machines need: the loopback address, and this Python for the
+    workers."""
     try:
         from pyspark.sql import SparkSession
     except ImportError:
         raise InputError(SPARK_MISSING) from None
     builder = (SparkSession.builder.appName(app_name).config("spark.ui.showConsoleProgress", "false")
                .config("spark.rdd.compress", "true"))  # cached pages (pickled HTML) lz4-compressed, as shuffles are
-    if master is None:
+    if master is None and "PYSPARK_GATEWAY_PORT" in os.environ:  # started by spark-submit: its master
         return builder.getOrCreate()
+    master = master or LOCAL_MASTER
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -669,18 +662,7 @@ def _write(spark, out: str, *, extracted, extractions, clusters, skips) -> dict[
     return written
 
 
-# --- spark-submit ---------------------------------------------------------------------------------------------------
-
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="spark_job.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("inputs", nargs="+", help="JSON Lines / WARC files or folders: any path Spark reads")
-    parser.add_argument("--out", required=True, help="folder (any Spark path) for the Parquet outputs")
-    parser.add_argument("--db", required=True, help="templater database (a local file on the driver)")
-    parser.add_argument("--master", default=None, help="Spark master (default: spark-submit's, else local[2])")
-    parser.add_argument("--partitions", type=int, default=None, help="partitions per stage")
-    parser.add_argument("--fallback", default="auto", help="single-page method, as in `templater extract`")
-    return parser.parse_args(argv)
-
+# --- inputs ---------------------------------------------------------------------------------------------------------
 
 SPARK_FORMATS = ("jsonl", "warc")  # what the job reads; .html files are for `templater run`
 
@@ -708,26 +690,3 @@ def _check_local(path: Path) -> None:
     if kinds["html"]:
         log.warning("%s: %d .html files left out (%s)", path, kinds["html"], hint)
 
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """``spark-submit templater/spark_job.py INPUT... --out DIR --db DB``: prints the summary as JSON."""
-    args = parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    try:
-        inputs = check_inputs(args.inputs)
-    except TemplaterError as e:
-        raise SystemExit(f"error: {e}") from None
-    submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # started by spark-submit: its master unless one is given
-    spark = spark_session(args.master or (None if submitted else "local[2]"), partitions=args.partitions)
-    try:
-        result = run_job(spark, inputs, out=args.out, db_path=args.db,
-                         options=JobOptions(method=args.fallback, partitions=args.partitions))
-    finally:
-        spark.stop()
-    sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
-
-
-if __name__ == "__main__":  # spark-submit runs this file as a script: run the module, so executors find its names
-    from templater import spark_job
-
-    spark_job.main()

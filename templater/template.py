@@ -27,7 +27,7 @@ from . import metadata, native
 from .align import lcs_length, lcs_pairs
 from .blocks import fill_xpaths
 from .config import BLOCK_TAGS as _BLOCK_TAGS, SHAPE_MAX_LINK_DENSITY, LearnSettings
-from .types import Block, Rule, Segmented, Template
+from .datatypes import Block, Rule, Segmented, Template
 
 HEADING_TAGS = frozenset({"h1", "h2", "title"})
 REFERENCE_CANDIDATES = 15  # pages tried as the alignment reference

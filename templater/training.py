@@ -22,7 +22,7 @@ from .errors import InputError
 from .evaluation import tokens
 from .features import CONTEXT_NAMES, FEATURE_NAMES, Tree, block_features, context_features, line_features, number_tree
 from .parse import parse_html
-from .types import Page, Segmented
+from .datatypes import Page, Segmented
 
 __all__ = ["LabelledPage", "describe_page", "iter_labelled", "label_blocks", "read_weights", "save_weights",
            "train_ann", "training_data"]

@@ -7,7 +7,7 @@ import random
 
 from templater.blocks import segment
 from templater.parse import parse_html
-from templater.types import Page
+from templater.datatypes import Page
 
 WORDS = ("river stone garden window market letter winter engine harbour signal paper orchard lantern valley "
          "copper meadow ladder candle bridge thunder").split()

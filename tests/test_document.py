@@ -15,7 +15,7 @@ from templater.blocks import segment
 from templater.config import BLOCK_TAGS
 from templater.extract import extract_page
 from templater.parse import parse_html
-from templater.types import Page
+from templater.datatypes import Page
 
 from conftest import SAMPLES
 

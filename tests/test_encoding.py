@@ -16,7 +16,7 @@ from templater import config
 from templater.blocks import segment
 from templater.encoding import TEXT_INPUT, decode_body, decode_page, declared_charsets, normalize_charset
 from templater.parse import parse_html
-from templater.types import Page, RawPage, Skip
+from templater.datatypes import Page, RawPage, Skip
 
 FIXTURES = Path(__file__).parent / "fixtures" / "pages"
 

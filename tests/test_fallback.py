@@ -15,7 +15,7 @@ from templater.blocks import segment
 from templater.errors import InputError, TemplaterError
 from templater.evaluation import score_extraction
 from templater.parse import parse_html
-from templater.types import Page
+from templater.datatypes import Page
 
 ARTICLE = [
     "The river rose four metres overnight, and by morning the lower town was under water, its streets "

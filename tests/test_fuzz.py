@@ -17,7 +17,7 @@ from templater import config, native, parse, pipeline, sources
 from templater.blocks import fill_xpaths
 from templater.config import LearnSettings
 from templater.template import learn_template
-from templater.types import Page, RawPage, Segmented, Skip
+from templater.datatypes import Page, RawPage, Segmented, Skip
 
 ROOT = Path(__file__).resolve().parent.parent
 with gzip.open(ROOT / "samples" / "pages.jsonl.gz", "rt", encoding="utf-8") as _f:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PIPELINE_LAYER = {"pipeline", "recrawl", "dedup", "signature_run", "inspect", "evaluation_run", "spark_job",
+PIPELINE_LAYER = {"pipeline", "recrawl", "dedup", "signature_run", "rule_inspect", "evaluation_run", "spark_job",
                   "workers"}
 FRONT_ENDS = ("cli", "typer", "rich", "click")
 STORAGE = ("store", "sqlite_utils", "sqlite3", "pyspark")

@@ -14,7 +14,7 @@ from templater.blocks import segment
 from templater.extract import CompiledTemplate, extract_page
 from templater.parse import parse_html
 from templater.template import learn_template
-from templater.types import Metadata, Page, Rule
+from templater.datatypes import Metadata, Page, Rule
 
 ENGLISH = ("The river rose through the night and by morning the market square was under water. Shopkeepers "
            "carried what they could to the upper floors while the council opened the school hall for families "

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from templater import dedup, pipeline, recrawl
-from templater import inspect as rule_inspect
+from templater import rule_inspect as rule_inspect
 from templater.errors import InputError, StoreError
 
 from sitegen import article_html, sentence

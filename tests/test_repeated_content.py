@@ -3,11 +3,11 @@ a caution box, an inherited-members list) survives learning and extraction, chro
 single-page classifier keeps code, tables and definition lists inside a trusted content region."""
 
 from templater.extract import CompiledTemplate, extract_page, match_template
-from templater.inspect import explain_blocks
+from templater.rule_inspect import explain_blocks
 from templater.blocks import segment
 from templater.parse import parse_html
 from templater.template import WRAPPER_DEPTH, learn_template
-from templater.types import Page
+from templater.datatypes import Page
 
 from sitegen import REPEATED_CONTENT, reference_html, reference_pages
 

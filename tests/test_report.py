@@ -10,7 +10,7 @@ import zlib
 import numpy as np
 import pytest
 
-from templater import inspect as rules
+from templater import rule_inspect as rules
 from templater.extract import CompiledTemplate
 from templater.report import (BlockDecision, PageCoverage, PageExplanation, ReportData, TemplateSummary, _ranges,
                               render_report)

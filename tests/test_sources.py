@@ -18,7 +18,7 @@ from templater import config
 from templater.encoding import decode_page
 from templater.errors import InputError
 from templater.sources import iter_records, repair_url
-from templater.types import Page, RawPage, Skip
+from templater.datatypes import Page, RawPage, Skip
 
 FIXTURES = Path(__file__).parent / "fixtures" / "pages"
 PAGE = "<html><head><title>{0}</title></head><body><p>{0}: some words of text.</p></body></html>"

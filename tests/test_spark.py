@@ -167,12 +167,15 @@ def test_package_declares_the_spark_extra():
     assert 'spark = ["pyspark>=4.0,<5"]' in text
 
 
-def test_job_runs_as_a_script():
-    """spark-submit runs the file itself: its folder must not hide the standard library (types.py, inspect.py)."""
-    done = subprocess.run([sys.executable, str(ROOT / "templater" / "spark_job.py"), "--help"], capture_output=True,
+def test_spark_submit_runs_the_cli():
+    """spark-submit runs a file as a script: `spark-submit cli.py spark ...` runs the one CLI, and no module of the
+    package is named like a standard-library one (its folder may come first on sys.path)."""
+    done = subprocess.run([sys.executable, str(ROOT / "cli.py"), "spark", "--help"], capture_output=True,
                           text=True, timeout=60, cwd=ROOT)
     assert done.returncode == 0, done.stderr
-    assert "--out" in done.stdout
+    assert "--out" in done.stdout and "spark-submit" in done.stdout
+    shadowing = {p.stem for p in (ROOT / "templater").glob("*.py")} & set(sys.stdlib_module_names)
+    assert not shadowing
 
 
 def test_cli_starts_the_job(monkeypatch, tmp_path):

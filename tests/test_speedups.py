@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from templater import features
 from templater.template import RELATED_SIZE_TEST
-from templater.types import Block, Page, Segmented
+from templater.datatypes import Block, Page, Segmented
 
 # Characters that stress the counts: cased and case-changing letters (İ lowers to two code points, Σ to a final
 # or medial sigma), digits of other scripts, CJK punctuation, whitespace of every kind, quotes, surrogates.

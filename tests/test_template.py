@@ -64,7 +64,7 @@ def test_headline_is_the_heading_that_repeats_the_title():
 def test_an_unclosed_title_does_not_swallow_the_page():
     from templater.blocks import segment
     from templater.parse import parse_html
-    from templater.types import Page
+    from templater.datatypes import Page
 
     html = "<html><head><title>Headline here\n" + "<script>var x = 1;</script>" * 80 + \
         "</head><body><p>" + "The body text. " * 20 + "</p></body></html>"
@@ -85,7 +85,7 @@ def test_copies_of_one_article_do_not_make_it_boilerplate():
 def test_blank_text_between_inline_elements_keeps_words_apart():
     from templater.blocks import segment
     from templater.parse import parse_html
-    from templater.types import Page
+    from templater.datatypes import Page
 
     html = "<html><body><p><b>hello</b> <i>world</i> and <em>x</em>y</p><div> <p>a</p> <p>b</p> tail</div></body></html>"
     seg = segment(parse_html(html), Page("p", "https://a.example/p", html))
@@ -105,7 +105,7 @@ def _variant_pages(count, transform, *, start=0):
     from sitegen import article_html
     from templater.blocks import segment
     from templater.parse import parse_html
-    from templater.types import Page
+    from templater.datatypes import Page
 
     out = []
     for seed in range(start, start + count):
@@ -188,7 +188,7 @@ def test_a_region_right_under_body_bounds_the_page_but_earns_no_trust():
     from dataclasses import replace
 
     from templater.extract import match_template
-    from templater.types import Rule
+    from templater.datatypes import Rule
 
     pages = site_pages(6)
     template = learn_template([s for s, _ in pages], site="s")

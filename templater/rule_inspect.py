@@ -40,7 +40,7 @@ from .pipeline import Progress, TemplateIndex, now, segment_file, stored_segment
 from .template import chrome_shape, content_ancestry
 from .report import (CLASSIFIER, FALLBACK_PREFIX, TEMPLATE_ONLY, BlockDecision, PageCoverage, PageExplanation,
                      ReportData, TemplateSummary, render_report, shorten)
-from .types import Rule, Segmented, Skip
+from .datatypes import Rule, Segmented, Skip
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from store import pins as pin_store
 from store import templates as template_store
-from templater import inspect as rules
+from templater import rule_inspect as rules
 from templater import pipeline
 from templater.errors import InputError, RuleError
 from templater.extract import extract_page
