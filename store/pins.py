@@ -19,12 +19,12 @@ from collections.abc import Sequence
 
 import sqlite_utils
 
-from templater.datatypes import Rule, Template
+from templater.datatypes import Rule, RuleAction, Template
 
 from .db import migrate
 
-MATCHED_BY = {"drop": "hash", "drop-shape": "shape", "drop-xpath": "container", "content": "region",
-              "meta-author": "meta", "meta-date": "meta"}  # learned kinds
+MATCHED_BY = {RuleAction.DROP: "hash", RuleAction.DROP_SHAPE: "shape", RuleAction.DROP_XPATH: "container",  # learned
+              RuleAction.CONTENT: "region", RuleAction.META_AUTHOR: "meta", RuleAction.META_DATE: "meta"}
 PINNED_REASON = "pinned"  # Template.reason of a template whose rules are the site's pinned rules
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import numpy as np
 import sqlite_utils
 
-from templater.datatypes import Rule, Template
+from templater.datatypes import Rule, RuleAction, Template
 
 from .db import migrate
 from .pages import blob_vector, vector_blob
@@ -67,7 +67,7 @@ def save_template(db: sqlite_utils.Database, template: Template, *, group_key: s
 
 
 def _rule_key(rules) -> list:
-    return [(r.action, r.tag_path, r.hash, r.xpath if r.action != "drop" else "") for r in rules]
+    return [(r.action, r.tag_path, r.hash, r.xpath if r.action != RuleAction.DROP else "") for r in rules]
 
 
 def _with_version(template: Template, version: int) -> Template:

@@ -22,26 +22,6 @@ HTML_CONTENT_TYPES = ("text/html", "application/xhtml+xml")  # HTTP Content-Type
 SNIFFED_CONTENT_TYPES = ("", "text/plain", "text/xml", "application/xml", "application/octet-stream",
                          "binary/octet-stream", "application/unknown", "unknown/unknown")
 
-# Reasons a record is skipped; the run summary counts them under these names.
-SKIP_REASONS = (
-    "empty",  # no bytes, or only whitespace
-    "huge",  # over MAX_PAGE_BYTES
-    "binary",  # not text
-    "not-html",  # a text type other than HTML (JSON, plain text, images by Content-Type)
-    "undecodable",  # no encoding gives text
-    "bad-url",  # missing or unusable URL
-    "bad-record",  # malformed JSON line, truncated WARC record or gzip member
-    "http-status",  # a WARC response that is not 200
-    "unparsable",  # lxml could not build a tree
-    "no-text",  # parsed, but no text blocks at all
-    "revisit",  # a WARC revisit record: the page's payload is in an earlier record
-    "duplicate-id",  # an .html file whose id (site/relative path) an earlier file of the run already had
-    "bad-text",  # an id, URL or fetch time that is not valid Unicode (a lone surrogate from a JSON escape)
-    "over-limit",  # over a page limit below: start tags, attributes of one tag, blocks
-    "over-time",  # its parse + segment (+ extract) took longer than PAGE_TIME_BUDGET
-    "error",  # an unexpected exception while processing the record; the detail names it (a bug to report)
-    "unreadable",  # a file of an input folder that cannot be read (a broken link, an I/O error, no permission)
-)
 TOP_SKIP_REASONS = 3  # reasons (with an example each) a run in which every record was skipped prints
 
 # --- page limits: checked before lxml is handed the bytes (parse.markup_counts) or right after segmenting ----

@@ -3,9 +3,50 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 import numpy as np
+
+
+class StrEnum(str, Enum):
+    """A vocabulary whose members are their strings: stored, printed, compared and hashed as the string."""
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+
+class SkipReason(StrEnum):
+    """Why a record is skipped; the run summary counts skips under these names."""
+
+    EMPTY = "empty"  # no bytes, or only whitespace
+    HUGE = "huge"  # over config.MAX_PAGE_BYTES
+    BINARY = "binary"  # not text
+    NOT_HTML = "not-html"  # a text type other than HTML (JSON, plain text, images by Content-Type)
+    UNDECODABLE = "undecodable"  # no encoding gives text
+    BAD_URL = "bad-url"  # missing or unusable URL
+    BAD_RECORD = "bad-record"  # malformed JSON line, truncated WARC record or gzip member
+    HTTP_STATUS = "http-status"  # a WARC response that is not 200
+    UNPARSABLE = "unparsable"  # lxml could not build a tree
+    NO_TEXT = "no-text"  # parsed, but no text blocks at all
+    REVISIT = "revisit"  # a WARC revisit record: the page's payload is in an earlier record
+    DUPLICATE_ID = "duplicate-id"  # an .html file whose id (site/relative path) an earlier file of the run had
+    BAD_TEXT = "bad-text"  # an id, URL or fetch time that is not valid Unicode (a lone surrogate from a JSON escape)
+    OVER_LIMIT = "over-limit"  # over a page limit (config: start tags, attributes of one tag, blocks)
+    OVER_TIME = "over-time"  # its parse + segment (+ extract) took longer than config.PAGE_TIME_BUDGET
+    ERROR = "error"  # an unexpected exception while processing the record; the detail names it (a bug to report)
+    UNREADABLE = "unreadable"  # a file of an input folder that cannot be read (broken link, I/O error, permission)
+
+
+class RuleAction(StrEnum):
+    """What a template's rule does with the blocks it matches."""
+
+    DROP = "drop"  # static boilerplate: this tag path with this text (matched by hash)
+    DROP_SHAPE = "drop-shape"  # dynamic boilerplate: this tag path whatever its text
+    DROP_XPATH = "drop-xpath"  # a container named like comments or related articles, matched by its XPath
+    CONTENT = "content"  # the content region: what lies outside it is dropped
+    META_AUTHOR = "meta-author"  # the element holding the page's byline (metadata, drops nothing)
+    META_DATE = "meta-date"  # the element holding the page's publication date (metadata, drops nothing)
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,13 +66,17 @@ class RawPage:
 
 @dataclass(frozen=True, slots=True)
 class Skip:
-    """A record that was not processed, with a reason from config.SKIP_REASONS."""
+    """A record that was not processed, with a SkipReason (held as its plain string)."""
 
     reason: str
     source: str
     detail: str = ""
     id: str | None = None
     url: str | None = None
+
+    def __post_init__(self) -> None:
+        if type(self.reason) is not str:
+            object.__setattr__(self, "reason", str(self.reason))
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,8 +198,7 @@ class Document:
 class Rule:
     """One learned (or pinned) rule of a template.
 
-    action: "drop" (static boilerplate: this tag path with this text), "drop-shape" (dynamic boilerplate:
-    this tag path whatever its text) or "content" (the content region).
+    action: a RuleAction, held as its plain string (as stored).
     """
 
     xpath: str
@@ -164,6 +208,10 @@ class Rule:
     hash: int | None = None
     sample: str = ""
     pinned: bool = False
+
+    def __post_init__(self) -> None:
+        if type(self.action) is not str:
+            object.__setattr__(self, "action", str(self.action))
 
 
 @dataclass(frozen=True, slots=True)

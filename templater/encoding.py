@@ -33,7 +33,7 @@ import charset_normalizer
 from charset_normalizer.utils import is_multi_byte_encoding
 
 from . import config
-from .datatypes import Page, RawPage, Skip
+from .datatypes import Page, RawPage, Skip, SkipReason
 
 log = logging.getLogger(__name__)
 
@@ -234,16 +234,16 @@ def _repair_text(text: str) -> str:
 
 def _check_size(size: int, stripped: bytes | str) -> tuple[str, str] | None:
     if size > config.MAX_PAGE_BYTES:
-        return "huge", f"{size} bytes or characters, over the limit of {config.MAX_PAGE_BYTES}"
+        return SkipReason.HUGE, f"{size} bytes or characters, over the limit of {config.MAX_PAGE_BYTES}"
     if len(stripped) < config.MIN_PAGE_CHARS:
-        return "empty", f"{len(stripped)} characters besides white space"
+        return SkipReason.EMPTY, f"{len(stripped)} characters besides white space"
     return None
 
 
 def _check_magic(body: bytes) -> tuple[str, str] | None:
     for magic, kind in _MAGIC.items():
         if body.startswith(magic):
-            return "binary", f"starts like a {kind} file"
+            return SkipReason.BINARY, f"starts like a {kind} file"
     return None
 
 
@@ -257,7 +257,7 @@ def _check_bytes(body: bytes) -> tuple[str, str] | None:
 def _check_controls(data: bytes, length: int) -> tuple[str, str] | None:
     controls = (len(data) - len(data.translate(None, _CONTROL_BYTES))) / max(length, 1)
     if controls > config.BINARY_CONTROL_SHARE:
-        return "binary", f"{controls:.0%} control characters at the start"
+        return SkipReason.BINARY, f"{controls:.0%} control characters at the start"
     return None
 
 
@@ -269,18 +269,18 @@ def _check_text(text: str) -> tuple[str, str] | None:
         return binary
     replaced = sample.count(_REPLACEMENT) / max(len(sample), 1)
     if replaced > config.MAX_REPLACEMENT_SHARE:
-        return "undecodable", f"{replaced:.0%} of the start is bytes no codec decodes"
+        return SkipReason.UNDECODABLE, f"{replaced:.0%} of the start is bytes no codec decodes"
     stripped = sample.strip()
     if len(stripped) < config.MIN_PAGE_CHARS:
-        return "empty", f"{len(stripped)} characters besides white space"
+        return SkipReason.EMPTY, f"{len(stripped)} characters besides white space"
     return _check_markup(stripped, text)
 
 
 def _check_markup(stripped: str, text: str) -> tuple[str, str] | None:
     if stripped[0] in "{[" and _is_json(text):
-        return "not-html", "the body is JSON"
+        return SkipReason.NOT_HTML, "the body is JSON"
     if not _TAG.search(stripped):
-        return "not-html", "no HTML tag at the start"
+        return SkipReason.NOT_HTML, "no HTML tag at the start"
     return None
 
 

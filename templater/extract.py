@@ -22,7 +22,7 @@ from .grouping import host_of
 from .metadata import META_ACTIONS, read_metadata
 from .template import (REGION_CHROME_SHARE, RELATED_SIZE_TEST, WRAPPER_DEPTH, contains, find_headline, fits,
                        size_limit)
-from .datatypes import Extraction, Rule, Segmented, Template
+from .datatypes import Extraction, Rule, RuleAction, Segmented, Template
 
 REGION_MIN_SHARE = 0.5  # the region is used only when it holds this share of the text the rules left
 NO_CLASSIFIER = "none"  # --fallback none: the template's rules alone (the whole text where there is no template)
@@ -39,19 +39,20 @@ class CompiledTemplate:
     def __init__(self, template: Template) -> None:
         self.template = template
         self.name = f"{template.site}@v{template.version}"
-        static = [r for r in template.rules if r.action == "drop" and r.hash is not None]
+        static = [r for r in template.rules if r.action == RuleAction.DROP and r.hash is not None]
         self.static_seq = [r.hash for r in static]
         self.static_set = np.array(sorted(set(self.static_seq)), dtype=np.uint32)
         self.static_masks = _match_masks(self.static_seq)
-        self.shapes = frozenset(r.tag_path for r in template.rules if r.action == "drop-shape")
-        regions = [r for r in template.rules if r.action == "content" and not r.pinned]
+        self.shapes = frozenset(r.tag_path for r in template.rules if r.action == RuleAction.DROP_SHAPE)
+        regions = [r for r in template.rules if r.action == RuleAction.CONTENT and not r.pinned]
         self.region = _compile(regions[0])[1] if regions else None
         # a region right under <body> may be the page's wrapper: it bounds what is kept, and earns trust only on
         # pages where it leaves the site's chrome outside (holds_little_chrome)
         self.region_trusted = bool(regions) and regions[0].xpath.count("/") > WRAPPER_DEPTH
         self.pinned = tuple(_compile(r) for r in template.rules if r.pinned and r.action not in META_ACTIONS)
         self.meta = tuple(r for r in template.rules if r.action in META_ACTIONS)  # where bylines and dates sit
-        self.containers = tuple(_compile(r)[1] for r in template.rules if r.action == "drop-xpath" and not r.pinned)
+        self.containers = tuple(_compile(r)[1] for r in template.rules
+                                if r.action == RuleAction.DROP_XPATH and not r.pinned)
 
 
 def _compile(rule: Rule) -> tuple[Rule, etree.XPath]:
@@ -114,7 +115,7 @@ _TAG_PATH = operator.attrgetter("tag_path")
 def pinned_mask(seg: Segmented, rule: Rule, xpath: etree.XPath) -> np.ndarray:
     """A pinned drop rule removes every block at or under its elements; a pinned content rule keeps only those."""
     inside = _inside(seg, [e for e in xpath(seg.root) if isinstance(e, etree._Element)])
-    return inside if rule.action == "content" else ~inside
+    return inside if rule.action == RuleAction.CONTENT else ~inside
 
 
 def container_mask(seg: Segmented, rules: tuple[etree.XPath, ...]) -> np.ndarray:

@@ -29,10 +29,10 @@ from lxml import etree
 
 from . import native
 from .config import BLOCK_TAGS
-from .datatypes import METADATA_FIELDS, Metadata, Rule, Segmented
+from .datatypes import METADATA_FIELDS, Metadata, Rule, RuleAction, Segmented
 
-META_AUTHOR = "meta-author"  # rule action: the element holding the page's byline
-META_DATE = "meta-date"  # rule action: the element holding the page's publication date
+META_AUTHOR = RuleAction.META_AUTHOR  # rule action: the element holding the page's byline
+META_DATE = RuleAction.META_DATE  # rule action: the element holding the page's publication date
 META_ACTIONS = (META_AUTHOR, META_DATE)
 
 MAX_AUTHOR_CHARS = 80  # a longer "author" is a sentence, not a name

@@ -37,7 +37,7 @@ from .grouping import assign_groups, cluster_layouts, host_of, layout_containmen
 from .parse import parse_checked
 from .sources import check_input, input_format, iter_records
 from .template import learn_template
-from .datatypes import Extraction, Page, RawPage, Segmented, Skip, Template
+from .datatypes import Extraction, Page, RawPage, Segmented, Skip, SkipReason, Template
 
 log = logging.getLogger(__name__)
 
@@ -115,18 +115,18 @@ def segment_page(page: Page, *, started: float | None = None, limits: bool = Tru
 def _segment_page(page: Page, started: float, limits: bool) -> Segmented | Skip:
     root, problem = parse_checked(page.html, limits=limits)
     if problem is not None:
-        return Skip("over-limit", page.url, problem, id=page.id, url=page.url)
+        return Skip(SkipReason.OVER_LIMIT, page.url, problem, id=page.id, url=page.url)
     if root is None:
-        return Skip("unparsable", page.url, "lxml built no tree", id=page.id, url=page.url)
+        return Skip(SkipReason.UNPARSABLE, page.url, "lxml built no tree", id=page.id, url=page.url)
     late = over_time(page.id, page.url, started, "parse")
     if late is not None:
         return late
     seg = segment(root, page)
     if not seg.blocks:
-        return Skip("no-text", page.url, "no text blocks in the body", id=page.id, url=page.url)
+        return Skip(SkipReason.NO_TEXT, page.url, "no text blocks in the body", id=page.id, url=page.url)
     if len(seg.blocks) > config.MAX_BLOCKS:
-        return Skip("over-limit", page.url, f"{len(seg.blocks)} blocks (limit {config.MAX_BLOCKS})", id=page.id,
-                    url=page.url)
+        return Skip(SkipReason.OVER_LIMIT, page.url, f"{len(seg.blocks)} blocks (limit {config.MAX_BLOCKS})",
+                    id=page.id, url=page.url)
     return over_time(page.id, page.url, started, "segment") or seg
 
 
@@ -135,14 +135,14 @@ def over_time(page_id: str, url: str, started: float, stage: str) -> Skip | None
     spent = time.perf_counter() - started
     if spent <= config.PAGE_TIME_BUDGET:
         return None
-    return Skip("over-time", url, f"{spent:.1f} s by the end of {stage} (budget {config.PAGE_TIME_BUDGET:g} s)",
-                id=page_id, url=url)
+    return Skip(SkipReason.OVER_TIME, url,
+                f"{spent:.1f} s by the end of {stage} (budget {config.PAGE_TIME_BUDGET:g} s)", id=page_id, url=url)
 
 
 def error_skip(page_id: str | None, url: str | None, exc: BaseException) -> Skip:
     """The Skip of a record whose processing raised: reason "error", the exception named in the detail."""
     log.warning("%s: %s while processing it: %s", url or page_id, type(exc).__name__, exc)
-    return Skip("error", url or page_id or "", f"{type(exc).__name__}: {exc}"[:300], id=page_id, url=url)
+    return Skip(SkipReason.ERROR, url or page_id or "", f"{type(exc).__name__}: {exc}"[:300], id=page_id, url=url)
 
 
 class _Batch:

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .datatypes import Rule
+from .datatypes import Rule, RuleAction
 
 # Why a block was kept or dropped. Dropped: a learned static rule, a learned dynamic (shape) rule, a learned
 # container rule (reader comments), a pinned XPath rule, the learned content region, the single-page classifier
@@ -73,7 +73,8 @@ class BlockDecision:
         if self.reason == "drop-xpath":
             return f"container rule #{self.rule}{support}"
         if self.reason == "pinned":
-            return f"pinned drop rule #{self.rule}" if self.action == "drop" else f"outside pinned content #{self.rule}"
+            return (f"pinned drop rule #{self.rule}" if self.action == RuleAction.DROP else
+                    f"outside pinned content #{self.rule}")
         if self.reason == "region":
             return f"outside content region #{self.rule}"
         return self.reason
@@ -322,12 +323,13 @@ def _rules_section(data: ReportData) -> str:
             f"<th>support</th><th>sample of the text it matched</th></tr>{rows}</table></section>")
 
 
-_LEARNED_MATCH = {"drop": "tag path + text", "drop-shape": "tag path", "drop-xpath": "container", "content": "region",
-                  "meta-author": "byline", "meta-date": "date"}
+_LEARNED_MATCH = {RuleAction.DROP: "tag path + text", RuleAction.DROP_SHAPE: "tag path",
+                  RuleAction.DROP_XPATH: "container", RuleAction.CONTENT: "region", RuleAction.META_AUTHOR: "byline",
+                  RuleAction.META_DATE: "date"}
 
 
 def _rule_class(rule: Rule) -> str:
-    return "r-pinned" if rule.pinned else {"content": "r-kept"}.get(rule.action, f"r-{rule.action}")
+    return "r-pinned" if rule.pinned else {RuleAction.CONTENT: "r-kept"}.get(rule.action, f"r-{rule.action}")
 
 
 def _bar(value: float | None, *, green: bool = False) -> str:

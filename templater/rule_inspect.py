@@ -40,7 +40,7 @@ from .pipeline import Progress, TemplateIndex, now, segment_file, stored_segment
 from .template import chrome_shape, content_ancestry
 from .report import (CLASSIFIER, FALLBACK_PREFIX, TEMPLATE_ONLY, BlockDecision, PageCoverage, PageExplanation,
                      ReportData, TemplateSummary, render_report, shorten)
-from .datatypes import Rule, Segmented, Skip
+from .datatypes import Rule, RuleAction, Segmented, Skip
 
 log = logging.getLogger(__name__)
 
@@ -50,9 +50,10 @@ __all__ = ["BlockDecision", "PageExplanation", "TemplateSummary", "SiteRules", "
            "export_rules", "read_rules_file", "import_rules", "remove_pinned", "build_report", "check_xpath",
            "matched_by", "rule_json", "shorten"]
 
-ACTIONS = ("drop", "drop-shape", "drop-xpath", "content", "meta-author", "meta-date")
-MATCHES = {"hash": ("drop",), "shape": ("drop-shape",), "container": ("drop-xpath",), "region": ("content",),
-           "meta": ("meta-author", "meta-date"), "xpath": ("drop", "content", "meta-author", "meta-date")}
+ACTIONS = tuple(RuleAction)
+MATCHES = {"hash": (RuleAction.DROP,), "shape": (RuleAction.DROP_SHAPE,), "container": (RuleAction.DROP_XPATH,),
+           "region": (RuleAction.CONTENT,), "meta": (RuleAction.META_AUTHOR, RuleAction.META_DATE),
+           "xpath": (RuleAction.DROP, RuleAction.CONTENT, RuleAction.META_AUTHOR, RuleAction.META_DATE)}
 RULE_KEYS = frozenset({"action", "matched_by", "xpath", "tag_path", "hash", "support", "sample", "note"})
 EXPORT_FORMAT = 1  # version of the rules file layout
 PIN_SAMPLE_PAGES = 20  # a pinned XPath rule's support and sample are measured on at most this many site pages
@@ -122,9 +123,9 @@ def rule_json(rule: Rule, position: int, *, note: str | None = None) -> dict:
     """A rule as the JSON the commands print and the rules file holds."""
     out = {"position": position, "action": rule.action, "matched_by": pin_store.matched_by(rule), "xpath": rule.xpath,
            "support": rule.support, "sample": rule.sample}
-    if not rule.pinned and rule.action in ("drop", "drop-shape"):
+    if not rule.pinned and rule.action in (RuleAction.DROP, RuleAction.DROP_SHAPE):
         out["tag_path"] = rule.tag_path
-    if not rule.pinned and rule.action == "drop":
+    if not rule.pinned and rule.action == RuleAction.DROP:
         out["hash"] = rule.hash
     if note is not None:
         out["note"] = note
@@ -195,11 +196,11 @@ def _keyed(rules: Sequence[Rule]) -> dict[tuple, tuple[int, Rule]]:
     for position, rule in enumerate(rules):
         if rule.pinned:
             identity = ("xpath", rule.action, rule.xpath)
-        elif rule.action == "drop":
+        elif rule.action == RuleAction.DROP:
             identity = ("hash", rule.tag_path, rule.hash)
-        elif rule.action == "drop-shape":
+        elif rule.action == RuleAction.DROP_SHAPE:
             identity = ("shape", rule.tag_path)
-        elif rule.action == "drop-xpath":
+        elif rule.action == RuleAction.DROP_XPATH:
             identity = ("container", rule.xpath)
         elif rule.action in META_ACTIONS:
             identity = ("meta", rule.action)
@@ -307,15 +308,15 @@ def _template_causes(seg: Segmented, compiled: CompiledTemplate, allowed: np.nda
     by_hash: dict[int, int] = {}
     by_shape: dict[str, int] = {}
     for i, r in enumerate(rules):
-        if r.action == "drop" and r.hash is not None:
+        if r.action == RuleAction.DROP and r.hash is not None:
             by_hash.setdefault(r.hash, i)
-        elif r.action == "drop-shape":
+        elif r.action == RuleAction.DROP_SHAPE:
             by_shape.setdefault(r.tag_path, i)
-    containers = [i for i, r in enumerate(rules) if r.action == "drop-xpath" and not r.pinned]
+    containers = [i for i, r in enumerate(rules) if r.action == RuleAction.DROP_XPATH and not r.pinned]
     masks = [("drop-xpath", i, container_mask(seg, (xpath,))) for i, xpath in zip(containers, compiled.containers)]
     position = {id(r): i for i, r in enumerate(rules)}
     masks += [("pinned", position[id(rule)], ~pinned_mask(seg, rule, xpath)) for rule, xpath in compiled.pinned]
-    region = next((i for i, r in enumerate(rules) if r.action == "content" and not r.pinned), None)
+    region = next((i for i, r in enumerate(rules) if r.action == RuleAction.CONTENT and not r.pinned), None)
     roots = _content_roots(seg, compiled)
     causes = {}
     for b in seg.blocks:
@@ -476,7 +477,7 @@ def _measure_pins(db: sqlite_utils.Database, site: str, pins: list[tuple[Rule, s
 
 def _runs_xpath(rule: Rule) -> bool:
     """Whether extraction evaluates the rule's XPath (pinned XPath, region and container rules)."""
-    return rule.pinned or rule.action in ("content", "drop-xpath")
+    return rule.pinned or rule.action in (RuleAction.CONTENT, RuleAction.DROP_XPATH)
 
 
 def _run_rules(pages: Sequence[Segmented], rules: list[tuple[int, str]], source: str) -> dict[int, tuple[int, str]]:

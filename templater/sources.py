@@ -35,7 +35,7 @@ from warcio.recordloader import ArcWarcRecord
 
 from . import config
 from .errors import InputError
-from .datatypes import RawPage, Skip
+from .datatypes import RawPage, Skip, SkipReason
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ def _unique_file_ids(records: Iterator[RawPage | Skip]) -> Iterator[RawPage | Sk
         if isinstance(record, RawPage) and input_format(Path(record.source)) == "html":  # not "pages.jsonl#3"
             earlier = first.setdefault(record.id, record.source)
             if earlier != record.source:
-                yield Skip("duplicate-id", record.source, id=record.id, url=record.url,
+                yield Skip(SkipReason.DUPLICATE_ID, record.source, id=record.id, url=record.url,
                            detail=f"{earlier} has the id {record.id!r} already: give the folders different names "
                                   "or read them in separate runs with --site")
                 continue
@@ -166,7 +166,8 @@ def check_text(page: RawPage) -> RawPage | Skip:
     for name in ("url", "id", "fetched_at"):
         value = getattr(page, name)
         if value is not None and not value.isascii() and _SURROGATE.search(value):
-            return Skip("bad-text", page.source, detail=f"{name} {value!r} holds a lone surrogate: not valid Unicode")
+            return Skip(SkipReason.BAD_TEXT, page.source,
+                        detail=f"{name} {value!r} holds a lone surrogate: not valid Unicode")
     return page
 
 
@@ -188,7 +189,7 @@ def _iter_folder(folder: Path, site: str) -> Iterator[RawPage | Skip]:
                 yield from _iter_file(path, page_id=f"{site}/{path.relative_to(folder).as_posix()}")
             except (InputError, OSError) as exc:  # one file of a folder that cannot be read is its skip
                 log.warning("%s: cannot read it: %s", path, exc)
-                yield Skip("unreadable", str(path), detail=str(exc)[:300])
+                yield Skip(SkipReason.UNREADABLE, str(path), detail=str(exc)[:300])
 
 
 def iter_file_bytes(name: str, data: bytes) -> Iterator[RawPage | Skip]:
@@ -236,7 +237,7 @@ def _iter_jsonl_stream(raw: io.BufferedIOBase, path: Path | str) -> Iterator[Raw
             if line.strip():
                 yield _json_record(line, f"{path}#{number}")
     except _GZIP_ERRORS as exc:
-        yield Skip("bad-record", f"{path}#{number + 1}",
+        yield Skip(SkipReason.BAD_RECORD, f"{path}#{number + 1}",
                    detail=f"truncated or corrupt gzip data ({exc}); the rest of the file is not read")
     except OSError as exc:
         raise InputError(f"{path}: read failed after line {number} ({exc}); check the file") from exc
@@ -248,18 +249,19 @@ def _json_record(line: bytes, source: str) -> RawPage | Skip:
     try:
         return _json_page(line, source)
     except Exception as exc:  # noqa: BLE001 -- one line's failure is its skip, never the run's end
-        return Skip("bad-record", source, detail=f"unreadable record ({type(exc).__name__}: {exc})"[:300])
+        return Skip(SkipReason.BAD_RECORD, source, detail=f"unreadable record ({type(exc).__name__}: {exc})"[:300])
 
 
 def _json_page(line: bytes, source: str) -> RawPage | Skip:
     record = _json_object(line)
     if isinstance(record, str):
-        return Skip("bad-record", source, detail=record)
+        return Skip(SkipReason.BAD_RECORD, source, detail=record)
     given_id = record.get("id")
     page_id = str(given_id) if given_id not in (None, "") else None
     url = repair_url(record.get("url"))
     if url is None:
-        return Skip("bad-url", source, detail=f"url {record.get('url')!r} has no usable scheme and host", id=page_id)
+        return Skip(SkipReason.BAD_URL, source, detail=f"url {record.get('url')!r} has no usable scheme and host",
+                    id=page_id)
     problem = _html_problem(record)
     if problem:
         reason, detail = problem
@@ -290,13 +292,13 @@ def split_http_response(html: str) -> tuple[str, str | None, tuple[str, str] | N
     body, content_type = html[end.end():], headers.get("content-type")
     if status[1] != config.HTTP_OK_STATUS:
         location = headers.get("location")
-        return body, content_type, ("http-status", f"HTTP {status[1]} in the html field's headers"
+        return body, content_type, (SkipReason.HTTP_STATUS, f"HTTP {status[1]} in the html field's headers"
                                     + (f", redirected to {location}" if location else ""))
     mime = (content_type or "").split(";")[0].strip().lower()
     if mime not in config.HTML_CONTENT_TYPES and mime not in config.SNIFFED_CONTENT_TYPES:
-        return body, content_type, ("not-html", f"Content-Type {content_type} in the html field's headers")
+        return body, content_type, (SkipReason.NOT_HTML, f"Content-Type {content_type} in the html field's headers")
     if not body.strip():
-        return body, content_type, ("empty", "html holds HTTP headers and no body")
+        return body, content_type, (SkipReason.EMPTY, "html holds HTTP headers and no body")
     return body, content_type, None
 
 
@@ -313,12 +315,12 @@ def _json_object(line: bytes) -> dict | str:
 
 def _html_problem(record: dict) -> tuple[str, str] | None:
     if "html" not in record:
-        return "bad-record", "no html field"
+        return SkipReason.BAD_RECORD, "no html field"
     html = record["html"]
     if html is not None and not isinstance(html, str):
-        return "bad-record", f"html is a JSON {type(html).__name__}, not a string"
+        return SkipReason.BAD_RECORD, f"html is a JSON {type(html).__name__}, not a string"
     if not html or not html.strip():
-        return "empty", "html is empty"
+        return SkipReason.EMPTY, "html is empty"
     return None
 
 
@@ -359,7 +361,7 @@ def _iter_warc_stream(stream: io.BufferedIOBase, path: Path | str, *, size: int)
 
 
 def _warc_broken(path: Path, number: int, why: str) -> Skip:
-    return Skip("bad-record", f"{path}#{number}", detail=f"{why}; the rest of the file is not read")
+    return Skip(SkipReason.BAD_RECORD, f"{path}#{number}", detail=f"{why}; the rest of the file is not read")
 
 
 def _warc_revisit(record: ArcWarcRecord, source: str) -> Skip | None:
@@ -371,7 +373,8 @@ def _warc_revisit(record: ArcWarcRecord, source: str) -> Skip | None:
     refers = record.rec_headers.get_header("WARC-Refers-To-Target-URI") or record.rec_headers.get_header(
         "WARC-Refers-To") or "an earlier record"
     _check_whole(record, source, url)
-    return Skip("revisit", source, detail=f"revisit of {refers}: its payload is not in this record", id=url, url=url)
+    return Skip(SkipReason.REVISIT, source, detail=f"revisit of {refers}: its payload is not in this record", id=url,
+                url=url)
 
 
 def _warc_page(record: ArcWarcRecord, source: str) -> RawPage | Skip | None:
@@ -386,7 +389,7 @@ def _warc_page(record: ArcWarcRecord, source: str) -> RawPage | Skip | None:
     if record.rec_type == "resource" and (skip := _check_resource(record, source, url)):
         return _check_whole(record, source, url) or skip
     if url is None:
-        return Skip("bad-url", source, detail=f"WARC-Target-URI {target!r} has no usable scheme and host")
+        return Skip(SkipReason.BAD_URL, source, detail=f"WARC-Target-URI {target!r} has no usable scheme and host")
     skip = _check_http(record, source, url)
     if skip is not None:
         return _check_whole(record, source, url) or skip  # a cut record can show any status: say it is cut
@@ -408,11 +411,11 @@ def _check_http(record: ArcWarcRecord, source: str, url: str) -> Skip | None:
     if status != config.HTTP_OK_STATUS:
         location = headers.get_header("Location")
         detail = f"HTTP {status or '(no status)'}" + (f", redirected to {location}" if location else "")
-        return Skip("http-status", source, detail=detail, id=url, url=url)
+        return Skip(SkipReason.HTTP_STATUS, source, detail=detail, id=url, url=url)
     content_type = headers.get_header("Content-Type") or ""
     mime = content_type.split(";")[0].strip().lower()
     if mime not in config.HTML_CONTENT_TYPES and mime not in config.SNIFFED_CONTENT_TYPES:
-        return Skip("not-html", source, detail=f"Content-Type {content_type}", id=url, url=url)
+        return Skip(SkipReason.NOT_HTML, source, detail=f"Content-Type {content_type}", id=url, url=url)
     return None
 
 
@@ -422,18 +425,18 @@ def _check_resource(record: ArcWarcRecord, source: str, url: str | None) -> Skip
     mime = content_type.split(";")[0].strip().lower()
     if mime in config.HTML_CONTENT_TYPES or mime in config.SNIFFED_CONTENT_TYPES:
         return None
-    return Skip("not-html", source, detail=f"resource record of Content-Type {content_type}", id=url, url=url)
+    return Skip(SkipReason.NOT_HTML, source, detail=f"resource record of Content-Type {content_type}", id=url, url=url)
 
 
 def _read_warc_body(record: ArcWarcRecord, source: str, url: str) -> bytes | Skip:
     """The payload (chunked and Content-Encoding undone), at most one byte over the page limit."""
     truncated = record.rec_headers.get_header("WARC-Truncated")
     if truncated:
-        return Skip("bad-record", source, detail=f"WARC-Truncated: {truncated}", id=url, url=url)
+        return Skip(SkipReason.BAD_RECORD, source, detail=f"WARC-Truncated: {truncated}", id=url, url=url)
     try:
         body = record.content_stream().read(config.MAX_PAGE_BYTES + 1)
     except _PAYLOAD_ERRORS as exc:
-        return Skip("bad-record", source, detail=f"unreadable payload ({exc})", id=url, url=url)
+        return Skip(SkipReason.BAD_RECORD, source, detail=f"unreadable payload ({exc})", id=url, url=url)
     if len(body) > config.MAX_PAGE_BYTES:
         return body  # "huge" for decode_page; the iterator skips the rest of the record
     return _check_whole(record, source, url) or body
@@ -445,8 +448,8 @@ def _check_whole(record: ArcWarcRecord, source: str, url: str | None) -> Skip | 
         pass  # what the payload decoders left (a chunked trailer), or all of a record that was not read
     missing = getattr(record.raw_stream, "limit", 0)
     if missing > 0:
-        return Skip("bad-record", source, detail=f"record cut short: {missing} bytes of its Content-Length missing",
-                    id=url, url=url)
+        return Skip(SkipReason.BAD_RECORD, source,
+                    detail=f"record cut short: {missing} bytes of its Content-Length missing", id=url, url=url)
     return None
 
 

@@ -27,7 +27,7 @@ from . import metadata, native
 from .align import lcs_length, lcs_pairs
 from .blocks import fill_xpaths
 from .config import BLOCK_TAGS as _BLOCK_TAGS, SHAPE_MAX_LINK_DENSITY, LearnSettings
-from .datatypes import Block, Rule, Segmented, Template
+from .datatypes import Block, Rule, RuleAction, Segmented, Template
 
 HEADING_TAGS = frozenset({"h1", "h2", "title"})
 REFERENCE_CANDIDATES = 15  # pages tried as the alignment reference
@@ -140,7 +140,7 @@ def align_static(pages: Sequence[Segmented], static: set[int]) -> tuple[list[Blo
 
 
 def _static_rule(block: Block, support: float) -> Rule:
-    return Rule(xpath=block.xpath, action="drop", support=round(support, 4), tag_path=block.tag_path,
+    return Rule(xpath=block.xpath, action=RuleAction.DROP, support=round(support, 4), tag_path=block.tag_path,
                 hash=block.hash, sample=block.text[:120])
 
 
@@ -179,7 +179,7 @@ def dynamic_rules(pages: Sequence[Segmented], dropped: Sequence[np.ndarray], hea
         aside = any(p in tag_path + "/" for p in NAV_PATHS)
         brief = short and per_page <= 2 and max(len(b.text) for b in blocks) < 2 * settings.shape_max_chars
         if link_share > settings.shape_max_link_density or aside or brief:
-            rules.append(Rule(xpath="/" + tag_path.lstrip("/"), action="drop-shape",
+            rules.append(Rule(xpath="/" + tag_path.lstrip("/"), action=RuleAction.DROP_SHAPE,
                               support=round(pages_with[tag_path] / len(pages), 4), tag_path=tag_path,
                               sample=blocks[0].text[:120]))
     return rules
@@ -205,7 +205,7 @@ def container_rules(pages: Sequence[Segmented], headlines: Sequence[int | None],
             samples.setdefault(xpath, " ".join("".join(element.itertext()).split())[:120])
         found.update({xpath for xpath, _ in containers})
     need = max(settings.min_static_pages, COMMENT_SUPPORT * len(pages))
-    return [Rule(xpath=xpath, action="drop-xpath", support=round(n / len(pages), 4), sample=samples[xpath])
+    return [Rule(xpath=xpath, action=RuleAction.DROP_XPATH, support=round(n / len(pages), 4), sample=samples[xpath])
             for xpath, n in sorted(found.items()) if n >= need]
 
 
@@ -280,7 +280,7 @@ def contains(outer, inner) -> bool:
 def content_region(pages: Sequence[Segmented], dropped: Sequence[np.ndarray], headlines: Sequence[int | None],
                    rules: Sequence[Rule]) -> Rule | None:
     """The element (by positional XPath) that holds most of the remaining text on most pages, if any."""
-    shapes = {r.tag_path for r in rules if r.action == "drop-shape"}
+    shapes = {r.tag_path for r in rules if r.action == RuleAction.DROP_SHAPE}
     votes: Counter = Counter()
     samples: dict[str, str] = {}
     for seg, mask, headline in zip(pages, dropped, headlines):
@@ -294,7 +294,8 @@ def content_region(pages: Sequence[Segmented], dropped: Sequence[np.ndarray], he
     xpath, count = votes.most_common(1)[0]
     if count < REGION_PAGE_SHARE * len(pages):
         return None
-    return Rule(xpath=xpath, action="content", support=round(count / len(pages), 4), sample=samples[xpath][:120])
+    return Rule(xpath=xpath, action=RuleAction.CONTENT, support=round(count / len(pages), 4),
+                sample=samples[xpath][:120])
 
 
 def find_headline(seg: Segmented, evidence: str | None = None, *, min_words: float = 0) -> int | None:
@@ -461,7 +462,7 @@ def keep_repeated_content(pages: Sequence[Segmented], rules: list[Rule], static:
             block, content_ancestry(block.element, containers[page]), settings)
 
     votes: dict[str, list[bool]] = defaultdict(list)
-    shape_paths = {r.tag_path for r in rules if r.action == "drop-shape"}
+    shape_paths = {r.tag_path for r in rules if r.action == RuleAction.DROP_SHAPE}
     for page, (seg, mask) in enumerate(zip(pages, dropped)):
         if shape_paths and containers[page]:
             for block, gone in zip(seg.blocks, mask):
@@ -472,7 +473,7 @@ def keep_repeated_content(pages: Sequence[Segmented], rules: list[Rule], static:
         block = learned_from.get(id(rule))
         if block is not None and content(block, roots[id(block.element.getroottree().getroot())]):
             continue
-        if rule.action == "drop-shape" and sum(votes[rule.tag_path]) > len(votes[rule.tag_path]) / 2:
+        if rule.action == RuleAction.DROP_SHAPE and sum(votes[rule.tag_path]) > len(votes[rule.tag_path]) / 2:
             continue
         kept.append(rule)
     return kept

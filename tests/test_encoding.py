@@ -16,7 +16,7 @@ from templater import config
 from templater.blocks import segment
 from templater.encoding import TEXT_INPUT, decode_body, decode_page, declared_charsets, normalize_charset
 from templater.parse import parse_html
-from templater.datatypes import Page, RawPage, Skip
+from templater.datatypes import Page, RawPage, Skip, SkipReason
 
 FIXTURES = Path(__file__).parent / "fixtures" / "pages"
 
@@ -40,7 +40,7 @@ def texts(page: Page | Skip) -> list[str]:
 
 def skip_reason(page: Page | Skip) -> str:
     assert isinstance(page, Skip), page
-    assert page.reason in config.SKIP_REASONS
+    assert page.reason in set(SkipReason)
     return page.reason
 
 
@@ -256,14 +256,14 @@ def test_skip_keeps_id_url_and_source():
 @given(st.binary(max_size=2000), st.one_of(st.none(), st.text(max_size=30)))
 def test_decode_page_never_raises_on_bytes(body, content_type):
     page = decode_page(raw(body, f"text/html; charset={content_type}" if content_type else None))
-    assert isinstance(page, Page) or page.reason in config.SKIP_REASONS
+    assert isinstance(page, Page) or page.reason in set(SkipReason)
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=2000))
 def test_decode_page_never_raises_on_text(body):
     page = decode_page(raw("<html><body>" + body))
-    assert isinstance(page, Page) or page.reason in config.SKIP_REASONS
+    assert isinstance(page, Page) or page.reason in set(SkipReason)
     if isinstance(page, Page):
         page.html.encode("utf-8")
 

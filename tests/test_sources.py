@@ -18,7 +18,7 @@ from templater import config
 from templater.encoding import decode_page
 from templater.errors import InputError
 from templater.sources import iter_records, repair_url
-from templater.datatypes import Page, RawPage, Skip
+from templater.datatypes import Page, RawPage, Skip, SkipReason
 
 FIXTURES = Path(__file__).parent / "fixtures" / "pages"
 PAGE = "<html><head><title>{0}</title></head><body><p>{0}: some words of text.</p></body></html>"
@@ -31,7 +31,7 @@ def pages(items: list) -> list[RawPage]:
 
 def skips(items: list) -> list[Skip]:
     found = [item for item in items if isinstance(item, Skip)]
-    assert all(skip.reason in config.SKIP_REASONS for skip in found)
+    assert all(skip.reason in set(SkipReason) for skip in found)
     return found
 
 
@@ -315,7 +315,7 @@ def test_cut_or_corrupted_files_yield_records_or_skips_never_errors(tmp_path_fac
             data[int((len(data) - 1) * flip) // (n + 1)] ^= 0xFF
     path.write_bytes(bytes(data))
     items = list(iter_records([path]))
-    assert all(isinstance(item, RawPage) or item.reason in config.SKIP_REASONS for item in items)
+    assert all(isinstance(item, RawPage) or item.reason in set(SkipReason) for item in items)
     assert all(isinstance(decode_page(item), (Page, Skip)) for item in pages(items))
 
 
