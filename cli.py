@@ -778,6 +778,7 @@ def show_rules(site: str = SiteArgument, db: Path = DbOption,
         return
     typer.echo(f"{safe(shown.site)}  version {shown.version}{' (current)' if shown.current else ''}  learned "
                f"{safe(shown.learned_at)}  pages {shown.pages}")
+    typer.echo("settings  " + (" ".join(f"{k}={v}" for k, v in sorted(shown.settings.items())) or "(none saved)"))
     if shown.pinned:
         typer.echo(f"pinned rules in force instead of the learned ones ({len(shown.pinned)}):")
         _print_rules([rule for rule, _ in shown.pinned], notes=[note for _, note in shown.pinned])

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 
 import sqlite_utils
 
@@ -18,15 +19,24 @@ class TemplateRow:
     template: Template
     group_key: str
     current: bool
+    settings: dict = field(default_factory=dict)  # the learning settings saved with it (config.LearnSettings)
 
 
-_TEMPLATE_COLUMNS = "id, site, group_key, layout, version, page_count, learned_at, reason, stale, current"
+_TEMPLATE_COLUMNS = "id, site, group_key, layout, version, page_count, learned_at, reason, stale, current, settings"
 
 
 def _row(db: sqlite_utils.Database, r: tuple) -> TemplateRow:
     template = Template(site=r[1], version=r[4], rules=load_rules(db, r[0]), page_count=r[5], learned_at=r[6],
                         layout=r[3], reason=r[7], stale=bool(r[8]))
-    return TemplateRow(template=template, group_key=r[2], current=bool(r[9]))
+    return TemplateRow(template=template, group_key=r[2], current=bool(r[9]), settings=_settings(r[10]))
+
+
+def _settings(text: str | None) -> dict:
+    try:
+        values = json.loads(text or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return values if isinstance(values, dict) else {}
 
 
 def current_templates(db: sqlite_utils.Database) -> list[TemplateRow]:

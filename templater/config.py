@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 
 # --- input limits ---------------------------------------------------------------------------------------
 MAX_PAGE_BYTES = 8 * 1024 * 1024  # a page larger than this is skipped as "huge"
@@ -68,11 +68,17 @@ SHAPE_MAX_CHARS = 60  # ... and whose median text is this short is dynamic boile
 SHAPE_MAX_LINK_DENSITY = 0.5  # ... or whose links make up more than this share of its text (related lists)
 MAX_LEARN_PAGES = 60  # pages sampled from a cluster to learn from (larger clusters are sampled, seeded)
 LEARN_SEED = 7
+COMMENT_SUPPORT = 0.2  # a comments (or related-articles) container on this share of a cluster's pages: a drop rule
+META_SUPPORT = 0.5  # a meta rule finds the right value on at least this share of the pages that declare it ...
+META_PRECISION = 0.8  # ... and is wrong on at most 1 - this share of those where it finds a value
+META_VISIBLE_SUPPORT = 0.5  # without declarations: a byline or date shape on this share of the pages
+META_MIN_VALUES = 2  # ... that shows at least this many different values (a fixed date is the site's, not the page's)
 
 
 @dataclass(frozen=True, slots=True)
 class LearnSettings:
-    """Settings of template learning, persisted beside the templates they shaped."""
+    """Settings of template learning: saved with each template they shaped (``store.templates``, JSON), shown by
+    ``templater rules show`` and ``rules export``. A template saved before a field existed simply lacks it."""
 
     min_group_pages: int = MIN_GROUP_PAGES
     min_template_pages: int = MIN_TEMPLATE_PAGES
@@ -84,6 +90,21 @@ class LearnSettings:
     shape_max_chars: int = SHAPE_MAX_CHARS
     shape_max_link_density: float = SHAPE_MAX_LINK_DENSITY
     max_learn_pages: int = MAX_LEARN_PAGES
+    comment_support: float = COMMENT_SUPPORT
+    meta_support: float = META_SUPPORT
+    meta_precision: float = META_PRECISION
+    meta_visible_support: float = META_VISIBLE_SUPPORT
+    meta_min_values: int = META_MIN_VALUES
+
+    def to_dict(self) -> dict:
+        """The settings as saved with a template."""
+        return asdict(self)
+
+    @classmethod
+    def from_stored(cls, values: dict) -> LearnSettings:
+        """Settings from a saved template's values: fields it lacks (saved by an older version) take their
+        defaults, names no longer known are left out."""
+        return cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})
 
 GROWING_PAGES = 12_800  # extract's largest transaction (pages): a killed run redoes at most this many
 TEMPLATE_CACHE = 256  # compiled templates kept per process (about 88 KB each): read again when a site comes back

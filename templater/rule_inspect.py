@@ -82,10 +82,12 @@ class SiteRules:
     pages: int
     learned: tuple[Rule, ...]
     pinned: tuple[tuple[Rule, str], ...]
+    settings: dict = dataclasses.field(default_factory=dict)  # the learning settings saved with the version
 
     def to_json(self) -> dict:
         return {"site": self.site, "version": self.version, "current": self.current, "learned_at": self.learned_at,
-                "pages": self.pages, "rules": [rule_json(r, i) for i, r in enumerate(self.learned)],
+                "pages": self.pages, "settings": self.settings,
+                "rules": [rule_json(r, i) for i, r in enumerate(self.learned)],
                 "pinned_rules": [rule_json(r, i, note=n) for i, (r, n) in enumerate(self.pinned)]}
 
 
@@ -157,7 +159,7 @@ def show_rules(db: sqlite_utils.Database, site: str, *, version: int | None = No
     pages = views.site_page_counts(db).get(site, 0)
     return SiteRules(site=site, version=row.template.version, current=row.current,
                      learned_at=row.template.learned_at, pages=pages, learned=row.template.rules,
-                     pinned=tuple(pin_store.load_pins(db, site)))
+                     pinned=tuple(pin_store.load_pins(db, site)), settings=row.settings)
 
 
 def _template_row(db: sqlite_utils.Database, site: str, version: int | None = None) -> views.TemplateRow:
@@ -361,7 +363,7 @@ def export_rules(db: sqlite_utils.Database, site: str, *, version: int | None = 
     rules = pins or [(r, "") for r in row.template.rules]
     return {"format": EXPORT_FORMAT, "site": site, "version": row.template.version,
             "source": "pinned" if pins else "learned", "exported_at": now(), "help": EXPORT_HELP,
-            "rules": [rule_json(r, i, note=n) for i, (r, n) in enumerate(rules)]}
+            "settings": row.settings, "rules": [rule_json(r, i, note=n) for i, (r, n) in enumerate(rules)]}
 
 
 def read_rules_file(path: str | Path) -> dict:

@@ -41,7 +41,6 @@ NAV_PATHS = ("/nav/", "/aside/")  # a varying block inside <nav> (breadcrumbs, s
 # page's own content, whatever its text
 LINKED_HEADINGS_PER_PAGE = 2  # linked headings of one tag path, on average a page, that make a list of links
 HEADLINE_TAGS = frozenset({"h1", "h2", "h3"})
-COMMENT_SUPPORT = 0.2  # a comments (or related-articles) container on this share of a cluster's pages: a drop rule
 COMMENT_NAME = re.compile(
     r"(?i)comments?|comment-?list|comments?-(?:area|section|wrap|wrapper|container|block|box|thread|holder)"
     r"|comment-(?:body|content|text|item)|respond|disqus_thread|dsq-content|replies|reader-?comments"
@@ -204,7 +203,7 @@ def container_rules(pages: Sequence[Segmented], headlines: Sequence[int | None],
         for xpath, element in containers:
             samples.setdefault(xpath, " ".join("".join(element.itertext()).split())[:120])
         found.update({xpath for xpath, _ in containers})
-    need = max(settings.min_static_pages, COMMENT_SUPPORT * len(pages))
+    need = max(settings.min_static_pages, settings.comment_support * len(pages))
     return [Rule(xpath=xpath, action=RuleAction.DROP_XPATH, support=round(n / len(pages), 4), sample=samples[xpath])
             for xpath, n in sorted(found.items()) if n >= need]
 
@@ -335,12 +334,6 @@ def _deepest_holder(blocks: Sequence[Block], headline: str | None = None) -> str
     return max(holders, key=lambda p: p.count("/")) if holders else None
 
 
-META_SUPPORT = 0.5  # a meta rule finds the right value on at least this share of the pages that declare it ...
-META_PRECISION = 0.8  # ... and is wrong on at most 1 - this share of those where it finds a value
-META_VISIBLE_SUPPORT = 0.5  # without declarations: a byline or date shape on this share of the pages
-META_MIN_VALUES = 2  # ... that shows at least this many different values (a fixed date is the site's, not the page's)
-
-
 def metadata_rules(pages: Sequence[Segmented], settings: LearnSettings) -> list[Rule]:
     """Where the site's pages show their byline and their publication date: "meta-author" and "meta-date" rules
     (an XPath to the element, read at extraction when a page declares no author or date of its own).
@@ -371,7 +364,7 @@ def _declared_meta_rule(pages: Sequence[Segmented], values: Sequence[str | None]
             if block.element is not None and _agrees(_block_value(block, key), value, key):
                 found.update(meta_xpaths(block))
         candidates.update(found)
-    need = max(settings.min_static_pages, META_SUPPORT * len(taught))
+    need = max(settings.min_static_pages, settings.meta_support * len(taught))
     best = None
     for xpath, _ in sorted(candidates.items(), key=_candidate_order):
         if candidates[xpath] < need or (best is not None and candidates[xpath] < best[0]):
@@ -379,7 +372,7 @@ def _declared_meta_rule(pages: Sequence[Segmented], values: Sequence[str | None]
         read = [(metadata.rule_value(seg.root, xpath, key), value) for seg, value in taught]
         hits = sum(_agrees(got, value, key) for got, value in read)
         found = sum(got is not None for got, _ in read)
-        if hits >= need and hits >= META_PRECISION * found and (best is None or hits > best[0]):
+        if hits >= need and hits >= settings.meta_precision * found and (best is None or hits > best[0]):
             best = (hits, xpath, next(got for got, value in read if _agrees(got, value, key)))
     if best is None:
         return None
@@ -395,13 +388,13 @@ def _visible_meta_rule(pages: Sequence[Segmented], action: str, key: str, settin
             if block.element is not None and _visible_value(block, key):
                 found.update(meta_xpaths(block))
         candidates.update(found)
-    need = max(settings.min_static_pages, META_VISIBLE_SUPPORT * len(pages))
+    need = max(settings.min_static_pages, settings.meta_visible_support * len(pages))
     for xpath, count in sorted(candidates.items(), key=_candidate_order):
         if count < need:
             break
         read = [metadata.rule_value(seg.root, xpath, key) for seg in pages]
         values = [v for v in read if v]
-        if len(values) >= need and len(set(values)) >= min(META_MIN_VALUES, len(values)):
+        if len(values) >= need and len(set(values)) >= min(settings.meta_min_values, len(values)):
             return Rule(xpath=xpath, action=action, support=round(len(values) / len(pages), 4),
                         sample=values[0][:120])
     return None

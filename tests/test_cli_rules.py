@@ -18,7 +18,7 @@ OPTIONAL_NUMBER = (int, float, type(None))
 LIST_FIELDS = {"site": str, "version": int, "pages": int, "rules": int, "pinned": int,
                "median_coverage": OPTIONAL_NUMBER, "learned_at": str, "stale": bool, "learned_from": int}
 SHOW_FIELDS = {"site": str, "version": int, "current": bool, "learned_at": str, "pages": int, "rules": list,
-               "pinned_rules": list}
+               "pinned_rules": list, "settings": dict}
 RULE_FIELDS = {"position": int, "action": str, "matched_by": str, "xpath": str, "support": NUMBER, "sample": str}
 LEARNED_EXTRA = {"hash": {"tag_path": str, "hash": int}, "shape": {"tag_path": str}, "container": {}, "region": {},
                  "xpath": {}}

@@ -62,6 +62,23 @@ def stored_segment(db, url):
     return rules._stored_page(db, url)[0]
 
 
+def test_learning_settings_are_saved_with_the_template_and_shown(site_db):
+    """The LearnSettings a template was learned with are stored with it and shown by rules show and export; a
+    template saved before a setting existed (fewer keys) still shows, exports and extracts."""
+    from templater.config import LearnSettings
+
+    shown = rules.show_rules(site_db, SITE)
+    assert shown.settings == LearnSettings().to_dict()
+    assert shown.to_json()["settings"]["comment_support"] == LearnSettings().comment_support
+    assert rules.export_rules(site_db, SITE)["settings"] == shown.settings
+    older = {k: v for k, v in shown.settings.items() if not k.startswith(("meta_", "comment_"))}
+    site_db.execute("UPDATE templates SET settings = ?", [json.dumps(older)])
+    assert rules.show_rules(site_db, SITE).settings == older
+    assert LearnSettings.from_stored(older) == LearnSettings()
+    assert LearnSettings.from_stored({**older, "gone": 1, "static_support": 0.7}).static_support == 0.7
+    assert all(r.method == "template" for r in pipeline.extract(site_db))
+
+
 def test_list_templates_counts_pages_rules_and_coverage(site_db):
     (summary,) = rules.list_templates(site_db)
     assert (summary.site, summary.version, summary.pages, summary.pinned, summary.stale) == (SITE, 1, 6, 0, False)
