@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 
-def _match_masks(a: Sequence[int]) -> dict[int, int]:
+def match_masks(a: Sequence[int]) -> dict[int, int]:
     masks: dict[int, int] = {}
     for i, symbol in enumerate(a):
         masks[symbol] = masks.get(symbol, 0) | (1 << i)
@@ -22,7 +22,7 @@ def _match_masks(a: Sequence[int]) -> dict[int, int]:
 def _rows(a: Sequence[int], b: Sequence[int]) -> list[int]:
     """Bit rows V_0..V_n: bit i of V_j is 0 where the LCS table row j steps up at column i."""
     full = (1 << len(a)) - 1
-    masks = _match_masks(a)
+    masks = match_masks(a)
     row = full
     rows = [row]
     for symbol in b:
@@ -38,11 +38,11 @@ def lcs_length(a: Sequence[int], b: Sequence[int]) -> int:
     """Length of the longest common subsequence of two integer sequences."""
     if len(a) == 0 or len(b) == 0:
         return 0
-    return lcs_length_masks(_match_masks(a), len(a), b)
+    return lcs_length_masks(match_masks(a), len(a), b)
 
 
 def lcs_length_masks(masks: dict[int, int], size: int, b: Sequence[int]) -> int:
-    """lcs_length(a, b) from a's match masks (_match_masks(a)) and length, for an ``a`` aligned against many b."""
+    """lcs_length(a, b) from a's match masks (match_masks(a)) and length, for an ``a`` aligned against many b."""
     if size == 0:
         return 0
     full = (1 << size) - 1

@@ -52,7 +52,7 @@ class TextItem:
     fetched_at: str | None = None
 
 
-def _as_item(item: TextItem | Sequence) -> TextItem:
+def as_text_item(item: TextItem | Sequence) -> TextItem:
     if isinstance(item, TextItem):
         return item
     if not 3 <= len(item) <= 5:
@@ -107,7 +107,7 @@ def index_texts(db: sqlite_utils.Database, items: Iterable[TextItem | Sequence],
     settings = lsh.ensure_settings(db, settings)
     totals = {f.name: 0 for f in fields(AddResult)}
     iterator = iter(items)
-    while batch := [_as_item(item) for item in islice(iterator, batch_size)]:
+    while batch := [as_text_item(item) for item in islice(iterator, batch_size)]:
         signatures, shingles = sign_texts([it.text for it in batch], settings)
         pages = [IndexedPage(it.page_id, it.url, it.boilerplate_chars, len(it.text), web_time(it.fetched_at))
                  for it in batch]

@@ -16,7 +16,7 @@ import numpy as np
 from lxml import etree
 
 from . import document, fallback, native
-from .align import _match_masks, lcs_length_masks
+from .align import lcs_length_masks, match_masks
 from .errors import RuleError
 from .grouping import host_of
 from .metadata import META_ACTIONS, read_metadata
@@ -42,7 +42,7 @@ class CompiledTemplate:
         static = [r for r in template.rules if r.action == RuleAction.DROP and r.hash is not None]
         self.static_seq = [r.hash for r in static]
         self.static_set = np.array(sorted(set(self.static_seq)), dtype=np.uint32)
-        self.static_masks = _match_masks(self.static_seq)
+        self.static_masks = match_masks(self.static_seq)
         self.shapes = frozenset(r.tag_path for r in template.rules if r.action == RuleAction.DROP_SHAPE)
         regions = [r for r in template.rules if r.action == RuleAction.CONTENT and not r.pinned]
         self.region = _compile(regions[0])[1] if regions else None

@@ -56,8 +56,6 @@ REGION_CHROME_TAGS = frozenset({"nav", "aside", "header", "footer", "form"})  # 
 # the region (an author box in the article's <footer>) ...
 PROTECTED_TAGS = frozenset({"pre", "table", "dl"})  # ... but never in code, a table or a definition list (signatures,
 # terms) below the region
-HEADLINE_TAGS = frozenset({"h1", "h2", "h3"})  # tags a headline may have ...
-HEADLINE_TITLE_OVERLAP = 0.5  # ... and the least share of its words found in the page <title>
 DENSITY_BOUNDS = (0.3, 0.9)  # the per-page density threshold is clamped to this range
 DENSITY_ITERATIONS = 50  # at most this many EM steps of the per-page two-normal fit ...
 DENSITY_TOLERANCE = 1e-4  # ... stopping once neither mean moves more than this
@@ -296,12 +294,13 @@ def _keep_region(seg: Segmented, tree: Tree, scores: np.ndarray) -> np.ndarray:
 
 def keep_headline(seg: Segmented, features: np.ndarray, keep: np.ndarray) -> np.ndarray:
     """Add the headline: the last heading before the first kept block that shares at least
-    HEADLINE_TITLE_OVERLAP of its words with the page <title>."""
+    config.HEADLINE_MIN_OVERLAP of its words with the page <title> (one of config.HEADLINE_TAGS)."""
     if not keep.any():
         return keep
     first = int(np.argmax(keep))
     overlap = features[:first, _TITLE_OVERLAP]
-    found = [i for i in range(first) if seg.blocks[i].tag in HEADLINE_TAGS and overlap[i] >= HEADLINE_TITLE_OVERLAP]
+    found = [i for i in range(first)
+             if seg.blocks[i].tag in config.HEADLINE_TAGS and overlap[i] >= config.HEADLINE_MIN_OVERLAP]
     if found:
         keep = keep.copy()
         keep[found[-1]] = True

@@ -1,4 +1,4 @@
-"""The only templater module that talks to the store: ingest, build, extract, run.
+"""The local pipeline over a store (an application module, templater/__init__.py): ingest, build, extract, run.
 
 Each public function is what one CLI command calls. Work is committed in batches, so a killed run keeps what it
 committed and a rerun continues (an unchanged page is recognised by its content hash and only touched).

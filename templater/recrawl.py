@@ -81,7 +81,7 @@ class _Fetched:
 
 
 @dataclass(slots=True)
-class _Batch:
+class _PreparedBatch:
     """What one batch writes, gathered while its records are prepared."""
 
     records: list[_Fetched] = field(default_factory=list)
@@ -225,8 +225,8 @@ class _Crawl:
                 progress(done, None)
             self.finish_pending()
 
-    def _prepare(self, chunk: list) -> _Batch:
-        batch = _Batch()
+    def _prepare(self, chunk: list) -> _PreparedBatch:
+        batch = _PreparedBatch()
         ids = [r.id for r in chunk if not isinstance(r, Skip)]
         state = run_store.known_hashes(self.db, ids)
         for record in chunk:
@@ -291,7 +291,7 @@ class _Crawl:
             self.groups.add(group)
         return group
 
-    def _write(self, batch: _Batch) -> None:
+    def _write(self, batch: _PreparedBatch) -> None:
         now = self.clock()
         touched, extracted = [], []
         for fetched in batch.records:
@@ -344,7 +344,7 @@ class _Crawl:
     def _has_template(self, group: str) -> bool:
         return bool(self.index.layouts.get(group))
 
-    def _log_batch(self, done: int, batch: _Batch) -> None:
+    def _log_batch(self, done: int, batch: _PreparedBatch) -> None:
         totals = Counter(f.kind for f in batch.records)
         sites = "; ".join(f"{group or '(no host)'} " + " ".join(f"{k}={v}" for k, v in sorted(counts.items()))
                           for group, counts in sorted(batch.by_group.items()))

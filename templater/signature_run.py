@@ -43,7 +43,7 @@ from store.signature_index import SignedAddResult, SignedPage
 
 from . import dedup
 from .dedup import TextItem
-from .dedup import _as_item as dedup_as_item
+from .dedup import as_text_item
 from .errors import InputError, SettingsMismatchError, StoreError
 from .shingles import ShingleSettings
 from .signatures import (
@@ -251,7 +251,7 @@ def add_signatures(db: sqlite_utils.Database, items: Iterable[TextItem | Sequenc
     signer = _model_for_adding(db, method, params)
     generation = sig_store.next_generation(db, method)
     counts, iterator = SignedAddResult(), iter(items)
-    while batch := [dedup_as_item(item) for item in islice(iterator, batch_size)]:
+    while batch := [as_text_item(item) for item in islice(iterator, batch_size)]:
         result = sig_store.add_pages(db, method, [_sign(signer, item) for item in batch], generation=generation)
         counts = _sum(counts, result)
     return counts
@@ -276,7 +276,7 @@ def add_to_signature_indexes(db: sqlite_utils.Database, items: Iterable[TextItem
     methods = sig_store.methods(db)
     if not methods:
         return {}
-    items = [dedup_as_item(item) for item in items]
+    items = [as_text_item(item) for item in items]
     return {method: add_signatures(db, items, method=method) for method in methods}
 
 

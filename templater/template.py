@@ -26,7 +26,8 @@ from lxml import etree
 from . import metadata, native
 from .align import lcs_length, lcs_pairs
 from .blocks import fill_xpaths
-from .config import BLOCK_TAGS as _BLOCK_TAGS, SHAPE_MAX_LINK_DENSITY, LearnSettings
+from .config import (BLOCK_TAGS as _BLOCK_TAGS, HEADLINE_MIN_OVERLAP, HEADLINE_TAGS, SHAPE_MAX_LINK_DENSITY,
+                     LearnSettings)
 from .datatypes import Block, Rule, RuleAction, Segmented, Template
 
 HEADING_TAGS = frozenset({"h1", "h2", "title"})
@@ -40,7 +41,6 @@ REGION_PAGE_SHARE = 0.5  # ... on at least this share of the pages
 NAV_PATHS = ("/nav/", "/aside/")  # a varying block inside <nav> (breadcrumbs, section menus) or <aside> is not the
 # page's own content, whatever its text
 LINKED_HEADINGS_PER_PAGE = 2  # linked headings of one tag path, on average a page, that make a list of links
-HEADLINE_TAGS = frozenset({"h1", "h2", "h3"})
 COMMENT_NAME = re.compile(
     r"(?i)comments?|comment-?list|comments?-(?:area|section|wrap|wrapper|container|block|box|thread|holder)"
     r"|comment-(?:body|content|text|item)|respond|disqus_thread|dsq-content|replies|reader-?comments"
@@ -54,7 +54,6 @@ RELATED_SIZE_TEST = (f"string-length(normalize-space(.)) < {RELATED_MAX_SHARE} *
 _SIZE_LIMIT = etree.XPath(f"{RELATED_MAX_SHARE} * string-length(normalize-space(/html/body))")
 _SIZE = etree.XPath("string-length(normalize-space(.))")
 _NAMED = etree.XPath("//body//*[@id or @class][not(self::body)]")
-HEADLINE_MIN_OVERLAP = 0.5  # share of a heading's words found in the <title> for it to be the headline
 WRAPPER_DEPTH = 3  # steps of a region XPath right under <body> (/html/body/div[1])
 REGION_CHROME_SHARE = 0.1  # a region right under <body> is trusted on a page where the blocks the rules drop inside
 # it add up to at most this share of the text they leave in it: it holds the page's text, not the site's chrome
