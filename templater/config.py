@@ -1,4 +1,7 @@
-"""Named settings: thresholds, limits, shingle and LSH defaults. No bare numbers elsewhere."""
+"""Named settings: thresholds, limits, shingle and LSH defaults, and the learning settings saved with each
+template (LearnSettings). Code uses these names, not bare numbers; a module keeps at its top only what is its own
+format (bit masks, widths, file layouts) and, for now, the thresholds of shingles, metadata, template, features,
+ann, document, training and store/lsh, which move here next."""
 
 from __future__ import annotations
 
@@ -125,3 +128,55 @@ DRIFT_COVERAGE = 0.5  # an extraction covering less than this share of its templ
 DRIFT_SHARE = 0.5  # ... and a group's templates are stale when at least this share of its recent pages are low
 DRIFT_WINDOW = 50  # the recent pages: a group's last this many extracted since its templates were last learned
 DRIFT_MIN_PAGES = 3  # a group is judged once it has this many recent pages (a site is learned from them)
+
+# --- the single-page methods (templater/fallback.py) ---------------------------------------------------------
+ANN_THRESHOLD = 0.5  # the line network keeps blocks whose probability is above this
+REGION_BASE = 0.3  # a block adds (score - this) x its characters to the content region's sum
+REGION_INSIDE = 0.4  # inside the content region, blocks scoring above this are kept
+REGION_OUTSIDE = 0.7  # outside it, only blocks scoring above this
+ALLOWED_THRESHOLD = 0.3  # behind a site template, allowed blocks scoring above this are kept
+TRUSTED_THRESHOLD = 0.05  # inside the template's trusted content region, a block scoring at most this is dropped ...
+REGION_CHROME_GROUPS = ("nav", "related", "share", "account", "ad", "comment", "hidden")  # ... only when it sits in
+# an element whose class/id names one of these CLASS_GROUPS (share bars, promos, ads, related boxes, ...) ...
+REGION_LINK_DENSITY = 0.5  # ... or its text is mostly link text (a list of links) ...
+REGION_CHROME_TAGS = frozenset({"nav", "aside", "header", "footer", "form"})  # ... or it sits in one of these below
+# the region (an author box in the article's <footer>) ...
+PROTECTED_TAGS = frozenset({"pre", "table", "dl"})  # ... but never in code, a table or a definition list (signatures,
+# terms) below the region
+DENSITY_BOUNDS = (0.3, 0.9)  # the per-page density threshold is clamped to this range
+DENSITY_ITERATIONS = 50  # at most this many EM steps of the per-page two-normal fit ...
+DENSITY_TOLERANCE = 1e-4  # ... stopping once neither mean moves more than this
+DENSITY_MIN_SPREAD = 0.02  # floor of each normal's standard deviation
+DENSITY_WINDOW = 2  # blocks either side whose density is averaged into a block's
+
+# --- Spark (templater/spark_job.py) -----------------------------------------------------------------------------
+JOIN_SALTS = 16  # a template's rows are copied to this many keys, so a site's pages spread over as many tasks
+PARTITIONS_PER_CORE = 2  # default partitions of every stage: this many per core Spark reports
+BROADCAST_BYTES = 256 << 20  # the current templates, pickled, up to this size go to every executor as a broadcast
+DRIVER_COMPONENTS = 5_000_000  # up to this many verified pairs (16 bytes each) are collected for a union-find
+
+# --- rule inspection (templater/rule_inspect.py) ----------------------------------------------------------------
+PIN_SAMPLE_PAGES = 20  # a pinned XPath rule's support and sample are measured on at most this many site pages
+REPORT_MAX_PAGES = 200  # the report's coverage table covers at most this many of the site's pages
+SAMPLE_CHARS = 120  # characters of matched text kept as a rule's sample
+
+# --- signature methods (templater/signatures.py): their documented default parameters ------------------------
+TOP_TERMS = 6  # L of TF and TF*IDF
+TOP_SENTENCES = 2  # how many longest / heaviest sentences make the signature
+LEX_DICTIONARIES = 10  # Lex Rand: number of randomised dictionaries ...
+LEX_CUT = 0.30  # ... each without this share of the collection dictionary
+LEX_MIN_DF = 2  # collection dictionary: terms in fewer documents are the "heaviest" (highest IDF) and dropped
+LEX_MAX_DF_SHARE = 0.01  # ... terms in more than this share of documents (and more than LEX_MIN_DF) are the
+# "lightest" and dropped. Picked on the near-duplicate benchmark (docs/signatures.md): a smaller dictionary leaves fewer of a
+# document's terms for an edit to touch; recall there was 0.11 at 0.30, 0.23 at 0.05, 0.47 at 0.01.
+LEX_MIN_TERMS = 5  # a dictionary gives a signature when the document holds at least this many of its terms
+LEX_SEED = 7
+DESCR_WORDS = 2000  # Descr Words: size of the descriptive dictionary
+DESCR_COVERAGE = (0.35, 0.65)  # a term's threshold sets its bit in this share of the documents holding it
+DESCR_MIN_DF = 4  # a term must occur in this many fitted documents to be considered
+DESCR_MIN_BITS = 3  # documents with fewer bits set are not judged
+MIN_STEM = 3  # the stemmer leaves at least this many letters
+WORD_WINDOW = 64  # characters looked back for the word before a full stop (abbreviations are short)
+
+# --- parsing (templater/parse.py) -------------------------------------------------------------------------------
+MAX_TITLE_CHARS = 1000  # a longer <title> text means the tag was never closed

@@ -37,30 +37,15 @@ from .features import (CLASS_GROUPS, CONTEXT_NAMES, FEATURE_NAMES, Tree, block_f
                        line_features, number_tree, sum_up)
 from .template import link_runs
 from .datatypes import Segmented
+from .config import (ALLOWED_THRESHOLD, ANN_THRESHOLD, DENSITY_BOUNDS, DENSITY_ITERATIONS, DENSITY_MIN_SPREAD,
+                     DENSITY_TOLERANCE, DENSITY_WINDOW, PROTECTED_TAGS, REGION_BASE, REGION_CHROME_GROUPS,
+                     REGION_CHROME_TAGS, REGION_INSIDE, REGION_LINK_DENSITY, REGION_OUTSIDE, TRUSTED_THRESHOLD)
 
 METHODS = ("density", "ann", "fdr", "auto")
 DEFAULT_METHOD = "auto"
 
 FDR_Q = config.FDR_Q  # default false-discovery rate of the fdr method
-ANN_THRESHOLD = 0.5  # the line network keeps blocks whose probability is above this
-REGION_BASE = 0.3  # a block adds (score - this) x its characters to the content region's sum
-REGION_INSIDE = 0.4  # inside the content region, blocks scoring above this are kept
-REGION_OUTSIDE = 0.7  # outside it, only blocks scoring above this
-ALLOWED_THRESHOLD = 0.3  # behind a site template, allowed blocks scoring above this are kept
 CAPTION_PATH = "/figcaption"  # blocks whose tag path holds this are captions, never kept by the classifier
-TRUSTED_THRESHOLD = 0.05  # inside the template's trusted content region, a block scoring at most this is dropped ...
-REGION_CHROME_GROUPS = ("nav", "related", "share", "account", "ad", "comment", "hidden")  # ... only when it sits in
-# an element whose class/id names one of these CLASS_GROUPS (share bars, promos, ads, related boxes, ...) ...
-REGION_LINK_DENSITY = 0.5  # ... or its text is mostly link text (a list of links) ...
-REGION_CHROME_TAGS = frozenset({"nav", "aside", "header", "footer", "form"})  # ... or it sits in one of these below
-# the region (an author box in the article's <footer>) ...
-PROTECTED_TAGS = frozenset({"pre", "table", "dl"})  # ... but never in code, a table or a definition list (signatures,
-# terms) below the region
-DENSITY_BOUNDS = (0.3, 0.9)  # the per-page density threshold is clamped to this range
-DENSITY_ITERATIONS = 50  # at most this many EM steps of the per-page two-normal fit ...
-DENSITY_TOLERANCE = 1e-4  # ... stopping once neither mean moves more than this
-DENSITY_MIN_SPREAD = 0.02  # floor of each normal's standard deviation
-DENSITY_WINDOW = 2  # blocks either side whose density is averaged into a block's
 WEIGHTS_FILE = "ann_weights.npz"
 _TITLE_OVERLAP = FEATURE_NAMES.index("title_overlap")
 _TAG_PATH = operator.attrgetter("tag_path")

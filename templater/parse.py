@@ -17,6 +17,7 @@ from lxml import etree
 from . import config
 from . import native
 from .blocks import head_title
+from .config import MAX_TITLE_CHARS
 
 # Control characters (never part of a multi-byte UTF-8 sequence) become spaces: in C while a decoded page is
 # encoded, by bytes.translate on a stored page's bytes.
@@ -30,7 +31,6 @@ UNICODE_SPACES = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u20
 _XML_DECL_UTF8 = re.compile(b"(?:" + b"|".join(re.escape(c.encode("utf-8")) for c in UNICODE_SPACES) +
                             rb")*<\?xml[^>]*>", re.IGNORECASE)
 _UNCLOSED_TITLE = re.compile(rb"(<title[^>]*>[^<\n]*)", re.IGNORECASE)
-MAX_TITLE_CHARS = 1000  # a longer <title> text means the tag was never closed
 
 # lxml.etree's parser, not lxml.html's: html's element classes cost a Python call per element proxy.
 # huge_tree=False (lxml's default, said here on purpose): libxml2 keeps its limits on depth (config.MAX_DEPTH) and

@@ -31,7 +31,7 @@ from store import pages as page_store
 from store import pins as pin_store
 
 from . import config
-from .config import LearnSettings
+from .config import PIN_SAMPLE_PAGES, REPORT_MAX_PAGES, SAMPLE_CHARS, LearnSettings
 from .errors import InputError, RuleError
 from .extract import CompiledTemplate, container_mask, extract_page, match_template, pinned_mask
 from .fallback import drop_reasons, select_blocks
@@ -56,9 +56,6 @@ MATCHES = {"hash": (RuleAction.DROP,), "shape": (RuleAction.DROP_SHAPE,), "conta
            "xpath": (RuleAction.DROP, RuleAction.CONTENT, RuleAction.META_AUTHOR, RuleAction.META_DATE)}
 RULE_KEYS = frozenset({"action", "matched_by", "xpath", "tag_path", "hash", "support", "sample", "note"})
 EXPORT_FORMAT = 1  # version of the rules file layout
-PIN_SAMPLE_PAGES = 20  # a pinned XPath rule's support and sample are measured on at most this many site pages
-REPORT_MAX_PAGES = 200  # the report's coverage table covers at most this many of the site's pages
-SAMPLE_CHARS = 120  # characters of matched text kept as a rule's sample
 EXPORT_HELP = ("Edit, then `templater rules import --db DB FILE`: the rules become the site's pinned rules and "
                "replace its learned ones until `templater rules remove-pinned --db DB SITE`. matched_by: 'xpath' "
                "(default) evaluates the XPath on every page: action 'drop' removes the blocks at or under what it "

@@ -53,26 +53,13 @@ from typing import Protocol
 from .errors import InputError, StoreError, TemplaterError
 from .shingles import normalize
 from .unionfind import UnionFind
+from .config import (DESCR_COVERAGE, DESCR_MIN_BITS, DESCR_MIN_DF, DESCR_WORDS, LEX_CUT, LEX_DICTIONARIES,
+                     LEX_MAX_DF_SHARE, LEX_MIN_DF, LEX_MIN_TERMS, LEX_SEED, MIN_STEM, TOP_SENTENCES, TOP_TERMS,
+                     WORD_WINDOW)
 
 log = logging.getLogger(__name__)
 
 # --- defaults (named here: they are the methods' documented parameters) ------------------------------------
-TOP_TERMS = 6  # L of TF and TF*IDF
-TOP_SENTENCES = 2  # how many longest / heaviest sentences make the signature
-LEX_DICTIONARIES = 10  # Lex Rand: number of randomised dictionaries ...
-LEX_CUT = 0.30  # ... each without this share of the collection dictionary
-LEX_MIN_DF = 2  # collection dictionary: terms in fewer documents are the "heaviest" (highest IDF) and dropped
-LEX_MAX_DF_SHARE = 0.01  # ... terms in more than this share of documents (and more than LEX_MIN_DF) are the
-# "lightest" and dropped. Picked on the near-duplicate benchmark (README): a smaller dictionary leaves fewer of a
-# document's terms for an edit to touch; recall there was 0.11 at 0.30, 0.23 at 0.05, 0.47 at 0.01.
-LEX_MIN_TERMS = 5  # a dictionary gives a signature when the document holds at least this many of its terms
-LEX_SEED = 7
-DESCR_WORDS = 2000  # Descr Words: size of the descriptive dictionary
-DESCR_COVERAGE = (0.35, 0.65)  # a term's threshold sets its bit in this share of the documents holding it
-DESCR_MIN_DF = 4  # a term must occur in this many fitted documents to be considered
-DESCR_MIN_BITS = 3  # documents with fewer bits set are not judged
-MIN_STEM = 3  # the stemmer leaves at least this many letters
-WORD_WINDOW = 64  # characters looked back for the word before a full stop (abbreviations are short)
 SIGNATURE_VERSION = 1  # bump when a method's signatures change for the same text and parameters: stored
 # signature indexes made by another version are refused
 MASK32 = 0xFFFFFFFF

@@ -55,7 +55,7 @@ from store import pins as pin_store
 from store import templates as template_store
 from store.db import transaction
 from templater import dedup, pipeline
-from templater.config import LearnSettings
+from templater.config import BROADCAST_BYTES, DRIVER_COMPONENTS, JOIN_SALTS, PARTITIONS_PER_CORE, LearnSettings
 from templater.errors import InputError
 from templater.extract import extract_page
 from templater.grouping import choose_group, host_of, shape_set, url_prefixes
@@ -66,10 +66,6 @@ from templater.unionfind import UnionFind
 
 log = logging.getLogger(__name__)
 
-JOIN_SALTS = 16  # a template's rows are copied to this many keys, so a site's pages spread over as many tasks
-PARTITIONS_PER_CORE = 2  # default partitions of every stage: this many per core Spark reports
-BROADCAST_BYTES = 256 << 20  # the current templates, pickled, up to this size go to every executor as a broadcast
-DRIVER_COMPONENTS = 5_000_000  # up to this many verified pairs (16 bytes each) are collected for a union-find
 LOCAL_MASTER = "local[2]"  # the master when none is given outside spark-submit
 SPARK_MISSING = "pyspark is not installed: pip install 'site-templater[spark]' (and Java 17 or later)"
 
