@@ -235,3 +235,13 @@ def test_readme_is_a_front_door():
     links = re.findall(r"\]\((docs/[\w.-]+\.md)\)", (ROOT / "README.md").read_text(encoding="utf-8"))
     for link in links:
         assert (ROOT / link).exists(), link
+
+
+def test_vocabularies_are_documented():
+    """Every skip reason is in docs/limits.md's table and every rule action in docs/rules.md's, as stored."""
+    from templater.datatypes import RuleAction, SkipReason
+
+    limits = (ROOT / "docs" / "limits.md").read_text(encoding="utf-8")
+    rules = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
+    assert [reason for reason in SkipReason if f"`{reason}`" not in limits] == []
+    assert [action for action in RuleAction if f"| `{action}`" not in rules and f"/ `{action}`" not in rules] == []
