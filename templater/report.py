@@ -19,7 +19,7 @@ from .datatypes import Rule, RuleAction
 # container rule (reader comments), a pinned XPath rule, the learned content region, the single-page classifier
 # on what the template allowed, or the single-page fallback where there is no template ("fallback:<method>").
 # Kept: the classifier (on what the template allowed), the template alone (method "none"), or the fallback.
-TEMPLATE_REASONS = ("drop", "drop-shape", "drop-xpath", "pinned", "region")
+TEMPLATE_REASONS = (RuleAction.DROP, RuleAction.DROP_SHAPE, RuleAction.DROP_XPATH, "pinned", "region")
 CLASSIFIER = "classifier"
 TEMPLATE_ONLY = "template"
 FALLBACK_PREFIX = "fallback:"
@@ -68,9 +68,9 @@ class BlockDecision:
     def label(self) -> str:
         """The decision in words: "drop rule #3 (support 100%)", "outside content region #9", "classifier"."""
         support = f" (support {self.support:.0%})" if self.support is not None else ""
-        if self.reason in ("drop", "drop-shape"):
+        if self.reason in (RuleAction.DROP, RuleAction.DROP_SHAPE):
             return f"{self.reason} rule #{self.rule}{support}"
-        if self.reason == "drop-xpath":
+        if self.reason == RuleAction.DROP_XPATH:
             return f"container rule #{self.rule}{support}"
         if self.reason == "pinned":
             return (f"pinned drop rule #{self.rule}" if self.action == RuleAction.DROP else

@@ -312,7 +312,8 @@ def _template_causes(seg: Segmented, compiled: CompiledTemplate, allowed: np.nda
         elif r.action == RuleAction.DROP_SHAPE:
             by_shape.setdefault(r.tag_path, i)
     containers = [i for i, r in enumerate(rules) if r.action == RuleAction.DROP_XPATH and not r.pinned]
-    masks = [("drop-xpath", i, container_mask(seg, (xpath,))) for i, xpath in zip(containers, compiled.containers)]
+    masks = [(RuleAction.DROP_XPATH, i, container_mask(seg, (xpath,)))
+             for i, xpath in zip(containers, compiled.containers)]
     position = {id(r): i for i, r in enumerate(rules)}
     masks += [("pinned", position[id(rule)], ~pinned_mask(seg, rule, xpath)) for rule, xpath in compiled.pinned]
     region = next((i for i, r in enumerate(rules) if r.action == RuleAction.CONTENT and not r.pinned), None)
@@ -324,19 +325,19 @@ def _template_causes(seg: Segmented, compiled: CompiledTemplate, allowed: np.nda
         shape = chrome_shape(b, content_ancestry(b.element, roots)) or "inside the content"
         if b.hash in by_hash:
             i = by_hash[b.hash]
-            causes[b.index] = ("drop", i, f"same tag path and text on {rules[i].support:.0%} of the learned pages; "
-                               f"{shape}")
+            causes[b.index] = (RuleAction.DROP, i,
+                               f"same tag path and text on {rules[i].support:.0%} of the learned pages; {shape}")
         elif b.tag_path in by_shape:
             i = by_shape[b.tag_path]
-            causes[b.index] = ("drop-shape", i, f"tag path on {rules[i].support:.0%} of the learned pages, its text "
-                               f"varying and short, link-heavy or in <nav>/<aside>; {shape}")
+            causes[b.index] = (RuleAction.DROP_SHAPE, i, f"tag path on {rules[i].support:.0%} of the learned pages, "
+                               f"its text varying and short, link-heavy or in <nav>/<aside>; {shape}")
         else:
             causes[b.index] = next(((reason, i, _WHY[reason]) for reason, i, mask in masks if mask[b.index]),
                                    ("region", region, _WHY["region"]))
     return causes
 
 
-_WHY = {"drop-xpath": "under a container named like comments or related articles",
+_WHY = {RuleAction.DROP_XPATH: "under a container named like comments or related articles",
         "pinned": "a rule pinned by hand", "region": "outside the content region the template learned"}
 
 
