@@ -65,6 +65,18 @@ VERIFY = "sample"  # how a candidate pair is verified: "sample" (Jaccard of stor
 # "estimate" (signature agreement: nothing more stored, but at 128 slots its error of +-0.035 near J = 0.8 costs
 # about 7% of precision and recall). Measured in bench/README_dedup.md.
 SAMPLE = 256  # shingle hashes a page keeps for verify="sample": its smallest (1 KiB a page at 32 bits)
+ANCHOR_RATE = 16  # a shingle is an anchor when its salted hash is 0 mod this; each pair of consecutive anchors of
+# a text (in text order) is one more index key: a passage two texts share gives them the same keys whatever else
+# either holds, so a story inside a much longer page becomes a candidate (its Jaccard is far below the S-curve).
+# 0: no anchor keys. Chosen on the typed truth set (docs/near-duplicates.md)
+ANCHOR_KEYS = 12  # anchor keys a page keeps at most: its first in text order (a page's index rows: 16 bands + these)
+SAME_SITE_JACCARD = 0.3  # pages of one site must also reach this Jaccard: a short extraction that sits inside a
+# longer one of its site is mostly the site's own leftovers, not a copy (pairs this far below the S-curve seldom
+# were candidates before anchor keys made them so); 0: no floor
+CROSS_SITE_THRESHOLD = 0.7  # the threshold for two pages of different sites (hosts): they share no template, so
+# shared text is the story (syndication: new headline, another last paragraph, the host's own leftovers); pages
+# of one site keep THRESHOLD (their extractions can share leaked template text). Chosen on held-out halves of the
+# typed truth set (docs/near-duplicates.md)
 ALGORITHM_VERSION = 1  # bump when any hash below changes: stored signatures become incompatible
 
 KINDS = ("word", "char")
@@ -113,10 +125,16 @@ class ShingleSettings:
     sample: int = SAMPLE
     algorithm: int = field(default=ALGORITHM_VERSION)
     measure: str | None = None  # None: MEASURE, or "jaccard" with verify "estimate" (signatures hold no sizes)
+    anchor_rate: int = ANCHOR_RATE
+    anchor_keys: int = ANCHOR_KEYS
+    cross_site_threshold: float | None = None  # None: CROSS_SITE_THRESHOLD (never above ``threshold``)
+    same_site_jaccard: float = SAME_SITE_JACCARD
 
     def __post_init__(self) -> None:
         if self.measure is None:
             object.__setattr__(self, "measure", "jaccard" if self.verify == "estimate" else MEASURE)
+        if self.cross_site_threshold is None:
+            object.__setattr__(self, "cross_site_threshold", min(CROSS_SITE_THRESHOLD, self.threshold))
         problems = _setting_problems(self)
         if problems:
             raise InputError("invalid shingle/LSH settings: " + "; ".join(problems))
@@ -129,6 +147,10 @@ class ShingleSettings:
     def candidate_probability(self, jaccard: float) -> float:
         """P(a pair of this Jaccard shares at least one band key) = 1 - (1 - J^r)^b."""
         return 1.0 - (1.0 - jaccard ** self.rows) ** self.bands
+
+    def threshold_for(self, same_site: bool | np.ndarray) -> float | np.ndarray:
+        """The similarity a pair must reach: ``threshold`` on one site, ``cross_site_threshold`` across sites."""
+        return np.where(same_site, self.threshold, self.cross_site_threshold)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -163,6 +185,14 @@ def _setting_problems(s: ShingleSettings) -> list[str]:
         (s.verify in VERIFIES, f"verify must be one of {VERIFIES}, not {s.verify!r}"),
         (isinstance(s.sample, int) and s.sample >= 1, f"sample must be a positive integer, not {s.sample!r}"),
         (s.measure in MEASURES, f"measure must be one of {MEASURES}, not {s.measure!r}"),
+        (isinstance(s.anchor_rate, int) and s.anchor_rate >= 0,
+         f"anchor_rate must be a non-negative integer (0: no anchor keys), not {s.anchor_rate!r}"),
+        (isinstance(s.anchor_keys, int) and s.anchor_keys >= 0,
+         f"anchor_keys must be a non-negative integer, not {s.anchor_keys!r}"),
+        (isinstance(s.cross_site_threshold, (int, float)) and 0.0 < s.cross_site_threshold <= 1.0,
+         f"cross_site_threshold must be in (0, 1], not {s.cross_site_threshold!r}"),
+        (isinstance(s.same_site_jaccard, (int, float)) and 0.0 <= s.same_site_jaccard <= 1.0,
+         f"same_site_jaccard must be in [0, 1], not {s.same_site_jaccard!r}"),
         (s.measure == "jaccard" or s.verify != "estimate",
          "measure 'containment' needs the shingle sets: verify 'sample' or 'exact' (or measure 'jaccard' with "
          "verify 'estimate')"),
@@ -198,9 +228,14 @@ class Signatures:
     values: np.ndarray
     empty: np.ndarray
     settings: ShingleSettings
+    anchors: Shingles | None = None  # each text's anchor keys (``anchor_keys``; None: none were made)
 
     def __len__(self) -> int:
         return len(self.values)
+
+    def anchors_of(self, i: int) -> np.ndarray:
+        """Text i's anchor keys (int64; empty when none were made)."""
+        return self.anchors.of(i).astype(np.int64) if self.anchors is not None else np.empty(0, np.int64)
 
 
 # --- step 1: normalization ------------------------------------------------------------------------------------
@@ -392,9 +427,21 @@ def sign(texts: Sequence[str], settings: ShingleSettings | None = None) -> Signa
     """MinHash signatures of ``texts`` (batched internally by BATCH_CHARS characters)."""
     settings = settings or ShingleSettings()
     parts = [sign_shingles(shingle_hashes(batch, settings), settings) for batch in iter_batches(texts)]
+    return concat_signatures(parts, settings)
+
+
+def concat_signatures(parts: Sequence[Signatures], settings: ShingleSettings) -> Signatures:
+    """The signatures (and anchor keys) of consecutive batches as one."""
     if not parts:
-        return Signatures(np.empty((0, settings.permutations), np.uint32), np.empty(0, bool), settings)
-    return Signatures(np.concatenate([p.values for p in parts]), np.concatenate([p.empty for p in parts]), settings)
+        return Signatures(np.empty((0, settings.permutations), np.uint32), np.empty(0, bool), settings,
+                          Shingles(np.empty(0, np.int64), np.zeros(1, np.int64)))
+    anchors = None
+    if all(p.anchors is not None for p in parts):
+        counts = np.concatenate([p.anchors.counts for p in parts])
+        anchors = Shingles(np.concatenate([p.anchors.hashes for p in parts]),
+                           np.concatenate(([0], np.cumsum(counts))).astype(np.int64))
+    return Signatures(np.concatenate([p.values for p in parts]), np.concatenate([p.empty for p in parts]), settings,
+                      anchors)
 
 
 def iter_batches(texts: Sequence[str], batch_chars: int = BATCH_CHARS) -> Iterable[Sequence[str]]:
@@ -417,7 +464,7 @@ def sign_shingles(shingles: Shingles, settings: ShingleSettings) -> Signatures:
     else:
         values = _sign_kperm(shingles, settings)
     values[counts == 0] = EMPTY_SLOT
-    return Signatures(values, counts == 0, settings)
+    return Signatures(values, counts == 0, settings, anchor_keys(shingles, settings))
 
 
 def _sign_oph(shingles: Shingles, settings: ShingleSettings) -> np.ndarray:
@@ -503,6 +550,43 @@ def band_keys(values: np.ndarray, settings: ShingleSettings) -> np.ndarray:
         acc *= _U64(BAND_BASE)
         acc += slots[:, :, i]
     return (fmix64(acc) >> KEY_SHIFT).astype(np.int64)
+
+
+ANCHOR_SALT = 0x5851F42D4C957F2D  # salts the anchor test (fmix64(hash ^ salt ^ seed) % anchor_rate == 0)
+ANCHOR_TAG = 0x2545F4914F6CDD1D  # makes anchor keys a family apart from band keys
+
+
+def anchor_keys(shingles: Shingles, settings: ShingleSettings) -> Shingles:
+    """Each text's anchor keys (int64 in [0, 2**47), distinct, in text order of first occurrence): a shingle is an
+    anchor when fmix64(its hash ^ salt) is 0 mod ``anchor_rate``; every two consecutive anchors of a text make a
+    key. Two texts that share a passage share its keys whatever surrounds it (content-defined sampling, as
+    winnowing does for plagiarism search), so containment candidates do not depend on the texts' sizes. A text
+    keeps its first ``anchor_keys``. The shingles must be in text order (``shingle_hashes`` output)."""
+    counts = shingles.counts
+    docs = len(counts)
+    if settings.anchor_rate == 0 or settings.anchor_keys == 0 or not len(shingles.hashes):
+        return Shingles(np.empty(0, np.int64), np.zeros(docs + 1, np.int64))
+    salt = _U64((ANCHOR_SALT ^ settings.seed) & MASK64)
+    hashes = shingles.hashes.astype(np.uint64, copy=False)
+    chosen = np.flatnonzero(fmix64(hashes ^ salt) % _U64(settings.anchor_rate) == 0)
+    doc = np.searchsorted(shingles.offsets, chosen, side="right") - 1
+    same = doc[1:] == doc[:-1]
+    first, second = hashes[chosen[:-1]][same], hashes[chosen[1:]][same]
+    key_doc = doc[:-1][same]
+    acc = first * _U64(BAND_BASE) + _U64(ANCHOR_TAG)
+    acc = fmix64((acc + second) * _U64(BAND_BASE))
+    keys = (acc >> KEY_SHIFT).astype(np.int64)
+    # distinct keys of each text, kept in text order, at most anchor_keys of them
+    order = np.lexsort((np.arange(len(keys)), keys, key_doc))
+    fresh = np.r_[True, (keys[order][1:] != keys[order][:-1]) | (key_doc[order][1:] != key_doc[order][:-1])]
+    keep = np.sort(order[fresh[:len(order)]])
+    keys, key_doc = keys[keep], key_doc[keep]
+    starts = np.searchsorted(key_doc, np.arange(docs))
+    rank = np.arange(len(keys)) - starts[key_doc] if len(keys) else np.empty(0, np.int64)
+    keep = rank < settings.anchor_keys
+    keys, key_doc = keys[keep], key_doc[keep]
+    offsets = np.concatenate(([0], np.cumsum(np.bincount(key_doc, minlength=docs)))).astype(np.int64)
+    return Shingles(keys, offsets)
 
 
 def estimate_similarity(a: np.ndarray, b: np.ndarray) -> np.ndarray | float:
@@ -620,6 +704,11 @@ def sample_containment(a: np.ndarray, b: np.ndarray, size: int) -> float:
         cut = min(full)
         a, b = a[:np.searchsorted(a, cut, side="right")], b[:np.searchsorted(b, cut, side="right")]
     return containment_of_sets(a, b)
+
+
+def set_jaccard(a: np.ndarray, b: np.ndarray, settings: ShingleSettings) -> float:
+    """Jaccard of two ``comparable_set`` arrays: on bottom-k samples (verify "sample") or on the whole sets."""
+    return sample_jaccard(a, b, settings.sample) if settings.verify == "sample" else jaccard_of_sets(a, b)
 
 
 def set_similarity(a: np.ndarray, b: np.ndarray, settings: ShingleSettings) -> float:

@@ -215,8 +215,11 @@ def test_the_old_index_settings_are_kept_and_new_defaults_refused(tmp_path):
     described = dedup.describe_settings(db)
     assert (described["measure"], described["n"], described["rows"]) == ("jaccard", 5, 6)
     migrated = {row[0] for row in db.conn.execute("SELECT version FROM schema_migrations WHERE component = 'lsh'")}
-    assert migrated == {1, 2}
-    assert "fetched_at" in {row[1] for row in db.conn.execute("PRAGMA table_info(lsh_signatures)")}
+    assert migrated == {1, 2, 3}
+    assert {"fetched_at", "anchors"} <= {row[1] for row in db.conn.execute("PRAGMA table_info(lsh_signatures)")}
+    # what it was built with: no anchor keys, one threshold for every pair, no Jaccard floor
+    assert (described["anchor_rate"], described["anchor_keys"], described["same_site_jaccard"]) == (0, 0, 0.0)
+    assert described["cross_site_threshold"] == described["threshold"]
     assert clusters(db) == {frozenset({"a", "b"})}
     assert db.conn.execute("SELECT count(*) FROM lsh_signatures").fetchone()[0] == 3
     text = " ".join(article(np.random.default_rng(8)))

@@ -11,7 +11,7 @@ from store.db import open_db
 from store.lsh import IndexedPage
 from templater.errors import SettingsMismatchError
 from templater.shingles import (ShingleSettings, Shingles, Signatures, band_keys, comparable_set, estimate_similarity,
-                                set_similarity, sign_shingles)
+                                set_jaccard, set_similarity, sign_shingles)
 
 SETTINGS = ShingleSettings(permutations=32, bands=8, rows=4, threshold=0.7, verify="estimate")
 
@@ -246,10 +246,14 @@ def reference_sample_clusters(pages: dict[str, np.ndarray]) -> set[frozenset]:
     if not ids:
         return set()
     shingles = Shingles(np.concatenate([pages[i] for i in ids]), np.arange(len(ids) + 1) * 40)
-    keys = band_keys(sign_shingles(shingles, SAMPLED).values, SAMPLED)
+    signed = sign_shingles(shingles, SAMPLED)
+    keys = band_keys(signed.values, SAMPLED)
+    anchors = [set(signed.anchors_of(i).tolist()) for i in range(len(ids))]
     sets = [comparable_set(pages[i], SAMPLED) for i in ids]
-    return components(ids, lambda i, j: (keys[i] == keys[j]).any()
-                      and set_similarity(sets[i], sets[j], SAMPLED) >= SAMPLED.threshold)
+    # one site (example.org): containment >= threshold and Jaccard >= same_site_jaccard
+    return components(ids, lambda i, j: ((keys[i] == keys[j]).any() or bool(anchors[i] & anchors[j]))
+                      and set_similarity(sets[i], sets[j], SAMPLED) >= SAMPLED.threshold
+                      and set_jaccard(sets[i], sets[j], SAMPLED) >= SAMPLED.same_site_jaccard)
 
 
 @hsettings(max_examples=20, deadline=None)
