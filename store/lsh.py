@@ -10,6 +10,9 @@ Tables (component "lsh"):
                     fetched_at (when the page was fetched, UTC ISO-8601, NULL when unknown; added by migration 2),
                     anchors (its anchor keys as int64 bytes, NULL without any; added by migration 3)
     lsh_bands       (key, doc) WITHOUT ROWID: one 47-bit key per band, and one per anchor key
+    lsh_recent      the same rows for the pages added since the last merge (at most about RECENT_PAGES pages): new
+                    keys go in here, a small table whose pages stay in the cache, and move to lsh_bands in one sorted
+                    pass when it is full (added by migration 3; every lookup reads both)
     lsh_links       (doc, other) WITHOUT ROWID, both directions: a spanning forest of every cluster, the verified
                     pairs that joined it; removing a page whose links leave one piece needs no re-verification
     lsh_shingles    doc -> the page's verification set, 4 or 8 bytes a hash: its bottom-k sample (verify =
@@ -50,11 +53,18 @@ from templater.shingles import (ALGORITHM_VERSION, LEGACY_MEASURE, ShingleSettin
 BUCKET_CAP = 256  # candidates offered by one band key
 STAGE_WIDTH = 16  # (key, doc) pairs bound per staging row: one executemany row per 16 band keys
 ID_CHUNK = 10_000  # ids per IN (...) list
-CACHE_KIB = 512 * 1024  # SQLite page cache for this connection: the band index is touched at random
+CACHE_KIB = 128 * 1024  # SQLite page cache for this connection: lsh_recent (the table small inserts touch) stays in
+# it; lookups in lsh_bands read at random and the OS caches the file (was 512 MiB, more than the 400 MB a whole run
+# may take)
 CHECKPOINT_BYTES = 512 * 2**20  # let the WAL grow to this before a checkpoint: a batch of random band inserts
 # dirties most of the band index, and a checkpoint per batch copied and synced it all every time (14,400 docs/s
 # against 21,800 at 1M pages, bench/README_dedup.md)
 WAL_KEEP_BYTES = 64 * 2**20  # after a checkpoint the WAL file is cut back to this
+RECENT_PAGES = 50_000  # pages whose keys wait in lsh_recent before one sorted merge into lsh_bands: random keys
+# dirty pages all over a big band index, so adding them 200 pages at a time (what extract does) rewrote most of it
+# at every commit and cost grew with the index (issue: 4.4k docs per CPU second at 200k pages); small inserts now
+# touch only the small table, and the big one takes a batch of RECENT_PAGES pages at once, as 50,000-page
+# batches did (bench/bench_index.py, docs/near-duplicates.md)
 ROUND_LIMITS = (1, 4, 16, 64, 256, 1 << 62)  # candidates verified per (page, cluster) before giving up, cumulative
 PAD_KEY = -1  # padding in staging rows (real keys are >= 0)
 PAIR_SHIFT = 31  # a pair of doc numbers (each below 2**31) packed into one int64
@@ -153,9 +163,13 @@ def _add_fetch_times(db: sqlite_utils.Database) -> None:
 
 def _add_anchors(db: sqlite_utils.Database) -> None:
     """Migration 3: pages keep their anchor keys (``shingles.anchor_keys``: index keys that a signature cannot give
-    back, needed to take a page out), and an index whose settings were stored before anchors and the cross-site
-    threshold were settings keeps verifying as it did: no anchor keys, one threshold for every pair."""
+    back, needed to take a page out); new keys go into the small ``lsh_recent`` first (see ``RECENT_PAGES``); an
+    index whose settings were stored before anchors and the cross-site threshold were settings keeps verifying as it
+    did: no anchor keys, one threshold for every pair, no Jaccard floor."""
     db.execute("ALTER TABLE lsh_signatures ADD COLUMN anchors BLOB")
+    db.execute("CREATE TABLE lsh_recent (key INTEGER NOT NULL, doc INTEGER NOT NULL, PRIMARY KEY (key, doc))"
+               " WITHOUT ROWID")
+    db.execute("INSERT INTO lsh_state (name, value) VALUES ('recent_docs', 0)")
     for name, value in (("anchor_rate", "0"), ("anchor_keys", "0"), ("same_site_jaccard", "0.0")):
         db.execute("INSERT OR IGNORE INTO lsh_settings (name, value) SELECT ?, ? WHERE EXISTS"
                    " (SELECT 1 FROM lsh_settings)", [name, value])
@@ -397,15 +411,35 @@ def _stage_keys(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) -
 
 STAGED_SQL = " UNION ALL ".join(f"SELECT k{i} AS key, d{i} AS doc FROM temp.lsh_stage WHERE k{i} >= 0"
                                 for i in range(STAGE_WIDTH))  # the staged rows in (key, doc) order
-HITS_SQL = f"SELECT key FROM ({STAGED_SQL}) p WHERE EXISTS (SELECT 1 FROM lsh_bands b WHERE b.key = p.key)"
+HITS_SQL = (f"SELECT key FROM ({STAGED_SQL}) p WHERE EXISTS (SELECT 1 FROM lsh_bands b WHERE b.key = p.key)"
+            " OR EXISTS (SELECT 1 FROM lsh_recent r WHERE r.key = p.key)")
 # one index seek per band key of the batch (a correlated bucket-cap subquery here doubled the seeks), run before
 # the batch's own keys go in; only the keys found (a few percent) are then read with the cap (_buckets_sql)
 
 
 @functools.cache
-def _buckets_sql(cap: int) -> str:
-    return ("SELECT h.key, b.doc FROM temp.lsh_hits h JOIN lsh_bands b ON b.key = h.key WHERE b.doc IN"
-            f" (SELECT doc FROM lsh_bands WHERE key = h.key ORDER BY doc LIMIT {cap}) ORDER BY h.key, b.doc")
+def _buckets_sql(cap: int, table: str) -> str:
+    return (f"SELECT h.key, b.doc FROM temp.lsh_hits h JOIN {table} b ON b.key = h.key WHERE b.doc IN"
+            f" (SELECT doc FROM {table} WHERE key = h.key ORDER BY doc LIMIT {cap}) ORDER BY h.key, b.doc")
+
+
+def _capped(rows: np.ndarray, cap: int) -> np.ndarray:
+    """(key, doc) rows sorted by key then doc, each key's first ``cap`` docs."""
+    if not len(rows):
+        return rows
+    starts = np.flatnonzero(np.r_[True, rows[1:, 0] != rows[:-1, 0]])
+    sizes = np.diff(np.r_[starts, len(rows)])
+    rank = np.arange(len(rows)) - np.repeat(starts, sizes)
+    return rows[rank < cap]
+
+
+def _bucket_rows(db: sqlite_utils.Database, cap: int = BUCKET_CAP) -> np.ndarray:
+    """(key, doc) of the first ``cap`` docs of every key in temp.lsh_hits, from lsh_bands and lsh_recent."""
+    parts = [np.array(db.conn.execute(_buckets_sql(cap, table)).fetchall(), dtype=np.int64).reshape(-1, 2)
+             for table in ("lsh_bands", "lsh_recent")]
+    rows = np.concatenate(parts)
+    rows = rows[np.lexsort((rows[:, 1], rows[:, 0]))]
+    return _capped(rows, cap)
 
 
 def _insert_docs(db: sqlite_utils.Database, docs: np.ndarray, pages: list[IndexedPage], values: np.ndarray,
@@ -437,9 +471,22 @@ def _candidate_pairs(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarr
     keys go in), pages of the batch from its own sorted keys. Then the batch's keys are inserted."""
     _stage_keys(db, keys, docs)
     stored = _stored_partners(db, keys, docs)
-    db.conn.execute(f"INSERT OR IGNORE INTO lsh_bands (key, doc) {STAGED_SQL}")
+    db.conn.execute(f"INSERT OR IGNORE INTO lsh_recent (key, doc) {STAGED_SQL}")
+    _merge_recent(db, len(np.unique(docs)))
     within = bucket_pairs(keys, docs)[:, ::-1]
     return np.concatenate((stored, within))
+
+
+def _merge_recent(db: sqlite_utils.Database, added: int, *, limit: int | None = None) -> None:
+    """Count ``added`` pages into lsh_recent; when it holds RECENT_PAGES (``limit``), move its rows (already in key
+    order) into lsh_bands in one pass and empty it."""
+    recent = _next(db, "recent_docs", added) + added
+    if recent < (RECENT_PAGES if limit is None else limit):
+        return
+    conn = db.conn
+    conn.execute("INSERT OR IGNORE INTO lsh_bands (key, doc) SELECT key, doc FROM lsh_recent")
+    conn.execute("DELETE FROM lsh_recent")
+    conn.execute("UPDATE lsh_state SET value = 0 WHERE name = 'recent_docs'")
 
 
 def _stored_partners(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
@@ -451,7 +498,7 @@ def _stored_partners(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarr
         return np.empty((0, 2), np.int64)
     conn.execute("DELETE FROM temp.lsh_hits")
     conn.executemany("INSERT INTO temp.lsh_hits (key) VALUES (?)", [(k,) for k in found.tolist()])
-    bucket = np.array(conn.execute(_buckets_sql(BUCKET_CAP)).fetchall(), dtype=np.int64).reshape(-1, 2)
+    bucket = _bucket_rows(db)
     first = np.searchsorted(bucket[:, 0], keys, side="left")
     sizes = np.searchsorted(bucket[:, 0], keys, side="right") - first
     row = np.repeat(np.arange(len(keys)), sizes)
@@ -570,7 +617,8 @@ def _remove_docs(db: sqlite_utils.Database, docs: list[int], settings: ShingleSe
     keys, key_docs = _band_rows(band_keys(values, settings), np.array([r[0] for r in rows], dtype=np.int64),
                                 [_anchors_of(r[3]) for r in rows])
     conn = db.conn
-    conn.executemany("DELETE FROM lsh_bands WHERE key = ? AND doc = ?", zip(keys.tolist(), key_docs.tolist()))
+    for table in ("lsh_bands", "lsh_recent"):
+        conn.executemany(f"DELETE FROM {table} WHERE key = ? AND doc = ?", zip(keys.tolist(), key_docs.tolist()))
     for doc in docs:
         neighbours = [n for (n,) in conn.execute("SELECT other FROM lsh_links WHERE doc = ?", [doc])]
         conn.executemany("DELETE FROM lsh_links WHERE doc = ? AND other = ?", [(n, doc) for n in neighbours])
@@ -689,7 +737,12 @@ def query(db: sqlite_utils.Database, signature: np.ndarray, settings: ShingleSet
     keys = band_keys(signature[None, :], settings)[0].tolist()
     if anchors is not None:
         keys += [k for k in anchors.tolist() if k not in keys]
-    rows = db.conn.execute(_lookup_sql(len(keys), BUCKET_CAP), keys + [-1 if exclude is None else exclude]).fetchall()
+    found = np.concatenate([np.array(db.conn.execute(_lookup_sql(len(keys), BUCKET_CAP, table), keys).fetchall(),
+                                     dtype=np.int64).reshape(-1, 2) for table in ("lsh_bands", "lsh_recent")])
+    capped = _capped(found[np.lexsort((found[:, 1], found[:, 0]))], BUCKET_CAP)
+    docs = sorted(set(capped[:, 1].tolist()) - {exclude})
+    columns = "doc, page_id, url, signature, first_seen, boilerplate_chars, text_chars, fetched_at"
+    rows = _select_in(db, f"SELECT {columns} FROM lsh_signatures WHERE doc IN ({{ids}}) ORDER BY doc", docs)
     if not rows:
         return []
     members = [_member(r) for r in rows]
@@ -708,13 +761,10 @@ def query(db: sqlite_utils.Database, signature: np.ndarray, settings: ShingleSet
 
 
 @functools.cache
-def _lookup_sql(bands: int, cap: int) -> str:
-    """The stored pages sharing any of ``bands`` keys (each bucket's first ``cap``), in one statement."""
-    bucket = f"SELECT doc FROM (SELECT doc FROM lsh_bands WHERE key = ? ORDER BY doc LIMIT {cap})"
-    buckets = " UNION ".join([bucket] * bands)
-    return ("SELECT doc, page_id, url, signature, first_seen, boilerplate_chars, text_chars, fetched_at"
-            " FROM lsh_signatures"
-            f" WHERE doc IN ({buckets}) AND doc != ?")
+def _lookup_sql(keys: int, cap: int, table: str) -> str:
+    """(key, doc) of the first ``cap`` docs of each of ``keys`` keys in ``table``, in one statement."""
+    bucket = f"SELECT * FROM (SELECT key, doc FROM {table} WHERE key = ? ORDER BY doc LIMIT {cap})"
+    return " UNION ALL ".join([bucket] * keys)
 
 
 def iter_clusters(db: sqlite_utils.Database) -> Iterator[tuple[int, list[Member]]]:
@@ -743,8 +793,10 @@ def stored_sets(db: sqlite_utils.Database, docs: Sequence[int], settings: Shingl
 
 
 SHARED_KEYS_SQL = ("SELECT key, doc FROM lsh_bands WHERE key IN (SELECT key FROM lsh_bands GROUP BY key"
-                   " HAVING count(*) > 1) ORDER BY key, doc")  # one streaming pass finds the shared keys (a window
-# count over the whole table took three times as long), then their rows come in key order without a sort
+                   " HAVING count(*) > 1 UNION SELECT key FROM lsh_recent)"
+                   " UNION ALL SELECT key, doc FROM lsh_recent ORDER BY key, doc")  # one streaming pass finds the
+# shared keys of lsh_bands (a window count over the whole table took three times as long); with every key of the
+# small lsh_recent, their rows are sorted once
 
 
 def iter_candidate_pairs(db: sqlite_utils.Database, *, chunk_rows: int = 1 << 20) -> Iterator[np.ndarray]:

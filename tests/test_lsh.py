@@ -76,7 +76,7 @@ def check_invariants(db) -> None:
     rows = conn.execute("SELECT a.cluster, b.cluster FROM lsh_links l JOIN lsh_signatures a ON a.doc = l.doc"
                         " JOIN lsh_signatures b ON b.doc = l.other").fetchall()
     assert all(x == y for x, y in rows)
-    bands = conn.execute("SELECT count(*) FROM lsh_bands").fetchone()[0]
+    bands = sum(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in ("lsh_bands", "lsh_recent"))
     pages = conn.execute("SELECT count(*) FROM lsh_signatures").fetchone()[0]
     assert bands == pages * SETTINGS.bands
 
