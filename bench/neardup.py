@@ -379,6 +379,7 @@ def typed_report(args) -> None:
     original_first = sum(canonical[cluster[base]] == base for base, _ in pairs)
     print(f"\ncanonical page is the original (fetched first) in {original_first} of {len(pairs)} found pairs' clusters")
     choose_threshold(positives, negatives, measures, half, settings)
+    choose_cross_site_threshold(texts, typed, half, settings)
     compare_shingles(texts, positives, negatives, settings)
 
 
@@ -412,8 +413,11 @@ def choose_threshold(positives, negatives, measures, half, settings) -> None:
     """The threshold each held-out half would choose, and what it gives the other half (exact measures)."""
     candidates = np.round(np.arange(0.5, 0.951, 0.01), 2)
     print(f"\nthreshold chosen on one half of the sites ({settings.measure}, exact on the extracted texts; the "
-          "lowest with no false pair of one site's articles and precision >= 0.995), checked on the other:")
+          "lowest with no false pair of one site's articles and precision >= 0.995; pairs of one site also need "
+          f"Jaccard >= {settings.same_site_jaccard}), checked on the other:")
     column = 0 if settings.measure == "containment" else 1
+    floor = settings.same_site_jaccard if settings.measure == "containment" else 0.0
+    measures = {pair: (value if value[1] >= floor else (0.0, 0.0)) for pair, value in measures.items()}
     for side in (0, 1):
         def split(rows, wanted):
             return [(k, a, b) for k, a, b in rows if (half[a] == wanted)]
@@ -434,6 +438,54 @@ def choose_threshold(positives, negatives, measures, half, settings) -> None:
                     if k == "same-site")
         print(f"  half {side} chooses {chosen}; half {1 - side}: " +
               ", ".join(f"{k} {np.mean(v):.3f}" for k, v in recall.items()) + f"; same-site false pairs {false}")
+
+
+def choose_cross_site_threshold(texts: dict[str, str], typed, half: dict[str, int], settings: ShingleSettings,
+                                postings: int = 300) -> None:
+    """The cross-site threshold each held-out half would choose: over every pair of pages of two different sites
+    that shares enough shingles (exact containment of the extracted texts; an inverted index over word n-grams,
+    n-grams of more than ``postings`` pages left out), the lowest threshold with precision >= 0.995 on that half
+    (a pair belongs to the half of its first page), and the syndicated recall it gives the other half."""
+    story = story_groups(typed)
+    site = {p.id: p.site for p in typed.pages}
+    ids = sorted(texts)
+    shingles = shingle_hashes([texts[x] for x in ids], ShingleSettings(kind=settings.kind, n=settings.n, hash_bits=64,
+                                                                        keep_numbers=settings.keep_numbers))
+    sets = [sorted_set(shingles.of(i)) for i in range(len(ids))]
+    sizes = np.array([len(x) for x in sets])
+    hashes = np.concatenate(sets)
+    owner = np.repeat(np.arange(len(ids)), sizes)
+    order = np.lexsort((owner, hashes))
+    hashes, owner = hashes[order], owner[order]
+    starts = np.flatnonzero(np.r_[True, hashes[1:] != hashes[:-1]])
+    codes = []
+    for start, end in zip(starts.tolist(), np.r_[starts[1:], len(hashes)].tolist()):
+        if 2 <= end - start <= postings:
+            i, j = np.triu_indices(end - start, 1)
+            codes.append(owner[start:end][i] * len(ids) + owner[start:end][j])
+    pairs, shared = np.unique(np.concatenate(codes or [np.empty(0, np.int64)]), return_counts=True)
+    a, b = pairs // len(ids), pairs % len(ids)
+    containment = shared / np.maximum(1, np.minimum(sizes[a], sizes[b]))
+    rows = [(ids[x], ids[y], c) for x, y, c in zip(a.tolist(), b.tolist(), containment.tolist())
+            if c >= 0.5 and site.get(ids[x]) != site.get(ids[y])]
+    syndicated = {(p.base, p.id) for p in typed.pages if p.kind == "syndicated"}
+    print(f"\ncross-site threshold chosen on one half (exact containment of every pair of two sites' pages, "
+          f"{len(rows):,} pairs at 0.5 or more; precision >= {PRECISION_GOAL} on the half), checked on the other:")
+    for side in (0, 1):
+        mine = [r for r in rows if half.get(r[0]) == side]
+        chosen = None
+        for t in np.round(np.arange(0.5, 0.951, 0.01), 2):
+            kept = [story[x] == story[y] for x, y, c in mine if c >= t]
+            if not kept or np.mean(kept) >= PRECISION_GOAL:
+                chosen = float(t)
+                break
+        other = [r for r in rows if half.get(r[0]) != side]
+        found = {(x, y) for x, y, c in other if c >= (chosen or 1.0)} | {(y, x) for x, y, c in other
+                                                                          if c >= (chosen or 1.0)}
+        targets = [pair for pair in syndicated if half.get(pair[0]) != side]
+        false = sum(story[x] != story[y] for x, y, c in other if c >= (chosen or 1.0))
+        print(f"  half {side} chooses {chosen}; half {1 - side}: syndicated {np.mean([p in found for p in targets]):.3f}"
+              f" of {len(targets)} (exact, before the index); cross-site false pairs {false}")
 
 
 def main() -> None:

@@ -39,7 +39,6 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import groupby
-from urllib.parse import urlsplit
 
 import numpy as np
 import sqlite_utils
@@ -70,14 +69,15 @@ PAD_KEY = -1  # padding in staging rows (real keys are >= 0)
 PAIR_SHIFT = 31  # a pair of doc numbers (each below 2**31) packed into one int64
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def site_of(url: str | None) -> str:
     """The site a page's URL names: its host, lower-cased, without "www." ("" when there is none)."""
-    if not url:
+    if not url or "://" not in url:
         return ""
-    try:
-        host = urlsplit(url).hostname or ""
-    except ValueError:
-        return ""
+    rest = url.split("://", 1)[1]
+    host = rest[:min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))]
+    host = host.rpartition("@")[2].lower()
+    host = host.split("]")[0].lstrip("[") if host.startswith("[") else host.partition(":")[0]
     return host[4:] if host.startswith("www.") else host
 
 
@@ -258,7 +258,8 @@ class _SignatureSource:
                  shingle_sets: dict[int, np.ndarray] | None = None, urls: Sequence[str] | None = None):
         self.db, self.settings = db, settings
         self.rows = {int(d): values[i] for i, d in enumerate(docs.tolist())}
-        self.sites = {int(d): site_of(u) for d, u in zip(docs.tolist(), urls)} if urls is not None else {}
+        self.urls = dict(zip(docs.tolist(), urls)) if urls is not None else {}  # sites made when first needed
+        self.sites: dict[int, str] = {}
         self.sets = dict(shingle_sets or {})  # as stored
         self.sorted: dict[int, np.ndarray] = {}  # comparable sets, made when first verified
 
@@ -273,6 +274,8 @@ class _SignatureSource:
     def same(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Whether each pair is of one site (``same_sites``), the pages' sites read once."""
         missing = [d for d in set(a.tolist()) | set(b.tolist()) if d not in self.sites]
+        self.sites.update({d: site_of(self.urls[d]) for d in missing if d in self.urls})
+        missing = [d for d in missing if d not in self.sites]
         for doc, url in _select_in(self.db, "SELECT doc, url FROM lsh_signatures WHERE doc IN ({ids})", missing):
             self.sites[doc] = site_of(url)
         return same_sites([self.sites.get(d, "") for d in a.tolist()], [self.sites.get(d, "") for d in b.tolist()])

@@ -65,7 +65,7 @@ VERIFY = "sample"  # how a candidate pair is verified: "sample" (Jaccard of stor
 # "estimate" (signature agreement: nothing more stored, but at 128 slots its error of +-0.035 near J = 0.8 costs
 # about 7% of precision and recall). Measured in bench/README_dedup.md.
 SAMPLE = 256  # shingle hashes a page keeps for verify="sample": its smallest (1 KiB a page at 32 bits)
-ANCHOR_RATE = 16  # a shingle is an anchor when its salted hash is 0 mod this; each pair of consecutive anchors of
+ANCHOR_RATE = 16  # one shingle in this many is an anchor (by its salted hash); each pair of consecutive anchors of
 # a text (in text order) is one more index key: a passage two texts share gives them the same keys whatever else
 # either holds, so a story inside a much longer page becomes a candidate (its Jaccard is far below the S-curve).
 # 0: no anchor keys. Chosen on the typed truth set (docs/near-duplicates.md)
@@ -552,13 +552,13 @@ def band_keys(values: np.ndarray, settings: ShingleSettings) -> np.ndarray:
     return (fmix64(acc) >> KEY_SHIFT).astype(np.int64)
 
 
-ANCHOR_SALT = 0x5851F42D4C957F2D  # salts the anchor test (fmix64(hash ^ salt ^ seed) % anchor_rate == 0)
+ANCHOR_SALT = 0x5851F42D4C957F2D  # salts the anchor test (fmix64(hash ^ salt ^ seed) < 2**64 / anchor_rate)
 ANCHOR_TAG = 0x2545F4914F6CDD1D  # makes anchor keys a family apart from band keys
 
 
 def anchor_keys(shingles: Shingles, settings: ShingleSettings) -> Shingles:
     """Each text's anchor keys (int64 in [0, 2**47), distinct, in text order of first occurrence): a shingle is an
-    anchor when fmix64(its hash ^ salt) is 0 mod ``anchor_rate``; every two consecutive anchors of a text make a
+    anchor when fmix64(its hash ^ salt) is below 2**64 / ``anchor_rate``; every two consecutive anchors make a
     key. Two texts that share a passage share its keys whatever surrounds it (content-defined sampling, as
     winnowing does for plagiarism search), so containment candidates do not depend on the texts' sizes. A text
     keeps its first ``anchor_keys``. The shingles must be in text order (``shingle_hashes`` output)."""
@@ -568,7 +568,7 @@ def anchor_keys(shingles: Shingles, settings: ShingleSettings) -> Shingles:
         return Shingles(np.empty(0, np.int64), np.zeros(docs + 1, np.int64))
     salt = _U64((ANCHOR_SALT ^ settings.seed) & MASK64)
     hashes = shingles.hashes.astype(np.uint64, copy=False)
-    chosen = np.flatnonzero(fmix64(hashes ^ salt) % _U64(settings.anchor_rate) == 0)
+    chosen = np.flatnonzero(fmix64(hashes ^ salt) < _U64(MASK64 // settings.anchor_rate))
     doc = np.searchsorted(shingles.offsets, chosen, side="right") - 1
     same = doc[1:] == doc[:-1]
     first, second = hashes[chosen[:-1]][same], hashes[chosen[1:]][same]

@@ -265,3 +265,27 @@ def test_sample_verification_matches_the_reference(tmp_path_factory, ops):
     assert stored_clusters(db) == reference_sample_clusters(pages)
     stored = lsh.stored_sets(db, [m.doc for _, ms in lsh.iter_clusters(db) for m in ms], SAMPLED)
     assert all(len(s) <= SAMPLED.sample and (np.diff(s.astype(np.int64)) > 0).all() for s in stored.values())
+
+
+def test_recent_keys_merge_into_the_band_index_and_lookups_read_both(tmp_path, monkeypatch):
+    monkeypatch.setattr(lsh, "RECENT_PAGES", 7)  # a merge every 7 pages or more
+    db = open_db(tmp_path / "index.db")
+    values = make_signatures(np.random.default_rng(5), 40, 4, 0.5)
+    names = [f"p{i:02d}" for i in range(40)]
+    for start in range(0, 40, 5):
+        add(db, names[start:start + 5], values[start:start + 5])
+    lsh.remove_pages(db, names[3:9])
+    add(db, names[3:6], values[3:6])  # back again, into lsh_recent
+    live = {n: v for i, (n, v) in enumerate(zip(names, values)) if not 6 <= i < 9}
+    assert stored_clusters(db) == reference_clusters(live)
+    check_invariants(db)
+    conn = db.conn
+    recent = conn.execute("SELECT count(DISTINCT doc) FROM lsh_recent").fetchone()[0]
+    assert conn.execute("SELECT count(*) FROM lsh_bands").fetchone()[0] and 0 < recent < 7
+    doc, signature = conn.execute("SELECT doc, signature FROM lsh_signatures WHERE doc IN"
+                                  " (SELECT doc FROM lsh_recent) LIMIT 1").fetchone()
+    assert doc in {m.doc for m, _ in lsh.query(db, np.frombuffer(signature, dtype=np.uint32), SETTINGS)}
+    pairs = np.concatenate(list(lsh.iter_candidate_pairs(db)))
+    keys = band_keys(np.stack(list(live.values())), SETTINGS)
+    assert len({tuple(p) for p in pairs.tolist()}) == sum(
+        (keys[i] == keys[j]).any() for j in range(len(live)) for i in range(j))
