@@ -19,7 +19,9 @@ The steps, each a function below:
    scheme "kperm" is classic MinHash with ``permutations`` independent hash functions, each a vector
    multiply-add-shift ``((a1*lo + a2*hi + b) mod 2**64) >> 32`` (Dietzfelbinger; strongly universal), whose
    mod 2**64 is uint64 wrap-around by design: no product is ever reduced by a prime that it might overflow.
-4. ``band_keys``: ``bands`` keys of ``rows`` slots each, hashed to 47-bit integers (6 bytes in SQLite).
+4. ``band_keys``: ``bands`` keys of ``rows`` slots each, hashed to 47-bit integers (6 bytes in SQLite);
+   ``anchor_keys``: one key per pair of consecutive anchor shingles (one in ``anchor_rate``, chosen by hash), the
+   first ``anchor_keys`` of a text: a passage two texts share gives both its keys, whatever their sizes.
 5. ``verification_sets``: what the index stores to verify a candidate pair: with ``verify="sample"`` (the default)
    each text's ``sample`` smallest distinct shingle hashes (a bottom-k sample: ``sample_jaccard`` is exact for
    texts with fewer distinct shingles, an estimate from at least ``sample`` of the union's hashes otherwise), with
