@@ -1,6 +1,6 @@
 """Near-duplicate quality: as people see near-duplicates (``--typed``), and against exact Jaccard >= 0.8.
 
-    python bench/neardup.py --typed [--per-type 100] [--seed 16] [--keep DIR [--reuse]]
+    python bench/neardup.py --typed [--per-type 100] [--seed 16] [--keep DIR [--reuse [--reindex JSON]]]
     python bench/neardup.py [--corpus ../shared/corpus] [--variants 1000] [--seed 4] [--write-set FILE.jsonl.gz]
 
 ``--typed``: the typed truth set of ``bench/typed_set.py`` (every dev-corpus page, ``--per-type`` edited copies of
@@ -258,6 +258,7 @@ JACCARD = {"n": 5, "rows": 6, "measure": "jaccard"}  # the text-level set measur
 TYPED_SEED = 16
 TEXT_SEED = 4
 PRECISION_GOAL = 0.995  # a held-out half chooses the lowest threshold with this precision and no same-site pair
+EXTRACT_BATCH = 200  # texts per index call of `templater extract` (pipeline.BATCH_PAGES)
 ARTICLE_WORDS = MIN_WORDS  # a page whose gold text is shorter has no article: its same-site pairs are counted apart
 
 
@@ -283,6 +284,25 @@ def run_cli(folder: Path, pages: Path, *, reuse: bool = False) -> tuple[dict[str
             cluster[r["id"]] = r["cluster"]
             canonical[r["cluster"]] = r["canonical"]
     return texts, cluster, canonical, seconds
+
+
+def reindex(texts: dict[str, str], typed, path: Path, changes: dict) -> tuple[dict[str, int], dict[int, str], float]:
+    """Index the extracted texts of a kept run again (in the order and batches ``extract`` indexes them, with the
+    fetch times the run gave) with the default settings changed by ``changes``: (id -> cluster, cluster ->
+    canonical, seconds). With no change it gives what the run's `templater dups` gave."""
+    import typed_set
+    url = {p.id: p.url for p in typed.pages}
+    fetched = {p.id: typed_set.ORIGINAL_TIME if p.kind == "original" else typed_set.COPY_TIME for p in typed.pages}
+    began = time.perf_counter()
+    db = open_db(path)
+    dedup.index_texts(db, [dedup.TextItem(x, url[x], text, 0, fetched[x]) for x, text in texts.items()],
+                      ShingleSettings(**changes), batch_size=EXTRACT_BATCH)
+    cluster, canonical = {}, {}
+    for row in dedup.iter_duplicates(db):
+        cluster[row["id"]] = row["cluster"]
+        canonical[row["cluster"]] = row["canonical"]
+    db.conn.close()
+    return cluster, canonical, time.perf_counter() - began
 
 
 def story_groups(typed) -> dict[str, str]:
@@ -338,8 +358,12 @@ def typed_report(args) -> None:
                 with open(saved, "wb") as f:
                     pickle.dump(typed_set.TypedSet([replace(p, html="") for p in typed.pages], typed.natural), f)
         texts, cluster, canonical, seconds = run_cli(folder, pages, reuse=reuse)
+        index_db = folder / "typed.db"
+        if args.reindex is not None:  # the same extracted texts, indexed again with other settings
+            index_db = Path(scratch) / "reindexed.db"
+            cluster, canonical, seconds = reindex(texts, typed, index_db, args.reindex)
         settings = json.loads(subprocess.run(
-            [str(Path(sys.executable).with_name("templater")), "dups-settings", "--db", str(folder / "typed.db"),
+            [str(Path(sys.executable).with_name("templater")), "dups-settings", "--db", str(index_db),
              "--json"], check=True, capture_output=True, text=True).stdout)
     settings = ShingleSettings.from_dict({k: settings[k] for k in ShingleSettings.__dataclass_fields__})
     print(f"templater run + dups: {seconds:.0f} s; index: {settings.kind} {settings.n}-grams, {settings.bands} x "
@@ -493,6 +517,10 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--typed", action="store_true", help="the typed truth set, run through the CLI")
     parser.add_argument("--per-type", type=int, default=100, help="--typed: copies of each edit type")
+    parser.add_argument("--reindex", type=json.loads, default=None, metavar="JSON",
+                        help='--typed --keep DIR --reuse: index the kept extracted texts again with these settings '
+                             'changed (a JSON object of ShingleSettings fields, e.g. \'{"anchor_rate": 0}\'; {}: the '
+                             'defaults), in-process, and score that instead of the run\'s `templater dups`')
     parser.add_argument("--reuse", action="store_true",
                         help="--typed: score the set and outputs already kept in --keep DIR (no new run)")
     parser.add_argument("--keep", type=Path, default=None,
