@@ -39,7 +39,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 
 import numpy as np
 
@@ -67,7 +67,7 @@ VERIFY = "sample"  # how a candidate pair is verified: "sample" (Jaccard of stor
 # "estimate" (signature agreement: nothing more stored, but at 128 slots its error of +-0.035 near J = 0.8 costs
 # about 7% of precision and recall). Measured in bench/README_dedup.md.
 SAMPLE = 256  # shingle hashes a page keeps for verify="sample": its smallest (1 KiB a page at 32 bits)
-ANCHOR_RATE = 16  # one shingle in this many is an anchor (by its salted hash); each pair of consecutive anchors of
+ANCHOR_RATE = 16  # one shingle in this many is an anchor (by its hash); each pair of consecutive anchors of
 # a text (in text order) is one more index key: a passage two texts share gives them the same keys whatever else
 # either holds, so a story inside a much longer page becomes a candidate (its Jaccard is far below the S-curve).
 # 0: no anchor keys. Chosen on the typed truth set (docs/near-duplicates.md)
@@ -428,8 +428,17 @@ def _kperm_params(seed: int, permutations: int) -> np.ndarray:
 def sign(texts: Sequence[str], settings: ShingleSettings | None = None) -> Signatures:
     """MinHash signatures of ``texts`` (batched internally by BATCH_CHARS characters)."""
     settings = settings or ShingleSettings()
-    parts = [sign_shingles(shingle_hashes(batch, settings), settings) for batch in iter_batches(texts)]
-    return concat_signatures(parts, settings)
+    hashed = [shingle_hashes(batch, settings) for batch in iter_batches(texts)]
+    signed = concat_signatures([sign_shingles(p, settings, anchors=False) for p in hashed], settings)
+    return replace(signed, anchors=anchor_keys(concat_shingles(hashed), settings))
+
+
+def concat_shingles(parts: Sequence[Shingles]) -> Shingles:
+    """The shingles of consecutive batches as one (anchor keys are made once for all: each call has a cost)."""
+    if not parts:
+        return Shingles(np.empty(0, np.uint64), np.zeros(1, np.int64))
+    counts = np.concatenate([p.counts for p in parts])
+    return Shingles(np.concatenate([p.hashes for p in parts]), np.concatenate(([0], np.cumsum(counts))).astype(np.int64))
 
 
 def concat_signatures(parts: Sequence[Signatures], settings: ShingleSettings) -> Signatures:
@@ -458,15 +467,16 @@ def iter_batches(texts: Sequence[str], batch_chars: int = BATCH_CHARS) -> Iterab
         yield texts[start:]
 
 
-def sign_shingles(shingles: Shingles, settings: ShingleSettings) -> Signatures:
-    """MinHash signatures of shingle hashes (the kernel; ``sign`` = ``shingle_hashes`` + this)."""
+def sign_shingles(shingles: Shingles, settings: ShingleSettings, *, anchors: bool = True) -> Signatures:
+    """MinHash signatures of shingle hashes (the kernel; ``sign`` = ``shingle_hashes`` + this), with the texts'
+    anchor keys unless ``anchors`` is false (``sign`` makes them once for all its batches)."""
     counts = shingles.counts
     if settings.scheme == "oph":
         values = _sign_oph(shingles, settings)
     else:
         values = _sign_kperm(shingles, settings)
     values[counts == 0] = EMPTY_SLOT
-    return Signatures(values, counts == 0, settings, anchor_keys(shingles, settings))
+    return Signatures(values, counts == 0, settings, anchor_keys(shingles, settings) if anchors else None)
 
 
 def _sign_oph(shingles: Shingles, settings: ShingleSettings) -> np.ndarray:
@@ -554,23 +564,23 @@ def band_keys(values: np.ndarray, settings: ShingleSettings) -> np.ndarray:
     return (fmix64(acc) >> KEY_SHIFT).astype(np.int64)
 
 
-ANCHOR_SALT = 0x5851F42D4C957F2D  # salts the anchor test (fmix64(hash ^ salt ^ seed) < 2**64 / anchor_rate)
 ANCHOR_TAG = 0x2545F4914F6CDD1D  # makes anchor keys a family apart from band keys
 
 
 def anchor_keys(shingles: Shingles, settings: ShingleSettings) -> Shingles:
     """Each text's anchor keys (int64 in [0, 2**47), distinct, in text order of first occurrence): a shingle is an
-    anchor when fmix64(its hash ^ salt) is below 2**64 / ``anchor_rate``; every two consecutive anchors make a
-    key. Two texts that share a passage share its keys whatever surrounds it (content-defined sampling, as
-    winnowing does for plagiarism search), so containment candidates do not depend on the texts' sizes. A text
-    keeps its first ``anchor_keys``. The shingles must be in text order (``shingle_hashes`` output)."""
+    anchor when its hash (already uniform: an fmix64 output) is below 2**hash_bits / ``anchor_rate`` (one
+    comparison a shingle; the signature's hashes mix each shingle hash again, so the two do not interact); every
+    two consecutive anchors make a key. Two texts that share a passage share its keys whatever surrounds it
+    (content-defined sampling, as winnowing does for plagiarism search), so containment candidates do not depend on
+    the texts' sizes. A text keeps its first ``anchor_keys`` keys (a key repeated among them counts once). The
+    shingles must be in text order (``shingle_hashes`` output)."""
     counts = shingles.counts
     docs = len(counts)
     if settings.anchor_rate == 0 or settings.anchor_keys == 0 or not len(shingles.hashes):
         return Shingles(np.empty(0, np.int64), np.zeros(docs + 1, np.int64))
-    salt = _U64((ANCHOR_SALT ^ settings.seed) & MASK64)
     hashes = shingles.hashes.astype(np.uint64, copy=False)
-    chosen = np.flatnonzero(fmix64(hashes ^ salt) < _U64(MASK64 // settings.anchor_rate))
+    chosen = np.flatnonzero(hashes < _U64(((1 << settings.hash_bits) - 1) // settings.anchor_rate))
     doc = np.searchsorted(shingles.offsets, chosen, side="right") - 1
     same = doc[1:] == doc[:-1]
     first, second = hashes[chosen[:-1]][same], hashes[chosen[1:]][same]
@@ -578,15 +588,13 @@ def anchor_keys(shingles: Shingles, settings: ShingleSettings) -> Shingles:
     acc = first * _U64(BAND_BASE) + _U64(ANCHOR_TAG)
     acc = fmix64((acc + second) * _U64(BAND_BASE))
     keys = (acc >> KEY_SHIFT).astype(np.int64)
-    # distinct keys of each text, kept in text order, at most anchor_keys of them
+    # each text's first anchor_keys keys in text order (key_doc is ascending), then without repeats
+    rank = np.arange(len(keys)) - np.searchsorted(key_doc, key_doc)
+    keys, key_doc = keys[rank < settings.anchor_keys], key_doc[rank < settings.anchor_keys]
     order = np.lexsort((np.arange(len(keys)), keys, key_doc))
-    fresh = np.r_[True, (keys[order][1:] != keys[order][:-1]) | (key_doc[order][1:] != key_doc[order][:-1])]
-    keep = np.sort(order[fresh[:len(order)]])
-    keys, key_doc = keys[keep], key_doc[keep]
-    starts = np.searchsorted(key_doc, np.arange(docs))
-    rank = np.arange(len(keys)) - starts[key_doc] if len(keys) else np.empty(0, np.int64)
-    keep = rank < settings.anchor_keys
-    keys, key_doc = keys[keep], key_doc[keep]
+    repeat = np.zeros(len(keys), bool)
+    repeat[order[1:]] = (keys[order][1:] == keys[order][:-1]) & (key_doc[order][1:] == key_doc[order][:-1])
+    keys, key_doc = keys[~repeat], key_doc[~repeat]
     offsets = np.concatenate(([0], np.cumsum(np.bincount(key_doc, minlength=docs)))).astype(np.int64)
     return Shingles(keys, offsets)
 
