@@ -360,7 +360,9 @@ def typed_report(args) -> None:
         texts, cluster, canonical, seconds = run_cli(folder, pages, reuse=reuse)
         index_db = folder / "typed.db"
         if args.reindex is not None:  # the same extracted texts, indexed again with other settings
-            index_db = Path(scratch) / "reindexed.db"
+            index_db = folder / "reindexed.db"
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{index_db}{suffix}").unlink(missing_ok=True)
             cluster, canonical, seconds = reindex(texts, typed, index_db, args.reindex)
         settings = json.loads(subprocess.run(
             [str(Path(sys.executable).with_name("templater")), "dups-settings", "--db", str(index_db),
@@ -403,7 +405,7 @@ def typed_report(args) -> None:
     original_first = sum(canonical[cluster[base]] == base for base, _ in pairs)
     print(f"\ncanonical page is the original (fetched first) in {original_first} of {len(pairs)} found pairs' clusters")
     choose_threshold(positives, negatives, measures, half, settings)
-    choose_cross_site_threshold(texts, typed, half, settings)
+    choose_cross_site_threshold(texts, typed, half, settings, index_db)
     compare_shingles(texts, positives, negatives, settings)
 
 
@@ -465,36 +467,24 @@ def choose_threshold(positives, negatives, measures, half, settings) -> None:
 
 
 def choose_cross_site_threshold(texts: dict[str, str], typed, half: dict[str, int], settings: ShingleSettings,
-                                postings: int = 300) -> None:
-    """The cross-site threshold each held-out half would choose: over every pair of pages of two different sites
-    that shares enough shingles (exact containment of the extracted texts; an inverted index over word n-grams,
-    n-grams of more than ``postings`` pages left out), the lowest threshold with precision >= 0.995 on that half
-    (a pair belongs to the half of its first page), and the syndicated recall it gives the other half."""
+                                index_db: Path) -> None:
+    """The cross-site threshold each held-out half would choose: over every candidate pair of the run's index (pages
+    sharing a band or anchor key) whose pages are of two sites, exact containment of the extracted texts; the lowest
+    threshold with precision >= 0.995 on that half's pairs (a pair belongs to the half of its first page), and the
+    syndicated recall (exact, among the candidates) it gives the other half."""
     story = story_groups(typed)
     site = {p.id: p.site for p in typed.pages}
-    ids = sorted(texts)
-    shingles = shingle_hashes([texts[x] for x in ids], ShingleSettings(kind=settings.kind, n=settings.n, hash_bits=64,
-                                                                        keep_numbers=settings.keep_numbers))
-    sets = [sorted_set(shingles.of(i)) for i in range(len(ids))]
-    sizes = np.array([len(x) for x in sets])
-    hashes = np.concatenate(sets)
-    owner = np.repeat(np.arange(len(ids)), sizes)
-    order = np.lexsort((owner, hashes))
-    hashes, owner = hashes[order], owner[order]
-    starts = np.flatnonzero(np.r_[True, hashes[1:] != hashes[:-1]])
-    codes = []
-    for start, end in zip(starts.tolist(), np.r_[starts[1:], len(hashes)].tolist()):
-        if 2 <= end - start <= postings:
-            i, j = np.triu_indices(end - start, 1)
-            codes.append(owner[start:end][i] * len(ids) + owner[start:end][j])
-    pairs, shared = np.unique(np.concatenate(codes or [np.empty(0, np.int64)]), return_counts=True)
-    a, b = pairs // len(ids), pairs % len(ids)
-    containment = shared / np.maximum(1, np.minimum(sizes[a], sizes[b]))
-    rows = [(ids[x], ids[y], c) for x, y, c in zip(a.tolist(), b.tolist(), containment.tolist())
-            if c >= 0.5 and site.get(ids[x]) != site.get(ids[y])]
-    syndicated = {(p.base, p.id) for p in typed.pages if p.kind == "syndicated"}
-    print(f"\ncross-site threshold chosen on one half (exact containment of every pair of two sites' pages, "
-          f"{len(rows):,} pairs at 0.5 or more; precision >= {PRECISION_GOAL} on the half), checked on the other:")
+    db = open_db(index_db)
+    codes = np.unique(np.concatenate([(p[:, 0] << 31) | p[:, 1] for p in lsh.iter_candidate_pairs(db)]
+                                     or [np.empty(0, np.int64)]))
+    names = lsh.page_ids(db, np.unique(np.r_[codes >> 31, codes & ((1 << 31) - 1)]).tolist())
+    db.conn.close()
+    pairs = [(names[a][0], names[b][0]) for a, b in zip((codes >> 31).tolist(), (codes & ((1 << 31) - 1)).tolist())]
+    pairs = [(a, b) for a, b in pairs if site.get(a) != site.get(b)]
+    rows = [(a, b, c) for (a, b), (c, _) in zip(pairs, pair_measures(texts, pairs, settings))]
+    syndicated = {frozenset((p.base, p.id)) for p in typed.pages if p.kind == "syndicated"}
+    print(f"\ncross-site threshold chosen on one half (exact containment of the {len(rows):,} candidate pairs of two "
+          f"sites' pages; precision >= {PRECISION_GOAL} on the half), checked on the other:")
     for side in (0, 1):
         mine = [r for r in rows if half.get(r[0]) == side]
         chosen = None
@@ -503,13 +493,12 @@ def choose_cross_site_threshold(texts: dict[str, str], typed, half: dict[str, in
             if not kept or np.mean(kept) >= PRECISION_GOAL:
                 chosen = float(t)
                 break
-        other = [r for r in rows if half.get(r[0]) != side]
-        found = {(x, y) for x, y, c in other if c >= (chosen or 1.0)} | {(y, x) for x, y, c in other
-                                                                          if c >= (chosen or 1.0)}
-        targets = [pair for pair in syndicated if half.get(pair[0]) != side]
-        false = sum(story[x] != story[y] for x, y, c in other if c >= (chosen or 1.0))
+        other = [r for r in rows if half.get(r[0]) != side and r[2] >= (chosen or 1.0)]
+        found = {frozenset((x, y)) for x, y, _ in other}
+        targets = [pair for pair in syndicated if half.get(min(pair, key=lambda x: "~" in x)) != side]
+        false = sum(story[x] != story[y] for x, y, _ in other)
         print(f"  half {side} chooses {chosen}; half {1 - side}: syndicated {np.mean([p in found for p in targets]):.3f}"
-              f" of {len(targets)} (exact, before the index); cross-site false pairs {false}")
+              f" of {len(targets)}; cross-site false pairs {false} of {len(other)}")
 
 
 def main() -> None:
