@@ -75,7 +75,7 @@ ANCHOR_KEYS = 12  # anchor keys a page keeps at most: its first in text order (a
 SAME_SITE_JACCARD = 0.3  # pages of one site must also reach this Jaccard: a short extraction that sits inside a
 # longer one of its site is mostly the site's own leftovers, not a copy (pairs this far below the S-curve seldom
 # were candidates before anchor keys made them so); 0: no floor
-CROSS_SITE_THRESHOLD = 0.7  # the threshold for two pages of different sites (hosts): they share no template, so
+CROSS_SITE_THRESHOLD = 0.75  # the threshold for two pages of different sites (hosts): they share no template, so
 # shared text is the story (syndication: new headline, another last paragraph, the host's own leftovers); pages
 # of one site keep THRESHOLD (their extractions can share leaked template text). Chosen on held-out halves of the
 # typed truth set (docs/near-duplicates.md)

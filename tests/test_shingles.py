@@ -416,5 +416,5 @@ def test_site_of_and_thresholds_by_site():
     assert site_of("http://user@x.org#f") == "x.org" and site_of("not a url") == "" and site_of(None) == ""
     assert same_sites(["a.org", "a.org", ""], ["a.org", "b.org", "b.org"]).tolist() == [True, False, True]
     settings = ShingleSettings()
-    assert settings.threshold_for(np.array([True, False])).tolist() == [0.8, 0.7]
+    assert settings.threshold_for(np.array([True, False])).tolist() == [0.8, 0.75]
     assert ShingleSettings(threshold=0.6).cross_site_threshold == 0.6  # never above the threshold
