@@ -497,8 +497,9 @@ def choose_cross_site_threshold(texts: dict[str, str], typed, half: dict[str, in
         found = {frozenset((x, y)) for x, y, _ in other}
         targets = [pair for pair in syndicated if half.get(min(pair, key=lambda x: "~" in x)) != side]
         false = sum(story[x] != story[y] for x, y, _ in other)
-        print(f"  half {side} chooses {chosen}; half {1 - side}: syndicated {np.mean([p in found for p in targets]):.3f}"
-              f" of {len(targets)}; cross-site false pairs {false} of {len(other)}")
+        recall = np.mean([p in found for p in targets])
+        print(f"  half {side} chooses {chosen}; half {1 - side}: syndicated {recall:.3f} of {len(targets)}; "
+              f"cross-site false pairs {false} of {len(other)}")
 
 
 def main() -> None:

@@ -438,7 +438,8 @@ def concat_shingles(parts: Sequence[Shingles]) -> Shingles:
     if not parts:
         return Shingles(np.empty(0, np.uint64), np.zeros(1, np.int64))
     counts = np.concatenate([p.counts for p in parts])
-    return Shingles(np.concatenate([p.hashes for p in parts]), np.concatenate(([0], np.cumsum(counts))).astype(np.int64))
+    offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    return Shingles(np.concatenate([p.hashes for p in parts]), offsets)
 
 
 def concat_signatures(parts: Sequence[Signatures], settings: ShingleSettings) -> Signatures:
