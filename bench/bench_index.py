@@ -3,6 +3,7 @@
     python bench/bench_index.py [--n 1000000] [--batch 50000] [--commit each|growing] [--dup-share 0.1]
                                 [--lookups 2000] [--db FILE]
                                 [--page-size 0] [--verify sample|exact|estimate] [--set-size 1000] [--sample 256]
+                                [--anchor-rate 16]
                                 [--keep]
 
 Synthetic signatures (default settings: 128 slots, 16 bands x 6 rows, threshold 0.8) with planted near-duplicates:
@@ -46,7 +47,7 @@ from store import lsh  # noqa: E402
 from store.db import open_db  # noqa: E402
 from store.lsh import IndexedPage  # noqa: E402
 from templater.pipeline import GrowingBatch  # noqa: E402
-from templater.shingles import ShingleSettings, Shingles, Signatures  # noqa: E402
+from templater.shingles import ShingleSettings, Shingles, Signatures, anchor_keys  # noqa: E402
 
 POOL = 20_000  # recent originals a planted duplicate may copy
 CHUNK = 5_000  # synthetic pages whose full shingle sets are made at once
@@ -67,28 +68,30 @@ def perturb(rng: np.random.Generator, rows: np.ndarray, share: np.ndarray) -> np
 
 
 def make_batch(rng: np.random.Generator, count: int, pool: tuple[np.ndarray, np.ndarray], args,
-               k: int) -> tuple[np.ndarray, Shingles | None, np.ndarray, int]:
+               settings: ShingleSettings) -> tuple[np.ndarray, Shingles | None, np.ndarray, int, Shingles]:
     """Signatures of ``count`` pages (some planted copies of the pool's pages), what the index is given to verify
-    them, and the full synthetic sets of the last POOL pages (the next pool). Sets are made CHUNK pages at a time,
-    so the benchmark's own arrays stay small beside the index's memory."""
+    them, the full synthetic sets of the last POOL pages (the next pool), and the pages' anchor keys (the set in its
+    drawn order standing for text order). Sets are made CHUNK pages at a time, so the benchmark's own arrays stay
+    small beside the index's memory."""
+    k = settings.permutations
     values = rng.integers(0, 2**32, size=(count, k), dtype=np.uint32)
     dups = np.flatnonzero(rng.random(count) < args.dup_share) if len(pool[0]) else np.empty(0, np.int64)
     source = rng.integers(0, len(pool[0]), size=len(dups)) if len(dups) else dups
     share = rng.uniform(0, MAX_NOISE, size=len(dups))
     if len(dups):
         values[dups] = perturb(rng, pool[0][source], share)
-    if args.verify == "estimate":  # no shingle sets at all
-        return values, None, pool[1], len(dups)
-    parts, tail = [], []
+    parts, tail, anchors = [], [], []
     for start in range(0, count, CHUNK):
         sets = rng.integers(0, 2**32, size=(min(CHUNK, count - start), args.set_size), dtype=np.uint32)
         mine = (dups >= start) & (dups < start + len(sets))
         if mine.any():
             sets[dups[mine] - start] = perturb(rng, pool[1][source[mine]], share[mine])
         parts.append(verification_input(sets, args.verify, args.sample))
+        anchors.append(anchor_keys(Shingles(sets.ravel().astype(np.uint64), np.arange(len(sets) + 1) * args.set_size),
+                                   settings))
         if start + len(sets) > count - POOL:
             tail.append(sets[max(0, count - POOL - start):])
-    return values, _joined(parts), np.concatenate(tail), len(dups)
+    return values, _joined(parts), np.concatenate(tail), len(dups), _joined(anchors)
 
 
 def verification_input(sets: np.ndarray, verify: str, sample: int) -> Shingles | None:
@@ -129,10 +132,10 @@ def insert_all(db, args, settings: ShingleSettings) -> tuple[int, list[float], l
     growing = GrowingBatch(db) if args.commit == "growing" else None
     for start in range(0, args.n, args.batch):
         count = min(args.batch, args.n - start)
-        values, shingles, sets, dups = make_batch(rng, count, pool, args, settings.permutations)
+        values, shingles, sets, dups, anchors = make_batch(rng, count, pool, args, settings)
         planted += dups
         pages = [IndexedPage(page_id(i), page_id(i)) for i in range(start, start + count)]
-        signatures = Signatures(values, np.zeros(count, bool), settings)
+        signatures = Signatures(values, np.zeros(count, bool), settings, anchors)
         began, cpu = time.perf_counter(), time.process_time()
         if growing:
             growing.begin()
@@ -197,17 +200,20 @@ def main() -> None:
     parser.add_argument("--set-size", type=int, default=1000, help="distinct shingles a synthetic page has")
     parser.add_argument("--sample", type=int, default=ShingleSettings().sample,
                         help="hashes a page keeps with --verify sample")
+    parser.add_argument("--anchor-rate", type=int, default=ShingleSettings().anchor_rate,
+                        help="one shingle in this many is an anchor (0: no anchor keys, band keys only)")
     parser.add_argument("--keep", action="store_true", help="keep the database file")
     args = parser.parse_args()
     path = args.db or Path(tempfile.mkdtemp(prefix="bench-index-")) / "index.db"
     if path.exists():
         sys.exit(f"{path} exists: give a new --db path")
-    settings = ShingleSettings(verify=args.verify, sample=args.sample)
+    settings = ShingleSettings(verify=args.verify, sample=args.sample, anchor_rate=args.anchor_rate)
     db = create(path, args.page_size)
     page_size = db.conn.execute("PRAGMA page_size").fetchone()[0]
     print(f"{args.n:,} synthetic signatures in batches of {args.batch:,} ({args.commit} commits), "
           f"{args.dup_share:.0%} planted duplicates; "
-          f"{settings.bands} bands x {settings.rows} rows; verify={settings.verify}"
+          f"{settings.bands} bands x {settings.rows} rows, anchor keys 1 in {settings.anchor_rate} (up to "
+          f"{settings.anchor_keys} a page; 0: none); verify={settings.verify}"
           f"{f' ({args.sample} of {args.set_size} shingles a page)' if args.verify == 'sample' else ''}"
           f"{f' ({args.set_size} shingles a page)' if args.verify == 'exact' else ''}; SQLite page size {page_size}; "
           f"{path}")

@@ -1,6 +1,6 @@
 """Near-duplicate quality: as people see near-duplicates (``--typed``), and against exact Jaccard >= 0.8.
 
-    python bench/neardup.py --typed [--per-type 100] [--seed 16] [--keep DIR [--reuse]]
+    python bench/neardup.py --typed [--per-type 100] [--seed 16] [--keep DIR [--reuse [--reindex JSON]]]
     python bench/neardup.py [--corpus ../shared/corpus] [--variants 1000] [--seed 4] [--write-set FILE.jsonl.gz]
 
 ``--typed``: the typed truth set of ``bench/typed_set.py`` (every dev-corpus page, ``--per-type`` edited copies of
@@ -258,6 +258,7 @@ JACCARD = {"n": 5, "rows": 6, "measure": "jaccard"}  # the text-level set measur
 TYPED_SEED = 16
 TEXT_SEED = 4
 PRECISION_GOAL = 0.995  # a held-out half chooses the lowest threshold with this precision and no same-site pair
+EXTRACT_BATCH = 200  # texts per index call of `templater extract` (pipeline.BATCH_PAGES)
 ARTICLE_WORDS = MIN_WORDS  # a page whose gold text is shorter has no article: its same-site pairs are counted apart
 
 
@@ -283,6 +284,25 @@ def run_cli(folder: Path, pages: Path, *, reuse: bool = False) -> tuple[dict[str
             cluster[r["id"]] = r["cluster"]
             canonical[r["cluster"]] = r["canonical"]
     return texts, cluster, canonical, seconds
+
+
+def reindex(texts: dict[str, str], typed, path: Path, changes: dict) -> tuple[dict[str, int], dict[int, str], float]:
+    """Index the extracted texts of a kept run again (in the order and batches ``extract`` indexes them, with the
+    fetch times the run gave) with the default settings changed by ``changes``: (id -> cluster, cluster ->
+    canonical, seconds). With no change it gives what the run's `templater dups` gave."""
+    import typed_set
+    url = {p.id: p.url for p in typed.pages}
+    fetched = {p.id: typed_set.ORIGINAL_TIME if p.kind == "original" else typed_set.COPY_TIME for p in typed.pages}
+    began = time.perf_counter()
+    db = open_db(path)
+    dedup.index_texts(db, [dedup.TextItem(x, url[x], text, 0, fetched[x]) for x, text in texts.items()],
+                      ShingleSettings(**changes), batch_size=EXTRACT_BATCH)
+    cluster, canonical = {}, {}
+    for row in dedup.iter_duplicates(db):
+        cluster[row["id"]] = row["cluster"]
+        canonical[row["cluster"]] = row["canonical"]
+    db.conn.close()
+    return cluster, canonical, time.perf_counter() - began
 
 
 def story_groups(typed) -> dict[str, str]:
@@ -338,8 +358,14 @@ def typed_report(args) -> None:
                 with open(saved, "wb") as f:
                     pickle.dump(typed_set.TypedSet([replace(p, html="") for p in typed.pages], typed.natural), f)
         texts, cluster, canonical, seconds = run_cli(folder, pages, reuse=reuse)
+        index_db = folder / "typed.db"
+        if args.reindex is not None:  # the same extracted texts, indexed again with other settings
+            index_db = folder / "reindexed.db"
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{index_db}{suffix}").unlink(missing_ok=True)
+            cluster, canonical, seconds = reindex(texts, typed, index_db, args.reindex)
         settings = json.loads(subprocess.run(
-            [str(Path(sys.executable).with_name("templater")), "dups-settings", "--db", str(folder / "typed.db"),
+            [str(Path(sys.executable).with_name("templater")), "dups-settings", "--db", str(index_db),
              "--json"], check=True, capture_output=True, text=True).stdout)
     settings = ShingleSettings.from_dict({k: settings[k] for k in ShingleSettings.__dataclass_fields__})
     print(f"templater run + dups: {seconds:.0f} s; index: {settings.kind} {settings.n}-grams, {settings.bands} x "
@@ -379,6 +405,7 @@ def typed_report(args) -> None:
     original_first = sum(canonical[cluster[base]] == base for base, _ in pairs)
     print(f"\ncanonical page is the original (fetched first) in {original_first} of {len(pairs)} found pairs' clusters")
     choose_threshold(positives, negatives, measures, half, settings)
+    choose_cross_site_threshold(texts, typed, half, settings, index_db)
     compare_shingles(texts, positives, negatives, settings)
 
 
@@ -412,8 +439,11 @@ def choose_threshold(positives, negatives, measures, half, settings) -> None:
     """The threshold each held-out half would choose, and what it gives the other half (exact measures)."""
     candidates = np.round(np.arange(0.5, 0.951, 0.01), 2)
     print(f"\nthreshold chosen on one half of the sites ({settings.measure}, exact on the extracted texts; the "
-          "lowest with no false pair of one site's articles and precision >= 0.995), checked on the other:")
+          "lowest with no false pair of one site's articles and precision >= 0.995; pairs of one site also need "
+          f"Jaccard >= {settings.same_site_jaccard}), checked on the other:")
     column = 0 if settings.measure == "containment" else 1
+    floor = settings.same_site_jaccard if settings.measure == "containment" else 0.0
+    measures = {pair: (value if value[1] >= floor else (0.0, 0.0)) for pair, value in measures.items()}
     for side in (0, 1):
         def split(rows, wanted):
             return [(k, a, b) for k, a, b in rows if (half[a] == wanted)]
@@ -436,11 +466,51 @@ def choose_threshold(positives, negatives, measures, half, settings) -> None:
               ", ".join(f"{k} {np.mean(v):.3f}" for k, v in recall.items()) + f"; same-site false pairs {false}")
 
 
+def choose_cross_site_threshold(texts: dict[str, str], typed, half: dict[str, int], settings: ShingleSettings,
+                                index_db: Path) -> None:
+    """The cross-site threshold each held-out half would choose: over every candidate pair of the run's index (pages
+    sharing a band or anchor key) whose pages are of two sites, exact containment of the extracted texts; the lowest
+    threshold with precision >= 0.995 on that half's pairs (a pair belongs to the half of its first page), and the
+    syndicated recall (exact, among the candidates) it gives the other half."""
+    story = story_groups(typed)
+    site = {p.id: p.site for p in typed.pages}
+    db = open_db(index_db)
+    codes = np.unique(np.concatenate([(p[:, 0] << 31) | p[:, 1] for p in lsh.iter_candidate_pairs(db)]
+                                     or [np.empty(0, np.int64)]))
+    names = lsh.page_ids(db, np.unique(np.r_[codes >> 31, codes & ((1 << 31) - 1)]).tolist())
+    db.conn.close()
+    pairs = [(names[a][0], names[b][0]) for a, b in zip((codes >> 31).tolist(), (codes & ((1 << 31) - 1)).tolist())]
+    pairs = [(a, b) for a, b in pairs if site.get(a) != site.get(b)]
+    rows = [(a, b, c) for (a, b), (c, _) in zip(pairs, pair_measures(texts, pairs, settings))]
+    syndicated = {frozenset((p.base, p.id)) for p in typed.pages if p.kind == "syndicated"}
+    print(f"\ncross-site threshold chosen on one half (exact containment of the {len(rows):,} candidate pairs of two "
+          f"sites' pages; precision >= {PRECISION_GOAL} on the half), checked on the other:")
+    for side in (0, 1):
+        mine = [r for r in rows if half.get(r[0]) == side]
+        chosen = None
+        for t in np.round(np.arange(0.5, 0.951, 0.01), 2):
+            kept = [story[x] == story[y] for x, y, c in mine if c >= t]
+            if not kept or np.mean(kept) >= PRECISION_GOAL:
+                chosen = float(t)
+                break
+        other = [r for r in rows if half.get(r[0]) != side and r[2] >= (chosen or 1.0)]
+        found = {frozenset((x, y)) for x, y, _ in other}
+        targets = [pair for pair in syndicated if half.get(min(pair, key=lambda x: "~" in x)) != side]
+        false = sum(story[x] != story[y] for x, y, _ in other)
+        recall = np.mean([p in found for p in targets])
+        print(f"  half {side} chooses {chosen}; half {1 - side}: syndicated {recall:.3f} of {len(targets)}; "
+              f"cross-site false pairs {false} of {len(other)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--typed", action="store_true", help="the typed truth set, run through the CLI")
     parser.add_argument("--per-type", type=int, default=100, help="--typed: copies of each edit type")
+    parser.add_argument("--reindex", type=json.loads, default=None, metavar="JSON",
+                        help='--typed --keep DIR --reuse: index the kept extracted texts again with these settings '
+                             'changed (a JSON object of ShingleSettings fields, e.g. \'{"anchor_rate": 0}\'; {}: the '
+                             'defaults), in-process, and score that instead of the run\'s `templater dups`')
     parser.add_argument("--reuse", action="store_true",
                         help="--typed: score the set and outputs already kept in --keep DIR (no new run)")
     parser.add_argument("--keep", type=Path, default=None,

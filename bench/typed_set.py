@@ -208,27 +208,26 @@ def parse_doc(html: str, gold: str) -> Doc | None:
 # --- new text ------------------------------------------------------------------------------------------------
 
 class Sentences:
-    """Sentences of the gold corpus by site, to draw new text from."""
+    """Sentences of the gold corpus, to draw new text from."""
 
     def __init__(self, originals: list[Original]):
-        self.by_site: dict[str, list[list[str]]] = defaultdict(list)
+        self.pool: list[tuple[str, list[str]]] = []
         for o in originals:
             for sentence in re.split(r"(?<=[.!?])\s+", o.gold):
                 words = sentence.split()
                 if 5 <= len(words) <= 40:
-                    self.by_site[o.site].append(words)
-        self.sites = sorted(self.by_site)
+                    self.pool.append((o.site, words))
         self.vocabulary = [w for o in originals for w in o.gold.split()]
 
     def text(self, rng: np.random.Generator, words: int, avoid: set[str]) -> list[str]:
-        """About ``words`` words of sentences, each from a random gold text of a site not in ``avoid``."""
+        """About ``words`` words of sentences, each drawn uniformly from the whole corpus's sentences of sites not in
+        ``avoid``. (Drawing a site first, then one of its sentences, rebuilt the few sentences of a one-page site
+        almost whole inside new text: a copy of that page, counted as a false pair.)"""
         out: list[str] = []
         while len(out) < words:
-            site = self.sites[rng.integers(len(self.sites))]
-            if site in avoid:
-                continue
-            pool = self.by_site[site]
-            out.extend(pool[rng.integers(len(pool))])
+            site, sentence = self.pool[rng.integers(len(self.pool))]
+            if site not in avoid:
+                out.extend(sentence)
         return out[:max(words, 1)]
 
     def word(self, rng: np.random.Generator) -> str:

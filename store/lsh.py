@@ -7,16 +7,21 @@ Tables (component "lsh"):
     lsh_signatures  doc INTEGER PK, page_id UNIQUE, url, signature BLOB (uint32 slots), first_seen (generation),
                     boilerplate_chars, text_chars, cluster (a cluster's label is the doc number of one member;
                     a page alone has cluster = doc; a partial index holds only pages whose cluster != doc),
-                    fetched_at (when the page was fetched, UTC ISO-8601, NULL when unknown; added by migration 2)
-    lsh_bands       (key, doc) WITHOUT ROWID: one 47-bit key per band
+                    fetched_at (when the page was fetched, UTC ISO-8601, NULL when unknown; added by migration 2),
+                    anchors (its anchor keys as int64 bytes, NULL without any; added by migration 3)
+    lsh_bands       (key, doc) WITHOUT ROWID: one 47-bit key per band, and one per anchor key
+    lsh_recent      the same rows for the pages added since the last merge (at most about RECENT_PAGES pages): new
+                    keys go in here, a small table whose pages stay in the cache, and move to lsh_bands in one sorted
+                    pass when it is full (added by migration 3; every lookup reads both)
     lsh_links       (doc, other) WITHOUT ROWID, both directions: a spanning forest of every cluster, the verified
                     pairs that joined it; removing a page whose links leave one piece needs no re-verification
     lsh_shingles    doc -> the page's verification set, 4 or 8 bytes a hash: its bottom-k sample (verify =
                     "sample") or every shingle hash in text order (verify = "exact"); nothing with "estimate"
     dup_clusters    cluster -> size, for clusters of two or more pages
 
-Clusters are the connected components of the graph whose edges are candidate pairs (sharing a band key) whose
-similarity reaches the threshold. A band key shared by more than BUCKET_CAP pages offers only its first
+Clusters are the connected components of the graph whose edges are candidate pairs (sharing a band key or an
+anchor key) whose similarity reaches the threshold: ``threshold`` for two pages of one site (host),
+``cross_site_threshold`` for pages of two sites. A band key shared by more than BUCKET_CAP pages offers only its first
 BUCKET_CAP pages (by doc number) as candidates: such buckets hold near-identical pages, and the cap keeps one
 popular page from costing a quadratic number of comparisons.
 
@@ -31,8 +36,8 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from itertools import groupby
 
 import numpy as np
@@ -42,19 +47,56 @@ from store.db import MIGRATIONS_TABLE, db_name, migrate, transaction
 from templater.errors import InputError, SettingsMismatchError
 from templater.unionfind import UnionFind
 from templater.shingles import (ALGORITHM_VERSION, LEGACY_MEASURE, ShingleSettings, Shingles, Signatures, band_keys,
-                                comparable_set, estimate_similarity, set_similarity, verification_sets)
+                                comparable_set, estimate_similarity, set_jaccard, set_similarity, verification_sets)
 
 BUCKET_CAP = 256  # candidates offered by one band key
 STAGE_WIDTH = 16  # (key, doc) pairs bound per staging row: one executemany row per 16 band keys
 ID_CHUNK = 10_000  # ids per IN (...) list
-CACHE_KIB = 512 * 1024  # SQLite page cache for this connection: the band index is touched at random
+CACHE_KIB = 128 * 1024  # SQLite page cache for this connection: lsh_recent (the table small inserts touch) stays in
+# it; lookups in lsh_bands read at random and the OS caches the file (was 512 MiB, more than the 400 MB a whole run
+# may take)
 CHECKPOINT_BYTES = 512 * 2**20  # let the WAL grow to this before a checkpoint: a batch of random band inserts
 # dirties most of the band index, and a checkpoint per batch copied and synced it all every time (14,400 docs/s
 # against 21,800 at 1M pages, bench/README_dedup.md)
 WAL_KEEP_BYTES = 64 * 2**20  # after a checkpoint the WAL file is cut back to this
+RECENT_PAGES = 50_000  # pages whose keys wait in lsh_recent before one sorted merge into lsh_bands: random keys
+# dirty pages all over a big band index, so adding them 200 pages at a time (what extract does) rewrote most of it
+# at every commit and cost grew with the index (issue: 4.4k docs per CPU second at 200k pages); small inserts now
+# touch only the small table, and the big one takes a batch of RECENT_PAGES pages at once, as 50,000-page
+# batches did (bench/bench_index.py, docs/near-duplicates.md)
 ROUND_LIMITS = (1, 4, 16, 64, 256, 1 << 62)  # candidates verified per (page, cluster) before giving up, cumulative
 PAD_KEY = -1  # padding in staging rows (real keys are >= 0)
 PAIR_SHIFT = 31  # a pair of doc numbers (each below 2**31) packed into one int64
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def site_of(url: str | None) -> str:
+    """The site a page's URL names: its host, lower-cased, without "www." ("" when there is none)."""
+    if not url or "://" not in url:
+        return ""
+    rest = url.split("://", 1)[1]
+    host = rest[:min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))]
+    host = host.rpartition("@")[2].lower()
+    host = host.split("]")[0].lstrip("[") if host.startswith("[") else host.partition(":")[0]
+    return host[4:] if host.startswith("www.") else host
+
+
+def same_sites(sites_a: Sequence[str], sites_b: Sequence[str]) -> np.ndarray:
+    """Whether each pair is of one site (a page whose site is unknown counts as of the other's site)."""
+    return np.array([a == b or not a or not b for a, b in zip(sites_a, sites_b)], dtype=bool)
+
+
+def accepted(settings: ShingleSettings, same: np.ndarray, similarity: np.ndarray,
+             jaccard: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """Which pairs are near-duplicates: the similarity reaches ``threshold`` on one site, ``cross_site_threshold``
+    across sites; on one site a containment pair must also reach Jaccard ``same_site_jaccard`` (``jaccard(mask)``
+    gives it for the pairs of ``mask``)."""
+    ok = similarity >= np.asarray(settings.threshold_for(same), dtype=float).reshape(len(same))
+    if settings.measure == "containment" and settings.same_site_jaccard > 0 and settings.verify != "estimate":
+        check = ok & same
+        if check.any():
+            ok[check] = jaccard(check) >= settings.same_site_jaccard
+    return ok
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +161,23 @@ def _add_fetch_times(db: sqlite_utils.Database) -> None:
                " (SELECT 1 FROM lsh_settings)", [json.dumps(LEGACY_MEASURE)])
 
 
-STEPS = [_create_tables, _add_fetch_times]
+def _add_anchors(db: sqlite_utils.Database) -> None:
+    """Migration 3: pages keep their anchor keys (``shingles.anchor_keys``: index keys that a signature cannot give
+    back, needed to take a page out); new keys go into the small ``lsh_recent`` first (see ``RECENT_PAGES``); an
+    index whose settings were stored before anchors and the cross-site threshold were settings keeps verifying as it
+    did: no anchor keys, one threshold for every pair, no Jaccard floor."""
+    db.execute("ALTER TABLE lsh_signatures ADD COLUMN anchors BLOB")
+    db.execute("CREATE TABLE lsh_recent (key INTEGER NOT NULL, doc INTEGER NOT NULL, PRIMARY KEY (key, doc))"
+               " WITHOUT ROWID")
+    db.execute("INSERT INTO lsh_state (name, value) VALUES ('recent_docs', 0)")
+    for name, value in (("anchor_rate", "0"), ("anchor_keys", "0"), ("same_site_jaccard", "0.0")):
+        db.execute("INSERT OR IGNORE INTO lsh_settings (name, value) SELECT ?, ? WHERE EXISTS"
+                   " (SELECT 1 FROM lsh_settings)", [name, value])
+    db.execute("INSERT OR IGNORE INTO lsh_settings (name, value) SELECT 'cross_site_threshold', value"
+               " FROM lsh_settings WHERE name = 'threshold'")
+
+
+STEPS = [_create_tables, _add_fetch_times, _add_anchors]
 
 
 def held(db: sqlite_utils.Database) -> bool:
@@ -197,9 +255,11 @@ class _SignatureSource:
     """Signatures (and verification sets, unless verify = "estimate") of the batch in memory and of stored pages."""
 
     def __init__(self, db: sqlite_utils.Database, settings: ShingleSettings, docs: np.ndarray, values: np.ndarray,
-                 shingle_sets: dict[int, np.ndarray] | None = None):
+                 shingle_sets: dict[int, np.ndarray] | None = None, urls: Sequence[str] | None = None):
         self.db, self.settings = db, settings
         self.rows = {int(d): values[i] for i, d in enumerate(docs.tolist())}
+        self.urls = dict(zip(docs.tolist(), urls)) if urls is not None else {}  # sites made when first needed
+        self.sites: dict[int, str] = {}
         self.sets = dict(shingle_sets or {})  # as stored
         self.sorted: dict[int, np.ndarray] = {}  # comparable sets, made when first verified
 
@@ -210,6 +270,26 @@ class _SignatureSource:
             self.rows[doc] = np.frombuffer(blob, dtype=np.uint32)
         return np.stack([self.rows[d] for d in docs.tolist()]) if len(docs) else \
             np.empty((0, self.settings.permutations), np.uint32)
+
+    def same(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Whether each pair is of one site (``same_sites``), the pages' sites read once."""
+        missing = [d for d in set(a.tolist()) | set(b.tolist()) if d not in self.sites]
+        self.sites.update({d: site_of(self.urls[d]) for d in missing if d in self.urls})
+        missing = [d for d in missing if d not in self.sites]
+        for doc, url in _select_in(self.db, "SELECT doc, url FROM lsh_signatures WHERE doc IN ({ids})", missing):
+            self.sites[doc] = site_of(url)
+        return same_sites([self.sites.get(d, "") for d in a.tolist()], [self.sites.get(d, "") for d in b.tolist()])
+
+    def passing(self, a: np.ndarray, b: np.ndarray, sims: np.ndarray | None = None) -> np.ndarray:
+        """Whether each pair is a near-duplicate (``accepted``)."""
+        if not len(a):
+            return np.zeros(0, bool)
+        sims = self.similarity(a, b) if sims is None else sims
+        return accepted(self.settings, self.same(a, b), sims, lambda mask: self._jaccard(a[mask], b[mask]))
+
+    def _jaccard(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.array([set_jaccard(self.sorted[x], self.sorted[y], self.settings)
+                         for x, y in zip(a.tolist(), b.tolist())])
 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         if self.settings.verify == "estimate":
@@ -256,7 +336,9 @@ def add_signatures(db: sqlite_utils.Database, pages: Sequence[IndexedPage], sign
                         dtype=np.int64)
         seen = [known[pages[i].page_id][2] for i in changed] + [generation] * len(fresh)
         sets = stored_form(shingles, order, settings) if settings.verify != "estimate" else None
-        joined = _insert_docs(db, docs, [pages[i] for i in order], signatures.values[order], seen, settings, sets)
+        anchors = [signatures.anchors_of(i) for i in order]
+        joined = _insert_docs(db, docs, [pages[i] for i in order], signatures.values[order], seen, settings, sets,
+                              anchors)
     return AddResult(added=len(fresh), updated=len(changed), unchanged=len(same),
                      empty=int(signatures.empty.sum()), joined=joined)
 
@@ -293,11 +375,26 @@ def _refresh(db: sqlite_utils.Database, pages: list[IndexedPage]) -> None:
         [(p.url, p.boilerplate_chars, p.text_chars, p.fetched_at, p.page_id) for p in pages])
 
 
-def _band_rows(keys: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The (key, doc) rows of a batch, sorted by key then doc."""
+def _band_rows(keys: np.ndarray, docs: np.ndarray,
+               anchors: Sequence[np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The (key, doc) rows of a batch, band keys and anchor keys, sorted by key then doc (a pair repeated once)."""
     flat_keys, flat_docs = keys.ravel(), np.repeat(docs, keys.shape[1])
+    if anchors is not None and any(len(a) for a in anchors):
+        flat_keys = np.concatenate([flat_keys, *anchors]).astype(np.int64)
+        flat_docs = np.concatenate([flat_docs, np.repeat(docs, [len(a) for a in anchors])]).astype(np.int64)
     order = np.lexsort((flat_docs, flat_keys))
-    return flat_keys[order], flat_docs[order]
+    flat_keys, flat_docs = flat_keys[order], flat_docs[order]
+    fresh = np.r_[True, (flat_keys[1:] != flat_keys[:-1]) | (flat_docs[1:] != flat_docs[:-1])]
+    return flat_keys[fresh], flat_docs[fresh]
+
+
+def anchors_blob(anchors: np.ndarray) -> bytes | None:
+    """A page's anchor keys as stored (None without any)."""
+    return anchors.astype(np.int64).tobytes() if len(anchors) else None
+
+
+def _anchors_of(blob: bytes | None) -> np.ndarray:
+    return np.frombuffer(blob, dtype=np.int64) if blob else np.empty(0, np.int64)
 
 
 def _stage_keys(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) -> None:
@@ -317,32 +414,53 @@ def _stage_keys(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) -
 
 STAGED_SQL = " UNION ALL ".join(f"SELECT k{i} AS key, d{i} AS doc FROM temp.lsh_stage WHERE k{i} >= 0"
                                 for i in range(STAGE_WIDTH))  # the staged rows in (key, doc) order
-HITS_SQL = f"SELECT key FROM ({STAGED_SQL}) p WHERE EXISTS (SELECT 1 FROM lsh_bands b WHERE b.key = p.key)"
+HITS_SQL = (f"SELECT key FROM ({STAGED_SQL}) p WHERE EXISTS (SELECT 1 FROM lsh_bands b WHERE b.key = p.key)"
+            " OR EXISTS (SELECT 1 FROM lsh_recent r WHERE r.key = p.key)")
 # one index seek per band key of the batch (a correlated bucket-cap subquery here doubled the seeks), run before
 # the batch's own keys go in; only the keys found (a few percent) are then read with the cap (_buckets_sql)
 
 
 @functools.cache
-def _buckets_sql(cap: int) -> str:
-    return ("SELECT h.key, b.doc FROM temp.lsh_hits h JOIN lsh_bands b ON b.key = h.key WHERE b.doc IN"
-            f" (SELECT doc FROM lsh_bands WHERE key = h.key ORDER BY doc LIMIT {cap}) ORDER BY h.key, b.doc")
+def _buckets_sql(cap: int, table: str) -> str:
+    return (f"SELECT h.key, b.doc FROM temp.lsh_hits h JOIN {table} b ON b.key = h.key WHERE b.doc IN"
+            f" (SELECT doc FROM {table} WHERE key = h.key ORDER BY doc LIMIT {cap}) ORDER BY h.key, b.doc")
+
+
+def _capped(rows: np.ndarray, cap: int) -> np.ndarray:
+    """(key, doc) rows sorted by key then doc, each key's first ``cap`` docs."""
+    if not len(rows):
+        return rows
+    starts = np.flatnonzero(np.r_[True, rows[1:, 0] != rows[:-1, 0]])
+    sizes = np.diff(np.r_[starts, len(rows)])
+    rank = np.arange(len(rows)) - np.repeat(starts, sizes)
+    return rows[rank < cap]
+
+
+def _bucket_rows(db: sqlite_utils.Database, cap: int = BUCKET_CAP) -> np.ndarray:
+    """(key, doc) of the first ``cap`` docs of every key in temp.lsh_hits, from lsh_bands and lsh_recent."""
+    parts = [np.array(db.conn.execute(_buckets_sql(cap, table)).fetchall(), dtype=np.int64).reshape(-1, 2)
+             for table in ("lsh_bands", "lsh_recent")]
+    rows = np.concatenate(parts)
+    rows = rows[np.lexsort((rows[:, 1], rows[:, 0]))]
+    return _capped(rows, cap)
 
 
 def _insert_docs(db: sqlite_utils.Database, docs: np.ndarray, pages: list[IndexedPage], values: np.ndarray,
-                 first_seen: list[int], settings: ShingleSettings, sets: list[np.ndarray] | None) -> int:
-    """Insert band keys, find and verify candidates, then store the pages with their clusters."""
+                 first_seen: list[int], settings: ShingleSettings, sets: list[np.ndarray] | None,
+                 anchors: list[np.ndarray]) -> int:
+    """Insert band and anchor keys, find and verify candidates, then store the pages with their clusters."""
     if not len(docs):
         return 0
-    pairs = _candidate_pairs(db, *_band_rows(band_keys(values, settings), docs))
+    pairs = _candidate_pairs(db, *_band_rows(band_keys(values, settings), docs, anchors))
     source = _SignatureSource(db, settings, docs, values,
-                              dict(zip(docs.tolist(), sets)) if sets is not None else None)
-    edges, sizes = _verified_edges(db, pairs, docs, source, settings.threshold)
+                              dict(zip(docs.tolist(), sets)) if sets is not None else None, [p.url for p in pages])
+    edges, sizes = _verified_edges(db, pairs, docs, source)
     labels, links, merged = _merge(docs, edges, sizes)
     db.conn.executemany(
         "INSERT INTO lsh_signatures (doc, page_id, url, signature, first_seen, boilerplate_chars, text_chars,"
-        " cluster, fetched_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [(d, p.page_id, p.url, v.tobytes(), s, p.boilerplate_chars, p.text_chars, labels.get(d, d), p.fetched_at)
-         for d, p, v, s in zip(docs.tolist(), pages, values, first_seen)])
+        " cluster, fetched_at, anchors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [(d, p.page_id, p.url, v.tobytes(), s, p.boilerplate_chars, p.text_chars, labels.get(d, d), p.fetched_at,
+          anchors_blob(a)) for d, p, v, s, a in zip(docs.tolist(), pages, values, first_seen, anchors)])
     if sets is not None:
         db.conn.executemany("INSERT INTO lsh_shingles (doc, hashes) VALUES (?, ?)",
                             [(d, s.tobytes()) for d, s in zip(docs.tolist(), sets)])
@@ -356,9 +474,22 @@ def _candidate_pairs(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarr
     keys go in), pages of the batch from its own sorted keys. Then the batch's keys are inserted."""
     _stage_keys(db, keys, docs)
     stored = _stored_partners(db, keys, docs)
-    db.conn.execute(f"INSERT OR IGNORE INTO lsh_bands (key, doc) {STAGED_SQL}")
+    db.conn.execute(f"INSERT OR IGNORE INTO lsh_recent (key, doc) {STAGED_SQL}")
+    _merge_recent(db, len(np.unique(docs)))
     within = bucket_pairs(keys, docs)[:, ::-1]
     return np.concatenate((stored, within))
+
+
+def _merge_recent(db: sqlite_utils.Database, added: int, *, limit: int | None = None) -> None:
+    """Count ``added`` pages into lsh_recent; when it holds RECENT_PAGES (``limit``), move its rows (already in key
+    order) into lsh_bands in one pass and empty it."""
+    recent = _next(db, "recent_docs", added) + added
+    if recent < (RECENT_PAGES if limit is None else limit):
+        return
+    conn = db.conn
+    conn.execute("INSERT OR IGNORE INTO lsh_bands (key, doc) SELECT key, doc FROM lsh_recent")
+    conn.execute("DELETE FROM lsh_recent")
+    conn.execute("UPDATE lsh_state SET value = 0 WHERE name = 'recent_docs'")
 
 
 def _stored_partners(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
@@ -370,7 +501,7 @@ def _stored_partners(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarr
         return np.empty((0, 2), np.int64)
     conn.execute("DELETE FROM temp.lsh_hits")
     conn.executemany("INSERT INTO temp.lsh_hits (key) VALUES (?)", [(k,) for k in found.tolist()])
-    bucket = np.array(conn.execute(_buckets_sql(BUCKET_CAP)).fetchall(), dtype=np.int64).reshape(-1, 2)
+    bucket = _bucket_rows(db)
     first = np.searchsorted(bucket[:, 0], keys, side="left")
     sizes = np.searchsorted(bucket[:, 0], keys, side="right") - first
     row = np.repeat(np.arange(len(keys)), sizes)
@@ -378,8 +509,8 @@ def _stored_partners(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarr
     return np.stack((docs[row], bucket[at, 1]), axis=1)
 
 
-def _verified_edges(db: sqlite_utils.Database, pairs: np.ndarray, docs: np.ndarray, source: _SignatureSource,
-                    threshold: float) -> tuple[list[tuple[int, int, int]], dict[int, int]]:
+def _verified_edges(db: sqlite_utils.Database, pairs: np.ndarray, docs: np.ndarray,
+                    source: _SignatureSource) -> tuple[list[tuple[int, int, int]], dict[int, int]]:
     """(new page, group, verified partner) for every group a new page links to, and the old labels' sizes.
 
     ``pairs`` are (new page, stored page) and (new page, earlier new page), one row per shared band. A group is an
@@ -393,7 +524,7 @@ def _verified_edges(db: sqlite_utils.Database, pairs: np.ndarray, docs: np.ndarr
     cluster_of = dict(_select_in(db, "SELECT doc, cluster FROM lsh_signatures WHERE doc IN ({ids})", old.tolist()))
     group = np.array([cluster_of.get(d, d) for d in y.tolist()], dtype=np.int64)
     sizes = _cluster_sizes(db, sorted(set(cluster_of.values())))
-    found = _first_passing(x, group, y, shared, source, threshold)
+    found = _first_passing(x, group, y, shared, source)
     return found, sizes
 
 
@@ -402,9 +533,9 @@ def _cluster_sizes(db: sqlite_utils.Database, labels: list[int]) -> dict[int, in
     return {label: sizes.get(label, 1) for label in labels}
 
 
-def _first_passing(x: np.ndarray, group: np.ndarray, y: np.ndarray, shared: np.ndarray, source: _SignatureSource,
-                   threshold: float) -> list[tuple[int, int, int]]:
-    """For each (x, group): the first partner (most shared bands first) whose similarity reaches the threshold.
+def _first_passing(x: np.ndarray, group: np.ndarray, y: np.ndarray, shared: np.ndarray,
+                   source: _SignatureSource) -> list[tuple[int, int, int]]:
+    """For each (x, group): the first partner (most shared keys first) whose similarity reaches its threshold.
 
     Candidates are verified in rounds (1, then up to 4, 16, ... per pair of x and group); a (x, group) stops at
     its first verified partner and is given up only when all its candidates failed.
@@ -419,7 +550,7 @@ def _first_passing(x: np.ndarray, group: np.ndarray, y: np.ndarray, shared: np.n
     for high in ROUND_LIMITS:
         todo = np.flatnonzero((rank >= low) & (rank < high) & (winner[segment] < 0))
         if len(todo):
-            passed = todo[source.similarity(x[todo], y[todo]) >= threshold]
+            passed = todo[source.passing(x[todo], y[todo])]
             segs, first = np.unique(segment[passed], return_index=True)
             winner[segs] = passed[first]
         low = high
@@ -484,12 +615,13 @@ def remove_pages(db: sqlite_utils.Database, page_ids: Sequence[str]) -> int:
 def _remove_docs(db: sqlite_utils.Database, docs: list[int], settings: ShingleSettings) -> None:
     if not docs:
         return
-    rows = _select_in(db, "SELECT doc, cluster, signature FROM lsh_signatures WHERE doc IN ({ids})", docs)
+    rows = _select_in(db, "SELECT doc, cluster, signature, anchors FROM lsh_signatures WHERE doc IN ({ids})", docs)
     values = np.stack([np.frombuffer(r[2], dtype=np.uint32) for r in rows])
-    keys = band_keys(values, settings)
+    keys, key_docs = _band_rows(band_keys(values, settings), np.array([r[0] for r in rows], dtype=np.int64),
+                                [_anchors_of(r[3]) for r in rows])
     conn = db.conn
-    conn.executemany("DELETE FROM lsh_bands WHERE key = ? AND doc = ?",
-                     [(k, r[0]) for r, row_keys in zip(rows, keys.tolist()) for k in row_keys])
+    for table in ("lsh_bands", "lsh_recent"):
+        conn.executemany(f"DELETE FROM {table} WHERE key = ? AND doc = ?", zip(keys.tolist(), key_docs.tolist()))
     for doc in docs:
         neighbours = [n for (n,) in conn.execute("SELECT other FROM lsh_links WHERE doc = ?", [doc])]
         conn.executemany("DELETE FROM lsh_links WHERE doc = ? AND other = ?", [(n, doc) for n in neighbours])
@@ -543,7 +675,9 @@ def _recluster(db: sqlite_utils.Database, members: list[int], settings: ShingleS
     docs = np.array(members, dtype=np.int64)
     source = _SignatureSource(db, settings, np.empty(0, np.int64), np.empty((0, settings.permutations), np.uint32))
     values = source.signatures(docs)
-    candidates = _bucket_heads(docs, band_keys(values, settings))
+    anchors = dict(_select_in(db, "SELECT doc, anchors FROM lsh_signatures WHERE doc IN ({ids})", members))
+    candidates = _bucket_heads(docs, *_band_rows(band_keys(values, settings), docs,
+                                                 [_anchors_of(anchors.get(d)) for d in members]))
     uf = UnionFind()
     links = []
     for i, doc in enumerate(members):
@@ -554,7 +688,7 @@ def _recluster(db: sqlite_utils.Database, members: list[int], settings: ShingleS
         if not len(partners):
             continue
         groups = np.array([uf.find(p) for p in partners.tolist()], dtype=np.int64)
-        found = _first_passing(np.full(len(partners), doc), groups, partners, shared, source, settings.threshold)
+        found = _first_passing(np.full(len(partners), doc), groups, partners, shared, source)
         links += [(doc, partner) for _, group, partner in found if uf.union(doc, group)]
     labels: dict[int, int] = {m: m for m in members}
     for nodes in uf.components().values():
@@ -565,19 +699,18 @@ def _recluster(db: sqlite_utils.Database, members: list[int], settings: ShingleS
     _add_links(db, links)
 
 
-def _bucket_heads(docs: np.ndarray, keys: np.ndarray) -> list[list[np.ndarray]]:
-    """For each doc, the first BUCKET_CAP docs of every bucket (of 2+) it is in: one array per shared band."""
+def _bucket_heads(docs: np.ndarray, keys: np.ndarray, key_docs: np.ndarray) -> list[list[np.ndarray]]:
+    """For each doc, the first BUCKET_CAP docs of every bucket (of 2+) it is in: one array per shared key. ``keys``
+    and ``key_docs`` are the docs' (key, doc) rows sorted by key then doc (``_band_rows``)."""
     out: list[list[np.ndarray]] = [[] for _ in docs]
-    for band in range(keys.shape[1]):
-        order = np.lexsort((docs, keys[:, band]))
-        sorted_keys = keys[order, band]
-        starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
-        ends = np.r_[starts[1:], len(order)]
-        for s, e in zip(starts.tolist(), ends.tolist()):
-            if e - s > 1:
-                heads = docs[order[s:min(e, s + BUCKET_CAP)]]
-                for position in order[s:e].tolist():
-                    out[position].append(heads)
+    position = {d: i for i, d in enumerate(docs.tolist())}
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.empty(0, np.int64)
+    ends = np.r_[starts[1:], len(keys)]
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        if e - s > 1:
+            heads = key_docs[s:min(e, s + BUCKET_CAP)]
+            for doc in key_docs[s:e].tolist():
+                out[position[doc]].append(heads)
     return out
 
 
@@ -599,31 +732,42 @@ def _member(row: tuple) -> Member:
 
 
 def query(db: sqlite_utils.Database, signature: np.ndarray, settings: ShingleSettings, *,
-          shingle_set: np.ndarray | None = None, exclude: int | None = None) -> list[tuple[Member, float]]:
-    """Stored pages whose similarity to ``signature`` reaches the threshold, most similar first."""
+          shingle_set: np.ndarray | None = None, exclude: int | None = None, anchors: np.ndarray | None = None,
+          url: str | None = None) -> list[tuple[Member, float]]:
+    """Stored pages whose similarity to ``signature`` reaches the threshold, most similar first: the pair's
+    verdict (``accepted``) of its pair when the page's ``url`` is known, else as on one site. ``anchors``: the page's
+    anchor keys (more candidates)."""
     keys = band_keys(signature[None, :], settings)[0].tolist()
-    rows = db.conn.execute(_lookup_sql(len(keys), BUCKET_CAP), keys + [-1 if exclude is None else exclude]).fetchall()
+    if anchors is not None:
+        keys += [k for k in anchors.tolist() if k not in keys]
+    found = np.concatenate([np.array(db.conn.execute(_lookup_sql(len(keys), BUCKET_CAP, table), keys).fetchall(),
+                                     dtype=np.int64).reshape(-1, 2) for table in ("lsh_bands", "lsh_recent")])
+    capped = _capped(found[np.lexsort((found[:, 1], found[:, 0]))], BUCKET_CAP)
+    docs = sorted(set(capped[:, 1].tolist()) - {exclude})
+    columns = "doc, page_id, url, signature, first_seen, boilerplate_chars, text_chars, fetched_at"
+    rows = _select_in(db, f"SELECT {columns} FROM lsh_signatures WHERE doc IN ({{ids}}) ORDER BY doc", docs)
     if not rows:
         return []
     members = [_member(r) for r in rows]
+    source = _SignatureSource(db, settings, np.empty(0, np.int64), np.empty((0, settings.permutations)))
+    source.sites.update({m.doc: site_of(m.url) for m in members})
+    source.sites[-1] = site_of(url)
+    me, them = np.full(len(members), -1), np.array([m.doc for m in members])
     if settings.verify != "estimate" and shingle_set is not None:
-        source = _SignatureSource(db, settings, np.empty(0, np.int64), np.empty((0, settings.permutations)))
         source.sets[-1] = shingle_set
-        sims = source.similarity(np.full(len(members), -1), np.array([m.doc for m in members]))
+        sims = source.similarity(me, them)
     else:
         sims = estimate_similarity(np.stack([m.signature for m in members]), signature[None, :])
-    found = [(m, float(s)) for m, s in zip(members, sims) if s >= settings.threshold]
+        source.settings = replace(settings, same_site_jaccard=0.0)  # no sets: the floor cannot be checked
+    found = [(m, float(s)) for m, s, ok in zip(members, sims, source.passing(me, them, sims)) if ok]
     return sorted(found, key=lambda pair: (-pair[1], pair[0].doc))
 
 
 @functools.cache
-def _lookup_sql(bands: int, cap: int) -> str:
-    """The stored pages sharing any of ``bands`` keys (each bucket's first ``cap``), in one statement."""
-    bucket = f"SELECT doc FROM (SELECT doc FROM lsh_bands WHERE key = ? ORDER BY doc LIMIT {cap})"
-    buckets = " UNION ".join([bucket] * bands)
-    return ("SELECT doc, page_id, url, signature, first_seen, boilerplate_chars, text_chars, fetched_at"
-            " FROM lsh_signatures"
-            f" WHERE doc IN ({buckets}) AND doc != ?")
+def _lookup_sql(keys: int, cap: int, table: str) -> str:
+    """(key, doc) of the first ``cap`` docs of each of ``keys`` keys in ``table``, in one statement."""
+    bucket = f"SELECT * FROM (SELECT key, doc FROM {table} WHERE key = ? ORDER BY doc LIMIT {cap})"
+    return " UNION ALL ".join([bucket] * keys)
 
 
 def iter_clusters(db: sqlite_utils.Database) -> Iterator[tuple[int, list[Member]]]:
@@ -638,6 +782,12 @@ def iter_clusters(db: sqlite_utils.Database) -> Iterator[tuple[int, list[Member]
         yield label, [_member(r[1:]) for r in group]
 
 
+def stored_anchors(db: sqlite_utils.Database, doc: int) -> np.ndarray:
+    """A stored page's anchor keys."""
+    row = db.conn.execute("SELECT anchors FROM lsh_signatures WHERE doc = ?", [doc]).fetchone()
+    return _anchors_of(row[0] if row else None)
+
+
 def stored_sets(db: sqlite_utils.Database, docs: Sequence[int], settings: ShingleSettings) -> dict[int, np.ndarray]:
     """Stored verification sets (samples or all shingle hashes; none with verify = "estimate")."""
     dtype = np.uint32 if settings.hash_bits == 32 else np.uint64
@@ -646,8 +796,10 @@ def stored_sets(db: sqlite_utils.Database, docs: Sequence[int], settings: Shingl
 
 
 SHARED_KEYS_SQL = ("SELECT key, doc FROM lsh_bands WHERE key IN (SELECT key FROM lsh_bands GROUP BY key"
-                   " HAVING count(*) > 1) ORDER BY key, doc")  # one streaming pass finds the shared keys (a window
-# count over the whole table took three times as long), then their rows come in key order without a sort
+                   " HAVING count(*) > 1 UNION SELECT key FROM lsh_recent)"
+                   " UNION ALL SELECT key, doc FROM lsh_recent ORDER BY key, doc")  # one streaming pass finds the
+# shared keys of lsh_bands (a window count over the whole table took three times as long); with every key of the
+# small lsh_recent, their rows are sorted once
 
 
 def iter_candidate_pairs(db: sqlite_utils.Database, *, chunk_rows: int = 1 << 20) -> Iterator[np.ndarray]:
@@ -684,7 +836,7 @@ def bucket_pairs(keys: np.ndarray, docs: np.ndarray, *, cap: int = BUCKET_CAP) -
 
 
 def iter_verified_pairs(db: sqlite_utils.Database) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """(docs a, docs b, similarity) of every distinct candidate pair whose similarity reaches the threshold."""
+    """(docs a, docs b, similarity) of every distinct candidate pair whose similarity reaches its threshold."""
     settings = load_settings(db)
     if settings is None:
         return
@@ -694,7 +846,7 @@ def iter_verified_pairs(db: sqlite_utils.Database) -> Iterator[tuple[np.ndarray,
     for chunk in _chunks(codes, ID_CHUNK * 10):
         a, b = chunk >> PAIR_SHIFT, chunk & ((1 << PAIR_SHIFT) - 1)
         sims = source.similarity(a, b)
-        keep = sims >= settings.threshold
+        keep = source.passing(a, b, sims)
         yield a[keep], b[keep], sims[keep]
 
 

@@ -20,7 +20,7 @@ page text, into two databases; ``iter_similar_pairs`` of each is the set of pair
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from itertools import islice
@@ -31,8 +31,9 @@ import sqlite_utils
 from store import lsh
 from store.lsh import AddResult, IndexedPage, Member
 from templater.errors import InputError
-from templater.shingles import ShingleSettings, Shingles, Signatures, comparable_set, estimate_similarity, \
-    iter_batches, set_similarity, shingle_hashes, sign_shingles, verification_sets
+from templater.shingles import ShingleSettings, Shingles, Signatures, anchor_keys, comparable_set, \
+    concat_shingles, concat_signatures, estimate_similarity, iter_batches, set_similarity, shingle_hashes, \
+    sign_shingles, verification_sets
 
 BATCH_PAGES = 50_000  # pages per index transaction: each commit rewrites most of the band index (every batch of
 # random keys touches nearly all its pages), so at a million pages 10,000-page batches index at half the rate of
@@ -84,12 +85,10 @@ def sign_texts(texts: list[str], settings: ShingleSettings) -> tuple[Signatures,
     """Signatures of ``texts`` and, unless the index verifies by estimate, their verification sets."""
     keep_shingles = settings.verify != "estimate"
     parts = [shingle_hashes(batch, settings) for batch in iter_batches(texts)]
-    signed = [sign_shingles(p, settings) for p in parts]
+    signed = [sign_shingles(p, settings, anchors=False) for p in parts]
+    signatures = replace(concat_signatures(signed, settings), anchors=anchor_keys(concat_shingles(parts), settings))
     if keep_shingles:
         parts = [verification_sets(p, settings) for p in parts]
-    signatures = Signatures(np.concatenate([s.values for s in signed]) if signed else
-                            np.empty((0, settings.permutations), np.uint32),
-                            np.concatenate([s.empty for s in signed]) if signed else np.empty(0, bool), settings)
     if not keep_shingles:
         return signatures, None
     counts = np.concatenate([p.counts for p in parts]) if parts else np.empty(0, np.int64)
@@ -200,7 +199,8 @@ def find_similar(db: sqlite_utils.Database, text: str, *, limit: int = SIMILAR_L
     if signatures.empty[0]:
         return []
     shingle_set = comparable_set(shingles.of(0), settings) if shingles is not None else None
-    return _as_found(lsh.query(db, signatures.values[0], settings, shingle_set=shingle_set), limit)
+    return _as_found(lsh.query(db, signatures.values[0], settings, shingle_set=shingle_set,
+                               anchors=signatures.anchors_of(0)), limit)
 
 
 def find_similar_page(db: sqlite_utils.Database, id_or_url: str, *, limit: int = SIMILAR_LIMIT) -> list[dict]:
@@ -211,7 +211,8 @@ def find_similar_page(db: sqlite_utils.Database, id_or_url: str, *, limit: int =
         raise InputError(f"{id_or_url} is not in the near-duplicate index: index it first (`templater run`), "
                          "or give the page's id or URL exactly as indexed, or a file with its text")
     shingle_set = lsh.stored_sets(db, [page.doc], settings)[page.doc] if settings.verify != "estimate" else None
-    return _as_found(lsh.query(db, page.signature, settings, shingle_set=shingle_set, exclude=page.doc), limit)
+    return _as_found(lsh.query(db, page.signature, settings, shingle_set=shingle_set, exclude=page.doc,
+                               anchors=lsh.stored_anchors(db, page.doc), url=page.url), limit)
 
 
 def iter_similar_pairs(db: sqlite_utils.Database) -> Iterator[dict]:

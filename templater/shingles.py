@@ -19,7 +19,9 @@ The steps, each a function below:
    scheme "kperm" is classic MinHash with ``permutations`` independent hash functions, each a vector
    multiply-add-shift ``((a1*lo + a2*hi + b) mod 2**64) >> 32`` (Dietzfelbinger; strongly universal), whose
    mod 2**64 is uint64 wrap-around by design: no product is ever reduced by a prime that it might overflow.
-4. ``band_keys``: ``bands`` keys of ``rows`` slots each, hashed to 47-bit integers (6 bytes in SQLite).
+4. ``band_keys``: ``bands`` keys of ``rows`` slots each, hashed to 47-bit integers (6 bytes in SQLite);
+   ``anchor_keys``: one key per pair of consecutive anchor shingles (one in ``anchor_rate``, chosen by hash), the
+   first ``anchor_keys`` of a text: a passage two texts share gives both its keys, whatever their sizes.
 5. ``verification_sets``: what the index stores to verify a candidate pair: with ``verify="sample"`` (the default)
    each text's ``sample`` smallest distinct shingle hashes (a bottom-k sample: ``sample_jaccard`` is exact for
    texts with fewer distinct shingles, an estimate from at least ``sample`` of the union's hashes otherwise), with
@@ -37,7 +39,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 
 import numpy as np
 
@@ -65,6 +67,18 @@ VERIFY = "sample"  # how a candidate pair is verified: "sample" (Jaccard of stor
 # "estimate" (signature agreement: nothing more stored, but at 128 slots its error of +-0.035 near J = 0.8 costs
 # about 7% of precision and recall). Measured in bench/README_dedup.md.
 SAMPLE = 256  # shingle hashes a page keeps for verify="sample": its smallest (1 KiB a page at 32 bits)
+ANCHOR_RATE = 16  # one shingle in this many is an anchor (by its hash); each pair of consecutive anchors of
+# a text (in text order) is one more index key: a passage two texts share gives them the same keys whatever else
+# either holds, so a story inside a much longer page becomes a candidate (its Jaccard is far below the S-curve).
+# 0: no anchor keys. Chosen on the typed truth set (docs/near-duplicates.md)
+ANCHOR_KEYS = 12  # anchor keys a page keeps at most: its first in text order (a page's index rows: 16 bands + these)
+SAME_SITE_JACCARD = 0.3  # pages of one site must also reach this Jaccard: a short extraction that sits inside a
+# longer one of its site is mostly the site's own leftovers, not a copy (pairs this far below the S-curve seldom
+# were candidates before anchor keys made them so); 0: no floor
+CROSS_SITE_THRESHOLD = 0.75  # the threshold for two pages of different sites (hosts): they share no template, so
+# shared text is the story (syndication: new headline, another last paragraph, the host's own leftovers); pages
+# of one site keep THRESHOLD (their extractions can share leaked template text). Chosen on held-out halves of the
+# typed truth set (docs/near-duplicates.md)
 ALGORITHM_VERSION = 1  # bump when any hash below changes: stored signatures become incompatible
 
 KINDS = ("word", "char")
@@ -113,10 +127,16 @@ class ShingleSettings:
     sample: int = SAMPLE
     algorithm: int = field(default=ALGORITHM_VERSION)
     measure: str | None = None  # None: MEASURE, or "jaccard" with verify "estimate" (signatures hold no sizes)
+    anchor_rate: int = ANCHOR_RATE
+    anchor_keys: int = ANCHOR_KEYS
+    cross_site_threshold: float | None = None  # None: CROSS_SITE_THRESHOLD (never above ``threshold``)
+    same_site_jaccard: float = SAME_SITE_JACCARD
 
     def __post_init__(self) -> None:
         if self.measure is None:
             object.__setattr__(self, "measure", "jaccard" if self.verify == "estimate" else MEASURE)
+        if self.cross_site_threshold is None:
+            object.__setattr__(self, "cross_site_threshold", min(CROSS_SITE_THRESHOLD, self.threshold))
         problems = _setting_problems(self)
         if problems:
             raise InputError("invalid shingle/LSH settings: " + "; ".join(problems))
@@ -129,6 +149,10 @@ class ShingleSettings:
     def candidate_probability(self, jaccard: float) -> float:
         """P(a pair of this Jaccard shares at least one band key) = 1 - (1 - J^r)^b."""
         return 1.0 - (1.0 - jaccard ** self.rows) ** self.bands
+
+    def threshold_for(self, same_site: bool | np.ndarray) -> float | np.ndarray:
+        """The similarity a pair must reach: ``threshold`` on one site, ``cross_site_threshold`` across sites."""
+        return np.where(same_site, self.threshold, self.cross_site_threshold)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -163,6 +187,14 @@ def _setting_problems(s: ShingleSettings) -> list[str]:
         (s.verify in VERIFIES, f"verify must be one of {VERIFIES}, not {s.verify!r}"),
         (isinstance(s.sample, int) and s.sample >= 1, f"sample must be a positive integer, not {s.sample!r}"),
         (s.measure in MEASURES, f"measure must be one of {MEASURES}, not {s.measure!r}"),
+        (isinstance(s.anchor_rate, int) and s.anchor_rate >= 0,
+         f"anchor_rate must be a non-negative integer (0: no anchor keys), not {s.anchor_rate!r}"),
+        (isinstance(s.anchor_keys, int) and s.anchor_keys >= 0,
+         f"anchor_keys must be a non-negative integer, not {s.anchor_keys!r}"),
+        (isinstance(s.cross_site_threshold, (int, float)) and 0.0 < s.cross_site_threshold <= 1.0,
+         f"cross_site_threshold must be in (0, 1], not {s.cross_site_threshold!r}"),
+        (isinstance(s.same_site_jaccard, (int, float)) and 0.0 <= s.same_site_jaccard <= 1.0,
+         f"same_site_jaccard must be in [0, 1], not {s.same_site_jaccard!r}"),
         (s.measure == "jaccard" or s.verify != "estimate",
          "measure 'containment' needs the shingle sets: verify 'sample' or 'exact' (or measure 'jaccard' with "
          "verify 'estimate')"),
@@ -198,9 +230,14 @@ class Signatures:
     values: np.ndarray
     empty: np.ndarray
     settings: ShingleSettings
+    anchors: Shingles | None = None  # each text's anchor keys (``anchor_keys``; None: none were made)
 
     def __len__(self) -> int:
         return len(self.values)
+
+    def anchors_of(self, i: int) -> np.ndarray:
+        """Text i's anchor keys (int64; empty when none were made)."""
+        return self.anchors.of(i).astype(np.int64) if self.anchors is not None else np.empty(0, np.int64)
 
 
 # --- step 1: normalization ------------------------------------------------------------------------------------
@@ -391,10 +428,32 @@ def _kperm_params(seed: int, permutations: int) -> np.ndarray:
 def sign(texts: Sequence[str], settings: ShingleSettings | None = None) -> Signatures:
     """MinHash signatures of ``texts`` (batched internally by BATCH_CHARS characters)."""
     settings = settings or ShingleSettings()
-    parts = [sign_shingles(shingle_hashes(batch, settings), settings) for batch in iter_batches(texts)]
+    hashed = [shingle_hashes(batch, settings) for batch in iter_batches(texts)]
+    signed = concat_signatures([sign_shingles(p, settings, anchors=False) for p in hashed], settings)
+    return replace(signed, anchors=anchor_keys(concat_shingles(hashed), settings))
+
+
+def concat_shingles(parts: Sequence[Shingles]) -> Shingles:
+    """The shingles of consecutive batches as one (anchor keys are made once for all: each call has a cost)."""
     if not parts:
-        return Signatures(np.empty((0, settings.permutations), np.uint32), np.empty(0, bool), settings)
-    return Signatures(np.concatenate([p.values for p in parts]), np.concatenate([p.empty for p in parts]), settings)
+        return Shingles(np.empty(0, np.uint64), np.zeros(1, np.int64))
+    counts = np.concatenate([p.counts for p in parts])
+    offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    return Shingles(np.concatenate([p.hashes for p in parts]), offsets)
+
+
+def concat_signatures(parts: Sequence[Signatures], settings: ShingleSettings) -> Signatures:
+    """The signatures (and anchor keys) of consecutive batches as one."""
+    if not parts:
+        return Signatures(np.empty((0, settings.permutations), np.uint32), np.empty(0, bool), settings,
+                          Shingles(np.empty(0, np.int64), np.zeros(1, np.int64)))
+    anchors = None
+    if all(p.anchors is not None for p in parts):
+        counts = np.concatenate([p.anchors.counts for p in parts])
+        anchors = Shingles(np.concatenate([p.anchors.hashes for p in parts]),
+                           np.concatenate(([0], np.cumsum(counts))).astype(np.int64))
+    return Signatures(np.concatenate([p.values for p in parts]), np.concatenate([p.empty for p in parts]), settings,
+                      anchors)
 
 
 def iter_batches(texts: Sequence[str], batch_chars: int = BATCH_CHARS) -> Iterable[Sequence[str]]:
@@ -409,15 +468,16 @@ def iter_batches(texts: Sequence[str], batch_chars: int = BATCH_CHARS) -> Iterab
         yield texts[start:]
 
 
-def sign_shingles(shingles: Shingles, settings: ShingleSettings) -> Signatures:
-    """MinHash signatures of shingle hashes (the kernel; ``sign`` = ``shingle_hashes`` + this)."""
+def sign_shingles(shingles: Shingles, settings: ShingleSettings, *, anchors: bool = True) -> Signatures:
+    """MinHash signatures of shingle hashes (the kernel; ``sign`` = ``shingle_hashes`` + this), with the texts'
+    anchor keys unless ``anchors`` is false (``sign`` makes them once for all its batches)."""
     counts = shingles.counts
     if settings.scheme == "oph":
         values = _sign_oph(shingles, settings)
     else:
         values = _sign_kperm(shingles, settings)
     values[counts == 0] = EMPTY_SLOT
-    return Signatures(values, counts == 0, settings)
+    return Signatures(values, counts == 0, settings, anchor_keys(shingles, settings) if anchors else None)
 
 
 def _sign_oph(shingles: Shingles, settings: ShingleSettings) -> np.ndarray:
@@ -503,6 +563,41 @@ def band_keys(values: np.ndarray, settings: ShingleSettings) -> np.ndarray:
         acc *= _U64(BAND_BASE)
         acc += slots[:, :, i]
     return (fmix64(acc) >> KEY_SHIFT).astype(np.int64)
+
+
+ANCHOR_TAG = 0x2545F4914F6CDD1D  # makes anchor keys a family apart from band keys
+
+
+def anchor_keys(shingles: Shingles, settings: ShingleSettings) -> Shingles:
+    """Each text's anchor keys (int64 in [0, 2**47), distinct, in text order of first occurrence): a shingle is an
+    anchor when its hash (already uniform: an fmix64 output) is below 2**hash_bits / ``anchor_rate`` (one
+    comparison a shingle; the signature's hashes mix each shingle hash again, so the two do not interact); every
+    two consecutive anchors make a key. Two texts that share a passage share its keys whatever surrounds it
+    (content-defined sampling, as winnowing does for plagiarism search), so containment candidates do not depend on
+    the texts' sizes. A text keeps its first ``anchor_keys`` keys (a key repeated among them counts once). The
+    shingles must be in text order (``shingle_hashes`` output)."""
+    counts = shingles.counts
+    docs = len(counts)
+    if settings.anchor_rate == 0 or settings.anchor_keys == 0 or not len(shingles.hashes):
+        return Shingles(np.empty(0, np.int64), np.zeros(docs + 1, np.int64))
+    hashes = shingles.hashes.astype(np.uint64, copy=False)
+    chosen = np.flatnonzero(hashes < _U64(((1 << settings.hash_bits) - 1) // settings.anchor_rate))
+    doc = np.searchsorted(shingles.offsets, chosen, side="right") - 1
+    same = doc[1:] == doc[:-1]
+    first, second = hashes[chosen[:-1]][same], hashes[chosen[1:]][same]
+    key_doc = doc[:-1][same]
+    acc = first * _U64(BAND_BASE) + _U64(ANCHOR_TAG)
+    acc = fmix64((acc + second) * _U64(BAND_BASE))
+    keys = (acc >> KEY_SHIFT).astype(np.int64)
+    # each text's first anchor_keys keys in text order (key_doc is ascending), then without repeats
+    rank = np.arange(len(keys)) - np.searchsorted(key_doc, key_doc)
+    keys, key_doc = keys[rank < settings.anchor_keys], key_doc[rank < settings.anchor_keys]
+    order = np.lexsort((np.arange(len(keys)), keys, key_doc))
+    repeat = np.zeros(len(keys), bool)
+    repeat[order[1:]] = (keys[order][1:] == keys[order][:-1]) & (key_doc[order][1:] == key_doc[order][:-1])
+    keys, key_doc = keys[~repeat], key_doc[~repeat]
+    offsets = np.concatenate(([0], np.cumsum(np.bincount(key_doc, minlength=docs)))).astype(np.int64)
+    return Shingles(keys, offsets)
 
 
 def estimate_similarity(a: np.ndarray, b: np.ndarray) -> np.ndarray | float:
@@ -620,6 +715,11 @@ def sample_containment(a: np.ndarray, b: np.ndarray, size: int) -> float:
         cut = min(full)
         a, b = a[:np.searchsorted(a, cut, side="right")], b[:np.searchsorted(b, cut, side="right")]
     return containment_of_sets(a, b)
+
+
+def set_jaccard(a: np.ndarray, b: np.ndarray, settings: ShingleSettings) -> float:
+    """Jaccard of two ``comparable_set`` arrays: on bottom-k samples (verify "sample") or on the whole sets."""
+    return sample_jaccard(a, b, settings.sample) if settings.verify == "sample" else jaccard_of_sets(a, b)
 
 
 def set_similarity(a: np.ndarray, b: np.ndarray, settings: ShingleSettings) -> float:

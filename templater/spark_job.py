@@ -59,7 +59,8 @@ from templater.config import BROADCAST_BYTES, DRIVER_COMPONENTS, JOIN_SALTS, PAR
 from templater.errors import InputError
 from templater.extract import extract_page
 from templater.grouping import choose_group, host_of, shape_set, url_prefixes
-from templater.shingles import ShingleSettings, band_keys, comparable_set, estimate_similarity, set_similarity
+from templater.shingles import (ShingleSettings, band_keys, comparable_set, estimate_similarity, set_jaccard,
+                                set_similarity)
 from templater.sources import check_input, input_format, iter_file_bytes
 from templater.datatypes import Extraction, Page, Segmented, Skip
 from templater.unionfind import UnionFind
@@ -471,6 +472,7 @@ class SignedPage:
     signature: np.ndarray
     verify_set: np.ndarray | None  # the stored verification set (None when verifying by estimate)
     fetched_at: str | None = None  # as the index keeps it (``dedup.web_time``)
+    anchors: np.ndarray | None = None  # its anchor keys (``shingles.anchor_keys``), index keys besides the bands
 
     def member(self) -> lsh.Member:
         return lsh.Member(self.doc, self.page_id, self.url, self.signature, self.batch, self.boilerplate_chars,
@@ -529,7 +531,7 @@ def _sign_partition(items: list[tuple[str, tuple[str, str, int, str | None]]],
             yield None
             continue
         yield SignedPage(0, 0, pid, url, boilerplate, len(text), signatures.values[i],
-                         sets[i] if sets is not None else None, fetched_at)
+                         sets[i] if sets is not None else None, fetched_at, signatures.anchors_of(i))
 
 
 def band_buckets(signed, settings: ShingleSettings, parts: int):
@@ -544,10 +546,11 @@ def _verified_edges(buckets, by_doc, options: JobOptions, parts: int):
     doc: the pairs go to their pages' sets, not the sets to the pairs."""
     settings, cap = options.shingles, options.bucket_cap
     pairs = buckets.flatMap(lambda kv: bucket_candidates(kv[1], cap)).distinct(parts)
-    values = by_doc.mapValues(lambda sp: sp.verify_set if sp.verify_set is not None else sp.signature)
+    values = by_doc.mapValues(lambda sp: (sp.verify_set if sp.verify_set is not None else sp.signature,
+                                          lsh.site_of(sp.url)))
     joined = (pairs.join(values, parts).map(lambda kv: (kv[1][0], (kv[0], kv[1][1])))
               .join(values, parts).map(lambda kv: (kv[1][0][0], kv[0], kv[1][0][1], kv[1][1])))
-    return joined.filter(lambda p: similarity(p[2], p[3], settings) >= settings.threshold).map(lambda p: (p[0], p[1]))
+    return joined.filter(lambda p: accepted(p[2], p[3], settings)).map(lambda p: (p[0], p[1]))
 
 
 def _band_rows(pages: list[SignedPage], settings: ShingleSettings) -> Iterator[tuple[int, tuple[int, int]]]:
@@ -555,7 +558,8 @@ def _band_rows(pages: list[SignedPage], settings: ShingleSettings) -> Iterator[t
         return
     keys = band_keys(np.stack([p.signature for p in pages]), settings)
     for page, row in zip(pages, keys.tolist()):
-        for key in row:
+        anchors = [] if page.anchors is None else [k for k in page.anchors.tolist() if k not in row]
+        for key in row + anchors:
             yield key, (page.doc, page.batch)
 
 
@@ -581,6 +585,15 @@ def similarity(a: np.ndarray, b: np.ndarray, settings: ShingleSettings) -> float
     if settings.verify == "estimate":
         return float(estimate_similarity(a, b))
     return set_similarity(comparable_set(a, settings), comparable_set(b, settings), settings)
+
+
+def accepted(a: tuple[np.ndarray, str], b: tuple[np.ndarray, str], settings: ShingleSettings) -> bool:
+    """Whether a candidate pair of (verification set or signature, site) is a near-duplicate, as the index decides
+    (``lsh.accepted``: the threshold of one site or of two, the Jaccard floor on one site)."""
+    same = np.array([lsh.same_sites([a[1]], [b[1]])[0]])
+    return bool(lsh.accepted(settings, same, np.array([similarity(a[0], b[0], settings)]),
+                             lambda mask: np.array([set_jaccard(comparable_set(a[0], settings),
+                                                                comparable_set(b[0], settings), settings)]))[0])
 
 
 def driver_components(edges: Iterable[tuple[int, int]]) -> dict[int, int]:

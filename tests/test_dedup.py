@@ -215,8 +215,11 @@ def test_the_old_index_settings_are_kept_and_new_defaults_refused(tmp_path):
     described = dedup.describe_settings(db)
     assert (described["measure"], described["n"], described["rows"]) == ("jaccard", 5, 6)
     migrated = {row[0] for row in db.conn.execute("SELECT version FROM schema_migrations WHERE component = 'lsh'")}
-    assert migrated == {1, 2}
-    assert "fetched_at" in {row[1] for row in db.conn.execute("PRAGMA table_info(lsh_signatures)")}
+    assert migrated == {1, 2, 3}
+    assert {"fetched_at", "anchors"} <= {row[1] for row in db.conn.execute("PRAGMA table_info(lsh_signatures)")}
+    # what it was built with: no anchor keys, one threshold for every pair, no Jaccard floor
+    assert (described["anchor_rate"], described["anchor_keys"], described["same_site_jaccard"]) == (0, 0, 0.0)
+    assert described["cross_site_threshold"] == described["threshold"]
     assert clusters(db) == {frozenset({"a", "b"})}
     assert db.conn.execute("SELECT count(*) FROM lsh_signatures").fetchone()[0] == 3
     text = " ".join(article(np.random.default_rng(8)))
@@ -226,3 +229,29 @@ def test_the_old_index_settings_are_kept_and_new_defaults_refused(tmp_path):
     assert next(r for r in dedup.iter_duplicates(db) if r["id"] == "d")["canonical"] == "e"
     with pytest.raises(SettingsMismatchError, match="measure: 'jaccard' != 'containment'"):
         dedup.index_texts(db, [TextItem("f", "http://example.org/f", text)], ShingleSettings())
+
+
+def test_a_story_inside_a_longer_page_of_another_site_is_found(db):
+    rng = np.random.default_rng(21)
+    story = article(rng, 150)
+    long_page = " ".join(story[:-20] + article(rng, 900))  # the story, then four times as much other text
+    syndicated = " ".join(article(rng, 12) + story[:-20] + article(rng, 30))  # new headline and last paragraph
+    dedup.index_texts(db, [TextItem("long", "http://news.example/a", long_page),
+                           TextItem("copy", "https://www.agency.example/b", syndicated)])
+    assert clusters(db) == {frozenset({"long", "copy"})}
+    row = next(r for r in dedup.iter_duplicates(db) if r["id"] == "copy")
+    assert 0.75 <= row["similarity"] < 0.8  # containment: across sites 0.75 is enough
+    assert [f["id"] for f in dedup.find_similar_page(db, "copy")] == ["long"]
+
+
+def test_a_short_page_inside_a_longer_one_of_its_own_site_is_not_a_copy(db):
+    rng = np.random.default_rng(22)
+    leftovers = article(rng, 120)  # what a site's short page keeps, repeated inside a long page of the site
+    dedup.index_texts(db, [TextItem("short", "http://site.example/a", " ".join(leftovers)),
+                           TextItem("long", "http://site.example/b", " ".join(leftovers + article(rng, 800)))])
+    assert clusters(db) == set()  # containment 1.0, Jaccard 0.1: below the same-site floor
+    other = open_db(db.conn.execute("PRAGMA database_list").fetchone()[2] + "-other.db")
+    dedup.index_texts(other, [TextItem("short", "http://site.example/a", " ".join(leftovers)),
+                              TextItem("long", "http://site.example/b", " ".join(leftovers + article(rng, 800)))],
+                      ShingleSettings(same_site_jaccard=0.0))
+    assert clusters(other) == {frozenset({"short", "long"})}

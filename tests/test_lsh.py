@@ -11,7 +11,7 @@ from store.db import open_db
 from store.lsh import IndexedPage
 from templater.errors import SettingsMismatchError
 from templater.shingles import (ShingleSettings, Shingles, Signatures, band_keys, comparable_set, estimate_similarity,
-                                set_similarity, sign_shingles)
+                                set_jaccard, set_similarity, sign_shingles)
 
 SETTINGS = ShingleSettings(permutations=32, bands=8, rows=4, threshold=0.7, verify="estimate")
 
@@ -76,7 +76,7 @@ def check_invariants(db) -> None:
     rows = conn.execute("SELECT a.cluster, b.cluster FROM lsh_links l JOIN lsh_signatures a ON a.doc = l.doc"
                         " JOIN lsh_signatures b ON b.doc = l.other").fetchall()
     assert all(x == y for x, y in rows)
-    bands = conn.execute("SELECT count(*) FROM lsh_bands").fetchone()[0]
+    bands = sum(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in ("lsh_bands", "lsh_recent"))
     pages = conn.execute("SELECT count(*) FROM lsh_signatures").fetchone()[0]
     assert bands == pages * SETTINGS.bands
 
@@ -246,10 +246,14 @@ def reference_sample_clusters(pages: dict[str, np.ndarray]) -> set[frozenset]:
     if not ids:
         return set()
     shingles = Shingles(np.concatenate([pages[i] for i in ids]), np.arange(len(ids) + 1) * 40)
-    keys = band_keys(sign_shingles(shingles, SAMPLED).values, SAMPLED)
+    signed = sign_shingles(shingles, SAMPLED)
+    keys = band_keys(signed.values, SAMPLED)
+    anchors = [set(signed.anchors_of(i).tolist()) for i in range(len(ids))]
     sets = [comparable_set(pages[i], SAMPLED) for i in ids]
-    return components(ids, lambda i, j: (keys[i] == keys[j]).any()
-                      and set_similarity(sets[i], sets[j], SAMPLED) >= SAMPLED.threshold)
+    # one site (example.org): containment >= threshold and Jaccard >= same_site_jaccard
+    return components(ids, lambda i, j: ((keys[i] == keys[j]).any() or bool(anchors[i] & anchors[j]))
+                      and set_similarity(sets[i], sets[j], SAMPLED) >= SAMPLED.threshold
+                      and set_jaccard(sets[i], sets[j], SAMPLED) >= SAMPLED.same_site_jaccard)
 
 
 @hsettings(max_examples=20, deadline=None)
@@ -261,3 +265,27 @@ def test_sample_verification_matches_the_reference(tmp_path_factory, ops):
     assert stored_clusters(db) == reference_sample_clusters(pages)
     stored = lsh.stored_sets(db, [m.doc for _, ms in lsh.iter_clusters(db) for m in ms], SAMPLED)
     assert all(len(s) <= SAMPLED.sample and (np.diff(s.astype(np.int64)) > 0).all() for s in stored.values())
+
+
+def test_recent_keys_merge_into_the_band_index_and_lookups_read_both(tmp_path, monkeypatch):
+    monkeypatch.setattr(lsh, "RECENT_PAGES", 7)  # a merge every 7 pages or more
+    db = open_db(tmp_path / "index.db")
+    values = make_signatures(np.random.default_rng(5), 40, 4, 0.5)
+    names = [f"p{i:02d}" for i in range(40)]
+    for start in range(0, 40, 5):
+        add(db, names[start:start + 5], values[start:start + 5])
+    lsh.remove_pages(db, names[3:9])
+    add(db, names[3:6], values[3:6])  # back again, into lsh_recent
+    live = {n: v for i, (n, v) in enumerate(zip(names, values)) if not 6 <= i < 9}
+    assert stored_clusters(db) == reference_clusters(live)
+    check_invariants(db)
+    conn = db.conn
+    recent = conn.execute("SELECT count(DISTINCT doc) FROM lsh_recent").fetchone()[0]
+    assert conn.execute("SELECT count(*) FROM lsh_bands").fetchone()[0] and 0 < recent < 7
+    doc, signature = conn.execute("SELECT doc, signature FROM lsh_signatures WHERE doc IN"
+                                  " (SELECT doc FROM lsh_recent) LIMIT 1").fetchone()
+    assert doc in {m.doc for m, _ in lsh.query(db, np.frombuffer(signature, dtype=np.uint32), SETTINGS)}
+    pairs = np.concatenate(list(lsh.iter_candidate_pairs(db)))
+    keys = band_keys(np.stack(list(live.values())), SETTINGS)
+    assert len({tuple(p) for p in pairs.tolist()}) == sum(
+        (keys[i] == keys[j]).any() for j in range(len(live)) for i in range(j))

@@ -390,3 +390,31 @@ def test_settings_default_to_containment_and_jaccard_by_estimate():
     b = sh.sorted_set(np.arange(7, dtype=np.uint64))
     assert sh.set_similarity(a, b, ShingleSettings(verify="exact")) == 1.0
     assert sh.set_similarity(a, b, ShingleSettings(verify="exact", measure="jaccard")) == 0.7
+
+
+def test_anchor_keys_of_a_shared_passage_are_shared_whatever_surrounds_it():
+    from templater.shingles import anchor_keys, shingle_hashes
+    rng = np.random.default_rng(3)
+    words = [f"w{i}" for i in rng.integers(0, 50_000, size=3000)]
+    passage = " ".join(words[1000:1400])
+    settings = ShingleSettings()
+    texts = [passage, " ".join(words[:40]) + " " + passage + " " + " ".join(words[2000:3000]),  # near its start
+             " ".join(words[:400])]
+    keys = anchor_keys(shingle_hashes(texts, settings), settings)
+    alone, inside, other = (set(keys.of(i).tolist()) for i in range(3))
+    assert 10 <= len(alone) <= settings.anchor_keys and len(inside) == settings.anchor_keys  # capped
+    assert len(keys.of(1)) == len(inside)  # distinct
+    assert alone & inside and not alone & other
+    assert all(0 <= k < 2**47 for k in alone)
+    assert not len(anchor_keys(shingle_hashes(texts, ShingleSettings(anchor_rate=0)),
+                               ShingleSettings(anchor_rate=0)).hashes)
+
+
+def test_site_of_and_thresholds_by_site():
+    from store.lsh import same_sites, site_of
+    assert site_of("https://www.Example.com:8080/a?b") == "example.com"
+    assert site_of("http://user@x.org#f") == "x.org" and site_of("not a url") == "" and site_of(None) == ""
+    assert same_sites(["a.org", "a.org", ""], ["a.org", "b.org", "b.org"]).tolist() == [True, False, True]
+    settings = ShingleSettings()
+    assert settings.threshold_for(np.array([True, False])).tolist() == [0.8, 0.75]
+    assert ShingleSettings(threshold=0.6).cross_site_threshold == 0.6  # never above the threshold
