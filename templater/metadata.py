@@ -53,6 +53,7 @@ RULE_ELEMENTS = 5  # a meta rule's first elements tried for a value
 MAX_INLINE_CHILDREN = 12  # a block element with more children is not searched for inline bylines and dates
 MAX_JSONLD_BYTES = 512 * 1024
 MAX_SCRIPT_DATES = 20  # occurrences of each publication key looked at in a page's markup
+MIN_SCRIPT_NAME_WORDS = 2  # words of each name a script's author value gives
 SCRIPT_KEY_CHARS = 60  # ... with its date in this many characters after it  # a JSON-LD block larger than this is skipped
 
 ARTICLE_TYPES = frozenset({"article", "newsarticle", "blogposting", "reportagenewsarticle", "analysisnewsarticle",
@@ -120,6 +121,13 @@ _SCRIPT_VALUE_PATTERN = (r"""[A-Za-z_]{0,12}["']?\s*[:=]\s*["']?"""
                          r"([12][09]\d\d-[01]\d-[0-3]\d(?:[T ][0-2]\d:[0-5]\d(?::[0-5]\d)?)?)")
 _SCRIPT_VALUE = re.compile(_SCRIPT_VALUE_PATTERN)
 _SCRIPT_VALUE_BYTES = re.compile(_SCRIPT_VALUE_PATTERN.encode("ascii"))
+# the keys scripts (analytics data layers, CMS state) give bylines under: authorName, article_author, firstAuthor,
+# net_article_byline...; then the rest of the key, the separator and the quoted name
+_SCRIPT_AUTHOR_PARTS = ("uthor", "yline")
+_SCRIPT_AUTHOR_PARTS_BYTES = tuple(k.encode("ascii") for k in _SCRIPT_AUTHOR_PARTS)
+_SCRIPT_AUTHOR_PATTERN = r"""[A-Za-z_]{0,12}["']?\s*[:=]\s*(["'])([^"'<>{}\[\]\\]{3,%d})\1""" % MAX_BYLINE_CHARS
+_SCRIPT_AUTHOR = re.compile(_SCRIPT_AUTHOR_PATTERN)
+_SCRIPT_AUTHOR_BYTES = re.compile(_SCRIPT_AUTHOR_PATTERN.encode("ascii"))
 _URL_DATE = re.compile(r"/(?P<y>(?:19|20)\d\d)[/-](?P<m>[01]?\d)[/-](?P<d>[0-3]?\d)(?:/|[-_.]|$)")
 _BYLINE = re.compile(r"^\W*(?:by:?|von|par|por|di|door|av|af|written by|posted by|words by|author:|autor:|"
                      r"auteur\s*:|story by|reporting by)\s+(?P<name>.+)$", re.IGNORECASE)
@@ -163,6 +171,8 @@ def read_metadata(seg: Segmented, *, rules: Sequence[Rule] = (), text: str = "")
             found[key] = found[key] or seen.get(key)
     if found["date"] is None:
         found["date"] = script_date(seg.page.html)
+    if found["author"] is None:
+        found["author"] = script_author(seg.page.html)
     found["language"] = found["language"] or detect_language(text)  # the model's load (~1 s a process) only
     return Metadata(**found)  # where a page declares no language
 
@@ -474,6 +484,28 @@ def script_date(html: str | bytes) -> str | None:
             if found:
                 stamp = found.group(1)
                 return _iso(_ISO.match(stamp.decode("ascii") if is_bytes else stamp))
+            start = html.find(key, start + 1)
+    return None
+
+
+def script_author(html: str | bytes) -> str | None:
+    """An author that the page's scripts carry (``authorName = "By JANE DOE"``, ``"firstAuthor":"Jane Doe"``,
+    ``net_article_byline = "Jane Doe and wires"``): the names of at least MIN_SCRIPT_NAME_WORDS words of the first
+    such value that has any (a one-word value is a user name, a section, a site, an agency)."""
+    is_bytes = isinstance(html, bytes)
+    value = _SCRIPT_AUTHOR_BYTES if is_bytes else _SCRIPT_AUTHOR
+    for key in (_SCRIPT_AUTHOR_PARTS_BYTES if is_bytes else _SCRIPT_AUTHOR_PARTS):
+        start = html.find(key)
+        for _ in range(MAX_SCRIPT_DATES):
+            if start < 0:
+                break
+            found = value.match(html, start + len(key), start + len(key) + SCRIPT_KEY_CHARS + MAX_BYLINE_CHARS)
+            if found:
+                text = found.group(2)
+                names = normalize_author(text.decode("utf-8", "replace") if is_bytes else text) or ""
+                names = "; ".join(n for n in names.split("; ") if len(n.split()) >= MIN_SCRIPT_NAME_WORDS)
+                if names:
+                    return names
             start = html.find(key, start + 1)
     return None
 

@@ -156,6 +156,18 @@ def test_url_date():
     assert metadata.url_date("https://x.com/story-2019") is None
 
 
+@pytest.mark.parametrize("markup, author", [
+    ('<script>var omni_authorName = "By JANIE HAR";</script>', "Janie Har"),
+    ('<script>var m = {"byline": [{"smartByline": true, "firstAuthor": "David Bruce"}]};</script>', "David Bruce"),
+    ("<script>utag_data.net_article_byline = 'Victoria Craw and wires';</script>", "Victoria Craw"),
+    ('<div class="author-name">x</div><meta name="author" content="Jo Do"><a rel="author" href="/a">A</a>', None),
+    ('<script>x = {"author": "admin", "authorId": "12345", "authorUrl": "https://x.com/a"}</script>', None),
+])
+def test_script_author(markup, author):
+    assert metadata.script_author(markup) == author
+    assert metadata.script_author(markup.encode()) == author
+
+
 # --- visible evidence and learned rules ---------------------------------------------------------------------------
 
 def test_visible_byline_and_date_near_the_headline():
