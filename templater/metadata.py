@@ -110,9 +110,10 @@ _ISO = re.compile(r"(?P<y>(?:19|20)\d\d)-(?P<m>[01]?\d)-(?P<d>[0-3]?\d)"
 _YEAR = re.compile(r"(?:19|20)\d\d")
 _YMD = re.compile(r"\b(?P<y>(?:19|20)\d\d)[/.](?P<m>[01]?\d)[/.](?P<d>[0-3]?\d)\b")
 _DMY_NUM = re.compile(r"\b(?P<a>[0-3]?\d)[/.](?P<b>[0-3]?\d)[/.](?P<y>(?:19|20)\d\d)\b")
-_MDY = re.compile(_MONTH + r"\s+(?P<d>[0-3]?\d)(?:st|nd|rd|th)?,?\s+(?P<y>(?:19|20)\d\d)\b", re.IGNORECASE)
+_MDY = re.compile(_MONTH + r"\s+(?P<d>[0-3]?\d)(?:st|nd|rd|th)?(?:\s*,\s*|\s+)(?P<y>(?:19|20)\d\d)\b",
+                  re.IGNORECASE)  # "Mar 21, 2017", "Mar 21,2017"
 _DMY = re.compile(r"\b(?P<d>[0-3]?\d)(?:st|nd|rd|th|\.|er)?\s+(?:de\s+)?" + _MONTH +
-                  r"(?:\s+de)?,?\s+(?P<y>(?:19|20)\d\d)\b", re.IGNORECASE)
+                  r"(?:\s+de)?(?:\s*,\s*|\s+)(?P<y>(?:19|20)\d\d)\b", re.IGNORECASE)  # "7 Apr , 2017"
 # parts of the keys scripts give publication dates under (datePublished, publish_date, published_at, pubDate,
 # article_date, firstPublishDate, date_published...), then the rest of the key, the separator and the date
 _SCRIPT_KEY_PARTS = ("ublish", "Publish", "pubDate", "article_date", "dateCreated", "releaseDate")
@@ -133,7 +134,7 @@ _BYLINE = re.compile(r"^\W*(?:by:?|von|par|por|di|door|av|af|written by|posted b
                      r"auteur\s*:|story by|reporting by)\s+(?P<name>.+)$", re.IGNORECASE)
 _NAME_SPLIT = re.compile(r"\s*(?:,|;|&|\|)\s*|\s+(?:and|AND|And|und|et|y|e)\s+")
 _NAME_CUT = re.compile(r"\s*(?:\||·|•|—|–| - |\s(?:on|at|in|for)\s|\bupdated\b|\bpublished\b|\bposted\b|\d{1,2}:\d\d|"
-                       r"\b(?:19|20)\d\d\b).*$", re.IGNORECASE)
+                       r"\b(?:19|20)\d\d\b|\s" + _MONTH + r"\s+[0-3]?\d\b).*$", re.IGNORECASE)  # "Jane Doe Mar 03, 2017"
 _NAME_WORD = re.compile(r"^[^\W\d_][\w.'’-]*$")
 
 _AUTHOR_CLASS = re.compile(r"(?i)author|byline|writer|reporter")
@@ -147,7 +148,8 @@ _ROLES = frozenset("editor editors contributor contributing writer writers staff
                    "columnist author chief managing associate deputy executive news desk share premium follow "
                    "subscribe photographer tv".split())
 _NOT_NAMES = frozenset("the a an this our more all staff admin administrator editor editors anonymous unknown guest "
-                       "home menu login sign read view share".split())
+                       "home menu login sign read view share monday tuesday wednesday thursday friday saturday "
+                       "sunday today yesterday".split())
 _AUTHOR_NAMES = re.compile(r"(?i)(?:^|[\s_-])(?:author|byline|by-line|writer|contributor|reporter|"
                            r"article-?author|post-?author|entry-?author|creator)(?:$|[\s_-])")
 _DATE_NAMES = re.compile(r"(?i)(?:^|[\s_-])(?:date|time|timestamp|published|pubdate|posted|post-?date|"
@@ -762,8 +764,9 @@ def _kind(element) -> str | None:
 
 
 def _date_beside(byline) -> dict[str, str]:
-    """A date written beside the byline: in the smallest ancestor (of a few) whose short text holds one."""
-    node = byline.getparent()
+    """A date written in or beside the byline: in the byline's element or the smallest ancestor (of a few) whose
+    short text holds one."""
+    node = byline
     for _ in range(BYLINE_DATE_LEVELS):
         if node is None or node.tag == "body":
             break

@@ -156,6 +156,13 @@ def test_url_date():
     assert metadata.url_date("https://x.com/story-2019") is None
 
 
+def test_dates_with_a_comma_against_the_year_and_bylines_with_their_date():
+    assert metadata.find_date("By Jo Lee - Mar 21,2017 - Last updated") == "2017-03-21"
+    assert metadata.find_date("Article Updated: 7 Apr , 2017") == "2017-04-07"
+    assert metadata.normalize_author("Mihir Fadnavis Mar 03, 2017") == "Mihir Fadnavis"
+    assert metadata.normalize_author("Monday November 18, 2019 12:29 pm") is None
+
+
 @pytest.mark.parametrize("markup, author", [
     ('<script>var omni_authorName = "By JANIE HAR";</script>', "Janie Har"),
     ('<script>var m = {"byline": [{"smartByline": true, "firstAuthor": "David Bruce"}]};</script>', "David Bruce"),
