@@ -121,7 +121,22 @@ class _Contexts:
         return found
 
 
+_last_title: tuple = (None, (None, None))  # (page, its find_title): the document and the metadata ask for it in turn
+
+
 def find_title(seg: Segmented) -> tuple[str | None, int | None]:
+    """(the page's headline, index of its block or None); the page's document and its metadata (where its byline
+    and date sit) both ask, one after the other: the last page's answer is kept."""
+    global _last_title
+    last = _last_title
+    if last[0] is seg:
+        return last[1]
+    found = _find_title(seg)
+    _last_title = (seg, found)
+    return found
+
+
+def _find_title(seg: Segmented) -> tuple[str | None, int | None]:
     """(the page's headline, index of its block or None).
 
     The evidence is what the page declares: og:title, twitter:title and <title>. In order: a block that says

@@ -149,7 +149,7 @@ _ROLES = frozenset("editor editors contributor contributing writer writers staff
                    "subscribe photographer tv".split())
 _NOT_NAMES = frozenset("the a an this our more all staff admin administrator editor editors anonymous unknown guest "
                        "home menu login sign read view share monday tuesday wednesday thursday friday saturday "
-                       "sunday today yesterday".split())
+                       "sunday today yesterday by von par por di door av af".split())  # a byline's prefix alone
 _AUTHOR_NAMES = re.compile(r"(?i)(?:^|[\s_-])(?:author|byline|by-line|writer|contributor|reporter|"
                            r"article-?author|post-?author|entry-?author|creator)(?:$|[\s_-])")
 _DATE_NAMES = re.compile(r"(?i)(?:^|[\s_-])(?:date|time|timestamp|published|pubdate|posted|post-?date|"
@@ -722,9 +722,10 @@ def named_metadata(seg: Segmented, headline: int | None | bool = False) -> dict[
 
 
 def _headline(seg: Segmented) -> int | None:
-    from .template import find_headline
+    """Index of the page's headline block: the one its document takes out of the body."""
+    from .document import find_title
 
-    return find_headline(seg)
+    return find_title(seg)[1]
 
 
 def _article_top(seg: Segmented, headline: int | None) -> Sequence:

@@ -163,6 +163,16 @@ def test_dates_with_a_comma_against_the_year_and_bylines_with_their_date():
     assert metadata.normalize_author("Monday November 18, 2019 12:29 pm") is None
 
 
+def test_a_byline_far_into_the_page_is_found_from_the_headline_the_document_takes():
+    menu = "".join(f'<p><a href="/s{i}">Section number {i}</a></p>' for i in range(60))
+    body = (f'{menu}<h1>Reefs hold new medicines</h1><p class="article-header__byline">By Char Adams</p>'
+            f'<p>{ENGLISH}</p>')
+    markup = f"<html><head><title>Discovering medicines in reefs | Site</title></head><body>{body}</body></html>"
+    found = read(markup, url="https://example.com/story", text=ENGLISH)
+    assert found.author == "Char Adams"
+    assert metadata.normalize_author("By") is None
+
+
 @pytest.mark.parametrize("markup, author", [
     ('<script>var omni_authorName = "By JANIE HAR";</script>', "Janie Har"),
     ('<script>var m = {"byline": [{"smartByline": true, "firstAuthor": "David Bruce"}]};</script>', "David Bruce"),
