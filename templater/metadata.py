@@ -161,14 +161,15 @@ _DATE_NAMES = re.compile(r"(?i)(?:^|[\s_-])(?:date|time|timestamp|published|pubd
 def read_metadata(seg: Segmented, *, rules: Sequence[Rule] = (), text: str = "") -> Metadata:
     """The page's metadata: declared, then learned (``rules``), then visible evidence; the language declared, else
     detected from ``text``."""
-    found = declared_metadata(seg.root, seg.page.html, seg.page.url)
+    times: list = []  # the page's <time> elements, met on the way (visible evidence need not walk the tree again)
+    found = declared_metadata(seg.root, seg.page.html, seg.page.url, times=times)
     found["date"] = found["date"] or url_date(seg.page.url)  # a dated URL (/2017/05/03/) outranks what a page shows
     if rules and (found["author"] is None or found["date"] is None):
         learned = rule_metadata(seg.root, rules, keys=[k for k in ("author", "date") if found[k] is None])
         for key in ("author", "date"):
             found[key] = found[key] or learned.get(key)
     if found["author"] is None or found["date"] is None:
-        seen = visible_metadata(seg)
+        seen = visible_metadata(seg, times=times)
         for key in ("author", "date"):
             found[key] = found[key] or seen.get(key)
     if found["date"] is None:
@@ -181,15 +182,17 @@ def read_metadata(seg: Segmented, *, rules: Sequence[Rule] = (), text: str = "")
 
 # --- declared metadata ------------------------------------------------------------------------------------------
 
-def declared_metadata(root, html: str | bytes, url: str) -> dict[str, str | tuple[str, ...] | None]:
-    """Fields as the page declares them (JSON-LD first, then <meta>, microdata, <link>, <html lang>)."""
+def declared_metadata(root, html: str | bytes, url: str, *, times: list | None = None,
+                      ) -> dict[str, str | tuple[str, ...] | None]:
+    """Fields as the page declares them (JSON-LD first, then <meta>, microdata, <link>, <html lang>); ``times``, a
+    list, gets the page's <time> elements (in document order) on the way."""
     found: dict = dict.fromkeys(METADATA_FIELDS)
     for key, value in jsonld_metadata(html).items():
         found[key] = value
     ranked: dict[str, tuple[int, object]] = {}
     if root is not None:
         microdata = (b"itemprop" if isinstance(html, bytes) else "itemprop") in html
-        for element in _declaring_elements(root, microdata=microdata):
+        for element in _declaring_elements(root, microdata=microdata, times=times):
             for key, rank, value in _element_fields(element):
                 if key == "tags":
                     ranked.setdefault("tags", (rank, []))[1].extend(value)
@@ -201,11 +204,15 @@ def declared_metadata(root, html: str | bytes, url: str) -> dict[str, str | tupl
     return _normalized(found, url)
 
 
-def _declaring_elements(root, *, microdata: bool = True) -> Iterable:
-    """<html>, then every <meta>, <link> and <time>, then (where the markup has any) the body's microdata elements
-    (separate scans in C: one XPath union of them costs several times more, sorting into document order)."""
+def _declaring_elements(root, *, microdata: bool = True, times: list | None = None) -> Iterable:
+    """<html>, then every <meta>, <link> and <time> (the <time>s also appended to ``times`` when given), then (where
+    the markup has any) the body's microdata elements (separate scans in C: one XPath union of them costs several
+    times more, sorting into document order)."""
     yield root
-    yield from root.iter("meta", "link", "time")
+    for element in root.iter("meta", "link", "time"):
+        if times is not None and element.tag == "time":
+            times.append(element)
+        yield element
     if microdata:
         yield from _ITEMPROPS(root)
 
@@ -662,8 +669,10 @@ def _text(element) -> str:
 
 # --- visible evidence -------------------------------------------------------------------------------------------
 
-def visible_metadata(seg: Segmented, headline: int | None | bool = False) -> dict[str, str]:
-    """Author and date from what the page shows near its headline: bylines, <time>, date lines."""
+def visible_metadata(seg: Segmented, headline: int | None | bool = False, *, times: list | None = None,
+                     ) -> dict[str, str]:
+    """Author and date from what the page shows near its headline: bylines, <time> (``times``: the page's, when
+    already known), date lines."""
     headline = _headline(seg) if headline is False else headline
     blocks = nearby_blocks(seg, headline)
     found: dict[str, str] = {}
@@ -682,7 +691,7 @@ def visible_metadata(seg: Segmented, headline: int | None | bool = False) -> dic
     if seg.root is None:
         return found
     if "date" not in found:
-        for element in seg.root.iter("time"):
+        for element in (seg.root.iter("time") if times is None else times):
             day = normalize_date(element.get("datetime")) or find_date(_text(element))
             if day:
                 found["date"] = day
