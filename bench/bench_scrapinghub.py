@@ -148,7 +148,10 @@ def accepted_titles(record: dict) -> set[str] | None:
     return (declared | confirmed) or None
 
 
-def headline_rates(records: list[dict], predictions: dict[str, dict[str, dict]]) -> tuple[int, dict[str, float]]:
+def headline_rates(records: list[dict], predictions: dict[str, dict[str, dict]],
+                   by_dataset: dict | None = None) -> tuple[int, dict[str, float]]:
+    """(pages counted, each system's exact-match rate); ``by_dataset``, a dict, gets dataset -> [pages, hits of
+    each system in the order of ``predictions``]."""
     counted = 0
     hits = dict.fromkeys(predictions, 0)
     for r in records:
@@ -156,8 +159,13 @@ def headline_rates(records: list[dict], predictions: dict[str, dict[str, dict]])
         if not accepted:
             continue
         counted += 1
-        for name, predicted in predictions.items():
-            hits[name] += normal((predicted.get(r["id"]) or {}).get("title")) in accepted
+        row = by_dataset.setdefault(r.get("dataset") or "-", [0] + [0] * len(predictions)) if by_dataset is not None \
+            else [0] * (len(predictions) + 1)
+        row[0] += 1
+        for i, (name, predicted) in enumerate(predictions.items(), 1):
+            hit = normal((predicted.get(r["id"]) or {}).get("title")) in accepted
+            hits[name] += hit
+            row[i] += hit
     return counted, {name: n / max(counted, 1) for name, n in hits.items()}
 
 
@@ -190,9 +198,12 @@ def main() -> int:
         pages = read(suite)
         with tempfile.TemporaryDirectory() as tmp:
             titles = {"templater": run_templater(suite, Path(tmp)), "trafilatura": run_trafilatura(pages)}
-        counted, rates = headline_rates(pages, titles)
+        datasets: dict = {}
+        counted, rates = headline_rates(pages, titles, datasets)
         print(f"headline: {counted} of {len(pages)} pages of the {args.headlines} suite have an <h1> or og:title "
               "and a known headline; exact match " + ", ".join(f"{name} {rate:.3f}" for name, rate in rates.items()))
+        for dataset, (n, *hits) in sorted(datasets.items()):
+            print(f"  {dataset:16} {n:5} pages: " + ", ".join(f"{name} {h / n:.3f}" for name, h in zip(titles, hits)))
     return 0
 
 

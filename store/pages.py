@@ -11,6 +11,7 @@ with its magic number, a zlib stream never does), and a page rewritten by a late
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import threading
 import zlib
@@ -20,6 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import sqlite_utils
 import zstandard
+
+from templater.types import METADATA_FIELDS
 
 from .db import migrate
 
@@ -53,8 +56,21 @@ def _v1(db: sqlite_utils.Database) -> None:
 MIGRATIONS = [_v1]
 
 
+def _fields_v1(db: sqlite_utils.Database) -> None:
+    """Each extraction's headline and metadata (the record's ``title`` and metadata fields, a JSON object), in
+    their own table and component: a database written before them opens as it is, read-only commands too (a new
+    component is made empty in memory there, where a new version of ``pages`` would be refused until a command
+    that writes upgrades the file)."""
+    db.execute("""CREATE TABLE extraction_fields (
+        page_id TEXT PRIMARY KEY REFERENCES pages(id) ON DELETE CASCADE, title TEXT, metadata TEXT)""")
+
+
+FIELDS_MIGRATIONS = [_fields_v1]
+
+
 def ensure_schema(db: sqlite_utils.Database) -> None:
     migrate(db, "pages", MIGRATIONS)
+    migrate(db, "extraction_fields", FIELDS_MIGRATIONS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,10 +258,39 @@ def assign_sites(db: sqlite_utils.Database, assignments: Iterable[tuple[str, str
 
 
 def save_extraction(db: sqlite_utils.Database, *, page_id: str, site: str, method: str, template: str | None,
-                    coverage: float | None, text: str, boilerplate_chars: int, digest: str, now: str) -> None:
+                    coverage: float | None, text: str, boilerplate_chars: int, digest: str, now: str,
+                    title: str | None = None, metadata: dict | None = None) -> None:
+    """Store a page's extraction (replacing its previous one): its text and figures, and its headline and
+    metadata fields (``metadata``: field -> value, as the output record spells them)."""
     db.execute("INSERT OR REPLACE INTO extractions (page_id, site, method, template, coverage, text,"
                " boilerplate_chars, content_hash, extracted_at) VALUES (?,?,?,?,?,?,?,?,?)",
                [page_id, site, method, template, coverage, text, boilerplate_chars, digest, now])
+    found = {k: v for k, v in (metadata or {}).items() if v is not None}
+    db.execute("INSERT OR REPLACE INTO extraction_fields (page_id, title, metadata) VALUES (?,?,?)",
+               [page_id, title, json.dumps(found, ensure_ascii=False, separators=(",", ":")) if found else None])
+
+
+def load_extractions(db: sqlite_utils.Database, ids: Iterable[str]) -> Iterator[dict]:
+    """The stored extractions of the given pages (in the order given, those that have one) as output records:
+    id, url, site, text, method, template, coverage, title and the metadata fields (null where the extraction was
+    stored without them, by a templater before they were kept, or has no value)."""
+    for chunk in _chunks(list(ids), 200):
+        marks = ",".join("?" * len(chunk))
+        rows = {r[0]: r for r in db.execute(
+            "SELECT e.page_id, p.url, e.site, e.text, e.method, e.template, e.coverage, f.title, f.metadata"
+            " FROM extractions e JOIN pages p ON p.id = e.page_id"
+            f" LEFT JOIN extraction_fields f ON f.page_id = e.page_id WHERE e.page_id IN ({marks})", chunk)}
+        for pid in chunk:
+            r = rows.get(pid)
+            if r is None:
+                continue
+            try:
+                stored = json.loads(r[8]) if r[8] else {}
+            except ValueError:
+                stored = {}
+            stored = stored if isinstance(stored, dict) else {}
+            yield {"id": r[0], "url": r[1], "site": r[2], "text": r[3], "method": r[4], "template": r[5],
+                   "coverage": r[6], "title": r[7], **{k: stored.get(k) for k in METADATA_FIELDS}}
 
 
 def _chunks(items: list, size: int) -> Iterator[list]:

@@ -22,7 +22,7 @@ import hashlib
 import html
 import re
 from dataclasses import dataclass
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 import numpy as np
 from lxml import etree
@@ -41,7 +41,10 @@ MAX_TITLE_CHARS = 300  # a block longer than this is no headline
 HEADLINE_MIN_WORDS = 0.5  # a heading echoing the declared titles holds at least this share of the headline's words
 SITE_NAME_WORDS = 4  # a title's end part this short (or shorter) may be the site's name ...
 SITE_NAME_CUTS = 3  # ... and so may the one before it ("Headline | Section | Site")
+SITE_LABEL_CHARS = 4  # a host's label this long (or longer) may spell the site's name ...
+SITE_LABEL_SHARE = 0.5  # ... in a short text it makes up this share of the letters of
 MIN_TABLE_CELLS = 2  # a table whose rows never hold more than one kept cell is text laid out, not a table
+_HOST_WORDS = frozenset({"www", "blog", "blogs", "news", "home", "web", "online"})
 _DOMAIN = re.compile(r"[a-z]\.(?:com|net|org|info|gov|edu|co\.[a-z]{2})\b", re.IGNORECASE)
 _DECLARED_TITLES = etree.XPath(
     "/html/head/meta[@property='og:title' or @name='og:title' or @name='twitter:title' "
@@ -118,7 +121,22 @@ class _Contexts:
         return found
 
 
+_last_title: tuple = (None, (None, None))  # (page, its find_title): the document and the metadata ask for it in turn
+
+
 def find_title(seg: Segmented) -> tuple[str | None, int | None]:
+    """(the page's headline, index of its block or None); the page's document and its metadata (where its byline
+    and date sit) both ask, one after the other: the last page's answer is kept."""
+    global _last_title
+    last = _last_title
+    if last[0] is seg:
+        return last[1]
+    found = _find_title(seg)
+    _last_title = (seg, found)
+    return found
+
+
+def _find_title(seg: Segmented) -> tuple[str | None, int | None]:
     """(the page's headline, index of its block or None).
 
     The evidence is what the page declares: og:title, twitter:title and <title>. In order: a block that says
@@ -137,20 +155,50 @@ def find_title(seg: Segmented) -> tuple[str | None, int | None]:
     if index is None:
         least = HEADLINE_MIN_WORDS * len(strip_site_name(titles[0]).split())
         index = find_headline(seg, " ".join(titles), min_words=least)
+    if index is None:
+        index = _sole_h1(seg)
     if index is not None:
         return seg.blocks[index].text.rstrip(PERMALINK_MARKS) or None, index
     title = declared[0] if declared else seg.title
     return strip_site_name(strip_site_name(title), from_start=True) or None, None
 
 
-def _title_forms(title: str) -> list[str]:
+def _sole_h1(seg: Segmented) -> int | None:
+    """The page's one <h1> (said once or repeated) when it is not a link (a logo's): the headline the page shows,
+    which an editor may word otherwise than the declared titles (og:title, an SEO <title>, a site's name)."""
+    found = [b for b in seg.blocks if b.tag == "h1" and b.text and len(b.text) <= MAX_TITLE_CHARS]
+    if not found or len({b.text.lower() for b in found}) > 1 or found[0].link_chars * 2 >= len(found[0].text):
+        return None
+    return found[0].index
+
+
+def _host_labels(url: str) -> list[str]:
+    """The names in a URL's host that may be its site's name ("joythebaker" of joythebaker.com)."""
+    host = (urlsplit(url).hostname or "") if url else ""
+    labels = host.split(".")[:-1]  # less the top-level domain
+    return [label for label in labels if len(label) >= SITE_LABEL_CHARS and label not in _HOST_WORDS]
+
+
+def _names_site(text: str, labels: list[str]) -> bool:
+    """Whether a short text is the site's name as its host spells it ("Joy the Baker" on joythebaker.com, "The
+    Facebook Blog" on blog.facebook.com): a host label makes up at least SITE_LABEL_SHARE of its letters."""
+    if not labels or len(text.split()) > SITE_NAME_WORDS:
+        return False
+    squashed = re.sub(r"[\W_]", "", text.lower())
+    return any(label in squashed and len(label) >= SITE_LABEL_SHARE * len(squashed) for label in labels)
+
+
+def _title_forms(title: str, host: list[str]) -> list[str]:
     """A declared title as it is, less its site name (strip_site_name's cuts), and every run of its parts from its
     start or to its end longer than a site name ("Do US businesses want Vista at last? - IT Pro - Breaking
-    Business and Technology News at ITPro"), lower-cased."""
+    Business and Technology News at ITPro") or that the other parts name the site as its host (``host``: its
+    labels) spells it, lower-cased."""
     cuts = list(TITLE_SEPARATORS.finditer(title))
     runs = [title[:c.start()] for c in cuts] + [title[c.end():] for c in cuts]
     forms = [*site_name_cuts(title), strip_site_name(title, from_start=True)]
     forms += [run for run in runs if len(run.split()) > SITE_NAME_WORDS]
+    forms += [title[c.end():] for c in cuts if _names_site(title[:c.start()], host)]  # "Joy the Baker - Papa Says"
+    forms += [title[:c.start()] for c in cuts if _names_site(title[c.end():], host)]
     return [f.strip().lower() for f in forms if f.strip()]
 
 
@@ -159,9 +207,11 @@ def _exact_headline(seg: Segmented, titles: list[str]) -> int | None:
     the longest heading saying a form that is not made of a link, then the longest such heading, then the longest
     block saying one that is not made of links (a site's name is shorter than its headlines)."""
     whole = {t.lower() for t in titles}
-    wanted = {form for t in titles for form in _title_forms(t)}
+    host = _host_labels(seg.page.url)
+    wanted = {form for t in titles for form in _title_forms(t, host)}
     longest = min(max(map(len, wanted)) + len(PERMALINK_MARKS), MAX_TITLE_CHARS)
     found = [b for b in seg.blocks if len(b.text) <= longest and b.text.rstrip(PERMALINK_MARKS).lower() in wanted]
+    found = [b for b in found if not _names_site(b.text, host)] or found
     headings = [b for b in found if b.tag in HEADING_LEVELS]
     whole_headings = [b for b in headings if b.text.rstrip(PERMALINK_MARKS).lower() in whole]
     if whole_headings:

@@ -53,6 +53,7 @@ RULE_ELEMENTS = 5  # a meta rule's first elements tried for a value
 MAX_INLINE_CHILDREN = 12  # a block element with more children is not searched for inline bylines and dates
 MAX_JSONLD_BYTES = 512 * 1024
 MAX_SCRIPT_DATES = 20  # occurrences of each publication key looked at in a page's markup
+MIN_SCRIPT_NAME_WORDS = 2  # words of each name a script's author value gives
 SCRIPT_KEY_CHARS = 60  # ... with its date in this many characters after it  # a JSON-LD block larger than this is skipped
 
 ARTICLE_TYPES = frozenset({"article", "newsarticle", "blogposting", "reportagenewsarticle", "analysisnewsarticle",
@@ -109,9 +110,10 @@ _ISO = re.compile(r"(?P<y>(?:19|20)\d\d)-(?P<m>[01]?\d)-(?P<d>[0-3]?\d)"
 _YEAR = re.compile(r"(?:19|20)\d\d")
 _YMD = re.compile(r"\b(?P<y>(?:19|20)\d\d)[/.](?P<m>[01]?\d)[/.](?P<d>[0-3]?\d)\b")
 _DMY_NUM = re.compile(r"\b(?P<a>[0-3]?\d)[/.](?P<b>[0-3]?\d)[/.](?P<y>(?:19|20)\d\d)\b")
-_MDY = re.compile(_MONTH + r"\s+(?P<d>[0-3]?\d)(?:st|nd|rd|th)?,?\s+(?P<y>(?:19|20)\d\d)\b", re.IGNORECASE)
+_MDY = re.compile(_MONTH + r"\s+(?P<d>[0-3]?\d)(?:st|nd|rd|th)?(?:\s*,\s*|\s+)(?P<y>(?:19|20)\d\d)\b",
+                  re.IGNORECASE)  # "Mar 21, 2017", "Mar 21,2017"
 _DMY = re.compile(r"\b(?P<d>[0-3]?\d)(?:st|nd|rd|th|\.|er)?\s+(?:de\s+)?" + _MONTH +
-                  r"(?:\s+de)?,?\s+(?P<y>(?:19|20)\d\d)\b", re.IGNORECASE)
+                  r"(?:\s+de)?(?:\s*,\s*|\s+)(?P<y>(?:19|20)\d\d)\b", re.IGNORECASE)  # "7 Apr , 2017"
 # parts of the keys scripts give publication dates under (datePublished, publish_date, published_at, pubDate,
 # article_date, firstPublishDate, date_published...), then the rest of the key, the separator and the date
 _SCRIPT_KEY_PARTS = ("ublish", "Publish", "pubDate", "article_date", "dateCreated", "releaseDate")
@@ -120,12 +122,19 @@ _SCRIPT_VALUE_PATTERN = (r"""[A-Za-z_]{0,12}["']?\s*[:=]\s*["']?"""
                          r"([12][09]\d\d-[01]\d-[0-3]\d(?:[T ][0-2]\d:[0-5]\d(?::[0-5]\d)?)?)")
 _SCRIPT_VALUE = re.compile(_SCRIPT_VALUE_PATTERN)
 _SCRIPT_VALUE_BYTES = re.compile(_SCRIPT_VALUE_PATTERN.encode("ascii"))
+# the keys scripts (analytics data layers, CMS state) give bylines under: authorName, article_author, firstAuthor,
+# net_article_byline...; then the rest of the key, the separator and the quoted name
+_SCRIPT_AUTHOR_PARTS = ("uthor", "yline")
+_SCRIPT_AUTHOR_PARTS_BYTES = tuple(k.encode("ascii") for k in _SCRIPT_AUTHOR_PARTS)
+_SCRIPT_AUTHOR_PATTERN = r"""[A-Za-z_]{0,12}["']?\s*[:=]\s*(["'])([^"'<>{}\[\]\\]{3,%d})\1""" % MAX_BYLINE_CHARS
+_SCRIPT_AUTHOR = re.compile(_SCRIPT_AUTHOR_PATTERN)
+_SCRIPT_AUTHOR_BYTES = re.compile(_SCRIPT_AUTHOR_PATTERN.encode("ascii"))
 _URL_DATE = re.compile(r"/(?P<y>(?:19|20)\d\d)[/-](?P<m>[01]?\d)[/-](?P<d>[0-3]?\d)(?:/|[-_.]|$)")
 _BYLINE = re.compile(r"^\W*(?:by:?|von|par|por|di|door|av|af|written by|posted by|words by|author:|autor:|"
                      r"auteur\s*:|story by|reporting by)\s+(?P<name>.+)$", re.IGNORECASE)
 _NAME_SPLIT = re.compile(r"\s*(?:,|;|&|\|)\s*|\s+(?:and|AND|And|und|et|y|e)\s+")
 _NAME_CUT = re.compile(r"\s*(?:\||·|•|—|–| - |\s(?:on|at|in|for)\s|\bupdated\b|\bpublished\b|\bposted\b|\d{1,2}:\d\d|"
-                       r"\b(?:19|20)\d\d\b).*$", re.IGNORECASE)
+                       r"\b(?:19|20)\d\d\b|\s" + _MONTH + r"\s+[0-3]?\d\b).*$", re.IGNORECASE)  # "Jane Doe Mar 03, 2017"
 _NAME_WORD = re.compile(r"^[^\W\d_][\w.'’-]*$")
 
 _AUTHOR_CLASS = re.compile(r"(?i)author|byline|writer|reporter")
@@ -139,7 +148,8 @@ _ROLES = frozenset("editor editors contributor contributing writer writers staff
                    "columnist author chief managing associate deputy executive news desk share premium follow "
                    "subscribe photographer tv".split())
 _NOT_NAMES = frozenset("the a an this our more all staff admin administrator editor editors anonymous unknown guest "
-                       "home menu login sign read view share".split())
+                       "home menu login sign read view share monday tuesday wednesday thursday friday saturday "
+                       "sunday today yesterday by von par por di door av af".split())  # a byline's prefix alone
 _AUTHOR_NAMES = re.compile(r"(?i)(?:^|[\s_-])(?:author|byline|by-line|writer|contributor|reporter|"
                            r"article-?author|post-?author|entry-?author|creator)(?:$|[\s_-])")
 _DATE_NAMES = re.compile(r"(?i)(?:^|[\s_-])(?:date|time|timestamp|published|pubdate|posted|post-?date|"
@@ -151,33 +161,38 @@ _DATE_NAMES = re.compile(r"(?i)(?:^|[\s_-])(?:date|time|timestamp|published|pubd
 def read_metadata(seg: Segmented, *, rules: Sequence[Rule] = (), text: str = "") -> Metadata:
     """The page's metadata: declared, then learned (``rules``), then visible evidence; the language declared, else
     detected from ``text``."""
-    found = declared_metadata(seg.root, seg.page.html, seg.page.url)
+    times: list = []  # the page's <time> elements, met on the way (visible evidence need not walk the tree again)
+    found = declared_metadata(seg.root, seg.page.html, seg.page.url, times=times)
     found["date"] = found["date"] or url_date(seg.page.url)  # a dated URL (/2017/05/03/) outranks what a page shows
     if rules and (found["author"] is None or found["date"] is None):
         learned = rule_metadata(seg.root, rules, keys=[k for k in ("author", "date") if found[k] is None])
         for key in ("author", "date"):
             found[key] = found[key] or learned.get(key)
     if found["author"] is None or found["date"] is None:
-        seen = visible_metadata(seg)
+        seen = visible_metadata(seg, times=times)
         for key in ("author", "date"):
             found[key] = found[key] or seen.get(key)
     if found["date"] is None:
         found["date"] = script_date(seg.page.html)
+    if found["author"] is None:
+        found["author"] = script_author(seg.page.html)
     found["language"] = found["language"] or detect_language(text)  # the model's load (~1 s a process) only
     return Metadata(**found)  # where a page declares no language
 
 
 # --- declared metadata ------------------------------------------------------------------------------------------
 
-def declared_metadata(root, html: str | bytes, url: str) -> dict[str, str | tuple[str, ...] | None]:
-    """Fields as the page declares them (JSON-LD first, then <meta>, microdata, <link>, <html lang>)."""
+def declared_metadata(root, html: str | bytes, url: str, *, times: list | None = None,
+                      ) -> dict[str, str | tuple[str, ...] | None]:
+    """Fields as the page declares them (JSON-LD first, then <meta>, microdata, <link>, <html lang>); ``times``, a
+    list, gets the page's <time> elements (in document order) on the way."""
     found: dict = dict.fromkeys(METADATA_FIELDS)
     for key, value in jsonld_metadata(html).items():
         found[key] = value
     ranked: dict[str, tuple[int, object]] = {}
     if root is not None:
         microdata = (b"itemprop" if isinstance(html, bytes) else "itemprop") in html
-        for element in _declaring_elements(root, microdata=microdata):
+        for element in _declaring_elements(root, microdata=microdata, times=times):
             for key, rank, value in _element_fields(element):
                 if key == "tags":
                     ranked.setdefault("tags", (rank, []))[1].extend(value)
@@ -189,11 +204,15 @@ def declared_metadata(root, html: str | bytes, url: str) -> dict[str, str | tupl
     return _normalized(found, url)
 
 
-def _declaring_elements(root, *, microdata: bool = True) -> Iterable:
-    """<html>, then every <meta>, <link> and <time>, then (where the markup has any) the body's microdata elements
-    (separate scans in C: one XPath union of them costs several times more, sorting into document order)."""
+def _declaring_elements(root, *, microdata: bool = True, times: list | None = None) -> Iterable:
+    """<html>, then every <meta>, <link> and <time> (the <time>s also appended to ``times`` when given), then (where
+    the markup has any) the body's microdata elements (separate scans in C: one XPath union of them costs several
+    times more, sorting into document order)."""
     yield root
-    yield from root.iter("meta", "link", "time")
+    for element in root.iter("meta", "link", "time"):
+        if times is not None and element.tag == "time":
+            times.append(element)
+        yield element
     if microdata:
         yield from _ITEMPROPS(root)
 
@@ -478,6 +497,28 @@ def script_date(html: str | bytes) -> str | None:
     return None
 
 
+def script_author(html: str | bytes) -> str | None:
+    """An author that the page's scripts carry (``authorName = "By JANE DOE"``, ``"firstAuthor":"Jane Doe"``,
+    ``net_article_byline = "Jane Doe and wires"``): the names of at least MIN_SCRIPT_NAME_WORDS words of the first
+    such value that has any (a one-word value is a user name, a section, a site, an agency)."""
+    is_bytes = isinstance(html, bytes)
+    value = _SCRIPT_AUTHOR_BYTES if is_bytes else _SCRIPT_AUTHOR
+    for key in (_SCRIPT_AUTHOR_PARTS_BYTES if is_bytes else _SCRIPT_AUTHOR_PARTS):
+        start = html.find(key)
+        for _ in range(MAX_SCRIPT_DATES):
+            if start < 0:
+                break
+            found = value.match(html, start + len(key), start + len(key) + SCRIPT_KEY_CHARS + MAX_BYLINE_CHARS)
+            if found:
+                text = found.group(2)
+                names = normalize_author(text.decode("utf-8", "replace") if is_bytes else text) or ""
+                names = "; ".join(n for n in names.split("; ") if len(n.split()) >= MIN_SCRIPT_NAME_WORDS)
+                if names:
+                    return names
+            start = html.find(key, start + 1)
+    return None
+
+
 def url_date(url: str) -> str | None:
     """A date in the URL's path (/2017/05/03/...), as YYYY-MM-DD."""
     found = _URL_DATE.search(url)
@@ -628,8 +669,10 @@ def _text(element) -> str:
 
 # --- visible evidence -------------------------------------------------------------------------------------------
 
-def visible_metadata(seg: Segmented, headline: int | None | bool = False) -> dict[str, str]:
-    """Author and date from what the page shows near its headline: bylines, <time>, date lines."""
+def visible_metadata(seg: Segmented, headline: int | None | bool = False, *, times: list | None = None,
+                     ) -> dict[str, str]:
+    """Author and date from what the page shows near its headline: bylines, <time> (``times``: the page's, when
+    already known), date lines."""
     headline = _headline(seg) if headline is False else headline
     blocks = nearby_blocks(seg, headline)
     found: dict[str, str] = {}
@@ -648,7 +691,7 @@ def visible_metadata(seg: Segmented, headline: int | None | bool = False) -> dic
     if seg.root is None:
         return found
     if "date" not in found:
-        for element in seg.root.iter("time"):
+        for element in (seg.root.iter("time") if times is None else times):
             day = normalize_date(element.get("datetime")) or find_date(_text(element))
             if day:
                 found["date"] = day
@@ -688,9 +731,10 @@ def named_metadata(seg: Segmented, headline: int | None | bool = False) -> dict[
 
 
 def _headline(seg: Segmented) -> int | None:
-    from .template import find_headline
+    """Index of the page's headline block: the one its document takes out of the body."""
+    from .document import find_title
 
-    return find_headline(seg)
+    return find_title(seg)[1]
 
 
 def _article_top(seg: Segmented, headline: int | None) -> Sequence:
@@ -730,8 +774,9 @@ def _kind(element) -> str | None:
 
 
 def _date_beside(byline) -> dict[str, str]:
-    """A date written beside the byline: in the smallest ancestor (of a few) whose short text holds one."""
-    node = byline.getparent()
+    """A date written in or beside the byline: in the byline's element or the smallest ancestor (of a few) whose
+    short text holds one."""
+    node = byline
     for _ in range(BYLINE_DATE_LEVELS):
         if node is None or node.tag == "body":
             break

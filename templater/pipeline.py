@@ -592,7 +592,8 @@ def extract(db: sqlite_utils.Database, *, method: str = "auto", ids: Sequence[st
             batch.begin()
             page_store.save_extraction(db, page_id=result.id, site=result.site, method=result.method,
                                        template=result.template, coverage=result.coverage, text=result.text,
-                                       boilerplate_chars=result.boilerplate_chars, digest=digest, now=now())
+                                       boilerplate_chars=result.boilerplate_chars, digest=digest, now=now(),
+                                       title=result.title, metadata=result.metadata.to_json())
             pending.append(result)
             if len(pending) >= BATCH_PAGES:
                 if index:

@@ -326,7 +326,8 @@ class _Crawl:
     def _save_extraction(self, result: Extraction, digest: str, now: str) -> None:
         page_store.save_extraction(self.db, page_id=result.id, site=result.site, method=result.method,
                                    template=result.template, coverage=result.coverage, text=result.text,
-                                   boilerplate_chars=result.boilerplate_chars, digest=digest, now=now)
+                                   boilerplate_chars=result.boilerplate_chars, digest=digest, now=now,
+                                   title=result.title, metadata=result.metadata.to_json())
 
     def _index(self, results: list[Extraction], boilerplate: list[int]) -> None:
         """Replace the pages' near-duplicate index entries with their new extracted text."""

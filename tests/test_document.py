@@ -169,6 +169,27 @@ def test_without_a_heading_the_declared_title_is_the_title():
     assert result.title is None and result.to_json()["title"] is None
 
 
+def test_the_one_h1_is_the_headline_where_the_declared_titles_say_otherwise():
+    markup = ("<html><head><title>Robots cost jobs | Example</title><meta property='og:title' content='Robots cost "
+              "jobs'></head><body><nav><a href='/'>Example</a></nav><h1>Each robot in the workforce costs six "
+              "jobs, a study says</h1><p>The study counted jobs in many towns over ten years.</p></body></html>")
+    _, result = doc_of(markup)
+    assert result.title == "Each robot in the workforce costs six jobs, a study says"
+    assert "costs six jobs" not in result.text and result.text.endswith("The study counted jobs in many towns over ten years.")
+    logo = markup.replace("<h1>Each", "<h2>Each").replace("says</h1>", "says</h2>").replace(
+        "<nav><a href='/'>Example</a></nav>", "<h1><a href='/'>Example</a></h1>")
+    assert doc_of(logo)[1].title == "Robots cost jobs"  # a linked <h1> is the site's logo
+
+
+def test_a_title_part_spelling_the_host_is_the_site_name():
+    markup = ("<html><head><title>Joy the Baker - Papa Says</title></head><body><h1><a href='/'>Joy the Baker</a>"
+              "</h1><h3><a href='/papa-says/'>Papa Says</a></h3><p>My father says many things.</p></body></html>")
+    assert doc_of(markup, url="http://joythebaker.com/2012/10/papa-says/")[1].title == "Papa Says"
+    assert doc_of(markup, url="http://example.com/2012/10/papa-says/")[1].title == "Joy the Baker"
+    assert document._names_site("The Facebook Blog", document._host_labels("http://blog.facebook.com/a"))
+    assert not document._names_site("Facebook opens its new office", document._host_labels("http://facebook.com/"))
+
+
 # --- the samples ------------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

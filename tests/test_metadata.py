@@ -156,6 +156,35 @@ def test_url_date():
     assert metadata.url_date("https://x.com/story-2019") is None
 
 
+def test_dates_with_a_comma_against_the_year_and_bylines_with_their_date():
+    assert metadata.find_date("By Jo Lee - Mar 21,2017 - Last updated") == "2017-03-21"
+    assert metadata.find_date("Article Updated: 7 Apr , 2017") == "2017-04-07"
+    assert metadata.normalize_author("Mihir Fadnavis Mar 03, 2017") == "Mihir Fadnavis"
+    assert metadata.normalize_author("Monday November 18, 2019 12:29 pm") is None
+
+
+def test_a_byline_far_into_the_page_is_found_from_the_headline_the_document_takes():
+    menu = "".join(f'<p><a href="/s{i}">Section number {i}</a></p>' for i in range(60))
+    body = (f'{menu}<h1>Reefs hold new medicines</h1><p class="article-header__byline">By Char Adams</p>'
+            f'<p>{ENGLISH}</p>')
+    markup = f"<html><head><title>Discovering medicines in reefs | Site</title></head><body>{body}</body></html>"
+    found = read(markup, url="https://example.com/story", text=ENGLISH)
+    assert found.author == "Char Adams"
+    assert metadata.normalize_author("By") is None
+
+
+@pytest.mark.parametrize("markup, author", [
+    ('<script>var omni_authorName = "By JANIE HAR";</script>', "Janie Har"),
+    ('<script>var m = {"byline": [{"smartByline": true, "firstAuthor": "David Bruce"}]};</script>', "David Bruce"),
+    ("<script>utag_data.net_article_byline = 'Victoria Craw and wires';</script>", "Victoria Craw"),
+    ('<div class="author-name">x</div><meta name="author" content="Jo Do"><a rel="author" href="/a">A</a>', None),
+    ('<script>x = {"author": "admin", "authorId": "12345", "authorUrl": "https://x.com/a"}</script>', None),
+])
+def test_script_author(markup, author):
+    assert metadata.script_author(markup) == author
+    assert metadata.script_author(markup.encode()) == author
+
+
 # --- visible evidence and learned rules ---------------------------------------------------------------------------
 
 def test_visible_byline_and_date_near_the_headline():

@@ -151,3 +151,28 @@ def test_a_database_written_with_zlib_still_reads_builds_and_extracts(tmp_path):
     results = {r.id: r for r in pipeline.extract(old)}
     assert results["p1"].method == "template" and record["html"].split("<p>")[1][:40] in results["p1"].text
     assert all(results[pid].text == text for pid, text, _, _ in expected if pid != "p1")
+
+
+def test_extractions_keep_their_title_and_metadata_and_older_databases_still_open(tmp_path):
+    write_site(tmp_path / "site.jsonl.gz", range(5))
+    db = pipeline.open_store(tmp_path / "t.db")
+    pipeline.ingest(db, [tmp_path / "site.jsonl.gz"])
+    pipeline.build(db)
+    records = {r.id: r.to_json() for r in pipeline.extract(db)}
+    assert any(r["title"] for r in records.values())
+    assert {r["id"]: r for r in page_store.load_extractions(db, sorted(records))} == records
+    assert list(page_store.load_extractions(db, ["missing"])) == []
+
+    # A database written before the fields were kept: no extraction_fields table, no such component.
+    db.execute("DROP TABLE extraction_fields")
+    db.execute("DELETE FROM schema_migrations WHERE component = 'extraction_fields'")
+    db.conn.commit()
+    db.conn.close()
+    reader = pipeline.open_store(tmp_path / "t.db", readonly=True)
+    old = list(page_store.load_extractions(reader, sorted(records)))  # read-only: the new table made in memory
+    assert [r["text"] for r in old] == [records[pid]["text"] for pid in sorted(records)]
+    assert all(r["title"] is None and r["author"] is None for r in old)
+    reader.conn.close()
+    writer = pipeline.open_store(tmp_path / "t.db")  # a command that writes adds the table
+    assert {r.id: r.to_json() for r in pipeline.extract(writer)} == records
+    assert {r["id"]: r for r in page_store.load_extractions(writer, sorted(records))} == records
