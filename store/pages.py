@@ -22,7 +22,7 @@ import numpy as np
 import sqlite_utils
 import zstandard
 
-from templater.types import METADATA_FIELDS
+from templater.datatypes import METADATA_FIELDS
 
 from .db import migrate
 
