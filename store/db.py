@@ -179,6 +179,9 @@ def migrate(db: sqlite_utils.Database, component: str, steps: Sequence[Migration
         if version in done:
             continue
         with transaction(db, name="migrate"):  # inside a caller's batch, it commits or rolls back with it
+            if db.execute(f"SELECT 1 FROM {MIGRATIONS_TABLE} WHERE component = ? AND version = ?",
+                          [component, version]).fetchone():
+                continue  # another process applied it between our look and our write lock
             step(db)
             db.conn.execute(f"INSERT INTO {MIGRATIONS_TABLE} (component, version) VALUES (?, ?)",
                             [component, version])
