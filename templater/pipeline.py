@@ -659,10 +659,13 @@ def skip_report(db: sqlite_utils.Database, *, reason: str | None = None,
 
 
 def iter_crawl_extractions(db: sqlite_utils.Database, ids: Sequence[str], *, method: str = "auto",
-                           links: bool = False, settings: LearnSettings = LearnSettings()) -> Iterator[Extraction]:
+                           links: bool = False, settings: LearnSettings = LearnSettings(),
+                           jobs: int = 1) -> Iterator[Extraction]:
     """The extractions of the given stored pages made again from the store with their templates, nothing written:
-    what `recrawl --output` writes (title, structure and metadata included, each page once, in the order given)."""
-    for _, result in iter_extracted(db, list(ids), method=method, settings=settings, classifier={"links": links}):
+    what `recrawl --output` writes (title, structure and metadata included, each page once, in the order given;
+    on ``jobs`` worker processes above 1)."""
+    for _, result in iter_extracted(db, list(ids), method=method, settings=settings, classifier={"links": links},
+                                    jobs=jobs):
         if not isinstance(result, Skip):
             yield result
 
