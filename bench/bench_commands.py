@@ -25,6 +25,11 @@ per run; the table shows the median of the rounds, pages per second and per CPU 
 trafilatura and to the lxml loop. `--variant "--no-index"` or `--variant "--jobs 2"` adds `templater extract`
 with those options as further contestants (default: the plain command only). The machine's load average is
 printed before and after: other processes on the machine slow every contestant, CPU time least.
+
+Each `--jobs N` variant (N above 1) also runs once in a wrapper that reads, at exit, the CPU time of the writing
+process itself and of its workers (getrusage SELF and CHILDREN): with those, the wall throughput against one process
+is projected for W workers on W idle cores as T1 / max(writer, (writer + workers) / W), T1 being the `--jobs 1`
+(or plain) command's CPU time: what a loaded machine's wall clock cannot show.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import argparse
 import compileall
 import gzip
 import importlib.util
+import json
 import os
 import shlex
 import shutil
@@ -75,6 +81,20 @@ with gzip.open(sys.argv[1], "rt", encoding="utf-8") as f:
         if html.strip():
             lxml.html.fromstring(html.encode("utf-8", "replace"))
 """
+
+SPLIT_WRAPPER = """
+import atexit, json, resource, sys
+RECORD = sys.argv[1]
+def report():
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    with open(RECORD, "w") as f:
+        json.dump({"writer": own.ru_utime + own.ru_stime, "workers": children.ru_utime + children.ru_stime}, f)
+atexit.register(report)
+sys.argv = ["templater", *sys.argv[2:]]
+import cli
+cli.main()
+"""
+PROJECTED_WORKERS = (2, 8, 16)
 
 
 @dataclass
@@ -217,10 +237,42 @@ def main() -> int:
                 started[name].rss_mb.append(rss)
             print(f"round {round_number + 1}: " + ", ".join(
                 f"{name} {runs[name].wall[-1]:.2f}s/{runs[name].cpu[-1]:.2f}cpu" for name in names), flush=True)
+        splits = {}
+        for variant in args.variant:
+            jobs = job_count(variant)
+            if jobs > 1:
+                fresh_db(base, db)
+                record = folder / "split.json"
+                timed_process([sys.executable, "-c", SPLIT_WRAPPER, str(record), *templater[1:],
+                               *shlex.split(variant)], env=env)
+                splits[variant] = json.loads(record.read_text())
         print(f"load average at end {load_average()}")
     print_table(runs, n)
     print_startup(started)
+    print_projection(runs, splits, args.variant)
     return 0
+
+
+def job_count(variant: str) -> int:
+    words = shlex.split(variant)
+    for flag in ("--jobs", "-j"):
+        if flag in words and words.index(flag) + 1 < len(words):
+            return int(words[words.index(flag) + 1])
+    return 0
+
+
+def print_projection(runs: dict[str, Runs], splits: dict[str, dict], variants: list[str]) -> None:
+    if not splits:
+        return
+    one = next((f"templater extract {v}" for v in variants if job_count(v) == 1), "templater extract")
+    t1 = statistics.median(runs[one].cpu)
+    print(f"\n--jobs: CPU of the writing process and of its workers (one run each); projected wall throughput "
+          f"against one process ({one}: {t1:.2f} CPU s) for W workers on W idle cores")
+    for variant, split in splits.items():
+        writer, workers = split["writer"], split["workers"]
+        projected = "  ".join(f"W={w}: {t1 / max(writer, (writer + workers) / w):.2f}x" for w in PROJECTED_WORKERS)
+        print(f"{variant:12} writer {writer:6.2f} s  workers {workers:6.2f} s  total {writer + workers:6.2f} s "
+              f"({(writer + workers) / t1:.2f}x one process's)  {projected}")
 
 
 def print_startup(runs: dict[str, Runs]) -> None:
