@@ -11,7 +11,7 @@ import logging
 import random
 import sqlite3
 import time
-from collections import Counter, OrderedDict, defaultdict
+from collections import Counter, OrderedDict, defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -319,25 +319,52 @@ Plan = list[tuple[int, list[str], list[np.ndarray], "tuple[Template | None, Coun
 
 def _iter_plans(db: sqlite_utils.Database, groups: list[tuple[str, list[str]]], settings: LearnSettings,
                 jobs: int) -> Iterator[tuple[tuple[str, list[str]], Plan | None]]:
-    """Each (group, ids) with its plan learned by a worker process, or None (learned by ``learn_group``)."""
+    """Each (group, ids) with its plan learned by worker processes, or None (learned by ``learn_group``): a worker
+    clusters a group's pages by layout, then each cluster is learned as a task of its own, so the layouts of one
+    large group are learned in parallel too. Groups come back in order, at most WORK_AHEAD tasks a worker ahead."""
     if jobs <= 1:
         yield from ((item, None) for item in groups)
         return
+    ahead = WORK_AHEAD * jobs
     with workers.pool(jobs, _GroupPlanner, db, settings) as pool:
-        yield from zip(groups, workers.imap_ordered(pool, groups, ahead=WORK_AHEAD * jobs))
+        planned = workers.imap_ordered(pool, (("cluster", group, ids) for group, ids in groups), ahead=ahead)
+        pending: deque = deque()  # (group, ids), plan, the learning tasks of its clusters
+        for item, plan in zip(groups, planned):
+            learning = [] if plan is None else [
+                pool.apply_async(workers.run, (("learn", item[0], layout, cluster),))
+                if len(cluster) >= settings.min_template_pages else None for layout, cluster, _, _ in plan]
+            pending.append((item, plan, learning))
+            while sum(len(tasks) for _, _, tasks in pending) > ahead and len(pending) > 1:
+                yield _learned(*pending.popleft())
+        while pending:
+            yield _learned(*pending.popleft())
+
+
+def _learned(item: tuple[str, list[str]], plan: Plan | None,
+             learning: list) -> tuple[tuple[str, list[str]], Plan | None]:
+    """A group's plan with the templates its clusters' learning tasks returned."""
+    if plan is None:
+        return item, None
+    return item, [(layout, cluster, sets, template if task is None else task.get())
+                  for (layout, cluster, sets, template), task in zip(plan, learning)]
 
 
 class _GroupPlanner:
-    """A worker's state for build: its read-only store and the settings."""
+    """A worker's state for build: its read-only store and the settings. Its tasks: ("cluster", group, ids): the
+    group's layout clusters, nothing learned (None for a group too small for a template); ("learn", group, layout,
+    ids): one cluster's ``cluster_template``."""
 
     def __init__(self, db: sqlite_utils.Database, settings: LearnSettings) -> None:
         self.db, self.settings = db, settings
 
-    def __call__(self, item: tuple[str, list[str]]) -> Plan | None:
-        group, ids = item
+    def __call__(self, task: tuple) -> Plan | tuple[Template | None, Counter] | None:
+        if task[0] == "learn":
+            _, group, layout, ids = task
+            return cluster_template(self.db, group, layout, ids, self.settings)
+        _, group, ids = task
         if len(ids) < self.settings.min_template_pages:
             return None
-        return plan_group(self.db, group, ids, self.settings, learn=True)
+        return plan_group(self.db, group, ids, self.settings, learn=False)
 
 
 def plan_group(db: sqlite_utils.Database, group: str, ids: list[str], settings: LearnSettings, *,

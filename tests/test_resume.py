@@ -288,3 +288,16 @@ def test_recrawl_with_jobs_killed_at_random_points_and_resumed_equals_an_uninter
         else:
             assert finished(run_in_child(path, crawl, kill_at=None, jobs=2))
     assert snapshot(pipeline.open_store(path)) == expected
+
+
+def test_build_learns_the_layouts_of_one_group_on_worker_processes_as_one_process_does(tmp_path):
+    """One URL group holding two layouts (the news site before and after its redesign, under one prefix): each
+    layout cluster is learned as a task of its own, and the store is the one a single process makes."""
+    from test_recrawl import NEWS, news_new, news_old
+
+    records = [{"id": f"n{i}", "url": NEWS.format(i), "html": (news_old if i % 2 else news_new)(i)} for i in range(16)]
+    crawl = write_crawl(tmp_path / "mixed.jsonl", records)
+    snapshots = [snapshot(pipeline.open_store(built_store(tmp_path, [crawl], f"mixed{jobs}.db", jobs=jobs)))
+                 for jobs in (1, 2)]
+    assert len({row[2] for row in snapshots[0]["templates"]}) == 1 and len(snapshots[0]["templates"]) >= 2
+    assert snapshots[1] == snapshots[0]
