@@ -107,6 +107,7 @@ def recrawl(db: sqlite_utils.Database, inputs: Sequence[str | Path], *, retire_m
         crawl.open_run(run_key(inputs, method=method), inputs)
         crawl.finish_pending()
         if jobs > 1 and crawl.run.stage == "records":
+            pipeline.warm_models()
             crawl.pool = stack.enter_context(workers.pool(jobs, _Classifier, db, settings, method))
             crawl.jobs = jobs
         crawl.process(records, progress)
