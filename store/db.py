@@ -24,7 +24,7 @@ import sqlite_utils
 from templater.errors import StoreError
 
 BUSY_TIMEOUT_MS = 30_000
-HEAP_LIMIT_BYTES = 192 * 2**20  # SQLite's soft heap limit (process-wide): page caches give pages back above it, so
+HEAP_LIMIT_BYTES = 128 * 2**20  # SQLite's soft heap limit (process-wide): page caches give pages back above it, so
 # a connection's cache_size (the index asks for 512 MiB) cannot grow the process with the crawl; it leaves the rest of
 # a 400 MB process for Python, the language model and the templates
 MIGRATIONS_TABLE = "schema_migrations"
