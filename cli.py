@@ -524,7 +524,8 @@ def recrawl(inputs: list[Path] = InputsArgument, db: Path = DbOption,
                                                        "jsonl, else a folder (one file a page); - for standard "
                                                        "output."),
             format: str = FormatOption, with_markdown: bool = WithMarkdownOption, links: bool = LinksOption,
-            site: Optional[str] = SiteNameOption, quiet: bool = QuietOption) -> None:
+            site: Optional[str] = SiteNameOption, quiet: bool = QuietOption,
+            jobs: Optional[int] = JobsOption) -> None:
     """Bring the database up to date with a crawl that came back; rerun the same command after a kill to continue.
 
     An unchanged page (same content hash) only has its last-seen time updated; a changed or new page is extracted
@@ -544,13 +545,13 @@ def recrawl(inputs: list[Path] = InputsArgument, db: Path = DbOption,
         store = pipeline.open_store(db)
         with progress_bar("recrawl", quiet) as progress:
             summary = recrawls.recrawl(store, inputs, retire_missing=retire_missing, method=fallback,
-                                       batch_size=batch_size, progress=progress, site=site)
+                                       batch_size=batch_size, progress=progress, site=site, jobs=cores(jobs))
         report("recrawl", summary, quiet)
         fail_if_all_skipped(summary, db)
         if rendering is not None:
             with rendering.open() as write:
                 for result in pipeline.iter_crawl_extractions(store, summary.pages, method=fallback,
-                                                              links=links):
+                                                              links=links, jobs=cores(jobs)):
                     write(result)
 
 

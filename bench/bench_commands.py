@@ -15,17 +15,30 @@ for templater, the near-duplicate index and the stores are all counted:
   lxml        a Python process reading the same pages and calling `lxml.html.fromstring` on each page's UTF-8
               bytes (the parsing floor; nothing written)
 
+Start-up is timed the same way on the first STARTUP_PAGES pages: `templater --help`, `templater extract` of those
+pages (its own database, ingested and built before the rounds) and the two loops on them. Before the rounds the
+project's modules are compiled to bytecode (what pip does when it installs a package; an editable install under
+PYTHONDONTWRITEBYTECODE would otherwise compile them from source in every process).
+
 Wall time and CPU time (user + system of the child, from os.wait4's rusage) and each child's peak RSS are taken
 per run; the table shows the median of the rounds, pages per second and per CPU second, and ratios to
 trafilatura and to the lxml loop. `--variant "--no-index"` or `--variant "--jobs 2"` adds `templater extract`
 with those options as further contestants (default: the plain command only). The machine's load average is
 printed before and after: other processes on the machine slow every contestant, CPU time least.
+
+Each `--jobs N` variant (N above 1) also runs once in a wrapper that reads, at exit, the CPU time of the writing
+process itself and of its workers (getrusage SELF and CHILDREN): with those, the wall throughput against one process
+is projected for W workers on W idle cores as T1 / max(writer, (writer + workers) / W), T1 being the `--jobs 1`
+(or plain) command's CPU time: what a loaded machine's wall clock cannot show.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import gzip
+import importlib.util
+import json
 import os
 import shlex
 import shutil
@@ -42,6 +55,8 @@ from suites import suite_file  # noqa: E402
 
 BIN = Path(sys.executable).parent
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}  # BLAS spins a second thread otherwise
+STARTUP_PAGES = 3  # pages of the start-up runs
+STARTUP_GOAL_S = 0.3  # CPU seconds the start-up rows are measured against
 
 TRAFILATURA_LOOP = """
 import gzip, json, sys
@@ -66,6 +81,20 @@ with gzip.open(sys.argv[1], "rt", encoding="utf-8") as f:
         if html.strip():
             lxml.html.fromstring(html.encode("utf-8", "replace"))
 """
+
+SPLIT_WRAPPER = """
+import atexit, json, resource, sys
+RECORD = sys.argv[1]
+def report():
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    with open(RECORD, "w") as f:
+        json.dump({"writer": own.ru_utime + own.ru_stime, "workers": children.ru_utime + children.ru_stime}, f)
+atexit.register(report)
+sys.argv = ["templater", *sys.argv[2:]]
+import cli
+cli.main()
+"""
+PROJECTED_WORKERS = (2, 8, 16)
 
 
 @dataclass
@@ -111,6 +140,20 @@ def limited_copy(path: Path, limit: int | None, folder: Path) -> Path:
     return out
 
 
+def compile_project() -> None:
+    """The project's modules compiled to bytecode beside their sources, as an install does."""
+    for name in ("templater", "store", "cli"):
+        spec = importlib.util.find_spec(name)
+        if spec is None:
+            continue
+        for location in spec.submodule_search_locations or [spec.origin]:
+            target = Path(location)
+            if target.is_dir():
+                compileall.compile_dir(target, quiet=1)
+            else:
+                compileall.compile_file(target, quiet=1)
+
+
 def prepare_db(pages: Path, db: Path, env: dict[str, str]) -> None:
     """Ingest and build once (not timed): the stored pages and templates every extract round starts from."""
     templater = str(BIN / "templater")
@@ -142,6 +185,7 @@ def main() -> int:
 
     env = {**os.environ, **ONE_THREAD}
     corpus = args.corpus or suite_file(args.suite)
+    compile_project()
     with tempfile.TemporaryDirectory(prefix="bench-commands-") as tmp:
         folder = Path(tmp)
         pages = limited_copy(corpus, args.limit, folder)
@@ -149,6 +193,21 @@ def main() -> int:
         limit = str(n)
         base = folder / "base.db"
         prepare_db(pages, base, env)
+        small_folder = folder / "startup"
+        small_folder.mkdir()
+        small_pages = limited_copy(pages, STARTUP_PAGES, small_folder)
+        small_base, small_db = small_folder / "base.db", small_folder / "round.db"
+        prepare_db(small_pages, small_base, env)
+        small = str(STARTUP_PAGES)
+        startup = {
+            "templater --help": ([str(BIN / "templater"), "--help"], None),
+            f"templater extract, {small} pages": ([str(BIN / "templater"), "extract", "--db", str(small_db),
+                                                   "--output", str(small_folder / "out.jsonl"), "--quiet"], small_base),
+            f"trafilatura loop, {small} pages": ([sys.executable, "-c", TRAFILATURA_LOOP, str(small_pages),
+                                                  str(small_folder / "out.jsonl"), small], None),
+            f"lxml loop, {small} pages": ([sys.executable, "-c", LXML_LOOP, str(small_pages), os.devnull, small], None),
+        }
+        started = {name: Runs(name) for name in startup}
         db, out = folder / "round.db", folder / "out.jsonl"
         templater = [str(BIN / "templater"), "extract", "--db", str(db), "--output", str(out), "--quiet"]
         contestants: dict[str, list[str]] = {
@@ -169,11 +228,58 @@ def main() -> int:
                 runs[name].wall.append(wall)
                 runs[name].cpu.append(cpu)
                 runs[name].rss_mb.append(rss)
+            for name, (argv, start_db) in startup.items():
+                if start_db is not None:
+                    fresh_db(start_db, small_db)
+                wall, cpu, rss = timed_process(argv, env=env)
+                started[name].wall.append(wall)
+                started[name].cpu.append(cpu)
+                started[name].rss_mb.append(rss)
             print(f"round {round_number + 1}: " + ", ".join(
                 f"{name} {runs[name].wall[-1]:.2f}s/{runs[name].cpu[-1]:.2f}cpu" for name in names), flush=True)
+        splits = {}
+        for variant in args.variant:
+            jobs = job_count(variant)
+            if jobs > 1:
+                fresh_db(base, db)
+                record = folder / "split.json"
+                timed_process([sys.executable, "-c", SPLIT_WRAPPER, str(record), *templater[1:],
+                               *shlex.split(variant)], env=env)
+                splits[variant] = json.loads(record.read_text())
         print(f"load average at end {load_average()}")
     print_table(runs, n)
+    print_startup(started)
+    print_projection(runs, splits, args.variant)
     return 0
+
+
+def job_count(variant: str) -> int:
+    words = shlex.split(variant)
+    for flag in ("--jobs", "-j"):
+        if flag in words and words.index(flag) + 1 < len(words):
+            return int(words[words.index(flag) + 1])
+    return 0
+
+
+def print_projection(runs: dict[str, Runs], splits: dict[str, dict], variants: list[str]) -> None:
+    if not splits:
+        return
+    one = next((f"templater extract {v}" for v in variants if job_count(v) == 1), "templater extract")
+    t1 = statistics.median(runs[one].cpu)
+    print(f"\n--jobs: CPU of the writing process and of its workers (one run each); projected wall throughput "
+          f"against one process ({one}: {t1:.2f} CPU s) for W workers on W idle cores")
+    for variant, split in splits.items():
+        writer, workers = split["writer"], split["workers"]
+        projected = "  ".join(f"W={w}: {t1 / max(writer, (writer + workers) / w):.2f}x" for w in PROJECTED_WORKERS)
+        print(f"{variant:12} writer {writer:6.2f} s  workers {workers:6.2f} s  total {writer + workers:6.2f} s "
+              f"({(writer + workers) / t1:.2f}x one process's)  {projected}")
+
+
+def print_startup(runs: dict[str, Runs]) -> None:
+    print(f"\n{'start-up (median of rounds)':34} {'wall s':>7} {'CPU s':>7} {'peak RSS MB':>11}  goal {STARTUP_GOAL_S} "
+          "CPU s (templater rows)")
+    for name, r in runs.items():
+        print(f"{name:34} {statistics.median(r.wall):7.2f} {statistics.median(r.cpu):7.2f} {max(r.rss_mb):11.0f}")
 
 
 def print_table(runs: dict[str, Runs], n: int) -> None:

@@ -89,7 +89,7 @@ def main() -> int:
             Path(f"{db}{suffix}").unlink(missing_ok=True)
         jobs = ["--jobs", str(args.jobs)]
         stages = {"ingest": [templater, "ingest", str(pages), "--db", str(db), "--quiet", *jobs],
-                  "build": [templater, "build", "--db", str(db), "--quiet"],
+                  "build": [templater, "build", "--db", str(db), "--quiet", *jobs],
                   "extract": [templater, "extract", "--db", str(db), "--output", os.devnull, "--quiet", *jobs]}
         for stage, argv in stages.items():
             wall, cpu, rss = timed_process(argv, env=env)

@@ -24,6 +24,9 @@ import sqlite_utils
 from templater.errors import StoreError
 
 BUSY_TIMEOUT_MS = 30_000
+HEAP_LIMIT_BYTES = 128 * 2**20  # SQLite's soft heap limit (process-wide): page caches give pages back above it, so
+# a connection's cache_size (the index asks for 512 MiB) cannot grow the process with the crawl; it leaves the rest of
+# a 400 MB process for Python, the language model and the templates
 MIGRATIONS_TABLE = "schema_migrations"
 MIGRATIONS_COLUMNS = frozenset({"component", "version"})  # what makes a schema_migrations table templater's
 SHADOW = "templater_empty"  # the attached in-memory database holding a read-only store's missing components
@@ -82,7 +85,13 @@ def _connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
         conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA foreign_keys = ON")
+    limit_heap(conn)
     return conn
+
+
+def limit_heap(conn: sqlite3.Connection) -> None:
+    """Bound the memory SQLite keeps in this process (its page caches above all) to HEAP_LIMIT_BYTES."""
+    conn.execute(f"PRAGMA soft_heap_limit = {HEAP_LIMIT_BYTES}")
 
 
 def _check_writable(path: Path) -> None:
@@ -136,6 +145,7 @@ def open_reader(path: str | Path) -> sqlite_utils.Database:
         conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True,
                                timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        limit_heap(conn)
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as e:
         raise StoreError(f"{path} cannot be read ({e}); give --db another file or restore it") from None

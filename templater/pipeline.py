@@ -11,7 +11,7 @@ import logging
 import random
 import sqlite3
 import time
-from collections import Counter, OrderedDict, defaultdict
+from collections import Counter, OrderedDict, defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -27,7 +27,7 @@ from store import pins as pin_store
 from store import templates as template_store
 from store.db import db_path, describe_error, open_db, open_reader  # noqa: F401 -- describe_error: for the CLI
 
-from . import config, dedup, fallback, signature_run, workers
+from . import config, dedup, fallback, metadata, signature_run, workers
 from .blocks import segment
 from .config import LearnSettings
 from .encoding import decode_page
@@ -319,25 +319,52 @@ Plan = list[tuple[int, list[str], list[np.ndarray], "tuple[Template | None, Coun
 
 def _iter_plans(db: sqlite_utils.Database, groups: list[tuple[str, list[str]]], settings: LearnSettings,
                 jobs: int) -> Iterator[tuple[tuple[str, list[str]], Plan | None]]:
-    """Each (group, ids) with its plan learned by a worker process, or None (learned by ``learn_group``)."""
+    """Each (group, ids) with its plan learned by worker processes, or None (learned by ``learn_group``): a worker
+    clusters a group's pages by layout, then each cluster is learned as a task of its own, so the layouts of one
+    large group are learned in parallel too. Groups come back in order, at most WORK_AHEAD tasks a worker ahead."""
     if jobs <= 1:
         yield from ((item, None) for item in groups)
         return
+    ahead = WORK_AHEAD * jobs
     with workers.pool(jobs, _GroupPlanner, db, settings) as pool:
-        yield from zip(groups, workers.imap_ordered(pool, groups, ahead=WORK_AHEAD * jobs))
+        planned = workers.imap_ordered(pool, (("cluster", group, ids) for group, ids in groups), ahead=ahead)
+        pending: deque = deque()  # (group, ids), plan, the learning tasks of its clusters
+        for item, plan in zip(groups, planned):
+            learning = [] if plan is None else [
+                pool.apply_async(workers.run, (("learn", item[0], layout, cluster),))
+                if len(cluster) >= settings.min_template_pages else None for layout, cluster, _, _ in plan]
+            pending.append((item, plan, learning))
+            while sum(len(tasks) for _, _, tasks in pending) > ahead and len(pending) > 1:
+                yield _learned(*pending.popleft())
+        while pending:
+            yield _learned(*pending.popleft())
+
+
+def _learned(item: tuple[str, list[str]], plan: Plan | None,
+             learning: list) -> tuple[tuple[str, list[str]], Plan | None]:
+    """A group's plan with the templates its clusters' learning tasks returned."""
+    if plan is None:
+        return item, None
+    return item, [(layout, cluster, sets, template if task is None else task.get())
+                  for (layout, cluster, sets, template), task in zip(plan, learning)]
 
 
 class _GroupPlanner:
-    """A worker's state for build: its read-only store and the settings."""
+    """A worker's state for build: its read-only store and the settings. Its tasks: ("cluster", group, ids): the
+    group's layout clusters, nothing learned (None for a group too small for a template); ("learn", group, layout,
+    ids): one cluster's ``cluster_template``."""
 
     def __init__(self, db: sqlite_utils.Database, settings: LearnSettings) -> None:
         self.db, self.settings = db, settings
 
-    def __call__(self, item: tuple[str, list[str]]) -> Plan | None:
-        group, ids = item
+    def __call__(self, task: tuple) -> Plan | tuple[Template | None, Counter] | None:
+        if task[0] == "learn":
+            _, group, layout, ids = task
+            return cluster_template(self.db, group, layout, ids, self.settings)
+        _, group, ids = task
         if len(ids) < self.settings.min_template_pages:
             return None
-        return plan_group(self.db, group, ids, self.settings, learn=True)
+        return plan_group(self.db, group, ids, self.settings, learn=False)
 
 
 def plan_group(db: sqlite_utils.Database, group: str, ids: list[str], settings: LearnSettings, *,
@@ -660,10 +687,13 @@ def skip_report(db: sqlite_utils.Database, *, reason: str | None = None,
 
 
 def iter_crawl_extractions(db: sqlite_utils.Database, ids: Sequence[str], *, method: str = "auto",
-                           links: bool = False, settings: LearnSettings = LearnSettings()) -> Iterator[Extraction]:
+                           links: bool = False, settings: LearnSettings = LearnSettings(),
+                           jobs: int = 1) -> Iterator[Extraction]:
     """The extractions of the given stored pages made again from the store with their templates, nothing written:
-    what `recrawl --output` writes (title, structure and metadata included, each page once, in the order given)."""
-    for _, result in iter_extracted(db, list(ids), method=method, settings=settings, classifier={"links": links}):
+    what `recrawl --output` writes (title, structure and metadata included, each page once, in the order given;
+    on ``jobs`` worker processes above 1)."""
+    for _, result in iter_extracted(db, list(ids), method=method, settings=settings, classifier={"links": links},
+                                    jobs=jobs):
         if not isinstance(result, Skip):
             yield result
 
@@ -748,8 +778,16 @@ def iter_extracted(db: sqlite_utils.Database, ids: Sequence[str], *, method: str
             if reader is not db:
                 reader.conn.close()
         return
+    warm_models()
     with workers.pool(jobs, _ChunkExtractor, db, method, settings, classifier) as pool:
         for results in workers.imap_ordered(pool, chunks, ahead=WORK_AHEAD * jobs):
             yield from results
+
+
+def warm_models() -> None:
+    """Load the language detector's model (read once a process, about 0.5 s CPU) before worker processes are
+    forked: they share it instead of each loading its own, and no worker's first page has the load counted in its
+    time budget (on a loaded machine that made pages "over-time")."""
+    metadata.detect_language("warm " * (metadata.LANG_MIN_CHARS // 5 + 1))
 
 

@@ -43,7 +43,7 @@ from store import runs as run_store
 from store.db import transaction
 from store.pages import blob_vector
 
-from . import config, dedup, pipeline, signature_run
+from . import config, dedup, pipeline, signature_run, workers
 from .config import LearnSettings
 from .encoding import decode_page
 from .errors import InputError, StoreError
@@ -91,20 +91,25 @@ class _PreparedBatch:
 def recrawl(db: sqlite_utils.Database, inputs: Sequence[str | Path], *, retire_missing: bool = False,
             method: str = "auto", batch_size: int = config.RECRAWL_BATCH_PAGES,
             settings: LearnSettings = LearnSettings(), progress: Progress | None = None, clock: Clock = pipeline.now,
-            checkpoint: Checkpoint | None = None, site: str | None = None) -> Summary:
+            checkpoint: Checkpoint | None = None, site: str | None = None, jobs: int = 1) -> Summary:
     """Bring the store up to date with a crawl; rerun after a kill to continue where it stopped.
 
     The summary's ``pages`` lists the ids of the crawl's pages (sorted), resumed runs included; ``site`` names the
-    pages of folders and .html files (``sources.iter_records``)."""
+    pages of folders and .html files (``sources.iter_records``). With ``jobs`` above 1, worker processes decode,
+    classify and extract each batch's records while this process alone writes: the same store as ``jobs=1``."""
     if batch_size < 1:
         raise InputError(f"batch size {batch_size} is not a positive number of records: give --batch-size 1 or more")
     records = iter_records(inputs, site=site)
     prepare_store(db)
-    with run_store.writer_lock(db, command=COMMAND), busy_as_store_error(db):
+    with run_store.writer_lock(db, command=COMMAND), busy_as_store_error(db), contextlib.ExitStack() as stack:
         crawl = _Crawl(db, settings=settings, method=method, batch_size=batch_size, clock=clock,
                        checkpoint=checkpoint or _no_checkpoint)
         crawl.open_run(run_key(inputs, method=method), inputs)
         crawl.finish_pending()
+        if jobs > 1 and crawl.run.stage == "records":
+            pipeline.warm_models()
+            crawl.pool = stack.enter_context(workers.pool(jobs, _Classifier, db, settings, method))
+            crawl.jobs = jobs
         crawl.process(records, progress)
         crawl.retire(retire_missing)
         crawl.close_run()
@@ -146,6 +151,89 @@ def _no_checkpoint(_: str) -> None:
     return None
 
 
+class _Classifier:
+    """What classifying a record needs: the templates in force, their layouts and the URL groups known. The writing
+    process has one; with --jobs each worker process has its own, on its read-only connection, and turns tasks
+    (templates generation, the stored state of the records' ids, records) into (classification, the state it
+    looked up, the URL groups it looked up) for the writer to check against its own state (``_Crawl._take``)."""
+
+    def __init__(self, db: sqlite_utils.Database, settings: LearnSettings, method: str) -> None:
+        self.db, self.settings, self.method = db, settings, method
+        self.load_templates()
+        self.groups = run_store.group_keys(db)
+        self.generation = 0
+        self.looked: tuple[str, tuple | None] | None = None  # (page id, stored state) the last record looked up
+        self.calls: list[tuple[str, str, str]] = []  # (url, page id, group) of the last record's group lookups
+
+    def load_templates(self) -> None:
+        self.index = pipeline.TemplateIndex(self.db)
+        self.layouts = {site: shapes for layouts in self.index.layouts.values() for shapes, site in layouts}
+
+    def __call__(self, task: tuple[int, dict, list]) -> list[tuple[_Fetched, tuple | None, list]]:
+        generation, state, records = task
+        if generation != self.generation:  # the writer relearned: read the templates (and groups) it committed
+            self.load_templates()
+            self.groups |= run_store.group_keys(self.db)
+            self.generation = generation
+        return [(self.classify(record, state), self.looked, self.calls) for record in records]
+
+    def classify(self, record, state: dict) -> _Fetched:
+        """The record classified (and extracted when it changed); any exception makes it a skip ("error")."""
+        self.looked, self.calls = None, []
+        try:
+            return self._classify_record(record, state)
+        except Exception as exc:  # noqa: BLE001 -- one record's failure is its skip, never the run's end
+            return _Fetched("skip", skip=pipeline.error_skip(getattr(record, "id", None), getattr(record, "url", None),
+                                                              exc))
+
+    def _classify_record(self, record, state: dict) -> _Fetched:
+        started = time.perf_counter()
+        page = record if isinstance(record, Skip) else decode_page(record)
+        if isinstance(page, Skip):
+            return _Fetched("skip", skip=page)
+        data, digest = page_store.encode_page(page.html)
+        known = state.get(page.id)
+        self.looked = (page.id, known)
+        if known is not None and known[0] == digest and not known[1]:
+            return _Fetched("unchanged", id=page.id, url=page.url, fetched_at=page.fetched_at, digest=digest,
+                            group=known[2] or self.group_of(page.url, page.id), site=known[3])
+        seg = pipeline.segment_page(page, started=started)
+        if isinstance(seg, Skip):
+            return _Fetched("skip", skip=dataclasses.replace(seg, source=record.source))
+        kind = "new" if known is None else "revived" if known[1] else "changed"
+        group = (known[2] if known else None) or self.group_of(page.url, page.id)
+        compiled = self._choose_template(seg, known[3] if known else None)
+        site = compiled.template.site if compiled is not None else None
+        result = extract_page(seg, compiled, site=site or group, method=self.method)
+        late = pipeline.over_time(page.id, page.url, started, "extract")
+        if late is not None:
+            return _Fetched("skip", skip=late)
+        shapes = pipeline.block_shapes(seg)
+        return _Fetched(kind, id=page.id, url=page.url, fetched_at=page.fetched_at, html=data,
+                        encoding=page.encoding, digest=digest, hashes=seg.vector, shapes=shapes,
+                        text_chars=sum(len(b.text) for b in seg.blocks), group=group, site=site, result=result)
+
+    def _choose_template(self, seg, site: str | None):
+        """The stored site's template while the page still fits its layout, else the template whose layout it fits
+        (a changed page may have moved to another layout), else the stored one (its coverage will tell)."""
+        stored = self.index.compiled(site) if site else None
+        if stored is not None:
+            shapes = shape_set(pipeline.block_shapes(seg))
+            if layout_containment(self.layouts[site], shapes) >= self.settings.layout_match:
+                return stored
+        return self.index.find(seg, None, threshold=self.settings.layout_match) or stored
+
+    def group_of(self, url: str, page_id: str) -> str:
+        """The longest known URL-prefix group of a new page, else its host's group (known from now on)."""
+        group = match_prefix(url, self.groups, page_id)
+        if group is None:
+            prefixes = url_prefixes(url, page_id)
+            group = prefixes[-1] if prefixes else ""
+            self.groups.add(group)
+        self.calls.append((url, page_id, group))
+        return group
+
+
 class _Crawl:
     """One recrawl run: its progress row, the templates in force and the counts so far."""
 
@@ -154,13 +242,18 @@ class _Crawl:
         self.db, self.settings, self.method, self.batch_size = db, settings, method, batch_size
         self.clock, self.checkpoint = clock, checkpoint
         self.summary = Summary()
-        self._load_templates()
-        self.groups = run_store.group_keys(db)
+        self.classifier = _Classifier(db, settings, method)
+        self.generation = 0  # the templates in force: counted up at each reload, so workers reload theirs
+        self.pool, self.jobs = None, 1  # worker processes classifying records (--jobs)
         self.run: run_store.Run | None = None
 
+    @property
+    def index(self) -> pipeline.TemplateIndex:
+        return self.classifier.index
+
     def _load_templates(self) -> None:
-        self.index = pipeline.TemplateIndex(self.db)
-        self.layouts = {site: shapes for layouts in self.index.layouts.values() for shapes, site in layouts}
+        self.classifier.load_templates()
+        self.generation += 1
 
     # --- the run's progress row -------------------------------------------------------------------------------
 
@@ -229,8 +322,11 @@ class _Crawl:
         batch = _PreparedBatch()
         ids = [r.id for r in chunk if not isinstance(r, Skip)]
         state = run_store.known_hashes(self.db, ids)
-        for record in chunk:
-            fetched = self._classify(record, state)
+        classified = self._classify_in_workers(chunk, state) if self.pool is not None else None
+        for number, record in enumerate(chunk):
+            fetched = None if classified is None else self._take(classified[number], state)
+            if fetched is None:  # no workers, or a worker saw another state than this record's turn has
+                fetched = self.classifier.classify(record, state)
             self.checkpoint("prepare record")
             batch.records.append(fetched)
             if fetched.kind != "skip":
@@ -238,58 +334,28 @@ class _Crawl:
                 batch.by_group[fetched.group][fetched.kind] += 1
         return batch
 
-    def _classify(self, record, state: dict) -> _Fetched:
-        """The record classified (and extracted when it changed); any exception makes it a skip ("error")."""
-        try:
-            return self._classify_record(record, state)
-        except Exception as exc:  # noqa: BLE001 -- one record's failure is its skip, never the run's end
-            return _Fetched("skip", skip=pipeline.error_skip(getattr(record, "id", None), getattr(record, "url", None),
-                                                              exc))
+    def _classify_in_workers(self, chunk: list, state: dict) -> list[tuple[_Fetched, tuple | None, list]]:
+        """Each record classified by a worker against the batch's state as it was read (``_Classifier.__call__``),
+        in the order of the records."""
+        tasks = ((self.generation, {r.id: state[r.id] for r in part if not isinstance(r, Skip) and r.id in state},
+                  part) for part in workers.chunked(chunk, pipeline.WORK_CHUNK))
+        return [item for results in workers.imap_ordered(self.pool, tasks, ahead=pipeline.WORK_AHEAD * self.jobs)
+                for item in results]
 
-    def _classify_record(self, record, state: dict) -> _Fetched:
-        started = time.perf_counter()
-        page = record if isinstance(record, Skip) else decode_page(record)
-        if isinstance(page, Skip):
-            return _Fetched("skip", skip=page)
-        data, digest = page_store.encode_page(page.html)
-        known = state.get(page.id)
-        if known is not None and known[0] == digest and not known[1]:
-            return _Fetched("unchanged", id=page.id, url=page.url, fetched_at=page.fetched_at, digest=digest,
-                            group=known[2] or self._group_of(page.url, page.id), site=known[3])
-        seg = pipeline.segment_page(page, started=started)
-        if isinstance(seg, Skip):
-            return _Fetched("skip", skip=dataclasses.replace(seg, source=record.source))
-        kind = "new" if known is None else "revived" if known[1] else "changed"
-        group = (known[2] if known else None) or self._group_of(page.url, page.id)
-        compiled = self._choose_template(seg, known[3] if known else None)
-        site = compiled.template.site if compiled is not None else None
-        result = extract_page(seg, compiled, site=site or group, method=self.method)
-        late = pipeline.over_time(page.id, page.url, started, "extract")
-        if late is not None:
-            return _Fetched("skip", skip=late)
-        shapes = pipeline.block_shapes(seg)
-        return _Fetched(kind, id=page.id, url=page.url, fetched_at=page.fetched_at, html=data,
-                        encoding=page.encoding, digest=digest, hashes=seg.vector, shapes=shapes,
-                        text_chars=sum(len(b.text) for b in seg.blocks), group=group, site=site, result=result)
+    def _take(self, classified: tuple[_Fetched, tuple | None, list], state: dict) -> _Fetched | None:
+        """A worker's classification, if it is the one this process would make now: the record's stored state is
+        the one the worker saw (an earlier record of the batch may have the same id) and every URL group it
+        looked up is the one this process finds (its groups may have grown meanwhile); else None."""
+        fetched, looked, calls = classified
+        if looked is not None and state.get(looked[0]) != looked[1]:
+            return None
+        for url, page_id, group in calls:
+            if self.classifier.group_of(url, page_id) != group:
+                return None
+        return fetched
 
-    def _choose_template(self, seg, site: str | None):
-        """The stored site's template while the page still fits its layout, else the template whose layout it fits
-        (a changed page may have moved to another layout), else the stored one (its coverage will tell)."""
-        stored = self.index.compiled(site) if site else None
-        if stored is not None:
-            shapes = shape_set(pipeline.block_shapes(seg))
-            if layout_containment(self.layouts[site], shapes) >= self.settings.layout_match:
-                return stored
-        return self.index.find(seg, None, threshold=self.settings.layout_match) or stored
-
-    def _group_of(self, url: str, page_id: str) -> str:
-        """The longest known URL-prefix group of a new page, else its host's group."""
-        group = match_prefix(url, self.groups, page_id)
-        if group is None:
-            prefixes = url_prefixes(url, page_id)
-            group = prefixes[-1] if prefixes else ""
-            self.groups.add(group)
-        return group
+    def _has_template(self, group: str) -> bool:
+        return bool(self.index.layouts.get(group))
 
     def _write(self, batch: _PreparedBatch) -> None:
         now = self.clock()
@@ -341,9 +407,6 @@ class _Crawl:
         if items:
             dedup.index_texts(self.db, items)
             signature_run.add_to_signature_indexes(self.db, items)
-
-    def _has_template(self, group: str) -> bool:
-        return bool(self.index.layouts.get(group))
 
     def _log_batch(self, done: int, batch: _PreparedBatch) -> None:
         totals = Counter(f.kind for f in batch.records)

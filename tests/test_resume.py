@@ -45,7 +45,7 @@ class KillSwitch:
             os.kill(os.getpid(), signal.SIGKILL)
 
 
-def recrawl_with(db_path, crawl, switch: KillSwitch) -> None:
+def recrawl_with(db_path, crawl, switch: KillSwitch, jobs: int = 1) -> None:
     """Recrawl with the switch at every kill point, and one more after each template the core pipeline commits
     while relearning a group (its own transactions)."""
     learn = pipeline._learn_cluster
@@ -58,18 +58,18 @@ def recrawl_with(db_path, crawl, switch: KillSwitch) -> None:
     pipeline._learn_cluster = learn_then_checkpoint
     try:
         recrawl.recrawl(pipeline.open_store(db_path), [crawl], retire_missing=True, batch_size=BATCH,
-                        checkpoint=switch)
+                        checkpoint=switch, jobs=jobs)
     finally:
         pipeline._learn_cluster = learn
 
 
-def run_in_child(db_path, crawl, *, kill_at: int | None, record=None) -> int:
+def run_in_child(db_path, crawl, *, kill_at: int | None, record=None, jobs: int = 1) -> int:
     """Recrawl in a forked child that kills itself at kill point ``kill_at``; the child's wait status."""
     pid = os.fork()
     if pid == 0:
         code = 0
         try:
-            recrawl_with(db_path, crawl, KillSwitch(kill_at, record))
+            recrawl_with(db_path, crawl, KillSwitch(kill_at, record), jobs=jobs)
         except BaseException:
             traceback.print_exc()
             code = 1
@@ -243,3 +243,61 @@ def test_run_with_jobs_killed_with_sigkill_continues_on_rerun(tmp_path, crawls):
     assert killed >= 1
     assert (tmp_path / "killed.db.jsonl").read_bytes() == (tmp_path / "reference.db.jsonl").read_bytes()
     assert snapshot(pipeline.open_store(path)) == snapshot(pipeline.open_store(reference_db))
+
+
+def test_recrawl_with_worker_processes_stores_what_one_process_does(tmp_path, crawls, monkeypatch):
+    """Both crawls (new pages, changed ones, a redesign relearned, broken records, retired pages) recrawled with 1,
+    2 and 3 processes: the same store."""
+    monkeypatch.setattr(pipeline, "WORK_CHUNK", 2)  # several tasks a batch, handed out to the workers in any order
+    snapshots = {}
+    for jobs in (1, 2, 3):
+        path = tmp_path / f"recrawl{jobs}.db"
+        for crawl in crawls:
+            recrawl_with(path, crawl, KillSwitch(), jobs=jobs)
+        snapshots[jobs] = snapshot(pipeline.open_store(path))
+    assert snapshots[1]["template_events"] and snapshots[1]["lsh_signatures"] and snapshots[1]["skips"]
+    assert snapshots[2] == snapshots[1] and snapshots[3] == snapshots[1]
+
+
+def test_recrawl_with_a_record_twice_in_a_batch_and_worker_processes_stores_what_one_process_does(tmp_path):
+    """A record repeated within a batch (changed the second time) is classified against the state its first copy
+    left: a worker saw the state before the batch, so the writer classifies it again itself."""
+    records = first_crawl()
+    twice = [records[0], {**records[0], "html": records[0]["html"].replace("</body>", "<p>Changed again.</p></body>")},
+             *records[1:]]
+    crawl = write_crawl(tmp_path / "twice.jsonl", twice)
+    snapshots = {}
+    for jobs in (1, 2):
+        path = tmp_path / f"twice{jobs}.db"
+        recrawl.recrawl(pipeline.open_store(path), [crawl], batch_size=BATCH, jobs=jobs)
+        snapshots[jobs] = snapshot(pipeline.open_store(path))
+    assert snapshots[1]["pages"]
+    assert snapshots[2] == snapshots[1]
+
+
+def test_recrawl_with_jobs_killed_at_random_points_and_resumed_equals_an_uninterrupted_run(tmp_path, crawls):
+    """`recrawl` with two worker processes killed (SIGKILL) at random points of the writer and resumed, also with
+    two: the store of an uninterrupted one-process run."""
+    expected, passed = reference(tmp_path, crawls)
+    rng = random.Random(11)
+    path = tmp_path / "killed-jobs.db"
+    for crawl, points in zip(crawls, passed):
+        for _ in range(KILLS_PER_CRAWL // 2):
+            if finished(run_in_child(path, crawl, kill_at=rng.randint(1, len(points) // 4), jobs=2)):
+                break
+        else:
+            assert finished(run_in_child(path, crawl, kill_at=None, jobs=2))
+    assert snapshot(pipeline.open_store(path)) == expected
+
+
+def test_build_learns_the_layouts_of_one_group_on_worker_processes_as_one_process_does(tmp_path):
+    """One URL group holding two layouts (the news site before and after its redesign, under one prefix): each
+    layout cluster is learned as a task of its own, and the store is the one a single process makes."""
+    from test_recrawl import NEWS, news_new, news_old
+
+    records = [{"id": f"n{i}", "url": NEWS.format(i), "html": (news_old if i % 2 else news_new)(i)} for i in range(16)]
+    crawl = write_crawl(tmp_path / "mixed.jsonl", records)
+    snapshots = [snapshot(pipeline.open_store(built_store(tmp_path, [crawl], f"mixed{jobs}.db", jobs=jobs)))
+                 for jobs in (1, 2)]
+    assert len({row[2] for row in snapshots[0]["templates"]}) == 1 and len(snapshots[0]["templates"]) >= 2
+    assert snapshots[1] == snapshots[0]
