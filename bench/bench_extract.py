@@ -66,7 +66,7 @@ def stage_breakdown(db) -> dict[str, float]:
 
     from store import pages as page_store
     from templater import extract as extract_mod
-    from templater import fallback, features, metadata
+    from templater import fallback, features, headline, metadata
     from templater.blocks import segment
     from templater.parse import parse_html
     from templater.datatypes import Page
@@ -101,7 +101,7 @@ def stage_breakdown(db) -> dict[str, float]:
         tree = step("number tree", features.number_tree, seg)
         feats = step("features", features.block_features, seg, tree)
         scores = step("score (two-stage MLP)", fallback._score, seg, tree, feats, weights, allowed)
-        keep = step("keep + headline", lambda: fallback.keep_headline(seg, feats, _keep(seg, tree, scores, allowed,
+        keep = step("keep + headline", lambda: headline.keep_headline(seg, feats, _keep(seg, tree, scores, allowed,
                                                                                         in_region)))
         result = step("text + repeats", extract_mod._extraction, seg, keep, site=stored.site, method="template",
                       template=compiled.name, coverage=round(coverage, 4), trusted=in_region)
@@ -112,6 +112,8 @@ def stage_breakdown(db) -> dict[str, float]:
 
 def _keep(seg, tree, scores, allowed, trusted):
     """fallback.classify_blocks' choice behind a template, from the scores already computed."""
+    from templater import fallback
+
     keep = (scores > fallback.ALLOWED_THRESHOLD) & allowed
     if trusted.any():
         chrome = fallback.region_chrome(seg, tree, trusted)

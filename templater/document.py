@@ -8,7 +8,7 @@ ancestors (memoised, so a page costs one step per distinct element on the kept b
 
 The steps of ``build_document``:
 1. the headline (``find_title``): the block that says what the page's declared titles (og:title, twitter:title,
-   <title>) say, else the heading they echo best (``template.find_headline``), else a declared title less its
+   <title>) say, else the heading they echo best (``headline.find_headline``), else a declared title less its
    site name; it leaves the body, and so does every kept block that only repeats it;
 2. each kept block's context: inside a <pre> (code: the <pre>'s text with its line breaks and indentation),
    a cell of a data table (rows of cells), a list item (depth, numbered or not), a heading (level), a
@@ -28,7 +28,7 @@ import numpy as np
 from lxml import etree
 
 from .config import BLOCK_TAGS
-from .template import find_headline
+from .headline import find_headline
 from .datatypes import DocNode, Document, Segmented
 
 HEADING_LEVELS = {f"h{n}": n for n in range(1, 7)}
@@ -141,7 +141,7 @@ def _find_title(seg: Segmented) -> tuple[str | None, int | None]:
 
     The evidence is what the page declares: og:title, twitter:title and <title>. In order: a block that says
     exactly what one of them says, as it is or less the site name at either end (``_exact_headline``); else the
-    heading block the declared titles echo best (``template.find_headline``, the finder learning uses) of those
+    heading block the declared titles echo best (``headline.find_headline``, the finder learning uses) of those
     that hold at least HEADLINE_MIN_WORDS of the declared headline's words (not a section name, "Politics", that
     the <title> also carries); else the first declared social title, else the <title> less its site name; with no
     declared title at all, the first <h1>."""

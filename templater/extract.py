@@ -19,8 +19,9 @@ from . import document, fallback, native
 from .align import lcs_length_masks, match_masks
 from .errors import RuleError
 from .grouping import host_of
+from .headline import find_headline
 from .metadata import META_ACTIONS, read_metadata
-from .template import (REGION_CHROME_SHARE, RELATED_SIZE_TEST, WRAPPER_DEPTH, contains, find_headline, fits,
+from .template import (REGION_CHROME_SHARE, RELATED_SIZE_TEST, WRAPPER_DEPTH, contains, fits,
                        size_limit)
 from .datatypes import Extraction, Rule, RuleAction, Segmented, Template
 

@@ -35,6 +35,7 @@ from . import ann, config
 from .errors import InputError
 from .features import (CLASS_GROUPS, CONTEXT_NAMES, FEATURE_NAMES, Tree, block_features, context_features, inside,
                        line_features, number_tree, sum_up)
+from .headline import keep_headline
 from .template import link_runs
 from .datatypes import Segmented
 from .config import (ALLOWED_THRESHOLD, ANN_THRESHOLD, DENSITY_BOUNDS, DENSITY_ITERATIONS, DENSITY_MIN_SPREAD,
@@ -47,7 +48,6 @@ DEFAULT_METHOD = "auto"
 FDR_Q = config.FDR_Q  # default false-discovery rate of the fdr method
 CAPTION_PATH = "/figcaption"  # blocks whose tag path holds this are captions, never kept by the classifier
 WEIGHTS_FILE = "ann_weights.npz"
-_TITLE_OVERLAP = FEATURE_NAMES.index("title_overlap")
 _TAG_PATH = operator.attrgetter("tag_path")
 _LINK_CHARS = operator.attrgetter("link_chars")
 _REGION_CHROME_BITS = np.uint32(sum(1 << [name for name, _ in CLASS_GROUPS].index(g) for g in REGION_CHROME_GROUPS))
@@ -275,21 +275,6 @@ def _keep_region(seg: Segmented, tree: Tree, scores: np.ndarray) -> np.ndarray:
     region = np.zeros(len(tree.parent), dtype=bool)
     region[int(np.argmax(sum_up(tree, per_element)))] = True
     return (inside(tree, region)[tree.owner] & (scores > REGION_INSIDE)) | (scores > REGION_OUTSIDE)
-
-
-def keep_headline(seg: Segmented, features: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    """Add the headline: the last heading before the first kept block that shares at least
-    config.HEADLINE_MIN_OVERLAP of its words with the page <title> (one of config.HEADLINE_TAGS)."""
-    if not keep.any():
-        return keep
-    first = int(np.argmax(keep))
-    overlap = features[:first, _TITLE_OVERLAP]
-    found = [i for i in range(first)
-             if seg.blocks[i].tag in config.HEADLINE_TAGS and overlap[i] >= config.HEADLINE_MIN_OVERLAP]
-    if found:
-        keep = keep.copy()
-        keep[found[-1]] = True
-    return keep
 
 
 def p_values(scores: np.ndarray, null_scores: np.ndarray) -> np.ndarray:

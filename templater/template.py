@@ -26,9 +26,10 @@ from lxml import etree
 from . import metadata, native
 from .align import lcs_length, lcs_pairs
 from .blocks import fill_xpaths
-from .config import (BLOCK_TAGS as _BLOCK_TAGS, HEADLINE_MIN_OVERLAP, HEADLINE_TAGS, SHAPE_MAX_LINK_DENSITY,
+from .config import (BLOCK_TAGS as _BLOCK_TAGS, SHAPE_MAX_LINK_DENSITY,
                      LearnSettings)
 from .datatypes import Block, Rule, RuleAction, Segmented, Template
+from .headline import find_headline
 
 HEADING_TAGS = frozenset({"h1", "h2", "title"})
 REFERENCE_CANDIDATES = 15  # pages tried as the alignment reference
@@ -294,24 +295,6 @@ def content_region(pages: Sequence[Segmented], dropped: Sequence[np.ndarray], he
         return None
     return Rule(xpath=xpath, action=RuleAction.CONTENT, support=round(count / len(pages), 4),
                 sample=samples[xpath][:120])
-
-
-def find_headline(seg: Segmented, evidence: str | None = None, *, min_words: float = 0) -> int | None:
-    """Index of the heading block that repeats the page's <title> (or the ``evidence`` text: its declared titles)
-    best, the article's headline, if any; with ``min_words``, of the headings that have at least that many words."""
-    title = set((seg.title if evidence is None else evidence).lower().split())
-    if not title:
-        return None
-    best, best_score = None, HEADLINE_MIN_OVERLAP
-    for block in seg.blocks:
-        if block.tag in HEADLINE_TAGS:
-            words = set(block.text.lower().split())
-            if len(words) < min_words:
-                continue
-            score = len(words & title) / len(words) if words else 0.0
-            if score > best_score:
-                best, best_score = block.index, score
-    return best
 
 
 def _deepest_holder(blocks: Sequence[Block], headline: str | None = None) -> str | None:

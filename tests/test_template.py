@@ -3,7 +3,8 @@ import pytest
 
 from templater.config import LearnSettings
 from templater.extract import CompiledTemplate, apply_template
-from templater.template import find_headline, learn_template
+from templater.headline import find_headline
+from templater.template import learn_template
 
 from sitegen import site_pages
 
