@@ -116,3 +116,19 @@ def test_a_different_seed_gives_different_weights(tmp_path):
     other = training.train_ann(pages, epochs=5, seed=2)
     assert not (first.line.hidden_weights == other.line.hidden_weights).all()
     assert json.loads(first.info)["data_sha256"] == json.loads(other.info)["data_sha256"]
+
+
+def test_source_weights_scale_a_source_s_pages_and_are_recorded(tmp_path):
+    pages = list(training.iter_labelled(read(build(tmp_path, "set", small_corpus(tmp_path), generated=1)
+                                              / "train.jsonl.gz")))
+    assert training.page_source("news/a1") == "news" and training.page_source("a1") == "(no prefix)"
+    plain = training.train_ann(pages, epochs=5, source_weights={})
+    default = training.train_ann(pages, epochs=5)
+    heavier = training.train_ann(pages, epochs=5, source_weights={"news": 4.0})
+    assert json.loads(default.info)["source_weights"] == dict(training.SOURCE_WEIGHTS)
+    assert json.loads(heavier.info)["source_weights"] == {"news": 4.0}
+    assert json.loads(plain.info)["source_weights"] == {}
+    assert not (plain.first[0].hidden_weights == heavier.first[0].hidden_weights).all()
+    # a source no page has changes nothing
+    again = training.train_ann(pages, epochs=5, source_weights={"docs": 3.0})
+    assert (again.first[0].hidden_weights == plain.first[0].hidden_weights).all()
