@@ -370,6 +370,8 @@ def train(inputs: list[Path] = typer.Argument(..., help="JSON Lines (.jsonl, .js
           output: Path = typer.Option(..., "--output", "-o", help="Weights file to write (.npz)."),
           seed: int = typer.Option(config.TRAIN_SEED, "--seed", help="Random seed: the same seed, the same weights."),
           epochs: int = typer.Option(config.EPOCHS, "--epochs", min=1, help="Training epochs of each network."),
+          jobs: int = typer.Option(1, "--jobs", "-j", min=1,
+                                   help="Processes that fit networks side by side (the same weights for any number)."),
           log: Optional[Path] = LogOption, quiet: bool = QuietOption) -> None:
     """Train the single-page line classifiers on labelled pages (gold text gives the labels).
 
@@ -384,7 +386,7 @@ def train(inputs: list[Path] = typer.Argument(..., help="JSON Lines (.jsonl, .js
         check_output(output)
         records = [record for path in inputs for record in read_labelled(path)]
         with progress_bar("train", quiet):
-            weights = training.train_ann(training.iter_labelled(records), seed=seed, epochs=epochs)
+            weights = training.train_ann(training.iter_labelled(records), seed=seed, epochs=epochs, jobs=jobs)
         output.parent.mkdir(parents=True, exist_ok=True)
         training.save_weights(weights, output)
         if not quiet:

@@ -3,8 +3,8 @@
 
     python bench/check_shipped_weights.py [SET_DIR] [--skip-train]
 
-Rebuilds the training set with bench/build_training_set.py into SET_DIR (default: a temp folder; an existing
-SET_DIR's train.jsonl.gz is reused), checks that its pages are the ones the shipped weights record (the SHA-256
+Rebuilds the training set with bench/build_training_set.py into SET_DIR with the shipped weights' arguments
+(`--docs-pages 10 --generated 8`; default SET_DIR: a temp folder; an existing SET_DIR's train.jsonl.gz is reused), checks that its pages are the ones the shipped weights record (the SHA-256
 in their info), then runs the documented command as a process:
 
     templater train SET_DIR/train.jsonl.gz --output OUT.npz --seed 7
@@ -29,6 +29,7 @@ sys.path.insert(0, str(REPO))
 from templater import fallback, training  # noqa: E402
 
 SHIPPED = REPO / "templater" / "data" / fallback.WEIGHTS_FILE
+SHIPPED_SET_ARGS = ["--docs-pages", "10", "--generated", "8"]  # the set the shipped weights were trained on
 
 
 def main(argv=None) -> int:
@@ -39,7 +40,8 @@ def main(argv=None) -> int:
     set_dir = args.set_dir or Path(tempfile.mkdtemp(prefix="templater-training-set-"))
     data = set_dir / "train.jsonl.gz"
     if not data.exists():
-        subprocess.run([sys.executable, str(REPO / "bench" / "build_training_set.py"), str(set_dir)], check=True)
+        subprocess.run([sys.executable, str(REPO / "bench" / "build_training_set.py"), str(set_dir),
+                        *SHIPPED_SET_ARGS], check=True)
     recorded = json.loads(fallback.default_weights().info)
     with gzip.open(data, "rt", encoding="utf-8") as handle:
         pages = [(seg, gold) for seg, gold in training.iter_labelled(json.loads(line) for line in handle)

@@ -93,8 +93,9 @@ def test_builder_never_uses_the_reserved_documentation_sets():
 def test_train_command_gives_the_same_bytes_from_the_same_set(tmp_path):
     data = build(tmp_path, "set", small_corpus(tmp_path), generated=1) / "train.jsonl.gz"
     outputs = []
-    for name in ("a.npz", "b.npz"):
-        result = runner.invoke(app, ["train", str(data), "--output", str(tmp_path / name), "--epochs", "20", "-q"])
+    for name, jobs in (("a.npz", "1"), ("b.npz", "3")):  # fits in worker processes: the same bytes
+        result = runner.invoke(app, ["train", str(data), "--output", str(tmp_path / name), "--epochs", "20", "-q",
+                                     "--jobs", jobs])
         assert result.exit_code == 0, result.output
         outputs.append((tmp_path / name).read_bytes())
     assert outputs[0] == outputs[1]
@@ -116,3 +117,19 @@ def test_a_different_seed_gives_different_weights(tmp_path):
     other = training.train_ann(pages, epochs=5, seed=2)
     assert not (first.line.hidden_weights == other.line.hidden_weights).all()
     assert json.loads(first.info)["data_sha256"] == json.loads(other.info)["data_sha256"]
+
+
+def test_source_weights_scale_a_source_s_pages_and_are_recorded(tmp_path):
+    pages = list(training.iter_labelled(read(build(tmp_path, "set", small_corpus(tmp_path), generated=1)
+                                              / "train.jsonl.gz")))
+    assert training.page_source("news/a1") == "news" and training.page_source("a1") == "(no prefix)"
+    plain = training.train_ann(pages, epochs=5, source_weights={})
+    default = training.train_ann(pages, epochs=5)
+    heavier = training.train_ann(pages, epochs=5, source_weights={"news": 4.0})
+    assert json.loads(default.info)["source_weights"] == dict(training.SOURCE_WEIGHTS)
+    assert json.loads(heavier.info)["source_weights"] == {"news": 4.0}
+    assert json.loads(plain.info)["source_weights"] == {}
+    assert not (plain.first[0].hidden_weights == heavier.first[0].hidden_weights).all()
+    # a source no page has changes nothing
+    again = training.train_ann(pages, epochs=5, source_weights={"docs": 3.0})
+    assert (again.first[0].hidden_weights == plain.first[0].hidden_weights).all()
