@@ -27,6 +27,8 @@ from .types import Extraction, Rule, Segmented, Template
 REGION_MIN_SHARE = 0.5  # the region is used only when it holds this share of the text the rules left
 NO_CLASSIFIER = "none"  # --fallback none: the template's rules alone (the whole text where there is no template)
 PARAGRAPH_CHARS = 80  # a page with a block this long of which the template allows nothing falls back to single-page
+OWN_CONTENT_GAP = 3  # this many blocks the template dropped in a row split the trusted region's blocks into stretches
+OWN_CONTENT_LINKS = 0.5  # a paragraph of the page's own content is at most this share link text
 REPEAT_MIN_CHARS = 100  # a kept block this long whose text was already kept is a repeat, not more content
 
 
@@ -88,9 +90,32 @@ def match_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarr
     if compiled.region is not None:
         region = _region_mask(seg, compiled.region, allowed)
         if not region.all() and (compiled.region_trusted or holds_little_chrome(seg, region, allowed)):
-            in_region = allowed & region
+            in_region = own_content(seg, allowed & region)
         allowed &= region
     return allowed, coverage, in_region
+
+
+def own_content(seg: Segmented, trusted: np.ndarray) -> np.ndarray:
+    """The trusted blocks among the page's own content: the region's allowed blocks fall into stretches split
+    by runs of at least OWN_CONTENT_GAP blocks the template dropped (in the aligned sequence, the site's chrome
+    between them); the stretches from the first to the last that holds a paragraph (a block of PARAGRAPH_CHARS
+    or more, not mostly links) keep the trust. A stretch beyond the page's last paragraph, past the site's
+    chrome (a feed of other stories after the article), is judged as any allowed block."""
+    where = np.flatnonzero(trusted)
+    if not len(where):
+        return trusted
+    starts = np.concatenate(([0], np.flatnonzero(np.diff(where) > OWN_CONTENT_GAP) + 1))
+    ends = np.concatenate((starts[1:], [len(where)]))
+    chars = seg.block_chars()
+    paragraph = (chars >= PARAGRAPH_CHARS) & (np.fromiter((b.link_chars for b in seg.blocks), dtype=np.int64,
+                                                           count=len(seg.blocks)) <= OWN_CONTENT_LINKS * chars)
+    strong = [bool(paragraph[where[a:b]].any()) for a, b in zip(starts, ends)]
+    if not any(strong):
+        return trusted
+    first, last = strong.index(True), len(strong) - 1 - strong[::-1].index(True)
+    out = np.zeros_like(trusted)
+    out[where[starts[first]:ends[last]]] = True
+    return out
 
 
 def holds_little_chrome(seg: Segmented, region: np.ndarray, allowed: np.ndarray) -> bool:
