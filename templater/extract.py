@@ -74,7 +74,8 @@ def match_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarr
     region where the page trusts it (all False when the template has none, the page's region holds too little
     of its text, or a region right under <body> holds the site's chrome on this page)."""
     vector = seg.vector
-    allowed = ~_members(vector, compiled.static_set)
+    static = _members(vector, compiled.static_set)
+    allowed = ~static
     coverage = 1.0
     if compiled.static_seq:
         coverage = lcs_length_masks(compiled.static_masks, len(compiled.static_seq), vector.tolist()) / len(
@@ -89,7 +90,7 @@ def match_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarr
     in_region = np.zeros(len(seg.blocks), dtype=bool)
     if compiled.region is not None:
         region = _region_mask(seg, compiled.region, allowed)
-        if not region.all() and (compiled.region_trusted or holds_little_chrome(seg, region, allowed)):
+        if not region.all() and (compiled.region_trusted or holds_little_chrome(seg, region, allowed, static)):
             in_region = own_content(seg, allowed & region)
         allowed &= region
     return allowed, coverage, in_region
@@ -118,11 +119,13 @@ def own_content(seg: Segmented, trusted: np.ndarray) -> np.ndarray:
     return out
 
 
-def holds_little_chrome(seg: Segmented, region: np.ndarray, allowed: np.ndarray) -> bool:
-    """Whether the text the rules dropped inside the region is at most REGION_CHROME_SHARE of what they left
-    there: the region is the page's content division, not a wrapper around the site's menus and sidebars."""
+def holds_little_chrome(seg: Segmented, region: np.ndarray, allowed: np.ndarray, static: np.ndarray) -> bool:
+    """Whether the text of the site's static blocks (the same on most pages: menus, sidebars, footers) inside the
+    region is at most REGION_CHROME_SHARE of the text the rules left there: the region is the page's content
+    division, not a wrapper around the site's chrome. What varies from page to page (a chapter's table of
+    contents, a related-links list) says nothing of the region: the classifier judges it."""
     chars = seg.block_chars()
-    return bool(chars[region & ~allowed].sum() <= REGION_CHROME_SHARE * chars[region & allowed].sum())
+    return bool(chars[region & static].sum() <= REGION_CHROME_SHARE * chars[region & allowed].sum())
 
 
 def _members(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
