@@ -125,7 +125,8 @@ def holds_little_chrome(seg: Segmented, region: np.ndarray, allowed: np.ndarray,
     division, not a wrapper around the site's chrome. What varies from page to page (a chapter's table of
     contents, a related-links list) says nothing of the region: the classifier judges it."""
     chars = seg.block_chars()
-    return bool(chars[region & static].sum() <= REGION_CHROME_SHARE * chars[region & allowed].sum())
+    return bool(chars[region & static].sum() <= max(REGION_CHROME_SHARE * chars[region & allowed].sum(),
+                                                    PARAGRAPH_CHARS))  # one short line is not the site's menus
 
 
 def _members(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:

@@ -198,7 +198,21 @@ def region_chrome(seg: Segmented, tree: Tree, trusted: np.ndarray) -> np.ndarray
     links = np.fromiter(map(_LINK_CHARS, seg.blocks), dtype=np.int64, count=len(seg.blocks))
     below = _below_region(seg, trusted)
     position = np.fromiter((not REGION_CHROME_TAGS.isdisjoint(tags) for tags in below), dtype=bool, count=len(below))
-    return (named | (links > REGION_LINK_DENSITY * chars) | position) & ~protected_blocks(seg, trusted, below)
+    linked = (links > REGION_LINK_DENSITY * chars) & ~among_own_text(seg, trusted, links)
+    return (named | linked | position) & ~protected_blocks(seg, trusted, below)
+
+
+def among_own_text(seg: Segmented, trusted: np.ndarray, links: np.ndarray | None = None) -> np.ndarray:
+    """Trusted blocks with the page's own text (trusted blocks mostly not links) both before and after them: a
+    list of links there (the sections a chapter lists under its headings) sits among the page's content, not at
+    its edges where tables of contents and "see also" lists stand."""
+    chars = seg.block_chars()
+    if links is None:
+        links = np.fromiter(map(_LINK_CHARS, seg.blocks), dtype=np.int64, count=len(seg.blocks))
+    own = trusted & (chars > 0) & (links <= REGION_LINK_DENSITY * chars)
+    before = np.cumsum(own) - own
+    after = own.sum() - np.cumsum(own)
+    return trusted & (before > 0) & (after > 0)
 
 
 def protected_blocks(seg: Segmented, trusted: np.ndarray, below: list[list[str]] | None = None) -> np.ndarray:
