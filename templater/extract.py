@@ -81,8 +81,12 @@ def match_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarr
         coverage = lcs_length_masks(compiled.static_masks, len(compiled.static_seq), vector.tolist()) / len(
             compiled.static_seq)
     if compiled.shapes:
-        allowed &= ~np.fromiter(map(compiled.shapes.__contains__, map(_TAG_PATH, seg.blocks)), dtype=bool,
-                                count=len(seg.blocks))
+        shaped = np.fromiter(map(compiled.shapes.__contains__, map(_TAG_PATH, seg.blocks)), dtype=bool,
+                             count=len(seg.blocks))
+        allowed &= ~shaped
+        aligned = static | shaped  # what the rules learned from the pages' aligned sequence drop
+    else:
+        aligned = static
     if compiled.containers:
         allowed &= ~container_mask(seg, compiled.containers)
     for rule, xpath in compiled.pinned:
@@ -91,21 +95,23 @@ def match_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarr
     if compiled.region is not None:
         region = _region_mask(seg, compiled.region, allowed)
         if not region.all() and (compiled.region_trusted or holds_little_chrome(seg, region, allowed, static)):
-            in_region = own_content(seg, allowed & region)
+            in_region = own_content(seg, allowed & region, aligned)
         allowed &= region
     return allowed, coverage, in_region
 
 
-def own_content(seg: Segmented, trusted: np.ndarray) -> np.ndarray:
+def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray) -> np.ndarray:
     """The trusted blocks among the page's own content: the region's allowed blocks fall into stretches split
-    by runs of at least OWN_CONTENT_GAP blocks the template dropped (in the aligned sequence, the site's chrome
-    between them); the stretches from the first to the last that holds a paragraph (a block of PARAGRAPH_CHARS
-    or more, not mostly links) keep the trust. A stretch beyond the page's last paragraph, past the site's
-    chrome (a feed of other stories after the article), is judged as any allowed block."""
+    by at least OWN_CONTENT_GAP blocks of the template's static and shape rules (``chrome``: in the aligned
+    sequence, the site's chrome between them); the stretches from the first to the last that holds a paragraph
+    (a block of PARAGRAPH_CHARS or more, not mostly links) keep the trust. A stretch before the page's first
+    paragraph or beyond its last, past the site's chrome (a chapter's table of contents cut by its shape rules, a
+    feed of other stories after the article), is judged as any allowed block."""
     where = np.flatnonzero(trusted)
     if not len(where):
         return trusted
-    starts = np.concatenate(([0], np.flatnonzero(np.diff(where) > OWN_CONTENT_GAP) + 1))
+    gaps = np.diff(np.cumsum(chrome)[where])
+    starts = np.concatenate(([0], np.flatnonzero(gaps >= OWN_CONTENT_GAP) + 1))
     ends = np.concatenate((starts[1:], [len(where)]))
     chars = seg.block_chars()
     paragraph = (chars >= PARAGRAPH_CHARS) & (np.fromiter((b.link_chars for b in seg.blocks), dtype=np.int64,
