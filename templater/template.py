@@ -67,8 +67,10 @@ LABEL_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "dt", "th", "caption
 # block with one of these tags titles the content that follows it; any other short block is a label (chrome)
 STRUCTURE_TAGS = frozenset({"pre", "table", "dl"})  # code, tables and definition lists of the text
 LIST_TAGS = frozenset({"ul", "ol", "menu"})  # a block of links in a list is a navigation list ...
-SHORT_LABEL = "short label"  # chrome_shape's word for a short block that titles nothing
 LINK_RUN = 3  # ... and so is one of this many link-heavy blocks in a row (a table of contents as a <dl>)
+SHORT_LABEL = "short label"  # chrome_shape's word for a short block that titles nothing ...
+ROW_CELLS = 2  # ... unless among this many of the page's own short blocks under one parent (a grid's header cell;
+# with one, a news blog's sidebar boxes passed for its content on the dev news sites)
 
 
 def learn_template(pages: Sequence[Segmented], *, site: str, version: int = 1, layout: int = 0,
@@ -551,7 +553,7 @@ def chrome_shape(block: Block, ancestry: list[str] | None, settings: LearnSettin
 
 
 def varying_rows(seg: Segmented, dropped: np.ndarray, settings: LearnSettings = LearnSettings()) -> set:
-    """The elements whose children include at least two blocks of the page's own (not static, with text) and none
+    """The elements whose children include at least ROW_CELLS blocks of the page's own (not static, with text) and none
     longer than twice shape_max_chars (a paragraph): a row or grid of short cells, where a repeated short label is a header cell (a reference page's
     "Modifier and Type | Method | Description" over its method summary), not a label of the site's (an
     "Advertisement" line among an article's paragraphs). The elements themselves, not their ids: lxml keeps one
@@ -564,7 +566,7 @@ def varying_rows(seg: Segmented, dropped: np.ndarray, settings: LearnSettings = 
             cells[parent] += 1
             if len(b.text) > 2 * settings.shape_max_chars:
                 long_cells.add(parent)
-    return {parent for parent, n in cells.items() if n >= 2 and parent not in long_cells}
+    return {parent for parent, n in cells.items() if n >= ROW_CELLS and parent not in long_cells}
 
 
 def link_runs(seg: Segmented, density: float = SHAPE_MAX_LINK_DENSITY) -> np.ndarray:
