@@ -27,7 +27,8 @@ from .types import Extraction, Rule, Segmented, Template
 REGION_MIN_SHARE = 0.5  # the region is used only when it holds this share of the text the rules left
 NO_CLASSIFIER = "none"  # --fallback none: the template's rules alone (the whole text where there is no template)
 PARAGRAPH_CHARS = 80  # a page with a block this long of which the template allows nothing falls back to single-page
-OWN_CONTENT_GAP = 3  # this many blocks the template dropped in a row split the trusted region's blocks into stretches
+OWN_CONTENT_GAP = 3  # this many blocks of static and shape rules between two trusted blocks split the page's own
+# content from what lies past the site's chrome (3, LINK_RUN; 10 measured the same on the dev suites)
 OWN_CONTENT_LINKS = 0.5  # a paragraph of the page's own content is at most this share link text
 REPEAT_MIN_CHARS = 100  # a kept block this long whose text was already kept is a repeat, not more content
 
@@ -71,8 +72,16 @@ def apply_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarr
 
 def match_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarray, float, np.ndarray]:
     """(allowed, coverage, in_region): as apply_template, plus the allowed blocks inside the learned content
-    region where the page trusts it (all False when the template has none, the page's region holds too little
-    of its text, or a region right under <body> holds the site's chrome on this page)."""
+    region where the page trusts it and among the page's own content (own_content; all False when the template
+    has none, the page's region holds too little of its text, or a region right under <body> holds the site's
+    chrome on this page)."""
+    allowed, coverage, in_region, _ = match_regions(seg, compiled)
+    return allowed, coverage, in_region
+
+
+def match_regions(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
+    """(allowed, coverage, in_region, trusted_region): as match_template, plus every allowed block of the
+    trusted region, among the page's own content or not (for `rules explain`)."""
     vector = seg.vector
     static = _members(vector, compiled.static_set)
     allowed = ~static
@@ -91,37 +100,41 @@ def match_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarr
         allowed &= ~container_mask(seg, compiled.containers)
     for rule, xpath in compiled.pinned:
         allowed &= pinned_mask(seg, rule, xpath)
-    in_region = np.zeros(len(seg.blocks), dtype=bool)
+    in_region = trusted_region = np.zeros(len(seg.blocks), dtype=bool)
     if compiled.region is not None:
         region = _region_mask(seg, compiled.region, allowed)
         if not region.all() and (compiled.region_trusted or holds_little_chrome(seg, region, allowed, static)):
-            in_region = own_content(seg, allowed & region, aligned)
+            trusted_region = allowed & region
+            in_region = own_content(seg, trusted_region, aligned)
         allowed &= region
-    return allowed, coverage, in_region
+    return allowed, coverage, in_region, trusted_region
 
 
 def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray) -> np.ndarray:
     """The trusted blocks among the page's own content: the region's allowed blocks fall into stretches split
     by at least OWN_CONTENT_GAP blocks of the template's static and shape rules (``chrome``: in the aligned
-    sequence, the site's chrome between them); the stretches from the first to the last that holds a paragraph
-    (a block of PARAGRAPH_CHARS or more, not mostly links) keep the trust. A stretch before the page's first
-    paragraph or beyond its last, past the site's chrome (a chapter's table of contents cut by its shape rules, a
-    feed of other stories after the article), is judged as any allowed block."""
+    sequence, the site's chrome between them); the stretch from the first to the last paragraph (a block of
+    PARAGRAPH_CHARS or more, not mostly links), with what follows or precedes it up to such a gap, keeps the
+    trust. What lies before the page's first paragraph or beyond its last, past the site's chrome (a chapter's
+    table of contents cut by its shape rules, a feed of other stories after the article), is judged as any
+    allowed block."""
     where = np.flatnonzero(trusted)
     if not len(where):
         return trusted
-    gaps = np.diff(np.cumsum(chrome)[where])
-    starts = np.concatenate(([0], np.flatnonzero(gaps >= OWN_CONTENT_GAP) + 1))
-    ends = np.concatenate((starts[1:], [len(where)]))
     chars = seg.block_chars()
     paragraph = (chars >= PARAGRAPH_CHARS) & (np.fromiter((b.link_chars for b in seg.blocks), dtype=np.int64,
                                                            count=len(seg.blocks)) <= OWN_CONTENT_LINKS * chars)
-    strong = [bool(paragraph[where[a:b]].any()) for a, b in zip(starts, ends)]
-    if not any(strong):
+    strong = np.flatnonzero(paragraph[where])
+    if not len(strong):
         return trusted
-    first, last = strong.index(True), len(strong) - 1 - strong[::-1].index(True)
+    gaps = np.diff(np.cumsum(chrome)[where])  # the template's blocks between consecutive trusted blocks
+    first, last = strong[0], strong[-1]
+    cut = np.flatnonzero(gaps[:first] >= OWN_CONTENT_GAP)
+    start = cut[-1] + 1 if len(cut) else 0
+    cut = np.flatnonzero(gaps[last:] >= OWN_CONTENT_GAP)
+    end = last + cut[0] + 1 if len(cut) else len(where)
     out = np.zeros_like(trusted)
-    out[where[starts[first]:ends[last]]] = True
+    out[where[start:end]] = True
     return out
 
 

@@ -48,6 +48,8 @@ REGION_INSIDE = 0.4  # inside the content region, blocks scoring above this are 
 REGION_OUTSIDE = 0.7  # outside it, only blocks scoring above this
 ALLOWED_THRESHOLD = 0.3  # behind a site template, allowed blocks scoring above this are kept
 CAPTION_PATH = "/figcaption"  # blocks whose tag path holds this are captions, never kept by the classifier
+OUTSIDE_TRUSTED = "(outside a trusted content region)"  # drop_reasons' words for an allowed block the region does not
+# vouch for
 TRUSTED_THRESHOLD = 0.05  # inside the template's trusted content region, a block scoring at most this is dropped ...
 REGION_CHROME_GROUPS = ("nav", "related", "share", "account", "ad", "comment", "hidden")  # ... only when it sits in
 # an element whose class/id names one of these CLASS_GROUPS (share bars, promos, ads, related boxes, ...) ...
@@ -260,7 +262,7 @@ def drop_reasons(seg: Segmented, *, allowed: np.ndarray, trusted: np.ndarray,
         elif caption[i]:
             reasons.append("image caption")
         elif not trusted[i]:
-            reasons.append(f"score {scores[i]:.2f} <= {ALLOWED_THRESHOLD} (outside a trusted content region)")
+            reasons.append(f"score {scores[i]:.2f} <= {ALLOWED_THRESHOLD} {OUTSIDE_TRUSTED}")
         else:
             why = [n for n in REGION_CHROME_GROUPS if bits[i] & (1 << names.index(n))]
             why = f"class/id '{why[0]}'" if why else ("mostly links" if block.link_chars > REGION_LINK_DENSITY * len(

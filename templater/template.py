@@ -487,10 +487,12 @@ def repeated_chrome(block: Block, ancestry: list[str] | None, run: bool, rows: s
                     settings: LearnSettings = LearnSettings()) -> str:
     """Why a repeated block is chrome, in words ('' when it is content): in a row of links (link_runs), or
     chrome_shape's reason, but for a short label among the page's own varying blocks (varying_rows)."""
+    shape = chrome_shape(block, ancestry, settings)
+    if shape and shape != SHORT_LABEL:
+        return shape
     if run:
         return "links"
-    shape = chrome_shape(block, ancestry, settings)
-    if shape == SHORT_LABEL and block.element is not None and block.element.getparent() in rows:
+    if shape and block.element is not None and block.element.getparent() in rows:
         return ""  # a table's header cell, not a lone label
     return shape
 
