@@ -17,6 +17,7 @@ from lxml import etree
 
 from . import document, fallback, native
 from .align import _match_masks, lcs_length_masks
+from .config import SHAPE_MAX_LINK_DENSITY
 from .errors import RuleError
 from .grouping import host_of
 from .metadata import META_ACTIONS, read_metadata
@@ -30,6 +31,7 @@ PARAGRAPH_CHARS = 80  # a page with a block this long of which the template allo
 OWN_CONTENT_GAP = 3  # this many blocks of static and shape rules between two trusted blocks split the page's own
 # content from what lies past the site's chrome (3, LINK_RUN; 10 measured the same on the dev suites)
 OWN_CONTENT_LINKS = 0.5  # a paragraph of the page's own content is at most this share link text
+TEXT_STRUCTURE_PATHS = ("/dl/", "/pre/")  # definition lists and code (not tables: old sites lay pages out in them)
 REPEAT_MIN_CHARS = 100  # a kept block this long whose text was already kept is a repeat, not more content
 
 
@@ -92,6 +94,8 @@ def match_regions(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarra
     if compiled.shapes:
         shaped = np.fromiter(map(compiled.shapes.__contains__, map(_TAG_PATH, seg.blocks)), dtype=bool,
                              count=len(seg.blocks))
+        if shaped.any():
+            shaped &= ~terms_of_text(seg, shaped)
         allowed &= ~shaped
         aligned = static | shaped  # what the rules learned from the pages' aligned sequence drop
     else:
@@ -135,6 +139,20 @@ def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray) -> np.n
     end = last + cut[0] + 1 if len(cut) else len(where)
     out = np.zeros_like(trusted)
     out[where[start:end]] = True
+    return out
+
+
+def terms_of_text(seg: Segmented, shaped: np.ndarray) -> np.ndarray:
+    """Blocks a shape rule names that are terms or code of the page's text: in a definition list or <pre>
+    (TEXT_STRUCTURE_PATHS) and mostly not link text. A shape rule is learned from a tag path's blocks on most
+    pages, link-heavy there (a chapter's table of contents as a <dl>); a definition list of the page's own at the
+    same tag path is not a list of links."""
+    out = np.zeros(len(seg.blocks), dtype=bool)
+    for i in np.flatnonzero(shaped):
+        block = seg.blocks[i]
+        if (any(p in block.tag_path + "/" for p in TEXT_STRUCTURE_PATHS) and "/a/" not in block.tag_path
+                and block.link_chars <= SHAPE_MAX_LINK_DENSITY * len(block.text)):
+            out[i] = True
     return out
 
 
