@@ -176,12 +176,8 @@ def guide_html(seed: int, *, terms: bool = False) -> tuple[str, str]:
 
 def guide_pages(count: int, *, start: int = 0, terms: bool = False):
     """Segmented chapters of the guide with their texts."""
-    out = []
-    for seed in range(start, start + count):
-        html, text = guide_html(seed, terms=terms)
-        page = Page(id=f"g{seed}", url=f"https://guide.example.com/book/ch{seed}.html", html=html)
-        out.append((segment(parse_html(html), page), text))
-    return out
+    return _segmented(lambda seed: guide_html(seed, terms=terms), range(start, start + count),
+                      "g", "https://guide.example.com/book/ch{}.html")
 
 
 FEED = """<html><head><title>{title} - Daily Example</title></head><body>
@@ -211,10 +207,15 @@ def feed_html(seed: int) -> tuple[str, str]:
 
 def feed_pages(count: int, *, start: int = 0):
     """Segmented pages of the feed site with their article texts."""
+    return _segmented(feed_html, range(start, start + count), "f", "https://daily.example.com/story/{}.html")
+
+
+def _segmented(make, seeds, prefix: str, url: str) -> list:
+    """(segmented page, text) of each seed's page, made by ``make(seed) -> (html, text)``."""
     out = []
-    for seed in range(start, start + count):
-        html, text = feed_html(seed)
-        page = Page(id=f"f{seed}", url=f"https://daily.example.com/story/{seed}.html", html=html)
+    for seed in seeds:
+        html, text = make(seed)
+        page = Page(id=f"{prefix}{seed}", url=url.format(seed), html=html)
         out.append((segment(parse_html(html), page), text))
     return out
 
