@@ -104,6 +104,7 @@ def test_a_feed_of_other_stories_past_the_sites_chrome_is_not_trusted():
     explained = explain_blocks(seg, compiled)
     dropped = [b for b in explained.blocks if b.index in feed and not b.kept]
     assert all("not among the page's own content" in b.why for b in dropped)
+    assert all(b.why for b in explained.blocks if not b.kept)  # every drop says which rule or decision, and why
     result = extract_page(seg, compiled)
     assert all(line in result.text or line == result.title for line in text.split("\n"))
 
@@ -165,3 +166,4 @@ def test_a_shape_rule_does_not_drop_the_terms_of_the_pages_text():
     plain, _ = guide_pages(1, start=44)[0]
     explained = explain_blocks(plain, compiled)
     assert all(b.reason == "drop-shape" and "learned pages" in b.why for b in explained.blocks if b.tag == "dt")
+    assert all(b.why for b in explained.blocks if not b.kept)
