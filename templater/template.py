@@ -492,7 +492,7 @@ def repeated_chrome(block: Block, ancestry: list[str] | None, run: bool, rows: s
         return shape
     if run:
         return "links"
-    if shape and block.element is not None and block.element.getparent() in rows:
+    if shape and block.element is not None and (block.element.getparent(), block.element.tag) in rows:
         return ""  # a table's header cell, not a lone label
     return shape
 
@@ -555,20 +555,21 @@ def chrome_shape(block: Block, ancestry: list[str] | None, settings: LearnSettin
 
 
 def varying_rows(seg: Segmented, dropped: np.ndarray, settings: LearnSettings = LearnSettings()) -> set:
-    """The elements whose children include at least ROW_CELLS blocks of the page's own (not static, with text) and none
-    longer than twice shape_max_chars (a paragraph): a row or grid of short cells, where a repeated short label is a header cell (a reference page's
-    "Modifier and Type | Method | Description" over its method summary), not a label of the site's (an
-    "Advertisement" line among an article's paragraphs). The elements themselves, not their ids: lxml keeps one
-    proxy per element while it is referenced, so they are what getparent() returns later."""
+    """(parent, tag) of the elements whose children include at least ROW_CELLS blocks of the page's own (not
+    static, with text) with that tag and none longer than twice shape_max_chars (a paragraph): a row or grid of
+    short cells, where a repeated short label of the same tag is a header cell (a reference page's "Modifier and
+    Type | Method | Description" over its method summary), not a label of the site's (an "Advertisement" line
+    among an article's paragraphs, a "Posted at" line beside a headline). The elements themselves, not their
+    ids: lxml keeps one proxy per element while it is referenced, so they are what getparent() returns later."""
     cells: Counter = Counter()
     long_cells = set()
     for b, gone in zip(seg.blocks, dropped):
         if not gone and b.text.strip() and b.element is not None:
             parent = b.element.getparent()
-            cells[parent] += 1
+            cells[parent, b.element.tag] += 1
             if len(b.text) > 2 * settings.shape_max_chars:
                 long_cells.add(parent)
-    return {parent for parent, n in cells.items() if n >= ROW_CELLS and parent not in long_cells}
+    return {(parent, tag) for (parent, tag), n in cells.items() if n >= ROW_CELLS and parent not in long_cells}
 
 
 def link_runs(seg: Segmented, density: float = SHAPE_MAX_LINK_DENSITY) -> np.ndarray:
