@@ -17,6 +17,7 @@ from lxml import etree
 
 from . import document, fallback, native
 from .align import lcs_length_masks, match_masks
+from .config import SHAPE_MAX_LINK_DENSITY
 from .errors import RuleError
 from .grouping import host_of
 from .headline import find_headline
@@ -28,6 +29,10 @@ from .datatypes import Extraction, Rule, RuleAction, Segmented, Template
 REGION_MIN_SHARE = 0.5  # the region is used only when it holds this share of the text the rules left
 NO_CLASSIFIER = "none"  # --fallback none: the template's rules alone (the whole text where there is no template)
 PARAGRAPH_CHARS = 80  # a page with a block this long of which the template allows nothing falls back to single-page
+OWN_CONTENT_GAP = 3  # this many blocks of static and shape rules between two trusted blocks split the page's own
+# content from what lies past the site's chrome (3, LINK_RUN; 10 measured the same on the dev suites)
+OWN_CONTENT_LINKS = 0.5  # a paragraph of the page's own content is at most this share link text
+TEXT_STRUCTURE_PATHS = ("/dl/", "/pre/")  # definition lists and code (not tables: old sites lay pages out in them)
 REPEAT_MIN_CHARS = 100  # a kept block this long whose text was already kept is a repeat, not more content
 
 
@@ -71,35 +76,96 @@ def apply_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarr
 
 def match_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarray, float, np.ndarray]:
     """(allowed, coverage, in_region): as apply_template, plus the allowed blocks inside the learned content
-    region where the page trusts it (all False when the template has none, the page's region holds too little
-    of its text, or a region right under <body> holds the site's chrome on this page)."""
+    region where the page trusts it and among the page's own content (own_content; all False when the template
+    has none, the page's region holds too little of its text, or a region right under <body> holds the site's
+    chrome on this page)."""
+    allowed, coverage, in_region, _ = match_regions(seg, compiled)
+    return allowed, coverage, in_region
+
+
+def match_regions(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
+    """(allowed, coverage, in_region, trusted_region): as match_template, plus every allowed block of the
+    trusted region, among the page's own content or not (for `rules explain`)."""
     vector = seg.vector
-    allowed = ~_members(vector, compiled.static_set)
+    static = _members(vector, compiled.static_set)
+    allowed = ~static
     coverage = 1.0
     if compiled.static_seq:
         coverage = lcs_length_masks(compiled.static_masks, len(compiled.static_seq), vector.tolist()) / len(
             compiled.static_seq)
     if compiled.shapes:
-        allowed &= ~np.fromiter(map(compiled.shapes.__contains__, map(_TAG_PATH, seg.blocks)), dtype=bool,
-                                count=len(seg.blocks))
+        shaped = np.fromiter(map(compiled.shapes.__contains__, map(_TAG_PATH, seg.blocks)), dtype=bool,
+                             count=len(seg.blocks))
+        if shaped.any():
+            shaped &= ~terms_of_text(seg, shaped)
+        allowed &= ~shaped
+        aligned = static | shaped  # what the rules learned from the pages' aligned sequence drop
+    else:
+        aligned = static
     if compiled.containers:
         allowed &= ~container_mask(seg, compiled.containers)
     for rule, xpath in compiled.pinned:
         allowed &= pinned_mask(seg, rule, xpath)
-    in_region = np.zeros(len(seg.blocks), dtype=bool)
+    in_region = trusted_region = np.zeros(len(seg.blocks), dtype=bool)
     if compiled.region is not None:
         region = _region_mask(seg, compiled.region, allowed)
-        if not region.all() and (compiled.region_trusted or holds_little_chrome(seg, region, allowed)):
-            in_region = allowed & region
+        if not region.all() and (compiled.region_trusted or holds_little_chrome(seg, region, allowed, static)):
+            trusted_region = allowed & region
+            in_region = own_content(seg, trusted_region, aligned)
         allowed &= region
-    return allowed, coverage, in_region
+    return allowed, coverage, in_region, trusted_region
 
 
-def holds_little_chrome(seg: Segmented, region: np.ndarray, allowed: np.ndarray) -> bool:
-    """Whether the text the rules dropped inside the region is at most REGION_CHROME_SHARE of what they left
-    there: the region is the page's content division, not a wrapper around the site's menus and sidebars."""
+def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray) -> np.ndarray:
+    """The trusted blocks among the page's own content: the region's allowed blocks fall into stretches split
+    by at least OWN_CONTENT_GAP blocks of the template's static and shape rules (``chrome``: in the aligned
+    sequence, the site's chrome between them); the stretch from the first to the last paragraph (a block of
+    PARAGRAPH_CHARS or more, not mostly links), with what follows or precedes it up to such a gap, keeps the
+    trust. What lies before the page's first paragraph or beyond its last, past the site's chrome (a chapter's
+    table of contents cut by its shape rules, a feed of other stories after the article), is judged as any
+    allowed block."""
+    where = np.flatnonzero(trusted)
+    if not len(where):
+        return trusted
     chars = seg.block_chars()
-    return bool(chars[region & ~allowed].sum() <= REGION_CHROME_SHARE * chars[region & allowed].sum())
+    paragraph = (chars >= PARAGRAPH_CHARS) & (np.fromiter((b.link_chars for b in seg.blocks), dtype=np.int64,
+                                                           count=len(seg.blocks)) <= OWN_CONTENT_LINKS * chars)
+    strong = np.flatnonzero(paragraph[where])
+    if not len(strong):
+        return trusted
+    gaps = np.diff(np.cumsum(chrome)[where])  # the template's blocks between consecutive trusted blocks
+    first, last = strong[0], strong[-1]
+    cut = np.flatnonzero(gaps[:first] >= OWN_CONTENT_GAP)
+    start = cut[-1] + 1 if len(cut) else 0
+    cut = np.flatnonzero(gaps[last:] >= OWN_CONTENT_GAP)
+    end = last + cut[0] + 1 if len(cut) else len(where)
+    out = np.zeros_like(trusted)
+    out[where[start:end]] = True
+    return out
+
+
+def terms_of_text(seg: Segmented, shaped: np.ndarray) -> np.ndarray:
+    """Blocks a shape rule names that are terms or code of the page's text: in a definition list or <pre>
+    (TEXT_STRUCTURE_PATHS) and mostly not link text. A shape rule is learned from a tag path's blocks on most
+    pages, link-heavy there (a chapter's table of contents as a <dl>); a definition list of the page's own at the
+    same tag path is not a list of links."""
+    out = np.zeros(len(seg.blocks), dtype=bool)
+    for i in np.flatnonzero(shaped):
+        block = seg.blocks[i]
+        if (any(p in block.tag_path + "/" for p in TEXT_STRUCTURE_PATHS) and "/a/" not in block.tag_path
+                and block.link_chars <= SHAPE_MAX_LINK_DENSITY * len(block.text)):
+            out[i] = True
+    return out
+
+
+def holds_little_chrome(seg: Segmented, region: np.ndarray, allowed: np.ndarray, static: np.ndarray) -> bool:
+    """Whether the text of the site's static blocks (the same on most pages: menus, sidebars, footers) inside the
+    region is at most REGION_CHROME_SHARE of the text the rules left there: the region is the page's content
+    division, not a wrapper around the site's chrome. What varies from page to page (a chapter's table of
+    contents, a related-links list) says nothing of the region: the classifier judges it."""
+    chars = seg.block_chars()
+    return bool(chars[region & static].sum() <= max(REGION_CHROME_SHARE * chars[region & allowed].sum(),
+                                                    PARAGRAPH_CHARS))  # one short line is not the site's menus
 
 
 def _members(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:

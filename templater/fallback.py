@@ -47,6 +47,8 @@ DEFAULT_METHOD = "auto"
 
 FDR_Q = config.FDR_Q  # default false-discovery rate of the fdr method
 CAPTION_PATH = "/figcaption"  # blocks whose tag path holds this are captions, never kept by the classifier
+OUTSIDE_TRUSTED = "(outside a trusted content region)"  # drop_reasons' words for an allowed block the region does not
+# vouch for
 WEIGHTS_FILE = "ann_weights.npz"
 _TAG_PATH = operator.attrgetter("tag_path")
 _LINK_CHARS = operator.attrgetter("link_chars")
@@ -181,7 +183,21 @@ def region_chrome(seg: Segmented, tree: Tree, trusted: np.ndarray) -> np.ndarray
     links = np.fromiter(map(_LINK_CHARS, seg.blocks), dtype=np.int64, count=len(seg.blocks))
     below = _below_region(seg, trusted)
     position = np.fromiter((not REGION_CHROME_TAGS.isdisjoint(tags) for tags in below), dtype=bool, count=len(below))
-    return (named | (links > REGION_LINK_DENSITY * chars) | position) & ~protected_blocks(seg, trusted, below)
+    linked = (links > REGION_LINK_DENSITY * chars) & ~among_own_text(seg, trusted, links)
+    return (named | linked | position) & ~protected_blocks(seg, trusted, below)
+
+
+def among_own_text(seg: Segmented, trusted: np.ndarray, links: np.ndarray | None = None) -> np.ndarray:
+    """Trusted blocks with the page's own text (trusted blocks mostly not links) both before and after them: a
+    list of links there (the sections a chapter lists under its headings) sits among the page's content, not at
+    its edges where tables of contents and "see also" lists stand."""
+    chars = seg.block_chars()
+    if links is None:
+        links = np.fromiter(map(_LINK_CHARS, seg.blocks), dtype=np.int64, count=len(seg.blocks))
+    own = trusted & (chars > 0) & (links <= REGION_LINK_DENSITY * chars)
+    before = np.cumsum(own) - own
+    after = own.sum() - np.cumsum(own)
+    return trusted & (before > 0) & (after > 0)
 
 
 def protected_blocks(seg: Segmented, trusted: np.ndarray, below: list[list[str]] | None = None) -> np.ndarray:
@@ -229,7 +245,7 @@ def drop_reasons(seg: Segmented, *, allowed: np.ndarray, trusted: np.ndarray,
         elif caption[i]:
             reasons.append("image caption")
         elif not trusted[i]:
-            reasons.append(f"score {scores[i]:.2f} <= {ALLOWED_THRESHOLD} (outside a trusted content region)")
+            reasons.append(f"score {scores[i]:.2f} <= {ALLOWED_THRESHOLD} {OUTSIDE_TRUSTED}")
         else:
             why = [n for n in REGION_CHROME_GROUPS if bits[i] & (1 << names.index(n))]
             why = f"class/id '{why[0]}'" if why else ("mostly links" if block.link_chars > REGION_LINK_DENSITY * len(

@@ -33,11 +33,11 @@ from store import pins as pin_store
 from . import config
 from .config import PIN_SAMPLE_PAGES, REPORT_MAX_PAGES, SAMPLE_CHARS, LearnSettings
 from .errors import InputError, RuleError
-from .extract import CompiledTemplate, container_mask, extract_page, match_template, pinned_mask
-from .fallback import drop_reasons, select_blocks
+from .extract import CompiledTemplate, container_mask, extract_page, match_regions, pinned_mask
+from .fallback import OUTSIDE_TRUSTED, drop_reasons, select_blocks
 from .metadata import META_ACTIONS
 from .pipeline import Progress, TemplateIndex, now, segment_file, stored_segment
-from .template import chrome_shape, content_ancestry
+from .template import content_ancestry, link_runs, repeated_chrome, varying_rows
 from .report import (CLASSIFIER, FALLBACK_PREFIX, TEMPLATE_ONLY, BlockDecision, PageCoverage, PageExplanation,
                      ReportData, TemplateSummary, render_report, shorten)
 from .datatypes import Rule, RuleAction, Segmented, Skip
@@ -260,9 +260,11 @@ def explain_blocks(seg: Segmented, compiled: CompiledTemplate | None, *, method:
         decisions = tuple(_decision(b, bool(kept[b.index]), reason, why="" if kept[b.index] else why)
                           for b in seg.blocks)
     else:
-        allowed, _, trusted = match_template(seg, compiled)
+        allowed, _, trusted, region = match_regions(seg, compiled)
         causes = _template_causes(seg, compiled, allowed)
         why = _classifier_why(seg, kept, allowed, trusted, method)
+        why = [w[: -len(OUTSIDE_TRUSTED)] + OUTSIDE_OWN if region[i] and w.endswith(OUTSIDE_TRUSTED) else w
+               for i, w in enumerate(why)]
         survivor = TEMPLATE_ONLY if method == "none" else CLASSIFIER
         decisions = tuple(_decision(b, bool(kept[b.index]), survivor, why=why[b.index]) if allowed[b.index]
                           else _decision(b, False, *causes[b.index], rules=compiled.template.rules)
@@ -318,11 +320,13 @@ def _template_causes(seg: Segmented, compiled: CompiledTemplate, allowed: np.nda
     masks += [("pinned", position[id(rule)], ~pinned_mask(seg, rule, xpath)) for rule, xpath in compiled.pinned]
     region = next((i for i, r in enumerate(rules) if r.action == RuleAction.CONTENT and not r.pinned), None)
     roots = _content_roots(seg, compiled)
+    runs, rows = link_runs(seg), varying_rows(seg, ~allowed)
     causes = {}
     for b in seg.blocks:
         if allowed[b.index]:
             continue
-        shape = chrome_shape(b, content_ancestry(b.element, roots)) or "inside the content"
+        shape = repeated_chrome(b, content_ancestry(b.element, roots), bool(runs[b.index]), rows) or (
+            "inside the content here, chrome where the rule was learned")
         if b.hash in by_hash:
             i = by_hash[b.hash]
             causes[b.index] = (RuleAction.DROP, i,
@@ -337,6 +341,8 @@ def _template_causes(seg: Segmented, compiled: CompiledTemplate, allowed: np.nda
     return causes
 
 
+OUTSIDE_OWN = ("(in the trusted content region, but not among the page's own content: past a run of the site's "
+               "repeated blocks before its first or after its last paragraph)")
 _WHY = {RuleAction.DROP_XPATH: "under a container named like comments or related articles",
         "pinned": "a rule pinned by hand", "region": "outside the content region the template learned"}
 

@@ -67,6 +67,9 @@ LABEL_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "dt", "th", "caption
 STRUCTURE_TAGS = frozenset({"pre", "table", "dl"})  # code, tables and definition lists of the text
 LIST_TAGS = frozenset({"ul", "ol", "menu"})  # a block of links in a list is a navigation list ...
 LINK_RUN = 3  # ... and so is one of this many link-heavy blocks in a row (a table of contents as a <dl>)
+SHORT_LABEL = "short label"  # chrome_shape's word for a short block that titles nothing ...
+ROW_CELLS = 2  # ... unless among this many of the page's own short blocks under one parent (a grid's header cell;
+# with one, a news blog's sidebar boxes passed for its content on the dev news sites)
 
 
 def learn_template(pages: Sequence[Segmented], *, site: str, version: int = 1, layout: int = 0,
@@ -430,11 +433,13 @@ def keep_repeated_content(pages: Sequence[Segmented], rules: list[Rule], static:
     learned_from = {id(rule): block for rule, block in static}
     roots = {id(seg.root): i for i, seg in enumerate(pages)}
     runs = [link_runs(seg, settings.shape_max_link_density) for seg in pages]
-    containers = [content_containers(seg, mask, region, run, settings) for seg, mask, run in zip(pages, dropped, runs)]
+    rows = [varying_rows(seg, mask, settings) for seg, mask in zip(pages, dropped)]
+    containers = [content_containers(seg, mask, region, run, settings, row)
+                  for seg, mask, run, row in zip(pages, dropped, runs, rows)]
 
     def content(block: Block, page: int) -> bool:
-        return not runs[page][block.index] and looks_like_content(
-            block, content_ancestry(block.element, containers[page]), settings)
+        return not repeated_chrome(block, content_ancestry(block.element, containers[page]), bool(runs[page][
+            block.index]), rows[page], settings)
 
     votes: dict[str, list[bool]] = defaultdict(list)
     shape_paths = {r.tag_path for r in rules if r.action == RuleAction.DROP_SHAPE}
@@ -454,8 +459,22 @@ def keep_repeated_content(pages: Sequence[Segmented], rules: list[Rule], static:
     return kept
 
 
+def repeated_chrome(block: Block, ancestry: list[str] | None, run: bool, rows: set,
+                    settings: LearnSettings = LearnSettings()) -> str:
+    """Why a repeated block is chrome, in words ('' when it is content): in a row of links (link_runs), or
+    chrome_shape's reason, but for a short label among the page's own varying blocks (varying_rows)."""
+    shape = chrome_shape(block, ancestry, settings)
+    if shape and shape != SHORT_LABEL:
+        return shape
+    if run:
+        return "links"
+    if shape and block.element is not None and (block.element.getparent(), block.element.tag) in rows:
+        return ""  # a table's header cell, not a lone label
+    return shape
+
+
 def content_containers(seg: Segmented, dropped: np.ndarray, region: Rule | None, runs: np.ndarray,
-                       settings: LearnSettings) -> list:
+                       settings: LearnSettings, rows: set | None = None) -> list:
     """The page's content containers: the learned region's element, <main>, <article> and [role=main], each
     where the static blocks inside it that look like chrome add up to at most REGION_CHROME_SHARE of the rest
     of its text (a container that holds the site's menus, sidebars or comment forms is a wrapper)."""
@@ -466,8 +485,8 @@ def content_containers(seg: Segmented, dropped: np.ndarray, region: Rule | None,
     out = []
     for element in candidates:
         inside = _owned_by(seg, element)
-        chrome = sum(chars[i] for i in np.flatnonzero(inside & dropped) if runs[i] or not looks_like_content(
-            seg.blocks[i], content_ancestry(seg.blocks[i].element, [element]), settings))
+        chrome = sum(chars[i] for i in np.flatnonzero(inside & dropped) if repeated_chrome(
+            seg.blocks[i], content_ancestry(seg.blocks[i].element, [element]), bool(runs[i]), rows or set(), settings))
         kept = chars[inside & ~dropped].sum()
         if kept and chrome <= REGION_CHROME_SHARE * kept:
             out.append(element)
@@ -508,7 +527,25 @@ def chrome_shape(block: Block, ancestry: list[str] | None, settings: LearnSettin
     structure = not STRUCTURE_TAGS.isdisjoint(ancestry)
     if _link_share(block) > settings.shape_max_link_density:
         return "" if structure or not (short or not LIST_TAGS.isdisjoint(ancestry)) else "links"
-    return "" if not short or structure or block.tag in LABEL_TAGS else "short label"
+    return "" if not short or structure or block.tag in LABEL_TAGS else SHORT_LABEL
+
+
+def varying_rows(seg: Segmented, dropped: np.ndarray, settings: LearnSettings = LearnSettings()) -> set:
+    """(parent, tag) of the elements whose children include at least ROW_CELLS blocks of the page's own (not
+    static, with text) with that tag and none longer than twice shape_max_chars (a paragraph): a row or grid of
+    short cells, where a repeated short label of the same tag is a header cell (a reference page's "Modifier and
+    Type | Method | Description" over its method summary), not a label of the site's (an "Advertisement" line
+    among an article's paragraphs, a "Posted at" line beside a headline). The elements themselves, not their
+    ids: lxml keeps one proxy per element while it is referenced, so they are what getparent() returns later."""
+    cells: Counter = Counter()
+    long_cells = set()
+    for b, gone in zip(seg.blocks, dropped):
+        if not gone and b.text.strip() and b.element is not None:
+            parent = b.element.getparent()
+            cells[parent, b.element.tag] += 1
+            if len(b.text) > 2 * settings.shape_max_chars:
+                long_cells.add(parent)
+    return {(parent, tag) for (parent, tag), n in cells.items() if n >= ROW_CELLS and parent not in long_cells}
 
 
 def link_runs(seg: Segmented, density: float = SHAPE_MAX_LINK_DENSITY) -> np.ndarray:

@@ -128,6 +128,98 @@ def reference_pages(count: int, *, start: int = 0, share_bar: bool = False):
     return out
 
 
+GUIDE = """<html><head><title>{title} - Example Guide</title></head><body>
+<div class="navheader"><a href="/">Home</a> <a href="/prev">Prev</a> <a href="/next">Next</a></div>
+<div class="chapter">
+<h2>{title}</h2>
+<div class="toc"><p>Table of Contents</p>{toc}</div>
+{paragraphs}
+<div class="summary"><div>Name</div><div>Description</div>{cells}</div>
+<div class="notice"><span>Advertisement</span></div>
+{sections}
+</div>
+<div class="navfooter"><a href="/prev">Prev</a> <a href="/up">Up</a> <a href="/next">Next</a>
+<p>Example Guide, all rights reserved.</p></div>
+</body></html>"""
+
+
+def guide_html(seed: int, *, terms: bool = False) -> tuple[str, str]:
+    """(html, the chapter's own text one paragraph a line) of one chapter of a DocBook-style guide: its content
+    division right under <body>, a table of contents of links that varies from chapter to chapter (its title the
+    only static line inside), a grid of short cells under the same "Name | Description" header on every chapter,
+    a lone "Advertisement" label, and sections whose heading a list of links to their pages follows on a third of
+    the chapters. With
+    ``terms``, the table of contents is a definition list of the chapter's own terms instead (no links, at the
+    same tag path)."""
+    rng = random.Random(seed)
+    title = f"Chapter {seed}. " + sentence(rng, 3)[:-1]
+    paras = [" ".join(sentence(rng, rng.randint(8, 16)) for _ in range(2)) for _ in range(3)]
+    toc_entries = [f"{seed}.{i}. " + sentence(rng, 3)[:-1] for i in range(1, 9)]
+    if terms:
+        toc = "<dl>" + "".join(f"<dt>{t}</dt><dd><p>{sentence(rng, 10)}</p></dd>" for t in toc_entries) + "</dl>"
+    else:
+        toc = "<dl>" + "".join(f'<dt><a href="/s/{seed}/{i}">{t}</a></dt>' for i, t in enumerate(toc_entries)) + "</dl>"
+    cells = [(rng.choice(WORDS) + str(seed), sentence(rng, 4)) for _ in range(2)]
+    sections = []
+    own = [title] + paras + [c for pair in cells for c in pair]
+    for n in range(2):
+        heading, body = sentence(rng, 4)[:-1], " ".join(sentence(rng, 12) for _ in range(2))
+        links = [sentence(rng, 3)[:-1] for _ in range(3)] if seed % 3 == 0 else []  # on a third of the chapters
+        sections.append(f"<h3>{heading}</h3>"
+                        + "".join(f'<ul><li><a href="/p/{seed}/{n}/{i}">{t}</a></li></ul>' for i, t in enumerate(links))
+                        + f"<p>{body}</p>")
+        own += [heading, body] + links
+    html = GUIDE.format(title=title, toc=toc, paragraphs="\n".join(f"<p>{p}</p>" for p in paras),
+                        cells="".join(f"<div>{a}</div><div>{b}</div>" for a, b in cells), sections="\n".join(sections))
+    return html, "\n".join(own)
+
+
+def guide_pages(count: int, *, start: int = 0, terms: bool = False):
+    """Segmented chapters of the guide with their texts."""
+    return _segmented(lambda seed: guide_html(seed, terms=terms), range(start, start + count),
+                      "g", "https://guide.example.com/book/ch{}.html")
+
+
+FEED = """<html><head><title>{title} - Daily Example</title></head><body>
+<div class="top"><a href="/">Daily Example</a> <a href="/news">News</a> <a href="/sport">Sport</a></div>
+<div class="page"><article><h1>{title}</h1>
+{paragraphs}
+<div class="pager"><a href="/prev">Previous article</a> <a href="/next">Next article</a></div>
+<div class="box"><div>Don't miss</div><div>01</div><div>02</div><div>03</div></div>
+<div class="stream">{items}</div>
+</article></div>
+<div class="foot"><p>Copyright Daily Example. All rights reserved.</p></div>
+</body></html>"""
+
+
+def feed_html(seed: int) -> tuple[str, str]:
+    """(html, the article's text one paragraph a line) of a news page whose <article> holds, after the story and
+    a run of the site's chrome, a feed of other stories: a date and a one-line teaser each, different on every
+    page, no links, no class naming them."""
+    rng = random.Random(seed)
+    title = sentence(rng, 6)[:-1]
+    paras = [" ".join(sentence(rng, rng.randint(8, 16)) for _ in range(3)) for _ in range(4)]
+    items = "".join(f"<div><div>{rng.randint(1, 28)} March 2024 {rng.randint(1, 12)}:{rng.randint(10, 59)} PM</div>"
+                    f"<div>{sentence(rng, 6)}</div></div>" for _ in range(5))
+    html = FEED.format(title=title, paragraphs="\n".join(f"<p>{p}</p>" for p in paras), items=items)
+    return html, "\n".join([title] + paras)
+
+
+def feed_pages(count: int, *, start: int = 0):
+    """Segmented pages of the feed site with their article texts."""
+    return _segmented(feed_html, range(start, start + count), "f", "https://daily.example.com/story/{}.html")
+
+
+def _segmented(make, seeds, prefix: str, url: str) -> list:
+    """(segmented page, text) of each seed's page, made by ``make(seed) -> (html, text)``."""
+    out = []
+    for seed in seeds:
+        html, text = make(seed)
+        page = Page(id=f"{prefix}{seed}", url=url.format(seed), html=html)
+        out.append((segment(parse_html(html), page), text))
+    return out
+
+
 # --- genre sites: forum/Q&A, product and encyclopaedia pages with realistic chrome --------------------------
 # Each genre has three chrome variants (class/id naming: plain words, BEM-like, hashed utility classes) on their
 # own hosts, so that whole variants can be held out. Pages repeat content across the site (spec-table labels,

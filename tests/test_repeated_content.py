@@ -2,14 +2,18 @@
 a caution box, an inherited-members list) survives learning and extraction, chrome around it does not, and the
 single-page classifier keeps code, tables and definition lists inside a trusted content region."""
 
-from templater.extract import CompiledTemplate, extract_page, match_template
+import numpy as np
+
+from templater.extract import CompiledTemplate, extract_page, match_regions, match_template
+from templater.fallback import among_own_text, region_chrome
+from templater.features import number_tree
 from templater.rule_inspect import explain_blocks
 from templater.blocks import segment
 from templater.parse import parse_html
-from templater.template import WRAPPER_DEPTH, learn_template
+from templater.template import REGION_CHROME_SHARE, WRAPPER_DEPTH, learn_template
 from templater.datatypes import Page
 
-from sitegen import REPEATED_CONTENT, reference_html, reference_pages
+from sitegen import REPEATED_CONTENT, feed_pages, guide_pages, reference_html, reference_pages
 
 
 def _template(pages):
@@ -81,3 +85,85 @@ def test_a_region_right_under_body_that_holds_no_chrome_is_trusted():
     assert chars[trusted].sum() > 0.5 * chars.sum()
     texts = [b.text for b, t in zip(seg.blocks, trusted) if t]
     assert not any(t in ("Download", "About | Contact") or t.startswith("Copyright") for t in texts)
+
+
+# --- where the page's own content is: position in the aligned sequence, region, shape -------------------------
+
+def test_a_feed_of_other_stories_past_the_sites_chrome_is_not_trusted():
+    """Inside <article>, after the story and a run of the site's repeated blocks (pager, a "Don't miss" box), a
+    feed of other stories that differs on every page is not among the page's own content: the region's trust
+    stops at the chrome, and `rules explain` says so for what the classifier then drops."""
+    compiled = CompiledTemplate(learn_template([seg for seg, _ in feed_pages(8)], site="daily.example.com/"))
+    seg, text = feed_pages(1, start=40)[0]
+    allowed, _, own, region = match_regions(seg, compiled)
+    paragraphs = [b.index for b in seg.blocks if b.tag == "p" and b.text in text]
+    feed = [b.index for b in seg.blocks if "March 2024" in b.text]
+    assert paragraphs and feed
+    assert own[paragraphs].all() and not own[feed].any()
+    assert region[feed].all() and allowed[feed].all()  # in the trusted region, allowed: the classifier decides
+    explained = explain_blocks(seg, compiled)
+    dropped = [b for b in explained.blocks if b.index in feed and not b.kept]
+    assert all("not among the page's own content" in b.why for b in dropped)
+    assert all(b.why for b in explained.blocks if not b.kept)  # every drop says which rule or decision, and why
+    result = extract_page(seg, compiled)
+    assert all(line in result.text or line == result.title for line in text.split("\n"))
+
+
+def test_a_content_division_under_body_whose_table_of_contents_varies_is_trusted():
+    """A DocBook-style chapter (content division right under <body>) opens with a table of contents of links
+    that differs on every chapter: the shape rule drops it, and it says nothing of whether the division is the
+    page's content (only the site's static blocks inside it do)."""
+    compiled = CompiledTemplate(learn_template([seg for seg, _ in guide_pages(8)], site="guide.example.com/"))
+    region = next(r for r in compiled.template.rules if r.action == "content")
+    assert region.xpath.count("/") <= WRAPPER_DEPTH
+    seg, text = guide_pages(1, start=41)[0]
+    allowed, _, trusted = match_template(seg, compiled)
+    toc = [b.index for b in seg.blocks if b.tag == "dt"]
+    chars = seg.block_chars()
+    assert toc and not allowed[toc].any() and chars[toc].sum() > REGION_CHROME_SHARE * chars[trusted].sum()
+    assert trusted[[b.index for b in seg.blocks if b.tag == "p" and b.text in text]].all()
+
+
+def test_a_list_of_links_among_the_pages_own_text_is_not_chrome():
+    """Sections whose heading a list of links to their pages follows (a toctree): inside the trusted region the
+    classifier may not take such a list, between the page's own text, for chrome; the same list with none of the
+    page's text after it may be."""
+    compiled = CompiledTemplate(learn_template([seg for seg, _ in guide_pages(8)], site="guide.example.com/"))
+    seg, text = guide_pages(1, start=42)[0]
+    _, _, trusted = match_template(seg, compiled)
+    links = np.array([b.tag == "li" for b in seg.blocks])
+    assert links.any() and trusted[links].all()
+    assert not region_chrome(seg, number_tree(seg), trusted)[links].any()
+    result = extract_page(seg, compiled)
+    assert all(b.text in result.text for b in seg.blocks if b.tag == "li")
+    first_list = int(np.argmax(links))
+    ending = trusted.copy()
+    ending[first_list + 1:] = False  # the page's text stops at its first list: that list is at the edge
+    assert among_own_text(seg, trusted)[first_list] and not among_own_text(seg, ending)[first_list]
+
+
+def test_repeated_header_cells_of_a_grid_are_content_a_lone_label_is_not():
+    """The same "Name | Description" header over each chapter's own short cells is content (varying_rows); the
+    same "Advertisement" label alone in its element stays a drop rule."""
+    template = learn_template([seg for seg, _ in guide_pages(8)], site="guide.example.com/")
+    samples = [r.sample for r in template.rules if r.action in ("drop", "drop-shape")]
+    assert "Advertisement" in samples and "Name" not in samples and "Description" not in samples
+    seg, _ = guide_pages(1, start=43)[0]
+    result = extract_page(seg, CompiledTemplate(template))
+    assert "Name\nDescription" in result.text or ("Name" in result.text and "Description" in result.text)
+    assert "Advertisement" not in result.text
+
+
+def test_a_shape_rule_does_not_drop_the_terms_of_the_pages_text():
+    """The chapters' tables of contents (links in a <dl>) make a shape rule for their tag path; a chapter whose
+    <dl> at that tag path holds its own terms (no links) keeps them (extract.terms_of_text)."""
+    compiled = CompiledTemplate(learn_template([seg for seg, _ in guide_pages(8)], site="guide.example.com/"))
+    assert any(r.action == "drop-shape" and r.tag_path.endswith("/dl/dt") for r in compiled.template.rules)
+    seg, _ = guide_pages(1, start=44, terms=True)[0]
+    result = extract_page(seg, compiled)
+    terms = [b.text for b in seg.blocks if b.tag == "dt"]
+    assert terms and all(t in result.text for t in terms)
+    plain, _ = guide_pages(1, start=44)[0]
+    explained = explain_blocks(plain, compiled)
+    assert all(b.reason == "drop-shape" and "learned pages" in b.why for b in explained.blocks if b.tag == "dt")
+    assert all(b.why for b in explained.blocks if not b.kept)
