@@ -139,11 +139,10 @@ def number_tree(seg: Segmented) -> Tree:
     numbered = walk.number_tree(seg.blocks) if walk is not None else None
     if numbered is None:
         return _number_tree_plain(seg)
-    parent, depth, owner, tag_bits, hint, class_bits = numbered  # bytearrays: writable arrays
-    return Tree(parent=np.frombuffer(parent, dtype=np.int64), depth=np.frombuffer(depth, dtype=np.int64),
-                class_bits=np.frombuffer(class_bits, dtype=np.uint32),
-                tag_bits=np.frombuffer(tag_bits, dtype=np.uint32), hint=np.frombuffer(hint, dtype=bool),
-                owner=np.frombuffer(owner, dtype=np.int64))
+    parent, depth, owner, tag_bits, hint, class_bits = numbered  # lists
+    return Tree(parent=np.array(parent, dtype=np.int64), depth=np.array(depth, dtype=np.int64),
+                class_bits=np.array(class_bits, dtype=np.uint32), tag_bits=np.array(tag_bits, dtype=np.uint32),
+                hint=np.array(hint, dtype=bool), owner=np.array(owner, dtype=np.int64))
 
 
 def _number_tree_plain(seg: Segmented) -> Tree:
@@ -214,9 +213,9 @@ def _is_hint(element) -> bool:
 
 def _distances(tree: Tree, bits: np.ndarray, count: int) -> np.ndarray:
     """Per element and flag: levels up to the nearest element (itself = 0) carrying the flag, else FAR."""
-    walk = native.walk
-    if walk is not None and _parents_first(tree) and bits.dtype == np.uint32:
-        found = walk.tree_distances(tree.parent, np.ascontiguousarray(bits), len(bits), count, FAR)
+    numeric = native.numeric
+    if numeric is not None and _parents_first(tree) and bits.dtype == np.uint32:
+        found = numeric.tree_distances(tree.parent, np.ascontiguousarray(bits), len(bits), count, FAR)
         return np.frombuffer(found, dtype=np.int64).reshape(len(bits), count).copy()
     own = ((bits[:, None] >> np.arange(count, dtype=np.uint32)) & 1).astype(bool)
     distance = np.where(own, 0, FAR)
@@ -228,9 +227,9 @@ def _distances(tree: Tree, bits: np.ndarray, count: int) -> np.ndarray:
 
 def inside(tree: Tree, marked: np.ndarray) -> np.ndarray:
     """Per element: True when it or one of its ancestors is marked."""
-    walk = native.walk
-    if walk is not None and _parents_first(tree) and marked.dtype == bool:
-        found = walk.tree_inside(tree.parent, np.ascontiguousarray(marked), len(marked))
+    numeric = native.numeric
+    if numeric is not None and _parents_first(tree) and marked.dtype == bool:
+        found = numeric.tree_inside(tree.parent, np.ascontiguousarray(marked), len(marked))
         return np.frombuffer(found, dtype=bool).copy()
     result = marked.copy()
     for level in tree.levels()[1:]:
@@ -240,9 +239,9 @@ def inside(tree: Tree, marked: np.ndarray) -> np.ndarray:
 
 def sum_up(tree: Tree, values: np.ndarray) -> np.ndarray:
     """Per element, the sum of ``values`` (per element) over itself and its descendants."""
-    walk = native.walk
-    if walk is not None and _parents_first(tree) and tree.depth.dtype == np.int64:
-        found = walk.tree_sum_up(tree.parent, np.ascontiguousarray(tree.depth),
+    numeric = native.numeric
+    if numeric is not None and _parents_first(tree) and tree.depth.dtype == np.int64:
+        found = numeric.tree_sum_up(tree.parent, np.ascontiguousarray(tree.depth),
                                  np.ascontiguousarray(values, dtype=np.float64), len(tree.parent))
         if found is not None:
             return np.frombuffer(found, dtype=np.float64).copy()
@@ -345,11 +344,11 @@ def shift(values: np.ndarray, step: int) -> np.ndarray:
 def _text_columns(seg: Segmented) -> np.ndarray:
     """Per block: chars, link chars, markup bytes, words, punctuation and digit shares, sentence end, title
     overlap, copyright, capitalised share: the per-block regex counts of _text_columns_plain, computed from a
-    per-code-point class table, in C (templater._walk) or else with numpy."""
-    walk = native.walk
-    if walk is None or not seg.blocks:
+    per-code-point class table, in C (templater._numeric) or else with numpy."""
+    numeric = native.numeric
+    if numeric is None or not seg.blocks:
         return _text_columns_numpy(seg)
-    found = walk.text_matrix(seg.blocks, list(set(_WORD.findall(seg.title.lower()))), _CLASS_TABLE,
+    found = numeric.text_matrix(seg.blocks, list(set(_WORD.findall(seg.title.lower()))), _CLASS_TABLE,
                              _code_point_class)
     if found is None:  # an empty text
         return _text_columns_plain(seg)
@@ -565,15 +564,15 @@ FEATURE_NAMES: tuple[str, ...] = (
 
 def block_features(seg: Segmented, tree: Tree | None = None) -> np.ndarray:
     """The default classifier's features, one row per block, columns named by FEATURE_NAMES: computed in C
-    (templater._walk) from the text columns and the tree, else by _block_features_numpy (the definition)."""
+    (templater._numeric) from the text columns and the tree, else by _block_features_numpy (the definition)."""
     count = len(seg.blocks)
     if not count:
         return np.zeros((0, len(FEATURE_NAMES)))
     tree = number_tree(seg) if tree is None else tree
     text = _text_columns(seg)
-    walk = native.walk
-    if walk is not None:
-        found = walk.block_features(text, tree.parent, tree.depth, tree.owner, tree.tag_bits, tree.class_bits,
+    numeric = native.numeric
+    if numeric is not None:
+        found = numeric.block_features(text, tree.parent, tree.depth, tree.owner, tree.tag_bits, tree.class_bits,
                                     tree.hint, seg.blocks, _OWNER_COLUMN, _BLOCK_SIZES, _BLOCK_CONSTANTS)
         if found is not None:
             return np.frombuffer(found, dtype=np.float64).reshape(count, len(FEATURE_NAMES))
@@ -638,7 +637,7 @@ def _assemble(count: int, width: int, columns: list) -> np.ndarray:
 def _container_scores(tree: Tree, chars: np.ndarray, weighted_scores: np.ndarray) -> list[np.ndarray]:
     """Per level up (1 .. CONTEXT_LEVELS), per block: the text-weighted mean score (``weighted_scores`` is chars x
     score) of the blocks under its owner's ancestor at that level (the topmost where the tree ends first).
-    The numpy definition; _walk.context_features computes the same columns in C."""
+    The numpy definition; _numeric.context_features computes the same columns in C."""
     columns = []
     element = tree.owner
     for _ in range(CONTEXT_LEVELS):
@@ -659,10 +658,10 @@ CONTEXT_NAMES: tuple[str, ...] = (
 def context_features(seg: Segmented, tree: Tree, scores: np.ndarray) -> np.ndarray:
     """The second stage's inputs beside block_features: a first-stage score per block, and what the
     neighbours, the enclosing containers (text-weighted) and the whole page scored. Computed in C
-    (templater._walk), else by _context_features_numpy (the definition)."""
-    walk = native.walk
-    if walk is not None:
-        found = walk.context_features(scores, seg.block_chars(), tree.parent, tree.owner, CONTEXT_LEVELS,
+    (templater._numeric), else by _context_features_numpy (the definition)."""
+    numeric = native.numeric
+    if numeric is not None:
+        found = numeric.context_features(scores, seg.block_chars(), tree.parent, tree.owner, CONTEXT_LEVELS,
                                       CONTEXT_WIDTHS, MIN_SCORE)
         if found is not None:
             return np.frombuffer(found, dtype=np.float64).reshape(len(scores), len(CONTEXT_NAMES))

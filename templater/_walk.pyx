@@ -1,0 +1,568 @@
+# cython: language_level=3
+"""templater._walk: the tree walks of templater over lxml's libxml2 tree, in Cython against lxml's public C API.
+
+Each function does what its pure-Python definition does (named in its docstring), reading the libxml2 nodes
+(children/next/prev/parent/name/content/properties) instead of going through one Python proxy per node.
+Element proxies come from lxml's ``elementFactory``, blocks from calling the block class. Where a page holds
+what a definition treats in a way this code does not mirror (namespaces, entity references, XInclude nodes,
+duplicate attributes), a function returns None and the caller runs the definition.
+"""
+
+from libc.string cimport strcmp, strlen
+from lxml.includes cimport tree
+from lxml.includes.tree cimport xmlAttr, xmlNode
+from lxml.includes.etreepublic cimport _Document, _Element, elementFactory, import_lxml__etree
+
+import zlib
+
+import_lxml__etree()
+
+
+class _Decline(Exception):
+    """The page holds what this walk does not mirror: the caller takes the pure-Python definition."""
+
+
+cdef object _crc32 = zlib.crc32
+cdef set _block_tags = set()
+cdef set _split_tags = set()
+cdef object _block_class = None
+cdef dict _tag_bits = {}
+cdef object _words_function = None
+cdef dict _words = {}
+cdef Py_ssize_t _words_limit = 1 << 16
+
+
+def configure(block_tags, split_tags, block_class):
+    """The tags that own blocks, those that split them (blocks.segment's), and the class blocks are made of."""
+    global _block_tags, _split_tags, _block_class
+    _block_tags = {tag.encode("utf-8") for tag in block_tags}
+    _split_tags = {tag.encode("utf-8") for tag in split_tags}
+    _block_class = block_class
+
+
+def configure_tree(pairs, words_bits, Py_ssize_t cache_size):
+    """features' tag flags per tag name, features._words_bits, and how many (class, id) pairs to remember."""
+    global _tag_bits, _words_function, _words_limit, _words
+    if not callable(words_bits) or cache_size < 1:
+        raise ValueError("words_bits must be callable and the cache size positive")
+    _tag_bits = {name.encode("utf-8"): int(bits) for name, bits in pairs}
+    _words_function = words_bits
+    _words_limit = cache_size
+    _words = {}
+
+
+# --- lxml's view of the tree --------------------------------------------------------------------------------
+cdef inline bint _is_element(xmlNode *n) noexcept:  # lxml's _isElement
+    return (n.type == tree.XML_ELEMENT_NODE or n.type == tree.XML_COMMENT_NODE
+            or n.type == tree.XML_ENTITY_REF_NODE or n.type == tree.XML_PI_NODE)
+
+
+cdef inline xmlNode *_parent_element(xmlNode *n) noexcept:  # lxml's _parentElement
+    cdef xmlNode *p = n.parent
+    return p if p is not NULL and _is_element(p) else NULL
+
+
+cdef inline xmlNode *_previous_element(xmlNode *n) noexcept:  # lxml's _previousElement
+    cdef xmlNode *p = n.prev
+    while p is not NULL and not _is_element(p):
+        p = p.prev
+    return p
+
+
+cdef inline bint _is_named(xmlNode *n, const char *name) noexcept:
+    return n.type == tree.XML_ELEMENT_NODE and strcmp(<const char *>n.name, name) == 0
+
+
+cdef inline bytes _name(xmlNode *n):
+    return <bytes>(<const char *>n.name)
+
+
+cdef inline bint _in_tags(xmlNode *n, set tags) except -1:
+    # a comment's or PI's tag is a function, in no tag set
+    return n.type == tree.XML_ELEMENT_NODE and _name(n) in tags
+
+
+cdef inline str _text(const char *s):
+    return s[:strlen(s)].decode("utf-8")
+
+
+cdef bint _xml_blank(const unsigned char *s) noexcept:
+    """normalize-space() of the text is empty: XML whitespace only."""
+    if s is NULL:
+        return True
+    while s[0]:
+        if s[0] != 32 and s[0] != 9 and s[0] != 10 and s[0] != 13:
+            return False
+        s += 1
+    return True
+
+
+cdef bint _blank_text_run(xmlNode *n) except -1:
+    """Is the run of text nodes from ``n`` on (lxml's .text / .tail) non-empty and all whitespace?"""
+    parts = []
+    while n is not NULL:
+        if n.type == tree.XML_XINCLUDE_START or n.type == tree.XML_XINCLUDE_END:
+            raise _Decline
+        if n.type != tree.XML_TEXT_NODE and n.type != tree.XML_CDATA_SECTION_NODE:
+            break
+        if n.content is not NULL:
+            parts.append(_text(<const char *>n.content))
+        n = n.next
+    return "".join(parts).isspace()
+
+
+cdef bint _blank_before(xmlNode *element) except -1:
+    """blocks._blank_before"""
+    cdef xmlNode *previous = _previous_element(element)
+    if previous is not NULL:
+        return _blank_text_run(previous.next)
+    cdef xmlNode *parent = _parent_element(element)
+    return _blank_text_run(parent.children) if parent is not NULL else False
+
+
+cdef str _attribute_text(xmlAttr *a):
+    """An attribute's value as lxml's attrib.get reads it (``a`` has no namespace)."""
+    cdef xmlNode *t = a.children
+    parts = []
+    while t is not NULL:
+        if t.type != tree.XML_TEXT_NODE and t.type != tree.XML_CDATA_SECTION_NODE:
+            raise _Decline
+        if t.content is not NULL:
+            parts.append(_text(<const char *>t.content))
+        t = t.next
+    return "".join(parts)
+
+
+cdef Py_ssize_t _markup_bytes(xmlNode *element) except -1:
+    """blocks._markup_bytes"""
+    cdef xmlAttr *a
+    cdef xmlAttr *b
+    if element.type != tree.XML_ELEMENT_NODE or element.ns is not NULL:
+        raise _Decline
+    cdef Py_ssize_t size = 2 * len(_text(<const char *>element.name)) + 5
+    a = element.properties
+    while a is not NULL:
+        if a.type != tree.XML_ATTRIBUTE_NODE or a.ns is not NULL:
+            raise _Decline
+        b = element.properties
+        while b is not a:
+            if strcmp(<const char *>a.name, <const char *>b.name) == 0:
+                raise _Decline
+            b = b.next
+        size += len(_text(<const char *>a.name)) + 4 + len(_attribute_text(a))
+        a = a.next
+    return size
+
+
+cdef str _tag_path(xmlNode *element):
+    """'/html/body/div/p'"""
+    names = []
+    cdef xmlNode *n = element
+    while n is not NULL:
+        if n.type != tree.XML_ELEMENT_NODE or n.ns is not NULL:
+            raise _Decline
+        names.append(_text(<const char *>n.name))
+        n = _parent_element(n)
+    names.append("")
+    names.reverse()
+    return "/".join(names)
+
+
+# --- blocks.segment ---------------------------------------------------------------------------------------------
+cdef class _Segment:
+    """One page's walk: the blocks closed so far and the owners' tag paths."""
+    cdef _Document doc
+    cdef list blocks
+    cdef list hashes
+    cdef list chars
+    cdef dict paths
+
+    def __cinit__(self, _Document doc):
+        self.doc = doc
+        self.blocks = []
+        self.hashes = []
+        self.chars = []
+        self.paths = {}
+
+    cdef close(self, xmlNode *owner, list parts, Py_ssize_t link_chars, Py_ssize_t markup):
+        """blocks._close"""
+        text = " ".join("".join(parts).split())
+        if not text:
+            return
+        key = <size_t>owner
+        known = self.paths.get(key)
+        if known is None:
+            tag_path = _tag_path(owner)
+            known = self.paths[key] = (tag_path, _crc32(tag_path.encode("utf-8", "surrogatepass")))
+        tag_path, shape = known
+        digest = _crc32(("\x1f" + text.lower()).encode("utf-8", "surrogatepass"), shape)
+        length = len(text)
+        self.blocks.append(_block_class(len(self.blocks), None, tag_path, _text(<const char *>owner.name), text,
+                                        min(link_chars, length), markup, digest, shape,
+                                        elementFactory(self.doc, owner)))
+        self.hashes.append(digest)
+        self.chars.append(length)
+
+
+def segment(root):
+    """blocks.segment's walk (the definition: blocks.segment_plain): (blocks, hashes, chars), or None."""
+    if _block_class is None or not isinstance(root, _Element):
+        return None
+    cdef xmlNode *c_root = (<_Element>root)._c_node
+    if c_root is NULL or c_root.doc is NULL:
+        return None
+    try:
+        return _segment(_Segment((<_Element>root)._doc), <xmlNode *>c_root.doc.children)
+    except _Decline:
+        return None
+
+
+cdef _segment(_Segment walk, xmlNode *cur):
+    cdef xmlNode *current = NULL
+    cdef xmlNode *last_context = NULL
+    cdef xmlNode *previous
+    cdef xmlNode *parent
+    cdef xmlNode *owner
+    cdef xmlNode *up
+    cdef Py_ssize_t link_chars = 0, markup = 0, in_body = 0
+    cdef bint is_tail, boundary, in_link
+    parts = []
+    while cur is not NULL:
+        if cur.type == tree.XML_ELEMENT_NODE:
+            if _is_named(cur, "body") and cur.ns is NULL:
+                in_body += 1
+            if cur.children is not NULL:
+                cur = cur.children
+                continue
+            if _is_named(cur, "body") and cur.ns is NULL:
+                in_body -= 1
+        elif (cur.type == tree.XML_ENTITY_REF_NODE or cur.type == tree.XML_XINCLUDE_START
+              or cur.type == tree.XML_XINCLUDE_END):
+            if in_body:
+                raise _Decline
+        elif ((cur.type == tree.XML_TEXT_NODE or cur.type == tree.XML_CDATA_SECTION_NODE) and in_body
+              and not _xml_blank(cur.content)):
+            # the text node's parent element (for a tail: the parent of the element it follows)
+            previous = _previous_element(cur)
+            is_tail = previous is not NULL
+            boundary = False
+            if is_tail:
+                boundary = _in_tags(previous, _split_tags)
+                parent = _parent_element(previous)
+            else:
+                parent = cur.parent
+                while parent is not NULL and not _is_element(parent):
+                    parent = parent.parent
+                if parent is NULL:
+                    raise _Decline
+            if parent is not NULL:
+                # blocks._context
+                in_link = False
+                owner = parent
+                while True:
+                    if _is_named(owner, "a"):
+                        in_link = True
+                    if _in_tags(owner, _block_tags):
+                        break
+                    up = _parent_element(owner)
+                    if up is NULL:
+                        break
+                    owner = up
+                if owner is not current or boundary:
+                    if parts:
+                        walk.close(current, parts, link_chars, markup)
+                    current = owner
+                    parts = []
+                    link_chars = 0
+                    markup = _markup_bytes(owner)
+                    last_context = owner
+                if parent is not last_context:
+                    markup += _markup_bytes(parent)
+                    last_context = parent
+                text = _text(<const char *>cur.content)
+                if parts and not is_tail and not parts[-1][-1:].isspace() and _blank_before(parent):
+                    parts.append(" ")  # the blank text node between "<b>hello</b> <i>world</i>" (not visited)
+                parts.append(text)
+                if in_link:
+                    link_chars += len(text.strip())
+        while cur.next is NULL:
+            cur = cur.parent
+            if (cur is NULL or cur.type == tree.XML_DOCUMENT_NODE
+                    or cur.type == tree.XML_HTML_DOCUMENT_NODE):
+                if parts:
+                    walk.close(current, parts, link_chars, markup)
+                return walk.blocks, walk.hashes, walk.chars
+            if _is_named(cur, "body") and cur.ns is NULL:
+                in_body -= 1
+        cur = cur.next
+    if parts:
+        walk.close(current, parts, link_chars, markup)
+    return walk.blocks, walk.hashes, walk.chars
+
+
+def head_title(root):
+    """root.find("head/title"): the first <title> child of the first <head> child that has one."""
+    if not isinstance(root, _Element):
+        raise TypeError("root must be an lxml element")
+    cdef xmlNode *c_root = (<_Element>root)._c_node
+    cdef xmlNode *head = c_root.children if c_root is not NULL else NULL
+    cdef xmlNode *title
+    while head is not NULL:
+        if head.type == tree.XML_ELEMENT_NODE and head.ns is NULL and strcmp(<const char *>head.name, "head") == 0:
+            title = head.children
+            while title is not NULL:
+                if (title.type == tree.XML_ELEMENT_NODE and title.ns is NULL
+                        and strcmp(<const char *>title.name, "title") == 0):
+                    return elementFactory((<_Element>root)._doc, title)
+                title = title.next
+        head = head.next
+    return None
+
+
+def inside(owners, elements):
+    """extract.inside_plain: per owner (bytes of bool), is it one of ``elements`` or below one; or None."""
+    cdef xmlNode *node
+    marked = set()
+    for element in elements:
+        if not isinstance(element, _Element) or (<_Element>element)._c_node is NULL:
+            return None
+        marked.add(<size_t>(<_Element>element)._c_node)
+    out = bytearray(len(owners))
+    cdef Py_ssize_t i = 0
+    for element in owners:
+        if not isinstance(element, _Element):
+            return None
+        node = (<_Element>element)._c_node
+        if node is NULL or node.type != tree.XML_ELEMENT_NODE:
+            return None
+        if marked:
+            while node is not NULL:
+                if <size_t>node in marked:
+                    out[i] = 1
+                    break
+                node = _parent_element(node)
+        i += 1
+    return bytes(out)
+
+
+# --- features.number_tree ---------------------------------------------------------------------------------------
+cdef inline xmlAttr *_first(xmlNode *n, const char *name) noexcept:
+    """The first attribute of that name without a namespace."""
+    cdef xmlAttr *a = n.properties
+    while a is not NULL:
+        if a.type == tree.XML_ATTRIBUTE_NODE and a.ns is NULL and strcmp(<const char *>a.name, name) == 0:
+            return a
+        a = a.next
+    return NULL
+
+
+cdef bint _is_hint(xmlNode *n) except -1:
+    """features._is_hint"""
+    cdef xmlAttr *a
+    if _is_named(n, "article") or _is_named(n, "main"):
+        return True
+    a = _first(n, "itemprop")
+    if a is not NULL and _attribute_text(a) == "articleBody":
+        return True
+    a = _first(n, "itemtype")
+    if a is not NULL and "Article" in _attribute_text(a):
+        return True
+    a = _first(n, "role")
+    return a is not NULL and _attribute_text(a) == "main"
+
+
+cdef object _class_bits(xmlNode *n):
+    """features._class_bits: the class and id words' groups ("" for a missing one; none without both)."""
+    cdef xmlAttr *class_ = _first(n, "class")
+    cdef xmlAttr *id_ = _first(n, "id")
+    if class_ is NULL and id_ is NULL:
+        return 0
+    key = (_attribute_text(class_) if class_ is not NULL else "", _attribute_text(id_) if id_ is not NULL else "")
+    bits = _words.get(key)
+    if bits is None:
+        if len(_words) >= _words_limit:
+            _words.clear()
+        bits = _words[key] = _words_function(*key)
+    return bits
+
+
+def number_tree(blocks):
+    """features.number_tree_plain's numbering of the blocks' owners and their ancestors: lists (parent, depth,
+    owner, tag_bits, hint, class_bits), or None."""
+    if _words_function is None:
+        raise RuntimeError("configure_tree was not called")
+    try:
+        return _number_tree(blocks)
+    except _Decline:
+        return None
+
+
+cdef _number_tree(blocks):
+    cdef xmlNode *node
+    cdef xmlNode *n
+    cdef Py_ssize_t above, number
+    numbers = {}
+    parent, depth, owner, tag_bits, hint, class_bits = [], [], [], [], [], []
+    chain = []
+    for block in blocks:
+        element = block.element
+        if not isinstance(element, _Element) or (<_Element>element)._c_node is NULL:
+            raise _Decline
+        node = (<_Element>element)._c_node
+        start = <size_t>node
+        above = -1
+        del chain[:]
+        while node is not NULL:
+            known = numbers.get(<size_t>node)
+            if known is not None:
+                above = known
+                break
+            if node.type != tree.XML_ELEMENT_NODE or node.ns is not NULL:
+                raise _Decline
+            chain.append(<size_t>node)
+            node = _parent_element(node)
+        for address in reversed(chain):
+            n = <xmlNode *><size_t>address
+            number = len(parent)
+            numbers[address] = number
+            parent.append(above)
+            depth.append(depth[above] + 1 if above >= 0 else 0)
+            tag_bits.append(_tag_bits.get(_name(n), 0))
+            hint.append(_is_hint(n))
+            class_bits.append(_class_bits(n))
+            above = number
+        owner.append(numbers[start])
+    return parent, depth, owner, tag_bits, hint, class_bits
+
+
+# --- extract's container rules -----------------------------------------------------------------------------------
+cdef str _xml_normalized(str value):
+    """normalize-space(): runs of XML blanks (space, tab, CR, LF) become one space, none at the ends."""
+    return " ".join([part for part in value.replace("\t", " ").replace("\n", " ").replace("\r", " ").split(" ")
+                     if part])
+
+
+def match_rules(root, rules):
+    """The container rules' two XPath forms evaluated in one walk. ``rules`` are (tag or None, id or None, class
+    token or None) standing for extract's id rule (any element whose id is ID; tag None) and class rule (TAG
+    elements whose first class attribute, normalize-space'd and between spaces, holds ' TOKEN '); one list per rule
+    of the matching elements in document order (what lxml's XPath returns), or None."""
+    if not isinstance(root, _Element):
+        return None
+    cdef xmlNode *c_root = (<_Element>root)._c_node
+    if c_root is NULL or c_root.doc is NULL:
+        return None
+    cdef _Document doc = (<_Element>root)._doc
+    rules = [(tag.encode("utf-8") if tag is not None else None, id_, None if token is None else f" {token} ")
+             for tag, id_, token in rules]
+    found = [[] for _ in rules]
+    cdef xmlNode *cur = <xmlNode *>c_root.doc.children
+    cdef xmlAttr *a
+    cdef bint hit
+    while cur is not NULL:
+        if cur.type == tree.XML_ELEMENT_NODE:
+            name = _name(cur)
+            for (tag, id_, token), matches in zip(rules, found):
+                if tag is not None and (cur.ns is not NULL or name != tag):
+                    continue
+                hit = False
+                if id_ is not None:  # @id = 'ID': any id attribute (no namespace) with that value
+                    a = cur.properties
+                    while a is not NULL and not hit:
+                        if (a.type == tree.XML_ATTRIBUTE_NODE and a.ns is NULL
+                                and strcmp(<const char *>a.name, "id") == 0):
+                            hit = _text_value(a) == id_
+                        a = a.next
+                if token is not None:  # the first class attribute, normalize-space'd, between spaces, holds it
+                    a = _first(cur, "class")
+                    value = _text_value(a) if a is not NULL else ""
+                    hit = token in f" {_xml_normalized(value)} "
+                if hit:
+                    matches.append(elementFactory(doc, cur))
+            if cur.children is not NULL:
+                cur = cur.children
+                continue
+        while cur.next is NULL:
+            cur = cur.parent
+            if cur is NULL or cur.type == tree.XML_DOCUMENT_NODE or cur.type == tree.XML_HTML_DOCUMENT_NODE:
+                return found
+        cur = cur.next
+    return found
+
+
+cdef str _text_value(xmlAttr *a):
+    """The attribute's text and CDATA children joined (others skipped, as the XPath string value reads it)."""
+    cdef xmlNode *t = a.children
+    parts = []
+    while t is not NULL:
+        if (t.type == tree.XML_TEXT_NODE or t.type == tree.XML_CDATA_SECTION_NODE) and t.content is not NULL:
+            parts.append(_text(<const char *>t.content))
+        t = t.next
+    return "".join(parts)
+
+
+# --- string-length(normalize-space(.)) ---------------------------------------------------------------------------
+cdef Py_ssize_t _normalized_chars(xmlNode *top) noexcept:
+    """string-length(normalize-space()) of the element's string value (its descendant text and CDATA in document
+    order); -1 where an entity reference is inside."""
+    cdef Py_ssize_t chars = 0
+    cdef bint pending = False
+    cdef const unsigned char *s
+    cdef unsigned char b
+    cdef xmlNode *cur = top.children
+    while cur is not NULL:
+        if cur.type == tree.XML_TEXT_NODE or cur.type == tree.XML_CDATA_SECTION_NODE:
+            s = cur.content
+            if s is not NULL:
+                while s[0]:
+                    b = s[0]
+                    s += 1
+                    if b == 32 or b == 9 or b == 10 or b == 13:
+                        pending = chars > 0
+                    elif (b & 0xC0) != 0x80:  # not a UTF-8 continuation byte: a new character
+                        if pending:
+                            chars += 1
+                            pending = False
+                        chars += 1
+        elif cur.type == tree.XML_ENTITY_REF_NODE or cur.type == tree.XML_ENTITY_NODE:
+            return -1
+        elif cur.type == tree.XML_ELEMENT_NODE and cur.children is not NULL:
+            cur = cur.children
+            continue
+        while cur.next is NULL:
+            cur = cur.parent
+            if cur is NULL or cur is top:
+                return chars
+        cur = cur.next
+    return chars
+
+
+def normalized_length(element, bint body=False):
+    """string-length(normalize-space(.)) of the element as libxml2's XPath computes it, or None; with body=True
+    the same of the page's /html/body (0 where there is none)."""
+    if not isinstance(element, _Element):
+        return None
+    cdef xmlNode *node = (<_Element>element)._c_node
+    cdef xmlNode *html
+    cdef xmlNode *child
+    cdef xmlNode *found = NULL
+    if node is NULL or node.type != tree.XML_ELEMENT_NODE:
+        return None
+    if body:
+        if node.doc is NULL:
+            return None
+        html = <xmlNode *>node.doc.children  # the first of /html/body in document order
+        while html is not NULL and found is NULL:
+            if html.type == tree.XML_ELEMENT_NODE and html.ns is NULL and strcmp(<const char *>html.name, "html") == 0:
+                child = html.children
+                while child is not NULL and found is NULL:
+                    if child.type == tree.XML_ELEMENT_NODE and child.ns is NULL and strcmp(<const char *>child.name,
+                                                                                         "body") == 0:
+                        found = child
+                    child = child.next
+            html = html.next
+        if found is NULL:
+            return 0
+        node = found
+    cdef Py_ssize_t chars = _normalized_chars(node)
+    return None if chars < 0 else chars
