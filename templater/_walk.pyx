@@ -8,7 +8,12 @@ what a definition treats in a way this code does not mirror (namespaces, entity 
 duplicate attributes), a function returns None and the caller runs the definition.
 """
 
-from libc.string cimport strcmp, strlen
+from cpython.bytearray cimport PyByteArray_FromStringAndSize
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.unicode cimport Py_UNICODE_ISSPACE
+from libc.stdint cimport int64_t, uint32_t
+from libc.stdlib cimport free, realloc
+from libc.string cimport memcpy, strcmp, strlen
 from lxml.includes cimport tree
 from lxml.includes.tree cimport xmlAttr, xmlNode
 from lxml.includes.etreepublic cimport _Document, _Element, elementFactory, import_lxml__etree
@@ -23,32 +28,186 @@ class _Decline(Exception):
 
 
 cdef object _crc32 = zlib.crc32
-cdef set _block_tags = set()
-cdef set _split_tags = set()
 cdef object _block_class = None
-cdef dict _tag_bits = {}
 cdef object _words_function = None
 cdef dict _words = {}
 cdef Py_ssize_t _words_limit = 1 << 16
 
 
+# --- tag name sets: names compared as C strings (the bytes objects holding them are kept in ``names``) ----------
+DEF MAX_TAGS = 256
+
+cdef struct Tags:
+    int count
+    const char *names[MAX_TAGS]
+    uint32_t values[MAX_TAGS]
+
+
+cdef Tags _block_tags, _split_tags, _tag_bits
+cdef list _held = []  # the bytes the Tags point into
+
+
+cdef int _set_tags(Tags *tags, pairs) except -1:
+    pairs = [(name.encode("utf-8"), value) for name, value in pairs]
+    if len(pairs) > MAX_TAGS:
+        raise ValueError("too many tags")
+    tags.count = 0
+    for name, value in pairs:
+        _held.append(name)
+        tags.names[tags.count] = name
+        tags.values[tags.count] = value
+        tags.count += 1
+    return 0
+
+
+cdef inline uint32_t _tag_value(const Tags *tags, xmlNode *n) noexcept:
+    """The value of the element's tag in ``tags``, 0 when absent (a comment's or PI's tag is in no set)."""
+    cdef const char *name = <const char *>n.name
+    cdef int i
+    if n.type != tree.XML_ELEMENT_NODE:
+        return 0
+    for i in range(tags.count):
+        if tags.names[i][0] == name[0] and strcmp(tags.names[i], name) == 0:
+            return tags.values[i]
+    return 0
+
+
 def configure(block_tags, split_tags, block_class):
     """The tags that own blocks, those that split them (blocks.segment's), and the class blocks are made of."""
-    global _block_tags, _split_tags, _block_class
-    _block_tags = {tag.encode("utf-8") for tag in block_tags}
-    _split_tags = {tag.encode("utf-8") for tag in split_tags}
+    global _block_class
+    _set_tags(&_block_tags, [(tag, 1) for tag in block_tags])
+    _set_tags(&_split_tags, [(tag, 1) for tag in split_tags])
     _block_class = block_class
 
 
 def configure_tree(pairs, words_bits, Py_ssize_t cache_size):
     """features' tag flags per tag name, features._words_bits, and how many (class, id) pairs to remember."""
-    global _tag_bits, _words_function, _words_limit, _words
+    global _words_function, _words_limit, _words
     if not callable(words_bits) or cache_size < 1:
         raise ValueError("words_bits must be callable and the cache size positive")
-    _tag_bits = {name.encode("utf-8"): int(bits) for name, bits in pairs}
+    _set_tags(&_tag_bits, pairs)
     _words_function = words_bits
     _words_limit = cache_size
     _words = {}
+
+
+# --- a growable byte buffer ------------------------------------------------------------------------------------
+cdef struct Buffer:
+    char *data
+    Py_ssize_t size, capacity
+
+
+cdef int _add(Buffer *b, const void *data, Py_ssize_t n) except -1:
+    cdef Py_ssize_t capacity
+    cdef char *grown
+    if b.size + n > b.capacity:
+        capacity = b.capacity if b.capacity else 256
+        while capacity < b.size + n:
+            capacity *= 2
+        grown = <char *>realloc(b.data, capacity)
+        if grown is NULL:
+            raise MemoryError
+        b.data = grown
+        b.capacity = capacity
+    memcpy(b.data + b.size, data, n)
+    b.size += n
+    return 0
+
+
+cdef inline uint32_t _utf8_next(const unsigned char **p) noexcept:
+    """The next code point of UTF-8 text (libxml2 hands out valid UTF-8)."""
+    cdef const unsigned char *s = p[0]
+    cdef uint32_t c = s[0]
+    if c < 0x80:
+        p[0] = s + 1
+        return c
+    if c < 0xE0:
+        p[0] = s + 2
+        return ((c & 0x1F) << 6) | (s[1] & 0x3F)
+    if c < 0xF0:
+        p[0] = s + 3
+        return ((c & 0x0F) << 12) | ((s[1] & 0x3F) << 6) | (s[2] & 0x3F)
+    p[0] = s + 4
+    return ((c & 0x07) << 18) | ((s[1] & 0x3F) << 12) | ((s[2] & 0x3F) << 6) | (s[3] & 0x3F)
+
+
+cdef inline Py_ssize_t _utf8_chars(const unsigned char *s) noexcept:
+    """len() of the decoded text."""
+    cdef Py_ssize_t count = 0
+    while s[0]:
+        count += (s[0] & 0xC0) != 0x80
+        s += 1
+    return count
+
+
+cdef Py_ssize_t _stripped_chars(const unsigned char *s) noexcept:
+    """len(text.strip())"""
+    cdef Py_ssize_t count = 0, first = -1, last = -1
+    cdef uint32_t c
+    while s[0]:
+        c = _utf8_next(&s)
+        if not Py_UNICODE_ISSPACE(c):
+            if first < 0:
+                first = count
+            last = count
+        count += 1
+    return 0 if first < 0 else last - first + 1
+
+
+cdef bint _normalize_space(Buffer *b) noexcept:
+    """" ".join(text.split()) of the UTF-8 in the buffer, in place (runs of whitespace become one space, none at
+    the ends); whether the result is all ASCII."""
+    cdef bint ascii = True, pending = False
+    cdef unsigned char *o = <unsigned char *>b.data
+    cdef unsigned char *start = o
+    cdef const unsigned char *p = <const unsigned char *>b.data
+    cdef const unsigned char *end = p + b.size
+    cdef const unsigned char *first
+    cdef unsigned char c
+    cdef uint32_t code
+    while p < end:
+        c = p[0]
+        if c < 0x80:
+            if c == 32 or 9 <= c <= 13 or 28 <= c <= 31:  # Python's ASCII whitespace
+                pending = o > start
+                p += 1
+                continue
+            if pending:
+                o[0] = 32
+                o += 1
+                pending = False
+            o[0] = c
+            o += 1
+            p += 1
+            continue
+        first = p
+        code = _utf8_next(&p)
+        if Py_UNICODE_ISSPACE(code):
+            pending = o > start
+            continue
+        if pending:
+            o[0] = 32
+            o += 1
+            pending = False
+        ascii = False
+        while first < p:  # never ahead of p: the output is never longer than what was read
+            o[0] = first[0]
+            o += 1
+            first += 1
+    b.size = o - start
+    return ascii
+
+
+cdef bint _ends_with_space(const Buffer *b) noexcept:
+    """The buffer's last character is whitespace."""
+    if not b.size:
+        return False
+    cdef Py_ssize_t i = b.size - 1
+    while i > 0 and ((<unsigned char>b.data[i]) & 0xC0) == 0x80:
+        i -= 1
+    cdef const unsigned char *p = <const unsigned char *>b.data + i
+    cdef uint32_t c = _utf8_next(&p)
+    return Py_UNICODE_ISSPACE(c)
 
 
 # --- lxml's view of the tree --------------------------------------------------------------------------------
@@ -73,15 +232,6 @@ cdef inline bint _is_named(xmlNode *n, const char *name) noexcept:
     return n.type == tree.XML_ELEMENT_NODE and strcmp(<const char *>n.name, name) == 0
 
 
-cdef inline bytes _name(xmlNode *n):
-    return <bytes>(<const char *>n.name)
-
-
-cdef inline bint _in_tags(xmlNode *n, set tags) except -1:
-    # a comment's or PI's tag is a function, in no tag set
-    return n.type == tree.XML_ELEMENT_NODE and _name(n) in tags
-
-
 cdef inline str _text(const char *s):
     return s[:strlen(s)].decode("utf-8")
 
@@ -99,16 +249,23 @@ cdef bint _xml_blank(const unsigned char *s) noexcept:
 
 cdef bint _blank_text_run(xmlNode *n) except -1:
     """Is the run of text nodes from ``n`` on (lxml's .text / .tail) non-empty and all whitespace?"""
-    parts = []
+    cdef bint any = False
+    cdef const unsigned char *p
+    cdef uint32_t c
     while n is not NULL:
         if n.type == tree.XML_XINCLUDE_START or n.type == tree.XML_XINCLUDE_END:
             raise _Decline
         if n.type != tree.XML_TEXT_NODE and n.type != tree.XML_CDATA_SECTION_NODE:
             break
-        if n.content is not NULL:
-            parts.append(_text(<const char *>n.content))
+        p = n.content
+        if p is not NULL:
+            while p[0]:
+                any = True
+                c = _utf8_next(&p)  # not inside Py_UNICODE_ISSPACE, a macro that reads its argument twice
+                if not Py_UNICODE_ISSPACE(c):
+                    return False
         n = n.next
-    return "".join(parts).isspace()
+    return any
 
 
 cdef bint _blank_before(xmlNode *element) except -1:
@@ -133,13 +290,36 @@ cdef str _attribute_text(xmlAttr *a):
     return "".join(parts)
 
 
+cdef bytes _attribute_bytes(xmlAttr *a):
+    """An attribute's value as UTF-8, as lxml's attrib.get reads it (``a`` has no namespace)."""
+    cdef xmlNode *t = a.children
+    if t is NULL:
+        return b""
+    if t.next is NULL and (t.type == tree.XML_TEXT_NODE or t.type == tree.XML_CDATA_SECTION_NODE):
+        return <bytes>(<const char *>t.content) if t.content is not NULL else b""
+    return _attribute_text(a).encode("utf-8")
+
+
+cdef Py_ssize_t _attribute_chars(xmlAttr *a) except -1:
+    """len() of an attribute's value."""
+    cdef xmlNode *t = a.children
+    cdef Py_ssize_t chars = 0
+    while t is not NULL:
+        if t.type != tree.XML_TEXT_NODE and t.type != tree.XML_CDATA_SECTION_NODE:
+            raise _Decline
+        if t.content is not NULL:
+            chars += _utf8_chars(t.content)
+        t = t.next
+    return chars
+
+
 cdef Py_ssize_t _markup_bytes(xmlNode *element) except -1:
     """blocks._markup_bytes"""
     cdef xmlAttr *a
     cdef xmlAttr *b
     if element.type != tree.XML_ELEMENT_NODE or element.ns is not NULL:
         raise _Decline
-    cdef Py_ssize_t size = 2 * len(_text(<const char *>element.name)) + 5
+    cdef Py_ssize_t size = 2 * _utf8_chars(element.name) + 5
     a = element.properties
     while a is not NULL:
         if a.type != tree.XML_ATTRIBUTE_NODE or a.ns is not NULL:
@@ -149,7 +329,7 @@ cdef Py_ssize_t _markup_bytes(xmlNode *element) except -1:
             if strcmp(<const char *>a.name, <const char *>b.name) == 0:
                 raise _Decline
             b = b.next
-        size += len(_text(<const char *>a.name)) + 4 + len(_attribute_text(a))
+        size += _utf8_chars(a.name) + 4 + _attribute_chars(a)
         a = a.next
     return size
 
@@ -170,38 +350,61 @@ cdef str _tag_path(xmlNode *element):
 
 # --- blocks.segment ---------------------------------------------------------------------------------------------
 cdef class _Segment:
-    """One page's walk: the blocks closed so far and the owners' tag paths."""
+    """One page's walk: the blocks closed so far (with their hashes and lengths), the owners' tag paths, and the
+    text of the block being read."""
     cdef _Document doc
     cdef list blocks
-    cdef list hashes
-    cdef list chars
+    cdef Buffer hashes
+    cdef Buffer chars
+    cdef Buffer text
     cdef dict paths
 
     def __cinit__(self, _Document doc):
         self.doc = doc
         self.blocks = []
-        self.hashes = []
-        self.chars = []
         self.paths = {}
 
-    cdef close(self, xmlNode *owner, list parts, Py_ssize_t link_chars, Py_ssize_t markup):
-        """blocks._close"""
-        text = " ".join("".join(parts).split())
-        if not text:
+    def __dealloc__(self):
+        free(self.hashes.data)
+        free(self.chars.data)
+        free(self.text.data)
+
+    cdef result(self):
+        return (self.blocks, PyBytes_FromStringAndSize(self.hashes.data, self.hashes.size),
+                PyBytes_FromStringAndSize(self.chars.data, self.chars.size))
+
+    cdef close(self, xmlNode *owner, Py_ssize_t link_chars, Py_ssize_t markup):
+        """blocks._close, of the text read since the last block"""
+        cdef uint32_t digest32
+        cdef int64_t length64
+        cdef bint ascii = _normalize_space(&self.text)
+        cdef Py_ssize_t i
+        cdef unsigned char *q = <unsigned char *>self.text.data
+        if not self.text.size:
             return
+        text = self.text.data[:self.text.size].decode("utf-8")
         key = <size_t>owner
         known = self.paths.get(key)
         if known is None:
             tag_path = _tag_path(owner)
-            known = self.paths[key] = (tag_path, _crc32(tag_path.encode("utf-8", "surrogatepass")))
-        tag_path, shape = known
-        digest = _crc32(("\x1f" + text.lower()).encode("utf-8", "surrogatepass"), shape)
+            shape = _crc32(tag_path.encode("utf-8", "surrogatepass"))
+            known = self.paths[key] = (tag_path, _text(<const char *>owner.name), shape, _crc32(b"\x1f", shape))
+        tag_path, tag, shape, prefix = known
+        if ascii:  # str.lower() of ASCII text is bytewise
+            for i in range(self.text.size):
+                if 65 <= q[i] <= 90:
+                    q[i] += 32
+            digest = _crc32(PyBytes_FromStringAndSize(self.text.data, self.text.size), prefix)
+        else:
+            digest = _crc32(text.lower().encode("utf-8", "surrogatepass"), prefix)
+        self.text.size = 0
         length = len(text)
-        self.blocks.append(_block_class(len(self.blocks), None, tag_path, _text(<const char *>owner.name), text,
-                                        min(link_chars, length), markup, digest, shape,
-                                        elementFactory(self.doc, owner)))
-        self.hashes.append(digest)
-        self.chars.append(length)
+        self.blocks.append(_block_class(len(self.blocks), None, tag_path, tag, text, min(link_chars, length), markup,
+                                        digest, shape, elementFactory(self.doc, owner)))
+        digest32 = digest
+        length64 = length
+        _add(&self.hashes, &digest32, 4)
+        _add(&self.chars, &length64, 8)
 
 
 def segment(root):
@@ -226,7 +429,7 @@ cdef _segment(_Segment walk, xmlNode *cur):
     cdef xmlNode *up
     cdef Py_ssize_t link_chars = 0, markup = 0, in_body = 0
     cdef bint is_tail, boundary, in_link
-    parts = []
+    cdef Py_ssize_t parts = 0
     while cur is not NULL:
         if cur.type == tree.XML_ELEMENT_NODE:
             if _is_named(cur, "body") and cur.ns is NULL:
@@ -247,7 +450,7 @@ cdef _segment(_Segment walk, xmlNode *cur):
             is_tail = previous is not NULL
             boundary = False
             if is_tail:
-                boundary = _in_tags(previous, _split_tags)
+                boundary = _tag_value(&_split_tags, previous)
                 parent = _parent_element(previous)
             else:
                 parent = cur.parent
@@ -262,7 +465,7 @@ cdef _segment(_Segment walk, xmlNode *cur):
                 while True:
                     if _is_named(owner, "a"):
                         in_link = True
-                    if _in_tags(owner, _block_tags):
+                    if _tag_value(&_block_tags, owner):
                         break
                     up = _parent_element(owner)
                     if up is NULL:
@@ -270,34 +473,34 @@ cdef _segment(_Segment walk, xmlNode *cur):
                     owner = up
                 if owner is not current or boundary:
                     if parts:
-                        walk.close(current, parts, link_chars, markup)
+                        walk.close(current, link_chars, markup)
                     current = owner
-                    parts = []
+                    parts = 0
                     link_chars = 0
                     markup = _markup_bytes(owner)
                     last_context = owner
                 if parent is not last_context:
                     markup += _markup_bytes(parent)
                     last_context = parent
-                text = _text(<const char *>cur.content)
-                if parts and not is_tail and not parts[-1][-1:].isspace() and _blank_before(parent):
-                    parts.append(" ")  # the blank text node between "<b>hello</b> <i>world</i>" (not visited)
-                parts.append(text)
+                if parts and not is_tail and not _ends_with_space(&walk.text) and _blank_before(parent):
+                    _add(&walk.text, " ", 1)  # the blank text between "<b>hello</b> <i>world</i>" (not visited)
+                _add(&walk.text, cur.content, strlen(<const char *>cur.content))
+                parts += 1
                 if in_link:
-                    link_chars += len(text.strip())
+                    link_chars += _stripped_chars(cur.content)
         while cur.next is NULL:
             cur = cur.parent
             if (cur is NULL or cur.type == tree.XML_DOCUMENT_NODE
                     or cur.type == tree.XML_HTML_DOCUMENT_NODE):
                 if parts:
-                    walk.close(current, parts, link_chars, markup)
-                return walk.blocks, walk.hashes, walk.chars
+                    walk.close(current, link_chars, markup)
+                return walk.result()
             if _is_named(cur, "body") and cur.ns is NULL:
                 in_body -= 1
         cur = cur.next
     if parts:
-        walk.close(current, parts, link_chars, markup)
-    return walk.blocks, walk.hashes, walk.chars
+        walk.close(current, link_chars, markup)
+    return walk.result()
 
 
 def head_title(root):
@@ -356,39 +559,42 @@ cdef inline xmlAttr *_first(xmlNode *n, const char *name) noexcept:
     return NULL
 
 
-cdef bint _is_hint(xmlNode *n) except -1:
+cdef char _is_hint(xmlNode *n) except -1:
     """features._is_hint"""
     cdef xmlAttr *a
     if _is_named(n, "article") or _is_named(n, "main"):
         return True
     a = _first(n, "itemprop")
-    if a is not NULL and _attribute_text(a) == "articleBody":
+    if a is not NULL and _attribute_bytes(a) == b"articleBody":
         return True
     a = _first(n, "itemtype")
-    if a is not NULL and "Article" in _attribute_text(a):
+    if a is not NULL and b"Article" in _attribute_bytes(a):
         return True
     a = _first(n, "role")
-    return a is not NULL and _attribute_text(a) == "main"
+    return a is not NULL and _attribute_bytes(a) == b"main"
 
 
-cdef object _class_bits(xmlNode *n):
-    """features._class_bits: the class and id words' groups ("" for a missing one; none without both)."""
+cdef uint32_t _class_bits(xmlNode *n) except? 0xFFFFFFFF:
+    """features._class_bits: the class and id words' groups ("" for a missing one; none without both),
+    remembered per (class, id) pair of UTF-8 bytes."""
     cdef xmlAttr *class_ = _first(n, "class")
     cdef xmlAttr *id_ = _first(n, "id")
     if class_ is NULL and id_ is NULL:
         return 0
-    key = (_attribute_text(class_) if class_ is not NULL else "", _attribute_text(id_) if id_ is not NULL else "")
+    key = ((_attribute_bytes(class_) if class_ is not NULL else b"") + b"\0"
+           + (_attribute_bytes(id_) if id_ is not NULL else b""))
     bits = _words.get(key)
     if bits is None:
         if len(_words) >= _words_limit:
             _words.clear()
-        bits = _words[key] = _words_function(*key)
+        class_text, id_text = key.decode("utf-8").split("\0")
+        bits = _words[key] = _words_function(class_text, id_text)
     return bits
 
 
 def number_tree(blocks):
-    """features.number_tree_plain's numbering of the blocks' owners and their ancestors: lists (parent, depth,
-    owner, tag_bits, hint, class_bits), or None."""
+    """features.number_tree_plain's numbering of the blocks' owners and their ancestors: bytearrays (parent, depth,
+    owner as int64, tag_bits, class_bits as uint32, hint as bool), or None."""
     if _words_function is None:
         raise RuntimeError("configure_tree was not called")
     try:
@@ -397,12 +603,43 @@ def number_tree(blocks):
         return None
 
 
+cdef class _Tree:
+    """number_tree's columns as they grow."""
+    cdef Buffer parent, depth, owner, tag_bits, hint, class_bits
+
+    def __dealloc__(self):
+        free(self.parent.data)
+        free(self.depth.data)
+        free(self.owner.data)
+        free(self.tag_bits.data)
+        free(self.hint.data)
+        free(self.class_bits.data)
+
+    cdef add(self, int64_t above, xmlNode *n):
+        cdef int64_t level = (<int64_t *>self.depth.data)[above] + 1 if above >= 0 else 0
+        cdef uint32_t tag_bits = _tag_value(&_tag_bits, n)
+        cdef uint32_t class_bits = _class_bits(n)
+        cdef char hint = _is_hint(n)
+        _add(&self.parent, &above, 8)
+        _add(&self.depth, &level, 8)
+        _add(&self.tag_bits, &tag_bits, 4)
+        _add(&self.class_bits, &class_bits, 4)
+        _add(&self.hint, &hint, 1)
+
+    cdef columns(self):
+        return (PyByteArray_FromStringAndSize(self.parent.data, self.parent.size),
+                PyByteArray_FromStringAndSize(self.depth.data, self.depth.size),
+                PyByteArray_FromStringAndSize(self.owner.data, self.owner.size),
+                PyByteArray_FromStringAndSize(self.tag_bits.data, self.tag_bits.size),
+                PyByteArray_FromStringAndSize(self.hint.data, self.hint.size),
+                PyByteArray_FromStringAndSize(self.class_bits.data, self.class_bits.size))
+
+
 cdef _number_tree(blocks):
     cdef xmlNode *node
-    cdef xmlNode *n
-    cdef Py_ssize_t above, number
+    cdef int64_t above, number, mine
+    cdef _Tree columns = _Tree()
     numbers = {}
-    parent, depth, owner, tag_bits, hint, class_bits = [], [], [], [], [], []
     chain = []
     for block in blocks:
         element = block.element
@@ -422,17 +659,13 @@ cdef _number_tree(blocks):
             chain.append(<size_t>node)
             node = _parent_element(node)
         for address in reversed(chain):
-            n = <xmlNode *><size_t>address
-            number = len(parent)
+            number = len(numbers)
             numbers[address] = number
-            parent.append(above)
-            depth.append(depth[above] + 1 if above >= 0 else 0)
-            tag_bits.append(_tag_bits.get(_name(n), 0))
-            hint.append(_is_hint(n))
-            class_bits.append(_class_bits(n))
+            columns.add(above, <xmlNode *><size_t>address)
             above = number
-        owner.append(numbers[start])
-    return parent, depth, owner, tag_bits, hint, class_bits
+        mine = numbers[start]
+        _add(&columns.owner, &mine, 8)
+    return columns.columns()
 
 
 # --- extract's container rules -----------------------------------------------------------------------------------
@@ -461,7 +694,7 @@ def match_rules(root, rules):
     cdef bint hit
     while cur is not NULL:
         if cur.type == tree.XML_ELEMENT_NODE:
-            name = _name(cur)
+            name = <bytes>(<const char *>cur.name)
             for (tag, id_, token), matches in zip(rules, found):
                 if tag is not None and (cur.ns is not NULL or name != tag):
                     continue

@@ -78,8 +78,8 @@ def segment(root: etree._Element, page: Page) -> Segmented:
     if walked is None:
         return _segment_plain(root, page)
     blocks, hashes, chars = walked
-    return Segmented(page=page, blocks=tuple(blocks), vector=np.array(hashes, dtype=np.uint32),
-                     title=_title(root), root=root, chars=np.array(chars, dtype=np.int64))
+    return Segmented(page=page, blocks=tuple(blocks), vector=np.frombuffer(hashes, dtype=np.uint32).copy(),
+                     title=_title(root), root=root, chars=np.frombuffer(chars, dtype=np.int64).copy())
 
 
 def _segment_plain(root: etree._Element, page: Page) -> Segmented:

@@ -139,10 +139,11 @@ def number_tree(seg: Segmented) -> Tree:
     numbered = walk.number_tree(seg.blocks) if walk is not None else None
     if numbered is None:
         return _number_tree_plain(seg)
-    parent, depth, owner, tag_bits, hint, class_bits = numbered  # lists
-    return Tree(parent=np.array(parent, dtype=np.int64), depth=np.array(depth, dtype=np.int64),
-                class_bits=np.array(class_bits, dtype=np.uint32), tag_bits=np.array(tag_bits, dtype=np.uint32),
-                hint=np.array(hint, dtype=bool), owner=np.array(owner, dtype=np.int64))
+    parent, depth, owner, tag_bits, hint, class_bits = numbered  # bytearrays: writable arrays
+    return Tree(parent=np.frombuffer(parent, dtype=np.int64), depth=np.frombuffer(depth, dtype=np.int64),
+                class_bits=np.frombuffer(class_bits, dtype=np.uint32),
+                tag_bits=np.frombuffer(tag_bits, dtype=np.uint32), hint=np.frombuffer(hint, dtype=bool),
+                owner=np.frombuffer(owner, dtype=np.int64))
 
 
 def _number_tree_plain(seg: Segmented) -> Tree:
