@@ -564,6 +564,8 @@ cdef char _is_hint(xmlNode *n) except -1:
     cdef xmlAttr *a
     if _is_named(n, "article") or _is_named(n, "main"):
         return True
+    if n.properties is NULL:
+        return False
     a = _first(n, "itemprop")
     if a is not NULL and _attribute_bytes(a) == b"articleBody":
         return True
@@ -577,6 +579,8 @@ cdef char _is_hint(xmlNode *n) except -1:
 cdef uint32_t _class_bits(xmlNode *n) except? 0xFFFFFFFF:
     """features._class_bits: the class and id words' groups ("" for a missing one; none without both),
     remembered per (class, id) pair of UTF-8 bytes."""
+    if n.properties is NULL:
+        return 0
     cdef xmlAttr *class_ = _first(n, "class")
     cdef xmlAttr *id_ = _first(n, "id")
     if class_ is NULL and id_ is NULL:
@@ -635,36 +639,43 @@ cdef class _Tree:
                 PyByteArray_FromStringAndSize(self.class_bits.data, self.class_bits.size))
 
 
+DEF MAX_DEPTH = 4096
+
+
 cdef _number_tree(blocks):
     cdef xmlNode *node
-    cdef int64_t above, number, mine
+    cdef xmlNode *last = NULL
+    cdef xmlNode *chain[MAX_DEPTH]
+    cdef int length
+    cdef int64_t above = -1, number = 0
     cdef _Tree columns = _Tree()
     numbers = {}
-    chain = []
     for block in blocks:
         element = block.element
         if not isinstance(element, _Element) or (<_Element>element)._c_node is NULL:
             raise _Decline
         node = (<_Element>element)._c_node
-        start = <size_t>node
-        above = -1
-        del chain[:]
-        while node is not NULL:
-            known = numbers.get(<size_t>node)
-            if known is not None:
-                above = known
-                break
-            if node.type != tree.XML_ELEMENT_NODE or node.ns is not NULL:
-                raise _Decline
-            chain.append(<size_t>node)
-            node = _parent_element(node)
-        for address in reversed(chain):
-            number = len(numbers)
-            numbers[address] = number
-            columns.add(above, <xmlNode *><size_t>address)
-            above = number
-        mine = numbers[start]
-        _add(&columns.owner, &mine, 8)
+        if node is not last:  # else the previous block's owner: ``above`` is its number
+            last = node
+            above = -1
+            length = 0
+            while node is not NULL:
+                known = numbers.get(<size_t>node)
+                if known is not None:
+                    above = known
+                    break
+                if node.type != tree.XML_ELEMENT_NODE or node.ns is not NULL or length == MAX_DEPTH:
+                    raise _Decline
+                chain[length] = node
+                length += 1
+                node = _parent_element(node)
+            while length:  # number the new elements, parents first
+                length -= 1
+                numbers[<size_t>chain[length]] = number
+                columns.add(above, chain[length])
+                above = number
+                number += 1
+        _add(&columns.owner, &above, 8)
     return columns.columns()
 
 
