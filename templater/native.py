@@ -25,7 +25,8 @@ def _load():
         return None, None, f"pure Python ({PURE_ENV} is set)"
     try:
         from . import _numeric, _walk
-    except ImportError as e:  # not built (no C compiler at install time), or built against another lxml
+    except (ImportError, ValueError) as e:  # not built (no C compiler at install time), or built against an lxml
+        # whose element type is laid out otherwise (Cython's type import raises ValueError)
         return None, None, (f"pure Python: the compiled walk did not load ({e}); reinstall with a C compiler for "
                             "~3x speed")
     return _walk, _numeric, "compiled (templater._walk: Cython over lxml; templater._numeric: C)"
