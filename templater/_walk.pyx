@@ -12,8 +12,8 @@ from cpython.bytearray cimport PyByteArray_FromStringAndSize
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.unicode cimport Py_UNICODE_ISSPACE
 from libc.stdint cimport int64_t, uint32_t
-from libc.stdlib cimport free, realloc
-from libc.string cimport memcpy, strcmp, strlen
+from libc.stdlib cimport calloc, free, realloc
+from libc.string cimport memcpy, strcmp, strlen, strncmp, strstr
 from lxml.includes cimport tree
 from lxml.includes.tree cimport xmlAttr, xmlNode
 from lxml.includes.etreepublic cimport _Document, _Element, elementFactory, import_lxml__etree
@@ -525,27 +525,41 @@ def head_title(root):
 def inside(owners, elements):
     """extract.inside_plain: per owner (bytes of bool), is it one of ``elements`` or below one; or None."""
     cdef xmlNode *node
+    cdef Py_ssize_t i
     marked = set()
     for element in elements:
         if not isinstance(element, _Element) or (<_Element>element)._c_node is NULL:
             return None
         marked.add(<size_t>(<_Element>element)._c_node)
     out = bytearray(len(owners))
-    cdef Py_ssize_t i = 0
-    for element in owners:
+    cdef unsigned char[::1] view = out
+    cdef dict known = {}  # element -> answer, for the owners and ancestors met so far
+    for i, element in enumerate(owners):
         if not isinstance(element, _Element):
             return None
         node = (<_Element>element)._c_node
         if node is NULL or node.type != tree.XML_ELEMENT_NODE:
             return None
         if marked:
-            while node is not NULL:
-                if <size_t>node in marked:
-                    out[i] = 1
-                    break
-                node = _parent_element(node)
-        i += 1
+            view[i] = _inside(node, marked, known)
     return bytes(out)
+
+
+cdef bint _inside(xmlNode *node, set marked, dict known) except -1:
+    """The node or one of its ancestors is marked (answers remembered per element in ``known``)."""
+    cdef xmlNode *parent
+    cdef bint answer
+    key = <size_t>node
+    found = known.get(key)
+    if found is not None:
+        return found
+    if key in marked:
+        answer = True
+    else:
+        parent = _parent_element(node)
+        answer = parent is not NULL and _inside(parent, marked, known)
+    known[key] = answer
+    return answer
 
 
 # --- features.number_tree ---------------------------------------------------------------------------------------
@@ -680,10 +694,49 @@ cdef _number_tree(blocks):
 
 
 # --- extract's container rules -----------------------------------------------------------------------------------
-cdef str _xml_normalized(str value):
-    """normalize-space(): runs of XML blanks (space, tab, CR, LF) become one space, none at the ends."""
-    return " ".join([part for part in value.replace("\t", " ").replace("\n", " ").replace("\r", " ").split(" ")
-                     if part])
+cdef struct Rule:
+    const char *tag  # NULL: any element
+    const char *id_  # NULL: no id test
+    const char *token  # " TOKEN ", NULL: no class test
+
+
+cdef bint _value_is(xmlAttr *a, const char *expected) noexcept:
+    """The attribute's text and CDATA children, joined, are ``expected``."""
+    cdef xmlNode *t = a.children
+    cdef size_t size
+    while t is not NULL:
+        if (t.type == tree.XML_TEXT_NODE or t.type == tree.XML_CDATA_SECTION_NODE) and t.content is not NULL:
+            size = strlen(<const char *>t.content)
+            if strncmp(<const char *>t.content, expected, size) != 0:
+                return False
+            expected += size
+        t = t.next
+    return expected[0] == 0
+
+
+cdef bint _class_holds(xmlAttr *a, const char *token, Buffer *scratch) except -1:
+    """' ' + normalize-space(the attribute's text and CDATA) + ' ' holds ``token`` (a NULL attribute reads as "")."""
+    cdef xmlNode *t = a.children if a is not NULL else NULL
+    cdef const unsigned char *p
+    cdef bint pending = False, any = False
+    scratch.size = 0
+    _add(scratch, " ", 1)
+    while t is not NULL:
+        if (t.type == tree.XML_TEXT_NODE or t.type == tree.XML_CDATA_SECTION_NODE) and t.content is not NULL:
+            p = t.content
+            while p[0]:
+                if p[0] == 32 or p[0] == 9 or p[0] == 10 or p[0] == 13:
+                    pending = any
+                else:
+                    if pending:
+                        _add(scratch, " ", 1)
+                        pending = False
+                    any = True
+                    _add(scratch, p, 1)
+                p += 1
+        t = t.next
+    _add(scratch, " ", 2)  # the space and the NUL
+    return strstr(scratch.data, token) is not NULL
 
 
 def match_rules(root, rules):
@@ -696,33 +749,49 @@ def match_rules(root, rules):
     cdef xmlNode *c_root = (<_Element>root)._c_node
     if c_root is NULL or c_root.doc is NULL:
         return None
-    cdef _Document doc = (<_Element>root)._doc
-    rules = [(tag.encode("utf-8") if tag is not None else None, id_, None if token is None else f" {token} ")
-             for tag, id_, token in rules]
-    found = [[] for _ in rules]
-    cdef xmlNode *cur = <xmlNode *>c_root.doc.children
+    held = [(None if tag is None else tag.encode("utf-8", "surrogatepass"),
+             None if id_ is None else id_.encode("utf-8", "surrogatepass"),
+             None if token is None else f" {token} ".encode("utf-8", "surrogatepass")) for tag, id_, token in rules]
+    cdef Rule *c_rules = <Rule *>calloc(len(held) or 1, sizeof(Rule))
+    cdef Buffer scratch
+    scratch.data = NULL
+    scratch.size = scratch.capacity = 0
+    if c_rules is NULL:
+        raise MemoryError
+    try:
+        for i, (tag, id_, token) in enumerate(held):
+            c_rules[i].tag = <const char *>tag if tag is not None else NULL
+            c_rules[i].id_ = <const char *>id_ if id_ is not None else NULL
+            c_rules[i].token = <const char *>token if token is not None else NULL
+        return _match_rules((<_Element>root)._doc, <xmlNode *>c_root.doc.children, c_rules, len(held), &scratch)
+    finally:
+        free(c_rules)
+        free(scratch.data)
+
+
+cdef list _match_rules(_Document doc, xmlNode *cur, Rule *rules, Py_ssize_t count, Buffer *scratch):
+    found = [[] for _ in range(count)]
     cdef xmlAttr *a
     cdef bint hit
+    cdef Py_ssize_t i
     while cur is not NULL:
         if cur.type == tree.XML_ELEMENT_NODE:
-            name = <bytes>(<const char *>cur.name)
-            for (tag, id_, token), matches in zip(rules, found):
-                if tag is not None and (cur.ns is not NULL or name != tag):
+            for i in range(count):
+                if rules[i].tag is not NULL and (cur.ns is not NULL
+                                                 or strcmp(<const char *>cur.name, rules[i].tag) != 0):
                     continue
                 hit = False
-                if id_ is not None:  # @id = 'ID': any id attribute (no namespace) with that value
+                if rules[i].id_ is not NULL:  # @id = 'ID': any id attribute (no namespace) with that value
                     a = cur.properties
                     while a is not NULL and not hit:
                         if (a.type == tree.XML_ATTRIBUTE_NODE and a.ns is NULL
                                 and strcmp(<const char *>a.name, "id") == 0):
-                            hit = _text_value(a) == id_
+                            hit = _value_is(a, rules[i].id_)
                         a = a.next
-                if token is not None:  # the first class attribute, normalize-space'd, between spaces, holds it
-                    a = _first(cur, "class")
-                    value = _text_value(a) if a is not NULL else ""
-                    hit = token in f" {_xml_normalized(value)} "
+                if rules[i].token is not NULL:  # the first class attribute, normalize-space'd, between spaces
+                    hit = _class_holds(_first(cur, "class"), rules[i].token, scratch)
                 if hit:
-                    matches.append(elementFactory(doc, cur))
+                    (<list>found[i]).append(elementFactory(doc, cur))
             if cur.children is not NULL:
                 cur = cur.children
                 continue
@@ -732,17 +801,6 @@ def match_rules(root, rules):
                 return found
         cur = cur.next
     return found
-
-
-cdef str _text_value(xmlAttr *a):
-    """The attribute's text and CDATA children joined (others skipped, as the XPath string value reads it)."""
-    cdef xmlNode *t = a.children
-    parts = []
-    while t is not NULL:
-        if (t.type == tree.XML_TEXT_NODE or t.type == tree.XML_CDATA_SECTION_NODE) and t.content is not NULL:
-            parts.append(_text(<const char *>t.content))
-        t = t.next
-    return "".join(parts)
 
 
 # --- string-length(normalize-space(.)) ---------------------------------------------------------------------------
