@@ -1,7 +1,7 @@
 /* templater._numeric: the numeric passes of the single-page classifier and two byte scans of the parse, in C.
  *
  * Kept compiled because it pays (measured: numpy's per-call overhead on pages of a few hundred blocks makes
- * block_features and context_features about 9x slower, the text counts about 5x); each function
+ * block_features, context_features, the text counts and the ensemble several times slower); each function
  * computes what its numpy or Python definition computes, and tests/test_speedups.py holds them equal with numpy
  * as the oracle. No lxml or libxml2 here: the tree walks are templater/_walk.pyx (Cython over lxml's C API).
  */
@@ -123,6 +123,180 @@ done:
     return result;
 }
 
+
+/* --- ann.predict_mean's ensemble forward pass ------------------------------------------------------------- */
+#include <math.h>  /* fabs, copysign */
+
+/* The loops below are written so that the compiler vectorises them: no calls (exp and tanh are computed inline,
+ * ann_exp), no branches but selects. They are compiled twice on x86-64 with GCC or clang, once for any CPU and once
+ * for AVX2 with FMA (chosen at run time), and each time once more for the shipped ensembles' shape (3 networks of
+ * 8 hidden units), whose constant loop bounds let the hidden sums stay in registers. */
+#if defined(__GNUC__) || defined(__clang__)
+#define FORWARD_INLINE static inline __attribute__((always_inline))
+#define RESTRICT __restrict__
+#else
+#define FORWARD_INLINE static inline
+#define RESTRICT
+#endif
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#define FORWARD_AVX2 1
+static int has_avx2_fma = 0;  /* set by PyInit__numeric */
+#endif
+
+/* exp(y) for |y| <= 700 (or NaN, which it returns), to about an ulp: y = n ln2 + r with |r| <= ln2 / 2 (ln2 in
+ * two parts, fdlibm's, so n ln2_hi is exact), exp(r) by its Taylor series to r^13 (the next term is below 2^-56
+ * of the result), times 2^n built in the exponent bits. */
+FORWARD_INLINE double ann_exp(double y) {
+    const double shifter = 0x1.8p52, log2e = 1.44269504088896338700e+00;
+    const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
+    double k = y * log2e + shifter;  /* n = round(y / ln2) in the low bits of k */
+    double n = k - shifter;
+    double r = y - n * ln2_hi;
+    r = r - n * ln2_lo;
+    double p = 1.0 / 6227020800.0;
+    p = p * r + 1.0 / 479001600.0;
+    p = p * r + 1.0 / 39916800.0;
+    p = p * r + 1.0 / 3628800.0;
+    p = p * r + 1.0 / 362880.0;
+    p = p * r + 1.0 / 40320.0;
+    p = p * r + 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    int64_t bits;
+    memcpy(&bits, &k, 8);
+    bits = (bits - 0x4338000000000000LL + 1023) << 52;  /* (n + bias) in the exponent field: 2^n */
+    double scale;
+    memcpy(&scale, &bits, 8);
+    return p * scale;
+}
+
+/* One row's standardisation, as numpy does it: (x - mean) / std, the same floats. */
+FORWARD_INLINE void forward_scale(const double *RESTRICT x, const double *RESTRICT mean, const double *RESTRICT std,
+                                  double *RESTRICT scaled, Py_ssize_t width) {
+    for (Py_ssize_t i = 0; i < width; i++) scaled[i] = (x[i] - mean[i]) / std[i];
+}
+
+/* sums[u] = scaled @ W[:, u] over all networks' units at once (row i of W holds every unit's weight of input i). */
+FORWARD_INLINE void forward_sums(const double *RESTRICT scaled, const double *RESTRICT weights,
+                                 double *RESTRICT sums, Py_ssize_t width, Py_ssize_t units) {
+    for (Py_ssize_t u = 0; u < units; u++) sums[u] = 0.0;
+    for (Py_ssize_t i = 0; i < width; i++) {
+        const double s = scaled[i], *RESTRICT row = weights + i * units;
+        for (Py_ssize_t u = 0; u < units; u++) sums[u] += s * row[u];
+    }
+}
+
+/* sums[u] = tanh(sums[u] + b[u]) * w[u], tanh(h) = sign(h) (1 - 2 / (exp(2 |h|) + 1)) with |h| capped at 20
+ * (where tanh is 1.0 in doubles); a NaN stays NaN. Two loops, so that each vectorises. */
+FORWARD_INLINE void forward_tanh(double *RESTRICT sums, const double *RESTRICT bias,
+                                 const double *RESTRICT output_weights, double *RESTRICT magnitude, Py_ssize_t units) {
+    for (Py_ssize_t u = 0; u < units; u++) {
+        sums[u] += bias[u];
+        double a = fabs(sums[u]);
+        magnitude[u] = a > 20.0 ? 20.0 : a;
+    }
+    for (Py_ssize_t u = 0; u < units; u++)
+        sums[u] = copysign(1.0 - 2.0 / (ann_exp(2.0 * magnitude[u]) + 1.0), sums[u]) * output_weights[u];
+}
+
+typedef struct {
+    const double *packed, *inputs;
+    double *out, *scratch;  /* scratch: width + 2 * hidden * networks doubles */
+    Py_ssize_t rows, width, hidden, networks;
+} Forward;
+
+/* Every row of f->inputs through the ensemble: standardise, the hidden units of all networks, per network the
+ * output unit (sigmoid with ann._sigmoid's clip at +-50), their mean (added in network order, then divided, as
+ * np.mean does). hidden and networks are f's or the constants of a specialised copy. */
+FORWARD_INLINE void forward_rows(const Forward *f, Py_ssize_t hidden, Py_ssize_t networks) {
+    const Py_ssize_t width = f->width, units = hidden * networks;
+    const double *mean = f->packed, *std = mean + width, *weights = std + width, *bias = weights + width * units,
+                 *output_weights = bias + units, *output_bias = output_weights + units;
+    double *scaled = f->scratch, *sums = scaled + width, *magnitude = sums + units;
+    for (Py_ssize_t r = 0; r < f->rows; r++) {
+        forward_scale(f->inputs + r * width, mean, std, scaled, width);
+        forward_sums(scaled, weights, sums, width, units);
+        forward_tanh(sums, bias, output_weights, magnitude, units);
+        double total = 0.0;
+        for (Py_ssize_t k = 0; k < networks; k++) {
+            double logit = 0.0;
+            for (Py_ssize_t j = k * hidden; j < (k + 1) * hidden; j++) logit += sums[j];
+            logit += output_bias[k];
+            logit = logit < -50.0 ? -50.0 : logit > 50.0 ? 50.0 : logit;  /* NaN stays NaN */
+            total += 1.0 / (1.0 + ann_exp(-logit));
+        }
+        f->out[r] = total / (double)networks;
+    }
+}
+
+static void forward_any(const Forward *f) { forward_rows(f, f->hidden, f->networks); }
+static void forward_8x3(const Forward *f) { forward_rows(f, 8, 3); }
+#ifdef FORWARD_AVX2
+__attribute__((target("avx2,fma"))) static void forward_any_avx2(const Forward *f) {
+    forward_rows(f, f->hidden, f->networks);
+}
+__attribute__((target("avx2,fma"))) static void forward_8x3_avx2(const Forward *f) { forward_rows(f, 8, 3); }
+#endif
+
+/* ensemble(packed, inputs, out, rows, width, hidden, networks, portable=False): per row of inputs (float64, rows x width), the
+ * mean over the networks of sigmoid(tanh(((x - mean) / std) @ W + b) @ w + c), written to out (float64, rows).
+ * packed (float64) is what ann._pack lays out: mean[width], std[width], then W[width][networks * hidden]
+ * (network k's unit j in column k * hidden + j, so one pass over a row of inputs feeds every network),
+ * b[networks * hidden], w[networks * hidden], c[networks]. The standardisation gives numpy's floats; the sums
+ * are added in another order than numpy's matmul adds them (and fused where the CPU has FMA) and exp/tanh are
+ * ann_exp's, so the scores agree with ann.predict_mean's numpy definition to rounding (the tests hold them to
+ * 1e-12), not bit for bit. portable: the copy for any CPU even where AVX2 is at hand (so the tests run both). */
+static PyObject *ensemble(PyObject *self, PyObject *args) {
+    PyObject *packed_obj, *inputs_obj, *out_obj;
+    Forward f;
+    int portable = 0;
+    if (!PyArg_ParseTuple(args, "OOOnnnn|p", &packed_obj, &inputs_obj, &out_obj, &f.rows, &f.width, &f.hidden,
+                          &f.networks, &portable))
+        return NULL;
+    if (f.rows < 0 || f.width < 1 || f.hidden < 1 || f.networks < 1) {
+        PyErr_SetString(PyExc_ValueError, "ensemble: bad sizes");
+        return NULL;
+    }
+    Py_ssize_t units = f.networks * f.hidden;
+    Py_buffer pv, iv, ov;
+    if (get_buffer(packed_obj, &pv, 8, 2 * f.width + f.width * units + 2 * units + f.networks) < 0) return NULL;
+    if (get_buffer(inputs_obj, &iv, 8, f.rows * f.width) < 0) { PyBuffer_Release(&pv); return NULL; }
+    if (PyObject_GetBuffer(out_obj, &ov, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&pv);
+        PyBuffer_Release(&iv);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    f.scratch = NULL;
+    if (ov.len != f.rows * 8) { PyErr_SetString(PyExc_ValueError, "array of the wrong size"); goto done; }
+    f.scratch = PyMem_Malloc((f.width + 2 * units) * sizeof(double));
+    if (!f.scratch) { PyErr_NoMemory(); goto done; }
+    f.packed = pv.buf;
+    f.inputs = iv.buf;
+    f.out = ov.buf;
+    int shipped = f.hidden == 8 && f.networks == 3;
+#ifndef FORWARD_AVX2
+    (void)portable;
+#endif
+#ifdef FORWARD_AVX2
+    if (has_avx2_fma && !portable) (shipped ? forward_8x3_avx2 : forward_any_avx2)(&f);
+    else
+#endif
+        (shipped ? forward_8x3 : forward_any)(&f);
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    PyMem_Free(f.scratch);
+    PyBuffer_Release(&pv);
+    PyBuffer_Release(&iv);
+    PyBuffer_Release(&ov);
+    return result;
+}
 
 /* --- features._text_columns' per-block counts -------------------------------------------------------------- */
 /* The class bits of features._CLASS_TABLE (kept equal to the Python constants by features.py's check). */
@@ -956,6 +1130,9 @@ static PyMethodDef methods[] = {
      "utf8_controls_to_space(text) -> bytes: parse.clean_text's encode-and-translate step."},
     {"text_matrix", text_matrix, METH_VARARGS,
      "text_matrix(blocks, title_words, table, fill) -> bytearray | None: features._text_columns' float64 matrix"},
+    {"ensemble", ensemble, METH_VARARGS,
+     "ensemble(packed, inputs, out, rows, width, hidden, networks, portable=False): ann.predict_mean of a packed "
+     "ensemble."},
     {"tree_distances", tree_distances, METH_VARARGS, "tree_distances(parent, bits, n, count, far) -> bytes"},
     {"tree_inside", tree_inside, METH_VARARGS, "tree_inside(parent, marked, n) -> bytes"},
     {"tree_sum_up", tree_sum_up, METH_VARARGS, "tree_sum_up(parent, depth, values, n) -> bytes | None"},
@@ -971,6 +1148,10 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_numeric", NULL, -1, methods};
 
 PyMODINIT_FUNC PyInit__numeric(void) {
+#ifdef FORWARD_AVX2
+    __builtin_cpu_init();
+    has_avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
     lower_name = PyUnicode_InternFromString("lower");
     if (!lower_name) return NULL;
     return PyModule_Create(&module);

@@ -522,44 +522,44 @@ def head_title(root):
     return None
 
 
+DEF FEW = 16  # up to this many elements, inside compares node pointers; more go into a set
+
+
 def inside(owners, elements):
     """extract.inside_plain: per owner (bytes of bool), is it one of ``elements`` or below one; or None."""
     cdef xmlNode *node
-    cdef Py_ssize_t i
+    cdef xmlNode *few[FEW]
+    cdef Py_ssize_t i, k, count = 0
+    cdef bint hit
     marked = set()
     for element in elements:
         if not isinstance(element, _Element) or (<_Element>element)._c_node is NULL:
             return None
-        marked.add(<size_t>(<_Element>element)._c_node)
+        node = (<_Element>element)._c_node
+        if count < FEW:
+            few[count] = node
+        count += 1
+        marked.add(<size_t>node)
     out = bytearray(len(owners))
     cdef unsigned char[::1] view = out
-    cdef dict known = {}  # element -> answer, for the owners and ancestors met so far
     for i, element in enumerate(owners):
         if not isinstance(element, _Element):
             return None
         node = (<_Element>element)._c_node
         if node is NULL or node.type != tree.XML_ELEMENT_NODE:
             return None
-        if marked:
-            view[i] = _inside(node, marked, known)
+        hit = False
+        while count and node is not NULL and not hit:
+            if count <= FEW:
+                for k in range(count):
+                    if few[k] is node:
+                        hit = True
+                        break
+            else:
+                hit = <size_t>node in marked
+            node = _parent_element(node)
+        view[i] = hit
     return bytes(out)
-
-
-cdef bint _inside(xmlNode *node, set marked, dict known) except -1:
-    """The node or one of its ancestors is marked (answers remembered per element in ``known``)."""
-    cdef xmlNode *parent
-    cdef bint answer
-    key = <size_t>node
-    found = known.get(key)
-    if found is not None:
-        return found
-    if key in marked:
-        answer = True
-    else:
-        parent = _parent_element(node)
-        answer = parent is not NULL and _inside(parent, marked, known)
-    known[key] = answer
-    return answer
 
 
 # --- features.number_tree ---------------------------------------------------------------------------------------

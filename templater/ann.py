@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import native
 
 LEARNING_RATE = 0.01
 ADAM_BETAS = (0.9, 0.999)
@@ -64,21 +65,23 @@ def predict(network: Network, inputs: np.ndarray) -> np.ndarray:
 def predict_mean(networks, inputs: np.ndarray) -> np.ndarray:
     """The mean probability of an ensemble of networks.
 
-    Members trained on the same inputs share their standardisation: they run as one network, their hidden layers
-    side by side (one matrix product per layer for the whole ensemble; the numbers are those of each member's own
-    forward pass but for the order in which a matrix product adds, last bits at most)."""
-    packed = _packed(networks) if len(inputs) else None
-    if packed is None:
-        return np.mean([predict(network, inputs) for network in networks], axis=0)
-    mean, std, hidden_weights, hidden_bias, output_weights, output_bias = packed
-    scaled = inputs - mean
-    scaled /= std
-    hidden = scaled @ hidden_weights
-    hidden += hidden_bias
-    np.tanh(hidden, out=hidden)
-    output = hidden @ output_weights
-    output += output_bias
-    return _sigmoid_in_place(output).mean(axis=1)
+    Where the C extension (templater._numeric) is built, an ensemble whose members share their standardisation is
+    run there in one call (the numpy code below is the definition; the C scores agree with it to rounding, see
+    _predict_mean_c)."""
+    found = _predict_mean_c(networks, inputs)
+    if found is not None:
+        return found
+    return _predict_mean_numpy(networks, inputs)
+
+
+def _predict_mean_numpy(networks, inputs: np.ndarray) -> np.ndarray:
+    """predict_mean in numpy: the definition."""
+    if len(inputs) and len(networks) > 1 and _shared_scaling(networks):
+        # members trained on the same inputs share mean and std: standardise once (the same numbers)
+        scaled = inputs - networks[0].mean
+        scaled /= networks[0].std
+        return np.mean([_forward(network, scaled) for network in networks], axis=0)
+    return np.mean([predict(network, inputs) for network in networks], axis=0)
 
 
 _SHARED: dict[int, tuple[object, bool]] = {}
@@ -95,32 +98,50 @@ def _shared_scaling(networks) -> bool:
     return known[1]
 
 
-_PACKED: dict[int, tuple[object, tuple | None]] = {}
+def _predict_mean_c(networks, inputs: np.ndarray) -> np.ndarray | None:
+    """predict_mean in C (templater._numeric.ensemble), or None where it does not apply: no C extension, members
+    that do not share their standardisation or differ in shape, anything not float64, inputs not a C-contiguous
+    (rows, inputs) array. The standardisation gives numpy's floats; the weighted sums are added in another
+    order than numpy's matmul adds them (fused where the CPU has FMA) and tanh/exp are computed in the C code,
+    so a score may differ from the numpy one in its last bits (tests/test_speedups.py holds them to 1e-12)."""
+    numeric = native.numeric
+    if numeric is None or not isinstance(inputs, np.ndarray) or inputs.dtype != np.float64 or inputs.ndim != 2 \
+            or not inputs.flags.c_contiguous:
+        return None
+    packed = _packed(networks)
+    if packed is None or inputs.shape[1] != len(networks[0].mean):
+        return None
+    out = np.empty(len(inputs))
+    numeric.ensemble(packed, inputs, out, len(inputs), inputs.shape[1], len(networks[0].hidden_bias), len(networks))
+    return out
 
 
-def _packed(networks) -> tuple | None:
-    """An ensemble as one network (remembered per ensemble object, as _shared_scaling does): the shared mean and
-    std, the members' hidden weights side by side (inputs x all hidden units) and hidden biases, their output
-    weights as a block-diagonal (all hidden units x members) matrix and their output biases; None when the members
-    do not share their standardisation."""
+_PACKED: dict[int, tuple[object, np.ndarray | None]] = {}
+
+
+def _packed(networks) -> np.ndarray | None:
+    """An ensemble's weights laid out for templater._numeric.ensemble (remembered per ensemble object, as
+    _shared_scaling does): mean, std, the members' hidden weights side by side (inputs x members*hidden), their
+    hidden biases, output weights and output biases; None when the C pass does not apply to the ensemble."""
     known = _PACKED.get(id(networks))
     if known is None or known[0] is not networks:
         known = _PACKED[id(networks)] = (networks, _pack(networks))
     return known[1]
 
 
-def _pack(networks) -> tuple | None:
+def _pack(networks) -> np.ndarray | None:
     if not len(networks) or not (len(networks) == 1 or _shared_scaling(networks)):
         return None
-    sizes = [len(n.hidden_bias) for n in networks]
-    output_weights = np.zeros((sum(sizes), len(networks)))
-    start = 0
-    for member, (network, size) in enumerate(zip(networks, sizes)):
-        output_weights[start:start + size, member] = network.output_weights
-        start += size
-    return (networks[0].mean, networks[0].std, np.hstack([n.hidden_weights for n in networks]),
-            np.concatenate([n.hidden_bias for n in networks]), output_weights,
-            np.array([float(n.output_bias) for n in networks]))
+    first = networks[0]
+    width, hidden = len(first.mean), len(first.hidden_bias)
+    arrays = [a for n in networks for a in (n.mean, n.std, n.hidden_weights, n.hidden_bias, n.output_weights)]
+    if any(not isinstance(a, np.ndarray) or a.dtype != np.float64 for a in arrays) or any(
+            n.mean.shape != (width,) or n.std.shape != (width,) or n.hidden_weights.shape != (width, hidden)
+            or n.hidden_bias.shape != (hidden,) or n.output_weights.shape != (hidden,) for n in networks):
+        return None
+    return np.concatenate([first.mean, first.std, np.hstack([n.hidden_weights for n in networks]).ravel(),
+                           *[n.hidden_bias for n in networks], *[n.output_weights for n in networks],
+                           np.array([float(n.output_bias) for n in networks])])
 
 
 def _forward(network: Network, scaled: np.ndarray) -> np.ndarray:

@@ -469,18 +469,18 @@ def test_c_clean_encoding_matches_encode_and_translate(text):
         parse._CONTROL_TO_SPACE)
 
 
-# --- the packed ensemble pass (ann.predict_mean) against the mean of its members' own forward passes ----------------
-# Not bit for bit: one matrix product over all members adds the weighted sums in another order than one product per
-# member may. They must agree to 1e-12 and give the same keep/drop decisions.
+# --- the C ensemble forward pass (templater._numeric.ensemble) against ann's numpy definition --------------------------
+# Not bit for bit: the C pass adds the weighted sums in another order than numpy's matmul (fused where the CPU has
+# FMA) and computes tanh and exp itself, so the scores may differ in their last bits. They must agree to 1e-12 and
+# give the same keep/drop decisions.
 
 from templater import ann, fallback  # noqa: E402
 
 TOLERANCE = 1e-12
 
 
-def members_mean(networks, inputs):
-    """The definition: the mean of the members' probabilities, each network on its own."""
-    return np.mean([ann.predict(network, inputs) for network in networks], axis=0)
+def numpy_ensemble(monkeypatch):
+    monkeypatch.setattr(ann, "_predict_mean_c", lambda networks, inputs: None)
 
 
 def assert_close(fast, plain):
@@ -489,7 +489,16 @@ def assert_close(fast, plain):
     assert np.abs(fast - plain).max(initial=0.0) <= TOLERANCE
 
 
-def test_packed_ensemble_matches_its_members_on_the_samples(monkeypatch):
+def portable_scores(networks, inputs):
+    """The C pass's copy for any CPU (predict_mean takes the AVX2 copy where the CPU has AVX2)."""
+    out = np.empty(len(inputs))
+    native.numeric.ensemble(ann._packed(networks), inputs, out, len(inputs), inputs.shape[1],
+                          len(networks[0].hidden_bias), len(networks), True)
+    return out
+
+
+@needs_walk
+def test_c_ensemble_matches_numpy_on_the_samples(monkeypatch):
     weights = fallback.default_weights()
     cases, rows = [], 0
     for seg in sample_pages():
@@ -497,11 +506,16 @@ def test_packed_ensemble_matches_its_members_on_the_samples(monkeypatch):
             continue
         tree = features.number_tree(seg)
         block = features.block_features(seg, tree)
-        assert ann._packed(weights.first) is not None  # the shipped ensembles run packed
-        first = members_mean(weights.first, block)
-        assert_close(ann.predict_mean(weights.first, block), first)
-        both = np.hstack([block, features.context_features(seg, tree, first)])
-        assert_close(ann.predict_mean(weights.second, both), members_mean(weights.second, both))
+        first = ann._predict_mean_c(weights.first, block)
+        assert first is not None  # the C pass takes the shipped ensembles
+        plain_first = ann._predict_mean_numpy(weights.first, block)
+        assert_close(first, plain_first)
+        assert_close(portable_scores(weights.first, block), plain_first)
+        # the second stage on the same inputs both ways (the numpy first stage's context)
+        both = np.hstack([block, features.context_features(seg, tree, plain_first)])
+        plain_second = ann._predict_mean_numpy(weights.second, both)
+        assert_close(ann._predict_mean_c(weights.second, both), plain_second)
+        assert_close(portable_scores(weights.second, both), plain_second)
         scores = fallback.score_blocks(seg, weights)
         keep = fallback.select_blocks(seg, weights=weights)
         allowed = np.arange(len(seg.blocks)) % 4 != 1
@@ -510,7 +524,7 @@ def test_packed_ensemble_matches_its_members_on_the_samples(monkeypatch):
         cases.append((seg, allowed, scores, keep, behind, fdr))
         rows += len(seg.blocks)
     assert len(cases) > 5 and rows > 500
-    monkeypatch.setattr(ann, "predict_mean", members_mean)
+    numpy_ensemble(monkeypatch)
     for seg, allowed, scores, keep, behind, fdr in cases:
         assert_close(scores, fallback.score_blocks(seg, weights))
         assert keep.tobytes() == fallback.select_blocks(seg, weights=weights).tobytes()
@@ -550,31 +564,148 @@ def ensembles_and_inputs(draw):
     return networks, inputs
 
 
+@needs_walk
 @settings(max_examples=300, deadline=None)
 @given(ensembles_and_inputs())
-def test_packed_ensemble_matches_its_members_on_generated_networks(case):
+def test_c_ensemble_matches_numpy_on_generated_networks(case):
     networks, inputs = case
-    assert ann._packed(networks) is not None
-    assert_close(ann.predict_mean(networks, inputs), members_mean(networks, inputs))
+    fast = ann._predict_mean_c(networks, inputs)
+    assert fast is not None
+    plain = ann._predict_mean_numpy(networks, inputs)
+    assert_close(fast, plain)
+    assert_close(portable_scores(networks, inputs), plain)
 
 
-def test_packed_ensemble_edges():
+@needs_walk
+def test_c_ensemble_edges():
     weights = fallback.default_weights()
     rng = np.random.default_rng(5)
     for networks in (weights.first, weights.second):
         width = len(networks[0].mean)
-        assert_close(ann.predict_mean(networks, np.zeros((0, width))), np.zeros(0))
+        assert_close(ann._predict_mean_c(networks, np.zeros((0, width))), np.zeros(0))
         for inputs in (np.zeros((1, width)), rng.normal(size=(1, width)), np.full((3, width), 1e12),
-                       np.full((3, width), -1e12), rng.normal(size=(40, width)) * 1e3,
-                       np.asfortranarray(rng.normal(size=(6, width))), rng.normal(size=(6, width)).astype(np.float32)):
-            assert_close(ann.predict_mean(networks, inputs), members_mean(networks, inputs))
-        # members that do not share their standardisation run one by one: the definition itself
-        other = networks[:1] + (ann.Network(networks[0].mean + 1, networks[0].std,
-                                            *[getattr(networks[1], name) for name in (
-                                                "hidden_weights", "hidden_bias", "output_weights", "output_bias")]),)
-        assert ann._packed(other) is None
+                       np.full((3, width), -1e12), rng.normal(size=(40, width)) * 1e3):
+            plain = ann._predict_mean_numpy(networks, inputs)
+            assert_close(ann._predict_mean_c(networks, inputs), plain)
+            assert_close(portable_scores(networks, inputs), plain)
+        # what the C pass does not take goes to numpy, which gives the same numbers as ever
         inputs = rng.normal(size=(6, width))
-        assert ann.predict_mean(other, inputs).tobytes() == members_mean(other, inputs).tobytes()
+        for other in (np.asfortranarray(inputs), inputs.astype(np.float32), np.hstack([inputs, inputs])[:, ::2],
+                      inputs[:, :-1], inputs[0]):
+            assert ann._predict_mean_c(networks, other) is None
+        assert ann._predict_mean_c(networks[:1] + (ann.Network(networks[0].mean + 1, networks[0].std,
+                                                                 *[getattr(networks[1], name) for name in (
+                                                                     "hidden_weights", "hidden_bias",
+                                                                     "output_weights", "output_bias")]),),
+                                   inputs) is None  # members that do not share their standardisation
+        fortran = np.asfortranarray(inputs)
+        assert ann.predict_mean(networks, fortran).tobytes() == ann._predict_mean_numpy(networks, fortran).tobytes()
+
+
+def test_predict_mean_without_the_c_pass_is_the_numpy_definition(monkeypatch):
+    monkeypatch.setattr(native, "walk", None)
+    monkeypatch.setattr(native, "numeric", None)
+    weights = fallback.default_weights()
+    inputs = np.random.default_rng(2).normal(size=(30, len(weights.first[0].mean)))
+    assert ann._predict_mean_c(weights.first, inputs) is None
+    assert ann.predict_mean(weights.first, inputs).tobytes() == ann._predict_mean_numpy(weights.first,
+                                                                                     inputs).tobytes()
+
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 4), st.integers(0, 30), st.sampled_from([1, 2, 3, 9, 10, 20]), st.integers(0, 2**32 - 1),
+       st.sampled_from([1.0, 1e-3, 1e6]))
+def test_window_means_are_window_mean_per_column(count, rows, width, seed, scale):
+    rng = np.random.default_rng(seed)
+    columns = [rng.normal(size=rows) * scale for _ in range(count)]
+    for column in columns:
+        column[rng.random(rows) < 0.2] = 0.0
+    together = features.window_means(columns, width)
+    assert together.shape == (rows, count) and together.dtype == np.float64
+    for j, column in enumerate(columns):
+        alone = features.window_mean(column, width)
+        assert np.ascontiguousarray(together[:, j]).tobytes() == alone.tobytes()
+
+
+def test_window_means_on_the_samples_features():
+    for seg in sample_pages():
+        values = features.block_features(seg)
+        columns = [np.ascontiguousarray(values[:, j]) for j in range(0, values.shape[1], 5)]
+        for width in (1, features.NEIGHBOUR_WINDOW, 3 * features.NEIGHBOUR_WINDOW, 10):
+            together = features.window_means(columns, width)
+            for j, column in enumerate(columns):
+                assert np.ascontiguousarray(together[:, j]).tobytes() == features.window_mean(column, width).tobytes()
+
+def test_shift_is_the_roll_definition():
+    def rolled(values, step):
+        shifted = np.roll(values, step, axis=0)
+        if step > 0:
+            shifted[:step] = 0.0
+        else:
+            shifted[step:] = 0.0
+        return shifted
+
+    rng = np.random.default_rng(1)
+    for n in range(6):
+        for shape in ((n,), (n, 3)):
+            values = rng.normal(size=shape)
+            for step in (0, 1, -1, 2, -2, 7, -7):
+                fast, slow = features.shift(values, step), rolled(values, step)
+                assert fast.dtype == slow.dtype and fast.shape == slow.shape and fast.tobytes() == slow.tobytes()
+
+
+@needs_walk
+def test_c_head_title_is_find_head_title():
+    from lxml import etree
+    cases = ["<html><head><title>a</title></head><body>x</body></html>", "<html><body>x</body></html>",
+             "<html><head></head><head><title>b</title></head></html>", "<title>t</title><p>x</p>",
+             "<html><head><meta x='1'><title>c</title><title>d</title></head></html>"]
+    for markup in cases:
+        root = etree.fromstring(markup, etree.HTMLParser())
+        assert blocks.head_title(root) is root.find("head/title")
+    for seg in sample_pages():
+        assert blocks.head_title(seg.root) is seg.root.find("head/title")
+
+
+def assert_same_sizes(root):
+    """The C size test's counts are libxml2's string-length(normalize-space(.)) of every element and of the
+    page's /html/body."""
+    from lxml import etree
+
+    from templater import template
+    xpath_size = etree.XPath("string-length(normalize-space(.))")
+    assert template.size_limit(root) == float(template._SIZE_LIMIT(root))
+    for element in root.iter():
+        if isinstance(element.tag, str):
+            assert native.walk.normalized_length(element) == float(xpath_size(element))
+
+
+@needs_walk
+def test_c_size_test_matches_libxml2_xpath_on_the_samples():
+    for seg in sample_pages(limit=12):
+        assert_same_sizes(seg.root)
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(st.lists(piece | st.sampled_from(["<![CDATA[ x  y ]]>", "\r\n", "\u4e2d\u6587 ", "\U0001f600"]), max_size=40),
+       st.booleans())
+def test_c_size_test_matches_libxml2_xpath_on_generated_markup(pieces, wrap):
+    body = "".join(pieces)
+    root = parse_html(f"<html><head><title>T</title></head><body>{body}</body></html>" if wrap else body)
+    if root is not None:
+        assert_same_sizes(root)
+
+
+@needs_walk
+def test_c_size_test_without_a_body_is_zero_as_in_xpath():
+    from lxml import etree
+
+    from templater import template
+    root = etree.fromstring("<svg><text>a b</text></svg>")  # no /html/body: the XPath's string is empty
+    assert template.size_limit(root) == float(template._SIZE_LIMIT(root)) == 0.0
+    assert native.walk.normalized_length(root[0]) == 3
 
 
 # --- a stored page parsed from its UTF-8 bytes against its decoded text -------------------------------------------
