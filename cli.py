@@ -109,9 +109,17 @@ def main_options(version: bool = typer.Option(False, "--version", callback=_show
     """Learn each site's template from its own pages, extract main content, find near-duplicates."""
 
 
+_slow_path_warned: list[str] = []  # the slow path's warning is given once a process
+
+
 @contextlib.contextmanager
 def progress_bar(description: str, quiet: bool) -> Iterator[pipeline.Progress | None]:
-    """A rich progress bar on stderr; a callback for the library, or None when quiet."""
+    """A rich progress bar on stderr; a callback for the library, or None when quiet. Long work on the slow path
+    (the compiled walk not built, and not asked for with TEMPLATER_PURE_PYTHON) starts with a warning."""
+    warning = native.slow_path_warning()
+    if warning is not None and not _slow_path_warned:
+        _slow_path_warned.append(warning)
+        err.print(f"warning: {warning}", highlight=False, soft_wrap=True, markup=False)
     if quiet:
         yield None
         return

@@ -1,10 +1,13 @@
-"""The optional C walk (templater._walk): built when a C compiler is at hand, else templater runs in pure Python.
-The shingles' character tables (templater/chartable.py) are written into the package at build time."""
+"""The compiled parts of templater, built where a C compiler is at hand (else templater runs in pure Python):
+templater._walk (Cython over lxml's public C API, compiled against the installed lxml) and templater._numeric
+(C: the classifier's numeric passes). The shingles' character tables (templater/chartable.py) are written into
+the package at build time."""
 
 import importlib.util
 from pathlib import Path
 
 import lxml
+from Cython.Build import cythonize
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
@@ -30,6 +33,8 @@ class BuildWithTables(build_ext):
         super().run()
 
 
-setup(ext_modules=[Extension("templater._walk", ["templater/_walk.c"], include_dirs=lxml.get_include(),
-                             optional=True)],
+_WALK = Extension("templater._walk", ["templater/_walk.pyx"], include_dirs=lxml.get_include(), optional=True)
+_NUMERIC = Extension("templater._numeric", ["templater/_numeric.c"], optional=True)
+
+setup(ext_modules=[*cythonize([_WALK], compiler_directives={"language_level": 3}, quiet=True), _NUMERIC],
       cmdclass={"build_ext": BuildWithTables})

@@ -65,7 +65,7 @@ def predict(network: Network, inputs: np.ndarray) -> np.ndarray:
 def predict_mean(networks, inputs: np.ndarray) -> np.ndarray:
     """The mean probability of an ensemble of networks.
 
-    Where the C extension (templater._walk) is built, an ensemble whose members share their standardisation is
+    Where the C extension (templater._numeric) is built, an ensemble whose members share their standardisation is
     run there in one call (the numpy code below is the definition; the C scores agree with it to rounding, see
     _predict_mean_c)."""
     found = _predict_mean_c(networks, inputs)
@@ -99,20 +99,20 @@ def _shared_scaling(networks) -> bool:
 
 
 def _predict_mean_c(networks, inputs: np.ndarray) -> np.ndarray | None:
-    """predict_mean in C (templater._walk.ensemble), or None where it does not apply: no C extension, members
+    """predict_mean in C (templater._numeric.ensemble), or None where it does not apply: no C extension, members
     that do not share their standardisation or differ in shape, anything not float64, inputs not a C-contiguous
     (rows, inputs) array. The standardisation gives numpy's floats; the weighted sums are added in another
     order than numpy's matmul adds them (fused where the CPU has FMA) and tanh/exp are computed in the C code,
     so a score may differ from the numpy one in its last bits (tests/test_speedups.py holds them to 1e-12)."""
-    walk = native.walk
-    if walk is None or not isinstance(inputs, np.ndarray) or inputs.dtype != np.float64 or inputs.ndim != 2 \
+    numeric = native.numeric
+    if numeric is None or not isinstance(inputs, np.ndarray) or inputs.dtype != np.float64 or inputs.ndim != 2 \
             or not inputs.flags.c_contiguous:
         return None
     packed = _packed(networks)
     if packed is None or inputs.shape[1] != len(networks[0].mean):
         return None
     out = np.empty(len(inputs))
-    walk.ensemble(packed, inputs, out, len(inputs), inputs.shape[1], len(networks[0].hidden_bias), len(networks))
+    numeric.ensemble(packed, inputs, out, len(inputs), inputs.shape[1], len(networks[0].hidden_bias), len(networks))
     return out
 
 
@@ -120,7 +120,7 @@ _PACKED: dict[int, tuple[object, np.ndarray | None]] = {}
 
 
 def _packed(networks) -> np.ndarray | None:
-    """An ensemble's weights laid out for templater._walk.ensemble (remembered per ensemble object, as
+    """An ensemble's weights laid out for templater._numeric.ensemble (remembered per ensemble object, as
     _shared_scaling does): mean, std, the members' hidden weights side by side (inputs x members*hidden), their
     hidden biases, output weights and output biases; None when the C pass does not apply to the ensemble."""
     known = _PACKED.get(id(networks))

@@ -4,7 +4,7 @@ A block is a run of text that no block-level tag interrupts. It keeps the positi
 block-level element that owns it, its text, and what a classifier needs (link characters, markup bytes).
 Its hash is CRC32 of (tag path without positions, normalized text): attributes never enter it.
 
-The walk visits only non-blank text nodes (found by one XPath in C), not every element, which is what
+The walk visits only non-blank text nodes (found by one XPath), not every element, which is what
 makes segmentation cost about as much as the parse and not three times more.
 """
 
@@ -70,8 +70,8 @@ def segment(root: etree._Element, page: Page) -> Segmented:
     """Cut a parsed page into blocks in document order.
 
     Consecutive text nodes with the same owner form one block, unless a block-level tag or <br> closes in between.
-    The C walk (templater._walk) gives the same blocks as the plain walk below, faster; the plain walk is taken
-    where the C walk is not built or declines a page.
+    The compiled walk (templater._walk, Cython) gives the same blocks as the plain walk below, faster; the plain
+    walk is taken where it is not built or declines a page.
     """
     walk = native.walk
     walked = walk.segment(root) if walk is not None else None
@@ -83,7 +83,7 @@ def segment(root: etree._Element, page: Page) -> Segmented:
 
 
 def _segment_plain(root: etree._Element, page: Page) -> Segmented:
-    """segment() in Python over lxml's API: the definition the C walk follows."""
+    """segment() in Python over lxml's API: the definition the compiled walk follows."""
     contexts: dict = {}
     owners: dict = {}
     tag_paths: dict = {}
@@ -171,7 +171,7 @@ def _title(root: etree._Element) -> str:
 
 
 def head_title(root: etree._Element) -> etree._Element | None:
-    """root.find("head/title"), in C where templater._walk is built."""
+    """root.find("head/title"), by the compiled walk where templater._walk is built."""
     if native.walk is not None and isinstance(root, etree._Element):
         return native.walk.head_title(root)
     return root.find("head/title")

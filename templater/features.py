@@ -11,8 +11,9 @@ Two sets:
 The blocks' owners and their ancestors are numbered once (each element visited once, parents first); what
 the ancestors say (nearest flagged ancestor, inside a hint or the region, text held below) is then computed
 level by level with numpy, so a page costs one short walk per distinct element plus a few array passes. Where
-the C extension (templater._walk) is built, the numbering, the text counts and the whole block_features and
-context_features matrices are computed there in one call each; the numpy code stays the definition.
+templater is compiled, the numbering is done by the Cython walk (templater._walk) and the text counts and the
+whole block_features and context_features matrices by templater._numeric, in one call each; the Python and numpy
+code stays the definition they are tested against.
 """
 
 from __future__ import annotations
@@ -214,9 +215,9 @@ def _is_hint(element) -> bool:
 
 def _distances(tree: Tree, bits: np.ndarray, count: int) -> np.ndarray:
     """Per element and flag: levels up to the nearest element (itself = 0) carrying the flag, else FAR."""
-    walk = native.walk
-    if walk is not None and _parents_first(tree) and bits.dtype == np.uint32:
-        found = walk.tree_distances(tree.parent, np.ascontiguousarray(bits), len(bits), count, FAR)
+    numeric = native.numeric
+    if numeric is not None and _parents_first(tree) and bits.dtype == np.uint32:
+        found = numeric.tree_distances(tree.parent, np.ascontiguousarray(bits), len(bits), count, FAR)
         return np.frombuffer(found, dtype=np.int64).reshape(len(bits), count).copy()
     own = ((bits[:, None] >> np.arange(count, dtype=np.uint32)) & 1).astype(bool)
     distance = np.where(own, 0, FAR)
@@ -228,9 +229,9 @@ def _distances(tree: Tree, bits: np.ndarray, count: int) -> np.ndarray:
 
 def inside(tree: Tree, marked: np.ndarray) -> np.ndarray:
     """Per element: True when it or one of its ancestors is marked."""
-    walk = native.walk
-    if walk is not None and _parents_first(tree) and marked.dtype == bool:
-        found = walk.tree_inside(tree.parent, np.ascontiguousarray(marked), len(marked))
+    numeric = native.numeric
+    if numeric is not None and _parents_first(tree) and marked.dtype == bool:
+        found = numeric.tree_inside(tree.parent, np.ascontiguousarray(marked), len(marked))
         return np.frombuffer(found, dtype=bool).copy()
     result = marked.copy()
     for level in tree.levels()[1:]:
@@ -240,9 +241,9 @@ def inside(tree: Tree, marked: np.ndarray) -> np.ndarray:
 
 def sum_up(tree: Tree, values: np.ndarray) -> np.ndarray:
     """Per element, the sum of ``values`` (per element) over itself and its descendants."""
-    walk = native.walk
-    if walk is not None and _parents_first(tree) and tree.depth.dtype == np.int64:
-        found = walk.tree_sum_up(tree.parent, np.ascontiguousarray(tree.depth),
+    numeric = native.numeric
+    if numeric is not None and _parents_first(tree) and tree.depth.dtype == np.int64:
+        found = numeric.tree_sum_up(tree.parent, np.ascontiguousarray(tree.depth),
                                  np.ascontiguousarray(values, dtype=np.float64), len(tree.parent))
         if found is not None:
             return np.frombuffer(found, dtype=np.float64).copy()
@@ -344,12 +345,12 @@ def shift(values: np.ndarray, step: int) -> np.ndarray:
 
 def _text_columns(seg: Segmented) -> np.ndarray:
     """Per block: chars, link chars, markup bytes, words, punctuation and digit shares, sentence end, title
-    overlap, copyright, capitalised share: the per-block regex counts of _text_columns_plain, computed from a
-    per-code-point class table, in C (templater._walk) or else with numpy."""
-    walk = native.walk
-    if walk is None or not seg.blocks:
-        return _text_columns_numpy(seg)
-    found = walk.text_matrix(seg.blocks, list(set(_WORD.findall(seg.title.lower()))), _CLASS_TABLE,
+    overlap, copyright, capitalised share: the per-block regex counts of _text_columns_plain, computed in C
+    (templater._numeric) from a per-code-point class table where compiled."""
+    numeric = native.numeric
+    if numeric is None or not seg.blocks:
+        return _text_columns_plain(seg)
+    found = numeric.text_matrix(seg.blocks, list(set(_WORD.findall(seg.title.lower()))), _CLASS_TABLE,
                              _code_point_class)
     if found is None:  # an empty text
         return _text_columns_plain(seg)
@@ -361,81 +362,6 @@ def _text_columns(seg: Segmented) -> np.ndarray:
 
 _TEXT = operator.attrgetter("text")
 _TAG = operator.attrgetter("tag")
-
-
-def _text_columns_numpy(seg: Segmented) -> np.ndarray:
-    """_text_columns with numpy: all blocks' texts joined once and counted over their code points."""
-    blocks = seg.blocks
-    if not blocks:
-        return np.zeros((0, 10))
-    texts = [b.text for b in blocks]
-    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    if not lengths.all():
-        return _text_columns_plain(seg)
-    joined = _SEPARATOR.join(texts)
-    lowered = joined.lower()
-    codes = _code_points(joined)
-    classes = _classes(codes)
-    # Block i ends at ends[i] in ``joined`` (it starts lengths[i] before); one separator stands between blocks.
-    ends = np.cumsum(lengths + 1) - 1
-    bounds = np.empty(len(texts) + 1, dtype=np.int64)
-    bounds[0] = 0
-    bounds[1:] = ends + 1  # each block with the separator after it: [bounds[i], bounds[i + 1])
-
-    def per_block(marks: np.ndarray, edges: np.ndarray = bounds) -> np.ndarray:
-        total = np.zeros(len(marks) + 1, dtype=np.int64)
-        np.cumsum(marks, out=total[1:])
-        return np.diff(total[np.minimum(edges, len(marks))])
-
-    punct = per_block(classes & _C_PUNCT != 0)
-    digits = per_block(classes & _C_DIGIT != 0)
-    space = classes & _C_SPACE != 0
-    word_start = ~space
-    word_start[1:] &= space[:-1]  # a whitespace-split word starts after whitespace (separators are whitespace)
-    spaced = per_block(word_start)
-    capitals = per_block(word_start & (classes & _C_UPPER != 0))
-    last = classes[ends - 1]
-    sentence_end = (last & _C_SENTENCE_END != 0).astype(np.float64)
-    for i in np.flatnonzero(last & _C_SPACE):  # trailing whitespace: the regex looks past it
-        sentence_end[i] = 1.0 if _SENTENCE_END.search(texts[i]) else 0.0
-    copyright = np.zeros(len(texts))
-    for i in _copyright_candidates(classes, bounds):
-        copyright[i] = 1.0 if _COPYRIGHT.search(texts[i]) else 0.0
-    # Words (and the title overlap) are counted on the lower-cased text, which may be longer than the text.
-    low_codes = _code_points(lowered)
-    low_classes = _classes(low_codes)
-    if len(lowered) == len(joined):
-        low_bounds = bounds
-    else:
-        low_lengths = np.fromiter((len(t.lower()) for t in texts), dtype=np.int64, count=len(texts))
-        low_bounds = np.zeros(len(texts) + 1, dtype=np.int64)
-        np.cumsum(low_lengths + 1, out=low_bounds[1:])
-        if low_bounds[-1] != len(lowered) + 1:
-            return _text_columns_plain(seg)
-    alnum = low_classes & _C_ALNUM != 0
-    starts_word = alnum.copy()
-    starts_word[1:] &= ~alnum[:-1]
-    words = per_block(starts_word, low_bounds)
-    title_words = set(_WORD.findall(seg.title.lower()))
-    if title_words:
-        word_edges = np.zeros(len(texts) + 1, dtype=np.int64)
-        np.cumsum(words, out=word_edges[1:])
-        hits = _title_hits(lowered, low_codes, alnum, starts_word, title_words)
-        overlap = per_block(hits, word_edges) / np.maximum(words, 1)
-    else:
-        overlap = np.zeros(len(texts))
-    columns = np.empty((len(texts), 10), dtype=np.float64)
-    columns[:, 0] = lengths
-    columns[:, 1] = np.fromiter((b.link_chars for b in blocks), dtype=np.int64, count=len(texts))
-    columns[:, 2] = np.fromiter((b.markup_bytes for b in blocks), dtype=np.int64, count=len(texts))
-    columns[:, 3] = words
-    columns[:, 4] = punct / lengths
-    columns[:, 5] = sentence_end
-    columns[:, 6] = digits / lengths
-    columns[:, 7] = overlap
-    columns[:, 8] = copyright
-    columns[:, 9] = capitals / np.maximum(spaced, 1)
-    return columns
 
 
 def _text_columns_plain(seg: Segmented) -> np.ndarray:
@@ -458,57 +384,10 @@ def _text_columns_plain(seg: Segmented) -> np.ndarray:
     return np.array(rows, dtype=np.float64).reshape(len(rows), 10)
 
 
-def _copyright_candidates(classes: np.ndarray, bounds: np.ndarray) -> list[int]:
-    """Blocks that may hold a _COPYRIGHT match: every match has a character matching the pattern's (case-blind)
-    ©, or "yr" (of copyright), or "ll r" (of all rights reserved)."""
-    y, r, l_, space = (classes & _C_Y != 0), (classes & _C_R != 0), (classes & _C_L != 0), (classes & _C_BLANK != 0)
-    found = classes & _C_COPY != 0
-    found[:-1] |= y[:-1] & r[1:]
-    found[:-3] |= l_[:-3] & l_[1:-2] & space[2:-1] & r[3:]
-    positions = np.flatnonzero(found)
-    if not len(positions):
-        return []
-    return np.unique(np.searchsorted(bounds, positions, side="right") - 1).tolist()
-
-
-def _title_hits(lowered: str, codes: np.ndarray, alnum: np.ndarray, starts: np.ndarray, title_words: set) -> np.ndarray:
-    """Per word of ``lowered`` (its runs of word characters, in order): is it one of ``title_words``? Words whose
-    length and code point sums differ from every title word's cannot be one; the rest are compared as strings."""
-    begin = np.flatnonzero(starts)
-    ends = alnum.copy()
-    ends[:-1] &= ~alnum[1:]
-    end = np.flatnonzero(ends) + 1
-    wide = codes.astype(np.uint64)
-    sums = np.zeros(len(codes) + 1, dtype=np.uint64)
-    np.cumsum(wide, out=sums[1:])
-    squares = np.zeros(len(codes) + 1, dtype=np.uint64)
-    np.cumsum(wide * wide, out=squares[1:])
-    keys = (end - begin).astype(np.uint64) * _KEY_LENGTH + (sums[end] - sums[begin]) * _KEY_SUM + (
-        squares[end] - squares[begin])
-    title_keys = np.array(sorted({_word_key(word) for word in title_words}), dtype=np.uint64)
-    place = np.minimum(np.searchsorted(title_keys, keys), len(title_keys) - 1)
-    hits = title_keys[place] == keys
-    candidates = np.flatnonzero(hits)
-    if len(candidates):
-        hits[candidates] = [lowered[b:e] in title_words
-                            for b, e in zip(begin[candidates].tolist(), end[candidates].tolist())]
-    return hits
-
-
-_KEY_LENGTH, _KEY_SUM = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F)
-
-
-def _word_key(word: str) -> int:
-    """The key _title_hits gives a word, in Python integers (uint64 arithmetic wraps modulo 2**64)."""
-    codes = [ord(c) for c in word]
-    return (len(codes) * int(_KEY_LENGTH) + sum(codes) * int(_KEY_SUM) + sum(c * c for c in codes)) % (1 << 64)
-
-
 # --- code point classes for _text_columns: bit flags per code point, filled on first sight --------------------
 _C_KNOWN, _C_PUNCT, _C_DIGIT, _C_SPACE, _C_UPPER, _C_ALNUM, _C_SENTENCE_END = 1, 2, 4, 8, 16, 32, 64
 # what the characters may match in _COPYRIGHT (case-blind): ©, y, r, l, the space
 _C_COPY, _C_Y, _C_R, _C_L, _C_BLANK = 128, 256, 512, 1024, 2048
-_SEPARATOR = "\n"  # whitespace, not a word, cased or case-ignorable character: blocks stay apart in every count
 _CLASS_TABLE = np.zeros(0x110000, dtype=np.uint16)
 
 
@@ -524,19 +403,6 @@ def _code_point_class(code: int) -> int:
             | (_C_SENTENCE_END if _SENTENCE_END.match(char) else 0)
             | (_C_COPY if like("\u00a9") else 0) | (_C_Y if like("y") else 0) | (_C_R if like("r") else 0)
             | (_C_L if like("l") else 0) | (_C_BLANK if like(" ") else 0))
-
-
-def _code_points(text: str) -> np.ndarray:
-    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-
-
-def _classes(codes: np.ndarray) -> np.ndarray:
-    classes = _CLASS_TABLE[codes]
-    if not classes.all():
-        for code in np.unique(codes[classes == 0]).tolist():
-            _CLASS_TABLE[code] = _code_point_class(code)
-        classes = _CLASS_TABLE[codes]
-    return classes
 
 
 _CLASS_TABLE[:256] = [_code_point_class(code) for code in range(256)]
@@ -565,15 +431,15 @@ FEATURE_NAMES: tuple[str, ...] = (
 
 def block_features(seg: Segmented, tree: Tree | None = None) -> np.ndarray:
     """The default classifier's features, one row per block, columns named by FEATURE_NAMES: computed in C
-    (templater._walk) from the text columns and the tree, else by _block_features_numpy (the definition)."""
+    (templater._numeric) from the text columns and the tree, else by _block_features_numpy (the definition)."""
     count = len(seg.blocks)
     if not count:
         return np.zeros((0, len(FEATURE_NAMES)))
     tree = number_tree(seg) if tree is None else tree
     text = _text_columns(seg)
-    walk = native.walk
-    if walk is not None:
-        found = walk.block_features(text, tree.parent, tree.depth, tree.owner, tree.tag_bits, tree.class_bits,
+    numeric = native.numeric
+    if numeric is not None:
+        found = numeric.block_features(text, tree.parent, tree.depth, tree.owner, tree.tag_bits, tree.class_bits,
                                     tree.hint, seg.blocks, _OWNER_COLUMN, _BLOCK_SIZES, _BLOCK_CONSTANTS)
         if found is not None:
             return np.frombuffer(found, dtype=np.float64).reshape(count, len(FEATURE_NAMES))
@@ -638,7 +504,7 @@ def _assemble(count: int, width: int, columns: list) -> np.ndarray:
 def _container_scores(tree: Tree, chars: np.ndarray, weighted_scores: np.ndarray) -> list[np.ndarray]:
     """Per level up (1 .. CONTEXT_LEVELS), per block: the text-weighted mean score (``weighted_scores`` is chars x
     score) of the blocks under its owner's ancestor at that level (the topmost where the tree ends first).
-    The numpy definition; _walk.context_features computes the same columns in C."""
+    The numpy definition; _numeric.context_features computes the same columns in C."""
     columns = []
     element = tree.owner
     for _ in range(CONTEXT_LEVELS):
@@ -659,10 +525,10 @@ CONTEXT_NAMES: tuple[str, ...] = (
 def context_features(seg: Segmented, tree: Tree, scores: np.ndarray) -> np.ndarray:
     """The second stage's inputs beside block_features: a first-stage score per block, and what the
     neighbours, the enclosing containers (text-weighted) and the whole page scored. Computed in C
-    (templater._walk), else by _context_features_numpy (the definition)."""
-    walk = native.walk
-    if walk is not None:
-        found = walk.context_features(scores, seg.block_chars(), tree.parent, tree.owner, CONTEXT_LEVELS,
+    (templater._numeric), else by _context_features_numpy (the definition)."""
+    numeric = native.numeric
+    if numeric is not None:
+        found = numeric.context_features(scores, seg.block_chars(), tree.parent, tree.owner, CONTEXT_LEVELS,
                                       CONTEXT_WIDTHS, MIN_SCORE)
         if found is not None:
             return np.frombuffer(found, dtype=np.float64).reshape(len(scores), len(CONTEXT_NAMES))

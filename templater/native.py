@@ -1,9 +1,16 @@
-"""The one place that chooses how templater runs: the compiled walk (the C extension ``templater._walk``, built by
-``pip install`` where a C compiler is at hand) or the pure-Python definitions it is tested against.
+"""The one place that chooses how templater runs: compiled, or the pure-Python definitions the compiled code is
+tested against.
 
-Every module reads ``native.walk`` when it runs (None: the pure path), so the choice is made once, here, and a
-test can switch the whole library to the pure path by setting ``native.walk`` to None. ``STATUS`` says which path
-is active and why, for ``templater --version`` and for the warning the CLI gives on the slow path.
+Two extensions are built by ``pip install`` where a C compiler is at hand:
+- ``walk``: ``templater._walk``, the tree walks (segmentation, tree numbering, the container rules, the size
+  test), in Cython against lxml's public C API, compiled against the installed lxml;
+- ``numeric``: ``templater._numeric``, the single-page classifier's numeric passes (feature matrices, text counts,
+  the ensemble's forward pass) and two byte scans of the parse, in C, kept because numpy's per-call overhead makes
+  them several times slower on pages of a few hundred blocks (numpy stays their definition and test oracle).
+
+Every module reads ``native.walk`` / ``native.numeric`` when it runs (None: the pure path), so the choice is made
+once, here, and a test can switch the library to the pure path by setting both to None. ``STATUS`` says which path is
+active and why, for ``templater --version`` and for the warning the CLI gives on the slow path.
 """
 
 from __future__ import annotations
@@ -15,15 +22,17 @@ PURE_ENV = "TEMPLATER_PURE_PYTHON"
 
 def _load():
     if os.environ.get(PURE_ENV):
-        return None, f"pure Python ({PURE_ENV} is set)"
+        return None, None, f"pure Python ({PURE_ENV} is set)"
     try:
-        from . import _walk
-    except ImportError as e:  # not built (no C compiler at install time), or built for another lxml's layout
-        return None, f"pure Python: the compiled walk did not load ({e}); reinstall with a C compiler for ~3x speed"
-    return _walk, "compiled (templater._walk)"
+        from . import _numeric, _walk
+    except (ImportError, ValueError) as e:  # not built (no C compiler at install time), or built against an lxml
+        # whose element type is laid out otherwise (Cython's type import raises ValueError)
+        return None, None, (f"pure Python: the compiled walk did not load ({e}); reinstall with a C compiler for "
+                            "~3x speed")
+    return _walk, _numeric, "compiled (templater._walk: Cython over lxml; templater._numeric: C)"
 
 
-walk, STATUS = _load()
+walk, numeric, STATUS = _load()
 COMPILED = walk is not None
 
 

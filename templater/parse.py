@@ -50,8 +50,8 @@ _RAW_TEXT_END = {b"script": re.compile(rb"</script", re.IGNORECASE), b"style": r
 def clean_text(markup: str) -> bytes:
     """UTF-8 bytes without what lxml refuses in a decoded string: control characters and an XML declaration."""
     markup = _XML_DECL.sub("", markup, count=1)
-    if native.walk is not None:
-        return native.walk.utf8_controls_to_space(markup)  # the same bytes, in one pass
+    if native.numeric is not None:
+        return native.numeric.utf8_controls_to_space(markup)  # the same bytes, in one pass
     return markup.encode("utf-8", "replace").translate(_CONTROL_TO_SPACE)
 
 
@@ -91,8 +91,8 @@ def markup_counts(data: bytes) -> tuple[int, int, int]:
     """(start tags, most attributes in one start tag, attributes) of markup, read as an HTML tokenizer reads tags: "<" and an
     ASCII letter opens one, a quoted attribute value runs to its closing quote; comments and the raw text of script
     and style elements hold no tags. One pass, in C where compiled."""
-    if native.walk is not None:
-        return native.walk.markup_counts(data)
+    if native.numeric is not None:
+        return native.numeric.markup_counts(data)
     return _markup_counts_plain(data)
 
 

@@ -79,6 +79,17 @@ def test_version_names_the_distribution_and_the_walk():
     assert native.STATUS in result.stdout
 
 
+def test_long_work_on_the_slow_path_starts_with_one_warning(tmp_path, monkeypatch):
+    import cli
+
+    monkeypatch.setattr(native, "slow_path_warning", lambda: "pure Python: the compiled walk did not load (test)")
+    monkeypatch.setattr(cli, "_slow_path_warned", [])
+    pages = write_site(tmp_path / "a.jsonl", "a.example", 3)
+    result = invoke("run", pages, "--db", tmp_path / "a.db", "--output", tmp_path / "a.out", "-q")
+    assert result.exit_code == 0
+    assert result.stderr.count("warning: pure Python: the compiled walk did not load (test)") == 1
+
+
 # --- folders: ids and site names ---------------------------------------------------------------------------
 
 def test_two_folders_with_the_same_file_names_store_both_pages_under_their_folder_names(tmp_path):

@@ -28,7 +28,6 @@ def test_text_columns_match_the_regex_definition(block_texts, title):
     seg = page_of(block_texts, title)
     plain = features._text_columns_plain(seg).tobytes()
     assert features._text_columns(seg).tobytes() == plain
-    assert features._text_columns_numpy(seg).tobytes() == plain
 
 
 def test_text_columns_title_words_and_case_folding():
@@ -36,10 +35,9 @@ def test_text_columns_title_words_and_case_folding():
                   "Istanbul οδος river")
     plain = features._text_columns_plain(seg).tobytes()
     assert features._text_columns(seg).tobytes() == plain
-    assert features._text_columns_numpy(seg).tobytes() == plain
 
 
-# --- the C walk (templater._walk) against the plain walk ---------------------------------------------------------
+# --- the compiled walk (templater._walk, Cython) against the plain walk -----------------------------------------------------
 
 import gzip  # noqa: E402
 import json  # noqa: E402
@@ -50,7 +48,7 @@ from conftest import SAMPLES  # noqa: E402
 from templater import blocks, native  # noqa: E402
 from templater.parse import parse_html  # noqa: E402
 
-needs_walk = pytest.mark.skipif(native.walk is None, reason="the C walk is not built here")
+needs_walk = pytest.mark.skipif(not native.COMPILED, reason="the compiled walk is not built here")
 
 
 def block_key(block):
@@ -133,6 +131,7 @@ def test_c_inside_matches_the_plain_inside():
 
 def plain_tree_passes(monkeypatch):
     monkeypatch.setattr(native, "walk", None)
+    monkeypatch.setattr(native, "numeric", None)
 
 
 @needs_walk
@@ -172,15 +171,15 @@ def assert_features_match(seg, tree=None, scores=None):
     tree = features.number_tree(seg) if tree is None else tree
     text = features._text_columns(seg)
     fast = features.block_features(seg, tree)
-    walk = native.walk
-    assert walk.block_features(text, tree.parent, tree.depth, tree.owner, tree.tag_bits, tree.class_bits, tree.hint,
+    numeric = native.numeric
+    assert numeric.block_features(text, tree.parent, tree.depth, tree.owner, tree.tag_bits, tree.class_bits, tree.hint,
                                seg.blocks, features._OWNER_COLUMN, features._BLOCK_SIZES,
                                features._BLOCK_CONSTANTS) is not None
     assert_matrix_close(fast, features._block_features_numpy(seg, tree, text), features.FEATURE_NAMES)
     if scores is None:
         scores = np.random.default_rng(len(seg.blocks)).random(len(seg.blocks))
     context = features.context_features(seg, tree, scores)
-    assert walk.context_features(scores, seg.block_chars(), tree.parent, tree.owner, features.CONTEXT_LEVELS,
+    assert numeric.context_features(scores, seg.block_chars(), tree.parent, tree.owner, features.CONTEXT_LEVELS,
                                  features.CONTEXT_WIDTHS, features.MIN_SCORE) is not None
     assert_matrix_close(context, features._context_features_numpy(seg, tree, scores), features.CONTEXT_NAMES)
     return fast
@@ -310,14 +309,14 @@ def arrays_page(draw):
 @given(st.data())
 def test_c_feature_matrices_match_numpy_on_generated_arrays(data):
     seg, tree, text = arrays_page(data.draw)
-    walk = native.walk
-    found = walk.block_features(text, tree.parent, tree.depth, tree.owner, tree.tag_bits, tree.class_bits, tree.hint,
+    numeric = native.numeric
+    found = numeric.block_features(text, tree.parent, tree.depth, tree.owner, tree.tag_bits, tree.class_bits, tree.hint,
                                 seg.blocks, features._OWNER_COLUMN, features._BLOCK_SIZES, features._BLOCK_CONSTANTS)
     fast = np.frombuffer(found, dtype=np.float64).reshape(len(seg.blocks), len(features.FEATURE_NAMES))
     assert_matrix_close(fast, features._block_features_numpy(seg, tree, text), features.FEATURE_NAMES)
     scores = np.array(data.draw(st.lists(st.floats(0.0, 1.0), min_size=len(seg.blocks), max_size=len(seg.blocks))))
     chars = text[:, 0].astype(np.int64)
-    found = walk.context_features(scores, chars, tree.parent, tree.owner, features.CONTEXT_LEVELS,
+    found = numeric.context_features(scores, chars, tree.parent, tree.owner, features.CONTEXT_LEVELS,
                                   features.CONTEXT_WIDTHS, features.MIN_SCORE)
     fast = np.frombuffer(found, dtype=np.float64).reshape(len(seg.blocks), len(features.CONTEXT_NAMES))
     seg = Segmented(page=seg.page, blocks=tuple(Block(i, None, "/p", "p", "x" * int(c), 0, 0, 0, 0)
@@ -339,21 +338,21 @@ def test_c_feature_matrices_leave_other_arrays_to_numpy():
                                   depth=tree.depth[order], class_bits=tree.class_bits[order],
                                   tag_bits=tree.tag_bits[order], hint=tree.hint[order], owner=position[tree.owner])
     text = features._text_columns(seg)
-    walk = native.walk
+    numeric = native.numeric
     args = (seg.blocks, features._OWNER_COLUMN, features._BLOCK_SIZES, features._BLOCK_CONSTANTS)
     t = reversed_tree
-    assert walk.block_features(text, t.parent, t.depth, t.owner, t.tag_bits, t.class_bits, t.hint, *args) is None
-    assert walk.block_features(text.astype(np.float32), tree.parent, tree.depth, tree.owner, tree.tag_bits,
+    assert numeric.block_features(text, t.parent, t.depth, t.owner, t.tag_bits, t.class_bits, t.hint, *args) is None
+    assert numeric.block_features(text.astype(np.float32), tree.parent, tree.depth, tree.owner, tree.tag_bits,
                                tree.class_bits, tree.hint, *args) is None
-    assert walk.block_features(np.asfortranarray(text), tree.parent, tree.depth, tree.owner, tree.tag_bits,
+    assert numeric.block_features(np.asfortranarray(text), tree.parent, tree.depth, tree.owner, tree.tag_bits,
                                tree.class_bits, tree.hint, *args) is None
     assert (features.block_features(seg, reversed_tree).tobytes()
             == features._block_features_numpy(seg, reversed_tree, text).tobytes())
     assert_matrix_close(features.block_features(seg, reversed_tree), features.block_features(seg, tree),
                  features.FEATURE_NAMES)
     scores = np.linspace(0.0, 1.0, len(seg.blocks))
-    assert walk.context_features(scores, seg.block_chars(), t.parent, t.owner, 3, (1, 3, 10), 1e-6) is None
-    assert walk.context_features(scores[::-1], seg.block_chars(), tree.parent, tree.owner, 3, (1, 3, 10), 1e-6) is None
+    assert numeric.context_features(scores, seg.block_chars(), t.parent, t.owner, 3, (1, 3, 10), 1e-6) is None
+    assert numeric.context_features(scores[::-1], seg.block_chars(), tree.parent, tree.owner, 3, (1, 3, 10), 1e-6) is None
     assert (features.context_features(seg, reversed_tree, scores).tobytes()
             == features._context_features_numpy(seg, reversed_tree, scores).tobytes())
 
@@ -466,11 +465,11 @@ def test_c_rule_matching_matches_lxml_on_generated_classes(elements, token):
                max_size=60))
 def test_c_clean_encoding_matches_encode_and_translate(text):
     from templater import parse
-    assert native.walk.utf8_controls_to_space(text) == text.encode("utf-8", "replace").translate(
+    assert native.numeric.utf8_controls_to_space(text) == text.encode("utf-8", "replace").translate(
         parse._CONTROL_TO_SPACE)
 
 
-# --- the C ensemble forward pass (templater._walk.ensemble) against ann's numpy definition --------------------------
+# --- the C ensemble forward pass (templater._numeric.ensemble) against ann's numpy definition --------------------------
 # Not bit for bit: the C pass adds the weighted sums in another order than numpy's matmul (fused where the CPU has
 # FMA) and computes tanh and exp itself, so the scores may differ in their last bits. They must agree to 1e-12 and
 # give the same keep/drop decisions.
@@ -493,7 +492,7 @@ def assert_close(fast, plain):
 def portable_scores(networks, inputs):
     """The C pass's copy for any CPU (predict_mean takes the AVX2 copy where the CPU has AVX2)."""
     out = np.empty(len(inputs))
-    native.walk.ensemble(ann._packed(networks), inputs, out, len(inputs), inputs.shape[1],
+    native.numeric.ensemble(ann._packed(networks), inputs, out, len(inputs), inputs.shape[1],
                           len(networks[0].hidden_bias), len(networks), True)
     return out
 
@@ -605,6 +604,7 @@ def test_c_ensemble_edges():
 
 def test_predict_mean_without_the_c_pass_is_the_numpy_definition(monkeypatch):
     monkeypatch.setattr(native, "walk", None)
+    monkeypatch.setattr(native, "numeric", None)
     weights = fallback.default_weights()
     inputs = np.random.default_rng(2).normal(size=(30, len(weights.first[0].mean)))
     assert ann._predict_mean_c(weights.first, inputs) is None

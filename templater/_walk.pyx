@@ -1,0 +1,870 @@
+# cython: language_level=3
+"""templater._walk: the tree walks of templater over lxml's libxml2 tree, in Cython against lxml's public C API.
+
+Each function does what its pure-Python definition does (named in its docstring), reading the libxml2 nodes
+(children/next/prev/parent/name/content/properties) instead of going through one Python proxy per node.
+Element proxies come from lxml's ``elementFactory``, blocks from calling the block class. Where a page holds
+what a definition treats in a way this code does not mirror (namespaces, entity references, XInclude nodes,
+duplicate attributes), a function returns None and the caller runs the definition.
+"""
+
+from cpython.bytearray cimport PyByteArray_FromStringAndSize
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.unicode cimport Py_UNICODE_ISSPACE
+from libc.stdint cimport int64_t, uint32_t
+from libc.stdlib cimport calloc, free, realloc
+from libc.string cimport memcpy, strcmp, strlen, strncmp, strstr
+from lxml.includes cimport tree
+from lxml.includes.tree cimport xmlAttr, xmlNode
+from lxml.includes.etreepublic cimport _Document, _Element, elementFactory, import_lxml__etree
+
+import zlib
+
+import_lxml__etree()
+
+
+class _Decline(Exception):
+    """The page holds what this walk does not mirror: the caller takes the pure-Python definition."""
+
+
+cdef object _crc32 = zlib.crc32
+cdef object _block_class = None
+cdef object _words_function = None
+cdef dict _words = {}
+cdef Py_ssize_t _words_limit = 1 << 16
+
+
+# --- tag name sets: names compared as C strings (the bytes objects holding them are kept in ``names``) ----------
+DEF MAX_TAGS = 256
+
+cdef struct Tags:
+    int count
+    const char *names[MAX_TAGS]
+    uint32_t values[MAX_TAGS]
+
+
+cdef Tags _block_tags, _split_tags, _tag_bits
+cdef list _held = []  # the bytes the Tags point into
+
+
+cdef int _set_tags(Tags *tags, pairs) except -1:
+    pairs = [(name.encode("utf-8"), value) for name, value in pairs]
+    if len(pairs) > MAX_TAGS:
+        raise ValueError("too many tags")
+    tags.count = 0
+    for name, value in pairs:
+        _held.append(name)
+        tags.names[tags.count] = name
+        tags.values[tags.count] = value
+        tags.count += 1
+    return 0
+
+
+cdef inline uint32_t _tag_value(const Tags *tags, xmlNode *n) noexcept:
+    """The value of the element's tag in ``tags``, 0 when absent (a comment's or PI's tag is in no set)."""
+    cdef const char *name = <const char *>n.name
+    cdef int i
+    if n.type != tree.XML_ELEMENT_NODE:
+        return 0
+    for i in range(tags.count):
+        if tags.names[i][0] == name[0] and strcmp(tags.names[i], name) == 0:
+            return tags.values[i]
+    return 0
+
+
+def configure(block_tags, split_tags, block_class):
+    """The tags that own blocks, those that split them (blocks.segment's), and the class blocks are made of."""
+    global _block_class
+    _set_tags(&_block_tags, [(tag, 1) for tag in block_tags])
+    _set_tags(&_split_tags, [(tag, 1) for tag in split_tags])
+    _block_class = block_class
+
+
+def configure_tree(pairs, words_bits, Py_ssize_t cache_size):
+    """features' tag flags per tag name, features._words_bits, and how many (class, id) pairs to remember."""
+    global _words_function, _words_limit, _words
+    if not callable(words_bits) or cache_size < 1:
+        raise ValueError("words_bits must be callable and the cache size positive")
+    _set_tags(&_tag_bits, pairs)
+    _words_function = words_bits
+    _words_limit = cache_size
+    _words = {}
+
+
+# --- a growable byte buffer ------------------------------------------------------------------------------------
+cdef struct Buffer:
+    char *data
+    Py_ssize_t size, capacity
+
+
+cdef int _add(Buffer *b, const void *data, Py_ssize_t n) except -1:
+    cdef Py_ssize_t capacity
+    cdef char *grown
+    if b.size + n > b.capacity:
+        capacity = b.capacity if b.capacity else 256
+        while capacity < b.size + n:
+            capacity *= 2
+        grown = <char *>realloc(b.data, capacity)
+        if grown is NULL:
+            raise MemoryError
+        b.data = grown
+        b.capacity = capacity
+    memcpy(b.data + b.size, data, n)
+    b.size += n
+    return 0
+
+
+cdef inline uint32_t _utf8_next(const unsigned char **p) noexcept:
+    """The next code point of UTF-8 text (libxml2 hands out valid UTF-8)."""
+    cdef const unsigned char *s = p[0]
+    cdef uint32_t c = s[0]
+    if c < 0x80:
+        p[0] = s + 1
+        return c
+    if c < 0xE0:
+        p[0] = s + 2
+        return ((c & 0x1F) << 6) | (s[1] & 0x3F)
+    if c < 0xF0:
+        p[0] = s + 3
+        return ((c & 0x0F) << 12) | ((s[1] & 0x3F) << 6) | (s[2] & 0x3F)
+    p[0] = s + 4
+    return ((c & 0x07) << 18) | ((s[1] & 0x3F) << 12) | ((s[2] & 0x3F) << 6) | (s[3] & 0x3F)
+
+
+cdef inline Py_ssize_t _utf8_chars(const unsigned char *s) noexcept:
+    """len() of the decoded text."""
+    cdef Py_ssize_t count = 0
+    while s[0]:
+        count += (s[0] & 0xC0) != 0x80
+        s += 1
+    return count
+
+
+cdef Py_ssize_t _stripped_chars(const unsigned char *s) noexcept:
+    """len(text.strip())"""
+    cdef Py_ssize_t count = 0, first = -1, last = -1
+    cdef uint32_t c
+    while s[0]:
+        c = _utf8_next(&s)
+        if not Py_UNICODE_ISSPACE(c):
+            if first < 0:
+                first = count
+            last = count
+        count += 1
+    return 0 if first < 0 else last - first + 1
+
+
+cdef bint _normalize_space(Buffer *b) noexcept:
+    """" ".join(text.split()) of the UTF-8 in the buffer, in place (runs of whitespace become one space, none at
+    the ends); whether the result is all ASCII."""
+    cdef bint ascii = True, pending = False
+    cdef unsigned char *o = <unsigned char *>b.data
+    cdef unsigned char *start = o
+    cdef const unsigned char *p = <const unsigned char *>b.data
+    cdef const unsigned char *end = p + b.size
+    cdef const unsigned char *first
+    cdef unsigned char c
+    cdef uint32_t code
+    while p < end:
+        c = p[0]
+        if c < 0x80:
+            if c == 32 or 9 <= c <= 13 or 28 <= c <= 31:  # Python's ASCII whitespace
+                pending = o > start
+                p += 1
+                continue
+            if pending:
+                o[0] = 32
+                o += 1
+                pending = False
+            o[0] = c
+            o += 1
+            p += 1
+            continue
+        first = p
+        code = _utf8_next(&p)
+        if Py_UNICODE_ISSPACE(code):
+            pending = o > start
+            continue
+        if pending:
+            o[0] = 32
+            o += 1
+            pending = False
+        ascii = False
+        while first < p:  # never ahead of p: the output is never longer than what was read
+            o[0] = first[0]
+            o += 1
+            first += 1
+    b.size = o - start
+    return ascii
+
+
+cdef bint _ends_with_space(const Buffer *b) noexcept:
+    """The buffer's last character is whitespace."""
+    if not b.size:
+        return False
+    cdef Py_ssize_t i = b.size - 1
+    while i > 0 and ((<unsigned char>b.data[i]) & 0xC0) == 0x80:
+        i -= 1
+    cdef const unsigned char *p = <const unsigned char *>b.data + i
+    cdef uint32_t c = _utf8_next(&p)
+    return Py_UNICODE_ISSPACE(c)
+
+
+# --- lxml's view of the tree --------------------------------------------------------------------------------
+cdef inline bint _is_element(xmlNode *n) noexcept:  # lxml's _isElement
+    return (n.type == tree.XML_ELEMENT_NODE or n.type == tree.XML_COMMENT_NODE
+            or n.type == tree.XML_ENTITY_REF_NODE or n.type == tree.XML_PI_NODE)
+
+
+cdef inline xmlNode *_parent_element(xmlNode *n) noexcept:  # lxml's _parentElement
+    cdef xmlNode *p = n.parent
+    return p if p is not NULL and _is_element(p) else NULL
+
+
+cdef inline xmlNode *_previous_element(xmlNode *n) noexcept:  # lxml's _previousElement
+    cdef xmlNode *p = n.prev
+    while p is not NULL and not _is_element(p):
+        p = p.prev
+    return p
+
+
+cdef inline bint _is_named(xmlNode *n, const char *name) noexcept:
+    return n.type == tree.XML_ELEMENT_NODE and strcmp(<const char *>n.name, name) == 0
+
+
+cdef inline str _text(const char *s):
+    return s[:strlen(s)].decode("utf-8")
+
+
+cdef bint _xml_blank(const unsigned char *s) noexcept:
+    """normalize-space() of the text is empty: XML whitespace only."""
+    if s is NULL:
+        return True
+    while s[0]:
+        if s[0] != 32 and s[0] != 9 and s[0] != 10 and s[0] != 13:
+            return False
+        s += 1
+    return True
+
+
+cdef bint _blank_text_run(xmlNode *n) except -1:
+    """Is the run of text nodes from ``n`` on (lxml's .text / .tail) non-empty and all whitespace?"""
+    cdef bint any = False
+    cdef const unsigned char *p
+    cdef uint32_t c
+    while n is not NULL:
+        if n.type == tree.XML_XINCLUDE_START or n.type == tree.XML_XINCLUDE_END:
+            raise _Decline
+        if n.type != tree.XML_TEXT_NODE and n.type != tree.XML_CDATA_SECTION_NODE:
+            break
+        p = n.content
+        if p is not NULL:
+            while p[0]:
+                any = True
+                c = _utf8_next(&p)  # not inside Py_UNICODE_ISSPACE, a macro that reads its argument twice
+                if not Py_UNICODE_ISSPACE(c):
+                    return False
+        n = n.next
+    return any
+
+
+cdef bint _blank_before(xmlNode *element) except -1:
+    """blocks._blank_before"""
+    cdef xmlNode *previous = _previous_element(element)
+    if previous is not NULL:
+        return _blank_text_run(previous.next)
+    cdef xmlNode *parent = _parent_element(element)
+    return _blank_text_run(parent.children) if parent is not NULL else False
+
+
+cdef str _attribute_text(xmlAttr *a):
+    """An attribute's value as lxml's attrib.get reads it (``a`` has no namespace)."""
+    cdef xmlNode *t = a.children
+    parts = []
+    while t is not NULL:
+        if t.type != tree.XML_TEXT_NODE and t.type != tree.XML_CDATA_SECTION_NODE:
+            raise _Decline
+        if t.content is not NULL:
+            parts.append(_text(<const char *>t.content))
+        t = t.next
+    return "".join(parts)
+
+
+cdef bytes _attribute_bytes(xmlAttr *a):
+    """An attribute's value as UTF-8, as lxml's attrib.get reads it (``a`` has no namespace)."""
+    cdef xmlNode *t = a.children
+    if t is NULL:
+        return b""
+    if t.next is NULL and (t.type == tree.XML_TEXT_NODE or t.type == tree.XML_CDATA_SECTION_NODE):
+        return <bytes>(<const char *>t.content) if t.content is not NULL else b""
+    return _attribute_text(a).encode("utf-8")
+
+
+cdef Py_ssize_t _attribute_chars(xmlAttr *a) except -1:
+    """len() of an attribute's value."""
+    cdef xmlNode *t = a.children
+    cdef Py_ssize_t chars = 0
+    while t is not NULL:
+        if t.type != tree.XML_TEXT_NODE and t.type != tree.XML_CDATA_SECTION_NODE:
+            raise _Decline
+        if t.content is not NULL:
+            chars += _utf8_chars(t.content)
+        t = t.next
+    return chars
+
+
+cdef Py_ssize_t _markup_bytes(xmlNode *element) except -1:
+    """blocks._markup_bytes"""
+    cdef xmlAttr *a
+    cdef xmlAttr *b
+    if element.type != tree.XML_ELEMENT_NODE or element.ns is not NULL:
+        raise _Decline
+    cdef Py_ssize_t size = 2 * _utf8_chars(element.name) + 5
+    a = element.properties
+    while a is not NULL:
+        if a.type != tree.XML_ATTRIBUTE_NODE or a.ns is not NULL:
+            raise _Decline
+        b = element.properties
+        while b is not a:
+            if strcmp(<const char *>a.name, <const char *>b.name) == 0:
+                raise _Decline
+            b = b.next
+        size += _utf8_chars(a.name) + 4 + _attribute_chars(a)
+        a = a.next
+    return size
+
+
+cdef str _tag_path(xmlNode *element):
+    """'/html/body/div/p'"""
+    names = []
+    cdef xmlNode *n = element
+    while n is not NULL:
+        if n.type != tree.XML_ELEMENT_NODE or n.ns is not NULL:
+            raise _Decline
+        names.append(_text(<const char *>n.name))
+        n = _parent_element(n)
+    names.append("")
+    names.reverse()
+    return "/".join(names)
+
+
+# --- blocks.segment ---------------------------------------------------------------------------------------------
+cdef class _Segment:
+    """One page's walk: the blocks closed so far (with their hashes and lengths), the owners' tag paths, and the
+    text of the block being read."""
+    cdef _Document doc
+    cdef list blocks
+    cdef Buffer hashes
+    cdef Buffer chars
+    cdef Buffer text
+    cdef dict paths
+
+    def __cinit__(self, _Document doc):
+        self.doc = doc
+        self.blocks = []
+        self.paths = {}
+
+    def __dealloc__(self):
+        free(self.hashes.data)
+        free(self.chars.data)
+        free(self.text.data)
+
+    cdef result(self):
+        return (self.blocks, PyBytes_FromStringAndSize(self.hashes.data, self.hashes.size),
+                PyBytes_FromStringAndSize(self.chars.data, self.chars.size))
+
+    cdef close(self, xmlNode *owner, Py_ssize_t link_chars, Py_ssize_t markup):
+        """blocks._close, of the text read since the last block"""
+        cdef uint32_t digest32
+        cdef int64_t length64
+        cdef bint ascii = _normalize_space(&self.text)
+        cdef Py_ssize_t i
+        cdef unsigned char *q = <unsigned char *>self.text.data
+        if not self.text.size:
+            return
+        text = self.text.data[:self.text.size].decode("utf-8")
+        key = <size_t>owner
+        known = self.paths.get(key)
+        if known is None:
+            tag_path = _tag_path(owner)
+            shape = _crc32(tag_path.encode("utf-8", "surrogatepass"))
+            known = self.paths[key] = (tag_path, _text(<const char *>owner.name), shape, _crc32(b"\x1f", shape))
+        tag_path, tag, shape, prefix = known
+        if ascii:  # str.lower() of ASCII text is bytewise
+            for i in range(self.text.size):
+                if 65 <= q[i] <= 90:
+                    q[i] += 32
+            digest = _crc32(PyBytes_FromStringAndSize(self.text.data, self.text.size), prefix)
+        else:
+            digest = _crc32(text.lower().encode("utf-8", "surrogatepass"), prefix)
+        self.text.size = 0
+        length = len(text)
+        self.blocks.append(_block_class(len(self.blocks), None, tag_path, tag, text, min(link_chars, length), markup,
+                                        digest, shape, elementFactory(self.doc, owner)))
+        digest32 = digest
+        length64 = length
+        _add(&self.hashes, &digest32, 4)
+        _add(&self.chars, &length64, 8)
+
+
+def segment(root):
+    """blocks.segment's walk (the definition: blocks.segment_plain): (blocks, hashes, chars), or None."""
+    if _block_class is None or not isinstance(root, _Element):
+        return None
+    cdef xmlNode *c_root = (<_Element>root)._c_node
+    if c_root is NULL or c_root.doc is NULL:
+        return None
+    try:
+        return _segment(_Segment((<_Element>root)._doc), <xmlNode *>c_root.doc.children)
+    except _Decline:
+        return None
+
+
+cdef _segment(_Segment walk, xmlNode *cur):
+    cdef xmlNode *current = NULL
+    cdef xmlNode *last_context = NULL
+    cdef xmlNode *previous
+    cdef xmlNode *parent
+    cdef xmlNode *owner
+    cdef xmlNode *up
+    cdef Py_ssize_t link_chars = 0, markup = 0, in_body = 0
+    cdef bint is_tail, boundary, in_link
+    cdef Py_ssize_t parts = 0
+    while cur is not NULL:
+        if cur.type == tree.XML_ELEMENT_NODE:
+            if _is_named(cur, "body") and cur.ns is NULL:
+                in_body += 1
+            if cur.children is not NULL:
+                cur = cur.children
+                continue
+            if _is_named(cur, "body") and cur.ns is NULL:
+                in_body -= 1
+        elif (cur.type == tree.XML_ENTITY_REF_NODE or cur.type == tree.XML_XINCLUDE_START
+              or cur.type == tree.XML_XINCLUDE_END):
+            if in_body:
+                raise _Decline
+        elif ((cur.type == tree.XML_TEXT_NODE or cur.type == tree.XML_CDATA_SECTION_NODE) and in_body
+              and not _xml_blank(cur.content)):
+            # the text node's parent element (for a tail: the parent of the element it follows)
+            previous = _previous_element(cur)
+            is_tail = previous is not NULL
+            boundary = False
+            if is_tail:
+                boundary = _tag_value(&_split_tags, previous)
+                parent = _parent_element(previous)
+            else:
+                parent = cur.parent
+                while parent is not NULL and not _is_element(parent):
+                    parent = parent.parent
+                if parent is NULL:
+                    raise _Decline
+            if parent is not NULL:
+                # blocks._context
+                in_link = False
+                owner = parent
+                while True:
+                    if _is_named(owner, "a"):
+                        in_link = True
+                    if _tag_value(&_block_tags, owner):
+                        break
+                    up = _parent_element(owner)
+                    if up is NULL:
+                        break
+                    owner = up
+                if owner is not current or boundary:
+                    if parts:
+                        walk.close(current, link_chars, markup)
+                    current = owner
+                    parts = 0
+                    link_chars = 0
+                    markup = _markup_bytes(owner)
+                    last_context = owner
+                if parent is not last_context:
+                    markup += _markup_bytes(parent)
+                    last_context = parent
+                if parts and not is_tail and not _ends_with_space(&walk.text) and _blank_before(parent):
+                    _add(&walk.text, " ", 1)  # the blank text between "<b>hello</b> <i>world</i>" (not visited)
+                _add(&walk.text, cur.content, strlen(<const char *>cur.content))
+                parts += 1
+                if in_link:
+                    link_chars += _stripped_chars(cur.content)
+        while cur.next is NULL:
+            cur = cur.parent
+            if (cur is NULL or cur.type == tree.XML_DOCUMENT_NODE
+                    or cur.type == tree.XML_HTML_DOCUMENT_NODE):
+                if parts:
+                    walk.close(current, link_chars, markup)
+                return walk.result()
+            if _is_named(cur, "body") and cur.ns is NULL:
+                in_body -= 1
+        cur = cur.next
+    if parts:
+        walk.close(current, link_chars, markup)
+    return walk.result()
+
+
+def head_title(root):
+    """root.find("head/title"): the first <title> child of the first <head> child that has one."""
+    if not isinstance(root, _Element):
+        raise TypeError("root must be an lxml element")
+    cdef xmlNode *c_root = (<_Element>root)._c_node
+    cdef xmlNode *head = c_root.children if c_root is not NULL else NULL
+    cdef xmlNode *title
+    while head is not NULL:
+        if head.type == tree.XML_ELEMENT_NODE and head.ns is NULL and strcmp(<const char *>head.name, "head") == 0:
+            title = head.children
+            while title is not NULL:
+                if (title.type == tree.XML_ELEMENT_NODE and title.ns is NULL
+                        and strcmp(<const char *>title.name, "title") == 0):
+                    return elementFactory((<_Element>root)._doc, title)
+                title = title.next
+        head = head.next
+    return None
+
+
+DEF FEW = 16  # up to this many elements, inside compares node pointers; more go into a set
+
+
+def inside(owners, elements):
+    """extract.inside_plain: per owner (bytes of bool), is it one of ``elements`` or below one; or None."""
+    cdef xmlNode *node
+    cdef xmlNode *few[FEW]
+    cdef Py_ssize_t i, k, count = 0
+    cdef bint hit
+    marked = set()
+    for element in elements:
+        if not isinstance(element, _Element) or (<_Element>element)._c_node is NULL:
+            return None
+        node = (<_Element>element)._c_node
+        if count < FEW:
+            few[count] = node
+        count += 1
+        marked.add(<size_t>node)
+    out = bytearray(len(owners))
+    cdef unsigned char[::1] view = out
+    for i, element in enumerate(owners):
+        if not isinstance(element, _Element):
+            return None
+        node = (<_Element>element)._c_node
+        if node is NULL or node.type != tree.XML_ELEMENT_NODE:
+            return None
+        hit = False
+        while count and node is not NULL and not hit:
+            if count <= FEW:
+                for k in range(count):
+                    if few[k] is node:
+                        hit = True
+                        break
+            else:
+                hit = <size_t>node in marked
+            node = _parent_element(node)
+        view[i] = hit
+    return bytes(out)
+
+
+# --- features.number_tree ---------------------------------------------------------------------------------------
+cdef inline xmlAttr *_first(xmlNode *n, const char *name) noexcept:
+    """The first attribute of that name without a namespace."""
+    cdef xmlAttr *a = n.properties
+    while a is not NULL:
+        if a.type == tree.XML_ATTRIBUTE_NODE and a.ns is NULL and strcmp(<const char *>a.name, name) == 0:
+            return a
+        a = a.next
+    return NULL
+
+
+cdef char _is_hint(xmlNode *n) except -1:
+    """features._is_hint"""
+    cdef xmlAttr *a
+    if _is_named(n, "article") or _is_named(n, "main"):
+        return True
+    if n.properties is NULL:
+        return False
+    a = _first(n, "itemprop")
+    if a is not NULL and _attribute_bytes(a) == b"articleBody":
+        return True
+    a = _first(n, "itemtype")
+    if a is not NULL and b"Article" in _attribute_bytes(a):
+        return True
+    a = _first(n, "role")
+    return a is not NULL and _attribute_bytes(a) == b"main"
+
+
+cdef uint32_t _class_bits(xmlNode *n) except? 0xFFFFFFFF:
+    """features._class_bits: the class and id words' groups ("" for a missing one; none without both),
+    remembered per (class, id) pair of UTF-8 bytes."""
+    if n.properties is NULL:
+        return 0
+    cdef xmlAttr *class_ = _first(n, "class")
+    cdef xmlAttr *id_ = _first(n, "id")
+    if class_ is NULL and id_ is NULL:
+        return 0
+    key = ((_attribute_bytes(class_) if class_ is not NULL else b"") + b"\0"
+           + (_attribute_bytes(id_) if id_ is not NULL else b""))
+    bits = _words.get(key)
+    if bits is None:
+        if len(_words) >= _words_limit:
+            _words.clear()
+        class_text, id_text = key.decode("utf-8").split("\0")
+        bits = _words[key] = _words_function(class_text, id_text)
+    return bits
+
+
+def number_tree(blocks):
+    """features.number_tree_plain's numbering of the blocks' owners and their ancestors: bytearrays (parent, depth,
+    owner as int64, tag_bits, class_bits as uint32, hint as bool), or None."""
+    if _words_function is None:
+        raise RuntimeError("configure_tree was not called")
+    try:
+        return _number_tree(blocks)
+    except _Decline:
+        return None
+
+
+cdef class _Tree:
+    """number_tree's columns as they grow."""
+    cdef Buffer parent, depth, owner, tag_bits, hint, class_bits
+
+    def __dealloc__(self):
+        free(self.parent.data)
+        free(self.depth.data)
+        free(self.owner.data)
+        free(self.tag_bits.data)
+        free(self.hint.data)
+        free(self.class_bits.data)
+
+    cdef add(self, int64_t above, xmlNode *n):
+        cdef int64_t level = (<int64_t *>self.depth.data)[above] + 1 if above >= 0 else 0
+        cdef uint32_t tag_bits = _tag_value(&_tag_bits, n)
+        cdef uint32_t class_bits = _class_bits(n)
+        cdef char hint = _is_hint(n)
+        _add(&self.parent, &above, 8)
+        _add(&self.depth, &level, 8)
+        _add(&self.tag_bits, &tag_bits, 4)
+        _add(&self.class_bits, &class_bits, 4)
+        _add(&self.hint, &hint, 1)
+
+    cdef columns(self):
+        return (PyByteArray_FromStringAndSize(self.parent.data, self.parent.size),
+                PyByteArray_FromStringAndSize(self.depth.data, self.depth.size),
+                PyByteArray_FromStringAndSize(self.owner.data, self.owner.size),
+                PyByteArray_FromStringAndSize(self.tag_bits.data, self.tag_bits.size),
+                PyByteArray_FromStringAndSize(self.hint.data, self.hint.size),
+                PyByteArray_FromStringAndSize(self.class_bits.data, self.class_bits.size))
+
+
+DEF MAX_DEPTH = 4096
+
+
+cdef _number_tree(blocks):
+    cdef xmlNode *node
+    cdef xmlNode *last = NULL
+    cdef xmlNode *chain[MAX_DEPTH]
+    cdef int length
+    cdef int64_t above = -1, number = 0
+    cdef _Tree columns = _Tree()
+    numbers = {}
+    for block in blocks:
+        element = block.element
+        if not isinstance(element, _Element) or (<_Element>element)._c_node is NULL:
+            raise _Decline
+        node = (<_Element>element)._c_node
+        if node is not last:  # else the previous block's owner: ``above`` is its number
+            last = node
+            above = -1
+            length = 0
+            while node is not NULL:
+                known = numbers.get(<size_t>node)
+                if known is not None:
+                    above = known
+                    break
+                if node.type != tree.XML_ELEMENT_NODE or node.ns is not NULL or length == MAX_DEPTH:
+                    raise _Decline
+                chain[length] = node
+                length += 1
+                node = _parent_element(node)
+            while length:  # number the new elements, parents first
+                length -= 1
+                numbers[<size_t>chain[length]] = number
+                columns.add(above, chain[length])
+                above = number
+                number += 1
+        _add(&columns.owner, &above, 8)
+    return columns.columns()
+
+
+# --- extract's container rules -----------------------------------------------------------------------------------
+cdef struct Rule:
+    const char *tag  # NULL: any element
+    const char *id_  # NULL: no id test
+    const char *token  # " TOKEN ", NULL: no class test
+
+
+cdef bint _value_is(xmlAttr *a, const char *expected) noexcept:
+    """The attribute's text and CDATA children, joined, are ``expected``."""
+    cdef xmlNode *t = a.children
+    cdef size_t size
+    while t is not NULL:
+        if (t.type == tree.XML_TEXT_NODE or t.type == tree.XML_CDATA_SECTION_NODE) and t.content is not NULL:
+            size = strlen(<const char *>t.content)
+            if strncmp(<const char *>t.content, expected, size) != 0:
+                return False
+            expected += size
+        t = t.next
+    return expected[0] == 0
+
+
+cdef bint _class_holds(xmlAttr *a, const char *token, Buffer *scratch) except -1:
+    """' ' + normalize-space(the attribute's text and CDATA) + ' ' holds ``token`` (a NULL attribute reads as "")."""
+    cdef xmlNode *t = a.children if a is not NULL else NULL
+    cdef const unsigned char *p
+    cdef bint pending = False, any = False
+    scratch.size = 0
+    _add(scratch, " ", 1)
+    while t is not NULL:
+        if (t.type == tree.XML_TEXT_NODE or t.type == tree.XML_CDATA_SECTION_NODE) and t.content is not NULL:
+            p = t.content
+            while p[0]:
+                if p[0] == 32 or p[0] == 9 or p[0] == 10 or p[0] == 13:
+                    pending = any
+                else:
+                    if pending:
+                        _add(scratch, " ", 1)
+                        pending = False
+                    any = True
+                    _add(scratch, p, 1)
+                p += 1
+        t = t.next
+    _add(scratch, " ", 2)  # the space and the NUL
+    return strstr(scratch.data, token) is not NULL
+
+
+def match_rules(root, rules):
+    """The container rules' two XPath forms evaluated in one walk. ``rules`` are (tag or None, id or None, class
+    token or None) standing for extract's id rule (any element whose id is ID; tag None) and class rule (TAG
+    elements whose first class attribute, normalize-space'd and between spaces, holds ' TOKEN '); one list per rule
+    of the matching elements in document order (what lxml's XPath returns), or None."""
+    if not isinstance(root, _Element):
+        return None
+    cdef xmlNode *c_root = (<_Element>root)._c_node
+    if c_root is NULL or c_root.doc is NULL:
+        return None
+    held = [(None if tag is None else tag.encode("utf-8", "surrogatepass"),
+             None if id_ is None else id_.encode("utf-8", "surrogatepass"),
+             None if token is None else f" {token} ".encode("utf-8", "surrogatepass")) for tag, id_, token in rules]
+    cdef Rule *c_rules = <Rule *>calloc(len(held) or 1, sizeof(Rule))
+    cdef Buffer scratch
+    scratch.data = NULL
+    scratch.size = scratch.capacity = 0
+    if c_rules is NULL:
+        raise MemoryError
+    try:
+        for i, (tag, id_, token) in enumerate(held):
+            c_rules[i].tag = <const char *>tag if tag is not None else NULL
+            c_rules[i].id_ = <const char *>id_ if id_ is not None else NULL
+            c_rules[i].token = <const char *>token if token is not None else NULL
+        return _match_rules((<_Element>root)._doc, <xmlNode *>c_root.doc.children, c_rules, len(held), &scratch)
+    finally:
+        free(c_rules)
+        free(scratch.data)
+
+
+cdef list _match_rules(_Document doc, xmlNode *cur, Rule *rules, Py_ssize_t count, Buffer *scratch):
+    found = [[] for _ in range(count)]
+    cdef xmlAttr *a
+    cdef bint hit
+    cdef Py_ssize_t i
+    while cur is not NULL:
+        if cur.type == tree.XML_ELEMENT_NODE:
+            for i in range(count):
+                if rules[i].tag is not NULL and (cur.ns is not NULL
+                                                 or strcmp(<const char *>cur.name, rules[i].tag) != 0):
+                    continue
+                hit = False
+                if rules[i].id_ is not NULL:  # @id = 'ID': any id attribute (no namespace) with that value
+                    a = cur.properties
+                    while a is not NULL and not hit:
+                        if (a.type == tree.XML_ATTRIBUTE_NODE and a.ns is NULL
+                                and strcmp(<const char *>a.name, "id") == 0):
+                            hit = _value_is(a, rules[i].id_)
+                        a = a.next
+                if rules[i].token is not NULL:  # the first class attribute, normalize-space'd, between spaces
+                    hit = _class_holds(_first(cur, "class"), rules[i].token, scratch)
+                if hit:
+                    (<list>found[i]).append(elementFactory(doc, cur))
+            if cur.children is not NULL:
+                cur = cur.children
+                continue
+        while cur.next is NULL:
+            cur = cur.parent
+            if cur is NULL or cur.type == tree.XML_DOCUMENT_NODE or cur.type == tree.XML_HTML_DOCUMENT_NODE:
+                return found
+        cur = cur.next
+    return found
+
+
+# --- string-length(normalize-space(.)) ---------------------------------------------------------------------------
+cdef Py_ssize_t _normalized_chars(xmlNode *top) noexcept:
+    """string-length(normalize-space()) of the element's string value (its descendant text and CDATA in document
+    order); -1 where an entity reference is inside."""
+    cdef Py_ssize_t chars = 0
+    cdef bint pending = False
+    cdef const unsigned char *s
+    cdef unsigned char b
+    cdef xmlNode *cur = top.children
+    while cur is not NULL:
+        if cur.type == tree.XML_TEXT_NODE or cur.type == tree.XML_CDATA_SECTION_NODE:
+            s = cur.content
+            if s is not NULL:
+                while s[0]:
+                    b = s[0]
+                    s += 1
+                    if b == 32 or b == 9 or b == 10 or b == 13:
+                        pending = chars > 0
+                    elif (b & 0xC0) != 0x80:  # not a UTF-8 continuation byte: a new character
+                        if pending:
+                            chars += 1
+                            pending = False
+                        chars += 1
+        elif cur.type == tree.XML_ENTITY_REF_NODE or cur.type == tree.XML_ENTITY_NODE:
+            return -1
+        elif cur.type == tree.XML_ELEMENT_NODE and cur.children is not NULL:
+            cur = cur.children
+            continue
+        while cur.next is NULL:
+            cur = cur.parent
+            if cur is NULL or cur is top:
+                return chars
+        cur = cur.next
+    return chars
+
+
+def normalized_length(element, bint body=False):
+    """string-length(normalize-space(.)) of the element as libxml2's XPath computes it, or None; with body=True
+    the same of the page's /html/body (0 where there is none)."""
+    if not isinstance(element, _Element):
+        return None
+    cdef xmlNode *node = (<_Element>element)._c_node
+    cdef xmlNode *html
+    cdef xmlNode *child
+    cdef xmlNode *found = NULL
+    if node is NULL or node.type != tree.XML_ELEMENT_NODE:
+        return None
+    if body:
+        if node.doc is NULL:
+            return None
+        html = <xmlNode *>node.doc.children  # the first of /html/body in document order
+        while html is not NULL and found is NULL:
+            if html.type == tree.XML_ELEMENT_NODE and html.ns is NULL and strcmp(<const char *>html.name, "html") == 0:
+                child = html.children
+                while child is not NULL and found is NULL:
+                    if child.type == tree.XML_ELEMENT_NODE and child.ns is NULL and strcmp(<const char *>child.name,
+                                                                                         "body") == 0:
+                        found = child
+                    child = child.next
+            html = html.next
+        if found is NULL:
+            return 0
+        node = found
+    cdef Py_ssize_t chars = _normalized_chars(node)
+    return None if chars < 0 else chars
