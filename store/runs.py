@@ -104,9 +104,23 @@ def writer_lock(db: sqlite_utils.Database, *, command: str) -> Iterator[None]:
         handle.truncate()
         handle.write(f"templater {command} (pid {os.getpid()})")
         handle.flush()
+        _held.append(handle)
         yield
     finally:
+        if handle in _held:
+            _held.remove(handle)
         handle.close()
+
+
+_held: list = []  # the lock files this process holds (writer_lock), which forked workers must not keep open
+
+
+def close_inherited_locks() -> None:
+    """In a forked worker: close its copies of the parent's lock files. The lock belongs to the open file, which a
+    fork shares: a worker outliving a killed parent for a moment would otherwise still hold it, and the rerun
+    that follows the kill would be refused."""
+    while _held:
+        _held.pop().close()
 
 
 def is_busy(error: sqlite3.OperationalError) -> bool:

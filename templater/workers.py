@@ -19,6 +19,7 @@ from multiprocessing.pool import Pool
 
 import sqlite_utils
 
+from store import runs as run_store
 from store.db import db_path, open_reader
 from templater.errors import InputError
 
@@ -35,6 +36,7 @@ def _die_with_parent() -> None:
 def _start(path: str | None, factory: Callable, args: tuple) -> None:
     global _state
     _die_with_parent()
+    run_store.close_inherited_locks()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _state = factory(open_reader(path), *args) if path else factory(*args)
 

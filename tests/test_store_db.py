@@ -14,3 +14,31 @@ def test_every_connection_bounds_sqlites_memory_whatever_cache_it_asks_for(tmp_p
     reader = open_reader(path)
     assert reader.conn.execute("PRAGMA soft_heap_limit").fetchone()[0] == HEAP_LIMIT_BYTES
     assert 0 < HEAP_LIMIT_BYTES <= 256 * 2**20
+
+
+def test_a_forked_worker_does_not_keep_the_writer_lock_of_its_dead_parent(tmp_path):
+    """A worker forked under writer_lock closes its copy of the lock file (workers do it at start): once the
+    parent lets go, a new writer gets the lock although the worker still lives."""
+    import os
+    import time
+
+    import pytest
+
+    from store import runs as run_store
+    from templater.errors import StoreError
+
+    db = open_db(tmp_path / "t.db")
+    with run_store.writer_lock(db, command="extract"):
+        child = os.fork()
+        if child == 0:  # the worker
+            run_store.close_inherited_locks()
+            time.sleep(3)
+            os._exit(0)
+        with pytest.raises(StoreError):
+            with run_store.writer_lock(open_db(tmp_path / "t.db"), command="extract"):
+                pass
+    try:
+        with run_store.writer_lock(open_db(tmp_path / "t.db"), command="extract"):
+            assert os.waitpid(child, os.WNOHANG) == (0, 0)  # the worker still runs
+    finally:
+        os.waitpid(child, 0)
