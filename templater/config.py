@@ -38,7 +38,7 @@ MAX_PAGE_ATTRIBUTES = 300_000  # attributes in all start tags (segmenting costs 
 MAX_DEPTH = 256  # element nesting: libxml2's own limit without huge_tree (deeper markup is cut off at this depth)
 MAX_BLOCKS = 50_000  # text blocks of a segmented page
 MAX_LEARN_BLOCKS = 10_000  # a page with more blocks is extracted but left out of the pages a template learns from
-PAGE_TIME_BUDGET = 10.0  # seconds for one page's parse + segment (+ extract); checked between the stages
+PAGE_TIME_BUDGET = 10.0  # CPU seconds for one page's parse + segment (+ extract); checked between the stages
 
 # --- rules import: what `templater rules import` accepts (a site's learned template has tens of rules) ----------
 MAX_RULES_FILE_BYTES = 4 * 1024 * 1024  # a rules file larger than this is refused before it is read

@@ -53,6 +53,9 @@ LAYOUT_SHAPE_SHARE = 0.5  # a tag path on this share of a cluster's pages belong
 Progress = Callable[[int, int | None], None]  # (items done so far, total if known)
 T = TypeVar("T")
 
+page_clock = time.thread_time  # a page's time budget counts the CPU time of its own work: a loaded machine
+# neither skips pages nor changes what a run stores
+
 
 @dataclass
 class Summary:
@@ -103,9 +106,9 @@ def open_store(path: str | Path, *, create: bool = True, readonly: bool = False)
 def segment_page(page: Page, *, started: float | None = None, limits: bool = True) -> Segmented | Skip:
     """Parse and segment a page (decoded, or a stored page's UTF-8 bytes); a Skip with the reason when it yields
     nothing to work with, is over a page limit (``limits``: stored pages were checked when they were ingested) or
-    the time budget (counted from ``started``, a perf_counter reading, else from now), or fails in any way (reason
+    the time budget (counted from ``started``, a ``page_clock`` reading, else from now), or fails in any way (reason
     "error": an exception never ends a run)."""
-    started = time.perf_counter() if started is None else started
+    started = page_clock() if started is None else started
     try:
         return _segment_page(page, started, limits)
     except Exception as exc:  # noqa: BLE001 -- one page's failure is that page's skip, with the exception named
@@ -132,7 +135,7 @@ def _segment_page(page: Page, started: float, limits: bool) -> Segmented | Skip:
 
 def over_time(page_id: str, url: str, started: float, stage: str) -> Skip | None:
     """An "over-time" Skip when the page's work since ``started`` passed the time budget, else None."""
-    spent = time.perf_counter() - started
+    spent = page_clock() - started
     if spent <= config.PAGE_TIME_BUDGET:
         return None
     return Skip(SkipReason.OVER_TIME, url,
@@ -267,7 +270,7 @@ def prepare_record(item: RawPage | Skip) -> Segmented | Skip:
     an exception included)."""
     if isinstance(item, Skip):
         return item
-    started = time.perf_counter()
+    started = page_clock()
     try:
         page = decode_page(item)
     except Exception as exc:  # noqa: BLE001 -- one record's failure is its skip
@@ -723,7 +726,7 @@ def _utc_iso(text: str) -> str:
 def extract_stored_page(stored: page_store.StoredPage, index: TemplateIndex, *, method: str,
                         settings: LearnSettings, classifier: dict | None = None) -> Extraction | Skip:
     """One stored page extracted with its template; a Skip when it fails or goes over the time budget."""
-    started = time.perf_counter()
+    started = page_clock()
     seg = stored_segment(stored, started=started)
     if isinstance(seg, Skip):
         return seg

@@ -187,7 +187,7 @@ class _Classifier:
                                                               exc))
 
     def _classify_record(self, record, state: dict) -> _Fetched:
-        started = time.perf_counter()
+        started = pipeline.page_clock()
         page = record if isinstance(record, Skip) else decode_page(record)
         if isinstance(page, Skip):
             return _Fetched("skip", skip=page)
