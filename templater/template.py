@@ -62,7 +62,8 @@ REGION_CHROME_SHARE = 0.1  # a region right under <body> is trusted on a page wh
 # content divisions of the dev documentation sites 0.01-0.05)
 CONTENT_TAGS = frozenset({"main", "article"})  # elements (and role="main") that declare the page's own content
 CHROME_TAGS = frozenset({"nav", "aside", "header", "footer", "form"})  # ... and what stays chrome inside them
-LABEL_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "dt", "th", "caption", "legend", "summary"})  # a short
+HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})  # headings title the section they open
+LABEL_TAGS = HEADING_TAGS | {"dt", "th", "caption", "legend", "summary"}  # a short
 # block with one of these tags titles the content that follows it; any other short block is a label (chrome)
 STRUCTURE_TAGS = frozenset({"pre", "table", "dl"})  # code, tables and definition lists of the text
 LIST_TAGS = frozenset({"ul", "ol", "menu"})  # a block of links in a list is a navigation list ...
@@ -462,14 +463,15 @@ def keep_repeated_content(pages: Sequence[Segmented], rules: list[Rule], static:
 def repeated_chrome(block: Block, ancestry: list[str] | None, run: bool, rows: set,
                     settings: LearnSettings = LearnSettings()) -> str:
     """Why a repeated block is chrome, in words ('' when it is content): in a row of links (link_runs), or
-    chrome_shape's reason, but for a short label among the page's own varying blocks (varying_rows)."""
+    chrome_shape's reason, but for a short label among the page's own varying blocks or the one line of a section
+    (varying_rows)."""
     shape = chrome_shape(block, ancestry, settings)
     if shape and shape != SHORT_LABEL:
         return shape
     if run:
         return "links"
     if shape and block.element is not None and (block.element.getparent(), block.element.tag) in rows:
-        return ""  # a table's header cell, not a lone label
+        return ""  # a table's header cell or a section's one line, not a lone label
     return shape
 
 
@@ -535,8 +537,9 @@ def varying_rows(seg: Segmented, dropped: np.ndarray, settings: LearnSettings = 
     static, with text) with that tag and none longer than twice shape_max_chars (a paragraph): a row or grid of
     short cells, where a repeated short label of the same tag is a header cell (a reference page's "Modifier and
     Type | Method | Description" over its method summary), not a label of the site's (an "Advertisement" line
-    among an article's paragraphs, a "Posted at" line beside a headline). The elements themselves, not their
-    ids: lxml keeps one proxy per element while it is referenced, so they are what getparent() returns later."""
+    among an article's paragraphs, a "Posted at" line beside a headline); and those of a section's one block
+    under its heading (section_bodies). The elements themselves, not their ids: lxml keeps one proxy per element
+    while it is referenced, so they are what getparent() returns later."""
     cells: Counter = Counter()
     long_cells = set()
     for b, gone in zip(seg.blocks, dropped):
@@ -545,7 +548,35 @@ def varying_rows(seg: Segmented, dropped: np.ndarray, settings: LearnSettings = 
             cells[parent, b.element.tag] += 1
             if len(b.text) > 2 * settings.shape_max_chars:
                 long_cells.add(parent)
-    return {(parent, tag) for (parent, tag), n in cells.items() if n >= ROW_CELLS and parent not in long_cells}
+    return {(parent, tag) for (parent, tag), n in cells.items()
+            if n >= ROW_CELLS and parent not in long_cells} | section_bodies(seg)
+
+
+def section_bodies(seg: Segmented) -> set:
+    """(parent, tag) of the blocks that are the whole text of a section under its heading: right after a heading
+    (HEADING_TAGS) and the only other block of the deepest element holding both (a manual's "GIT" section whose one
+    line is "Part of the git(1) suite"). Such a short line is what the heading titles, not a lone label."""
+    out = set()
+    elements = {id(b.element) for b in seg.blocks if b.element is not None}
+    for before, block in zip(seg.blocks, seg.blocks[1:]):
+        if before.tag not in HEADING_TAGS or block.element is None or before.element is None:
+            continue
+        section = block.element.getparent()
+        while section is not None and not contains(section, before.element):
+            section = section.getparent()
+        if section is not None and _holds_two(section, elements):
+            out.add((block.element.getparent(), block.element.tag))
+    return out
+
+
+def _holds_two(element, blocks: set) -> bool:
+    """Whether exactly two of the blocks' elements (by id) are the element or under it (stops at a third)."""
+    count = 0
+    for node in element.iter():
+        count += id(node) in blocks
+        if count > 2:
+            return False
+    return count == 2
 
 
 def link_runs(seg: Segmented, density: float = SHAPE_MAX_LINK_DENSITY) -> np.ndarray:

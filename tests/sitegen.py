@@ -136,21 +136,24 @@ GUIDE = """<html><head><title>{title} - Example Guide</title></head><body>
 {paragraphs}
 <div class="summary"><div>Name</div><div>Description</div>{cells}</div>
 <div class="notice"><span>Advertisement</span></div>
-{sections}
+{sections}{colophon}
 </div>
 <div class="navfooter"><a href="/prev">Prev</a> <a href="/up">Up</a> <a href="/next">Next</a>
 <p>Example Guide, all rights reserved.</p></div>
 </body></html>"""
 
 
-def guide_html(seed: int, *, terms: bool = False) -> tuple[str, str]:
+COLOPHON = "Part of the Example suite"  # a guide chapter's last section: the same short line on every chapter
+
+
+def guide_html(seed: int, *, terms: bool = False, colophon: bool = False) -> tuple[str, str]:
     """(html, the chapter's own text one paragraph a line) of one chapter of a DocBook-style guide: its content
     division right under <body>, a table of contents of links that varies from chapter to chapter (its title the
     only static line inside), a grid of short cells under the same "Name | Description" header on every chapter,
     a lone "Advertisement" label, and sections whose heading a list of links to their pages follows on a third of
     the chapters. With
     ``terms``, the table of contents is a definition list of the chapter's own terms instead (no links, at the
-    same tag path)."""
+    same tag path). With ``colophon``, the chapter ends with a "Colophon" section whose one line is COLOPHON."""
     rng = random.Random(seed)
     title = f"Chapter {seed}. " + sentence(rng, 3)[:-1]
     paras = [" ".join(sentence(rng, rng.randint(8, 16)) for _ in range(2)) for _ in range(3)]
@@ -169,14 +172,16 @@ def guide_html(seed: int, *, terms: bool = False) -> tuple[str, str]:
                         + "".join(f'<ul><li><a href="/p/{seed}/{n}/{i}">{t}</a></li></ul>' for i, t in enumerate(links))
                         + f"<p>{body}</p>")
         own += [heading, body] + links
+    end = f'<div class="sect"><h3>Colophon</h3><div><p>{COLOPHON}</p></div></div>' if colophon else ""
     html = GUIDE.format(title=title, toc=toc, paragraphs="\n".join(f"<p>{p}</p>" for p in paras),
-                        cells="".join(f"<div>{a}</div><div>{b}</div>" for a, b in cells), sections="\n".join(sections))
-    return html, "\n".join(own)
+                        cells="".join(f"<div>{a}</div><div>{b}</div>" for a, b in cells), sections="\n".join(sections),
+                        colophon=end)
+    return html, "\n".join(own + (["Colophon", COLOPHON] if colophon else []))
 
 
-def guide_pages(count: int, *, start: int = 0, terms: bool = False):
+def guide_pages(count: int, *, start: int = 0, terms: bool = False, colophon: bool = False):
     """Segmented chapters of the guide with their texts."""
-    return _segmented(lambda seed: guide_html(seed, terms=terms), range(start, start + count),
+    return _segmented(lambda seed: guide_html(seed, terms=terms, colophon=colophon), range(start, start + count),
                       "g", "https://guide.example.com/book/ch{}.html")
 
 

@@ -13,7 +13,7 @@ from templater.parse import parse_html
 from templater.template import REGION_CHROME_SHARE, WRAPPER_DEPTH, learn_template
 from templater.datatypes import Page
 
-from sitegen import REPEATED_CONTENT, feed_pages, guide_pages, reference_html, reference_pages
+from sitegen import COLOPHON, REPEATED_CONTENT, feed_pages, guide_pages, reference_html, reference_pages
 
 
 def _template(pages):
@@ -167,3 +167,15 @@ def test_a_shape_rule_does_not_drop_the_terms_of_the_pages_text():
     explained = explain_blocks(plain, compiled)
     assert all(b.reason == "drop-shape" and "learned pages" in b.why for b in explained.blocks if b.tag == "dt")
     assert all(b.why for b in explained.blocks if not b.kept)
+
+
+def test_a_sections_one_repeated_line_is_content_a_lone_label_is_not():
+    """A chapter's last section, "Colophon", holds the same short line on every chapter: the whole text of a
+    section under its heading is what the heading titles (template.section_bodies), not a label of the site's; the
+    lone "Advertisement" label stays a drop rule."""
+    template = learn_template([seg for seg, _ in guide_pages(8, colophon=True)], site="guide.example.com/")
+    samples = [r.sample for r in template.rules if r.action in ("drop", "drop-shape")]
+    assert "Advertisement" in samples and COLOPHON not in samples
+    seg, _ = guide_pages(1, start=45, colophon=True)[0]
+    result = extract_page(seg, CompiledTemplate(template))
+    assert "Colophon" in result.text and COLOPHON in result.text and "Advertisement" not in result.text
