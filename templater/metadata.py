@@ -652,19 +652,35 @@ def element_date(element) -> str | None:
     day = normalize_date(stamp) if stamp else None
     if day:
         return day
-    text = _text(element)
-    return find_date(text) if text and len(text) <= MAX_DATE_TEXT_CHARS * 2 else None
+    text = _short_text(element, MAX_DATE_TEXT_CHARS * 2)
+    return find_date(text) if text else None
 
 
 def element_author(element) -> str | None:
     """The author named by an element's text (a byline's "By" taken off)."""
-    text = _text(element)
-    return normalize_author(text) if text and len(text) <= MAX_BYLINE_CHARS else None
+    text = _short_text(element, MAX_BYLINE_CHARS)
+    return normalize_author(text) if text else None
 
 
 def _text(element) -> str:
     """The element's text, its inline pieces apart ("Mihir Fadnavis" + "Mar 03, 2017" are two words)."""
     return " ".join(" ".join(element.itertext()).split())
+
+
+def _short_text(element, limit: int) -> str | None:
+    """``_text(element)`` when it is at most ``limit`` characters long, else None, found without joining the text
+    of a long element (a short block's element may hold a whole article): its words are counted piece by piece,
+    and the words of the pieces read so far never make a longer text than all of them do."""
+    words: list[str] = []
+    length = -1
+    for piece in element.itertext():
+        found = piece.split()
+        if found:
+            length += sum(map(len, found)) + len(found)
+            if length > limit:
+                return None
+            words += found
+    return " ".join(words)
 
 
 # --- visible evidence -------------------------------------------------------------------------------------------
@@ -709,12 +725,22 @@ def named_metadata(seg: Segmented, headline: int | None | bool = False) -> dict[
     Only the blocks the segmentation found are looked at: a scan of the whole tree costs several times more."""
     found: dict[str, str] = {}
     byline = None
+    last_parent = None  # a parent the blocks before already offered (a second look at an element finds nothing new)
     for block in _article_top(seg, _headline(seg) if headline is False else headline):
         element = block.element
         if element is None or len(block.text) > MAX_BYLINE_CHARS * 2 or element.tag in ("body", "html"):
             continue
-        for candidate in _named_candidates(element):
+        candidates = [element]
+        parent = element.getparent()
+        if parent is not None and parent is not last_parent and parent.tag not in ("body", "html"):
+            candidates.append(parent)
+        last_parent = parent
+        if len(element) and len(element) <= MAX_INLINE_CHILDREN:
+            candidates += [inner for inner in element.iterdescendants(etree.Element) if inner.tag not in BLOCK_TAGS]
+        for candidate in candidates:
             kind = _kind(candidate)
+            if kind is None:
+                continue
             if kind == "author" and "author" not in found and not _in_comments(candidate):
                 author = element_author(candidate)
                 if author:
@@ -746,18 +772,6 @@ def _article_top(seg: Segmented, headline: int | None) -> Sequence:
     return seg.blocks[start: headline + NAMED_SCAN_BLOCKS]
 
 
-def _named_candidates(element) -> Iterable:
-    """The element, its parent, and the inline elements inside it (a short block's few)."""
-    yield element
-    parent = element.getparent()
-    if parent is not None and parent.tag not in ("body", "html"):
-        yield parent
-    if len(element) <= MAX_INLINE_CHILDREN:
-        for inner in element.iterdescendants():
-            if isinstance(inner.tag, str) and inner.tag not in BLOCK_TAGS:
-                yield inner
-
-
 def _kind(element) -> str | None:
     """"author" or "date" when the element's class, rel or link target names one, else None."""
     attrs = element.get("class")
@@ -780,8 +794,8 @@ def _date_beside(byline) -> dict[str, str]:
     for _ in range(BYLINE_DATE_LEVELS):
         if node is None or node.tag == "body":
             break
-        text = _text(node)
-        if len(text) > MAX_BYLINE_CHARS * 2:
+        text = _short_text(node, MAX_BYLINE_CHARS * 2)
+        if text is None:
             break
         day = find_date(text)
         if day:
