@@ -293,3 +293,15 @@ def test_language_model_cache_unwritable_falls_back(tmp_path, monkeypatch):
     blocker.write_text("not a folder")
     monkeypatch.setenv("TEMPLATER_CACHE", str(blocker / "sub"))
     assert metadata._cached_model() is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet=" \t\nab\u00a0é", max_size=12), min_size=1, max_size=8), st.integers(0, 40))
+def test_short_text_is_text_or_none(pieces, limit):
+    """_short_text is _text when that is at most ``limit`` long, else None (it never joins a long text)."""
+    from lxml import html as lxml_html
+
+    markup = "<div>" + "".join(f"<span>{p}</span>" for p in pieces) + "</div>"
+    element = lxml_html.fromstring(markup)
+    full = metadata._text(element)
+    assert metadata._short_text(element, limit) == (full if len(full) <= limit else None)
