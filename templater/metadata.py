@@ -652,19 +652,35 @@ def element_date(element) -> str | None:
     day = normalize_date(stamp) if stamp else None
     if day:
         return day
-    text = _text(element)
-    return find_date(text) if text and len(text) <= MAX_DATE_TEXT_CHARS * 2 else None
+    text = _short_text(element, MAX_DATE_TEXT_CHARS * 2)
+    return find_date(text) if text else None
 
 
 def element_author(element) -> str | None:
     """The author named by an element's text (a byline's "By" taken off)."""
-    text = _text(element)
-    return normalize_author(text) if text and len(text) <= MAX_BYLINE_CHARS else None
+    text = _short_text(element, MAX_BYLINE_CHARS)
+    return normalize_author(text) if text else None
 
 
 def _text(element) -> str:
     """The element's text, its inline pieces apart ("Mihir Fadnavis" + "Mar 03, 2017" are two words)."""
     return " ".join(" ".join(element.itertext()).split())
+
+
+def _short_text(element, limit: int) -> str | None:
+    """``_text(element)`` when it is at most ``limit`` characters long, else None, found without joining the text
+    of a long element (a short block's element may hold a whole article): its words are counted piece by piece,
+    and the words of the pieces read so far never make a longer text than all of them do."""
+    words: list[str] = []
+    length = -1
+    for piece in element.itertext():
+        found = piece.split()
+        if found:
+            length += sum(map(len, found)) + len(found)
+            if length > limit:
+                return None
+            words += found
+    return " ".join(words)
 
 
 # --- visible evidence -------------------------------------------------------------------------------------------
@@ -709,12 +725,22 @@ def named_metadata(seg: Segmented, headline: int | None | bool = False) -> dict[
     Only the blocks the segmentation found are looked at: a scan of the whole tree costs several times more."""
     found: dict[str, str] = {}
     byline = None
+    last_parent = None  # a parent the blocks before already offered (a second look at an element finds nothing new)
     for block in _article_top(seg, _headline(seg) if headline is False else headline):
         element = block.element
         if element is None or len(block.text) > MAX_BYLINE_CHARS * 2 or element.tag in ("body", "html"):
             continue
-        for candidate in _named_candidates(element):
+        candidates = [element]
+        parent = element.getparent()
+        if parent is not None and parent is not last_parent and parent.tag not in ("body", "html"):
+            candidates.append(parent)
+        last_parent = parent
+        if len(element) and len(element) <= MAX_INLINE_CHILDREN:
+            candidates += [inner for inner in element.iterdescendants(etree.Element) if inner.tag not in BLOCK_TAGS]
+        for candidate in candidates:
             kind = _kind(candidate)
+            if kind is None:
+                continue
             if kind == "author" and "author" not in found and not _in_comments(candidate):
                 author = element_author(candidate)
                 if author:
@@ -746,18 +772,6 @@ def _article_top(seg: Segmented, headline: int | None) -> Sequence:
     return seg.blocks[start: headline + NAMED_SCAN_BLOCKS]
 
 
-def _named_candidates(element) -> Iterable:
-    """The element, its parent, and the inline elements inside it (a short block's few)."""
-    yield element
-    parent = element.getparent()
-    if parent is not None and parent.tag not in ("body", "html"):
-        yield parent
-    if len(element) <= MAX_INLINE_CHILDREN:
-        for inner in element.iterdescendants():
-            if isinstance(inner.tag, str) and inner.tag not in BLOCK_TAGS:
-                yield inner
-
-
 def _kind(element) -> str | None:
     """"author" or "date" when the element's class, rel or link target names one, else None."""
     attrs = element.get("class")
@@ -780,8 +794,8 @@ def _date_beside(byline) -> dict[str, str]:
     for _ in range(BYLINE_DATE_LEVELS):
         if node is None or node.tag == "body":
             break
-        text = _text(node)
-        if len(text) > MAX_BYLINE_CHARS * 2:
+        text = _short_text(node, MAX_BYLINE_CHARS * 2)
+        if text is None:
             break
         day = find_date(text)
         if day:
@@ -840,21 +854,94 @@ def detect_language(text: str) -> str | None:
 
 @functools.cache
 def _identifier():
-    """py3langid's identifier, its packaged model read once a process (decompressed in memory)."""
-    import io
-    import lzma
-    from pathlib import Path
-
-    import numpy as np
+    """py3langid's identifier, read once a process: from an uncompressed, memory-mapped copy of its model in the
+    user's cache folder (``language_model_cache``), written at first use; else from the packaged model,
+    decompressed in memory (about 0.6 s and 70 MB more at every start)."""
     from py3langid import langid
 
-    path = Path(langid.__file__).parent / langid.MODEL_FILE
     try:
-        with np.load(io.BytesIO(lzma.decompress(path.read_bytes())), allow_pickle=False) as data:
-            from py3langid.modelio import _to_array
-
-            return langid.LanguageIdentifier(
-                np.asarray(data["ptc"], dtype=np.float32), np.asarray(data["pc"]), data["classes"].tolist(),
-                _to_array(data["nextmove"]), data["out_feat"].tolist(), tk_row=_to_array(data["nextmove_row"]))
-    except (ImportError, OSError, KeyError, ValueError, lzma.LZMAError):
+        arrays = _cached_model() or _packaged_model()
+    except (ImportError, OSError, KeyError, ValueError, EOFError):
         return langid._get_identifier()  # another model layout: the package's own loader
+    return langid.LanguageIdentifier(
+        arrays["ptc"], arrays["pc"], arrays["classes"].tolist(), memoryview(arrays["nextmove"]),
+        arrays["out_feat"].tolist(), tk_row=memoryview(arrays["nextmove_row"]))
+
+
+_MODEL_ARRAYS = {"ptc": "float32", "pc": "float32", "classes": "<U3", "nextmove": "uint32",
+                 "nextmove_row": "uint16", "out_feat": "int32"}  # py3langid's model: name -> dtype as used
+
+
+def _model_file():
+    from pathlib import Path
+
+    from py3langid import langid
+
+    return Path(langid.__file__).parent / langid.MODEL_FILE
+
+
+def _packaged_model() -> dict:
+    """The packaged model's arrays, decompressed in memory, in the dtypes the identifier uses."""
+    import io
+    import lzma
+
+    import numpy as np
+
+    try:
+        with np.load(io.BytesIO(lzma.decompress(_model_file().read_bytes())), allow_pickle=False) as data:
+            return {name: np.ascontiguousarray(data[name], dtype=dtype) for name, dtype in _MODEL_ARRAYS.items()}
+    except lzma.LZMAError as error:
+        raise ValueError(str(error)) from error
+
+
+def language_model_cache():
+    """The folder of the uncompressed model: $TEMPLATER_CACHE, else $XDG_CACHE_HOME/templater, else
+    ~/.cache/templater; named after the packaged model's size and time, so an upgrade of py3langid gets its own."""
+    import os
+    from pathlib import Path
+
+    root = os.environ.get("TEMPLATER_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache",
+                                                     "templater")
+    stat = _model_file().stat()
+    return Path(root) / f"langid-{stat.st_size}-{stat.st_mtime_ns}"
+
+
+def _cached_model() -> dict | None:
+    """The model's arrays memory-mapped from the cache folder (written first when missing); None when the folder
+    cannot be written or read (the caller decompresses the packaged model then). Writers race safely: each writes
+    a private folder and renames it into place (a rename is atomic; the loser's copy is dropped); a folder whose
+    files do not match its manifest (a corrupt or foreign copy) is not used."""
+    import json as json_module
+    import os
+    import shutil
+    import tempfile
+
+    import numpy as np
+
+    try:
+        folder = language_model_cache()
+        if not folder.is_dir():
+            arrays = _packaged_model()
+            folder.parent.mkdir(parents=True, exist_ok=True)
+            temporary = tempfile.mkdtemp(prefix=folder.name + ".tmp", dir=folder.parent)
+            try:
+                for name, array in arrays.items():
+                    np.save(os.path.join(temporary, name + ".npy"), array, allow_pickle=False)
+                manifest = {name: [array.dtype.str, list(array.shape)] for name, array in arrays.items()}
+                with open(os.path.join(temporary, "manifest.json"), "w", encoding="utf-8") as f:
+                    json_module.dump(manifest, f)
+                os.rename(temporary, folder)
+            except OSError:
+                shutil.rmtree(temporary, ignore_errors=True)
+                if not folder.is_dir():
+                    return None
+        manifest = json_module.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        found = {}
+        for name, dtype in _MODEL_ARRAYS.items():
+            array = np.load(folder / (name + ".npy"), mmap_mode="r", allow_pickle=False)
+            if array.dtype != np.dtype(dtype) or [array.dtype.str, list(array.shape)] != manifest[name]:
+                return None
+            found[name] = np.asarray(array)
+        return found
+    except (OSError, ValueError, KeyError, TypeError, EOFError):
+        return None

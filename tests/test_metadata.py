@@ -268,3 +268,40 @@ def test_metadata_never_raises_on_arbitrary_markup(parts, tail):
                                                Rule(xpath="//time", action="meta-date", support=1.0)], text=tail)
     assert isinstance(found, Metadata)
     assert found.date is None or found.date[:4].isdigit()
+
+
+def test_language_model_cache_is_the_packaged_model(tmp_path, monkeypatch):
+    """The uncompressed copy written at first use holds the packaged model's arrays; a corrupt copy is not used."""
+    import numpy as np
+
+    monkeypatch.setenv("TEMPLATER_CACHE", str(tmp_path))
+    written = metadata._cached_model()
+    packaged = metadata._packaged_model()
+    assert written is not None and metadata.language_model_cache().is_dir()
+    for name, array in packaged.items():
+        assert written[name].dtype == array.dtype and np.array_equal(written[name], array), name
+    again = metadata._cached_model()  # read back, memory-mapped
+    assert np.array_equal(again["ptc"], packaged["ptc"])
+    leftovers = [p.name for p in tmp_path.iterdir() if ".tmp" in p.name]
+    assert leftovers == []
+    (metadata.language_model_cache() / "ptc.npy").write_bytes(b"\x93NUMPY truncated")
+    assert metadata._cached_model() is None  # the caller decompresses the packaged model instead
+
+
+def test_language_model_cache_unwritable_falls_back(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("TEMPLATER_CACHE", str(blocker / "sub"))
+    assert metadata._cached_model() is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet=" \t\nab\u00a0é", max_size=12), min_size=1, max_size=8), st.integers(0, 40))
+def test_short_text_is_text_or_none(pieces, limit):
+    """_short_text is _text when that is at most ``limit`` long, else None (it never joins a long text)."""
+    from lxml import html as lxml_html
+
+    markup = "<div>" + "".join(f"<span>{p}</span>" for p in pieces) + "</div>"
+    element = lxml_html.fromstring(markup)
+    full = metadata._text(element)
+    assert metadata._short_text(element, limit) == (full if len(full) <= limit else None)
