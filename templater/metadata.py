@@ -894,6 +894,9 @@ def _packaged_model() -> dict:
         raise ValueError(str(error)) from error
 
 
+LANGID_STALE_SECONDS = 3600  # a half-written copy of the language model this old is a killed writer's: removed
+
+
 def language_model_cache():
     """The folder of the uncompressed model: $TEMPLATER_CACHE, else $XDG_CACHE_HOME/templater, else
     ~/.cache/templater; named after the packaged model's size and time, so an upgrade of py3langid gets its own."""
@@ -915,6 +918,7 @@ def _cached_model() -> dict | None:
     import os
     import shutil
     import tempfile
+    import time
 
     import numpy as np
 
@@ -923,6 +927,9 @@ def _cached_model() -> dict | None:
         if not folder.is_dir():
             arrays = _packaged_model()
             folder.parent.mkdir(parents=True, exist_ok=True)
+            for stale in folder.parent.glob(folder.name + ".tmp*"):  # left by a writer that was killed
+                if time.time() - stale.stat().st_mtime > LANGID_STALE_SECONDS:
+                    shutil.rmtree(stale, ignore_errors=True)
             temporary = tempfile.mkdtemp(prefix=folder.name + ".tmp", dir=folder.parent)
             try:
                 for name, array in arrays.items():

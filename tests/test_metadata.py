@@ -305,3 +305,17 @@ def test_short_text_is_text_or_none(pieces, limit):
     element = lxml_html.fromstring(markup)
     full = metadata._text(element)
     assert metadata._short_text(element, limit) == (full if len(full) <= limit else None)
+
+
+def test_language_model_cache_removes_a_killed_writers_half_copy(tmp_path, monkeypatch):
+    import os
+
+    monkeypatch.setenv("TEMPLATER_CACHE", str(tmp_path))
+    folder = metadata.language_model_cache()
+    stale, fresh = tmp_path / (folder.name + ".tmpold"), tmp_path / (folder.name + ".tmpnew")
+    stale.mkdir()
+    fresh.mkdir()  # another writer's, still at work
+    old = os.stat(stale).st_mtime - metadata.LANGID_STALE_SECONDS - 60
+    os.utime(stale, (old, old))
+    assert metadata._cached_model() is not None
+    assert not stale.exists() and fresh.exists()
