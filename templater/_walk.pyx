@@ -318,27 +318,24 @@ cdef bint _blank_before(xmlNode *element) except -1:
     return _blank_text_run(parent.children) if parent is not NULL else False
 
 
-cdef str _attribute_text(xmlAttr *a):
-    """An attribute's value as lxml's attrib.get reads it (``a`` has no namespace)."""
+cdef int _attribute_into(xmlAttr *a, Buffer *out) except -1:
+    """Append an attribute's value as UTF-8, as lxml's attrib.get reads it (``a`` has no namespace)."""
     cdef xmlNode *t = a.children
-    parts = []
     while t is not NULL:
         if t.type != tree.XML_TEXT_NODE and t.type != tree.XML_CDATA_SECTION_NODE:
             raise _Decline
         if t.content is not NULL:
-            parts.append(_text(<const char *>t.content))
+            _add(out, t.content, strlen(<const char *>t.content))
         t = t.next
-    return "".join(parts)
+    return 0
 
 
-cdef bytes _attribute_bytes(xmlAttr *a):
-    """An attribute's value as UTF-8, as lxml's attrib.get reads it (``a`` has no namespace)."""
-    cdef xmlNode *t = a.children
-    if t is NULL:
-        return b""
-    if t.next is NULL and (t.type == tree.XML_TEXT_NODE or t.type == tree.XML_CDATA_SECTION_NODE):
-        return <bytes>(<const char *>t.content) if t.content is not NULL else b""
-    return _attribute_text(a).encode("utf-8")
+cdef bint _attribute_is(xmlAttr *a, const char *expected, bint anywhere, Buffer *scratch) except -1:
+    """The attribute's value equals ``expected`` (holds it, when ``anywhere``)."""
+    scratch.size = 0
+    _attribute_into(a, scratch)
+    _add(scratch, "", 1)
+    return strstr(scratch.data, expected) is not NULL if anywhere else strcmp(scratch.data, expected) == 0
 
 
 cdef Py_ssize_t _attribute_chars(xmlAttr *a) except -1:
@@ -622,7 +619,7 @@ cdef inline xmlAttr *_first(xmlNode *n, const char *name) noexcept:
     return NULL
 
 
-cdef char _is_hint(xmlNode *n) except -1:
+cdef char _is_hint(xmlNode *n, Buffer *scratch) except -1:
     """features._is_hint"""
     cdef xmlAttr *a
     if _is_named(n, "article") or _is_named(n, "main"):
@@ -630,16 +627,16 @@ cdef char _is_hint(xmlNode *n) except -1:
     if n.properties is NULL:
         return False
     a = _first(n, "itemprop")
-    if a is not NULL and _attribute_bytes(a) == b"articleBody":
+    if a is not NULL and _attribute_is(a, "articleBody", False, scratch):
         return True
     a = _first(n, "itemtype")
-    if a is not NULL and b"Article" in _attribute_bytes(a):
+    if a is not NULL and _attribute_is(a, "Article", True, scratch):
         return True
     a = _first(n, "role")
-    return a is not NULL and _attribute_bytes(a) == b"main"
+    return a is not NULL and _attribute_is(a, "main", False, scratch)
 
 
-cdef uint32_t _class_bits(xmlNode *n) except? 0xFFFFFFFF:
+cdef uint32_t _class_bits(xmlNode *n, Buffer *scratch) except? 0xFFFFFFFF:
     """features._class_bits: the class and id words' groups ("" for a missing one; none without both),
     remembered per (class, id) pair of UTF-8 bytes."""
     if n.properties is NULL:
@@ -648,8 +645,13 @@ cdef uint32_t _class_bits(xmlNode *n) except? 0xFFFFFFFF:
     cdef xmlAttr *id_ = _first(n, "id")
     if class_ is NULL and id_ is NULL:
         return 0
-    key = ((_attribute_bytes(class_) if class_ is not NULL else b"") + b"\0"
-           + (_attribute_bytes(id_) if id_ is not NULL else b""))
+    scratch.size = 0
+    if class_ is not NULL:
+        _attribute_into(class_, scratch)
+    _add(scratch, "", 1)
+    if id_ is not NULL:
+        _attribute_into(id_, scratch)
+    key = PyBytes_FromStringAndSize(scratch.data, scratch.size)
     bits = _words.get(key)
     if bits is None:
         if len(_words) >= _words_limit:
@@ -710,7 +712,7 @@ cdef int _numbers_grow(Numbers *m) except -1:
 
 cdef class _Tree:
     """number_tree's columns as they grow, and the numbers given so far."""
-    cdef Buffer parent, depth, owner, tag_bits, hint, class_bits
+    cdef Buffer parent, depth, owner, tag_bits, hint, class_bits, scratch
     cdef Numbers numbers
 
     def __dealloc__(self):
@@ -720,6 +722,7 @@ cdef class _Tree:
         free(self.tag_bits.data)
         free(self.hint.data)
         free(self.class_bits.data)
+        free(self.scratch.data)
         free(self.numbers.keys)
         free(self.numbers.values)
 
@@ -734,8 +737,8 @@ cdef class _Tree:
         """Number n (its parent's number is ``above``, -1 for a root) as the next element."""
         cdef int64_t level = (<int64_t *>self.depth.data)[above] + 1 if above >= 0 else 0
         cdef uint32_t tag_bits = _tag_value(&_tag_bits, n)
-        cdef uint32_t class_bits = _class_bits(n)
-        cdef char hint = _is_hint(n)
+        cdef uint32_t class_bits = _class_bits(n, &self.scratch)
+        cdef char hint = _is_hint(n, &self.scratch)
         cdef Py_ssize_t i
         if 2 * (self.numbers.count + 1) > self.numbers.mask + 1:
             _numbers_grow(&self.numbers)
