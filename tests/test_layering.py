@@ -18,7 +18,8 @@ from templater import APPLICATION_MODULES
 ROOT = Path(__file__).resolve().parent.parent
 FRONT_ENDS = ("cli", "typer", "rich", "click")
 STORAGE = ("store", "sqlite_utils", "sqlite3", "pyspark")
-NATIVE_CHOOSER = "templater.native"  # the one module that loads the compiled walk (templater._walk) by name
+NATIVE_CHOOSER = "templater.native"  # the one module that loads the compiled modules by name
+COMPILED = ("templater._walk", "templater._numeric")
 CYCLES_LEFT: set[frozenset] = set()  # no import cycle is left
 
 
@@ -119,7 +120,7 @@ def private_uses(path: Path) -> list[str]:
               if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
               and private(node.attr)]
     if dotted(path) == NATIVE_CHOOSER:
-        found = [name for name in found if name != "templater._walk"]
+        found = [name for name in found if name not in COMPILED]
     return found
 
 
