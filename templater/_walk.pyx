@@ -18,8 +18,6 @@ from lxml.includes cimport tree
 from lxml.includes.tree cimport xmlAttr, xmlNode
 from lxml.includes.etreepublic cimport _Document, _Element, elementFactory, import_lxml__etree
 
-import zlib
-
 import_lxml__etree()
 
 
@@ -27,7 +25,6 @@ class _Decline(Exception):
     """The page holds what this walk does not mirror: the caller takes the pure-Python definition."""
 
 
-cdef object _crc32 = zlib.crc32
 cdef object _block_class = None
 cdef object _words_function = None
 cdef dict _words = {}
@@ -36,6 +33,7 @@ cdef Py_ssize_t _words_limit = 1 << 16
 
 # --- tag name sets: names compared as C strings (the bytes objects holding them are kept in ``names``) ----------
 DEF MAX_TAGS = 256
+DEF MAX_DEPTH = 4096  # the deepest element chain the walks follow (deeper: the definition runs)
 
 cdef struct Tags:
     int count
@@ -210,6 +208,49 @@ cdef bint _ends_with_space(const Buffer *b) noexcept:
     return Py_UNICODE_ISSPACE(c)
 
 
+# --- CRC-32 (zlib.crc32's: the reflected polynomial 0xEDB88320), eight bytes a step ("slicing by 8") ---------------
+cdef uint32_t _crc_tables[8][256]
+
+
+cdef void _crc_init() noexcept:
+    cdef uint32_t c, k, n
+    for n in range(256):
+        c = n
+        for k in range(8):
+            c = (0xEDB88320 ^ (c >> 1)) if c & 1 else (c >> 1)
+        _crc_tables[0][n] = c
+    for n in range(256):
+        for k in range(1, 8):
+            _crc_tables[k][n] = (_crc_tables[k - 1][n] >> 8) ^ _crc_tables[0][_crc_tables[k - 1][n] & 0xFF]
+
+
+_crc_init()
+
+
+cdef inline uint32_t _crc32(const unsigned char *p, Py_ssize_t n, uint32_t crc) noexcept:
+    """zlib.crc32(p[:n], crc)"""
+    cdef uint32_t one, two
+    crc = ~crc
+    while n >= 8:
+        one = crc ^ (p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24))
+        two = p[4] | (<uint32_t>p[5] << 8) | (<uint32_t>p[6] << 16) | (<uint32_t>p[7] << 24)
+        crc = (_crc_tables[7][one & 0xFF] ^ _crc_tables[6][(one >> 8) & 0xFF] ^ _crc_tables[5][(one >> 16) & 0xFF]
+               ^ _crc_tables[4][one >> 24] ^ _crc_tables[3][two & 0xFF] ^ _crc_tables[2][(two >> 8) & 0xFF]
+               ^ _crc_tables[1][(two >> 16) & 0xFF] ^ _crc_tables[0][two >> 24])
+        p += 8
+        n -= 8
+    while n > 0:
+        crc = _crc_tables[0][(crc ^ p[0]) & 0xFF] ^ (crc >> 8)
+        p += 1
+        n -= 1
+    return ~crc
+
+
+def crc32(bytes data, uint32_t value=0):
+    """zlib.crc32(data, value), as the walk computes it (the tests compare it with zlib's)."""
+    return _crc32(<const unsigned char *>data, len(data), value)
+
+
 # --- lxml's view of the tree --------------------------------------------------------------------------------
 cdef inline bint _is_element(xmlNode *n) noexcept:  # lxml's _isElement
     return (n.type == tree.XML_ELEMENT_NODE or n.type == tree.XML_COMMENT_NODE
@@ -277,27 +318,24 @@ cdef bint _blank_before(xmlNode *element) except -1:
     return _blank_text_run(parent.children) if parent is not NULL else False
 
 
-cdef str _attribute_text(xmlAttr *a):
-    """An attribute's value as lxml's attrib.get reads it (``a`` has no namespace)."""
+cdef int _attribute_into(xmlAttr *a, Buffer *out) except -1:
+    """Append an attribute's value as UTF-8, as lxml's attrib.get reads it (``a`` has no namespace)."""
     cdef xmlNode *t = a.children
-    parts = []
     while t is not NULL:
         if t.type != tree.XML_TEXT_NODE and t.type != tree.XML_CDATA_SECTION_NODE:
             raise _Decline
         if t.content is not NULL:
-            parts.append(_text(<const char *>t.content))
+            _add(out, t.content, strlen(<const char *>t.content))
         t = t.next
-    return "".join(parts)
+    return 0
 
 
-cdef bytes _attribute_bytes(xmlAttr *a):
-    """An attribute's value as UTF-8, as lxml's attrib.get reads it (``a`` has no namespace)."""
-    cdef xmlNode *t = a.children
-    if t is NULL:
-        return b""
-    if t.next is NULL and (t.type == tree.XML_TEXT_NODE or t.type == tree.XML_CDATA_SECTION_NODE):
-        return <bytes>(<const char *>t.content) if t.content is not NULL else b""
-    return _attribute_text(a).encode("utf-8")
+cdef bint _attribute_is(xmlAttr *a, const char *expected, bint anywhere, Buffer *scratch) except -1:
+    """The attribute's value equals ``expected`` (holds it, when ``anywhere``)."""
+    scratch.size = 0
+    _attribute_into(a, scratch)
+    _add(scratch, "", 1)
+    return strstr(scratch.data, expected) is not NULL if anywhere else strcmp(scratch.data, expected) == 0
 
 
 cdef Py_ssize_t _attribute_chars(xmlAttr *a) except -1:
@@ -334,18 +372,23 @@ cdef Py_ssize_t _markup_bytes(xmlNode *element) except -1:
     return size
 
 
-cdef str _tag_path(xmlNode *element):
+cdef str _tag_path(xmlNode *element, Buffer *scratch):
     """'/html/body/div/p'"""
-    names = []
+    cdef xmlNode *chain[MAX_DEPTH]
+    cdef int length = 0
     cdef xmlNode *n = element
     while n is not NULL:
-        if n.type != tree.XML_ELEMENT_NODE or n.ns is not NULL:
+        if n.type != tree.XML_ELEMENT_NODE or n.ns is not NULL or length == MAX_DEPTH:
             raise _Decline
-        names.append(_text(<const char *>n.name))
+        chain[length] = n
+        length += 1
         n = _parent_element(n)
-    names.append("")
-    names.reverse()
-    return "/".join(names)
+    scratch.size = 0
+    while length:
+        length -= 1
+        _add(scratch, "/", 1)
+        _add(scratch, chain[length].name, strlen(<const char *>chain[length].name))
+    return scratch.data[:scratch.size].decode("utf-8")
 
 
 # --- blocks.segment ---------------------------------------------------------------------------------------------
@@ -357,6 +400,7 @@ cdef class _Segment:
     cdef Buffer hashes
     cdef Buffer chars
     cdef Buffer text
+    cdef Buffer scratch
     cdef dict paths
 
     def __cinit__(self, _Document doc):
@@ -368,6 +412,7 @@ cdef class _Segment:
         free(self.hashes.data)
         free(self.chars.data)
         free(self.text.data)
+        free(self.scratch.data)
 
     cdef result(self):
         return (self.blocks, PyBytes_FromStringAndSize(self.hashes.data, self.hashes.size),
@@ -375,10 +420,11 @@ cdef class _Segment:
 
     cdef close(self, xmlNode *owner, Py_ssize_t link_chars, Py_ssize_t markup):
         """blocks._close, of the text read since the last block"""
-        cdef uint32_t digest32
-        cdef int64_t length64
+        cdef uint32_t digest, shape, prefix
+        cdef int64_t length
         cdef bint ascii = _normalize_space(&self.text)
         cdef Py_ssize_t i
+        cdef bytes lowered
         cdef unsigned char *q = <unsigned char *>self.text.data
         if not self.text.size:
             return
@@ -386,25 +432,25 @@ cdef class _Segment:
         key = <size_t>owner
         known = self.paths.get(key)
         if known is None:
-            tag_path = _tag_path(owner)
-            shape = _crc32(tag_path.encode("utf-8", "surrogatepass"))
-            known = self.paths[key] = (tag_path, _text(<const char *>owner.name), shape, _crc32(b"\x1f", shape))
+            tag_path = _tag_path(owner, &self.scratch)  # its UTF-8 left in scratch
+            shape = _crc32(<const unsigned char *>self.scratch.data, self.scratch.size, 0)
+            known = self.paths[key] = (tag_path, _text(<const char *>owner.name), shape,
+                                       _crc32(<const unsigned char *>"\x1f", 1, shape))
         tag_path, tag, shape, prefix = known
         if ascii:  # str.lower() of ASCII text is bytewise
             for i in range(self.text.size):
                 if 65 <= q[i] <= 90:
                     q[i] += 32
-            digest = _crc32(PyBytes_FromStringAndSize(self.text.data, self.text.size), prefix)
+            digest = _crc32(q, self.text.size, prefix)
         else:
-            digest = _crc32(text.lower().encode("utf-8", "surrogatepass"), prefix)
+            lowered = text.lower().encode("utf-8", "surrogatepass")
+            digest = _crc32(<const unsigned char *>lowered, len(lowered), prefix)
         self.text.size = 0
         length = len(text)
         self.blocks.append(_block_class(len(self.blocks), None, tag_path, tag, text, min(link_chars, length), markup,
                                         digest, shape, elementFactory(self.doc, owner)))
-        digest32 = digest
-        length64 = length
-        _add(&self.hashes, &digest32, 4)
-        _add(&self.chars, &length64, 8)
+        _add(&self.hashes, &digest, 4)
+        _add(&self.chars, &length, 8)
 
 
 def segment(root):
@@ -573,7 +619,7 @@ cdef inline xmlAttr *_first(xmlNode *n, const char *name) noexcept:
     return NULL
 
 
-cdef char _is_hint(xmlNode *n) except -1:
+cdef char _is_hint(xmlNode *n, Buffer *scratch) except -1:
     """features._is_hint"""
     cdef xmlAttr *a
     if _is_named(n, "article") or _is_named(n, "main"):
@@ -581,16 +627,16 @@ cdef char _is_hint(xmlNode *n) except -1:
     if n.properties is NULL:
         return False
     a = _first(n, "itemprop")
-    if a is not NULL and _attribute_bytes(a) == b"articleBody":
+    if a is not NULL and _attribute_is(a, "articleBody", False, scratch):
         return True
     a = _first(n, "itemtype")
-    if a is not NULL and b"Article" in _attribute_bytes(a):
+    if a is not NULL and _attribute_is(a, "Article", True, scratch):
         return True
     a = _first(n, "role")
-    return a is not NULL and _attribute_bytes(a) == b"main"
+    return a is not NULL and _attribute_is(a, "main", False, scratch)
 
 
-cdef uint32_t _class_bits(xmlNode *n) except? 0xFFFFFFFF:
+cdef uint32_t _class_bits(xmlNode *n, Buffer *scratch) except? 0xFFFFFFFF:
     """features._class_bits: the class and id words' groups ("" for a missing one; none without both),
     remembered per (class, id) pair of UTF-8 bytes."""
     if n.properties is NULL:
@@ -599,8 +645,13 @@ cdef uint32_t _class_bits(xmlNode *n) except? 0xFFFFFFFF:
     cdef xmlAttr *id_ = _first(n, "id")
     if class_ is NULL and id_ is NULL:
         return 0
-    key = ((_attribute_bytes(class_) if class_ is not NULL else b"") + b"\0"
-           + (_attribute_bytes(id_) if id_ is not NULL else b""))
+    scratch.size = 0
+    if class_ is not NULL:
+        _attribute_into(class_, scratch)
+    _add(scratch, "", 1)
+    if id_ is not NULL:
+        _attribute_into(id_, scratch)
+    key = PyBytes_FromStringAndSize(scratch.data, scratch.size)
     bits = _words.get(key)
     if bits is None:
         if len(_words) >= _words_limit:
@@ -621,9 +672,48 @@ def number_tree(blocks):
         return None
 
 
+cdef struct Numbers:  # the numbers given so far, by node: open addressing over a power-of-two table (NULL: empty)
+    xmlNode **keys
+    int64_t *values
+    Py_ssize_t count, mask
+
+
+cdef inline Py_ssize_t _slot(const Numbers *m, xmlNode *key) noexcept:
+    cdef size_t h = <size_t>key
+    h = (h >> 4) * <size_t>0x9E3779B97F4A7C15
+    cdef Py_ssize_t i = <Py_ssize_t>(h >> 20) & m.mask
+    while m.keys[i] is not NULL and m.keys[i] is not key:
+        i = (i + 1) & m.mask
+    return i
+
+
+cdef int _numbers_grow(Numbers *m) except -1:
+    cdef Numbers bigger
+    cdef Py_ssize_t i, j
+    bigger.mask = (m.mask + 1) * 2 - 1 if m.keys is not NULL else 255
+    bigger.count = m.count
+    bigger.keys = <xmlNode **>calloc(bigger.mask + 1, sizeof(xmlNode *))
+    bigger.values = <int64_t *>calloc(bigger.mask + 1, sizeof(int64_t))
+    if bigger.keys is NULL or bigger.values is NULL:
+        free(bigger.keys)
+        free(bigger.values)
+        raise MemoryError
+    if m.keys is not NULL:
+        for i in range(m.mask + 1):
+            if m.keys[i] is not NULL:
+                j = _slot(&bigger, m.keys[i])
+                bigger.keys[j] = m.keys[i]
+                bigger.values[j] = m.values[i]
+        free(m.keys)
+        free(m.values)
+    m[0] = bigger
+    return 0
+
+
 cdef class _Tree:
-    """number_tree's columns as they grow."""
-    cdef Buffer parent, depth, owner, tag_bits, hint, class_bits
+    """number_tree's columns as they grow, and the numbers given so far."""
+    cdef Buffer parent, depth, owner, tag_bits, hint, class_bits, scratch
+    cdef Numbers numbers
 
     def __dealloc__(self):
         free(self.parent.data)
@@ -632,17 +722,36 @@ cdef class _Tree:
         free(self.tag_bits.data)
         free(self.hint.data)
         free(self.class_bits.data)
+        free(self.scratch.data)
+        free(self.numbers.keys)
+        free(self.numbers.values)
 
-    cdef add(self, int64_t above, xmlNode *n):
+    cdef inline int64_t number_of(self, xmlNode *n) noexcept:
+        """n's number, -1 if it has none yet."""
+        if self.numbers.keys is NULL:
+            return -1
+        cdef Py_ssize_t i = _slot(&self.numbers, n)
+        return self.numbers.values[i] if self.numbers.keys[i] is not NULL else -1
+
+    cdef int add(self, int64_t above, xmlNode *n) except -1:
+        """Number n (its parent's number is ``above``, -1 for a root) as the next element."""
         cdef int64_t level = (<int64_t *>self.depth.data)[above] + 1 if above >= 0 else 0
         cdef uint32_t tag_bits = _tag_value(&_tag_bits, n)
-        cdef uint32_t class_bits = _class_bits(n)
-        cdef char hint = _is_hint(n)
+        cdef uint32_t class_bits = _class_bits(n, &self.scratch)
+        cdef char hint = _is_hint(n, &self.scratch)
+        cdef Py_ssize_t i
+        if 2 * (self.numbers.count + 1) > self.numbers.mask + 1:
+            _numbers_grow(&self.numbers)
+        i = _slot(&self.numbers, n)
+        self.numbers.keys[i] = n
+        self.numbers.values[i] = self.parent.size // 8
+        self.numbers.count += 1
         _add(&self.parent, &above, 8)
         _add(&self.depth, &level, 8)
         _add(&self.tag_bits, &tag_bits, 4)
         _add(&self.class_bits, &class_bits, 4)
         _add(&self.hint, &hint, 1)
+        return 0
 
     cdef columns(self):
         return (PyByteArray_FromStringAndSize(self.parent.data, self.parent.size),
@@ -653,17 +762,13 @@ cdef class _Tree:
                 PyByteArray_FromStringAndSize(self.class_bits.data, self.class_bits.size))
 
 
-DEF MAX_DEPTH = 4096
-
-
 cdef _number_tree(blocks):
     cdef xmlNode *node
     cdef xmlNode *last = NULL
     cdef xmlNode *chain[MAX_DEPTH]
     cdef int length
-    cdef int64_t above = -1, number = 0
+    cdef int64_t above = -1, known
     cdef _Tree columns = _Tree()
-    numbers = {}
     for block in blocks:
         element = block.element
         if not isinstance(element, _Element) or (<_Element>element)._c_node is NULL:
@@ -674,8 +779,8 @@ cdef _number_tree(blocks):
             above = -1
             length = 0
             while node is not NULL:
-                known = numbers.get(<size_t>node)
-                if known is not None:
+                known = columns.number_of(node)
+                if known >= 0:
                     above = known
                     break
                 if node.type != tree.XML_ELEMENT_NODE or node.ns is not NULL or length == MAX_DEPTH:
@@ -685,10 +790,8 @@ cdef _number_tree(blocks):
                 node = _parent_element(node)
             while length:  # number the new elements, parents first
                 length -= 1
-                numbers[<size_t>chain[length]] = number
                 columns.add(above, chain[length])
-                above = number
-                number += 1
+                above = columns.numbers.count - 1
         _add(&columns.owner, &above, 8)
     return columns.columns()
 

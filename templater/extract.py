@@ -197,7 +197,7 @@ def container_mask(seg: Segmented, rules: tuple[etree.XPath, ...]) -> np.ndarray
 def _rule_elements(seg: Segmented, rules: tuple[etree.XPath, ...]) -> list:
     """The elements the rules' XPaths select. The two plain forms template.py writes for named containers
     (by id, by class token; the related boxes' size test then applied with the page's side computed once) are
-    evaluated in one C walk (templater._walk) where it is built; any other form (the comment anchors, a
+    evaluated in one compiled walk (templater._walk, Cython) where it is built; any other form (the comment anchors, a
     hand-written rule) goes to lxml."""
     slow = list(rules)
     elements: list = []
@@ -248,7 +248,7 @@ def _inside(seg: Segmented, elements: list) -> np.ndarray:
 
 
 def _inside_plain(seg: Segmented, elements: list) -> np.ndarray:
-    """_inside over lxml's API: the definition the C test (templater._walk) follows."""
+    """_inside over lxml's API: the definition the compiled test (templater._walk) follows."""
     members = set()
     for element in elements:
         members.update(element.iter())

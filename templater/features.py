@@ -148,7 +148,7 @@ def number_tree(seg: Segmented) -> Tree:
 
 
 def _number_tree_plain(seg: Segmented) -> Tree:
-    """number_tree in Python over lxml's API: the definition the C numbering (templater._walk) follows."""
+    """number_tree in Python over lxml's API: the definition the compiled numbering (templater._walk) follows."""
     numbers: dict = {}
     elements: list = []
     parent: list[int] = []
@@ -199,7 +199,7 @@ def _word_bits(word: str) -> int:
     return 1 << int(found.lastgroup[1:]) if found else 0
 
 
-if native.walk is not None:  # the C numbering's tag flags, and the class/id words' (remembered in C)
+if native.walk is not None:  # the compiled numbering's tag flags, and the class/id words' (remembered there)
     native.walk.configure_tree(sorted(_TAG_BITS.items()), _words_bits, CLASS_CACHE_SIZE)
 
 

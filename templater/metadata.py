@@ -587,7 +587,7 @@ def compiled_xpath(xpath: str) -> etree.XPath | None:
 
 def rule_metadata(root, rules: Sequence[Rule], *, keys: Iterable[str] = ("author", "date")) -> dict[str, str]:
     """Author and date (those of ``keys``) read where the site's meta rules point (the first element that yields a
-    value). Rules of the two forms template.py learns by name (a class token, an id) are evaluated in one C walk
+    value). Rules of the two forms template.py learns by name (a class token, an id) are evaluated in one compiled walk
     where templater._walk is built; others by lxml."""
     wanted = [(rule, _RULE_KEYS[rule.action]) for rule in rules
               if rule.action in _RULE_KEYS and _RULE_KEYS[rule.action] in keys]

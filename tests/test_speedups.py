@@ -41,6 +41,7 @@ def test_text_columns_title_words_and_case_folding():
 
 import gzip  # noqa: E402
 import json  # noqa: E402
+import zlib  # noqa: E402
 
 import pytest  # noqa: E402
 
@@ -96,6 +97,14 @@ def test_c_walk_matches_the_plain_walk_on_generated_markup(pieces, wrap):
     body = "".join(pieces)
     assert_same_segmentation(f"<html><head><title>T \u00e9</title></head><body>{body}</body></html>" if wrap
                              else body)
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=70), st.integers(min_value=0, max_value=2**32 - 1))
+def test_walk_crc32_is_zlibs(data, start):
+    assert native.walk.crc32(data, start) == zlib.crc32(data, start)
+    assert native.walk.crc32(data) == zlib.crc32(data)
 
 
 def sample_pages(limit=None):
