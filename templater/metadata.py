@@ -483,17 +483,10 @@ def script_date(html: str | bytes) -> str | None:
     The keys are found by plain substring search (in C), and only what follows each is matched: a regex led by
     an alternation of the keys, or by the date, costs ten times more over a whole page."""
     is_bytes = isinstance(html, bytes)
-    value = _SCRIPT_VALUE_BYTES if is_bytes else _SCRIPT_VALUE
-    for key in (_SCRIPT_KEY_PARTS_BYTES if is_bytes else _SCRIPT_KEY_PARTS):
-        start = html.find(key)
-        for _ in range(MAX_SCRIPT_DATES):
-            if start < 0:
-                break
-            found = value.match(html, start + len(key), start + len(key) + SCRIPT_KEY_CHARS)
-            if found:
-                stamp = found.group(1)
-                return _iso(_ISO.match(stamp.decode("ascii") if is_bytes else stamp))
-            start = html.find(key, start + 1)
+    for found in _script_values(html, _SCRIPT_KEY_PARTS_BYTES if is_bytes else _SCRIPT_KEY_PARTS,
+                                _SCRIPT_VALUE_BYTES if is_bytes else _SCRIPT_VALUE, SCRIPT_KEY_CHARS):
+        stamp = found.group(1)
+        return _iso(_ISO.match(stamp.decode("ascii") if is_bytes else stamp))
     return None
 
 
@@ -502,21 +495,28 @@ def script_author(html: str | bytes) -> str | None:
     ``net_article_byline = "Jane Doe and wires"``): the names of at least MIN_SCRIPT_NAME_WORDS words of the first
     such value that has any (a one-word value is a user name, a section, a site, an agency)."""
     is_bytes = isinstance(html, bytes)
-    value = _SCRIPT_AUTHOR_BYTES if is_bytes else _SCRIPT_AUTHOR
-    for key in (_SCRIPT_AUTHOR_PARTS_BYTES if is_bytes else _SCRIPT_AUTHOR_PARTS):
+    for found in _script_values(html, _SCRIPT_AUTHOR_PARTS_BYTES if is_bytes else _SCRIPT_AUTHOR_PARTS,
+                                _SCRIPT_AUTHOR_BYTES if is_bytes else _SCRIPT_AUTHOR,
+                                SCRIPT_KEY_CHARS + MAX_BYLINE_CHARS):
+        text = found.group(2)
+        names = normalize_author(text.decode("utf-8", "replace") if is_bytes else text) or ""
+        names = "; ".join(n for n in names.split("; ") if len(n.split()) >= MIN_SCRIPT_NAME_WORDS)
+        if names:
+            return names
+    return None
+
+
+def _script_values(html, keys, value, span: int):
+    """Matches of ``value`` right after each place a key occurs (at most MAX_SCRIPT_DATES a key), key by key."""
+    for key in keys:
         start = html.find(key)
         for _ in range(MAX_SCRIPT_DATES):
             if start < 0:
                 break
-            found = value.match(html, start + len(key), start + len(key) + SCRIPT_KEY_CHARS + MAX_BYLINE_CHARS)
+            found = value.match(html, start + len(key), start + len(key) + span)
             if found:
-                text = found.group(2)
-                names = normalize_author(text.decode("utf-8", "replace") if is_bytes else text) or ""
-                names = "; ".join(n for n in names.split("; ") if len(n.split()) >= MIN_SCRIPT_NAME_WORDS)
-                if names:
-                    return names
+                yield found
             start = html.find(key, start + 1)
-    return None
 
 
 def url_date(url: str) -> str | None:
