@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import multiprocessing
+import os
 import signal
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -28,14 +29,18 @@ PR_SET_PDEATHSIG = 1  # prctl option: the signal a process gets when its parent 
 _state: Callable | None = None  # the worker's own state, made once by ``_start``
 
 
-def _die_with_parent() -> None:
+def _die_with_parent(parent: int) -> None:
+    """Ask the kernel for SIGKILL when the parent dies; a parent already dead (killed between the fork and this
+    call, when the request comes too late) ends the worker at once."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
 
 
-def _start(path: str | None, factory: Callable, args: tuple) -> None:
+def _start(parent: int, path: str | None, factory: Callable, args: tuple) -> None:
     global _state
-    _die_with_parent()
+    _die_with_parent(parent)
     run_store.close_inherited_locks()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _state = factory(open_reader(path), *args) if path else factory(*args)
@@ -56,7 +61,7 @@ def pool(jobs: int, factory: Callable, db: sqlite_utils.Database | None, *args) 
         if path is None:
             raise InputError("--jobs above 1 needs a database file (workers read it), not an in-memory database")
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    initargs = (str(path) if path else None, factory, args)
+    initargs = (os.getpid(), str(path) if path else None, factory, args)
     with multiprocessing.get_context(method).Pool(jobs, initializer=_start, initargs=initargs) as p:
         yield p
 

@@ -231,7 +231,8 @@ def test_skips_counts_every_skipped_record_with_examples(tmp_path):
     assert invoke("ingest", data, "--db", db, "-q").exit_code == 0  # the same records again: not counted twice
     report = rows_of(invoke("skips", "--db", db, "--json").stdout)
     assert [(r["reason"], r["count"]) for r in report] == [("no-text", 3), ("bad-url", 1)]
-    assert [e["source"] for e in report[0]["examples"]] == [f"{data}#{n}" for n in (1, 2, 3)]
+    # latest first, then by source: records skipped across a second's boundary come in another order
+    assert sorted(e["source"] for e in report[0]["examples"]) == [f"{data}#{n}" for n in (1, 2, 3)]
     table = invoke("skips", "--db", db, "--reason", "bad-url")
     assert table.exit_code == 0 and "bad-url" in table.stdout and "no-text" not in table.stdout
     assert table.stdout.startswith("4 records skipped")
