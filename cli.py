@@ -560,8 +560,9 @@ def recrawl(inputs: list[Path] = InputsArgument, db: Path = DbOption,
         fail_if_all_skipped(summary, db)
         if rendering is not None:
             with rendering.open() as write:
-                for result in pipeline.iter_crawl_extractions(store, summary.pages, method=fallback,
-                                                              links=links, jobs=cores(jobs)):
+                for result in recrawls.crawl_extractions(store, summary.pages, method=fallback, links=links,
+                                                         stored=format == "jsonl" and not with_markdown,
+                                                         jobs=cores(jobs)):
                     write(result)
 
 

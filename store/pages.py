@@ -296,3 +296,21 @@ def load_extractions(db: sqlite_utils.Database, ids: Iterable[str]) -> Iterator[
 def _chunks(items: list, size: int) -> Iterator[list]:
     for start in range(0, len(items), size):
         yield items[start:start + size]
+
+
+def current_extraction_ids(db: sqlite_utils.Database, ids: Iterable[str]) -> set[str]:
+    """Those of the given pages whose stored extraction is what extracting them now gives: made from the page's
+    stored content, with its headline and metadata kept, and after the last template version learned for its site
+    or URL group and the last rules pinned for its site."""
+    out: set[str] = set()
+    for chunk in _chunks(list(ids), 200):
+        marks = ",".join("?" * len(chunk))
+        out.update(r[0] for r in db.execute(
+            "SELECT e.page_id FROM extractions e JOIN pages p ON p.id = e.page_id"
+            " JOIN extraction_fields f ON f.page_id = e.page_id"
+            f" WHERE e.page_id IN ({marks}) AND e.content_hash = p.content_hash"
+            " AND NOT EXISTS (SELECT 1 FROM templates t WHERE (t.site = p.site OR t.group_key = p.group_key"
+            " OR t.site = e.site) AND t.learned_at >= e.extracted_at)"
+            " AND NOT EXISTS (SELECT 1 FROM pinned_rules r WHERE (r.site = p.site OR r.site = e.site)"
+            " AND r.imported_at >= e.extracted_at)", chunk))
+    return out

@@ -51,7 +51,7 @@ from .extract import extract_page
 from .grouping import host_of, layout_containment, match_prefix, shape_set, url_prefixes
 from .pipeline import Progress, Summary
 from .sources import iter_records
-from .datatypes import Extraction, Skip
+from .datatypes import METADATA_FIELDS, Extraction, Metadata, Skip
 
 log = logging.getLogger(__name__)
 
@@ -613,3 +613,40 @@ def template_history(db: sqlite_utils.Database, site: str) -> list[TemplateVersi
                             reason=r.version.reason, current=r.version.current, stale=r.version.stale,
                             stale_at=r.stale_at, stale_reason=r.stale_detail, pages=r.version.page_count,
                             rules=r.version.rule_count) for r in rows]
+
+
+# --- output -------------------------------------------------------------------------------------------------------
+
+def crawl_extractions(db: sqlite_utils.Database, ids: Sequence[str], *, method: str = "auto", links: bool = False,
+                      stored: bool = True, jobs: int = 1) -> Iterator[Extraction]:
+    """What `recrawl --output` writes: the extractions of the crawl's pages, each once, in the order given.
+
+    With ``stored`` (the output needs the record's fields alone, not the document's structure), a page whose stored
+    extraction is current (``store.pages.current_extraction_ids``: made from its content, after its site's last
+    template and pins) comes from the store as it is, fields included, without being parsed again; the others
+    are extracted again from the store with their templates (``pipeline.iter_crawl_extractions``)."""
+    ids = list(dict.fromkeys(ids))
+    kept = page_store.current_extraction_ids(db, ids) if stored else set()
+    position = {pid: i for i, pid in enumerate(ids)}
+    again = iter(pipeline.iter_crawl_extractions(db, [i for i in ids if i not in kept], method=method, links=links,
+                                                 jobs=jobs))
+    pending = next(again, None)
+    for record in page_store.load_extractions(db, [i for i in ids if i in kept]) if kept else ():
+        while pending is not None and position[pending.id] < position[record["id"]]:
+            yield pending
+            pending = next(again, None)
+        yield _from_record(record)
+    while pending is not None:
+        yield pending
+        pending = next(again, None)
+
+
+def _from_record(record: dict) -> Extraction:
+    """A stored output record (``store.pages.load_extractions``) as the Extraction it was made from (no document:
+    its structure is not stored)."""
+    fields = {key: record[key] for key in METADATA_FIELDS}
+    if fields["tags"] is not None:
+        fields["tags"] = tuple(fields["tags"])
+    return Extraction(id=record["id"], url=record["url"], site=record["site"], text=record["text"],
+                      method=record["method"], template=record["template"], coverage=record["coverage"],
+                      title=record["title"], metadata=Metadata(**fields))
