@@ -80,6 +80,30 @@ META_VISIBLE_SUPPORT = 0.5  # without declarations: a byline or date shape on th
 META_MIN_VALUES = 2  # ... that shows at least this many different values (a fixed date is the site's, not the page's)
 
 
+# --- metadata (templater/metadata.py): dates, authors, tags, language ----------------------------------------
+MAX_AUTHOR_CHARS = 80  # a longer "author" is a sentence, not a name
+MAX_NAME_WORDS = 5  # words of one author's name
+MAX_DATE_TEXT_CHARS = 80  # a block longer than this is not a date line
+MAX_BYLINE_CHARS = 100  # a block longer than this is not a byline
+NEAR_HEADLINE_BLOCKS = 12  # visible dates and bylines are looked for this many blocks around the headline
+HEAD_BLOCKS = 40  # ... or, without a headline, among the page's first blocks
+MIN_YEAR = 1990  # dates before this are not publication dates of web pages
+MAX_FUTURE_YEARS = 1  # ... nor dates more than this many years after today
+LANG_MIN_CHARS = 200  # shorter text: the page's declared language instead of a detected one
+LANG_SAMPLE_CHARS = 256  # the detector reads this much of the text (its cost grows with the length)
+MAX_TAGS = 30  # tags kept
+MAX_TAG_CHARS = 40  # a longer "keyword" is a phrase of the text, not a tag
+BYLINE_DATE_LEVELS = 3  # a date beside a byline is looked for this many ancestors up
+NAMED_SCAN_BLOCKS = 40  # named bylines and dates are looked for among this many blocks from the headline on
+RULE_ELEMENTS = 5  # a meta rule's first elements tried for a value
+MAX_INLINE_CHILDREN = 12  # a block element with more children is not searched for inline bylines and dates
+MAX_JSONLD_BYTES = 512 * 1024  # a JSON-LD block larger than this is skipped
+MAX_SCRIPT_DATES = 20  # occurrences of each publication key looked at in a page's markup
+MIN_SCRIPT_NAME_WORDS = 2  # words of each name a script's author value gives
+SCRIPT_KEY_CHARS = 60  # ... with its date (or name) in this many characters after it
+LANGID_STALE_SECONDS = 3600  # a half-written copy of the language model this old is a killed writer's: removed
+
+
 @dataclass(frozen=True, slots=True)
 class LearnSettings:
     """Settings of template learning: saved with each template they shaped (``store.templates``, JSON), shown by

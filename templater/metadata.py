@@ -28,33 +28,16 @@ from urllib.parse import urljoin
 from lxml import etree
 
 from . import native
-from .config import BLOCK_TAGS
+from .config import (  # the thresholds are config.py's (its metadata section)
+    BLOCK_TAGS, MAX_AUTHOR_CHARS, MAX_NAME_WORDS, MAX_DATE_TEXT_CHARS, MAX_BYLINE_CHARS, NEAR_HEADLINE_BLOCKS,
+    HEAD_BLOCKS, MIN_YEAR, MAX_FUTURE_YEARS, LANG_MIN_CHARS, LANG_SAMPLE_CHARS, MAX_TAGS, MAX_TAG_CHARS, BYLINE_DATE_LEVELS,
+    NAMED_SCAN_BLOCKS, RULE_ELEMENTS, MAX_INLINE_CHILDREN, MAX_JSONLD_BYTES, MAX_SCRIPT_DATES, MIN_SCRIPT_NAME_WORDS,
+    SCRIPT_KEY_CHARS, LANGID_STALE_SECONDS)
 from .datatypes import METADATA_FIELDS, Metadata, Rule, RuleAction, Segmented
 
 META_AUTHOR = RuleAction.META_AUTHOR  # rule action: the element holding the page's byline
 META_DATE = RuleAction.META_DATE  # rule action: the element holding the page's publication date
 META_ACTIONS = (META_AUTHOR, META_DATE)
-
-MAX_AUTHOR_CHARS = 80  # a longer "author" is a sentence, not a name
-MAX_NAME_WORDS = 5  # words of one author's name
-MAX_DATE_TEXT_CHARS = 80  # a block longer than this is not a date line
-MAX_BYLINE_CHARS = 100  # a block longer than this is not a byline
-NEAR_HEADLINE_BLOCKS = 12  # visible dates and bylines are looked for this many blocks around the headline
-HEAD_BLOCKS = 40  # ... or, without a headline, among the page's first blocks
-MIN_YEAR = 1990  # dates before this are not publication dates of web pages
-MAX_FUTURE_YEARS = 1  # ... nor dates more than this many years after today
-LANG_MIN_CHARS = 200  # shorter text: the page's declared language instead of a detected one
-LANG_SAMPLE_CHARS = 256  # the detector reads this much of the text (its cost grows with the length)
-MAX_TAGS = 30  # tags kept
-MAX_TAG_CHARS = 40  # a longer "keyword" is a phrase of the text, not a tag
-BYLINE_DATE_LEVELS = 3  # a date beside a byline is looked for this many ancestors up
-NAMED_SCAN_BLOCKS = 40  # named bylines and dates are looked for among this many blocks from the headline on
-RULE_ELEMENTS = 5  # a meta rule's first elements tried for a value
-MAX_INLINE_CHILDREN = 12  # a block element with more children is not searched for inline bylines and dates
-MAX_JSONLD_BYTES = 512 * 1024
-MAX_SCRIPT_DATES = 20  # occurrences of each publication key looked at in a page's markup
-MIN_SCRIPT_NAME_WORDS = 2  # words of each name a script's author value gives
-SCRIPT_KEY_CHARS = 60  # ... with its date in this many characters after it  # a JSON-LD block larger than this is skipped
 
 ARTICLE_TYPES = frozenset({"article", "newsarticle", "blogposting", "reportagenewsarticle", "analysisnewsarticle",
                            "opinionnewsarticle", "reviewnewsarticle", "backgroundnewsarticle", "techarticle",
@@ -894,7 +877,6 @@ def _packaged_model() -> dict:
         raise ValueError(str(error)) from error
 
 
-LANGID_STALE_SECONDS = 3600  # a half-written copy of the language model this old is a killed writer's: removed
 
 
 def language_model_cache():
