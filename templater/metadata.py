@@ -106,8 +106,8 @@ _SCRIPT_VALUE_PATTERN = (r"""[A-Za-z_]{0,12}["']?\s*[:=]\s*["']?"""
 _SCRIPT_VALUE = re.compile(_SCRIPT_VALUE_PATTERN)
 _SCRIPT_VALUE_BYTES = re.compile(_SCRIPT_VALUE_PATTERN.encode("ascii"))
 # the keys scripts (analytics data layers, CMS state) give bylines under: authorName, article_author, firstAuthor,
-# net_article_byline...; then the rest of the key, the separator and the quoted name
-_SCRIPT_AUTHOR_PARTS = ("uthor", "yline")
+# net_article_byline, writer...; then the rest of the key, the separator and the quoted name
+_SCRIPT_AUTHOR_PARTS = ("uthor", "yline", "writer")
 _SCRIPT_AUTHOR_PARTS_BYTES = tuple(k.encode("ascii") for k in _SCRIPT_AUTHOR_PARTS)
 _SCRIPT_AUTHOR_PATTERN = r"""[A-Za-z_]{0,12}["']?\s*[:=]\s*(["'])([^"'<>{}\[\]\\]{3,%d})\1""" % MAX_BYLINE_CHARS
 _SCRIPT_AUTHOR = re.compile(_SCRIPT_AUTHOR_PATTERN)
@@ -117,12 +117,14 @@ _BYLINE = re.compile(r"^\W*(?:by:?|von|par|por|di|door|av|af|written by|posted b
                      r"auteur\s*:|story by|reporting by)\s+(?P<name>.+)$", re.IGNORECASE)
 _NAME_SPLIT = re.compile(r"\s*(?:,|;|&|\|)\s*|\s+(?:and|AND|And|und|et|y|e)\s+")
 _NAME_CUT = re.compile(r"\s*(?:\||·|•|—|–| - |\s(?:on|at|in|for)\s|\bupdated\b|\bpublished\b|\bposted\b|\d{1,2}:\d\d|"
-                       r"\b(?:19|20)\d\d\b|\s" + _MONTH + r"\s+[0-3]?\d\b).*$", re.IGNORECASE)  # "Jane Doe Mar 03, 2017"
+                       r"\b(?:19|20)\d\d\b|\s" + _MONTH + r",?\s+[0-3]?\d\b).*$", re.IGNORECASE)  # "Jane Doe Mar 03, 2017"
 _NAME_WORD = re.compile(r"^[^\W\d_][\w.'’-]*$")
 
 _AUTHOR_CLASS = re.compile(r"(?i)author|byline|writer|reporter")
 _NAMED_CLASS = re.compile(r"(?i)(author|byline|writer|reporter)|date|publish|posted|time")
 _AUTHOR_HREF = re.compile(r"/(?:authors?|editors|people|writers|profile|staff|journalists?)(?:/|\.|-|$)")
+_UPDATED = re.compile(r"(?i)updated|modified|\bedited\b")  # a date named as the page's last change ...
+_UPDATED_LEAD = re.compile(r"(?i)^\W*(?:last\s+)?(?:updated|modified|edited)\b")  # ... or said so before it
 _DATE_CLASS = re.compile(r"(?i)date|publish|posted|time")
 _NAMING_ATTRS = frozenset({"class", "id", "rel", "itemprop"})
 _COMMENTS = re.compile(r"(?i)comment|reply|replies|respond|disqus")
@@ -147,14 +149,20 @@ def read_metadata(seg: Segmented, *, rules: Sequence[Rule] = (), text: str = "")
     times: list = []  # the page's <time> elements, met on the way (visible evidence need not walk the tree again)
     found = declared_metadata(seg.root, seg.page.html, seg.page.url, times=times)
     found["date"] = found["date"] or url_date(seg.page.url)  # a dated URL (/2017/05/03/) outranks what a page shows
-    if rules and (found["author"] is None or found["date"] is None):
-        learned = rule_metadata(seg.root, rules, keys=[k for k in ("author", "date") if found[k] is None])
+    # the site's rules that point into the page, then what it shows, then its rules that read a plain <meta> (a site
+    # name, a source: what the site's other pages declare, the page's own byline aside)
+    shown = [rule for rule in rules if not rule.xpath.startswith(HEAD_RULE_PREFIX)]
+    for step in (shown, None, [rule for rule in rules if rule.xpath.startswith(HEAD_RULE_PREFIX)]):
+        if found["author"] is not None and found["date"] is not None:
+            break
+        if step is None:
+            learned = visible_metadata(seg, times=times)
+        elif step:
+            learned = rule_metadata(seg.root, step, keys=[k for k in ("author", "date") if found[k] is None])
+        else:
+            continue
         for key in ("author", "date"):
             found[key] = found[key] or learned.get(key)
-    if found["author"] is None or found["date"] is None:
-        seen = visible_metadata(seg, times=times)
-        for key in ("author", "date"):
-            found[key] = found[key] or seen.get(key)
     if found["date"] is None:
         found["date"] = script_date(seg.page.html)
     if found["author"] is None:
@@ -372,11 +380,18 @@ def _normalized(found: dict, url: str) -> dict:
 def _absolute(value, url: str) -> str | None:
     if not isinstance(value, str) or not value.strip() or value.strip().startswith(("data:", "javascript:")):
         return None
+    value = value.strip()
+    if _URL_PLAIN.match(value) and not _URL_ODD.search(value):
+        return value  # absolute, with nothing urljoin would drop or refuse: what it gives back, at a tenth of its cost
     try:
-        return urljoin(url, value.strip())
+        return urljoin(url, value)
     except ValueError:
         return None
 
+
+_URL_PLAIN = re.compile(r"https?://[^/?#]")  # an absolute http(s) URL with a host ...
+_URL_ODD = re.compile(r"[\s\x00-\x1f\\\[\]]|[;?](?=[?#]|$)|#$")  # ... and none of what urljoin strips, drops
+# (an empty parameter, query or fragment) or refuses: such URLs go through urljoin
 
 def normalize_language(value) -> str | None:
     """``en-US``, ``en_GB``, ``EN`` -> ``en``; None for what does not look like a language tag."""
@@ -490,8 +505,14 @@ def script_author(html: str | bytes) -> str | None:
 
 
 def _script_values(html, keys, value, span: int):
-    """Matches of ``value`` right after each place a key occurs (at most MAX_SCRIPT_DATES a key), key by key."""
+    """Matches of ``value`` right after each place a key occurs (at most MAX_SCRIPT_DATES a key), key by key.
+
+    A key that ends with an earlier key whose places were all looked at ("Publish" after "ublish") is not searched:
+    its places are that key's, and what follows them was matched already."""
+    seen = []  # keys whose every place was looked at
     for key in keys:
+        if any(key.endswith(done) for done in seen):
+            continue
         start = html.find(key)
         for _ in range(MAX_SCRIPT_DATES):
             if start < 0:
@@ -500,6 +521,8 @@ def _script_values(html, keys, value, span: int):
             if found:
                 yield found
             start = html.find(key, start + 1)
+        if start < 0:
+            seen.append(key)
 
 
 def url_date(url: str) -> str | None:
@@ -633,15 +656,44 @@ def element_date(element) -> str | None:
     if not stamp:
         stamp = next((t.get("datetime") for t in element.iter("time") if t.get("datetime")), None)
     day = normalize_date(stamp) if stamp else None
-    if day:
+    if day and (len(day) == 10 or element.tag == "meta"):
         return day
     text = _short_text(element, MAX_DATE_TEXT_CHARS * 2)
-    return find_date(text) if text else None
+    shown = find_date(text) if text else None
+    if day and not _next_day(shown, day):
+        return day
+    return shown  # the day the page shows: a time given in UTC can fall on the day after (or before) it
+
+
+def _next_day(shown: str | None, stamp: str) -> bool:
+    """Whether the day a page shows is the day before or after the day of a time it gives (a local day beside a time
+    given in UTC)."""
+    if shown is None:
+        return False
+    try:
+        return abs((date.fromisoformat(shown) - date.fromisoformat(stamp[:10])).days) == 1
+    except ValueError:
+        return False
+
+
+def says_updated(element, text: str = "") -> bool:
+    """Whether a date is the page's last change, not its publication: the element (or its parent) is named so
+    (class "updated", "modified"), or the text beside it says so ("Last updated: ...")."""
+    if _UPDATED_LEAD.match(text):
+        return True
+    node = element
+    for _ in range(2):
+        if node is None:
+            return False
+        if _UPDATED.search((node.get("class") or "") + " " + (node.get("itemprop") or "")):
+            return True
+        node = node.getparent()
+    return False
 
 
 def element_author(element) -> str | None:
-    """The author named by an element's text (a byline's "By" taken off)."""
-    text = _short_text(element, MAX_BYLINE_CHARS)
+    """The author named by an element's text (a byline's "By" taken off), or by a <meta>'s content."""
+    text = (element.get("content") or "").strip() if element.tag == "meta" else _short_text(element, MAX_BYLINE_CHARS)
     return normalize_author(text) if text else None
 
 
@@ -666,6 +718,33 @@ def _short_text(element, limit: int) -> str | None:
     return " ".join(words)
 
 
+def head_meta_xpaths(root, key: str, value: str) -> list[str]:
+    """XPaths of the page's <meta> elements that declare no author nor date of their own (``dc.source``,
+    ``og:site_name``, ``application-name``...) and whose content reads as ``value``, the page's declared author or
+    date: where a site that names its pages' author (often itself, an agency) only in its declarations also says it
+    in a plain <meta>, a learned rule reads it there on its pages that declare nothing."""
+    if root is None:
+        return []
+    out = []
+    for element in root.iter("meta"):
+        for attr in ("name", "property", "itemprop"):
+            name = element.get(attr)
+            if name and "'" not in name:
+                break
+        else:
+            continue
+        if _META_RANK.get(name.strip().lower(), ("",))[0] in _SELF_DECLARING or not element.get("content"):
+            continue
+        got = element_date(element) if key == "date" else element_author(element)
+        if got and (got[:10] == value[:10] if key == "date" else same_author(got, value)):
+            out.append(f"{HEAD_RULE_PREFIX}@{attr}='{name}']")
+    return out
+
+
+HEAD_RULE_PREFIX = "//meta["  # head_meta_xpaths' rules: read after what the page shows
+_SELF_DECLARING = frozenset({"author", "date", "date_modified"})  # fields whose <meta>s the page's declarations are
+
+
 # --- visible evidence -------------------------------------------------------------------------------------------
 
 def visible_metadata(seg: Segmented, headline: int | None | bool = False, *, times: list | None = None,
@@ -675,15 +754,19 @@ def visible_metadata(seg: Segmented, headline: int | None | bool = False, *, tim
     headline = _headline(seg) if headline is False else headline
     blocks = nearby_blocks(seg, headline)
     found: dict[str, str] = {}
+    changed = None  # a date said to be the last change: the publication date only when the page shows no other
     for block in blocks:
         text = block.text
         if "author" not in found and len(text) <= MAX_BYLINE_CHARS and looks_like_byline(block):
-            author = normalize_author(text)
+            # the element's inline pieces apart ("Jane Doe" + "Mar 03, 2017": the block's text may glue them)
+            author = (element_author(block.element) if block.element is not None else None) or normalize_author(text)
             if author:
                 found["author"] = author
         if "date" not in found and len(text) <= MAX_DATE_TEXT_CHARS:
             day = element_date(block.element) if block.element is not None else find_date(text)
-            if day:
+            if day and says_updated(block.element, text):
+                changed = changed or day
+            elif day:
                 found["date"] = day
         if len(found) == 2:
             break
@@ -691,12 +774,17 @@ def visible_metadata(seg: Segmented, headline: int | None | bool = False, *, tim
         return found
     if "date" not in found:
         for element in (seg.root.iter("time") if times is None else times):
-            day = normalize_date(element.get("datetime")) or find_date(_text(element))
-            if day:
+            day = element_date(element)
+            if day and says_updated(element, element.getparent().text or "" if element.getparent() is not None
+                                    else ""):
+                changed = changed or day
+            elif day:
                 found["date"] = day
                 break
     if "author" not in found or "date" not in found:
         found = {**named_metadata(seg, headline), **found}
+    if "date" not in found and changed:
+        found["date"] = changed
     return found
 
 
@@ -730,7 +818,7 @@ def named_metadata(seg: Segmented, headline: int | None | bool = False) -> dict[
                     found["author"], byline = author, candidate
             elif kind == "date" and "date" not in found and not _in_comments(candidate):
                 day = element_date(candidate)
-                if day:
+                if day and not says_updated(candidate):
                     found["date"] = day
         if len(found) == 2:
             return found
@@ -762,12 +850,19 @@ def _kind(element) -> str | None:
     if rel:
         attrs = f"{attrs} {rel}"
     if attrs:
-        found = _NAMED_CLASS.search(attrs)
+        found = _named_kind(attrs)
         if found:
-            return "author" if found.group(1) else "date"
+            return found
     if element.tag == "a" and _AUTHOR_HREF.search(element.get("href") or ""):
         return "author"
     return None
+
+
+@functools.lru_cache(maxsize=8192)
+def _named_kind(attrs: str) -> str | None:
+    """``_kind`` of a class (and rel) value: a page's blocks repeat a few class values many times."""
+    found = _NAMED_CLASS.search(attrs)
+    return None if found is None else "author" if found.group(1) else "date"
 
 
 def _date_beside(byline) -> dict[str, str]:

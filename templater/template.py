@@ -349,6 +349,7 @@ def _declared_meta_rule(pages: Sequence[Segmented], values: Sequence[str | None]
         for block in seg.blocks:
             if block.element is not None and _agrees(_block_value(block, key), value, key):
                 found.update(meta_xpaths(block))
+        found.update(metadata.head_meta_xpaths(seg.root, key, value))
         candidates.update(found)
     need = max(settings.min_static_pages, settings.meta_support * len(taught))
     best = None
