@@ -16,8 +16,9 @@ Modes:
             the second keeps its declarations (the site's pages that teach the meta rules), then the other way
             round: every declaring page is scored once, stripped, with its site's other half declared;
   stripped  every declaring page is stripped at once (only visible evidence and rules learned from it).
-Scores: % correct dates (the same day as the declared date; "dates+-1d": within a day, as a UTC time declared and
-a local date shown may differ) and % correct authors (the declared first author's
+Scores: % correct dates (the same day as the declared date, the declared moment's day where it declares a time:
+see date_ok; "declared day": the day the declaration is written with, a UTC day where the time is declared in UTC;
+"dates+-1d": within a day) and % correct authors (the declared first author's
 name among the predicted names, case, punctuation and word order aside), over the pages with that gold;
 "dev" and "held-out" split whole sites by a hash of their name (heuristics were chosen on dev only).
 """
@@ -35,6 +36,7 @@ import sys
 import tempfile
 import time
 import zlib
+from datetime import datetime, timedelta
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -50,6 +52,7 @@ _DECLARES = re.compile(r"(?i)date|time|author|creator|publish|modified|byl|\bcre
 _ITEMPROP = re.compile(r"""\sitemprop\s*=\s*["']?(?:datePublished|dateCreated|dateModified|author|creator)["']?""",
                        re.IGNORECASE)
 _PUBDATE = re.compile(r"(<time\b[^>]*?)\spubdate(?:=\"[^\"]*\"|='[^']*'|=\S+)?", re.IGNORECASE)
+_STAMP = re.compile(r"(?:19|20)\d\d-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?\s*((?:Z|[+-]\d\d:?\d\d)))?")
 GOLD_DATE_META = ("article:published_time", "og:published_time", "og:article:published_time")
 GOLD_AUTHOR_META = ("article:author",)  # <meta name=author> is often the site or the CMS user: not gold
 
@@ -99,13 +102,13 @@ def names(value) -> list[str]:
 
 
 def gold_of(html: str) -> tuple[str | None, str | None]:
-    """(declared publication day YYYY-MM-DD, declared first author) of a page."""
+    """(declared publication date: YYYY-MM-DD, with its time and offset when declared; declared first author)."""
     day = author = None
     objects = ld_objects(html)
     articles = [o for o in objects if re.search(r"(?i)article|posting|webpage|report", json.dumps(o.get("@type")))]
     for obj in articles or [o for o in objects if "image" not in json.dumps(o.get("@type")).lower()]:
         if day is None and isinstance(obj.get("datePublished"), str):
-            found = re.search(r"(?:19|20)\d\d-\d\d-\d\d", obj["datePublished"])
+            found = _STAMP.search(obj["datePublished"])
             day = found.group(0) if found else None
         if author is None and obj.get("author"):
             found = names(obj["author"])
@@ -113,7 +116,7 @@ def gold_of(html: str) -> tuple[str | None, str | None]:
     metas = meta_tags(html)
     if day is None:
         value = next((metas[k] for k in GOLD_DATE_META if k in metas), "")
-        found = re.search(r"(?:19|20)\d\d-\d\d-\d\d", value)
+        found = _STAMP.search(value)
         day = found.group(0) if found else None
     if author is None:
         value = next((metas[k] for k in GOLD_AUTHOR_META if k in metas and "/" not in metas[k]), None)
@@ -148,8 +151,40 @@ def author_ok(gold: str, predicted: str | None) -> bool:
     return name_key(gold) in {name_key(p) for p in parts} or name_key(gold) == name_key(predicted)
 
 
+def declared_day(gold: str, predicted: str | None) -> bool:
+    """The day the declaration is written with (a time declared in UTC names the UTC day)."""
+    return bool(predicted) and str(predicted)[:10] == gold[:10]
+
+
 def date_ok(gold: str, predicted: str | None) -> bool:
-    return bool(predicted) and str(predicted)[:10] == gold
+    """The same day: the declared day; or, where the page declares a time, the day of that moment wherever the page
+    is read from. A predicted time with its offset is the same moment seen in the declared offset; a time declared
+    in UTC (Z, +00:00: the offset normalised away) names no local day, and the page's own day is that of the moment
+    in one of the world's offsets, UTC-12:00 to UTC+14:00 (a New York page's 21:57 on the 4th is declared as
+    01:57Z on the 5th, and shows the 4th), whether the prediction names a day or a time."""
+    if declared_day(gold, predicted):
+        return True
+    moment = _moment(gold)
+    if moment is None or not predicted:
+        return False
+    shown = _moment(str(predicted))
+    if shown is not None and shown.astimezone(moment.tzinfo).date().isoformat() == gold[:10]:
+        return True
+    if moment.utcoffset() != timedelta(0):
+        return False
+    return (moment - timedelta(hours=12)).date().isoformat() <= str(predicted)[:10] <= (
+        moment + timedelta(hours=14)).date().isoformat()
+
+
+def _moment(stamp: str):
+    """A date-time with its offset, else None."""
+    found = _STAMP.fullmatch(stamp.strip())
+    if found is None or not found.group(1):
+        return None
+    try:
+        return datetime.fromisoformat(stamp.strip().replace("Z", "+00:00").replace(" ", "T"))
+    except ValueError:
+        return None
 
 
 def date_near(gold: str, predicted: str | None) -> bool:
@@ -157,7 +192,7 @@ def date_near(gold: str, predicted: str | None) -> bool:
     from datetime import date
 
     try:
-        return abs((date.fromisoformat(str(predicted)[:10]) - date.fromisoformat(gold)).days) <= 1
+        return abs((date.fromisoformat(str(predicted)[:10]) - date.fromisoformat(gold[:10])).days) <= 1
     except (TypeError, ValueError):
         return False
 
@@ -270,11 +305,11 @@ def print_table(scored: list[dict], predictions: dict[str, dict], total: int, co
           f"({sum(held_out(r['site_key']) for r in dated)} on held-out sites), {len(authored)} with a declared author "
           f"({sum(held_out(r['site_key']) for r in authored)} on held-out sites)")
     print(f"{'system':34} {'dates':>7} {'dev':>7} {'held-out':>9} {'authors':>8} {'dev':>7} {'held-out':>9}"
-          f" {'dates+-1d':>10}")
+          f" {'dates+-1d':>10} {'declared day':>13}")
     for name, found in predictions.items():
         row = []
         for gold_key, ok, pool in (("gold_date", date_ok, dated), ("gold_author", author_ok, authored),
-                                   ("gold_date", date_near, dated)):
+                                   ("gold_date", date_near, dated), ("gold_date", declared_day, dated)):
             index = 0 if gold_key == "gold_date" else 1
             for part in (pool, [r for r in pool if not held_out(r["site_key"])],
                          [r for r in pool if held_out(r["site_key"])]):
@@ -282,7 +317,8 @@ def print_table(scored: list[dict], predictions: dict[str, dict], total: int, co
                 row.append(f"{100 * hits / len(part):6.1f}%" if part else "      -")
         if name == "htmldate":
             row[3:6] = ["      -"] * 3
-        print(f"{name:34} {row[0]:>7} {row[1]:>7} {row[2]:>9} {row[3]:>8} {row[4]:>7} {row[5]:>9} {row[6]:>10}")
+        print(f"{name:34} {row[0]:>7} {row[1]:>7} {row[2]:>9} {row[3]:>8} {row[4]:>7} {row[5]:>9} {row[6]:>10}"
+              f" {row[9]:>13}")
 
 
 def write_misses(path: Path, scored: list[dict], predictions: dict[str, dict]) -> None:

@@ -93,8 +93,8 @@ _ISO = re.compile(r"(?P<y>(?:19|20)\d\d)-(?P<m>[01]?\d)-(?P<d>[0-3]?\d)"
 _YEAR = re.compile(r"(?:19|20)\d\d")
 _YMD = re.compile(r"\b(?P<y>(?:19|20)\d\d)[/.](?P<m>[01]?\d)[/.](?P<d>[0-3]?\d)\b")
 _DMY_NUM = re.compile(r"\b(?P<a>[0-3]?\d)[/.](?P<b>[0-3]?\d)[/.](?P<y>(?:19|20)\d\d)\b")
-_MDY = re.compile(_MONTH + r"\s+(?P<d>[0-3]?\d)(?:st|nd|rd|th)?(?:\s*,\s*|\s+)(?P<y>(?:19|20)\d\d)\b",
-                  re.IGNORECASE)  # "Mar 21, 2017", "Mar 21,2017"
+_MDY = re.compile(_MONTH + r",?\s+(?P<d>[0-3]?\d)(?:st|nd|rd|th)?(?:\s*,\s*|\s+)(?P<y>(?:19|20)\d\d)\b",
+                  re.IGNORECASE)  # "Mar 21, 2017", "Mar 21,2017", "Mar, 21 2017"
 _DMY = re.compile(r"\b(?P<d>[0-3]?\d)(?:st|nd|rd|th|\.|er)?\s+(?:de\s+)?" + _MONTH +
                   r"(?:\s+de)?(?:\s*,\s*|\s+)(?P<y>(?:19|20)\d\d)\b", re.IGNORECASE)  # "7 Apr , 2017"
 # parts of the keys scripts give publication dates under (datePublished, publish_date, published_at, pubDate,
@@ -739,6 +739,19 @@ def head_meta_xpaths(root, key: str, value: str) -> list[str]:
         if got and (got[:10] == value[:10] if key == "date" else same_author(got, value)):
             out.append(f"{HEAD_RULE_PREFIX}@{attr}='{name}']")
     return out
+
+
+def learned_value(seg: Segmented, xpath: str, key: str, shown: dict) -> str | None:
+    """What a candidate meta rule gives on a page where extraction would use it: a rule that reads a plain <meta>
+    (``head_meta_xpaths``) is used only where the page shows no author (date) of its own, so it gives nothing on a
+    page that shows one (a site's own name declared as the author of its staff's stories, the byline named on the
+    others'). ``shown``: a dict the caller keeps over one learning, of what each page shows."""
+    if xpath.startswith(HEAD_RULE_PREFIX):
+        if id(seg) not in shown:
+            shown[id(seg)] = visible_metadata(seg)
+        if shown[id(seg)].get(key):
+            return None
+    return rule_value(seg.root, xpath, key)
 
 
 HEAD_RULE_PREFIX = "//meta["  # head_meta_xpaths' rules: read after what the page shows

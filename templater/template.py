@@ -352,11 +352,11 @@ def _declared_meta_rule(pages: Sequence[Segmented], values: Sequence[str | None]
         found.update(metadata.head_meta_xpaths(seg.root, key, value))
         candidates.update(found)
     need = max(settings.min_static_pages, settings.meta_support * len(taught))
-    best = None
+    best, shown = None, {}
     for xpath, _ in sorted(candidates.items(), key=_candidate_order):
         if candidates[xpath] < need or (best is not None and candidates[xpath] < best[0]):
             break
-        read = [(metadata.rule_value(seg.root, xpath, key), value) for seg, value in taught]
+        read = [(metadata.learned_value(seg, xpath, key, shown), value) for seg, value in taught]
         hits = sum(_agrees(got, value, key) for got, value in read)
         found = sum(got is not None for got, _ in read)
         if hits >= need and hits >= settings.meta_precision * found and (best is None or hits > best[0]):
