@@ -225,6 +225,89 @@ def test_learned_rules_follow_declared_metadata_where_pages_declare():
     assert result.author == "Rowan Gee"
 
 
+def test_a_sites_author_named_only_in_a_plain_meta_is_learned_and_a_shown_byline_wins():
+    """A site whose pages declare the agency a story came from as its author, and say it in <meta name=dc.source>:
+    a rule reads it there on a page that declares nothing; a page that shows its writer's byline keeps the writer."""
+    def html(i: int, declared: bool, byline: str = "") -> str:
+        agency = ("Associated Press", "Reuters")[i % 2]
+        block = ld({"@type": "NewsArticle", "author": {"@type": "Organization", "name": agency}}) if declared else ""
+        return page(f'<meta name="dc.source" content="{agency}">{block}',
+                    f'<div id="top"><a href="/">Home</a></div><h1>Story number {i}</h1>{byline}'
+                    f'<p>{ENGLISH}</p><div id="foot">Footer text</div>')
+    segs = [seg_of(html(i, True), f"https://ex.com/s/{i}") for i in range(5)]
+    template = learn_template(segs, site="ex.com/s/")
+    rule = next(r for r in template.rules if r.action == "meta-author")
+    assert rule.xpath == "//meta[@name='dc.source']" and rule.sample in ("Associated Press", "Reuters")
+    compiled = CompiledTemplate(template)
+    assert extract_page(seg_of(html(7, False), "https://ex.com/s/7"), compiled).author == "Reuters"
+    shown = html(8, False, '<p class="byline">By Jane Roe</p>')
+    assert extract_page(seg_of(shown, "https://ex.com/s/8"), compiled).author == "Jane Roe"
+
+
+def test_head_meta_xpaths_skip_metas_that_declare_an_author_or_a_date():
+    root = parse_html(page('<meta name="author" content="Jane Roe"><meta property="og:site_name" content="Jane Roe">'
+                           '<meta name="dc.source" content="Someone Else">'))
+    assert metadata.head_meta_xpaths(root, "author", "Jane Roe") == ["//meta[@property='og:site_name']"]
+
+
+@pytest.mark.parametrize("markup, day", [
+    ('<p class="date"><time datetime="2017-03-22T03:11:20+00:00">March 21, 2017 at 8:11 pm</time></p>',
+     "2017-03-21"),  # the local day shown beside a time given in UTC
+    ('<p class="date"><time datetime="2017-03-22T03:11:20+00:00">March 22, 2017</time></p>',
+     "2017-03-22T03:11:20+00:00"),
+    ('<p class="date"><time datetime="2017-03-22T03:11:20+00:00">March 10, 2017</time></p>',
+     "2017-03-22T03:11:20+00:00"),  # not a neighbouring day: the time given
+])
+def test_element_date_is_the_day_shown_beside_a_time(markup, day):
+    assert metadata.element_date(parse_html(page(body=markup)).find(".//p")) == day
+
+
+def test_a_last_updated_date_only_when_the_page_shows_no_other():
+    body = ('<h1>A headline here</h1><p>Last updated: March 30, 2017</p><p>Published March 28, 2017</p>'
+            f'<p>{ENGLISH}</p>')
+    assert read(page(body=body)).date == "2017-03-28"
+    alone = f'<h1>A headline here</h1><p>Last updated: March 30, 2017</p><p>{ENGLISH}</p>'
+    assert read(page(body=alone)).date == "2017-03-30"
+    both = f'<h1>A headline here</h1><p>By Jane Roe - Mar 21,2017 - Last updated at Mar 22,2017</p><p>{ENGLISH}</p>'
+    assert read(page(body=both)).date == "2017-03-21"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="htps:/a.c?#;[] .x%\t", max_size=30))
+def test_absolute_urls_are_what_urljoin_gives(value):
+    from urllib.parse import urljoin
+
+    for base in ("http://q.org/p", "https://q.org/a/b/"):
+        if not value.strip() or value.strip().startswith(("data:", "javascript:")):
+            continue
+        try:
+            want = urljoin(base, value.strip())
+        except ValueError:
+            want = None
+        assert metadata._absolute(value, base) == want
+
+
+@pytest.mark.parametrize("html", [
+    'x = {"datePublished": "2017-03-28"}', 'x = {"PublishDate": "2017-03-29"}',
+    " ".join(['"published": 1'] * 25) + ' "PublishedAt": "2017-04-01"',
+    " ".join(['"ublish": 1'] * 25) + ' "Publish_date": "2017-04-02"',
+])
+def test_script_date_keys_found_whatever_their_order(html):
+    def plain(text):  # every key searched, as before the shared scan
+        for key in metadata._SCRIPT_KEY_PARTS:
+            start = text.find(key)
+            for _ in range(metadata.MAX_SCRIPT_DATES):
+                if start < 0:
+                    break
+                found = metadata._SCRIPT_VALUE.match(text, start + len(key), start + len(key) +
+                                                     metadata.SCRIPT_KEY_CHARS)
+                if found:
+                    return metadata._iso(metadata._ISO.match(found.group(1)))
+                start = text.find(key, start + 1)
+        return None
+    assert metadata.script_date(html) == plain(html) and metadata.script_date(html.encode()) == plain(html)
+
+
 def test_rule_metadata_with_a_broken_or_value_xpath_gives_nothing():
     root = parse_html(page(body="<p class='d'>May 3, 2017</p>"))
     assert metadata.rule_metadata(root, [Rule(xpath="//p[", action="meta-date", support=1.0)]) == {}
