@@ -21,16 +21,12 @@ from pathlib import Path
 
 import sqlite_utils
 
+from templater.config import BUSY_TIMEOUT_MS, FOREIGN_TABLES_SHOWN, HEAP_LIMIT_BYTES  # noqa: F401 -- tests read them here
 from templater.errors import StoreError
 
-BUSY_TIMEOUT_MS = 30_000
-HEAP_LIMIT_BYTES = 128 * 2**20  # SQLite's soft heap limit (process-wide): page caches give pages back above it, so
-# a connection's cache_size (the index asks for 512 MiB) cannot grow the process with the crawl; it leaves the rest of
-# a 400 MB process for Python, the language model and the templates
 MIGRATIONS_TABLE = "schema_migrations"
 MIGRATIONS_COLUMNS = frozenset({"component", "version"})  # what makes a schema_migrations table templater's
 SHADOW = "templater_empty"  # the attached in-memory database holding a read-only store's missing components
-FOREIGN_TABLES_SHOWN = 5  # the tables a refusal of another application's database names
 
 Migration = Callable[[sqlite_utils.Database], None]
 

@@ -80,6 +80,29 @@ META_VISIBLE_SUPPORT = 0.5  # without declarations: a byline or date shape on th
 META_MIN_VALUES = 2  # ... that shows at least this many different values (a fixed date is the site's, not the page's)
 
 
+# --- pipeline (templater/pipeline.py: ingest, build, extract; --jobs) ------------------------------------------
+PIPELINE_BATCH_PAGES = 200  # pages per committed transaction (ingest), per index call and first transaction (extract)
+WORK_CHUNK = 16  # pages a worker process reads and extracts (or prepares for ingest) per task (--jobs)
+WORK_AHEAD = 4  # tasks handed out per worker before their results are taken back: bounds what waits in memory
+LAYOUT_SHAPE_SHARE = 0.5  # a tag path on this share of a cluster's pages belongs to its layout signature
+
+# --- store (store/db.py, store/pages.py) ---------------------------------------------------------------------
+BUSY_TIMEOUT_MS = 30_000  # how long a connection waits for another process's lock before it fails
+HEAP_LIMIT_BYTES = 128 * 2**20  # SQLite's soft heap limit (process-wide): page caches give pages back above it, so
+# a connection's cache_size (the index asks for 128 MiB) cannot grow the process with the crawl; it leaves the rest of
+# a 400 MB process for Python, the language model and the templates
+FOREIGN_TABLES_SHOWN = 5  # the tables a refusal of another application's database names
+# zstd level of stored HTML. Measured on the dev corpus (avg 87 KB of HTML a page; zlib level 6, used before,
+# compresses in 1.38 ms to 20.3 KB and decompresses in 0.22 ms): level 5 compresses in 0.48 ms to 19.7 KB, and
+# decompression takes 0.05 ms at any level. Level 3 is cheaper still (0.21 ms) but larger than zlib (20.7 KB);
+# from level 6 on, each level costs another 0.1-0.3 ms for under 2% of size.
+HTML_ZSTD_LEVEL = 5
+STORE_ID_CHUNK = 500  # ids per IN (...) list of the page and run stores' lookups
+PAGE_READ_CHUNK = 200  # stored pages (or extractions) read per query: their HTML or text is what a query holds
+SKIP_DETAIL_CHARS = 300  # a skip's detail (an exception's message) is cut to this many characters ...
+STORED_DETAIL_CHARS = 500  # ... and stored with at most this many
+
+
 @dataclass(frozen=True, slots=True)
 class LearnSettings:
     """Settings of template learning: saved with each template they shaped (``store.templates``, JSON), shown by

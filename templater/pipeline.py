@@ -42,14 +42,13 @@ from .datatypes import Extraction, Page, RawPage, Segmented, Skip, SkipReason, T
 
 log = logging.getLogger(__name__)
 
-BATCH_PAGES = 200  # pages per committed transaction
+BATCH_PAGES = config.PIPELINE_BATCH_PAGES  # module names kept (tests and other modules set and read them here)
 # What one record's values can make SQLite raise (the record is skipped; the batch goes on). A full disk, a lock or
 # a read-only file (sqlite3.OperationalError) is the store's failure, not the record's: it ends the command.
 RECORD_DATA_ERRORS = (sqlite3.DataError, sqlite3.IntegrityError, sqlite3.InterfaceError, sqlite3.ProgrammingError,
                       UnicodeError, OverflowError, ValueError)
-WORK_CHUNK = 16  # pages a worker process reads and extracts (or prepares for ingest) per task (--jobs)
-WORK_AHEAD = 4  # tasks handed out per worker before their results are taken back: bounds what waits in memory
-LAYOUT_SHAPE_SHARE = 0.5  # a tag path on this share of a cluster's pages belongs to its layout signature
+WORK_CHUNK = config.WORK_CHUNK
+WORK_AHEAD = config.WORK_AHEAD
 
 Progress = Callable[[int, int | None], None]  # (items done so far, total if known)
 T = TypeVar("T")
@@ -146,7 +145,7 @@ def over_time(page_id: str, url: str, started: float, stage: str) -> Skip | None
 def error_skip(page_id: str | None, url: str | None, exc: BaseException) -> Skip:
     """The Skip of a record whose processing raised: reason "error", the exception named in the detail."""
     log.warning("%s: %s while processing it: %s", url or page_id, type(exc).__name__, exc)
-    return Skip(SkipReason.ERROR, url or page_id or "", f"{type(exc).__name__}: {exc}"[:300], id=page_id, url=url)
+    return Skip(SkipReason.ERROR, url or page_id or "", f"{type(exc).__name__}: {exc}"[:config.SKIP_DETAIL_CHARS], id=page_id, url=url)
 
 
 class _Batch:
@@ -495,9 +494,9 @@ def learn_cluster(group: str, layout: int, segs: Sequence[Segmented | Skip], set
 
 
 def layout_signature(sets: list[np.ndarray]) -> np.ndarray:
-    """Tag paths on at least LAYOUT_SHAPE_SHARE of a cluster's pages: what a new page is matched against."""
+    """Tag paths on at least config.LAYOUT_SHAPE_SHARE of a cluster's pages: what a new page is matched against."""
     counts = Counter(x for s in sets for x in s.tolist())
-    need = LAYOUT_SHAPE_SHARE * len(sets)
+    need = config.LAYOUT_SHAPE_SHARE * len(sets)
     return np.array(sorted(x for x, n in counts.items() if n >= need), dtype=np.uint32)
 
 

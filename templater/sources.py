@@ -189,7 +189,7 @@ def _iter_folder(folder: Path, site: str) -> Iterator[RawPage | Skip]:
                 yield from _iter_file(path, page_id=f"{site}/{path.relative_to(folder).as_posix()}")
             except (InputError, OSError) as exc:  # one file of a folder that cannot be read is its skip
                 log.warning("%s: cannot read it: %s", path, exc)
-                yield Skip(SkipReason.UNREADABLE, str(path), detail=str(exc)[:300])
+                yield Skip(SkipReason.UNREADABLE, str(path), detail=str(exc)[:config.SKIP_DETAIL_CHARS])
 
 
 def iter_file_bytes(name: str, data: bytes) -> Iterator[RawPage | Skip]:
@@ -249,7 +249,7 @@ def _json_record(line: bytes, source: str) -> RawPage | Skip:
     try:
         return _json_page(line, source)
     except Exception as exc:  # noqa: BLE001 -- one line's failure is its skip, never the run's end
-        return Skip(SkipReason.BAD_RECORD, source, detail=f"unreadable record ({type(exc).__name__}: {exc})"[:300])
+        return Skip(SkipReason.BAD_RECORD, source, detail=f"unreadable record ({type(exc).__name__}: {exc})"[:config.SKIP_DETAIL_CHARS])
 
 
 def _json_page(line: bytes, source: str) -> RawPage | Skip:
