@@ -22,7 +22,6 @@ from typing import Optional
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from templater import DISTRIBUTION, __version__
 from templater.errors import InputError, TemplaterError
@@ -123,6 +122,8 @@ def progress_bar(description: str, quiet: bool) -> Iterator[pipeline.Progress | 
     if quiet:
         yield None
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn()]
     with Progress(*columns, console=err, transient=True) as bar:
