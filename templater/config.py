@@ -88,9 +88,11 @@ LAYOUT_SHAPE_SHARE = 0.5  # a tag path on this share of a cluster's pages belong
 
 # --- store (store/db.py, store/pages.py) ---------------------------------------------------------------------
 BUSY_TIMEOUT_MS = 30_000  # how long a connection waits for another process's lock before it fails
-HEAP_LIMIT_BYTES = 128 * 2**20  # SQLite's soft heap limit (process-wide): page caches give pages back above it, so
-# a connection's cache_size (the index asks for 128 MiB) cannot grow the process with the crawl; it leaves the rest of
-# a 400 MB process for Python, the language model and the templates
+HEAP_LIMIT_BYTES = 64 * 2**20  # SQLite's soft heap limit (process-wide): page caches give pages back above it (and
+# a long transaction spills its dirty pages to the WAL), so a connection's cache_size (the index asks for 128 MiB)
+# cannot grow the process with the crawl. extract of 10,000 pages (bench_scale's pages, --jobs 1): SQLite's memory
+# climbed to the limit and stayed there, 137 MB and a peak RSS of 357 MB at 128 MiB, 69 MB and ~285 MB at 64 MiB
+# (the rest is Python's: the language model, the compiled templates, numpy, lxml)
 FOREIGN_TABLES_SHOWN = 5  # the tables a refusal of another application's database names
 # zstd level of stored HTML. Measured on the dev corpus (avg 87 KB of HTML a page; zlib level 6, used before,
 # compresses in 1.38 ms to 20.3 KB and decompresses in 0.22 ms): level 5 compresses in 0.48 ms to 19.7 KB, and
