@@ -53,7 +53,7 @@ def open_db(path: str | Path, *, create: bool = True, readonly: bool = False) ->
     except sqlite3.DatabaseError as e:
         raise StoreError(describe_error(e, path, what=f"{path} is not a usable SQLite database ({e}); give --db "
                                                       "another file or restore it")) from None
-    db = sqlite_utils.Database(conn)
+    db = sqlite_utils.Database(conn, execute_plugins=False)  # no scan of every installed package for plugins
     db.templater_readonly = readonly
     db.templater_shadowed = set()  # components a read-only open sees as empty tables in SHADOW
     if readonly:
@@ -145,7 +145,7 @@ def open_reader(path: str | Path) -> sqlite_utils.Database:
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as e:
         raise StoreError(f"{path} cannot be read ({e}); give --db another file or restore it") from None
-    return sqlite_utils.Database(conn)
+    return sqlite_utils.Database(conn, execute_plugins=False)
 
 
 def db_path(db: sqlite_utils.Database) -> Path | None:
@@ -196,7 +196,7 @@ def migrate(db: sqlite_utils.Database, component: str, steps: Sequence[Migration
 def _shadow(db: sqlite_utils.Database, component: str, steps: Sequence[Migration]) -> None:
     """A read-only store's missing component as empty tables (with their initial rows) in the attached in-memory
     database, where SQLite finds them by their plain names: the file is not written."""
-    scratch = sqlite_utils.Database(memory=True)
+    scratch = sqlite_utils.Database(memory=True, execute_plugins=False)
     for step in steps:
         step(scratch)
     conn = db.conn
