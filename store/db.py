@@ -21,7 +21,7 @@ from pathlib import Path
 
 import sqlite_utils
 
-from templater.config import BUSY_TIMEOUT_MS, FOREIGN_TABLES_SHOWN, HEAP_LIMIT_BYTES  # noqa: F401 -- tests read them here
+from templater.config import BUSY_TIMEOUT_MS, FOREIGN_TABLES_SHOWN, HEAP_LIMIT_BYTES  # noqa: F401 -- read here too
 from templater.errors import StoreError
 
 MIGRATIONS_TABLE = "schema_migrations"

@@ -242,6 +242,23 @@ def test_texts_signed_by_the_workers_index_as_index_texts_indexes_them(tmp_path,
     assert indexes[1] == expected and indexes[2] == expected
 
 
+@pytest.mark.parametrize("options", [["--with-markdown", "--links"], ["--format", "markdown"]])
+def test_extract_with_jobs_writes_what_one_process_writes(tmp_path, crawls, options):
+    """`templater extract --jobs 2` renders each page (its JSON line, its Markdown) in the workers: the files
+    written are the bytes `--jobs 1` writes."""
+    base = built_store(tmp_path, crawls)
+    written = {}
+    for jobs in (1, 2):
+        path, out = tmp_path / f"cli{jobs}.db", tmp_path / f"out{jobs}"
+        copy_database(base, path)
+        subprocess.run([sys.executable, "cli.py", "extract", "--db", str(path), "--output", str(out), *options,
+                        "--jobs", str(jobs), "--quiet"], cwd=ROOT, capture_output=True, check=True)
+        written[jobs] = {f.name: f.read_bytes() for f in sorted(out.iterdir())} if out.is_dir() else \
+            {"jsonl": out.read_bytes()}
+    assert len(written[1]) >= (20 if "markdown" in options else 1) and all(written[1].values())
+    assert written[2] == written[1]
+
+
 def test_run_with_jobs_killed_with_sigkill_continues_on_rerun(tmp_path, crawls):
     """`templater run --jobs 2` killed at random moments and rerun ends as one uninterrupted `--jobs 1` run: the
     same output file and the same store; no worker outlives its parent."""
