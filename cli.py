@@ -22,7 +22,6 @@ from typing import Optional
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from templater import DISTRIBUTION, __version__
 from templater.errors import InputError, TemplaterError
@@ -123,6 +122,8 @@ def progress_bar(description: str, quiet: bool) -> Iterator[pipeline.Progress | 
     if quiet:
         yield None
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn()]
     with Progress(*columns, console=err, transient=True) as bar:
@@ -268,24 +269,32 @@ class Rendering:
 
     @contextlib.contextmanager
     def open(self) -> Iterator:
-        """A function that writes one extraction."""
+        """A function that writes one extraction: ``write(result, text)``, ``text`` its ``self.text`` made
+        elsewhere (a worker process) or None (made now)."""
         if self.format == "jsonl":
             with output_stream(self.output) as stream:
-                yield lambda result: write_jsonl(stream, self.record(result))
+                yield lambda result, text=None: stream.write(self.text(result) if text is None else text)
             return
         if self.output is None:
             first = [True]
 
-            def to_stdout(result) -> None:
-                sys.stdout.write(("" if first[0] else PAGE_SEPARATOR) + self.render(result))
+            def to_stdout(result, text=None) -> None:
+                text = self.text(result) if text is None else text
+                sys.stdout.write(("" if first[0] else PAGE_SEPARATOR) + text)
                 first[0] = False
 
             yield to_stdout
             return
         self.output.mkdir(parents=True, exist_ok=True)
         extension = FORMATS[self.format]
-        yield lambda result: (self.output / document.file_name(result.id, extension)).write_text(
-            self.render(result), encoding="utf-8")
+        yield lambda result, text=None: (self.output / document.file_name(result.id, extension)).write_text(
+            self.text(result) if text is None else text, encoding="utf-8")
+
+    def text(self, result) -> str:
+        """What is written of one extraction: its JSON line, or its page (Markdown, text, HTML)."""
+        if self.format == "jsonl":
+            return json.dumps(self.record(result), ensure_ascii=False) + "\n"
+        return self.render(result)
 
     def record(self, result) -> dict:
         record = result.to_json()
@@ -328,13 +337,13 @@ def extract_all(store, rendering: Rendering, *, fallback: str, index: bool, quie
     summary = pipeline.Summary()
     with rendering.open() as write, contextlib.ExitStack() as stack:
         held = stack.enter_context(tempfile.TemporaryFile()) if drop_duplicates else None
-        with progress_bar("extract", quiet) as progress:
-            for result in pipeline.extract(store, method=fallback, index=index, links=rendering.links,
-                                           progress=progress, ids=ids, weights=weights,
-                                           q=config.FDR_Q if q is None else q, skipped=summary.skipped,
-                                           jobs=cores(jobs)):
+        with progress_bar("extract", quiet) as progress:  # each result rendered where it is extracted (workers)
+            render = rendering.text if held is None else None  # --drop-duplicates: written later, from ``held``
+            for result, text in pipeline.extract_rendered(
+                    store, render, method=fallback, index=index, links=rendering.links, progress=progress, ids=ids,
+                    weights=weights, q=config.FDR_Q if q is None else q, skipped=summary.skipped, jobs=cores(jobs)):
                 if held is None:
-                    write(result)
+                    write(result, text)
                 else:
                     pickle.dump(result, held)
                 summary.counts[result.method] += 1

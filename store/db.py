@@ -21,16 +21,12 @@ from pathlib import Path
 
 import sqlite_utils
 
+from templater.config import BUSY_TIMEOUT_MS, FOREIGN_TABLES_SHOWN, HEAP_LIMIT_BYTES  # noqa: F401 -- read here too
 from templater.errors import StoreError
 
-BUSY_TIMEOUT_MS = 30_000
-HEAP_LIMIT_BYTES = 128 * 2**20  # SQLite's soft heap limit (process-wide): page caches give pages back above it, so
-# a connection's cache_size (the index asks for 512 MiB) cannot grow the process with the crawl; it leaves the rest of
-# a 400 MB process for Python, the language model and the templates
 MIGRATIONS_TABLE = "schema_migrations"
 MIGRATIONS_COLUMNS = frozenset({"component", "version"})  # what makes a schema_migrations table templater's
 SHADOW = "templater_empty"  # the attached in-memory database holding a read-only store's missing components
-FOREIGN_TABLES_SHOWN = 5  # the tables a refusal of another application's database names
 
 Migration = Callable[[sqlite_utils.Database], None]
 
@@ -57,7 +53,7 @@ def open_db(path: str | Path, *, create: bool = True, readonly: bool = False) ->
     except sqlite3.DatabaseError as e:
         raise StoreError(describe_error(e, path, what=f"{path} is not a usable SQLite database ({e}); give --db "
                                                       "another file or restore it")) from None
-    db = sqlite_utils.Database(conn)
+    db = sqlite_utils.Database(conn, execute_plugins=False)  # no scan of every installed package for plugins
     db.templater_readonly = readonly
     db.templater_shadowed = set()  # components a read-only open sees as empty tables in SHADOW
     if readonly:
@@ -149,7 +145,7 @@ def open_reader(path: str | Path) -> sqlite_utils.Database:
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as e:
         raise StoreError(f"{path} cannot be read ({e}); give --db another file or restore it") from None
-    return sqlite_utils.Database(conn)
+    return sqlite_utils.Database(conn, execute_plugins=False)
 
 
 def db_path(db: sqlite_utils.Database) -> Path | None:
@@ -200,7 +196,7 @@ def migrate(db: sqlite_utils.Database, component: str, steps: Sequence[Migration
 def _shadow(db: sqlite_utils.Database, component: str, steps: Sequence[Migration]) -> None:
     """A read-only store's missing component as empty tables (with their initial rows) in the attached in-memory
     database, where SQLite finds them by their plain names: the file is not written."""
-    scratch = sqlite_utils.Database(memory=True)
+    scratch = sqlite_utils.Database(memory=True, execute_plugins=False)
     for step in steps:
         step(scratch)
     conn = db.conn

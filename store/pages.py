@@ -22,15 +22,11 @@ import numpy as np
 import sqlite_utils
 import zstandard
 
+from templater import config
 from templater.datatypes import METADATA_FIELDS
 
 from .db import migrate
 
-# zstd level of stored HTML. Measured on the dev corpus (avg 87 KB of HTML a page; zlib level 6, used before,
-# compresses in 1.38 ms to 20.3 KB and decompresses in 0.22 ms): level 5 compresses in 0.48 ms to 19.7 KB, and
-# decompression takes 0.05 ms at any level. Level 3 is cheaper still (0.21 ms) but larger than zlib (20.7 KB);
-# from level 6 on, each level costs another 0.1-0.3 ms for under 2% of size.
-HTML_LEVEL = 5
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"  # the first bytes of a zstd frame; a zlib stream starts with 0x78
 _SURROGATE = re.compile("[\ud800-\udfff]")  # code points UTF-8 cannot encode (lone surrogates)
 
@@ -112,7 +108,7 @@ def _compressor() -> zstandard.ZstdCompressor:
     try:
         return _codecs.compressor
     except AttributeError:
-        _codecs.compressor = zstandard.ZstdCompressor(level=HTML_LEVEL)
+        _codecs.compressor = zstandard.ZstdCompressor(level=config.HTML_ZSTD_LEVEL)
         return _codecs.compressor
 
 
@@ -181,7 +177,7 @@ def record_skip(db: sqlite_utils.Database, *, source: str, reason: str, detail: 
                 url: str | None, now: str) -> None:
     """One skipped record; text that is not valid Unicode (a lone surrogate) is stored with U+FFFD in its place."""
     db.execute("INSERT OR REPLACE INTO skips (source, reason, detail, page_id, url, seen_at) VALUES (?,?,?,?,?,?)",
-               [storable(source), reason, storable((detail or "")[:500]), storable(page_id), storable(url), now])
+               [storable(source), reason, storable((detail or "")[:config.STORED_DETAIL_CHARS]), storable(page_id), storable(url), now])
 
 
 def storable(text: str | None) -> str | None:
@@ -222,7 +218,7 @@ def iter_page_keys(db: sqlite_utils.Database) -> Iterator[tuple[str, str, str | 
 
 def page_shapes(db: sqlite_utils.Database, ids: Iterable[str]) -> dict[str, np.ndarray]:
     out = {}
-    for chunk in _chunks(list(ids), 500):
+    for chunk in _chunks(list(ids), config.STORE_ID_CHUNK):
         marks = ",".join("?" * len(chunk))
         for pid, blob in db.execute(f"SELECT id, block_shapes FROM pages WHERE id IN ({marks})", chunk):
             out[pid] = blob_vector(blob)
@@ -232,7 +228,7 @@ def page_shapes(db: sqlite_utils.Database, ids: Iterable[str]) -> dict[str, np.n
 def fetch_times(db: sqlite_utils.Database, ids: Iterable[str]) -> dict[str, str | None]:
     """id -> fetched_at as stored (None when the record had none) for the given ids."""
     out = {}
-    for chunk in _chunks(list(ids), 500):
+    for chunk in _chunks(list(ids), config.STORE_ID_CHUNK):
         marks = ",".join("?" * len(chunk))
         out.update(db.execute(f"SELECT id, fetched_at FROM pages WHERE id IN ({marks})", chunk).fetchall())
     return out
@@ -240,7 +236,7 @@ def fetch_times(db: sqlite_utils.Database, ids: Iterable[str]) -> dict[str, str 
 
 def load_pages(db: sqlite_utils.Database, ids: Iterable[str]) -> Iterator[StoredPage]:
     """The stored pages with the given ids, in the order given."""
-    for chunk in _chunks(list(ids), 200):
+    for chunk in _chunks(list(ids), config.PAGE_READ_CHUNK):
         marks = ",".join("?" * len(chunk))
         rows = {r[0]: r for r in db.execute(
             "SELECT id, url, html, fetched_at, encoding, group_key, site, content_hash FROM pages"
@@ -274,7 +270,7 @@ def load_extractions(db: sqlite_utils.Database, ids: Iterable[str]) -> Iterator[
     """The stored extractions of the given pages (in the order given, those that have one) as output records:
     id, url, site, text, method, template, coverage, title and the metadata fields (null where the extraction was
     stored without them, by a templater before they were kept, or has no value)."""
-    for chunk in _chunks(list(ids), 200):
+    for chunk in _chunks(list(ids), config.PAGE_READ_CHUNK):
         marks = ",".join("?" * len(chunk))
         rows = {r[0]: r for r in db.execute(
             "SELECT e.page_id, p.url, e.site, e.text, e.method, e.template, e.coverage, f.title, f.metadata"

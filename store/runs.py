@@ -32,6 +32,7 @@ from pathlib import Path
 
 import sqlite_utils
 
+from templater import config
 from templater.errors import StoreError
 
 from .db import migrate
@@ -193,7 +194,7 @@ def set_stage(db: sqlite_utils.Database, run_id: int, stage: str, *, counts: dic
 def known_hashes(db: sqlite_utils.Database, ids: Sequence[str]) -> dict[str, tuple[str, bool, str | None, str | None]]:
     """id -> (content hash, retired, group_key, site) of the stored pages among ``ids``."""
     out = {}
-    for chunk in _chunks(list(dict.fromkeys(ids)), 500):
+    for chunk in _chunks(list(dict.fromkeys(ids)), config.STORE_ID_CHUNK):
         marks = ",".join("?" * len(chunk))
         for pid, digest, retired, group, site in db.execute(
                 f"SELECT id, content_hash, retired, group_key, site FROM pages WHERE id IN ({marks})", chunk):
@@ -223,7 +224,7 @@ def unseen_pages(db: sqlite_utils.Database, run_id: int, *, limit: int) -> list[
 def known_live(db: sqlite_utils.Database, ids: Sequence[str]) -> list[str]:
     """Those of ``ids`` that are stored, live pages."""
     out = []
-    for chunk in _chunks(list(dict.fromkeys(ids)), 500):
+    for chunk in _chunks(list(dict.fromkeys(ids)), config.STORE_ID_CHUNK):
         marks = ",".join("?" * len(chunk))
         out += [r[0] for r in db.execute(f"SELECT id FROM pages WHERE retired = 0 AND id IN ({marks})", chunk)]
     return out
@@ -232,7 +233,7 @@ def known_live(db: sqlite_utils.Database, ids: Sequence[str]) -> list[str]:
 def sites_of_pages(db: sqlite_utils.Database, ids: Sequence[str]) -> list[tuple[str, str | None]]:
     """(id, site) of the stored pages among ``ids``, in id order."""
     out = []
-    for chunk in _chunks(list(dict.fromkeys(ids)), 500):
+    for chunk in _chunks(list(dict.fromkeys(ids)), config.STORE_ID_CHUNK):
         marks = ",".join("?" * len(chunk))
         out += db.execute(f"SELECT id, site FROM pages WHERE id IN ({marks})", chunk).fetchall()
     return sorted((r[0], r[1]) for r in out)
@@ -386,7 +387,7 @@ def mark_stale(db: sqlite_utils.Database, site: str, version: int, *, detail: st
 def pages_extracted_with(db: sqlite_utils.Database, names: Sequence[str]) -> list[str]:
     """Ids of live pages whose stored extraction was made with one of the named template versions."""
     out: list[str] = []
-    for chunk in _chunks(list(names), 500):
+    for chunk in _chunks(list(names), config.STORE_ID_CHUNK):
         marks = ",".join("?" * len(chunk))
         out += [r[0] for r in db.execute(
             f"SELECT e.page_id FROM extractions e JOIN pages p ON p.id = e.page_id WHERE p.retired = 0"

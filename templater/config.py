@@ -102,6 +102,29 @@ MAX_SCRIPT_DATES = 20  # occurrences of each publication key looked at in a page
 MIN_SCRIPT_NAME_WORDS = 2  # words of each name a script's author value gives
 SCRIPT_KEY_CHARS = 60  # ... with its date (or name) in this many characters after it
 LANGID_STALE_SECONDS = 3600  # a half-written copy of the language model this old is a killed writer's: removed
+# --- pipeline (templater/pipeline.py: ingest, build, extract; --jobs) ------------------------------------------
+PIPELINE_BATCH_PAGES = 200  # pages per committed transaction (ingest), per index call and first transaction (extract)
+WORK_CHUNK = 16  # pages a worker process reads and extracts (or prepares for ingest) per task (--jobs)
+WORK_AHEAD = 4  # tasks handed out per worker before their results are taken back: bounds what waits in memory
+LAYOUT_SHAPE_SHARE = 0.5  # a tag path on this share of a cluster's pages belongs to its layout signature
+
+# --- store (store/db.py, store/pages.py) ---------------------------------------------------------------------
+BUSY_TIMEOUT_MS = 30_000  # how long a connection waits for another process's lock before it fails
+HEAP_LIMIT_BYTES = 64 * 2**20  # SQLite's soft heap limit (process-wide): page caches give pages back above it (and
+# a long transaction spills its dirty pages to the WAL), so a connection's cache_size (the index asks for 128 MiB)
+# cannot grow the process with the crawl. extract of 10,000 pages (bench_scale's pages, --jobs 1): SQLite's memory
+# climbed to the limit and stayed there, 137 MB and a peak RSS of 357 MB at 128 MiB, 69 MB and ~285 MB at 64 MiB
+# (the rest is Python's: the language model, the compiled templates, numpy, lxml)
+FOREIGN_TABLES_SHOWN = 5  # the tables a refusal of another application's database names
+# zstd level of stored HTML. Measured on the dev corpus (avg 87 KB of HTML a page; zlib level 6, used before,
+# compresses in 1.38 ms to 20.3 KB and decompresses in 0.22 ms): level 5 compresses in 0.48 ms to 19.7 KB, and
+# decompression takes 0.05 ms at any level. Level 3 is cheaper still (0.21 ms) but larger than zlib (20.7 KB);
+# from level 6 on, each level costs another 0.1-0.3 ms for under 2% of size.
+HTML_ZSTD_LEVEL = 5
+STORE_ID_CHUNK = 500  # ids per IN (...) list of the page and run stores' lookups
+PAGE_READ_CHUNK = 200  # stored pages (or extractions) read per query: their HTML or text is what a query holds
+SKIP_DETAIL_CHARS = 300  # a skip's detail (an exception's message) is cut to this many characters ...
+STORED_DETAIL_CHARS = 500  # ... and stored with at most this many
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,7 @@
 """Near-duplicate detection for the pipeline and the CLI: the functions that join shingles.py to store/lsh.py.
 
     index_texts        texts -> shingles -> signatures -> the SQLite index (candidates verified, clusters updated)
+    sign_each, index_signed   the same in two steps: texts signed (in worker processes), then indexed by the writer
     remove_pages       take pages out and repair their clusters
     iter_duplicates    every page of a cluster of two or more, with the cluster's canonical page (or only the
                        canonical pages); duplicate_ids: the pages a deduplicated corpus leaves out
@@ -114,6 +115,45 @@ def index_texts(db: sqlite_utils.Database, items: Iterable[TextItem | Sequence],
         for name in totals:
             totals[name] += getattr(result, name)
     return AddResult(**totals)
+
+
+@dataclass(frozen=True, slots=True)
+class SignedText:
+    """One text signed as ``index_texts`` signs it, to be indexed elsewhere (``index_signed``): worker processes
+    sign, the process that writes the database only stores."""
+
+    values: np.ndarray  # its signature (uint32 slots)
+    empty: bool  # no shingle: not indexed
+    anchors: np.ndarray  # its anchor keys (int64)
+    shingles: np.ndarray | None  # its verification set (None when the index verifies by estimate)
+
+
+def sign_each(texts: list[str], settings: ShingleSettings) -> list[SignedText]:
+    """``sign_texts`` of ``texts``, one SignedText a text (each text is signed on its own: the same values in any
+    batch)."""
+    signatures, shingles = sign_texts(texts, settings)
+    return [SignedText(signatures.values[i], bool(signatures.empty[i]), signatures.anchors_of(i),
+                       None if shingles is None else shingles.of(i)) for i in range(len(texts))]
+
+
+def index_signed(db: sqlite_utils.Database, items: Sequence[TextItem], signed: Sequence[SignedText],
+                 settings: ShingleSettings) -> AddResult:
+    """Index texts already signed with ``settings`` (``sign_each``) in one batch: what ``index_texts`` stores for
+    the same texts, without signing them again."""
+    settings = lsh.ensure_settings(db, settings)
+    values = np.stack([s.values for s in signed]) if signed else np.empty((0, settings.permutations), np.uint32)
+    signatures = Signatures(values, np.array([s.empty for s in signed], dtype=bool), settings,
+                            _joined([s.anchors for s in signed], np.int64))
+    shingles = _joined([s.shingles for s in signed], np.uint64) if settings.verify != "estimate" else None
+    pages = [IndexedPage(it.page_id, it.url, it.boilerplate_chars, len(it.text), web_time(it.fetched_at))
+             for it in items]
+    return lsh.add_signatures(db, pages, signatures, shingles=shingles)
+
+
+def _joined(parts: Sequence[np.ndarray], dtype: type) -> Shingles:
+    """Per-text arrays as one Shingles (hashes and offsets)."""
+    offsets = np.concatenate(([0], np.cumsum([len(p) for p in parts], dtype=np.int64))).astype(np.int64)
+    return Shingles(np.concatenate(parts) if parts else np.empty(0, dtype), offsets)
 
 
 def remove_pages(db: sqlite_utils.Database, ids: Iterable[str]) -> int:

@@ -31,6 +31,7 @@ from . import config, dedup, fallback, metadata, signature_run, workers
 from .blocks import segment
 from .config import LearnSettings
 from .encoding import decode_page
+from .shingles import ShingleSettings
 from .errors import InputError
 from .extract import CompiledTemplate, extract_page
 from .grouping import assign_groups, cluster_layouts, host_of, layout_containment, match_prefix, shape_set
@@ -41,14 +42,13 @@ from .datatypes import Extraction, Page, RawPage, Segmented, Skip, SkipReason, T
 
 log = logging.getLogger(__name__)
 
-BATCH_PAGES = 200  # pages per committed transaction
+BATCH_PAGES = config.PIPELINE_BATCH_PAGES  # module names kept (tests and other modules set and read them here)
 # What one record's values can make SQLite raise (the record is skipped; the batch goes on). A full disk, a lock or
 # a read-only file (sqlite3.OperationalError) is the store's failure, not the record's: it ends the command.
 RECORD_DATA_ERRORS = (sqlite3.DataError, sqlite3.IntegrityError, sqlite3.InterfaceError, sqlite3.ProgrammingError,
                       UnicodeError, OverflowError, ValueError)
-WORK_CHUNK = 16  # pages a worker process reads and extracts (or prepares for ingest) per task (--jobs)
-WORK_AHEAD = 4  # tasks handed out per worker before their results are taken back: bounds what waits in memory
-LAYOUT_SHAPE_SHARE = 0.5  # a tag path on this share of a cluster's pages belongs to its layout signature
+WORK_CHUNK = config.WORK_CHUNK
+WORK_AHEAD = config.WORK_AHEAD
 
 Progress = Callable[[int, int | None], None]  # (items done so far, total if known)
 T = TypeVar("T")
@@ -145,7 +145,8 @@ def over_time(page_id: str, url: str, started: float, stage: str) -> Skip | None
 def error_skip(page_id: str | None, url: str | None, exc: BaseException) -> Skip:
     """The Skip of a record whose processing raised: reason "error", the exception named in the detail."""
     log.warning("%s: %s while processing it: %s", url or page_id, type(exc).__name__, exc)
-    return Skip(SkipReason.ERROR, url or page_id or "", f"{type(exc).__name__}: {exc}"[:300], id=page_id, url=url)
+    return Skip(SkipReason.ERROR, url or page_id or "", f"{type(exc).__name__}: {exc}"[:config.SKIP_DETAIL_CHARS],
+                id=page_id, url=url)
 
 
 class _Batch:
@@ -494,9 +495,9 @@ def learn_cluster(group: str, layout: int, segs: Sequence[Segmented | Skip], set
 
 
 def layout_signature(sets: list[np.ndarray]) -> np.ndarray:
-    """Tag paths on at least LAYOUT_SHAPE_SHARE of a cluster's pages: what a new page is matched against."""
+    """Tag paths on at least config.LAYOUT_SHAPE_SHARE of a cluster's pages: what a new page is matched against."""
     counts = Counter(x for s in sets for x in s.tolist())
-    need = LAYOUT_SHAPE_SHARE * len(sets)
+    need = config.LAYOUT_SHAPE_SHARE * len(sets)
     return np.array(sorted(x for x, n in counts.items() if n >= need), dtype=np.uint32)
 
 
@@ -596,21 +597,47 @@ def extract(db: sqlite_utils.Database, *, method: str = "auto", ids: Sequence[st
             skipped: Counter | None = None, jobs: int = 1, links: bool = False) -> Iterator[Extraction]:
     """Extract every stored page (or the given ids) with its template, store the result, and yield it.
 
-    With ``index``, each BATCH_PAGES extracted texts go into the near-duplicate index (one ``index_texts`` call)
-    in the transaction of their extractions. Transactions grow (``GrowingBatch``), so a large crawl commits a
-    few times, not once per BATCH_PAGES pages; a killed run loses at most its open transaction (rerun to
-    continue). With ``jobs`` above 1, worker processes parse and extract while this process alone writes: the
-    same results, stored and yielded in the same order, as ``jobs=1``. ``weights`` and ``q`` go to the
-    single-page classifier (``extract.extract_page``). A page that fails (over the time budget, an exception) is
-    recorded as a skip and counted in ``skipped``. With ``links``, each result's document carries its links' URLs.
+    With ``index``, each BATCH_PAGES extracted texts (signed where they were extracted: in the workers) go into the
+    near-duplicate index (one ``dedup.index_signed`` call) in the transaction of their extractions. Transactions
+    grow (``GrowingBatch``), so a large crawl commits a few times, not once per BATCH_PAGES pages; a killed run
+    loses at most its open transaction (rerun to continue). With ``jobs`` above 1, worker processes parse and
+    extract while this process alone writes: the same results, stored and yielded in the same order, as
+    ``jobs=1``. ``weights`` and ``q`` go to the single-page classifier (``extract.extract_page``). A page that fails
+    (over the time budget, an exception) is recorded as a skip and counted in ``skipped``. With ``links``, each
+    result's document carries its links' URLs.
     """
+    for result, _ in _extracted(db, method=method, ids=ids, settings=settings, index=index, progress=progress,
+                                weights=weights, q=q, skipped=skipped, jobs=jobs, links=links):
+        yield result
+
+
+def extract_rendered(db: sqlite_utils.Database, render: Callable[[Extraction], str] | None, *, method: str = "auto",
+                     ids: Sequence[str] | None = None, settings: LearnSettings = LearnSettings(),
+                     index: bool = False, progress: Progress | None = None,
+                     weights: fallback.ann.Weights | None = None, q: float = fallback.FDR_Q,
+                     skipped: Counter | None = None, jobs: int = 1,
+                     links: bool = False) -> Iterator[tuple[Extraction, str | None]]:
+    """``extract``, each result with ``render(result)`` (what the command writes of it: a JSON line, a Markdown
+    page; None without ``render``), made where the page was extracted (in the workers with ``jobs`` above 1: the
+    writing process only writes). ``render`` must be picklable where workers are spawned rather than forked."""
+    yield from _extracted(db, method=method, ids=ids, settings=settings, index=index, progress=progress,
+                          weights=weights, q=q, skipped=skipped, jobs=jobs, links=links, render=render)
+
+
+def _extracted(db: sqlite_utils.Database, *, method: str, ids: Sequence[str] | None, settings: LearnSettings,
+               index: bool, progress: Progress | None, weights: fallback.ann.Weights | None, q: float,
+               skipped: Counter | None, jobs: int, links: bool,
+               render: Callable[[Extraction], str] | None = None) -> Iterator[tuple[Extraction, str | None]]:
     ids = [pid for pid, _, _ in page_store.iter_page_keys(db)] if ids is None else list(dict.fromkeys(ids))
     skipped = Counter() if skipped is None else skipped  # each page once, in the order given
     classifier = {"weights": weights, "q": q, "links": links}  # extract_page's options
+    signing = index_settings(db) if index else None
     pending: list[Extraction] = []
+    signed: list[dedup.SignedText] = []
     with GrowingBatch(db) as batch:
-        for done, (digest, result) in enumerate(iter_extracted(db, ids, method=method, settings=settings,
-                                                               classifier=classifier, jobs=jobs), 1):
+        for done, (digest, result, signature, rendered) in enumerate(iter_extracted(
+                db, ids, method=method, settings=settings, classifier=classifier, jobs=jobs, signing=signing,
+                render=render), 1):
             if isinstance(result, Skip):
                 batch.begin()
                 page_store.record_skip(db, source=result.source, reason=result.reason, detail=result.detail,
@@ -625,16 +652,18 @@ def extract(db: sqlite_utils.Database, *, method: str = "auto", ids: Sequence[st
                                        boilerplate_chars=result.boilerplate_chars, digest=digest, now=now(),
                                        title=result.title, metadata=result.metadata.to_json())
             pending.append(result)
+            signed.append(signature)
             if len(pending) >= BATCH_PAGES:
                 if index:
-                    _index(db, pending)
+                    _index(db, pending, signed, signing)
                 batch.step(len(pending))
                 pending.clear()
+                signed.clear()
             if progress:
                 progress(done, len(ids))
-            yield result
+            yield result, rendered
         if index and pending:
-            _index(db, pending)
+            _index(db, pending, signed, signing)
 
 
 class GrowingBatch:
@@ -695,8 +724,8 @@ def iter_crawl_extractions(db: sqlite_utils.Database, ids: Sequence[str], *, met
     """The extractions of the given stored pages made again from the store with their templates, nothing written:
     what `recrawl --output` writes (title, structure and metadata included, each page once, in the order given;
     on ``jobs`` worker processes above 1)."""
-    for _, result in iter_extracted(db, list(ids), method=method, settings=settings, classifier={"links": links},
-                                    jobs=jobs):
+    for _, result, _, _ in iter_extracted(db, list(ids), method=method, settings=settings,
+                                          classifier={"links": links}, jobs=jobs):
         if not isinstance(result, Skip):
             yield result
 
@@ -739,32 +768,54 @@ def extract_stored_page(stored: page_store.StoredPage, index: TemplateIndex, *, 
     return over_time(stored.id, stored.url, started, "extract") or result
 
 
-def _index(db: sqlite_utils.Database, results: list[Extraction]) -> None:
-    """Extracted texts into the near-duplicate index and into every signature index the database has."""
+def index_settings(db: sqlite_utils.Database) -> ShingleSettings:
+    """The settings extracted texts are signed with for the near-duplicate index: those it was built with, else
+    the defaults (which its first batch stores)."""
+    return (lsh_store.load_settings(db) if lsh_store.held(db) else None) or ShingleSettings()
+
+
+def _index(db: sqlite_utils.Database, results: list[Extraction], signed: list[dedup.SignedText],
+           settings: ShingleSettings) -> None:
+    """Extracted texts, signed by ``iter_extracted`` (in the workers), into the near-duplicate index, and into
+    every signature index the database has."""
     fetched = page_store.fetch_times(db, [r.id for r in results])
     items = [dedup.TextItem(r.id, r.url, r.text, r.boilerplate_chars, fetched.get(r.id)) for r in results]
-    dedup.index_texts(db, items)
+    dedup.index_signed(db, items, signed, settings)
     signature_run.add_to_signature_indexes(db, items)
 
 
+Extracted = tuple[str, "Extraction | Skip", "dedup.SignedText | None", "str | None"]
+
+
 class _ChunkExtractor:
-    """Extracts chunks of stored pages by id: one per process, with its own templates (read as needed)."""
+    """Extracts chunks of stored pages by id: one per process, with its own templates (read as needed); with
+    ``signing``, signs the extracted texts for the near-duplicate index too, and with ``render``, renders each
+    result as it will be written (so the writer only stores and writes them)."""
 
     def __init__(self, db: sqlite_utils.Database, method: str, settings: LearnSettings,
-                 classifier: dict | None = None) -> None:
+                 classifier: dict | None = None, signing: ShingleSettings | None = None,
+                 render: Callable[[Extraction], str] | None = None) -> None:
         self.db, self.method, self.settings, self.index = db, method, settings, TemplateIndex(db)
-        self.classifier = classifier
+        self.classifier, self.signing, self.render = classifier, signing, render
 
-    def __call__(self, ids: Sequence[str]) -> list[tuple[str, Extraction | Skip]]:
-        """(content hash, extraction or Skip) of each stored page of ``ids``, in order."""
-        return [(stored.content_hash, extract_stored_page(stored, self.index, method=self.method,
+    def __call__(self, ids: Sequence[str]) -> list[Extracted]:
+        """(content hash, extraction or Skip, signed text or None, rendered text or None) of each stored page of
+        ``ids``, in order."""
+        rows = [(stored.content_hash, extract_stored_page(stored, self.index, method=self.method,
                                                           settings=self.settings, classifier=self.classifier))
                 for stored in page_store.load_pages(self.db, ids)]
+        done = [r for _, r in rows if not isinstance(r, Skip)]
+        signed = iter(dedup.sign_each([r.text for r in done], self.signing) if self.signing else [None] * len(done))
+        rendered = iter([self.render(r) for r in done] if self.render else [None] * len(done))
+        return [(digest, result, None, None) if isinstance(result, Skip) else
+                (digest, result, next(signed), next(rendered)) for digest, result in rows]
 
 
 def iter_extracted(db: sqlite_utils.Database, ids: Sequence[str], *, method: str, settings: LearnSettings,
-                   classifier: dict | None = None, jobs: int = 1) -> Iterator[tuple[str, Extraction | Skip]]:
-    """(content hash, extraction or Skip) of every stored page of ``ids``, in order; nothing is written.
+                   classifier: dict | None = None, jobs: int = 1, signing: ShingleSettings | None = None,
+                   render: Callable[[Extraction], str] | None = None) -> Iterator[Extracted]:
+    """(content hash, extraction or Skip, its text signed with ``signing`` or None, ``render`` of it or None) of
+    every stored page of ``ids``, in order; nothing is written.
 
     With ``jobs`` above 1, worker processes read and extract chunks of WORK_CHUNK pages (each with a read-only
     connection of its own) and the results come back in the order of ``ids``: the same values as ``jobs=1``.
@@ -774,7 +825,7 @@ def iter_extracted(db: sqlite_utils.Database, ids: Sequence[str], *, method: str
         path = db_path(db)  # pages are read through a connection of their own: the writer's cache (sized for the
         reader = open_reader(path) if path else db  # index) would otherwise keep every page read, up to its size
         try:
-            extractor = _ChunkExtractor(reader, method, settings, classifier)
+            extractor = _ChunkExtractor(reader, method, settings, classifier, signing, render)
             for chunk in chunks:
                 yield from extractor(chunk)
         finally:
@@ -782,7 +833,7 @@ def iter_extracted(db: sqlite_utils.Database, ids: Sequence[str], *, method: str
                 reader.conn.close()
         return
     warm_models()
-    with workers.pool(jobs, _ChunkExtractor, db, method, settings, classifier) as pool:
+    with workers.pool(jobs, _ChunkExtractor, db, method, settings, classifier, signing, render) as pool:
         for results in workers.imap_ordered(pool, chunks, ahead=WORK_AHEAD * jobs):
             yield from results
 

@@ -26,12 +26,11 @@ import re
 import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 from urllib.parse import urlsplit
 
-from warcio.archiveiterator import ArchiveIterator
-from warcio.bufferedreaders import ChunkedDataException
-from warcio.recordloader import ArcWarcRecord
+if TYPE_CHECKING:  # warcio is imported when a WARC file is read: the other inputs and commands do not pay for it
+    from warcio.recordloader import ArcWarcRecord
 
 from . import config
 from .errors import InputError
@@ -47,7 +46,7 @@ _FORMATS = {  # file name ending -> format
 _EXPECTED = "a .jsonl, .jsonl.gz, .warc, .warc.gz, .html or .htm file, or a folder of them"
 _GZIP_MAGIC = b"\x1f\x8b"
 _GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)
-_PAYLOAD_ERRORS = (OSError, EOFError, ValueError, zlib.error, ChunkedDataException)
+_PAYLOAD_ERRORS = (OSError, EOFError, ValueError, zlib.error)  # with warcio's ChunkedDataException (_payload_errors)
 _NOT_PAGES = ("dns:", "whois:", "ntp:")  # response records of these schemes are no web pages
 _HTTP_SCHEMES = ("http", "https")
 _SCHEMELESS_HOST = re.compile(  # host.tld[:port][/...], where the "tld" is no file extension (page.html)
@@ -189,7 +188,7 @@ def _iter_folder(folder: Path, site: str) -> Iterator[RawPage | Skip]:
                 yield from _iter_file(path, page_id=f"{site}/{path.relative_to(folder).as_posix()}")
             except (InputError, OSError) as exc:  # one file of a folder that cannot be read is its skip
                 log.warning("%s: cannot read it: %s", path, exc)
-                yield Skip(SkipReason.UNREADABLE, str(path), detail=str(exc)[:300])
+                yield Skip(SkipReason.UNREADABLE, str(path), detail=str(exc)[:config.SKIP_DETAIL_CHARS])
 
 
 def iter_file_bytes(name: str, data: bytes) -> Iterator[RawPage | Skip]:
@@ -249,7 +248,7 @@ def _json_record(line: bytes, source: str) -> RawPage | Skip:
     try:
         return _json_page(line, source)
     except Exception as exc:  # noqa: BLE001 -- one line's failure is its skip, never the run's end
-        return Skip(SkipReason.BAD_RECORD, source, detail=f"unreadable record ({type(exc).__name__}: {exc})"[:300])
+        return Skip(SkipReason.BAD_RECORD, source, detail=f"unreadable record ({type(exc).__name__}: {exc})"[:config.SKIP_DETAIL_CHARS])
 
 
 def _json_page(line: bytes, source: str) -> RawPage | Skip:
@@ -333,6 +332,8 @@ def _iter_warc(path: Path) -> Iterator[RawPage | Skip]:
 
 
 def _iter_warc_stream(stream: io.BufferedIOBase, path: Path | str, *, size: int) -> Iterator[RawPage | Skip]:
+    from warcio.archiveiterator import ArchiveIterator
+
     records = ArchiveIterator(stream)
     for number in itertools.count(1):
         try:
@@ -435,11 +436,18 @@ def _read_warc_body(record: ArcWarcRecord, source: str, url: str) -> bytes | Ski
         return Skip(SkipReason.BAD_RECORD, source, detail=f"WARC-Truncated: {truncated}", id=url, url=url)
     try:
         body = record.content_stream().read(config.MAX_PAGE_BYTES + 1)
-    except _PAYLOAD_ERRORS as exc:
+    except _payload_errors() as exc:
         return Skip(SkipReason.BAD_RECORD, source, detail=f"unreadable payload ({exc})", id=url, url=url)
     if len(body) > config.MAX_PAGE_BYTES:
         return body  # "huge" for decode_page; the iterator skips the rest of the record
     return _check_whole(record, source, url) or body
+
+
+def _payload_errors() -> tuple[type[BaseException], ...]:
+    """What reading a WARC record's payload raises on broken input."""
+    from warcio.bufferedreaders import ChunkedDataException
+
+    return (*_PAYLOAD_ERRORS, ChunkedDataException)
 
 
 def _check_whole(record: ArcWarcRecord, source: str, url: str | None) -> Skip | None:

@@ -9,16 +9,17 @@ Linux die with the parent: a killed run leaves no worker behind.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import multiprocessing
 import os
 import signal
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
-from multiprocessing.pool import Pool
+from typing import TYPE_CHECKING
 
-import sqlite_utils
+if TYPE_CHECKING:  # multiprocessing and ctypes are imported when a pool starts: one process does not pay for them
+    from multiprocessing.pool import Pool
+
+    import sqlite_utils
 
 from store import runs as run_store
 from store.db import db_path, open_reader
@@ -32,6 +33,8 @@ _state: Callable | None = None  # the worker's own state, made once by ``_start`
 def _die_with_parent(parent: int) -> None:
     """Ask the kernel for SIGKILL when the parent dies; a parent already dead (killed between the fork and this
     call, when the request comes too late) ends the worker at once."""
+    import ctypes
+
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:
@@ -60,6 +63,8 @@ def pool(jobs: int, factory: Callable, db: sqlite_utils.Database | None, *args) 
         path = db_path(db)
         if path is None:
             raise InputError("--jobs above 1 needs a database file (workers read it), not an in-memory database")
+    import multiprocessing
+
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     initargs = (os.getpid(), str(path) if path else None, factory, args)
     with multiprocessing.get_context(method).Pool(jobs, initializer=_start, initargs=initargs) as p:

@@ -13,7 +13,8 @@ import traceback
 
 import pytest
 
-from templater import pipeline, recrawl
+from store import pages as page_store
+from templater import dedup, pipeline, recrawl
 
 from conftest import ROOT
 from test_recrawl import first_crawl, second_crawl, snapshot, write_crawl
@@ -213,6 +214,49 @@ def test_extract_with_worker_processes_stores_and_yields_what_one_process_does(t
     assert len(outputs[1]) >= 20 and snapshots[1]["lsh_signatures"] and snapshots[1]["extractions"]
     assert outputs[2] == outputs[1] and outputs[3] == outputs[1]
     assert snapshots[2] == snapshots[1] and snapshots[3] == snapshots[1]
+
+
+def test_texts_signed_by_the_workers_index_as_index_texts_indexes_them(tmp_path, crawls, monkeypatch):
+    """Extract signs each text where it extracts it (in the workers with --jobs) and the writer only stores the
+    signatures: the index is the one ``dedup.index_texts`` makes of the same texts in the same batches."""
+    monkeypatch.setattr(pipeline, "WORK_CHUNK", 2)  # chunks signed apart, batches that cut across chunks
+    monkeypatch.setattr(pipeline, "BATCH_PAGES", 3)
+    base = built_store(tmp_path, crawls)
+    indexes = {}
+    for jobs in (1, 2):
+        path = tmp_path / f"signed{jobs}.db"
+        copy_database(base, path)
+        db = pipeline.open_store(path)
+        list(pipeline.extract(db, index=True, jobs=jobs))
+        indexes[jobs] = {k: v for k, v in snapshot(db).items() if k.startswith(("lsh_", "dup_"))}
+    path = tmp_path / "texts.db"
+    copy_database(base, path)
+    db = pipeline.open_store(path)
+    results = list(pipeline.extract(db))
+    fetched = page_store.fetch_times(db, [r.id for r in results])
+    for start in range(0, len(results), 3):
+        dedup.index_texts(db, [dedup.TextItem(r.id, r.url, r.text, r.boilerplate_chars, fetched.get(r.id))
+                               for r in results[start:start + 3]])
+    expected = {k: v for k, v in snapshot(db).items() if k.startswith(("lsh_", "dup_"))}
+    assert expected["lsh_signatures"] and expected["lsh_recent"] and expected["dup_clusters"]
+    assert indexes[1] == expected and indexes[2] == expected
+
+
+@pytest.mark.parametrize("options", [["--with-markdown", "--links"], ["--format", "markdown"]])
+def test_extract_with_jobs_writes_what_one_process_writes(tmp_path, crawls, options):
+    """`templater extract --jobs 2` renders each page (its JSON line, its Markdown) in the workers: the files
+    written are the bytes `--jobs 1` writes."""
+    base = built_store(tmp_path, crawls)
+    written = {}
+    for jobs in (1, 2):
+        path, out = tmp_path / f"cli{jobs}.db", tmp_path / f"out{jobs}"
+        copy_database(base, path)
+        subprocess.run([sys.executable, "cli.py", "extract", "--db", str(path), "--output", str(out), *options,
+                        "--jobs", str(jobs), "--quiet"], cwd=ROOT, capture_output=True, check=True)
+        written[jobs] = {f.name: f.read_bytes() for f in sorted(out.iterdir())} if out.is_dir() else \
+            {"jsonl": out.read_bytes()}
+    assert len(written[1]) >= (20 if "markdown" in options else 1) and all(written[1].values())
+    assert written[2] == written[1]
 
 
 def test_run_with_jobs_killed_with_sigkill_continues_on_rerun(tmp_path, crawls):
