@@ -46,6 +46,7 @@ def _start(parent: int, path: str | None, factory: Callable, args: tuple) -> Non
     _die_with_parent(parent)
     run_store.close_inherited_locks()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked by ``pool`` across the fork
     _state = factory(open_reader(path), *args) if path else factory(*args)
 
 
@@ -67,7 +68,14 @@ def pool(jobs: int, factory: Callable, db: sqlite_utils.Database | None, *args) 
 
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     initargs = (os.getpid(), str(path) if path else None, factory, args)
-    with multiprocessing.get_context(method).Pool(jobs, initializer=_start, initargs=initargs) as p:
+    # Ctrl-C stays blocked while the workers are forked: a worker interrupted before ``_start`` ignores it would
+    # print a traceback; the parent gets a Ctrl-C of that moment once the pool is made.
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        made = multiprocessing.get_context(method).Pool(jobs, initializer=_start, initargs=initargs)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    with made as p:
         yield p
 
 
