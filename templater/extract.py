@@ -22,7 +22,7 @@ from .errors import RuleError
 from .grouping import host_of
 from .headline import find_headline
 from .metadata import META_ACTIONS, read_metadata
-from .template import (REGION_CHROME_SHARE, RELATED_SIZE_TEST, WRAPPER_DEPTH, contains, fits,
+from .template import (HEADING_TAGS, REGION_CHROME_SHARE, RELATED_SIZE_TEST, WRAPPER_DEPTH, contains, fits,
                        size_limit)
 from .datatypes import Extraction, Rule, RuleAction, Segmented, Template
 
@@ -33,13 +33,15 @@ OWN_CONTENT_GAP = 3  # this many blocks of static and shape rules between two tr
 # content from what lies past the site's chrome (3, LINK_RUN; 10 measured the same on the dev suites)
 OWN_CONTENT_LINKS = 0.5  # a paragraph of the page's own content is at most this share link text
 TEXT_STRUCTURE_PATHS = ("/dl/", "/pre/")  # definition lists and code (not tables: old sites lay pages out in them)
-REPEAT_MIN_CHARS = 100  # a kept block this long whose text was already kept is a repeat, not more content
+REPEAT_MIN_CHARS = 100
+LIST_ITEMS = frozenset({("ul", "li"), ("ol", "li"), ("dl", "dt"), ("dl", "dd")})  # a shape rule on these (list,
+# item) steps also drops the link-heavy entries of lists nested in that list (nested_entries)  # a kept block this long whose text was already kept is a repeat, not more content
 
 
 class CompiledTemplate:
     """A template prepared for fast application: hash sets and sequences built once."""
 
-    __slots__ = ("template", "name", "static_seq", "static_set", "static_masks", "shapes", "region",
+    __slots__ = ("template", "name", "static_seq", "static_set", "static_masks", "shapes", "nested", "region",
                  "region_trusted", "pinned", "containers", "meta")
 
     def __init__(self, template: Template) -> None:
@@ -50,6 +52,7 @@ class CompiledTemplate:
         self.static_set = np.array(sorted(set(self.static_seq)), dtype=np.uint32)
         self.static_masks = match_masks(self.static_seq)
         self.shapes = frozenset(r.tag_path for r in template.rules if r.action == RuleAction.DROP_SHAPE)
+        self.nested = nested_lists(self.shapes)
         regions = [r for r in template.rules if r.action == RuleAction.CONTENT and not r.pinned]
         self.region = _compile(regions[0])[1] if regions else None
         # a region right under <body> may be the page's wrapper: it bounds what is kept, and earns trust only on
@@ -96,6 +99,8 @@ def match_regions(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarra
     if compiled.shapes:
         shaped = np.fromiter(map(compiled.shapes.__contains__, map(_TAG_PATH, seg.blocks)), dtype=bool,
                              count=len(seg.blocks))
+        if compiled.nested:
+            shaped |= nested_entries(seg, compiled.nested)
         if shaped.any():
             shaped &= ~terms_of_text(seg, shaped)
         allowed &= ~shaped
@@ -119,18 +124,21 @@ def match_regions(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarra
 def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray) -> np.ndarray:
     """The trusted blocks among the page's own content: the region's allowed blocks fall into stretches split
     by at least OWN_CONTENT_GAP blocks of the template's static and shape rules (``chrome``: in the aligned
-    sequence, the site's chrome between them); the stretch from the first to the last paragraph (a block of
-    PARAGRAPH_CHARS or more, not mostly links), with what follows or precedes it up to such a gap, keeps the
-    trust. What lies before the page's first paragraph or beyond its last, past the site's chrome (a chapter's
+    sequence, the site's chrome between them); the stretch from the first to the last paragraph or section
+    heading (a block of PARAGRAPH_CHARS or more, or a heading not in a link, not mostly links: a reference page's
+    sections go on past a summary table the template cut), with what follows or precedes it up to such a gap,
+    keeps the trust. What lies before the page's first paragraph or beyond its last, past the site's chrome (a chapter's
     table of contents cut by its shape rules, a feed of other stories after the article), is judged as any
     allowed block."""
     where = np.flatnonzero(trusted)
     if not len(where):
         return trusted
     chars = seg.block_chars()
-    paragraph = (chars >= PARAGRAPH_CHARS) & (np.fromiter((b.link_chars for b in seg.blocks), dtype=np.int64,
-                                                           count=len(seg.blocks)) <= OWN_CONTENT_LINKS * chars)
-    strong = np.flatnonzero(paragraph[where])
+    text = (np.fromiter((b.link_chars for b in seg.blocks), dtype=np.int64, count=len(seg.blocks))
+            <= OWN_CONTENT_LINKS * chars) & (chars > 0)
+    heading = np.fromiter((b.tag in HEADING_TAGS and "/a/" not in b.tag_path for b in seg.blocks), dtype=bool,
+                          count=len(seg.blocks))
+    strong = np.flatnonzero(((chars >= PARAGRAPH_CHARS) | heading)[where] & text[where])
     if not len(strong):
         return trusted
     gaps = np.diff(np.cumsum(chrome)[where])  # the template's blocks between consecutive trusted blocks
@@ -142,6 +150,41 @@ def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray) -> np.n
     out = np.zeros_like(trusted)
     out[where[start:end]] = True
     return out
+
+
+def nested_lists(shapes: frozenset[str]) -> dict[str, str]:
+    """{the list's tag path with a trailing '/': its item tag} of the shape rules whose tag path ends in a list's
+    item (LIST_ITEMS: ul/li, ol/li, dl/dt, dl/dd)."""
+    out = {}
+    for path in shapes:
+        steps = path.rsplit("/", 2)
+        if len(steps) == 3 and (steps[1], steps[2]) in LIST_ITEMS:
+            out[f"{steps[0]}/{steps[1]}/"] = steps[2]
+    return out
+
+
+def nested_entries(seg: Segmented, nested: dict[str, str]) -> np.ndarray:
+    """Blocks that are entries of a list nested inside a list a shape rule drops: the same item tag deeper under
+    the list's tag path, and link-heavy like the rule's entries (a chapter's table of contents lists its
+    sections' subsections under each section; the rule is learned from the top entries, on most pages, while a
+    nested level is on few)."""
+    prefixes = tuple(nested)
+    out = np.zeros(len(seg.blocks), dtype=bool)
+    for i, block in enumerate(seg.blocks):
+        if block.tag_path.startswith(prefixes) and nested_rule(block, nested) is not None:
+            out[i] = True
+    return out
+
+
+def nested_rule(block, nested: dict[str, str]) -> str | None:
+    """The tag path of the shape rule whose list the block is a nested, link-heavy entry of, or None."""
+    path = block.tag_path
+    if block.link_chars <= SHAPE_MAX_LINK_DENSITY * len(block.text):
+        return None
+    for prefix, item in nested.items():
+        if path.startswith(prefix) and path.endswith("/" + item) and path.count("/") > prefix.count("/"):
+            return prefix + item
+    return None
 
 
 def terms_of_text(seg: Segmented, shaped: np.ndarray) -> np.ndarray:
@@ -305,21 +348,33 @@ def leaves_nothing(seg: Segmented, allowed: np.ndarray) -> bool:
 def drop_repeats(seg: Segmented, keep: np.ndarray, trusted: np.ndarray | None = None) -> np.ndarray:
     """Keep only the first of kept blocks with the same long text (pages that print their article twice), but
     every one in code, a table or a definition list of the ``trusted`` content region (fallback.protected_blocks:
-    reference pages describe the parameters of overloads and options in the same words)."""
+    reference pages describe the parameters of overloads and options in the same words), and every lone repeat
+    there (lone_repeats: a reference page's summary line said again in its details)."""
     seen: set[str] = set()
-    out = keep.copy()
-    protected = None
-    for i in np.flatnonzero(keep):
+    long = keep & (seg.block_chars() >= REPEAT_MIN_CHARS)
+    repeat = np.zeros(len(keep), dtype=bool)
+    for i in np.flatnonzero(long):
         text = seg.blocks[i].text
-        if len(text) < REPEAT_MIN_CHARS:
-            continue
-        if text in seen:
-            if protected is None:
-                protected = (fallback.protected_blocks(seg, trusted) if trusted is not None
-                             else np.zeros(len(keep), dtype=bool))
-            out[i] = bool(protected[i])
+        repeat[i] = text in seen
         seen.add(text)
-    return out
+    if not repeat.any():
+        return keep.copy()
+    if trusted is not None and trusted.any():
+        repeat &= ~(fallback.protected_blocks(seg, trusted) | lone_repeats(long, repeat, trusted))
+    return keep & ~repeat
+
+
+def lone_repeats(long: np.ndarray, repeat: np.ndarray, trusted: np.ndarray) -> np.ndarray:
+    """Repeats in the trusted region whose neighbours among the kept long blocks (REPEAT_MIN_CHARS) are not
+    repeats: one line said again among the page's own text (a method's summary sentence in its details), not an
+    article printed twice (a run of repeated paragraphs)."""
+    where = np.flatnonzero(long)
+    flags = repeat[where]
+    before = np.concatenate(([False], flags[:-1]))
+    after = np.concatenate((flags[1:], [False]))
+    out = np.zeros(len(long), dtype=bool)
+    out[where[flags & ~before & ~after]] = True
+    return out & trusted
 
 
 def _extraction(seg: Segmented, keep: np.ndarray, *, site: str, method: str, template: str | None,

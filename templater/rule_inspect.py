@@ -33,7 +33,7 @@ from store import pins as pin_store
 from . import config
 from .config import PIN_SAMPLE_PAGES, REPORT_MAX_PAGES, SAMPLE_CHARS, LearnSettings
 from .errors import InputError, RuleError
-from .extract import CompiledTemplate, container_mask, extract_page, match_regions, pinned_mask
+from .extract import CompiledTemplate, container_mask, extract_page, match_regions, nested_rule, pinned_mask
 from .fallback import OUTSIDE_TRUSTED, drop_reasons, select_blocks
 from .metadata import META_ACTIONS
 from .pipeline import Progress, TemplateIndex, now, segment_file, stored_segment
@@ -335,6 +335,11 @@ def _template_causes(seg: Segmented, compiled: CompiledTemplate, allowed: np.nda
             i = by_shape[b.tag_path]
             causes[b.index] = (RuleAction.DROP_SHAPE, i, f"tag path on {rules[i].support:.0%} of the learned pages, "
                                f"its text varying and short, link-heavy or in <nav>/<aside>; {shape}")
+        elif (outer := nested_rule(b, compiled.nested)) in by_shape:
+            i = by_shape[outer]
+            causes[b.index] = (RuleAction.DROP_SHAPE, i, f"a link-heavy entry of a list nested in the list whose "
+                               f"entries the rule drops (tag path on {rules[i].support:.0%} of the learned pages); "
+                               f"{shape}")
         else:
             causes[b.index] = next(((reason, i, _WHY[reason]) for reason, i, mask in masks if mask[b.index]),
                                    ("region", region, _WHY["region"]))

@@ -478,8 +478,10 @@ def repeated_chrome(block: Block, ancestry: list[str] | None, run: bool, rows: s
 def content_containers(seg: Segmented, dropped: np.ndarray, region: Rule | None, runs: np.ndarray,
                        settings: LearnSettings, rows: set | None = None) -> list:
     """The page's content containers: the learned region's element, <main>, <article> and [role=main], each
-    where the static blocks inside it that look like chrome add up to at most REGION_CHROME_SHARE of the rest
-    of its text (a container that holds the site's menus, sidebars or comment forms is a wrapper)."""
+    where the static blocks inside it that look like the site's chrome (lists of links, or under <nav>, <aside>,
+    <header>, <footer> or <form>) add up to at most REGION_CHROME_SHARE of the rest of its text (a container that
+    holds the site's menus, sidebars or comment forms is a wrapper). Short labels do not count: content divisions
+    hold them as much as wrappers (the same "Modifier and Type" header cells on near-identical interface pages)."""
     candidates = seg.root.xpath("//main | //article | //*[@role='main']")
     if region is not None:
         candidates += [e for e in etree.XPath(region.xpath)(seg.root) if isinstance(e, etree._Element)][:1]
@@ -488,7 +490,8 @@ def content_containers(seg: Segmented, dropped: np.ndarray, region: Rule | None,
     for element in candidates:
         inside = _owned_by(seg, element)
         chrome = sum(chars[i] for i in np.flatnonzero(inside & dropped) if repeated_chrome(
-            seg.blocks[i], content_ancestry(seg.blocks[i].element, [element]), bool(runs[i]), rows or set(), settings))
+            seg.blocks[i], content_ancestry(seg.blocks[i].element, [element]), bool(runs[i]), rows or set(),
+            settings) not in ("", SHORT_LABEL))
         kept = chars[inside & ~dropped].sum()
         if kept and chrome <= REGION_CHROME_SHARE * kept:
             out.append(element)

@@ -128,6 +128,62 @@ def reference_pages(count: int, *, start: int = 0, share_bar: bool = False):
     return out
 
 
+INTERFACE = """<html><head><title>{name} - Example API</title></head><body>
+<header><nav><ul><li><a href="/overview">Overview</a></li><li><a href="/package">Package</a></li>
+<li><a href="/tree">Tree</a></li><li><a href="/index-all">Index</a></li><li><a href="/help">Help</a></li></ul></nav>
+</header>
+<div class="flex-content"><main role="main">
+<div class="header"><h1>Interface {name}&lt;E extends Throwable&gt;</h1></div>
+<section class="description"><dl class="notes"><dt>Type Parameters:</dt><dd>E - Thrown exception.</dd>
+<dt>Functional Interface:</dt><dd>This is a functional interface and can therefore be used as the assignment target
+for a lambda expression or method reference.</dd></dl>
+<div class="type-signature">@FunctionalInterface public interface {name}&lt;E extends Throwable&gt;</div>
+<div class="block">{description}</div>
+<dl class="notes"><dt>Since:</dt><dd>3.11</dd></dl></section>
+<section class="summary"><h2>Field Summary</h2><div class="caption"><span>Fields</span></div>
+<div class="summary-table"><div class="table-header">Modifier and Type</div><div class="table-header">Field</div>
+<div class="table-header">Description</div><div class="col-first"><a href="/api/{name}">static final {name}</a></div>
+<div class="col-second"><a href="#NOP">NOP</a></div><div class="col-last"><div class="block">NOP singleton</div></div>
+</div>
+<h2>Method Summary</h2><div class="summary-table"><div class="table-header">Modifier and Type</div>
+<div class="table-header">Method</div><div class="table-header">Description</div>
+<div class="col-first">{returns}</div><div class="col-second"><a href="#{method}">{method}(int value)</a></div>
+<div class="col-last"><div class="block">{summary}</div></div></div></section>
+<section class="details"><h2>Method Details</h2><h3>{method}</h3>
+<div class="member-signature">{returns} {method}(int value) throws E</div>
+<div class="block">{summary}</div>
+<dl class="notes"><dt>Parameters:</dt><dd>value - the function argument</dd><dt>Returns:</dt>
+<dd>the function result</dd></dl></section>
+</main></div>
+<footer><p class="legal-copy">Copyright 2001-2025 The Example Foundation. All rights reserved.</p></footer>
+</body></html>"""
+
+# What every interface page repeats inside its content (the gold keeps it): short labels among them
+INTERFACE_REPEATED = ("Type Parameters:", "This is a functional interface", "Modifier and Type", "Method Summary",
+                      "Parameters:", "the function result")
+
+
+def interface_html(seed: int) -> tuple[str, str]:
+    """(html, the page's own varying text one line each) of an API reference's page for one of many near-identical
+    functional interfaces: the same notes, summary tables with the same header cells and the same details
+    labels on every page, around a name, a description and one method whose summary sentence (long) is said
+    again in the method's details."""
+    rng = random.Random(seed)
+    name = "Failable" + "".join(w.capitalize() for w in rng.sample(WORDS, 2)) + "Function"
+    method = "apply" + rng.choice(WORDS).capitalize()
+    description = f"A functional interface like {name[8:]} that declares a Throwable. " + sentence(rng, 10)
+    summary = "Applies this function to the given argument and " + sentence(rng, 14)
+    returns = rng.choice(["long", "int", "double", "boolean"])
+    html = INTERFACE.format(name=name, method=method, description=description, summary=summary, returns=returns)
+    return html, "\n".join([description, summary])
+
+
+def interface_pages(count: int, *, start: int = 0):
+    """Segmented interface pages of the API reference with their own texts."""
+    return _segmented(interface_html, range(start, start + count), "i",
+                      "https://api.example.com/function/{}.html")
+
+
 GUIDE = """<html><head><title>{title} - Example Guide</title></head><body>
 <div class="navheader"><a href="/">Home</a> <a href="/prev">Prev</a> <a href="/next">Next</a></div>
 <div class="chapter">
