@@ -159,7 +159,7 @@ for a lambda expression or method reference.</dd></dl>
 </body></html>"""
 
 # What every interface page repeats inside its content (the gold keeps it): short labels among them
-INTERFACE_REPEATED = ("Type Parameters:", "This is a functional interface", "Modifier and Type", "Method Summary",
+INTERFACE_REPEATED = ("Type Parameters:", "This is a functional interface", "Since:", "Method Summary",
                       "Parameters:", "the function result")
 
 
@@ -202,14 +202,16 @@ GUIDE = """<html><head><title>{title} - Example Guide</title></head><body>
 COLOPHON = "Part of the Example suite"  # a guide chapter's last section: the same short line on every chapter
 
 
-def guide_html(seed: int, *, terms: bool = False, colophon: bool = False) -> tuple[str, str]:
+def guide_html(seed: int, *, terms: bool = False, colophon: bool = False, nested: bool = False) -> tuple[str, str]:
     """(html, the chapter's own text one paragraph a line) of one chapter of a DocBook-style guide: its content
     division right under <body>, a table of contents of links that varies from chapter to chapter (its title the
     only static line inside), a grid of short cells under the same "Name | Description" header on every chapter,
     a lone "Advertisement" label, and sections whose heading a list of links to their pages follows on a third of
     the chapters. With
     ``terms``, the table of contents is a definition list of the chapter's own terms instead (no links, at the
-    same tag path). With ``colophon``, the chapter ends with a "Colophon" section whose one line is COLOPHON."""
+    same tag path). With ``colophon``, the chapter ends with a "Colophon" section whose one line is COLOPHON. With
+    ``nested``, on a quarter of the chapters every other entry of the table of contents lists its subsections in a
+    nested list of links."""
     rng = random.Random(seed)
     title = f"Chapter {seed}. " + sentence(rng, 3)[:-1]
     paras = [" ".join(sentence(rng, rng.randint(8, 16)) for _ in range(2)) for _ in range(3)]
@@ -217,7 +219,10 @@ def guide_html(seed: int, *, terms: bool = False, colophon: bool = False) -> tup
     if terms:
         toc = "<dl>" + "".join(f"<dt>{t}</dt><dd><p>{sentence(rng, 10)}</p></dd>" for t in toc_entries) + "</dl>"
     else:
-        toc = "<dl>" + "".join(f'<dt><a href="/s/{seed}/{i}">{t}</a></dt>' for i, t in enumerate(toc_entries)) + "</dl>"
+        toc = "<dl>" + "".join(f'<dt><a href="/s/{seed}/{i}">{t}</a></dt>' + (
+            "<dd><dl>" + "".join(f'<dt><a href="/s/{seed}/{i}/{j}">{seed}.{i}.{j}. {sentence(rng, 3)[:-1]}</a></dt>'
+                                 for j in range(1, 3)) + "</dl></dd>" if nested and i % 2 and seed % 4 == 0 else "")
+            for i, t in enumerate(toc_entries)) + "</dl>"
     cells = [(rng.choice(WORDS) + str(seed), sentence(rng, 4)) for _ in range(2)]
     sections = []
     own = [title] + paras + [c for pair in cells for c in pair]
@@ -235,10 +240,10 @@ def guide_html(seed: int, *, terms: bool = False, colophon: bool = False) -> tup
     return html, "\n".join(own + (["Colophon", COLOPHON] if colophon else []))
 
 
-def guide_pages(count: int, *, start: int = 0, terms: bool = False, colophon: bool = False):
+def guide_pages(count: int, *, start: int = 0, terms: bool = False, colophon: bool = False, nested: bool = False):
     """Segmented chapters of the guide with their texts."""
-    return _segmented(lambda seed: guide_html(seed, terms=terms, colophon=colophon), range(start, start + count),
-                      "g", "https://guide.example.com/book/ch{}.html")
+    return _segmented(lambda seed: guide_html(seed, terms=terms, colophon=colophon, nested=nested),
+                      range(start, start + count), "g", "https://guide.example.com/book/ch{}.html")
 
 
 FEED = """<html><head><title>{title} - Daily Example</title></head><body>

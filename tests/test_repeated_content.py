@@ -4,7 +4,8 @@ single-page classifier keeps code, tables and definition lists inside a trusted 
 
 import numpy as np
 
-from templater.extract import CompiledTemplate, extract_page, match_regions, match_template
+from templater.extract import (REPEAT_MIN_CHARS, CompiledTemplate, drop_repeats, extract_page, match_regions,
+                               match_template)
 from templater.fallback import among_own_text, region_chrome
 from templater.features import number_tree
 from templater.rule_inspect import explain_blocks
@@ -13,7 +14,8 @@ from templater.parse import parse_html
 from templater.template import REGION_CHROME_SHARE, WRAPPER_DEPTH, learn_template
 from templater.datatypes import Page
 
-from sitegen import COLOPHON, REPEATED_CONTENT, feed_pages, guide_pages, reference_html, reference_pages
+from sitegen import (COLOPHON, INTERFACE_REPEATED, REPEATED_CONTENT, feed_pages, guide_pages, interface_pages,
+                     reference_html, reference_pages)
 
 
 def _template(pages):
@@ -179,3 +181,58 @@ def test_a_sections_one_repeated_line_is_content_a_lone_label_is_not():
     seg, _ = guide_pages(1, start=45, colophon=True)[0]
     result = extract_page(seg, CompiledTemplate(template))
     assert "Colophon" in result.text and COLOPHON in result.text and "Advertisement" not in result.text
+
+
+# --- near-identical reference pages, nested tables of contents, a summary said again -------------------------
+
+def test_near_identical_interface_pages_keep_the_content_they_repeat():
+    """An API reference's interface pages are nearly the same page: the same notes, the same summary tables' header
+    cells and details labels around a name, a description and a method. Their <main> is the content division
+    although most of it repeats (short labels do not make it a wrapper: content_containers), so what it repeats
+    stays; and the page's own content goes on past the summary tables the template cuts, to its next section
+    heading (extract.own_content)."""
+    compiled = CompiledTemplate(learn_template([seg for seg, _ in interface_pages(8)], site="api.example.com/"))
+    seg, text = interface_pages(1, start=40)[0]
+    result = extract_page(seg, compiled)
+    for repeated in INTERFACE_REPEATED:
+        assert repeated in result.text, repeated
+    for line in text.split("\n"):
+        assert line in result.text, line
+    for chrome in ("Overview", "Help", "Copyright"):
+        assert chrome not in result.text
+    explained = explain_blocks(seg, compiled)
+    assert all(b.why for b in explained.blocks if not b.kept)
+
+
+def test_a_summary_sentence_said_again_in_the_details_is_kept_an_article_printed_twice_is_not():
+    """A method's summary sentence stands in the summary table and again in the method's details: both are the
+    page's text (extract.lone_repeats). A page that prints its article twice repeats a run of paragraphs: the
+    second copy goes."""
+    compiled = CompiledTemplate(learn_template([seg for seg, _ in interface_pages(8)], site="api.example.com/"))
+    seg, text = interface_pages(1, start=41)[0]
+    summary = text.split("\n")[1]
+    assert len(summary) >= REPEAT_MIN_CHARS
+    assert extract_page(seg, compiled).text.count(summary) == 2
+    paragraphs = [" ".join(["Stone river garden window market letter winter engine harbour signal."] * 2) + f" {i}"
+                  for i in range(3)]
+    html = "<html><body><article>" + "".join(f"<p>{p}</p>" for p in paragraphs * 2) + "</article></body></html>"
+    twice = segment(parse_html(html), Page(id="t", url="https://x.example.com/t", html=html))
+    keep = np.ones(len(twice.blocks), dtype=bool)
+    kept = drop_repeats(twice, keep, keep.copy())
+    assert [b.text for b, k in zip(twice.blocks, kept) if k and b.text] == paragraphs
+
+
+def test_nested_entries_of_a_table_of_contents_go_with_its_shape_rule():
+    """A quarter of the chapters' tables of contents list some sections' subsections in lists nested in their own:
+    the shape rule learned from the top entries (on most chapters) drops the nested entries too, too rare for a
+    rule of their own (extract.nested_entries), and `rules explain` names that rule."""
+    compiled = CompiledTemplate(learn_template([seg for seg, _ in guide_pages(8, nested=True)],
+                                               site="guide.example.com/"))
+    seg, text = guide_pages(1, start=48, nested=True)[0]
+    nested = [b.index for b in seg.blocks if b.tag == "dt" and "/dd/" in b.tag_path]
+    assert nested
+    result = extract_page(seg, compiled)
+    assert not any(seg.blocks[i].text in result.text for i in nested)
+    assert all(line in result.text or line == result.title for line in text.split("\n"))
+    explained = {b.index: b for b in explain_blocks(seg, compiled).blocks}
+    assert all(explained[i].reason == "drop-shape" and "nested" in explained[i].why for i in nested)
