@@ -17,7 +17,8 @@ from lxml import etree
 
 from . import document, fallback, native
 from .align import lcs_length_masks, match_masks
-from .config import SHAPE_MAX_LINK_DENSITY
+from .config import (LIST_ITEMS, OWN_CONTENT_GAP, OWN_CONTENT_LINKS, PARAGRAPH_CHARS, REGION_MIN_SHARE,
+                     REPEAT_MIN_CHARS, SHAPE_MAX_LINK_DENSITY, TEXT_STRUCTURE_PATHS)
 from .errors import RuleError
 from .grouping import host_of
 from .headline import find_headline
@@ -26,16 +27,7 @@ from .template import (HEADING_TAGS, REGION_CHROME_SHARE, RELATED_SIZE_TEST, WRA
                        size_limit)
 from .datatypes import Extraction, Rule, RuleAction, Segmented, Template
 
-REGION_MIN_SHARE = 0.5  # the region is used only when it holds this share of the text the rules left
 NO_CLASSIFIER = "none"  # --fallback none: the template's rules alone (the whole text where there is no template)
-PARAGRAPH_CHARS = 80  # a page with a block this long of which the template allows nothing falls back to single-page
-OWN_CONTENT_GAP = 3  # this many blocks of static and shape rules between two trusted blocks split the page's own
-# content from what lies past the site's chrome (3, LINK_RUN; 10 measured the same on the dev suites)
-OWN_CONTENT_LINKS = 0.5  # a paragraph of the page's own content is at most this share link text
-TEXT_STRUCTURE_PATHS = ("/dl/", "/pre/")  # definition lists and code (not tables: old sites lay pages out in them)
-REPEAT_MIN_CHARS = 100
-LIST_ITEMS = frozenset({("ul", "li"), ("ol", "li"), ("dl", "dt"), ("dl", "dd")})  # a shape rule on these (list,
-# item) steps also drops the link-heavy entries of lists nested in that list (nested_entries)  # a kept block this long whose text was already kept is a repeat, not more content
 
 
 class CompiledTemplate:
