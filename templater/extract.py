@@ -326,10 +326,20 @@ def extract_content(seg: Segmented, compiled: CompiledTemplate | None = None, *,
         # the page is extracted as if the site had no template
         return extract_content(seg, None, site=site or compiled.template.site, method=method, weights=weights,
                                q=q, links=links)
-    keep = allowed if method == NO_CLASSIFIER else fallback.select_blocks(seg, method=method, allowed=allowed,
-                                                                   trusted=in_region, weights=weights, q=q)
+    keep = allowed if method == NO_CLASSIFIER or without_paragraphs(seg) else fallback.select_blocks(
+        seg, method=method, allowed=allowed, trusted=in_region, weights=weights, q=q)
     return _extraction(seg, keep, site=site or compiled.template.site, method="template", template=compiled.name,
                        coverage=round(coverage, 4), links=links, trusted=in_region)
+
+
+def without_paragraphs(seg: Segmented) -> bool:
+    """Whether the page has no paragraph at all (no block of PARAGRAPH_CHARS or more that is mostly not link
+    text): a list or index page (a reference's list of its syntax diagrams), whose every block the classifier,
+    taught on pages of prose, would score as chrome. Behind a template the template's choice stands there: it
+    took away what the site repeats, what is left is the list."""
+    chars = seg.block_chars()
+    links = np.fromiter((b.link_chars for b in seg.blocks), dtype=np.int64, count=len(seg.blocks))
+    return not ((chars >= PARAGRAPH_CHARS) & (links <= OWN_CONTENT_LINKS * chars)).any()
 
 
 def leaves_nothing(seg: Segmented, allowed: np.ndarray) -> bool:

@@ -50,6 +50,20 @@ def site_pages(count: int, *, base: str = "https://news.example.com/story/", sta
     return out
 
 
+def list_page(seed: int, *, base: str = "https://news.example.com/story/"):
+    """(segmented page, its list's entries) of an index page of the news site, in the articles' layout: the
+    headline, then a numbered list of links to topics where an article has its paragraphs, and no paragraph at all."""
+    import re
+
+    html, _ = article_html(seed)
+    entries = [f"{word.capitalize()} {seed}-{i}" for i, word in enumerate(WORDS)]
+    items = "".join(f'<li><a href="/topic/{seed}/{i}">{e}</a></li>' for i, e in enumerate(entries))
+    html = re.sub(r'(<div class="byline">.*?</div>)(.*?)(</div>\s*<div class="related">)',
+                  lambda m: m.group(1) + f'<ol class="topics">{items}</ol>' + m.group(3), html, flags=re.S)
+    page = Page(id=f"l{seed}", url=f"{base}topics-{seed}.html", html=html)
+    return segment(parse_html(html), page), entries
+
+
 def store_extracted(db, texts: dict[str, str], *, boilerplate: dict[str, int] | None = None) -> None:
     """Store pages with their extracted texts directly, as `templater extract` leaves them (no extraction run)."""
     import numpy as np

@@ -15,7 +15,7 @@ from templater.template import REGION_CHROME_SHARE, WRAPPER_DEPTH, learn_templat
 from templater.datatypes import Page
 
 from sitegen import (COLOPHON, INTERFACE_REPEATED, REPEATED_CONTENT, feed_pages, guide_pages, interface_pages,
-                     reference_html, reference_pages)
+                     list_page, reference_html, reference_pages, site_pages)
 
 
 def _template(pages):
@@ -236,3 +236,21 @@ def test_nested_entries_of_a_table_of_contents_go_with_its_shape_rule():
     assert all(line in result.text or line == result.title for line in text.split("\n"))
     explained = {b.index: b for b in explain_blocks(seg, compiled).blocks}
     assert all(explained[i].reason == "drop-shape" and "nested" in explained[i].why for i in nested)
+
+
+def test_a_page_without_paragraphs_keeps_what_the_template_leaves():
+    """An index page in the site's article layout holds no paragraph, only a list of links: the template takes
+    away what the site repeats (menu, byline shape, related box, footer) and the rest is the page's list, which
+    the classifier (taught on prose) would score as chrome (extract.without_paragraphs); `rules explain` says the
+    template decided."""
+    compiled = CompiledTemplate(learn_template([seg for seg, _ in site_pages(8)], site="news.example.com/story/"))
+    seg, entries = list_page(50)
+    result = extract_page(seg, compiled)
+    assert result.method == "template"
+    assert all(e in result.text for e in entries)
+    assert not any(chrome in result.text for chrome in ("World", "Related stories", "Copyright", "By "))
+    explained = explain_blocks(seg, compiled)
+    assert all(b.reason == "template" for b in explained.blocks if b.kept)
+    assert all(b.why for b in explained.blocks if not b.kept)
+    article, text = site_pages(1, start=51)[0]  # an article of the same site is still the classifier's to trim
+    assert {b.reason for b in explain_blocks(article, compiled).blocks if b.kept} == {"classifier"}
