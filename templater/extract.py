@@ -117,9 +117,10 @@ def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray) -> np.n
     """The trusted blocks among the page's own content: the region's allowed blocks fall into stretches split
     by at least OWN_CONTENT_GAP blocks of the template's static and shape rules (``chrome``: in the aligned
     sequence, the site's chrome between them); the stretch from the first to the last paragraph or section
-    heading (a block of PARAGRAPH_CHARS or more, or a heading not in a link, not mostly links: a reference page's
-    sections go on past a summary table the template cut), with what follows or precedes it up to such a gap,
-    keeps the trust. What lies before the page's first paragraph or beyond its last, past the site's chrome (a chapter's
+    heading (a block of PARAGRAPH_CHARS or more, or a heading not in a link inside the element the page declares
+    its main content, <main> or [role=main]; not mostly links: a reference page's sections go on past a summary
+    table the template cut, while a news page's sidebar boxes have headings too), with what follows or precedes it
+    up to such a gap, keeps the trust. What lies before the page's first paragraph or beyond its last, past the site's chrome (a chapter's
     table of contents cut by its shape rules, a feed of other stories after the article), is judged as any
     allowed block."""
     where = np.flatnonzero(trusted)
@@ -128,8 +129,8 @@ def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray) -> np.n
     chars = seg.block_chars()
     text = (np.fromiter((b.link_chars for b in seg.blocks), dtype=np.int64, count=len(seg.blocks))
             <= OWN_CONTENT_LINKS * chars) & (chars > 0)
-    heading = np.fromiter((b.tag in HEADING_TAGS and "/a/" not in b.tag_path for b in seg.blocks), dtype=bool,
-                          count=len(seg.blocks))
+    heading = np.fromiter((b.tag in HEADING_TAGS and "/a/" not in b.tag_path and in_declared_main(b)
+                           for b in seg.blocks), dtype=bool, count=len(seg.blocks))
     strong = np.flatnonzero(((chars >= PARAGRAPH_CHARS) | heading)[where] & text[where])
     if not len(strong):
         return trusted
@@ -177,6 +178,18 @@ def nested_rule(block, nested: dict[str, str]) -> str | None:
         if path.startswith(prefix) and path.endswith("/" + item) and path.count("/") > prefix.count("/"):
             return prefix + item
     return None
+
+
+def in_declared_main(block) -> bool:
+    """Whether the block sits in a <main> element or one with role="main"."""
+    if "/main/" in block.tag_path + "/":
+        return True
+    node = block.element
+    while node is not None:
+        if node.get("role") == "main":
+            return True
+        node = node.getparent()
+    return False
 
 
 def terms_of_text(seg: Segmented, shaped: np.ndarray) -> np.ndarray:
@@ -351,7 +364,8 @@ def drop_repeats(seg: Segmented, keep: np.ndarray, trusted: np.ndarray | None = 
     """Keep only the first of kept blocks with the same long text (pages that print their article twice), but
     every one in code, a table or a definition list of the ``trusted`` content region (fallback.protected_blocks:
     reference pages describe the parameters of overloads and options in the same words), and every lone repeat
-    there (lone_repeats: a reference page's summary line said again in its details)."""
+    there in the page's declared main content (lone_repeats: a reference page's summary line said again in its
+    details)."""
     seen: set[str] = set()
     long = keep & (seg.block_chars() >= REPEAT_MIN_CHARS)
     repeat = np.zeros(len(keep), dtype=bool)
@@ -362,21 +376,23 @@ def drop_repeats(seg: Segmented, keep: np.ndarray, trusted: np.ndarray | None = 
     if not repeat.any():
         return keep.copy()
     if trusted is not None and trusted.any():
-        repeat &= ~(fallback.protected_blocks(seg, trusted) | lone_repeats(long, repeat, trusted))
+        repeat &= ~(fallback.protected_blocks(seg, trusted) | lone_repeats(seg, long, repeat, trusted))
     return keep & ~repeat
 
 
-def lone_repeats(long: np.ndarray, repeat: np.ndarray, trusted: np.ndarray) -> np.ndarray:
-    """Repeats in the trusted region whose neighbours among the kept long blocks (REPEAT_MIN_CHARS) are not
-    repeats: one line said again among the page's own text (a method's summary sentence in its details), not an
-    article printed twice (a run of repeated paragraphs)."""
+def lone_repeats(seg: Segmented, long: np.ndarray, repeat: np.ndarray, trusted: np.ndarray) -> np.ndarray:
+    """Repeats in the trusted region, inside the element the page declares its main content (<main>,
+    [role=main]), whose neighbours among the kept long blocks (REPEAT_MIN_CHARS) are not repeats: one line said
+    again among the page's own text (a method's summary sentence in its details), not an article printed twice
+    (a run of repeated paragraphs) nor a news page's lede printed over its story (pages without <main>)."""
     where = np.flatnonzero(long)
     flags = repeat[where]
     before = np.concatenate(([False], flags[:-1]))
     after = np.concatenate((flags[1:], [False]))
     out = np.zeros(len(long), dtype=bool)
-    out[where[flags & ~before & ~after]] = True
-    return out & trusted
+    for i in where[flags & ~before & ~after]:
+        out[i] = bool(trusted[i]) and in_declared_main(seg.blocks[i])
+    return out
 
 
 def _extraction(seg: Segmented, keep: np.ndarray, *, site: str, method: str, template: str | None,

@@ -455,10 +455,12 @@ def repeated_chrome(block: Block, ancestry: list[str] | None, run: bool, rows: s
 def content_containers(seg: Segmented, dropped: np.ndarray, region: Rule | None, runs: np.ndarray,
                        settings: LearnSettings, rows: set | None = None) -> list:
     """The page's content containers: the learned region's element, <main>, <article> and [role=main], each
-    where the static blocks inside it that look like the site's chrome (lists of links, or under <nav>, <aside>,
-    <header>, <footer> or <form>) add up to at most REGION_CHROME_SHARE of the rest of its text (a container that
-    holds the site's menus, sidebars or comment forms is a wrapper). Short labels do not count: content divisions
-    hold them as much as wrappers (the same "Modifier and Type" header cells on near-identical interface pages)."""
+    where the static blocks inside it that look like chrome add up to at most REGION_CHROME_SHARE of the rest of its
+    text (a container that holds the site's menus, sidebars or comment forms is a wrapper). In the element the page
+    declares its main content (<main>, [role=main]: HTML keeps the site's navigation and sidebars out of it) short
+    labels do not count: only lists of links and what sits under <nav>, <aside>, <header>, <footer> or <form>
+    (near-identical interface pages repeat most of their text, "Modifier and Type" header cells among it; the
+    blurbs of a news wrapper's sidebars are short labels)."""
     candidates = seg.root.xpath("//main | //article | //*[@role='main']")
     if region is not None:
         candidates += [e for e in etree.XPath(region.xpath)(seg.root) if isinstance(e, etree._Element)][:1]
@@ -466,9 +468,10 @@ def content_containers(seg: Segmented, dropped: np.ndarray, region: Rule | None,
     out = []
     for element in candidates:
         inside = _owned_by(seg, element)
+        declared = element.tag == "main" or element.get("role") == "main"
         chrome = sum(chars[i] for i in np.flatnonzero(inside & dropped) if repeated_chrome(
             seg.blocks[i], content_ancestry(seg.blocks[i].element, [element]), bool(runs[i]), rows or set(),
-            settings) not in ("", SHORT_LABEL))
+            settings) not in (("", SHORT_LABEL) if declared else ("",)))
         kept = chars[inside & ~dropped].sum()
         if kept and chrome <= REGION_CHROME_SHARE * kept:
             out.append(element)

@@ -206,8 +206,8 @@ def test_near_identical_interface_pages_keep_the_content_they_repeat():
 
 def test_a_summary_sentence_said_again_in_the_details_is_kept_an_article_printed_twice_is_not():
     """A method's summary sentence stands in the summary table and again in the method's details: both are the
-    page's text (extract.lone_repeats). A page that prints its article twice repeats a run of paragraphs: the
-    second copy goes."""
+    page's text inside the page's declared <main> (extract.lone_repeats). A page that prints its article twice
+    repeats a run of paragraphs: the second copy goes."""
     compiled = CompiledTemplate(learn_template([seg for seg, _ in interface_pages(8)], site="api.example.com/"))
     seg, text = interface_pages(1, start=41)[0]
     summary = text.split("\n")[1]
@@ -215,11 +215,18 @@ def test_a_summary_sentence_said_again_in_the_details_is_kept_an_article_printed
     assert extract_page(seg, compiled).text.count(summary) == 2
     paragraphs = [" ".join(["Stone river garden window market letter winter engine harbour signal."] * 2) + f" {i}"
                   for i in range(3)]
-    html = "<html><body><article>" + "".join(f"<p>{p}</p>" for p in paragraphs * 2) + "</article></body></html>"
+    html = "<html><body><main>" + "".join(f"<p>{p}</p>" for p in paragraphs * 2) + "</main></body></html>"
     twice = segment(parse_html(html), Page(id="t", url="https://x.example.com/t", html=html))
     keep = np.ones(len(twice.blocks), dtype=bool)
     kept = drop_repeats(twice, keep, keep.copy())
     assert [b.text for b, k in zip(twice.blocks, kept) if k and b.text] == paragraphs
+    # a news page without <main> printing its lede again over the story: the lone repeat goes too
+    html = ("<html><body><article>" + "".join(f"<p>{p}</p>" for p in paragraphs + paragraphs[:1] + ["Short."])
+            + "</article></body></html>")
+    lede = segment(parse_html(html), Page(id="l", url="https://x.example.com/l", html=html))
+    keep = np.ones(len(lede.blocks), dtype=bool)
+    kept = drop_repeats(lede, keep, keep.copy())
+    assert [b.text for b, k in zip(lede.blocks, kept) if k and b.text] == paragraphs + ["Short."]
 
 
 def test_nested_entries_of_a_table_of_contents_go_with_its_shape_rule():
