@@ -23,7 +23,7 @@ from .errors import RuleError
 from .grouping import host_of
 from .headline import find_headline
 from .metadata import META_ACTIONS, read_metadata
-from .template import (HEADING_TAGS, REGION_CHROME_SHARE, RELATED_SIZE_TEST, WRAPPER_DEPTH, contains, fits,
+from .template import (CHROME_TAGS, HEADING_TAGS, REGION_CHROME_SHARE, RELATED_SIZE_TEST, WRAPPER_DEPTH, contains, fits,
                        size_limit)
 from .datatypes import Extraction, Rule, RuleAction, Segmented, Template
 
@@ -118,9 +118,11 @@ def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray) -> np.n
     by at least OWN_CONTENT_GAP blocks of the template's static and shape rules (``chrome``: in the aligned
     sequence, the site's chrome between them); the stretch from the first to the last paragraph or section
     heading (a block of PARAGRAPH_CHARS or more, or a heading not in a link inside the element the page declares
-    its main content, <main> or [role=main]; not mostly links: a reference page's sections go on past a summary
-    table the template cut, while a news page's sidebar boxes have headings too), with what follows or precedes it
-    up to such a gap, keeps the trust. What lies before the page's first paragraph or beyond its last, past the site's chrome (a chapter's
+    its main content, <main> or [role=main], whose next trusted block is not mostly links, neither under <nav>,
+    <aside>, <header>, <footer> or <form> (CHROME_TAGS); not mostly links itself:
+    a reference page's sections go on past a summary table the template cut, while a news page's sidebar boxes and
+    lists of other stories have headings too), with what follows or precedes it up to such a gap, keeps the
+    trust. What lies before the page's first paragraph or beyond its last, past the site's chrome (a chapter's
     table of contents cut by its shape rules, a feed of other stories after the article), is judged as any
     allowed block."""
     where = np.flatnonzero(trusted)
@@ -129,9 +131,13 @@ def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray) -> np.n
     chars = seg.block_chars()
     text = (np.fromiter((b.link_chars for b in seg.blocks), dtype=np.int64, count=len(seg.blocks))
             <= OWN_CONTENT_LINKS * chars) & (chars > 0)
+    placed = np.fromiter((not any(f"/{tag}/" in b.tag_path + "/" for tag in CHROME_TAGS) for b in seg.blocks),
+                         dtype=bool, count=len(seg.blocks))[where]
     heading = np.fromiter((b.tag in HEADING_TAGS and "/a/" not in b.tag_path and in_declared_main(b)
-                           for b in seg.blocks), dtype=bool, count=len(seg.blocks))
-    strong = np.flatnonzero(((chars >= PARAGRAPH_CHARS) | heading)[where] & text[where])
+                           for b in seg.blocks), dtype=bool, count=len(seg.blocks))[where] & placed
+    heading[:-1] &= text[where[1:]] & placed[1:]  # ... over the page's own text (not over a list of links, nor
+    heading[-1:] = False  # an <aside> of other stories: "Latest in Gear")
+    strong = np.flatnonzero(((chars[where] >= PARAGRAPH_CHARS) | heading) & text[where])
     if not len(strong):
         return trusted
     gaps = np.diff(np.cumsum(chrome)[where])  # the template's blocks between consecutive trusted blocks
@@ -382,13 +388,14 @@ def drop_repeats(seg: Segmented, keep: np.ndarray, trusted: np.ndarray | None = 
 
 def lone_repeats(seg: Segmented, long: np.ndarray, repeat: np.ndarray, trusted: np.ndarray) -> np.ndarray:
     """Repeats in the trusted region, inside the element the page declares its main content (<main>,
-    [role=main]), whose neighbours among the kept long blocks (REPEAT_MIN_CHARS) are not repeats: one line said
-    again among the page's own text (a method's summary sentence in its details), not an article printed twice
-    (a run of repeated paragraphs) nor a news page's lede printed over its story (pages without <main>)."""
+    [role=main]), between two kept long blocks (REPEAT_MIN_CHARS) that are not repeats: one line said again among
+    the page's own text (a method's summary sentence in its details, before its parameters), not an article
+    printed twice (a run of repeated paragraphs), a news page's lede printed over its story (pages without <main>)
+    nor its first paragraph quoted again in a share-by-email box after the story."""
     where = np.flatnonzero(long)
     flags = repeat[where]
-    before = np.concatenate(([False], flags[:-1]))
-    after = np.concatenate((flags[1:], [False]))
+    before = np.concatenate(([True], flags[:-1]))  # the first or last long block has no text of the page's around it
+    after = np.concatenate((flags[1:], [True]))
     out = np.zeros(len(long), dtype=bool)
     for i in where[flags & ~before & ~after]:
         out[i] = bool(trusted[i]) and in_declared_main(seg.blocks[i])

@@ -166,7 +166,7 @@ for a lambda expression or method reference.</dd></dl>
 <section class="details"><h2>Method Details</h2><h3>{method}</h3>
 <div class="member-signature">{returns} {method}(int value) throws E</div>
 <div class="block">{summary}</div>
-<dl class="notes"><dt>Parameters:</dt><dd>value - the function argument</dd><dt>Returns:</dt>
+<dl class="notes"><dt>Parameters:</dt><dd>value - the function argument</dd><dt>Throws:</dt><dd>{throws}</dd><dt>Returns:</dt>
 <dd>the function result</dd></dl></section>
 </main></div>
 <footer><p class="legal-copy">Copyright 2001-2025 The Example Foundation. All rights reserved.</p></footer>
@@ -181,15 +181,17 @@ def interface_html(seed: int) -> tuple[str, str]:
     """(html, the page's own varying text one line each) of an API reference's page for one of many near-identical
     functional interfaces: the same notes, summary tables with the same header cells and the same details
     labels on every page, around a name, a description and one method whose summary sentence (long) is said
-    again in the method's details."""
+    again in the method's details, before its parameters."""
     rng = random.Random(seed)
     name = "Failable" + "".join(w.capitalize() for w in rng.sample(WORDS, 2)) + "Function"
     method = "apply" + rng.choice(WORDS).capitalize()
     description = f"A functional interface like {name[8:]} that declares a Throwable. " + sentence(rng, 10)
     summary = "Applies this function to the given argument and " + sentence(rng, 14)
     returns = rng.choice(["long", "int", "double", "boolean"])
-    html = INTERFACE.format(name=name, method=method, description=description, summary=summary, returns=returns)
-    return html, "\n".join([description, summary])
+    throws = "E - Thrown when the function fails: " + sentence(rng, 16)
+    html = INTERFACE.format(name=name, method=method, description=description, summary=summary, returns=returns,
+                            throws=throws)
+    return html, "\n".join([description, summary, throws])
 
 
 def interface_pages(count: int, *, start: int = 0):
