@@ -2,6 +2,8 @@
 a caution box, an inherited-members list) survives learning and extraction, chrome around it does not, and the
 single-page classifier keeps code, tables and definition lists inside a trusted content region."""
 
+import re
+
 import numpy as np
 
 from templater.extract import (REPEAT_MIN_CHARS, CompiledTemplate, drop_repeats, extract_page, match_regions,
@@ -14,8 +16,8 @@ from templater.parse import parse_html
 from templater.template import REGION_CHROME_SHARE, WRAPPER_DEPTH, learn_template
 from templater.datatypes import Page
 
-from sitegen import (COLOPHON, INTERFACE_REPEATED, REPEATED_CONTENT, feed_pages, guide_pages, interface_pages,
-                     list_page, reference_html, reference_pages, site_pages)
+from sitegen import (COLOPHON, INTERFACE_REPEATED, REPEATED_CONTENT, feed_html, feed_pages, guide_pages,
+                     interface_pages, list_page, reference_html, reference_pages, site_pages)
 
 
 def _template(pages):
@@ -261,3 +263,26 @@ def test_a_page_without_paragraphs_keeps_what_the_template_leaves():
     assert all(b.why for b in explained.blocks if not b.kept)
     article, text = site_pages(1, start=51)[0]  # an article of the same site is still the classifier's to trim
     assert {b.reason for b in explain_blocks(article, compiled).blocks if b.kept} == {"classifier"}
+
+
+def test_a_heading_over_an_aside_of_other_stories_does_not_extend_the_pages_own_content():
+    """In a page's declared <main>, a section heading over the page's own text extends the trust past the site's
+    chrome (a reference page's next section); a "Latest in ..." heading over an <aside> of other stories does not
+    (extract.own_content): the feed stays the classifier's to judge as in an undeclared page."""
+    def declared(seed):  # the feed's teasers are headings in an <aside> under a "Latest in ..." heading
+        html, text = feed_html(seed)
+        head, stream = html.split('<div class="stream">')
+        stream = re.sub(r"<div>([A-Z][^<]*\.)</div>", r"<h4>\1</h4>", stream)
+        html = (head.replace('<div class="page"><article>', '<main class="page"><article>')
+                + '<h3>Latest in Daily Example</h3><aside class="stream">'
+                + stream.replace("</div>\n</article></div>", "</aside>\n</article></main>"))
+        page = Page(id=f"m{seed}", url=f"https://daily.example.com/story/{seed}.html", html=html)
+        return segment(parse_html(html), page), text
+
+    compiled = CompiledTemplate(learn_template([declared(seed)[0] for seed in range(8)], site="daily.example.com/"))
+    seg, text = declared(40)
+    allowed, _, own, _ = match_regions(seg, compiled)
+    paragraphs = [b.index for b in seg.blocks if b.tag == "p" and b.text in text]
+    feed = [b.index for b in seg.blocks if b.tag == "h4"]
+    assert paragraphs and feed and allowed[feed].all() and any(b.text == "Latest in Daily Example" for b in seg.blocks)
+    assert own[paragraphs].all() and not own[feed].any()
