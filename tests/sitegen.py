@@ -166,8 +166,8 @@ for a lambda expression or method reference.</dd></dl>
 <section class="details"><h2>Method Details</h2><h3>{method}</h3>
 <div class="member-signature">{returns} {method}(int value) throws E</div>
 <div class="block">{summary}</div>
-<dl class="notes"><dt>Parameters:</dt><dd>value - the function argument</dd><dt>Throws:</dt><dd>{throws}</dd><dt>Returns:</dt>
-<dd>the function result</dd></dl></section>
+<dl class="notes"><dt>Parameters:</dt><dd>value - the function argument</dd><dt>Throws:</dt><dd>{throws}</dd>
+<dt>Returns:</dt><dd>the function result</dd></dl></section>
 </main></div>
 <footer><p class="legal-copy">Copyright 2001-2025 The Example Foundation. All rights reserved.</p></footer>
 </body></html>"""
