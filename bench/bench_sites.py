@@ -2,7 +2,7 @@
 """Quality of `templater run` on a dev-corpus suite, per dataset or site, with trafilatura on the same pages.
 
     python bench/bench_sites.py [--suite sites|all|single|PATH] [--by dataset|site] [--template-alone]
-                                [--no-peer] [--out DIR]
+                                [--no-peer] [--out DIR] [--peer-from DIR]
 
 A named suite is cut from ../shared/corpus by ../shared/eval/suites.py (into a temp folder when missing); a PATH
 is any suite file in the corpus format (the documentation suite of bench/build_docs_suite.py). templater
@@ -84,6 +84,9 @@ def main() -> int:
                         help="also score the template's rules alone (`--fallback none`) on the same store")
     parser.add_argument("--no-peer", action="store_true", help="templater only")
     parser.add_argument("--out", type=Path, default=None, help="keep the predictions in this folder")
+    parser.add_argument("--peer-from", type=Path, default=None,
+                        help="score trafilatura's predictions kept by an earlier run's --out in this folder "
+                             "(its trafilatura.jsonl) instead of running it again on the same suite")
     args = parser.parse_args()
     suite = Path(args.suite) if Path(args.suite).is_file() else suite_file(args.suite)
     with gzip.open(suite, "rt", encoding="utf-8") as f:
@@ -96,7 +99,9 @@ def main() -> int:
         ours = per_dataset(records, out / "templater.jsonl", by=args.by)
         only = per_dataset(records, alone, by=args.by) if alone else {}
         peer = {}
-        if not args.no_peer:
+        if args.peer_from is not None:
+            peer = per_dataset(records, args.peer_from / "trafilatura.jsonl", by=args.by)
+        elif not args.no_peer:
             run_trafilatura(records, out / "trafilatura.jsonl")
             peer = per_dataset(records, out / "trafilatura.jsonl", by=args.by)
     print(f"suite={args.suite} pages={len(records)} (scored by shared/eval/score.py)")

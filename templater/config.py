@@ -125,6 +125,45 @@ STORE_ID_CHUNK = 500  # ids per IN (...) list of the page and run stores' lookup
 PAGE_READ_CHUNK = 200  # stored pages (or extractions) read per query: their HTML or text is what a query holds
 SKIP_DETAIL_CHARS = 300  # a skip's detail (an exception's message) is cut to this many characters ...
 STORED_DETAIL_CHARS = 500  # ... and stored with at most this many
+# --- extract (templater/extract.py) ----------------------------------------------------------------------------
+REGION_MIN_SHARE = 0.5  # the region is used only when it holds this share of the text the rules left
+PARAGRAPH_CHARS = 80  # a page with a block this long of which the template allows nothing falls back to single-page
+OWN_CONTENT_GAP = 3  # this many blocks of static and shape rules between two trusted blocks split the page's own
+# content from what lies past the site's chrome (3, LINK_RUN; 10 measured the same on the dev suites)
+OWN_CONTENT_LINKS = 0.5  # a paragraph of the page's own content is at most this share link text
+TEXT_STRUCTURE_PATHS = ("/dl/", "/pre/")  # definition lists and code (not tables: old sites lay pages out in them)
+REPEAT_MIN_CHARS = 100  # a kept block this long whose text was already kept is a repeat, not more content
+LIST_ITEMS = frozenset({("ul", "li"), ("ol", "li"), ("dl", "dt"), ("dl", "dd")})  # a shape rule on these (list,
+# item) steps also drops the link-heavy entries of lists nested in that list (extract.nested_entries)
+
+# --- template (templater/template.py) --------------------------------------------------------------------------
+REFERENCE_CANDIDATES = 15  # pages tried as the alignment reference
+NEAR_COPY = 0.8  # containment of long-block sets (shared / the smaller set) above which two pages count as one when
+# learning: a copy cut short keeps a subset of the original's paragraphs
+NEAR_COPY_CHARS = 80  # blocks this long (paragraphs, not menu items) decide whether two pages are copies
+NEAR_COPY_COMMON_PAGES = 3  # ... unless this many pages (and half of them) have them: then they are the site's
+REGION_TEXT_SHARE = 0.8  # the content region holds at least this share of a page's remaining text
+REGION_PAGE_SHARE = 0.5  # ... on at least this share of the pages
+NAV_PATHS = ("/nav/", "/aside/")  # a varying block inside <nav> (breadcrumbs, section menus) or <aside> is not the
+# page's own content, whatever its text
+LINKED_HEADINGS_PER_PAGE = 2  # linked headings of one tag path, on average a page, that make a list of links
+RELATED_MAX_SHARE = 0.3  # a related-articles container holds less than this share of the page's text
+WRAPPER_DEPTH = 3  # steps of a region XPath right under <body> (/html/body/div[1])
+REGION_CHROME_SHARE = 0.1  # a region right under <body> is trusted on a page where the blocks the rules drop inside
+# it add up to at most this share of the text they leave in it: it holds the page's text, not the site's chrome
+# (page wrappers hold the menus and sidebars: from 0.2 to several times the article on the dev news sites; the
+# content divisions of the dev documentation sites 0.01-0.05)
+CONTENT_TAGS = frozenset({"main", "article"})  # elements (and role="main") that declare the page's own content
+CHROME_TAGS = frozenset({"nav", "aside", "header", "footer", "form"})  # ... and what stays chrome inside them
+HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})  # headings title the section they open
+LABEL_TAGS = HEADING_TAGS | {"dt", "th", "caption", "legend", "summary"}  # a short
+# block with one of these tags titles the content that follows it; any other short block is a label (chrome,
+# template.SHORT_LABEL) ...
+STRUCTURE_TAGS = frozenset({"pre", "table", "dl"})  # code, tables and definition lists of the text
+LIST_TAGS = frozenset({"ul", "ol", "menu"})  # a block of links in a list is a navigation list ...
+LINK_RUN = 3  # ... and so is one of this many link-heavy blocks in a row (a table of contents as a <dl>)
+ROW_CELLS = 2  # a short label is content among this many of the page's own short blocks under one parent (a grid's
+# header cell; with one, a news blog's sidebar boxes passed for its content on the dev news sites)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,29 +17,23 @@ from lxml import etree
 
 from . import document, fallback, native
 from .align import lcs_length_masks, match_masks
-from .config import SHAPE_MAX_LINK_DENSITY
+from .config import (LIST_ITEMS, OWN_CONTENT_GAP, OWN_CONTENT_LINKS, PARAGRAPH_CHARS, REGION_MIN_SHARE,
+                     REPEAT_MIN_CHARS, SHAPE_MAX_LINK_DENSITY, TEXT_STRUCTURE_PATHS)
 from .errors import RuleError
 from .grouping import host_of
 from .headline import find_headline
 from .metadata import META_ACTIONS, read_metadata
-from .template import (REGION_CHROME_SHARE, RELATED_SIZE_TEST, WRAPPER_DEPTH, contains, fits,
+from .template import (CHROME_TAGS, HEADING_TAGS, REGION_CHROME_SHARE, RELATED_SIZE_TEST, WRAPPER_DEPTH, contains, fits,
                        size_limit)
 from .datatypes import Extraction, Rule, RuleAction, Segmented, Template
 
-REGION_MIN_SHARE = 0.5  # the region is used only when it holds this share of the text the rules left
 NO_CLASSIFIER = "none"  # --fallback none: the template's rules alone (the whole text where there is no template)
-PARAGRAPH_CHARS = 80  # a page with a block this long of which the template allows nothing falls back to single-page
-OWN_CONTENT_GAP = 3  # this many blocks of static and shape rules between two trusted blocks split the page's own
-# content from what lies past the site's chrome (3, LINK_RUN; 10 measured the same on the dev suites)
-OWN_CONTENT_LINKS = 0.5  # a paragraph of the page's own content is at most this share link text
-TEXT_STRUCTURE_PATHS = ("/dl/", "/pre/")  # definition lists and code (not tables: old sites lay pages out in them)
-REPEAT_MIN_CHARS = 100  # a kept block this long whose text was already kept is a repeat, not more content
 
 
 class CompiledTemplate:
     """A template prepared for fast application: hash sets and sequences built once."""
 
-    __slots__ = ("template", "name", "static_seq", "static_set", "static_masks", "shapes", "region",
+    __slots__ = ("template", "name", "static_seq", "static_set", "static_masks", "shapes", "nested", "region",
                  "region_trusted", "pinned", "containers", "meta")
 
     def __init__(self, template: Template) -> None:
@@ -50,6 +44,7 @@ class CompiledTemplate:
         self.static_set = np.array(sorted(set(self.static_seq)), dtype=np.uint32)
         self.static_masks = match_masks(self.static_seq)
         self.shapes = frozenset(r.tag_path for r in template.rules if r.action == RuleAction.DROP_SHAPE)
+        self.nested = nested_lists(self.shapes)
         regions = [r for r in template.rules if r.action == RuleAction.CONTENT and not r.pinned]
         self.region = _compile(regions[0])[1] if regions else None
         # a region right under <body> may be the page's wrapper: it bounds what is kept, and earns trust only on
@@ -96,6 +91,8 @@ def match_regions(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarra
     if compiled.shapes:
         shaped = np.fromiter(map(compiled.shapes.__contains__, map(_TAG_PATH, seg.blocks)), dtype=bool,
                              count=len(seg.blocks))
+        if compiled.nested:
+            shaped |= nested_entries(seg, compiled.nested)
         if shaped.any():
             shaped &= ~terms_of_text(seg, shaped)
         allowed &= ~shaped
@@ -119,8 +116,12 @@ def match_regions(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarra
 def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray) -> np.ndarray:
     """The trusted blocks among the page's own content: the region's allowed blocks fall into stretches split
     by at least OWN_CONTENT_GAP blocks of the template's static and shape rules (``chrome``: in the aligned
-    sequence, the site's chrome between them); the stretch from the first to the last paragraph (a block of
-    PARAGRAPH_CHARS or more, not mostly links), with what follows or precedes it up to such a gap, keeps the
+    sequence, the site's chrome between them); the stretch from the first to the last paragraph or section
+    heading (a block of PARAGRAPH_CHARS or more, or a heading not in a link inside the element the page declares
+    its main content, <main> or [role=main], whose next trusted block is not mostly links, neither under <nav>,
+    <aside>, <header>, <footer> or <form> (CHROME_TAGS); not mostly links itself:
+    a reference page's sections go on past a summary table the template cut, while a news page's sidebar boxes and
+    lists of other stories have headings too), with what follows or precedes it up to such a gap, keeps the
     trust. What lies before the page's first paragraph or beyond its last, past the site's chrome (a chapter's
     table of contents cut by its shape rules, a feed of other stories after the article), is judged as any
     allowed block."""
@@ -128,9 +129,15 @@ def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray) -> np.n
     if not len(where):
         return trusted
     chars = seg.block_chars()
-    paragraph = (chars >= PARAGRAPH_CHARS) & (np.fromiter((b.link_chars for b in seg.blocks), dtype=np.int64,
-                                                           count=len(seg.blocks)) <= OWN_CONTENT_LINKS * chars)
-    strong = np.flatnonzero(paragraph[where])
+    text = (np.fromiter((b.link_chars for b in seg.blocks), dtype=np.int64, count=len(seg.blocks))
+            <= OWN_CONTENT_LINKS * chars) & (chars > 0)
+    placed = np.fromiter((not any(f"/{tag}/" in b.tag_path + "/" for tag in CHROME_TAGS) for b in seg.blocks),
+                         dtype=bool, count=len(seg.blocks))[where]
+    heading = np.fromiter((b.tag in HEADING_TAGS and "/a/" not in b.tag_path and in_declared_main(b)
+                           for b in seg.blocks), dtype=bool, count=len(seg.blocks))[where] & placed
+    heading[:-1] &= text[where[1:]] & placed[1:]  # ... over the page's own text (not over a list of links, nor
+    heading[-1:] = False  # an <aside> of other stories: "Latest in Gear")
+    strong = np.flatnonzero(((chars[where] >= PARAGRAPH_CHARS) | heading) & text[where])
     if not len(strong):
         return trusted
     gaps = np.diff(np.cumsum(chrome)[where])  # the template's blocks between consecutive trusted blocks
@@ -142,6 +149,53 @@ def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray) -> np.n
     out = np.zeros_like(trusted)
     out[where[start:end]] = True
     return out
+
+
+def nested_lists(shapes: frozenset[str]) -> dict[str, str]:
+    """{the list's tag path with a trailing '/': its item tag} of the shape rules whose tag path ends in a list's
+    item (LIST_ITEMS: ul/li, ol/li, dl/dt, dl/dd)."""
+    out = {}
+    for path in shapes:
+        steps = path.rsplit("/", 2)
+        if len(steps) == 3 and (steps[1], steps[2]) in LIST_ITEMS:
+            out[f"{steps[0]}/{steps[1]}/"] = steps[2]
+    return out
+
+
+def nested_entries(seg: Segmented, nested: dict[str, str]) -> np.ndarray:
+    """Blocks that are entries of a list nested inside a list a shape rule drops: the same item tag deeper under
+    the list's tag path, and link-heavy like the rule's entries (a chapter's table of contents lists its
+    sections' subsections under each section; the rule is learned from the top entries, on most pages, while a
+    nested level is on few)."""
+    prefixes = tuple(nested)
+    out = np.zeros(len(seg.blocks), dtype=bool)
+    for i, block in enumerate(seg.blocks):
+        if block.tag_path.startswith(prefixes) and nested_rule(block, nested) is not None:
+            out[i] = True
+    return out
+
+
+def nested_rule(block, nested: dict[str, str]) -> str | None:
+    """The tag path of the shape rule whose list the block is a nested, link-heavy entry of, or None."""
+    path = block.tag_path
+    if block.link_chars <= SHAPE_MAX_LINK_DENSITY * len(block.text):
+        return None
+    for prefix, item in nested.items():
+        if path.startswith(prefix) and path.endswith("/" + item) and path.count("/") > prefix.count("/"):
+            return prefix + item
+    return None
+
+
+def in_declared_main(block) -> bool:
+    """Whether the block sits in a <main> element or one with role="main"."""
+    if "/main/" in block.tag_path + "/":
+        return True
+    node = block.element
+    while node is not None:
+        if node.get("role") == "main":
+            return True
+        node = node.getparent()
+    return False
 
 
 def terms_of_text(seg: Segmented, shaped: np.ndarray) -> np.ndarray:
@@ -291,10 +345,20 @@ def extract_content(seg: Segmented, compiled: CompiledTemplate | None = None, *,
         # the page is extracted as if the site had no template
         return extract_content(seg, None, site=site or compiled.template.site, method=method, weights=weights,
                                q=q, links=links)
-    keep = allowed if method == NO_CLASSIFIER else fallback.select_blocks(seg, method=method, allowed=allowed,
-                                                                   trusted=in_region, weights=weights, q=q)
+    keep = allowed if method == NO_CLASSIFIER or without_paragraphs(seg) else fallback.select_blocks(
+        seg, method=method, allowed=allowed, trusted=in_region, weights=weights, q=q)
     return _extraction(seg, keep, site=site or compiled.template.site, method="template", template=compiled.name,
                        coverage=round(coverage, 4), links=links, trusted=in_region)
+
+
+def without_paragraphs(seg: Segmented) -> bool:
+    """Whether the page has no paragraph at all (no block of PARAGRAPH_CHARS or more that is mostly not link
+    text): a list or index page (a reference's list of its syntax diagrams), whose every block the classifier,
+    taught on pages of prose, would score as chrome. Behind a template the template's choice stands there: it
+    took away what the site repeats, what is left is the list."""
+    chars = seg.block_chars()
+    links = np.fromiter((b.link_chars for b in seg.blocks), dtype=np.int64, count=len(seg.blocks))
+    return not ((chars >= PARAGRAPH_CHARS) & (links <= OWN_CONTENT_LINKS * chars)).any()
 
 
 def leaves_nothing(seg: Segmented, allowed: np.ndarray) -> bool:
@@ -305,20 +369,36 @@ def leaves_nothing(seg: Segmented, allowed: np.ndarray) -> bool:
 def drop_repeats(seg: Segmented, keep: np.ndarray, trusted: np.ndarray | None = None) -> np.ndarray:
     """Keep only the first of kept blocks with the same long text (pages that print their article twice), but
     every one in code, a table or a definition list of the ``trusted`` content region (fallback.protected_blocks:
-    reference pages describe the parameters of overloads and options in the same words)."""
+    reference pages describe the parameters of overloads and options in the same words), and every lone repeat
+    there in the page's declared main content (lone_repeats: a reference page's summary line said again in its
+    details)."""
     seen: set[str] = set()
-    out = keep.copy()
-    protected = None
-    for i in np.flatnonzero(keep):
+    long = keep & (seg.block_chars() >= REPEAT_MIN_CHARS)
+    repeat = np.zeros(len(keep), dtype=bool)
+    for i in np.flatnonzero(long):
         text = seg.blocks[i].text
-        if len(text) < REPEAT_MIN_CHARS:
-            continue
-        if text in seen:
-            if protected is None:
-                protected = (fallback.protected_blocks(seg, trusted) if trusted is not None
-                             else np.zeros(len(keep), dtype=bool))
-            out[i] = bool(protected[i])
+        repeat[i] = text in seen
         seen.add(text)
+    if not repeat.any():
+        return keep.copy()
+    if trusted is not None and trusted.any():
+        repeat &= ~(fallback.protected_blocks(seg, trusted) | lone_repeats(seg, long, repeat, trusted))
+    return keep & ~repeat
+
+
+def lone_repeats(seg: Segmented, long: np.ndarray, repeat: np.ndarray, trusted: np.ndarray) -> np.ndarray:
+    """Repeats in the trusted region, inside the element the page declares its main content (<main>,
+    [role=main]), between two kept long blocks (REPEAT_MIN_CHARS) that are not repeats: one line said again among
+    the page's own text (a method's summary sentence in its details, before its parameters), not an article
+    printed twice (a run of repeated paragraphs), a news page's lede printed over its story (pages without <main>)
+    nor its first paragraph quoted again in a share-by-email box after the story."""
+    where = np.flatnonzero(long)
+    flags = repeat[where]
+    before = np.concatenate(([True], flags[:-1]))  # the first or last long block has no text of the page's around it
+    after = np.concatenate((flags[1:], [True]))
+    out = np.zeros(len(long), dtype=bool)
+    for i in where[flags & ~before & ~after]:
+        out[i] = bool(trusted[i]) and in_declared_main(seg.blocks[i])
     return out
 
 

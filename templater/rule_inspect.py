@@ -33,7 +33,8 @@ from store import pins as pin_store
 from . import config
 from .config import PIN_SAMPLE_PAGES, REPORT_MAX_PAGES, SAMPLE_CHARS, LearnSettings
 from .errors import InputError, RuleError
-from .extract import CompiledTemplate, container_mask, extract_page, match_regions, pinned_mask
+from .extract import (CompiledTemplate, container_mask, extract_page, match_regions, nested_rule, pinned_mask,
+                      without_paragraphs)
 from .fallback import OUTSIDE_TRUSTED, drop_reasons, select_blocks
 from .metadata import META_ACTIONS
 from .pipeline import Progress, TemplateIndex, now, segment_file, stored_segment
@@ -265,7 +266,7 @@ def explain_blocks(seg: Segmented, compiled: CompiledTemplate | None, *, method:
         why = _classifier_why(seg, kept, allowed, trusted, method)
         why = [w[: -len(OUTSIDE_TRUSTED)] + OUTSIDE_OWN if region[i] and w.endswith(OUTSIDE_TRUSTED) else w
                for i, w in enumerate(why)]
-        survivor = TEMPLATE_ONLY if method == "none" else CLASSIFIER
+        survivor = TEMPLATE_ONLY if method == "none" or without_paragraphs(seg) else CLASSIFIER
         decisions = tuple(_decision(b, bool(kept[b.index]), survivor, why=why[b.index]) if allowed[b.index]
                           else _decision(b, False, *causes[b.index], rules=compiled.template.rules)
                           for b in seg.blocks)
@@ -286,7 +287,8 @@ def _classifier_why(seg: Segmented, kept: np.ndarray, allowed: np.ndarray, trust
                     method: str) -> list[str]:
     """Why each allowed block that was not kept was dropped: a repeat of a kept block's text, or the
     classifier's decision (fallback.drop_reasons for the default method)."""
-    chosen = allowed if method == "none" else select_blocks(seg, method=method, allowed=allowed, trusted=trusted)
+    chosen = allowed if method == "none" or without_paragraphs(seg) else select_blocks(
+        seg, method=method, allowed=allowed, trusted=trusted)
     reasons = drop_reasons(seg, allowed=allowed, trusted=trusted) if method == "auto" else (
         [f"method {method}"] * len(seg.blocks))
     first: dict[str, int] = {}
@@ -335,6 +337,11 @@ def _template_causes(seg: Segmented, compiled: CompiledTemplate, allowed: np.nda
             i = by_shape[b.tag_path]
             causes[b.index] = (RuleAction.DROP_SHAPE, i, f"tag path on {rules[i].support:.0%} of the learned pages, "
                                f"its text varying and short, link-heavy or in <nav>/<aside>; {shape}")
+        elif (outer := nested_rule(b, compiled.nested)) in by_shape:
+            i = by_shape[outer]
+            causes[b.index] = (RuleAction.DROP_SHAPE, i, f"a link-heavy entry of a list nested in the list whose "
+                               f"entries the rule drops (tag path on {rules[i].support:.0%} of the learned pages); "
+                               f"{shape}")
         else:
             causes[b.index] = next(((reason, i, _WHY[reason]) for reason, i, mask in masks if mask[b.index]),
                                    ("region", region, _WHY["region"]))

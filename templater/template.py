@@ -26,22 +26,14 @@ from lxml import etree
 from . import metadata, native
 from .align import lcs_length, lcs_pairs
 from .blocks import fill_xpaths
-from .config import (BLOCK_TAGS as _BLOCK_TAGS, SHAPE_MAX_LINK_DENSITY,
-                     LearnSettings)
+from .config import BLOCK_TAGS as _BLOCK_TAGS
+from .config import (CHROME_TAGS, CONTENT_TAGS, HEADING_TAGS, LABEL_TAGS, LINK_RUN,  # noqa: F401 (read as template.X)
+                     LINKED_HEADINGS_PER_PAGE, LIST_TAGS, NAV_PATHS, NEAR_COPY, NEAR_COPY_CHARS, NEAR_COPY_COMMON_PAGES,
+                     REFERENCE_CANDIDATES, REGION_CHROME_SHARE, REGION_PAGE_SHARE, REGION_TEXT_SHARE, RELATED_MAX_SHARE,
+                     ROW_CELLS, SHAPE_MAX_LINK_DENSITY, STRUCTURE_TAGS, WRAPPER_DEPTH, LearnSettings)
 from .datatypes import Block, Rule, RuleAction, Segmented, Template
 from .headline import find_headline
 
-HEADING_TAGS = frozenset({"h1", "h2", "title"})
-REFERENCE_CANDIDATES = 15  # pages tried as the alignment reference
-NEAR_COPY = 0.8  # containment of long-block sets (shared / the smaller set) above which two pages count as one when
-# learning: a copy cut short keeps a subset of the original's paragraphs
-NEAR_COPY_CHARS = 80  # blocks this long (paragraphs, not menu items) decide whether two pages are copies
-NEAR_COPY_COMMON_PAGES = 3  # ... unless this many pages (and half of them) have them: then they are the site's
-REGION_TEXT_SHARE = 0.8  # the content region holds at least this share of a page's remaining text
-REGION_PAGE_SHARE = 0.5  # ... on at least this share of the pages
-NAV_PATHS = ("/nav/", "/aside/")  # a varying block inside <nav> (breadcrumbs, section menus) or <aside> is not the
-# page's own content, whatever its text
-LINKED_HEADINGS_PER_PAGE = 2  # linked headings of one tag path, on average a page, that make a list of links
 COMMENT_NAME = re.compile(
     r"(?i)comments?|comment-?list|comments?-(?:area|section|wrap|wrapper|container|block|box|thread|holder)"
     r"|comment-(?:body|content|text|item)|respond|disqus_thread|dsq-content|replies|reader-?comments"
@@ -49,28 +41,13 @@ COMMENT_NAME = re.compile(
 RELATED_NAME = re.compile(
     r"(?i)(?:most-?)?popular(?:[-_][a-z]+)*|related(?:[-_][a-z]+)*|recommended(?:[-_][a-z]+)*|trending(?:[-_][a-z]+)*"
     r"|outbrain\w*|taboola\w*|more-?stories|also-?like")
-RELATED_MAX_SHARE = 0.3  # a related-articles container holds less than this share of the page's text
 RELATED_SIZE_TEST = (f"string-length(normalize-space(.)) < {RELATED_MAX_SHARE} * "
                      "string-length(normalize-space(/html/body))")
 _SIZE_LIMIT = etree.XPath(f"{RELATED_MAX_SHARE} * string-length(normalize-space(/html/body))")
 _SIZE = etree.XPath("string-length(normalize-space(.))")
 _NAMED = etree.XPath("//body//*[@id or @class][not(self::body)]")
-WRAPPER_DEPTH = 3  # steps of a region XPath right under <body> (/html/body/div[1])
-REGION_CHROME_SHARE = 0.1  # a region right under <body> is trusted on a page where the blocks the rules drop inside
-# it add up to at most this share of the text they leave in it: it holds the page's text, not the site's chrome
-# (page wrappers hold the menus and sidebars: from 0.2 to several times the article on the dev news sites; the
-# content divisions of the dev documentation sites 0.01-0.05)
-CONTENT_TAGS = frozenset({"main", "article"})  # elements (and role="main") that declare the page's own content
-CHROME_TAGS = frozenset({"nav", "aside", "header", "footer", "form"})  # ... and what stays chrome inside them
-HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})  # headings title the section they open
-LABEL_TAGS = HEADING_TAGS | {"dt", "th", "caption", "legend", "summary"}  # a short
-# block with one of these tags titles the content that follows it; any other short block is a label (chrome)
-STRUCTURE_TAGS = frozenset({"pre", "table", "dl"})  # code, tables and definition lists of the text
-LIST_TAGS = frozenset({"ul", "ol", "menu"})  # a block of links in a list is a navigation list ...
-LINK_RUN = 3  # ... and so is one of this many link-heavy blocks in a row (a table of contents as a <dl>)
 SHORT_LABEL = "short label"  # chrome_shape's word for a short block that titles nothing ...
-ROW_CELLS = 2  # ... unless among this many of the page's own short blocks under one parent (a grid's header cell;
-# with one, a news blog's sidebar boxes passed for its content on the dev news sites)
+
 
 
 def learn_template(pages: Sequence[Segmented], *, site: str, version: int = 1, layout: int = 0,
@@ -479,8 +456,12 @@ def repeated_chrome(block: Block, ancestry: list[str] | None, run: bool, rows: s
 def content_containers(seg: Segmented, dropped: np.ndarray, region: Rule | None, runs: np.ndarray,
                        settings: LearnSettings, rows: set | None = None) -> list:
     """The page's content containers: the learned region's element, <main>, <article> and [role=main], each
-    where the static blocks inside it that look like chrome add up to at most REGION_CHROME_SHARE of the rest
-    of its text (a container that holds the site's menus, sidebars or comment forms is a wrapper)."""
+    where the static blocks inside it that look like chrome add up to at most REGION_CHROME_SHARE of the rest of its
+    text (a container that holds the site's menus, sidebars or comment forms is a wrapper). In the element the page
+    declares its main content (<main>, [role=main]: HTML keeps the site's navigation and sidebars out of it) short
+    labels do not count: only lists of links and what sits under <nav>, <aside>, <header>, <footer> or <form>
+    (near-identical interface pages repeat most of their text, "Modifier and Type" header cells among it; the
+    blurbs of a news wrapper's sidebars are short labels)."""
     candidates = seg.root.xpath("//main | //article | //*[@role='main']")
     if region is not None:
         candidates += [e for e in etree.XPath(region.xpath)(seg.root) if isinstance(e, etree._Element)][:1]
@@ -488,8 +469,10 @@ def content_containers(seg: Segmented, dropped: np.ndarray, region: Rule | None,
     out = []
     for element in candidates:
         inside = _owned_by(seg, element)
+        declared = element.tag == "main" or element.get("role") == "main"
         chrome = sum(chars[i] for i in np.flatnonzero(inside & dropped) if repeated_chrome(
-            seg.blocks[i], content_ancestry(seg.blocks[i].element, [element]), bool(runs[i]), rows or set(), settings))
+            seg.blocks[i], content_ancestry(seg.blocks[i].element, [element]), bool(runs[i]), rows or set(),
+            settings) not in (("", SHORT_LABEL) if declared else ("",)))
         kept = chars[inside & ~dropped].sum()
         if kept and chrome <= REGION_CHROME_SHARE * kept:
             out.append(element)

@@ -50,6 +50,20 @@ def site_pages(count: int, *, base: str = "https://news.example.com/story/", sta
     return out
 
 
+def list_page(seed: int, *, base: str = "https://news.example.com/story/"):
+    """(segmented page, its list's entries) of an index page of the news site, in the articles' layout: the
+    headline, then a numbered list of links to topics where an article has its paragraphs, and no paragraph at all."""
+    import re
+
+    html, _ = article_html(seed)
+    entries = [f"{word.capitalize()} {seed}-{i}" for i, word in enumerate(WORDS)]
+    items = "".join(f'<li><a href="/topic/{seed}/{i}">{e}</a></li>' for i, e in enumerate(entries))
+    html = re.sub(r'(<div class="byline">.*?</div>)(.*?)(</div>\s*<div class="related">)',
+                  lambda m: m.group(1) + f'<ol class="topics">{items}</ol>' + m.group(3), html, flags=re.S)
+    page = Page(id=f"l{seed}", url=f"{base}topics-{seed}.html", html=html)
+    return segment(parse_html(html), page), entries
+
+
 def store_extracted(db, texts: dict[str, str], *, boilerplate: dict[str, int] | None = None) -> None:
     """Store pages with their extracted texts directly, as `templater extract` leaves them (no extraction run)."""
     import numpy as np
@@ -128,6 +142,64 @@ def reference_pages(count: int, *, start: int = 0, share_bar: bool = False):
     return out
 
 
+INTERFACE = """<html><head><title>{name} - Example API</title></head><body>
+<header><nav><ul><li><a href="/overview">Overview</a></li><li><a href="/package">Package</a></li>
+<li><a href="/tree">Tree</a></li><li><a href="/index-all">Index</a></li><li><a href="/help">Help</a></li></ul></nav>
+</header>
+<div class="flex-content"><main role="main">
+<div class="header"><h1>Interface {name}&lt;E extends Throwable&gt;</h1></div>
+<section class="description"><dl class="notes"><dt>Type Parameters:</dt><dd>E - Thrown exception.</dd>
+<dt>Functional Interface:</dt><dd>This is a functional interface and can therefore be used as the assignment target
+for a lambda expression or method reference.</dd></dl>
+<div class="type-signature">@FunctionalInterface public interface {name}&lt;E extends Throwable&gt;</div>
+<div class="block">{description}</div>
+<dl class="notes"><dt>Since:</dt><dd>3.11</dd></dl></section>
+<section class="summary"><h2>Field Summary</h2><div class="caption"><span>Fields</span></div>
+<div class="summary-table"><div class="table-header">Modifier and Type</div><div class="table-header">Field</div>
+<div class="table-header">Description</div><div class="col-first"><a href="/api/{name}">static final {name}</a></div>
+<div class="col-second"><a href="#NOP">NOP</a></div><div class="col-last"><div class="block">NOP singleton</div></div>
+</div>
+<h2>Method Summary</h2><div class="summary-table"><div class="table-header">Modifier and Type</div>
+<div class="table-header">Method</div><div class="table-header">Description</div>
+<div class="col-first">{returns}</div><div class="col-second"><a href="#{method}">{method}(int value)</a></div>
+<div class="col-last"><div class="block">{summary}</div></div></div></section>
+<section class="details"><h2>Method Details</h2><h3>{method}</h3>
+<div class="member-signature">{returns} {method}(int value) throws E</div>
+<div class="block">{summary}</div>
+<dl class="notes"><dt>Parameters:</dt><dd>value - the function argument</dd><dt>Throws:</dt><dd>{throws}</dd>
+<dt>Returns:</dt><dd>the function result</dd></dl></section>
+</main></div>
+<footer><p class="legal-copy">Copyright 2001-2025 The Example Foundation. All rights reserved.</p></footer>
+</body></html>"""
+
+# What every interface page repeats inside its content (the gold keeps it): short labels among them
+INTERFACE_REPEATED = ("Type Parameters:", "This is a functional interface", "Since:", "Method Summary",
+                      "Parameters:", "the function result")
+
+
+def interface_html(seed: int) -> tuple[str, str]:
+    """(html, the page's own varying text one line each) of an API reference's page for one of many near-identical
+    functional interfaces: the same notes, summary tables with the same header cells and the same details
+    labels on every page, around a name, a description and one method whose summary sentence (long) is said
+    again in the method's details, before its parameters."""
+    rng = random.Random(seed)
+    name = "Failable" + "".join(w.capitalize() for w in rng.sample(WORDS, 2)) + "Function"
+    method = "apply" + rng.choice(WORDS).capitalize()
+    description = f"A functional interface like {name[8:]} that declares a Throwable. " + sentence(rng, 10)
+    summary = "Applies this function to the given argument and " + sentence(rng, 14)
+    returns = rng.choice(["long", "int", "double", "boolean"])
+    throws = "E - Thrown when the function fails: " + sentence(rng, 16)
+    html = INTERFACE.format(name=name, method=method, description=description, summary=summary, returns=returns,
+                            throws=throws)
+    return html, "\n".join([description, summary, throws])
+
+
+def interface_pages(count: int, *, start: int = 0):
+    """Segmented interface pages of the API reference with their own texts."""
+    return _segmented(interface_html, range(start, start + count), "i",
+                      "https://api.example.com/function/{}.html")
+
+
 GUIDE = """<html><head><title>{title} - Example Guide</title></head><body>
 <div class="navheader"><a href="/">Home</a> <a href="/prev">Prev</a> <a href="/next">Next</a></div>
 <div class="chapter">
@@ -146,14 +218,16 @@ GUIDE = """<html><head><title>{title} - Example Guide</title></head><body>
 COLOPHON = "Part of the Example suite"  # a guide chapter's last section: the same short line on every chapter
 
 
-def guide_html(seed: int, *, terms: bool = False, colophon: bool = False) -> tuple[str, str]:
+def guide_html(seed: int, *, terms: bool = False, colophon: bool = False, nested: bool = False) -> tuple[str, str]:
     """(html, the chapter's own text one paragraph a line) of one chapter of a DocBook-style guide: its content
     division right under <body>, a table of contents of links that varies from chapter to chapter (its title the
     only static line inside), a grid of short cells under the same "Name | Description" header on every chapter,
     a lone "Advertisement" label, and sections whose heading a list of links to their pages follows on a third of
     the chapters. With
     ``terms``, the table of contents is a definition list of the chapter's own terms instead (no links, at the
-    same tag path). With ``colophon``, the chapter ends with a "Colophon" section whose one line is COLOPHON."""
+    same tag path). With ``colophon``, the chapter ends with a "Colophon" section whose one line is COLOPHON. With
+    ``nested``, on a quarter of the chapters every other entry of the table of contents lists its subsections in a
+    nested list of links."""
     rng = random.Random(seed)
     title = f"Chapter {seed}. " + sentence(rng, 3)[:-1]
     paras = [" ".join(sentence(rng, rng.randint(8, 16)) for _ in range(2)) for _ in range(3)]
@@ -161,7 +235,10 @@ def guide_html(seed: int, *, terms: bool = False, colophon: bool = False) -> tup
     if terms:
         toc = "<dl>" + "".join(f"<dt>{t}</dt><dd><p>{sentence(rng, 10)}</p></dd>" for t in toc_entries) + "</dl>"
     else:
-        toc = "<dl>" + "".join(f'<dt><a href="/s/{seed}/{i}">{t}</a></dt>' for i, t in enumerate(toc_entries)) + "</dl>"
+        toc = "<dl>" + "".join(f'<dt><a href="/s/{seed}/{i}">{t}</a></dt>' + (
+            "<dd><dl>" + "".join(f'<dt><a href="/s/{seed}/{i}/{j}">{seed}.{i}.{j}. {sentence(rng, 3)[:-1]}</a></dt>'
+                                 for j in range(1, 3)) + "</dl></dd>" if nested and i % 2 and seed % 4 == 0 else "")
+            for i, t in enumerate(toc_entries)) + "</dl>"
     cells = [(rng.choice(WORDS) + str(seed), sentence(rng, 4)) for _ in range(2)]
     sections = []
     own = [title] + paras + [c for pair in cells for c in pair]
@@ -179,10 +256,10 @@ def guide_html(seed: int, *, terms: bool = False, colophon: bool = False) -> tup
     return html, "\n".join(own + (["Colophon", COLOPHON] if colophon else []))
 
 
-def guide_pages(count: int, *, start: int = 0, terms: bool = False, colophon: bool = False):
+def guide_pages(count: int, *, start: int = 0, terms: bool = False, colophon: bool = False, nested: bool = False):
     """Segmented chapters of the guide with their texts."""
-    return _segmented(lambda seed: guide_html(seed, terms=terms, colophon=colophon), range(start, start + count),
-                      "g", "https://guide.example.com/book/ch{}.html")
+    return _segmented(lambda seed: guide_html(seed, terms=terms, colophon=colophon, nested=nested),
+                      range(start, start + count), "g", "https://guide.example.com/book/ch{}.html")
 
 
 FEED = """<html><head><title>{title} - Daily Example</title></head><body>

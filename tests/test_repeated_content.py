@@ -2,9 +2,12 @@
 a caution box, an inherited-members list) survives learning and extraction, chrome around it does not, and the
 single-page classifier keeps code, tables and definition lists inside a trusted content region."""
 
+import re
+
 import numpy as np
 
-from templater.extract import CompiledTemplate, extract_page, match_regions, match_template
+from templater.extract import (REPEAT_MIN_CHARS, CompiledTemplate, drop_repeats, extract_page, match_regions,
+                               match_template)
 from templater.fallback import among_own_text, region_chrome
 from templater.features import number_tree
 from templater.rule_inspect import explain_blocks
@@ -13,7 +16,8 @@ from templater.parse import parse_html
 from templater.template import REGION_CHROME_SHARE, WRAPPER_DEPTH, learn_template
 from templater.datatypes import Page
 
-from sitegen import COLOPHON, REPEATED_CONTENT, feed_pages, guide_pages, reference_html, reference_pages
+from sitegen import (COLOPHON, INTERFACE_REPEATED, REPEATED_CONTENT, feed_html, feed_pages, guide_pages,
+                     interface_pages, list_page, reference_html, reference_pages, site_pages)
 
 
 def _template(pages):
@@ -179,3 +183,106 @@ def test_a_sections_one_repeated_line_is_content_a_lone_label_is_not():
     seg, _ = guide_pages(1, start=45, colophon=True)[0]
     result = extract_page(seg, CompiledTemplate(template))
     assert "Colophon" in result.text and COLOPHON in result.text and "Advertisement" not in result.text
+
+
+# --- near-identical reference pages, nested tables of contents, a summary said again -------------------------
+
+def test_near_identical_interface_pages_keep_the_content_they_repeat():
+    """An API reference's interface pages are nearly the same page: the same notes, the same summary tables' header
+    cells and details labels around a name, a description and a method. Their <main> is the content division
+    although most of it repeats (short labels do not make it a wrapper: content_containers), so what it repeats
+    stays; and the page's own content goes on past the summary tables the template cuts, to its next section
+    heading (extract.own_content)."""
+    compiled = CompiledTemplate(learn_template([seg for seg, _ in interface_pages(8)], site="api.example.com/"))
+    seg, text = interface_pages(1, start=40)[0]
+    result = extract_page(seg, compiled)
+    for repeated in INTERFACE_REPEATED:
+        assert repeated in result.text, repeated
+    for line in text.split("\n"):
+        assert line in result.text, line
+    for chrome in ("Overview", "Help", "Copyright"):
+        assert chrome not in result.text
+    explained = explain_blocks(seg, compiled)
+    assert all(b.why for b in explained.blocks if not b.kept)
+
+
+def test_a_summary_sentence_said_again_in_the_details_is_kept_an_article_printed_twice_is_not():
+    """A method's summary sentence stands in the summary table and again in the method's details: both are the
+    page's text inside the page's declared <main> (extract.lone_repeats). A page that prints its article twice
+    repeats a run of paragraphs: the second copy goes."""
+    compiled = CompiledTemplate(learn_template([seg for seg, _ in interface_pages(8)], site="api.example.com/"))
+    seg, text = interface_pages(1, start=41)[0]
+    summary = text.split("\n")[1]
+    assert len(summary) >= REPEAT_MIN_CHARS
+    assert extract_page(seg, compiled).text.count(summary) == 2
+    paragraphs = [" ".join(["Stone river garden window market letter winter engine harbour signal."] * 2) + f" {i}"
+                  for i in range(3)]
+    html = "<html><body><main>" + "".join(f"<p>{p}</p>" for p in paragraphs * 2) + "</main></body></html>"
+    twice = segment(parse_html(html), Page(id="t", url="https://x.example.com/t", html=html))
+    keep = np.ones(len(twice.blocks), dtype=bool)
+    kept = drop_repeats(twice, keep, keep.copy())
+    assert [b.text for b, k in zip(twice.blocks, kept) if k and b.text] == paragraphs
+    # a news page without <main> printing its lede again over the story: the lone repeat goes too
+    html = ("<html><body><article>" + "".join(f"<p>{p}</p>" for p in paragraphs + paragraphs[:1] + ["Short."])
+            + "</article></body></html>")
+    lede = segment(parse_html(html), Page(id="l", url="https://x.example.com/l", html=html))
+    keep = np.ones(len(lede.blocks), dtype=bool)
+    kept = drop_repeats(lede, keep, keep.copy())
+    assert [b.text for b, k in zip(lede.blocks, kept) if k and b.text] == paragraphs + ["Short."]
+
+
+def test_nested_entries_of_a_table_of_contents_go_with_its_shape_rule():
+    """A quarter of the chapters' tables of contents list some sections' subsections in lists nested in their own:
+    the shape rule learned from the top entries (on most chapters) drops the nested entries too, too rare for a
+    rule of their own (extract.nested_entries), and `rules explain` names that rule."""
+    compiled = CompiledTemplate(learn_template([seg for seg, _ in guide_pages(8, nested=True)],
+                                               site="guide.example.com/"))
+    seg, text = guide_pages(1, start=48, nested=True)[0]
+    nested = [b.index for b in seg.blocks if b.tag == "dt" and "/dd/" in b.tag_path]
+    assert nested
+    result = extract_page(seg, compiled)
+    assert not any(seg.blocks[i].text in result.text for i in nested)
+    assert all(line in result.text or line == result.title for line in text.split("\n"))
+    explained = {b.index: b for b in explain_blocks(seg, compiled).blocks}
+    assert all(explained[i].reason == "drop-shape" and "nested" in explained[i].why for i in nested)
+
+
+def test_a_page_without_paragraphs_keeps_what_the_template_leaves():
+    """An index page in the site's article layout holds no paragraph, only a list of links: the template takes
+    away what the site repeats (menu, byline shape, related box, footer) and the rest is the page's list, which
+    the classifier (taught on prose) would score as chrome (extract.without_paragraphs); `rules explain` says the
+    template decided."""
+    compiled = CompiledTemplate(learn_template([seg for seg, _ in site_pages(8)], site="news.example.com/story/"))
+    seg, entries = list_page(50)
+    result = extract_page(seg, compiled)
+    assert result.method == "template"
+    assert all(e in result.text for e in entries)
+    assert not any(chrome in result.text for chrome in ("World", "Related stories", "Copyright", "By "))
+    explained = explain_blocks(seg, compiled)
+    assert all(b.reason == "template" for b in explained.blocks if b.kept)
+    assert all(b.why for b in explained.blocks if not b.kept)
+    article, text = site_pages(1, start=51)[0]  # an article of the same site is still the classifier's to trim
+    assert {b.reason for b in explain_blocks(article, compiled).blocks if b.kept} == {"classifier"}
+
+
+def test_a_heading_over_an_aside_of_other_stories_does_not_extend_the_pages_own_content():
+    """In a page's declared <main>, a section heading over the page's own text extends the trust past the site's
+    chrome (a reference page's next section); a "Latest in ..." heading over an <aside> of other stories does not
+    (extract.own_content): the feed stays the classifier's to judge as in an undeclared page."""
+    def declared(seed):  # the feed's teasers are headings in an <aside> under a "Latest in ..." heading
+        html, text = feed_html(seed)
+        head, stream = html.split('<div class="stream">')
+        stream = re.sub(r"<div>([A-Z][^<]*\.)</div>", r"<h4>\1</h4>", stream)
+        html = (head.replace('<div class="page"><article>', '<main class="page"><article>')
+                + '<h3>Latest in Daily Example</h3><aside class="stream">'
+                + stream.replace("</div>\n</article></div>", "</aside>\n</article></main>"))
+        page = Page(id=f"m{seed}", url=f"https://daily.example.com/story/{seed}.html", html=html)
+        return segment(parse_html(html), page), text
+
+    compiled = CompiledTemplate(learn_template([declared(seed)[0] for seed in range(8)], site="daily.example.com/"))
+    seg, text = declared(40)
+    allowed, _, own, _ = match_regions(seg, compiled)
+    paragraphs = [b.index for b in seg.blocks if b.tag == "p" and b.text in text]
+    feed = [b.index for b in seg.blocks if b.tag == "h4"]
+    assert paragraphs and feed and allowed[feed].all() and any(b.text == "Latest in Daily Example" for b in seg.blocks)
+    assert own[paragraphs].all() and not own[feed].any()
