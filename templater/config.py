@@ -80,6 +80,30 @@ META_VISIBLE_SUPPORT = 0.5  # without declarations: a byline or date shape on th
 META_MIN_VALUES = 2  # ... that shows at least this many different values (a fixed date is the site's, not the page's)
 
 
+# --- features ---
+REGION_MIN_CHARS = 25  # a block shorter than this adds nothing to a container's content score
+REGION_GRANDPARENT_SHARE = 0.5  # share of a block's content score its grandparent receives (readability)
+NEIGHBOUR_WINDOW = 3  # blocks either side averaged into the context features
+LENGTH_SCALE = 100.0  # text lengths enter as log1p(chars / LENGTH_SCALE)
+CLASS_CACHE_SIZE = 1 << 16  # distinct (class, id) pairs whose flags are remembered
+FAR = 1_000  # the distance recorded when no ancestor carries a flag
+CONTEXT_LEVELS = 3  # containers above a block whose text-weighted score the second stage sees
+MIN_SCORE = 1e-6  # floor of a page's best score when scores are divided by it
+CONTEXT_WIDTHS = (1, 3, 10)  # blocks either side of the three neighbour means of the first-stage scores
+
+# --- training --- (the shipped weights were made with these)
+LINE_HIDDEN = 6  # hidden units of the nine-input line network
+AUTO_HIDDEN = 8  # hidden units of each default-classifier network
+ENSEMBLE = 3  # networks averaged per stage of the default classifier
+FOLDS = 5  # page folds for the out-of-fold scores the second stage and the FDR null are fitted on
+AUTO_L2 = 3e-3  # weight decay of the default classifier's networks (its inputs are many, its pages few)
+LABEL_SHARE = 0.5  # a block is content when more than this share of its tokens is found in the gold
+# Label weight multiplier per page source (the part of a page id before its first "/"): news pages are the most
+# varied and the genre the product is judged on first; other genres' long, mostly-content pages would otherwise
+# pull the networks toward keeping more (x2 gives news 75% of the label weight of the genre-mixed set, not 59%).
+SOURCE_WEIGHTS = {"news": 2.0}
+
+
 @dataclass(frozen=True, slots=True)
 class LearnSettings:
     """Settings of template learning: saved with each template they shaped (``store.templates``, JSON), shown by
