@@ -164,6 +164,28 @@ LIST_TAGS = frozenset({"ul", "ol", "menu"})  # a block of links in a list is a n
 LINK_RUN = 3  # ... and so is one of this many link-heavy blocks in a row (a table of contents as a <dl>)
 ROW_CELLS = 2  # a short label is content among this many of the page's own short blocks under one parent (a grid's
 # header cell; with one, a news blog's sidebar boxes passed for its content on the dev news sites)
+# --- features ---
+REGION_MIN_CHARS = 25  # a block shorter than this adds nothing to a container's content score
+REGION_GRANDPARENT_SHARE = 0.5  # share of a block's content score its grandparent receives (readability)
+NEIGHBOUR_WINDOW = 3  # blocks either side averaged into the context features
+LENGTH_SCALE = 100.0  # text lengths enter as log1p(chars / LENGTH_SCALE)
+CLASS_CACHE_SIZE = 1 << 16  # distinct (class, id) pairs whose flags are remembered
+FAR = 1_000  # the distance recorded when no ancestor carries a flag
+CONTEXT_LEVELS = 3  # containers above a block whose text-weighted score the second stage sees
+MIN_SCORE = 1e-6  # floor of a page's best score when scores are divided by it
+CONTEXT_WIDTHS = (1, 3, 10)  # blocks either side of the three neighbour means of the first-stage scores
+
+# --- training --- (the shipped weights were made with these)
+LINE_HIDDEN = 6  # hidden units of the nine-input line network
+AUTO_HIDDEN = 8  # hidden units of each default-classifier network
+ENSEMBLE = 3  # networks averaged per stage of the default classifier
+FOLDS = 5  # page folds for the out-of-fold scores the second stage and the FDR null are fitted on
+AUTO_L2 = 3e-3  # weight decay of the default classifier's networks (its inputs are many, its pages few)
+LABEL_SHARE = 0.5  # a block is content when more than this share of its tokens is found in the gold
+# Label weight multiplier per page source (the part of a page id before its first "/"): news pages are the most
+# varied and the genre the product is judged on first; other genres' long, mostly-content pages would otherwise
+# pull the networks toward keeping more (x2 gives news 75% of the label weight of the genre-mixed set, not 59%).
+SOURCE_WEIGHTS = {"news": 2.0}
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import native
+from .config import (CLASS_CACHE_SIZE, CONTEXT_LEVELS, CONTEXT_WIDTHS, FAR, LENGTH_SCALE, MIN_SCORE, NEIGHBOUR_WINDOW,
+                     REGION_GRANDPARENT_SHARE, REGION_MIN_CHARS)
 from .datatypes import Segmented
 
 # --- class/id vocabulary: an element's class and id are cut into lower-case words (at non-letters and at
@@ -95,15 +97,6 @@ _DIGIT = re.compile(r"\d")
 _WORD = re.compile(r"[^\W_]+")
 _COPYRIGHT = re.compile(r"\u00a9|copyright|all rights reserved", re.IGNORECASE)
 
-REGION_MIN_CHARS = 25  # a block shorter than this adds nothing to a container's content score
-REGION_GRANDPARENT_SHARE = 0.5  # share of a block's content score its grandparent receives (readability)
-NEIGHBOUR_WINDOW = 3  # blocks either side averaged into the context features
-LENGTH_SCALE = 100.0  # text lengths enter as log1p(chars / LENGTH_SCALE)
-CLASS_CACHE_SIZE = 1 << 16  # distinct (class, id) pairs whose flags are remembered
-FAR = 1_000  # the distance recorded when no ancestor carries a flag
-CONTEXT_LEVELS = 3  # containers above a block whose text-weighted score the second stage sees
-MIN_SCORE = 1e-6  # floor of a page's best score when scores are divided by it
-CONTEXT_WIDTHS = (1, 3, 10)  # blocks either side of the three neighbour means of the first-stage scores
 
 
 def line_features(seg: Segmented) -> np.ndarray:

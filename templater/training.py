@@ -21,7 +21,8 @@ import numpy as np
 from . import ann
 from .ann import Weights, read_weights, save_weights
 from .blocks import segment
-from .config import EPOCHS, TRAIN_SEED  # in config: the command line shows them without loading numpy
+from .config import (AUTO_HIDDEN, AUTO_L2, ENSEMBLE, EPOCHS, FOLDS, LABEL_SHARE, LINE_HIDDEN, SOURCE_WEIGHTS,
+                     TRAIN_SEED)
 from .errors import InputError
 from .evaluation import tokens
 from .features import CONTEXT_NAMES, FEATURE_NAMES, Tree, block_features, context_features, line_features, number_tree
@@ -30,18 +31,6 @@ from .datatypes import Page, Segmented
 
 __all__ = ["LabelledPage", "SOURCE_WEIGHTS", "describe_page", "iter_labelled", "label_blocks", "page_source",
            "read_weights", "save_weights", "train_ann", "training_data"]
-
-# --- training settings (the shipped weights were made with these) -------------------------------------------
-LINE_HIDDEN = 6  # hidden units of the nine-input line network
-AUTO_HIDDEN = 8  # hidden units of each default-classifier network
-ENSEMBLE = 3  # networks averaged per stage of the default classifier
-FOLDS = 5  # page folds for the out-of-fold scores the second stage and the FDR null are fitted on
-AUTO_L2 = 3e-3  # weight decay of the default classifier's networks (its inputs are many, its pages few)
-LABEL_SHARE = 0.5  # a block is content when more than this share of its tokens is found in the gold
-# Label weight multiplier per page source (the part of a page id before its first "/"): news pages are the most
-# varied and the genre the product is judged on first; other genres' long, mostly-content pages would otherwise
-# pull the networks toward keeping more (x2 gives news 75% of the label weight of the genre-mixed set, not 59%).
-SOURCE_WEIGHTS: Mapping[str, float] = {"news": 2.0}
 
 
 @dataclass(frozen=True, slots=True)
