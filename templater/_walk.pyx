@@ -155,7 +155,7 @@ def configure_tree(pairs, words_bits, Py_ssize_t cache_size):
     _set_tags(&_tag_bits, pairs)
     _words_function = words_bits
     cdef Py_ssize_t size = 1
-    while size * 2 <= min(cache_size, 1 << 16):
+    while size * 2 <= max(2, min(cache_size, 1 << 16)):
         size *= 2
     _words_reset(size)
 
@@ -834,9 +834,15 @@ cdef uint32_t _class_bits(const Attributes *found, Buffer *scratch) except? 0xFF
         _attribute_into(found.id_, scratch)
     cdef uint64_t hash = _fnv1a(<const unsigned char *>scratch.data, scratch.size)
     cdef WordsEntry *entry = &_words[hash & _words_mask]
+    cdef WordsEntry *other = &_words[(hash & _words_mask) ^ 1]  # two ways: a pair may sit in either slot
     if entry.key is not NULL and entry.hash == hash and entry.size == scratch.size and memcmp(
             entry.key, scratch.data, scratch.size) == 0:
         return entry.bits
+    if other.key is not NULL and other.hash == hash and other.size == scratch.size and memcmp(
+            other.key, scratch.data, scratch.size) == 0:
+        return other.bits
+    if entry.key is not NULL and other.key is NULL:
+        entry = other
     class_text, id_text = scratch.data[:scratch.size].decode("utf-8").split("\0")
     cdef uint32_t bits = _words_function(class_text, id_text)
     cdef char *key = <char *>malloc(scratch.size or 1)
@@ -851,8 +857,8 @@ cdef uint32_t _class_bits(const Attributes *found, Buffer *scratch) except? 0xFF
     return bits
 
 
-# features._words_bits of the (class, id) pairs met lately: a direct-mapped table by the pair's hash (a pair whose
-# slot another pair took is asked again; pages repeat the same few pairs)
+# features._words_bits of the (class, id) pairs met lately: a two-way table by the pair's hash (a pair whose slots
+# other pairs took is asked again; pages repeat the same few pairs)
 cdef struct WordsEntry:
     uint64_t hash
     Py_ssize_t size
