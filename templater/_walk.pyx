@@ -10,15 +10,26 @@ duplicate attributes), a function returns None and the caller runs the definitio
 
 from cpython.bytearray cimport PyByteArray_FromStringAndSize
 from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.ref cimport PyObject, Py_DECREF
 from cpython.unicode cimport Py_UNICODE_ISSPACE
-from libc.stdint cimport int64_t, uint32_t
-from libc.stdlib cimport calloc, free, realloc
-from libc.string cimport memcpy, strcmp, strlen, strncmp, strstr
+from libc.stdint cimport int64_t, uint32_t, uint64_t
+from libc.stdlib cimport calloc, free, malloc, realloc
+from libc.string cimport memcmp, memcpy, strcmp, strlen, strncmp, strstr
 from lxml.includes cimport tree
 from lxml.includes.tree cimport xmlAttr, xmlNode
 from lxml.includes.etreepublic cimport _Document, _Element, elementFactory, import_lxml__etree
 
 import_lxml__etree()
+
+
+cdef extern from "Python.h":
+    ctypedef int (*_descrsetfunc)(PyObject *, PyObject *, PyObject *) except -1
+    ctypedef PyObject *(*_descrgetfunc)(PyObject *, PyObject *, PyObject *) except NULL
+    ctypedef struct _TypeSlots "PyTypeObject":  # the slots the block maker and reader call (CPython's type slots)
+        PyObject *(*tp_alloc)(_TypeSlots *, Py_ssize_t) except NULL
+        _descrsetfunc tp_descr_set
+        _descrgetfunc tp_descr_get
+    _TypeSlots *Py_TYPE(PyObject *)
 
 
 class _Decline(Exception):
@@ -27,8 +38,55 @@ class _Decline(Exception):
 
 cdef object _block_class = None
 cdef object _words_function = None
-cdef dict _words = {}
-cdef Py_ssize_t _words_limit = 1 << 16
+
+# Blocks are made the way object.__new__ and the class's __init__ make them, without the Python frame of __init__:
+# the block class's allocator, then each field set through its own slot descriptor (``member_descriptor.__set__``,
+# what ``self.field = value`` does). Taken only when the class is a plain __slots__ class with exactly these fields
+# and no __new__ of its own; else blocks are made by calling the class.
+BLOCK_FIELDS = ("index", "_xpath", "tag_path", "tag", "text", "link_chars", "markup_bytes", "hash", "shape",
+                "element")
+DEF FIELDS = 10
+cdef PyObject *_field_descriptors[FIELDS]
+cdef list _held_descriptors = []
+cdef bint _fast_blocks = False
+
+
+cdef bint _plain_slots_class(cls) except -1:
+    """Whether instances of cls are made right by its allocator plus the BLOCK_FIELDS' descriptors: a __slots__
+    class of exactly those fields, right below object, whose __init__ stores its arguments in that order."""
+    if (not isinstance(cls, type) or cls.__base__ is not object or cls.__new__ is not object.__new__
+            or set(getattr(cls, "__slots__", ())) != set(BLOCK_FIELDS) or "__dict__" in cls.__dict__):
+        return False
+    if not all(type(cls.__dict__.get(name)).__name__ == "member_descriptor" for name in BLOCK_FIELDS):
+        return False
+    values = [object() for _ in BLOCK_FIELDS]
+    probe = cls(*values)
+    return all(getattr(probe, name) is value for name, value in zip(BLOCK_FIELDS, values))
+
+
+cdef object _make_block(index, xpath, tag_path, tag, text, link_chars, markup, digest, shape, element):
+    """_block_class(index, xpath, tag_path, tag, text, link_chars, markup, digest, shape, element)"""
+    if not _fast_blocks:
+        return _block_class(index, xpath, tag_path, tag, text, link_chars, markup, digest, shape, element)
+    cdef _TypeSlots *cls = <_TypeSlots *>(<PyObject *>_block_class)
+    cdef PyObject *made = cls.tp_alloc(cls, 0)
+    block = <object>made
+    Py_DECREF(block)  # <object> took a second reference
+    cdef PyObject *values[FIELDS]
+    values[0] = <PyObject *>index
+    values[1] = <PyObject *>xpath
+    values[2] = <PyObject *>tag_path
+    values[3] = <PyObject *>tag
+    values[4] = <PyObject *>text
+    values[5] = <PyObject *>link_chars
+    values[6] = <PyObject *>markup
+    values[7] = <PyObject *>digest
+    values[8] = <PyObject *>shape
+    values[9] = <PyObject *>element
+    cdef int i
+    for i in range(FIELDS):
+        Py_TYPE(_field_descriptors[i]).tp_descr_set(_field_descriptors[i], <PyObject *>block, values[i])
+    return block
 
 
 # --- tag name sets: names compared as C strings (the bytes objects holding them are kept in ``names``) ----------
@@ -72,21 +130,34 @@ cdef inline uint32_t _tag_value(const Tags *tags, xmlNode *n) noexcept:
 
 def configure(block_tags, split_tags, block_class):
     """The tags that own blocks, those that split them (blocks.segment's), and the class blocks are made of."""
-    global _block_class
+    global _block_class, _fast_blocks
     _set_tags(&_block_tags, [(tag, 1) for tag in block_tags])
     _set_tags(&_split_tags, [(tag, 1) for tag in split_tags])
     _block_class = block_class
+    _fast_blocks = _plain_slots_class(block_class)
+    if _fast_blocks:
+        _held_descriptors[:] = [block_class.__dict__[name] for name in BLOCK_FIELDS]
+        for i in range(FIELDS):
+            _field_descriptors[i] = <PyObject *>_held_descriptors[i]
+
+
+def fast_blocks():
+    """Whether blocks are made without calling the block class (see BLOCK_FIELDS)."""
+    return _fast_blocks
 
 
 def configure_tree(pairs, words_bits, Py_ssize_t cache_size):
-    """features' tag flags per tag name, features._words_bits, and how many (class, id) pairs to remember."""
-    global _words_function, _words_limit, _words
+    """features' tag flags per tag name, features._words_bits, and how many (class, id) pairs to remember (the
+    largest power of two not above it, at most 65,536)."""
+    global _words_function
     if not callable(words_bits) or cache_size < 1:
         raise ValueError("words_bits must be callable and the cache size positive")
     _set_tags(&_tag_bits, pairs)
     _words_function = words_bits
-    _words_limit = cache_size
-    _words = {}
+    cdef Py_ssize_t size = 1
+    while size * 2 <= max(2, min(cache_size, 1 << 16)):
+        size *= 2
+    _words_reset(size)
 
 
 # --- a growable byte buffer ------------------------------------------------------------------------------------
@@ -372,6 +443,30 @@ cdef Py_ssize_t _markup_bytes(xmlNode *element) except -1:
     return size
 
 
+# element names as str, remembered by their bytes (a page uses a few dozen names, every page the same ones)
+DEF NAMES = 256
+cdef char *_name_keys[NAMES]
+cdef object _name_values = [None] * NAMES
+
+
+cdef str _tag_name(const unsigned char *name):
+    """name.decode("utf-8"), the str shared by every element of that name"""
+    cdef const char *text = <const char *>name
+    cdef size_t size = strlen(text)
+    cdef size_t slot = _fnv1a(name, size) & (NAMES - 1)
+    if _name_keys[slot] is not NULL and strcmp(_name_keys[slot], text) == 0:
+        return _name_values[slot]
+    value = text[:size].decode("utf-8")
+    cdef char *key = <char *>malloc(size + 1)
+    if key is NULL:
+        raise MemoryError
+    memcpy(key, text, size + 1)
+    free(_name_keys[slot])
+    _name_keys[slot] = key
+    _name_values[slot] = value
+    return value
+
+
 cdef str _tag_path(xmlNode *element, Buffer *scratch):
     """'/html/body/div/p'"""
     cdef xmlNode *chain[MAX_DEPTH]
@@ -391,6 +486,44 @@ cdef str _tag_path(xmlNode *element, Buffer *scratch):
     return scratch.data[:scratch.size].decode("utf-8")
 
 
+cdef struct Numbers:  # the numbers given so far, by node: open addressing over a power-of-two table (NULL: empty)
+    xmlNode **keys
+    int64_t *values
+    Py_ssize_t count, mask
+
+
+cdef inline Py_ssize_t _slot(const Numbers *m, xmlNode *key) noexcept:
+    cdef size_t h = <size_t>key
+    h = (h >> 4) * <size_t>0x9E3779B97F4A7C15
+    cdef Py_ssize_t i = <Py_ssize_t>(h >> 20) & m.mask
+    while m.keys[i] is not NULL and m.keys[i] is not key:
+        i = (i + 1) & m.mask
+    return i
+
+
+cdef int _numbers_grow(Numbers *m) except -1:
+    cdef Numbers bigger
+    cdef Py_ssize_t i, j
+    bigger.mask = (m.mask + 1) * 2 - 1 if m.keys is not NULL else 255
+    bigger.count = m.count
+    bigger.keys = <xmlNode **>calloc(bigger.mask + 1, sizeof(xmlNode *))
+    bigger.values = <int64_t *>calloc(bigger.mask + 1, sizeof(int64_t))
+    if bigger.keys is NULL or bigger.values is NULL:
+        free(bigger.keys)
+        free(bigger.values)
+        raise MemoryError
+    if m.keys is not NULL:
+        for i in range(m.mask + 1):
+            if m.keys[i] is not NULL:
+                j = _slot(&bigger, m.keys[i])
+                bigger.keys[j] = m.keys[i]
+                bigger.values[j] = m.values[i]
+        free(m.keys)
+        free(m.values)
+    m[0] = bigger
+    return 0
+
+
 # --- blocks.segment ---------------------------------------------------------------------------------------------
 cdef class _Segment:
     """One page's walk: the blocks closed so far (with their hashes and lengths), the owners' tag paths, and the
@@ -401,18 +534,49 @@ cdef class _Segment:
     cdef Buffer chars
     cdef Buffer text
     cdef Buffer scratch
-    cdef dict paths
+    cdef Numbers owners  # owner element -> its row in paths, tags, shapes, prefixes
+    cdef list paths  # the owners' tag paths ...
+    cdef list tags  # ... tag names ...
+    cdef Buffer shapes  # ... CRC32 of the tag path (uint32) ...
+    cdef Buffer prefixes  # ... and CRC32 of the tag path and the separator (uint32)
 
     def __cinit__(self, _Document doc):
         self.doc = doc
         self.blocks = []
-        self.paths = {}
+        self.paths = []
+        self.tags = []
 
     def __dealloc__(self):
         free(self.hashes.data)
         free(self.chars.data)
         free(self.text.data)
         free(self.scratch.data)
+        free(self.shapes.data)
+        free(self.prefixes.data)
+        free(self.owners.keys)
+        free(self.owners.values)
+
+    cdef Py_ssize_t owner_row(self, xmlNode *owner) except -1:
+        """The owner's row in the owner columns, added on its first block."""
+        cdef Py_ssize_t i
+        cdef uint32_t shape, prefix
+        if self.owners.keys is not NULL:
+            i = _slot(&self.owners, owner)
+            if self.owners.keys[i] is not NULL:
+                return self.owners.values[i]
+        self.paths.append(_tag_path(owner, &self.scratch))  # its UTF-8 left in scratch
+        shape = _crc32(<const unsigned char *>self.scratch.data, self.scratch.size, 0)
+        prefix = _crc32(<const unsigned char *>"\x1f", 1, shape)
+        self.tags.append(_tag_name(owner.name))
+        _add(&self.shapes, &shape, 4)
+        _add(&self.prefixes, &prefix, 4)
+        if 2 * (self.owners.count + 1) > self.owners.mask + 1:
+            _numbers_grow(&self.owners)
+        i = _slot(&self.owners, owner)
+        self.owners.keys[i] = owner
+        self.owners.values[i] = self.owners.count
+        self.owners.count += 1
+        return self.owners.count - 1
 
     cdef result(self):
         return (self.blocks, PyBytes_FromStringAndSize(self.hashes.data, self.hashes.size),
@@ -429,14 +593,9 @@ cdef class _Segment:
         if not self.text.size:
             return
         text = self.text.data[:self.text.size].decode("utf-8")
-        key = <size_t>owner
-        known = self.paths.get(key)
-        if known is None:
-            tag_path = _tag_path(owner, &self.scratch)  # its UTF-8 left in scratch
-            shape = _crc32(<const unsigned char *>self.scratch.data, self.scratch.size, 0)
-            known = self.paths[key] = (tag_path, _text(<const char *>owner.name), shape,
-                                       _crc32(<const unsigned char *>"\x1f", 1, shape))
-        tag_path, tag, shape, prefix = known
+        cdef Py_ssize_t row = self.owner_row(owner)
+        shape = (<uint32_t *>self.shapes.data)[row]
+        prefix = (<uint32_t *>self.prefixes.data)[row]
         if ascii:  # str.lower() of ASCII text is bytewise
             for i in range(self.text.size):
                 if 65 <= q[i] <= 90:
@@ -447,8 +606,8 @@ cdef class _Segment:
             digest = _crc32(<const unsigned char *>lowered, len(lowered), prefix)
         self.text.size = 0
         length = len(text)
-        self.blocks.append(_block_class(len(self.blocks), None, tag_path, tag, text, min(link_chars, length), markup,
-                                        digest, shape, elementFactory(self.doc, owner)))
+        self.blocks.append(_make_block(len(self.blocks), None, self.paths[row], self.tags[row], text,
+                                       min(link_chars, length), markup, digest, shape, elementFactory(self.doc, owner)))
         _add(&self.hashes, &digest, 4)
         _add(&self.chars, &length, 8)
 
@@ -619,46 +778,119 @@ cdef inline xmlAttr *_first(xmlNode *n, const char *name) noexcept:
     return NULL
 
 
-cdef char _is_hint(xmlNode *n, Buffer *scratch) except -1:
+cdef struct Attributes:  # the first attribute (no namespace) of each name features reads, NULL where absent
+    xmlAttr *class_
+    xmlAttr *id_
+    xmlAttr *itemprop
+    xmlAttr *itemtype
+    xmlAttr *role
+
+
+cdef void _attributes(xmlNode *n, Attributes *found) noexcept:
+    """What _first finds for each name, in one pass over the element's attributes."""
+    cdef xmlAttr *a = n.properties
+    cdef const char *name
+    found.class_ = found.id_ = found.itemprop = found.itemtype = found.role = NULL
+    while a is not NULL:
+        if a.type == tree.XML_ATTRIBUTE_NODE and a.ns is NULL:
+            name = <const char *>a.name
+            if name[0] == c'c':
+                if found.class_ is NULL and strcmp(name, "class") == 0:
+                    found.class_ = a
+            elif name[0] == c'i':
+                if found.id_ is NULL and strcmp(name, "id") == 0:
+                    found.id_ = a
+                elif found.itemprop is NULL and strcmp(name, "itemprop") == 0:
+                    found.itemprop = a
+                elif found.itemtype is NULL and strcmp(name, "itemtype") == 0:
+                    found.itemtype = a
+            elif name[0] == c'r':
+                if found.role is NULL and strcmp(name, "role") == 0:
+                    found.role = a
+        a = a.next
+
+
+cdef char _is_hint(xmlNode *n, const Attributes *found, Buffer *scratch) except -1:
     """features._is_hint"""
-    cdef xmlAttr *a
     if _is_named(n, "article") or _is_named(n, "main"):
         return True
-    if n.properties is NULL:
-        return False
-    a = _first(n, "itemprop")
-    if a is not NULL and _attribute_is(a, "articleBody", False, scratch):
+    if found.itemprop is not NULL and _attribute_is(found.itemprop, "articleBody", False, scratch):
         return True
-    a = _first(n, "itemtype")
-    if a is not NULL and _attribute_is(a, "Article", True, scratch):
+    if found.itemtype is not NULL and _attribute_is(found.itemtype, "Article", True, scratch):
         return True
-    a = _first(n, "role")
-    return a is not NULL and _attribute_is(a, "main", False, scratch)
+    return found.role is not NULL and _attribute_is(found.role, "main", False, scratch)
 
 
-cdef uint32_t _class_bits(xmlNode *n, Buffer *scratch) except? 0xFFFFFFFF:
+cdef uint32_t _class_bits(const Attributes *found, Buffer *scratch) except? 0xFFFFFFFF:
     """features._class_bits: the class and id words' groups ("" for a missing one; none without both),
     remembered per (class, id) pair of UTF-8 bytes."""
-    if n.properties is NULL:
-        return 0
-    cdef xmlAttr *class_ = _first(n, "class")
-    cdef xmlAttr *id_ = _first(n, "id")
-    if class_ is NULL and id_ is NULL:
+    if found.class_ is NULL and found.id_ is NULL:
         return 0
     scratch.size = 0
-    if class_ is not NULL:
-        _attribute_into(class_, scratch)
+    if found.class_ is not NULL:
+        _attribute_into(found.class_, scratch)
     _add(scratch, "", 1)
-    if id_ is not NULL:
-        _attribute_into(id_, scratch)
-    key = PyBytes_FromStringAndSize(scratch.data, scratch.size)
-    bits = _words.get(key)
-    if bits is None:
-        if len(_words) >= _words_limit:
-            _words.clear()
-        class_text, id_text = key.decode("utf-8").split("\0")
-        bits = _words[key] = _words_function(class_text, id_text)
+    if found.id_ is not NULL:
+        _attribute_into(found.id_, scratch)
+    cdef uint64_t hash = _fnv1a(<const unsigned char *>scratch.data, scratch.size)
+    cdef WordsEntry *entry = &_words[hash & _words_mask]
+    cdef WordsEntry *other = &_words[(hash & _words_mask) ^ 1]  # two ways: a pair may sit in either slot
+    if entry.key is not NULL and entry.hash == hash and entry.size == scratch.size and memcmp(
+            entry.key, scratch.data, scratch.size) == 0:
+        return entry.bits
+    if other.key is not NULL and other.hash == hash and other.size == scratch.size and memcmp(
+            other.key, scratch.data, scratch.size) == 0:
+        return other.bits
+    if entry.key is not NULL and other.key is NULL:
+        entry = other
+    class_text, id_text = scratch.data[:scratch.size].decode("utf-8").split("\0")
+    cdef uint32_t bits = _words_function(class_text, id_text)
+    cdef char *key = <char *>malloc(scratch.size or 1)
+    if key is NULL:
+        raise MemoryError
+    memcpy(key, scratch.data, scratch.size)
+    free(entry.key)
+    entry.key = key
+    entry.hash = hash
+    entry.size = scratch.size
+    entry.bits = bits
     return bits
+
+
+# features._words_bits of the (class, id) pairs met lately: a two-way table by the pair's hash (a pair whose slots
+# other pairs took is asked again; pages repeat the same few pairs)
+cdef struct WordsEntry:
+    uint64_t hash
+    Py_ssize_t size
+    char *key  # the pair's bytes (class, NUL, id), NULL: empty
+    uint32_t bits
+
+
+cdef WordsEntry *_words = NULL
+cdef Py_ssize_t _words_mask = 0
+
+
+cdef int _words_reset(Py_ssize_t size) except -1:
+    cdef Py_ssize_t i
+    if _words is not NULL:
+        for i in range(_words_mask + 1):
+            free(_words[i].key)
+        free(_words)
+    global _words, _words_mask
+    _words = <WordsEntry *>calloc(size, sizeof(WordsEntry))
+    if _words is NULL:
+        raise MemoryError
+    _words_mask = size - 1
+    return 0
+
+
+cdef inline uint64_t _fnv1a(const unsigned char *p, Py_ssize_t n) noexcept:
+    cdef uint64_t h = (<uint64_t>0xcbf29ce4 << 32) | <uint64_t>0x84222325  # FNV-1a's 64-bit offset basis
+    cdef uint64_t prime = (<uint64_t>1 << 40) | <uint64_t>0x1b3
+    cdef Py_ssize_t i
+    for i in range(n):
+        h = (h ^ p[i]) * prime
+    return h
 
 
 def number_tree(blocks):
@@ -670,44 +902,6 @@ def number_tree(blocks):
         return _number_tree(blocks)
     except _Decline:
         return None
-
-
-cdef struct Numbers:  # the numbers given so far, by node: open addressing over a power-of-two table (NULL: empty)
-    xmlNode **keys
-    int64_t *values
-    Py_ssize_t count, mask
-
-
-cdef inline Py_ssize_t _slot(const Numbers *m, xmlNode *key) noexcept:
-    cdef size_t h = <size_t>key
-    h = (h >> 4) * <size_t>0x9E3779B97F4A7C15
-    cdef Py_ssize_t i = <Py_ssize_t>(h >> 20) & m.mask
-    while m.keys[i] is not NULL and m.keys[i] is not key:
-        i = (i + 1) & m.mask
-    return i
-
-
-cdef int _numbers_grow(Numbers *m) except -1:
-    cdef Numbers bigger
-    cdef Py_ssize_t i, j
-    bigger.mask = (m.mask + 1) * 2 - 1 if m.keys is not NULL else 255
-    bigger.count = m.count
-    bigger.keys = <xmlNode **>calloc(bigger.mask + 1, sizeof(xmlNode *))
-    bigger.values = <int64_t *>calloc(bigger.mask + 1, sizeof(int64_t))
-    if bigger.keys is NULL or bigger.values is NULL:
-        free(bigger.keys)
-        free(bigger.values)
-        raise MemoryError
-    if m.keys is not NULL:
-        for i in range(m.mask + 1):
-            if m.keys[i] is not NULL:
-                j = _slot(&bigger, m.keys[i])
-                bigger.keys[j] = m.keys[i]
-                bigger.values[j] = m.values[i]
-        free(m.keys)
-        free(m.values)
-    m[0] = bigger
-    return 0
 
 
 cdef class _Tree:
@@ -737,8 +931,10 @@ cdef class _Tree:
         """Number n (its parent's number is ``above``, -1 for a root) as the next element."""
         cdef int64_t level = (<int64_t *>self.depth.data)[above] + 1 if above >= 0 else 0
         cdef uint32_t tag_bits = _tag_value(&_tag_bits, n)
-        cdef uint32_t class_bits = _class_bits(n, &self.scratch)
-        cdef char hint = _is_hint(n, &self.scratch)
+        cdef Attributes found
+        _attributes(n, &found)
+        cdef uint32_t class_bits = _class_bits(&found, &self.scratch)
+        cdef char hint = _is_hint(n, &found, &self.scratch)
         cdef Py_ssize_t i
         if 2 * (self.numbers.count + 1) > self.numbers.mask + 1:
             _numbers_grow(&self.numbers)
@@ -769,8 +965,17 @@ cdef _number_tree(blocks):
     cdef int length
     cdef int64_t above = -1, known
     cdef _Tree columns = _Tree()
+    cdef PyObject *descriptor = _field_descriptors[FIELDS - 1] if _fast_blocks else NULL
+    cdef PyObject *read
+    while columns.numbers.mask + 1 < 4 * len(blocks):  # room for the owners and their ancestors, mostly
+        _numbers_grow(&columns.numbers)
     for block in blocks:
-        element = block.element
+        if descriptor is not NULL and type(block) is _block_class:  # the element slot, read by its descriptor
+            read = Py_TYPE(descriptor).tp_descr_get(descriptor, <PyObject *>block, <PyObject *>_block_class)
+            element = <object>read
+            Py_DECREF(element)
+        else:
+            element = block.element
         if not isinstance(element, _Element) or (<_Element>element)._c_node is NULL:
             raise _Decline
         node = (<_Element>element)._c_node

@@ -12,13 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import native
-
-LEARNING_RATE = 0.01
-ADAM_BETAS = (0.9, 0.999)
-ADAM_EPSILON = 1e-8
-L2_PENALTY = 1e-4  # weight decay on the two weight matrices
-INIT_SCALE = 1.0  # hidden weights start as normal(0, INIT_SCALE / sqrt(inputs))
-MIN_STD = 1e-6  # an input whose spread is below this is only centred, not scaled
+from .config import ADAM_BETAS, ADAM_EPSILON, INIT_SCALE, L2_PENALTY, LEARNING_RATE, MIN_STD
 
 
 @dataclass(frozen=True, slots=True)

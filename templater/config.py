@@ -186,6 +186,23 @@ LABEL_SHARE = 0.5  # a block is content when more than this share of its tokens 
 # varied and the genre the product is judged on first; other genres' long, mostly-content pages would otherwise
 # pull the networks toward keeping more (x2 gives news 75% of the label weight of the genre-mixed set, not 59%).
 SOURCE_WEIGHTS = {"news": 2.0}
+# --- document (templater/document.py): the headline and the structure of the extracted document -------------
+HEADLINE_MAX_CHARS = 300  # a block longer than this is no headline
+HEADLINE_MIN_WORDS = 0.5  # a heading echoing the declared titles holds at least this share of the headline's words
+SITE_NAME_WORDS = 4  # a title's end part this short (or shorter) may be the site's name ...
+SITE_NAME_CUTS = 3  # ... and so may the one before it ("Headline | Section | Site")
+SITE_LABEL_CHARS = 4  # a host's label this long (or longer) may spell the site's name ...
+SITE_LABEL_SHARE = 0.5  # ... in a short text it makes up this share of the letters of
+MIN_TABLE_CELLS = 2  # a table whose rows never hold more than one kept cell is text laid out, not a table
+FILE_STEM_CHARS = 80  # a page file's name keeps this much of the page id
+
+# --- ann (templater/ann.py): training the single-page networks ----------------------------------------------------
+LEARNING_RATE = 0.01
+ADAM_BETAS = (0.9, 0.999)
+ADAM_EPSILON = 1e-8
+L2_PENALTY = 1e-4  # weight decay on the two weight matrices
+INIT_SCALE = 1.0  # hidden weights start as normal(0, INIT_SCALE / sqrt(inputs))
+MIN_STD = 1e-6  # an input whose spread is below this is only centred, not scaled
 
 
 @dataclass(frozen=True, slots=True)

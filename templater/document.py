@@ -27,7 +27,8 @@ from urllib.parse import urljoin, urlsplit
 import numpy as np
 from lxml import etree
 
-from .config import BLOCK_TAGS
+from .config import (BLOCK_TAGS, FILE_STEM_CHARS, HEADLINE_MAX_CHARS, HEADLINE_MIN_WORDS, MIN_TABLE_CELLS,
+                     SITE_LABEL_CHARS, SITE_LABEL_SHARE, SITE_NAME_CUTS, SITE_NAME_WORDS)
 from .headline import find_headline
 from .datatypes import DocNode, Document, Segmented
 
@@ -37,13 +38,6 @@ CELL_TAGS = frozenset({"td", "th"})
 LAYOUT_TABLE_MARKS = ".//table|.//h1|.//h2|.//h3"  # a table holding these lays the page out: not a data table
 TITLE_SEPARATORS = re.compile(r"\s+(?:\||-|–|—|::|•|·|»|/)\s+")  # "Headline | Site name" in a <title>
 PERMALINK_MARKS = " ¶§🔗"  # a heading's permalink sign ("json — JSON encoder and decoder¶") is not its headline
-MAX_TITLE_CHARS = 300  # a block longer than this is no headline
-HEADLINE_MIN_WORDS = 0.5  # a heading echoing the declared titles holds at least this share of the headline's words
-SITE_NAME_WORDS = 4  # a title's end part this short (or shorter) may be the site's name ...
-SITE_NAME_CUTS = 3  # ... and so may the one before it ("Headline | Section | Site")
-SITE_LABEL_CHARS = 4  # a host's label this long (or longer) may spell the site's name ...
-SITE_LABEL_SHARE = 0.5  # ... in a short text it makes up this share of the letters of
-MIN_TABLE_CELLS = 2  # a table whose rows never hold more than one kept cell is text laid out, not a table
 _HOST_WORDS = frozenset({"www", "blog", "blogs", "news", "home", "web", "online"})
 _DOMAIN = re.compile(r"[a-z]\.(?:com|net|org|info|gov|edu|co\.[a-z]{2})\b", re.IGNORECASE)
 _DECLARED_TITLES = etree.XPath(
@@ -149,7 +143,7 @@ def _find_title(seg: Segmented) -> tuple[str | None, int | None]:
     declared = [t for t in declared if t]
     titles = [*declared, seg.title] if seg.title else declared
     if not titles:
-        index = next((b.index for b in seg.blocks if b.tag == "h1" and len(b.text) <= MAX_TITLE_CHARS), None)
+        index = next((b.index for b in seg.blocks if b.tag == "h1" and len(b.text) <= HEADLINE_MAX_CHARS), None)
         return (seg.blocks[index].text.rstrip(PERMALINK_MARKS) or None, index) if index is not None else (None, None)
     index = _exact_headline(seg, titles)
     if index is None:
@@ -166,7 +160,7 @@ def _find_title(seg: Segmented) -> tuple[str | None, int | None]:
 def _sole_h1(seg: Segmented) -> int | None:
     """The page's one <h1> (said once or repeated) when it is not a link (a logo's): the headline the page shows,
     which an editor may word otherwise than the declared titles (og:title, an SEO <title>, a site's name)."""
-    found = [b for b in seg.blocks if b.tag == "h1" and b.text and len(b.text) <= MAX_TITLE_CHARS]
+    found = [b for b in seg.blocks if b.tag == "h1" and b.text and len(b.text) <= HEADLINE_MAX_CHARS]
     if not found or len({b.text.lower() for b in found}) > 1 or found[0].link_chars * 2 >= len(found[0].text):
         return None
     return found[0].index
@@ -209,7 +203,7 @@ def _exact_headline(seg: Segmented, titles: list[str]) -> int | None:
     whole = {t.lower() for t in titles}
     host = _host_labels(seg.page.url)
     wanted = {form for t in titles for form in _title_forms(t, host)}
-    longest = min(max(map(len, wanted)) + len(PERMALINK_MARKS), MAX_TITLE_CHARS)
+    longest = min(max(map(len, wanted)) + len(PERMALINK_MARKS), HEADLINE_MAX_CHARS)
     found = [b for b in seg.blocks if len(b.text) <= longest and b.text.rstrip(PERMALINK_MARKS).lower() in wanted]
     found = [b for b in found if not _names_site(b.text, host)] or found
     headings = [b for b in found if b.tag in HEADING_LEVELS]
@@ -597,9 +591,6 @@ def _html_inline(node: DocNode, text: str, links: bool) -> str:
         cursor = at + len(anchor)
     out.append(html.escape(text[cursor:]))
     return "".join(out)
-
-
-FILE_STEM_CHARS = 80  # a page file's name keeps this much of the page id
 
 
 def file_name(page_id: str, extension: str) -> str:

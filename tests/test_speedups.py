@@ -46,7 +46,7 @@ import zlib  # noqa: E402
 import pytest  # noqa: E402
 
 from conftest import SAMPLES  # noqa: E402
-from templater import blocks, native  # noqa: E402
+from templater import blocks, config, datatypes, native  # noqa: E402
 from templater.parse import parse_html  # noqa: E402
 
 needs_walk = pytest.mark.skipif(not native.COMPILED, reason="the compiled walk is not built here")
@@ -800,3 +800,30 @@ def test_clean_utf8_is_clean_text_of_the_decoded_bytes(lead, pieces):
     assert parse.clean_utf8(data) == parse.clean_text(text)
     assert parse.clean_utf8(data) == parse._XML_DECL.sub("", text, count=1).encode("utf-8").translate(
         parse._CONTROL_TO_SPACE)  # the plain definition, whichever encoding step clean_text uses
+
+
+@needs_walk
+def test_c_walk_makes_blocks_by_calling_a_class_it_cannot_fill_by_its_slots():
+    """Blocks are made through Block's slot descriptors; a block class that is not a plain __slots__ class of
+    exactly Block's fields (here: one whose __init__ changes a field) is called instead, and its blocks are kept."""
+    walk = native.walk
+    assert walk.fast_blocks() and walk.BLOCK_FIELDS == datatypes.Block.__slots__
+
+    class Shouting(datatypes.Block):
+        __slots__ = ()
+
+        def __init__(self, *args):
+            super().__init__(*args)
+            self.text = self.text.upper()
+
+    markup = "<html><body><p>Hello <b>you</b></p><div>there</div></body></html>"
+    try:
+        walk.configure(tuple(sorted(config.BLOCK_TAGS)), tuple(sorted(config.BLOCK_TAGS | config.BREAK_TAGS)), Shouting)
+        assert not walk.fast_blocks()
+        seg = blocks.segment(parse_html(markup), Page("p", "https://a.example/p", markup))
+        assert [(type(b), b.text) for b in seg.blocks] == [(Shouting, "HELLO YOU"), (Shouting, "THERE")]
+    finally:
+        walk.configure(tuple(sorted(config.BLOCK_TAGS)), tuple(sorted(config.BLOCK_TAGS | config.BREAK_TAGS)),
+                       datatypes.Block)
+    assert walk.fast_blocks()
+    assert_same_segmentation(markup)
