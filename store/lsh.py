@@ -455,7 +455,8 @@ def _insert_docs(db: sqlite_utils.Database, docs: np.ndarray, pages: list[Indexe
     source = _SignatureSource(db, settings, docs, values,
                               dict(zip(docs.tolist(), sets)) if sets is not None else None, [p.url for p in pages])
     edges, sizes = _verified_edges(db, pairs, docs, source)
-    labels, links, merged = _merge(docs, edges, sizes)
+    labels, links, merged = _merge(docs, edges, sizes, _references(db, sizes),
+                                   {d: p.text_chars for d, p in zip(docs.tolist(), pages)}, source)
     db.conn.executemany(
         "INSERT INTO lsh_signatures (doc, page_id, url, signature, first_seen, boilerplate_chars, text_chars,"
         " cluster, fetched_at, anchors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -560,21 +561,89 @@ def _first_passing(x: np.ndarray, group: np.ndarray, y: np.ndarray, shared: np.n
     return list(zip(x[hits].tolist(), group[hits].tolist(), y[hits].tolist()))
 
 
-def _merge(docs: np.ndarray, edges: list[tuple[int, int, int]],
-           sizes: dict[int, int]) -> tuple[dict[int, int], list[tuple[int, int]], list[tuple[int, list[int], int]]]:
-    """Union the batch's edges: labels of new pages, the links that joined components, and old clusters to merge.
+def _references(db: sqlite_utils.Database, sizes: dict[int, int]) -> dict[int, tuple[int, int]]:
+    """label -> (doc, text_chars) of each stored cluster's reference page: its longest text (then smallest doc).
+    A cut or partial copy is contained in the longest version of its story, so a page that belongs to a cluster
+    reaches the threshold with its reference."""
+    out: dict[int, tuple[int, int]] = {}
+    conn = db.conn
+    for label, size in sizes.items():
+        if size > 1:
+            row = conn.execute("SELECT doc, text_chars FROM lsh_signatures WHERE cluster = ? AND cluster != doc"
+                               " ORDER BY text_chars DESC, doc LIMIT 1", [label]).fetchone()
+            if row is not None:
+                out[label] = (int(row[0]), int(row[1]))
+    chars = dict(_select_in(db, "SELECT doc, text_chars FROM lsh_signatures WHERE doc IN ({ids})", list(sizes)))
+    for label in sizes:
+        own = (label, int(chars.get(label, 0)))
+        out[label] = max(out.get(label, own), own, key=_reference_key)
+    return out
 
-    Nodes are new pages and old cluster labels. A component keeps the label of its largest old cluster (ties: the
-    smallest label); one made of new pages only takes its smallest doc number.
+
+def _reference_key(ref: tuple[int, int]) -> tuple[int, int]:
+    """The longer text wins, then the smaller doc number."""
+    return ref[1], -ref[0]
+
+
+def _join(docs: np.ndarray, edges: list[tuple[int, int, int]], sizes: dict[int, int],
+          references: dict[int, tuple[int, int]], chars: dict[int, int],
+          source: _SignatureSource) -> tuple[UnionFind, list[tuple[int, int]]]:
+    """Join the new pages (in doc order) to the groups their verified edges (new page, group, partner) reach.
+
+    Nodes are new pages and old cluster labels. A page joins a group (a cluster, or new pages joined already) only
+    when it also reaches the threshold with the group's reference page (``_references``: its longest text), and two
+    groups become one only when their reference pages reach it with each other: a page that passes with two
+    different stories (a short cut copy inside two longer articles of one site) joins the one it is most similar
+    to instead of chaining them. Returns the union-find and the links (verified pairs) that joined groups.
     """
     uf = UnionFind()
-    links = [(x, partner) for x, g, partner in sorted(edges) if uf.union(x, g)]
+    ref = dict(references)
+    ref.update({d: (d, chars.get(d, 0)) for d in docs.tolist()})
+    links: list[tuple[int, int]] = []
+    for x, items in groupby(sorted(edges), key=lambda e: e[0]):
+        options: dict[int, int] = {}
+        for _, group, partner in items:
+            options.setdefault(uf.find(group), partner)
+        roots = [r for r in options if r != uf.find(x)]
+        if not roots:
+            continue
+        targets = np.array([ref[r][0] for r in roots], dtype=np.int64)
+        mine = np.full(len(roots), x, dtype=np.int64)
+        sims = source.similarity(mine, targets)
+        ok = source.passing(mine, targets, sims) | (targets == np.array([options[r] for r in roots]))
+        ranked = sorted((-s, t, r) for s, t, r, good in zip(sims.tolist(), targets.tolist(), roots, ok.tolist()) if good)
+        for rank, (_, _, met) in enumerate(ranked):
+            root = uf.find(met)
+            if root == uf.find(x):
+                continue  # joined already, through a group merged with it
+            mine_ref, their_ref = ref[uf.find(x)], ref[root]
+            if rank and not source.passing(np.array([mine_ref[0]]), np.array([their_ref[0]]))[0]:
+                continue  # the two groups tell different stories: x stays with the first
+            merged_ref = max(mine_ref, their_ref, key=_reference_key)
+            uf.union(x, root)
+            ref[uf.find(x)] = merged_ref
+            links.append((x, options[met]))
+    return uf, links
+
+
+def _merge(docs: np.ndarray, edges: list[tuple[int, int, int]], sizes: dict[int, int],
+           references: dict[int, tuple[int, int]], chars: dict[int, int], source: _SignatureSource
+           ) -> tuple[dict[int, int], list[tuple[int, int]], list[tuple[int, list[int], int]]]:
+    """Join the batch's edges (``_join``): labels of new pages, the links that joined groups, and old clusters to
+    merge.
+
+    A component keeps the label of its largest old cluster (ties: the smallest label); one made of new pages only
+    takes its smallest doc number.
+    """
+    uf, links = _join(docs, edges, sizes, references, chars, source)
     new = set(docs.tolist())
     labels: dict[int, int] = {}
     merged: list[tuple[int, list[int], int]] = []
     for nodes in uf.components().values():
         old = [n for n in nodes if n not in new]
         fresh = [n for n in nodes if n in new]
+        if not fresh:
+            continue
         final = max(old, key=lambda label: (sizes[label], -label)) if old else min(fresh)
         labels.update({d: final for d in fresh})
         merged.append((final, [n for n in old if n != final], sum(sizes[n] for n in old) + len(fresh)))
@@ -678,18 +747,16 @@ def _recluster(db: sqlite_utils.Database, members: list[int], settings: ShingleS
     anchors = dict(_select_in(db, "SELECT doc, anchors FROM lsh_signatures WHERE doc IN ({ids})", members))
     candidates = _bucket_heads(docs, *_band_rows(band_keys(values, settings), docs,
                                                  [_anchors_of(anchors.get(d)) for d in members]))
-    uf = UnionFind()
-    links = []
+    edges: list[tuple[int, int, int]] = []
     for i, doc in enumerate(members):
         if not candidates[i]:
             continue
         partners, shared = np.unique(np.concatenate(candidates[i]), return_counts=True)
         partners, shared = partners[partners < doc], shared[partners < doc]
-        if not len(partners):
-            continue
-        groups = np.array([uf.find(p) for p in partners.tolist()], dtype=np.int64)
-        found = _first_passing(np.full(len(partners), doc), groups, partners, shared, source)
-        links += [(doc, partner) for _, group, partner in found if uf.union(doc, group)]
+        if len(partners):
+            edges += _first_passing(np.full(len(partners), doc), partners, partners, shared, source)
+    chars = dict(_select_in(db, "SELECT doc, text_chars FROM lsh_signatures WHERE doc IN ({ids})", members))
+    uf, links = _join(docs, edges, {}, {}, chars, source)
     labels: dict[int, int] = {m: m for m in members}
     for nodes in uf.components().values():
         final = keep_label if keep_label in nodes else min(nodes)
