@@ -44,27 +44,13 @@ import numpy as np
 import sqlite_utils
 
 from store.db import MIGRATIONS_TABLE, db_name, migrate, transaction
+from templater.config import (BUCKET_CAP, STAGE_WIDTH, ID_CHUNK, CACHE_KIB, CHECKPOINT_BYTES, WAL_KEEP_BYTES,
+                              RECENT_PAGES, ROUND_LIMITS)  # noqa: F401
 from templater.errors import InputError, SettingsMismatchError
 from templater.unionfind import UnionFind
 from templater.shingles import (ALGORITHM_VERSION, LEGACY_MEASURE, ShingleSettings, Shingles, Signatures, band_keys,
                                 comparable_set, estimate_similarity, set_jaccard, set_similarity, verification_sets)
 
-BUCKET_CAP = 256  # candidates offered by one band key
-STAGE_WIDTH = 16  # (key, doc) pairs bound per staging row: one executemany row per 16 band keys
-ID_CHUNK = 10_000  # ids per IN (...) list
-CACHE_KIB = 128 * 1024  # SQLite page cache for this connection: lsh_recent (the table small inserts touch) stays in
-# it; lookups in lsh_bands read at random and the OS caches the file (was 512 MiB, more than the 400 MB a whole run
-# may take)
-CHECKPOINT_BYTES = 512 * 2**20  # let the WAL grow to this before a checkpoint: a batch of random band inserts
-# dirties most of the band index, and a checkpoint per batch copied and synced it all every time (14,400 docs/s
-# against 21,800 at 1M pages, bench/README_dedup.md)
-WAL_KEEP_BYTES = 64 * 2**20  # after a checkpoint the WAL file is cut back to this
-RECENT_PAGES = 50_000  # pages whose keys wait in lsh_recent before one sorted merge into lsh_bands: random keys
-# dirty pages all over a big band index, so adding them 200 pages at a time (what extract does) rewrote most of it
-# at every commit and cost grew with the index (issue: 4.4k docs per CPU second at 200k pages); small inserts now
-# touch only the small table, and the big one takes a batch of RECENT_PAGES pages at once, as 50,000-page
-# batches did (bench/bench_index.py, docs/near-duplicates.md)
-ROUND_LIMITS = (1, 4, 16, 64, 256, 1 << 62)  # candidates verified per (page, cluster) before giving up, cumulative
 PAD_KEY = -1  # padding in staging rows (real keys are >= 0)
 PAIR_SHIFT = 31  # a pair of doc numbers (each below 2**31) packed into one int64
 
@@ -611,7 +597,8 @@ def _join(docs: np.ndarray, edges: list[tuple[int, int, int]], sizes: dict[int, 
         mine = np.full(len(roots), x, dtype=np.int64)
         sims = source.similarity(mine, targets)
         ok = source.passing(mine, targets, sims) | (targets == np.array([options[r] for r in roots]))
-        ranked = sorted((-s, t, r) for s, t, r, good in zip(sims.tolist(), targets.tolist(), roots, ok.tolist()) if good)
+        ranked = sorted((-s, t, r) for s, t, r, good in zip(sims.tolist(), targets.tolist(), roots, ok.tolist())
+                        if good)
         for rank, (_, _, met) in enumerate(ranked):
             root = uf.find(met)
             if root == uf.find(x):
