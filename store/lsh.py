@@ -45,7 +45,7 @@ import sqlite_utils
 
 from store.db import MIGRATIONS_TABLE, db_name, migrate, transaction
 from templater.config import (BUCKET_CAP, STAGE_WIDTH, ID_CHUNK, CACHE_KIB, CHECKPOINT_BYTES, WAL_KEEP_BYTES,
-                              RECENT_PAGES, ROUND_LIMITS)  # noqa: F401
+                              RECENT_PAGES, ROUND_LIMITS, REFERENCE_MEMBERS)  # noqa: F401
 from templater.errors import InputError, SettingsMismatchError
 from templater.unionfind import UnionFind
 from templater.shingles import (ALGORITHM_VERSION, LEGACY_MEASURE, ShingleSettings, Shingles, Signatures, band_keys,
@@ -266,6 +266,11 @@ class _SignatureSource:
             self.sites[doc] = site_of(url)
         return same_sites([self.sites.get(d, "") for d in a.tolist()], [self.sites.get(d, "") for d in b.tolist()])
 
+    def site_list(self, docs: np.ndarray) -> list[str]:
+        """The pages' sites (read once)."""
+        self.same(docs, docs)
+        return [self.sites.get(d, "") for d in docs.tolist()]
+
     def passing(self, a: np.ndarray, b: np.ndarray, sims: np.ndarray | None = None) -> np.ndarray:
         """Whether each pair is a near-duplicate (``accepted``)."""
         if not len(a):
@@ -441,8 +446,8 @@ def _insert_docs(db: sqlite_utils.Database, docs: np.ndarray, pages: list[Indexe
     source = _SignatureSource(db, settings, docs, values,
                               dict(zip(docs.tolist(), sets)) if sets is not None else None, [p.url for p in pages])
     edges, sizes = _verified_edges(db, pairs, docs, source)
-    labels, links, merged = _merge(docs, edges, sizes, _references(db, sizes),
-                                   {d: p.text_chars for d, p in zip(docs.tolist(), pages)}, source)
+    labels, links, merged = _merge(docs, edges, sizes, {d: p.text_chars for d, p in zip(docs.tolist(), pages)},
+                                   source)
     db.conn.executemany(
         "INSERT INTO lsh_signatures (doc, page_id, url, signature, first_seen, boilerplate_chars, text_chars,"
         " cluster, fetched_at, anchors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -547,22 +552,26 @@ def _first_passing(x: np.ndarray, group: np.ndarray, y: np.ndarray, shared: np.n
     return list(zip(x[hits].tolist(), group[hits].tolist(), y[hits].tolist()))
 
 
-def _references(db: sqlite_utils.Database, sizes: dict[int, int]) -> dict[int, tuple[int, int]]:
-    """label -> (doc, text_chars) of each stored cluster's reference page: its longest text (then smallest doc).
-    A cut or partial copy is contained in the longest version of its story, so a page that belongs to a cluster
-    reaches the threshold with its reference."""
-    out: dict[int, tuple[int, int]] = {}
+References = dict[str, tuple[int, int]]  # a group's reference pages: site -> (doc, text_chars) of its longest text
+
+
+def _references(db: sqlite_utils.Database, sizes: dict[int, int], source: _SignatureSource) -> dict[int, References]:
+    """label -> the reference pages of each stored cluster: per site, its member with the longest text (then the
+    smallest doc), among its REFERENCE_MEMBERS longest. A cut or partial copy is contained in the longest version
+    of its story, so a page that belongs to a cluster reaches the threshold with its references."""
+    rows: list[tuple] = []
     conn = db.conn
     for label, size in sizes.items():
         if size > 1:
-            row = conn.execute("SELECT doc, text_chars FROM lsh_signatures WHERE cluster = ? AND cluster != doc"
-                               " ORDER BY text_chars DESC, doc LIMIT 1", [label]).fetchone()
-            if row is not None:
-                out[label] = (int(row[0]), int(row[1]))
-    chars = dict(_select_in(db, "SELECT doc, text_chars FROM lsh_signatures WHERE doc IN ({ids})", list(sizes)))
-    for label in sizes:
-        own = (label, int(chars.get(label, 0)))
-        out[label] = max(out.get(label, own), own, key=_reference_key)
+            rows += [(label, *r) for r in conn.execute(
+                "SELECT doc, url, text_chars FROM lsh_signatures WHERE cluster = ? AND cluster != doc"
+                f" ORDER BY text_chars DESC, doc LIMIT {REFERENCE_MEMBERS}", [label])]
+    rows += [(doc, doc, url, chars) for doc, url, chars in _select_in(
+        db, "SELECT doc, url, text_chars FROM lsh_signatures WHERE doc IN ({ids})", list(sizes))]
+    out: dict[int, References] = {label: {} for label in sizes}
+    for label, doc, url, chars in rows:
+        site = source.sites.setdefault(doc, site_of(url))
+        out[label][site] = max(out[label].get(site, (doc, chars)), (doc, chars), key=_reference_key)
     return out
 
 
@@ -571,58 +580,69 @@ def _reference_key(ref: tuple[int, int]) -> tuple[int, int]:
     return ref[1], -ref[0]
 
 
-def _join(docs: np.ndarray, edges: list[tuple[int, int, int]], sizes: dict[int, int],
-          references: dict[int, tuple[int, int]], chars: dict[int, int],
-          source: _SignatureSource) -> tuple[UnionFind, list[tuple[int, int]]]:
+def _longest(refs: References) -> int:
+    return max(refs.values(), key=_reference_key)[0]
+
+
+def _compatible(mine: References, theirs: References, source: _SignatureSource) -> bool:
+    """Whether two groups may be one: their longest pages pass with each other, and so do their longest pages of
+    every site both hold (pages of one site pass only with that site's rules: a short page inside a longer page
+    of its site is not a copy of it, even when a copy of the longer one on another site contains it)."""
+    pairs = {(_longest(mine), _longest(theirs))} | {(mine[s][0], theirs[s][0]) for s in mine.keys() & theirs.keys()}
+    pairs = [(a, b) for a, b in pairs if a != b]
+    if not pairs:
+        return True
+    a, b = (np.array(side, dtype=np.int64) for side in zip(*pairs))
+    return bool(source.passing(a, b).all())
+
+
+def _join(docs: np.ndarray, edges: list[tuple[int, int, int]], references: dict[int, References],
+          chars: dict[int, int], source: _SignatureSource) -> tuple[UnionFind, list[tuple[int, int]]]:
     """Join the new pages (in doc order) to the groups their verified edges (new page, group, partner) reach.
 
     Nodes are new pages and old cluster labels. A page joins a group (a cluster, or new pages joined already) only
-    when it also reaches the threshold with the group's reference page (``_references``: its longest text), and two
-    groups become one only when their reference pages reach it with each other: a page that passes with two
-    different stories (a short cut copy inside two longer articles of one site) joins the one it is most similar
-    to instead of chaining them. Returns the union-find and the links (verified pairs) that joined groups.
+    when it also passes with the group's reference pages (``_references``, ``_compatible``), and two groups become
+    one only when their references pass with each other: a page that passes with two different stories (a short
+    cut copy inside two longer articles of one site) joins the one whose longest page it is most similar to
+    instead of chaining them.
     """
     uf = UnionFind()
-    ref = dict(references)
-    ref.update({d: (d, chars.get(d, 0)) for d in docs.tolist()})
+    refs = dict(references)
+    sites = source.site_list(docs)
+    refs.update({d: {site: (d, chars.get(d, 0))} for d, site in zip(docs.tolist(), sites)})
     links: list[tuple[int, int]] = []
     for x, items in groupby(sorted(edges), key=lambda e: e[0]):
         options: dict[int, int] = {}
         for _, group, partner in items:
             options.setdefault(uf.find(group), partner)
-        roots = [r for r in options if r != uf.find(x)]
+        roots = [r for r in options if r != uf.find(x) and _compatible(refs[x], refs[r], source)]
         if not roots:
             continue
-        targets = np.array([ref[r][0] for r in roots], dtype=np.int64)
-        mine = np.full(len(roots), x, dtype=np.int64)
-        sims = source.similarity(mine, targets)
-        ok = source.passing(mine, targets, sims) | (targets == np.array([options[r] for r in roots]))
-        ranked = sorted((-s, t, r) for s, t, r, good in zip(sims.tolist(), targets.tolist(), roots, ok.tolist())
-                        if good)
+        targets = np.array([_longest(refs[r]) for r in roots], dtype=np.int64)
+        sims = source.similarity(np.full(len(roots), x, dtype=np.int64), targets)
+        ranked = sorted(zip((-sims).tolist(), targets.tolist(), roots))
         for rank, (_, _, met) in enumerate(ranked):
-            root = uf.find(met)
-            if root == uf.find(x):
-                continue  # joined already, through a group merged with it
-            mine_ref, their_ref = ref[uf.find(x)], ref[root]
-            if rank and not source.passing(np.array([mine_ref[0]]), np.array([their_ref[0]]))[0]:
-                continue  # the two groups tell different stories: x stays with the first
-            merged_ref = max(mine_ref, their_ref, key=_reference_key)
+            root, mine = uf.find(met), uf.find(x)
+            if root == mine or (rank and not _compatible(refs[mine], refs[root], source)):
+                continue  # joined already, or the two groups tell different stories: x stays with the first
+            merged = dict(refs[mine])
+            for site, ref in refs[root].items():
+                merged[site] = max(merged.get(site, ref), ref, key=_reference_key)
             uf.union(x, root)
-            ref[uf.find(x)] = merged_ref
+            refs[uf.find(x)] = merged
             links.append((x, options[met]))
     return uf, links
 
 
-def _merge(docs: np.ndarray, edges: list[tuple[int, int, int]], sizes: dict[int, int],
-           references: dict[int, tuple[int, int]], chars: dict[int, int], source: _SignatureSource
-           ) -> tuple[dict[int, int], list[tuple[int, int]], list[tuple[int, list[int], int]]]:
+def _merge(docs: np.ndarray, edges: list[tuple[int, int, int]], sizes: dict[int, int], chars: dict[int, int],
+           source: _SignatureSource) -> tuple[dict[int, int], list[tuple[int, int]], list[tuple[int, list[int], int]]]:
     """Join the batch's edges (``_join``): labels of new pages, the links that joined groups, and old clusters to
     merge.
 
     A component keeps the label of its largest old cluster (ties: the smallest label); one made of new pages only
     takes its smallest doc number.
     """
-    uf, links = _join(docs, edges, sizes, references, chars, source)
+    uf, links = _join(docs, edges, _references(source.db, sizes, source), chars, source)
     new = set(docs.tolist())
     labels: dict[int, int] = {}
     merged: list[tuple[int, list[int], int]] = []
@@ -743,7 +763,7 @@ def _recluster(db: sqlite_utils.Database, members: list[int], settings: ShingleS
         if len(partners):
             edges += _first_passing(np.full(len(partners), doc), partners, partners, shared, source)
     chars = dict(_select_in(db, "SELECT doc, text_chars FROM lsh_signatures WHERE doc IN ({ids})", members))
-    uf, links = _join(docs, edges, {}, {}, chars, source)
+    uf, links = _join(docs, edges, {}, chars, source)
     labels: dict[int, int] = {m: m for m in members}
     for nodes in uf.components().values():
         final = keep_label if keep_label in nodes else min(nodes)

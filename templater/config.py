@@ -135,6 +135,8 @@ RECENT_PAGES = 50_000  # pages whose keys wait in lsh_recent before one sorted m
 # touch only the small table, and the big one takes a batch of RECENT_PAGES pages at once, as 50,000-page
 # batches did (bench/bench_index.py, docs/near-duplicates.md)
 ROUND_LIMITS = (1, 4, 16, 64, 256, 1 << 62)  # candidates verified per (page, cluster) before giving up, cumulative
+REFERENCE_MEMBERS = 1_000  # a cluster's reference pages (its longest text per site, which a page joining it must
+# pass with) are chosen among its this many longest members: a popular cluster costs a bounded read
 
 
 @dataclass(frozen=True, slots=True)
