@@ -10,8 +10,6 @@ Tables (component "lsh"):
                     fetched_at (when the page was fetched, UTC ISO-8601, NULL when unknown; added by migration 2),
                     anchors (its anchor keys as int64 bytes, NULL without any; added by migration 3)
     lsh_bands       (key, doc) WITHOUT ROWID: one 47-bit key per band, and one per anchor key
-    lsh_middle      the same rows for the pages merged from lsh_recent since lsh_bands last took them: at most about
-                    MIDDLE_SHARE of lsh_bands (added by migration 4; see ``_merge_recent``)
     lsh_recent      the same rows for the pages added since the last merge (at most about RECENT_PAGES pages): new
                     keys go in here, a small table whose pages stay in the cache, and move to lsh_bands in one sorted
                     pass when it is full (added by migration 3; every lookup reads both)
@@ -47,7 +45,7 @@ import sqlite_utils
 
 from store.db import MIGRATIONS_TABLE, db_name, migrate, transaction
 from templater.config import (BUCKET_CAP, STAGE_WIDTH, ID_CHUNK, CACHE_KIB, CHECKPOINT_BYTES, WAL_KEEP_BYTES,
-                              RECENT_PAGES, MIDDLE_SHARE, ROUND_LIMITS, REFERENCE_MEMBERS)  # noqa: F401
+                              RECENT_PAGES, ROUND_LIMITS, REFERENCE_MEMBERS)  # noqa: F401
 from templater.errors import InputError, SettingsMismatchError
 from templater.unionfind import UnionFind
 from templater.shingles import (ALGORITHM_VERSION, LEGACY_MEASURE, ShingleSettings, Shingles, Signatures, band_keys,
@@ -165,18 +163,7 @@ def _add_anchors(db: sqlite_utils.Database) -> None:
                " FROM lsh_settings WHERE name = 'threshold'")
 
 
-def _add_middle_tier(db: sqlite_utils.Database) -> None:
-    """Migration 4: lsh_recent's merges go into a middle table, and the big lsh_bands takes the middle one only when
-    that holds MIDDLE_SHARE of it (``_merge_recent``); the counters start from what the index holds."""
-    db.execute("CREATE TABLE lsh_middle (key INTEGER NOT NULL, doc INTEGER NOT NULL, PRIMARY KEY (key, doc))"
-               " WITHOUT ROWID")
-    db.execute("INSERT INTO lsh_state (name, value) SELECT 'middle_docs', 0")
-    db.execute("INSERT INTO lsh_state (name, value) SELECT 'band_docs', max(0, (SELECT count(*) FROM lsh_signatures)"
-               " - (SELECT value FROM lsh_state WHERE name = 'recent_docs'))")
-
-
-STEPS = [_create_tables, _add_fetch_times, _add_anchors, _add_middle_tier]
-KEY_TABLES = ("lsh_bands", "lsh_middle", "lsh_recent")  # every (key, doc) row is in one of them
+STEPS = [_create_tables, _add_fetch_times, _add_anchors]
 
 
 def held(db: sqlite_utils.Database) -> bool:
@@ -419,7 +406,6 @@ def _stage_keys(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) -
 STAGED_SQL = " UNION ALL ".join(f"SELECT k{i} AS key, d{i} AS doc FROM temp.lsh_stage WHERE k{i} >= 0"
                                 for i in range(STAGE_WIDTH))  # the staged rows in (key, doc) order
 HITS_SQL = (f"SELECT key FROM ({STAGED_SQL}) p WHERE EXISTS (SELECT 1 FROM lsh_bands b WHERE b.key = p.key)"
-            " OR EXISTS (SELECT 1 FROM lsh_middle m WHERE m.key = p.key)"
             " OR EXISTS (SELECT 1 FROM lsh_recent r WHERE r.key = p.key)")
 # one index seek per band key of the batch (a correlated bucket-cap subquery here doubled the seeks), run before
 # the batch's own keys go in; only the keys found (a few percent) are then read with the cap (_buckets_sql)
@@ -442,9 +428,9 @@ def _capped(rows: np.ndarray, cap: int) -> np.ndarray:
 
 
 def _bucket_rows(db: sqlite_utils.Database, cap: int = BUCKET_CAP) -> np.ndarray:
-    """(key, doc) of the first ``cap`` docs of every key in temp.lsh_hits, from every key table."""
+    """(key, doc) of the first ``cap`` docs of every key in temp.lsh_hits, from lsh_bands and lsh_recent."""
     parts = [np.array(db.conn.execute(_buckets_sql(cap, table)).fetchall(), dtype=np.int64).reshape(-1, 2)
-             for table in KEY_TABLES]
+             for table in ("lsh_bands", "lsh_recent")]
     rows = np.concatenate(parts)
     rows = rows[np.lexsort((rows[:, 1], rows[:, 0]))]
     return _capped(rows, cap)
@@ -488,30 +474,14 @@ def _candidate_pairs(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarr
 
 def _merge_recent(db: sqlite_utils.Database, added: int, *, limit: int | None = None) -> None:
     """Count ``added`` pages into lsh_recent; when it holds RECENT_PAGES (``limit``), move its rows (already in key
-    order) into lsh_middle in one pass and empty it; when lsh_middle then holds MIDDLE_SHARE of lsh_bands's pages,
-    move it into lsh_bands the same way. Random keys dirty pages all over the table they go into: the big table is
-    rewritten once each time it grows by MIDDLE_SHARE (a number of times logarithmic in the index's size), not at
-    every merge of RECENT_PAGES pages (a number linear in it, each costing the whole table: quadratic in all)."""
+    order) into lsh_bands in one pass and empty it."""
     recent = _next(db, "recent_docs", added) + added
-    limit = RECENT_PAGES if limit is None else limit
-    if recent < limit:
+    if recent < (RECENT_PAGES if limit is None else limit):
         return
     conn = db.conn
-    (middle,) = conn.execute("SELECT value FROM lsh_state WHERE name = 'middle_docs'").fetchone()
-    (big,) = conn.execute("SELECT value FROM lsh_state WHERE name = 'band_docs'").fetchone()
-    middle += recent
-    into = "lsh_bands" if middle >= max(limit, MIDDLE_SHARE * big) else "lsh_middle"
-    if into == "lsh_bands" and middle > recent:
-        conn.execute("INSERT OR IGNORE INTO lsh_bands (key, doc) SELECT key, doc FROM lsh_middle")
-        conn.execute("DELETE FROM lsh_middle")
-    conn.execute(f"INSERT OR IGNORE INTO {into} (key, doc) SELECT key, doc FROM lsh_recent")
+    conn.execute("INSERT OR IGNORE INTO lsh_bands (key, doc) SELECT key, doc FROM lsh_recent")
     conn.execute("DELETE FROM lsh_recent")
     conn.execute("UPDATE lsh_state SET value = 0 WHERE name = 'recent_docs'")
-    if into == "lsh_middle":
-        conn.execute("UPDATE lsh_state SET value = ? WHERE name = 'middle_docs'", [middle])
-        return
-    conn.execute("UPDATE lsh_state SET value = 0 WHERE name = 'middle_docs'")
-    conn.execute("UPDATE lsh_state SET value = value + ? WHERE name = 'band_docs'", [middle])
 
 
 def _stored_partners(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
@@ -726,7 +696,7 @@ def _remove_docs(db: sqlite_utils.Database, docs: list[int], settings: ShingleSe
     keys, key_docs = _band_rows(band_keys(values, settings), np.array([r[0] for r in rows], dtype=np.int64),
                                 [_anchors_of(r[3]) for r in rows])
     conn = db.conn
-    for table in KEY_TABLES:
+    for table in ("lsh_bands", "lsh_recent"):
         conn.executemany(f"DELETE FROM {table} WHERE key = ? AND doc = ?", zip(keys.tolist(), key_docs.tolist()))
     for doc in docs:
         neighbours = [n for (n,) in conn.execute("SELECT other FROM lsh_links WHERE doc = ?", [doc])]
@@ -845,7 +815,7 @@ def query(db: sqlite_utils.Database, signature: np.ndarray, settings: ShingleSet
     if anchors is not None:
         keys += [k for k in anchors.tolist() if k not in keys]
     found = np.concatenate([np.array(db.conn.execute(_lookup_sql(len(keys), BUCKET_CAP, table), keys).fetchall(),
-                                     dtype=np.int64).reshape(-1, 2) for table in KEY_TABLES])
+                                     dtype=np.int64).reshape(-1, 2) for table in ("lsh_bands", "lsh_recent")])
     capped = _capped(found[np.lexsort((found[:, 1], found[:, 0]))], BUCKET_CAP)
     docs = sorted(set(capped[:, 1].tolist()) - {exclude})
     columns = "doc, page_id, url, signature, first_seen, boilerplate_chars, text_chars, fetched_at"
@@ -900,11 +870,10 @@ def stored_sets(db: sqlite_utils.Database, docs: Sequence[int], settings: Shingl
 
 
 SHARED_KEYS_SQL = ("SELECT key, doc FROM lsh_bands WHERE key IN (SELECT key FROM lsh_bands GROUP BY key"
-                   " HAVING count(*) > 1 UNION SELECT key FROM lsh_middle UNION SELECT key FROM lsh_recent)"
-                   " UNION ALL SELECT key, doc FROM lsh_middle UNION ALL SELECT key, doc FROM lsh_recent"
-                   " ORDER BY key, doc")  # one streaming pass finds the shared keys of lsh_bands (a window count
-# over the whole table took three times as long); with every key of the smaller lsh_middle and lsh_recent, their rows
-# are sorted once
+                   " HAVING count(*) > 1 UNION SELECT key FROM lsh_recent)"
+                   " UNION ALL SELECT key, doc FROM lsh_recent ORDER BY key, doc")  # one streaming pass finds the
+# shared keys of lsh_bands (a window count over the whole table took three times as long); with every key of the
+# small lsh_recent, their rows are sorted once
 
 
 def iter_candidate_pairs(db: sqlite_utils.Database, *, chunk_rows: int = 1 << 20) -> Iterator[np.ndarray]:

@@ -129,15 +129,11 @@ CHECKPOINT_BYTES = 512 * 2**20  # let the WAL grow to this before a checkpoint: 
 # dirties most of the band index, and a checkpoint per batch copied and synced it all every time (14,400 docs/s
 # against 21,800 at 1M pages, bench/README_dedup.md)
 WAL_KEEP_BYTES = 64 * 2**20  # after a checkpoint the WAL file is cut back to this
-RECENT_PAGES = 50_000  # pages whose keys wait in lsh_recent before one sorted merge (into lsh_middle or lsh_bands):
-# random keys dirty pages all over a big band index, so adding them 200 pages at a time (what extract does) rewrote
-# most of it at every commit and cost grew with the index (issue: 4.4k docs per CPU second at 200k pages); small inserts now
+RECENT_PAGES = 50_000  # pages whose keys wait in lsh_recent before one sorted merge into lsh_bands: random keys
+# dirty pages all over a big band index, so adding them 200 pages at a time (what extract does) rewrote most of it
+# at every commit and cost grew with the index (issue: 4.4k docs per CPU second at 200k pages); small inserts now
 # touch only the small table, and the big one takes a batch of RECENT_PAGES pages at once, as 50,000-page
 # batches did (bench/bench_index.py, docs/near-duplicates.md)
-MIDDLE_SHARE = 0.125  # lsh_middle (what lsh_recent's merges go into) moves into the big lsh_bands when it holds this
-# share of lsh_bands's pages: the big table is rewritten each time it grows by an eighth, not at every merge of
-# RECENT_PAGES pages (rewrites of the whole band index: 14 instead of 20 up to 1M pages, 32 instead of 200 up to 10M;
-# store/lsh.py ``_merge_recent``)
 ROUND_LIMITS = (1, 4, 16, 64, 256, 1 << 62)  # candidates verified per (page, cluster) before giving up, cumulative
 REFERENCE_MEMBERS = 1_000  # a cluster's reference pages (its longest text per site, which a page joining it must
 # pass with) are chosen among its this many longest members: a popular cluster costs a bounded read

@@ -216,7 +216,7 @@ def test_the_old_index_settings_are_kept_and_new_defaults_refused(tmp_path):
     described = dedup.describe_settings(db)
     assert (described["measure"], described["n"], described["rows"]) == ("jaccard", 5, 6)
     migrated = {row[0] for row in db.conn.execute("SELECT version FROM schema_migrations WHERE component = 'lsh'")}
-    assert migrated == {1, 2, 3, 4}
+    assert migrated == {1, 2, 3}
     assert {"fetched_at", "anchors"} <= {row[1] for row in db.conn.execute("PRAGMA table_info(lsh_signatures)")}
     # what it was built with: no anchor keys, one threshold for every pair, no Jaccard floor
     assert (described["anchor_rate"], described["anchor_keys"], described["same_site_jaccard"]) == (0, 0, 0.0)
@@ -258,10 +258,10 @@ def test_a_short_page_inside_a_longer_one_of_its_own_site_is_not_a_copy(db):
     assert clusters(other) == {frozenset({"short", "long"})}
 
 
-def test_an_index_of_schema_version_3_is_migrated_and_keeps_working(tmp_path, monkeypatch):
-    """tests/fixtures/lsh_v3.db (made by make_lsh_v3.py with the code before lsh_middle): keys in lsh_bands and
-    lsh_recent; migration 4 adds the middle table and counts the band table's pages; lookups, clusters and new
-    pages work as before."""
+def test_an_index_written_before_the_reference_clustering_keeps_working(tmp_path, monkeypatch):
+    """tests/fixtures/lsh_v3.db (made by make_lsh_v3.py with the code of 4d7d034, whose clusters were connected
+    components): keys in lsh_bands and lsh_recent; lookups, clusters and new pages work, and lsh_recent still
+    merges into lsh_bands."""
     import shutil
     from pathlib import Path
 
@@ -271,10 +271,7 @@ def test_an_index_of_schema_version_3_is_migrated_and_keeps_working(tmp_path, mo
     assert dedup.describe_settings(db)["anchor_rate"] == ShingleSettings().anchor_rate
     conn = db.conn
     assert {row[0] for row in conn.execute("SELECT version FROM schema_migrations WHERE component = 'lsh'")} == \
-        {1, 2, 3, 4}
-    state = dict(conn.execute("SELECT name, value FROM lsh_state"))
-    assert (state["middle_docs"], state["band_docs"], state["recent_docs"]) == (0, 2, 1)
-    assert conn.execute("SELECT count(*) FROM lsh_middle").fetchone()[0] == 0
+        {1, 2, 3}
     assert clusters(db) == {frozenset({"a", "b"})}
     assert [r["id"] for r in dedup.find_similar_page(db, "b")] == ["a"]
     monkeypatch.setattr(lsh, "RECENT_PAGES", 2)
@@ -282,5 +279,5 @@ def test_an_index_of_schema_version_3_is_migrated_and_keeps_working(tmp_path, mo
     dedup.index_texts(db, [TextItem("d", "http://example.org/d", " ".join(words)),
                            TextItem("e", "http://example.org/e", " ".join(words[:250]))])
     assert clusters(db) == {frozenset({"a", "b"}), frozenset({"d", "e"})}
-    state = dict(conn.execute("SELECT name, value FROM lsh_state"))
-    assert state["recent_docs"] == 0 and state["middle_docs"] + state["band_docs"] == 5
+    assert conn.execute("SELECT count(*) FROM lsh_recent").fetchone()[0] == 0
+    assert conn.execute("SELECT count(DISTINCT doc) FROM lsh_bands").fetchone()[0] == 5

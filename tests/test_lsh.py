@@ -115,7 +115,7 @@ def check_invariants(db, bands: int = SETTINGS.bands, anchors: bool = False) -> 
     rows = conn.execute("SELECT a.cluster, b.cluster FROM lsh_links l JOIN lsh_signatures a ON a.doc = l.doc"
                         " JOIN lsh_signatures b ON b.doc = l.other").fetchall()
     assert all(x == y for x, y in rows)
-    rows = sum(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in lsh.KEY_TABLES)
+    rows = sum(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in ("lsh_bands", "lsh_recent"))
     pages = conn.execute("SELECT count(*) FROM lsh_signatures").fetchone()[0]
     assert rows >= pages * bands if anchors else rows == pages * bands
 
@@ -332,36 +332,6 @@ def test_a_cut_copy_inside_two_articles_does_not_chain_them(tmp_path, order, bat
         index(part)
     assert stored_clusters(db) == {frozenset({"r", "cut"})}
     check_invariants(db, bands=settings.bands, anchors=True)
-
-
-def test_keys_move_through_the_middle_table_and_every_read_sees_all_three(tmp_path, monkeypatch):
-    """lsh_recent merges into lsh_middle until that holds MIDDLE_SHARE of lsh_bands, then both go into lsh_bands;
-    candidates, lookups, clusters and removal read all three tables."""
-    monkeypatch.setattr(lsh, "RECENT_PAGES", 5)
-    monkeypatch.setattr(lsh, "MIDDLE_SHARE", 0.5)
-    db = open_db(tmp_path / "index.db")
-    values = make_signatures(np.random.default_rng(12), 55, 6, 0.5)
-    names = [f"p{i:02d}" for i in range(55)]
-    sizes = []
-    for start in range(0, 55, 5):
-        add(db, names[start:start + 5], values[start:start + 5])
-        sizes.append(tuple(db.conn.execute(f"SELECT count(DISTINCT doc) FROM {t}").fetchone()[0]
-                           for t in lsh.KEY_TABLES))
-    # every merge of 5: into lsh_bands while lsh_middle would reach half of it, else into lsh_middle
-    assert sizes[:6] == [(5, 0, 0), (10, 0, 0), (15, 0, 0), (15, 5, 0), (25, 0, 0), (25, 5, 0)]
-    assert sizes[-1] == (40, 15, 0)
-    live = dict(zip(names, values))
-    assert stored_clusters(db) == greedy_clusters(live)
-    check_invariants(db)
-    pairs = {tuple(p) for p in np.concatenate(list(lsh.iter_candidate_pairs(db))).tolist()}
-    keys = band_keys(values, SETTINGS)
-    assert pairs == {(i + 1, j + 1) for j in range(55) for i in range(j) if (keys[i] == keys[j]).any()}
-    middle_doc = db.conn.execute("SELECT doc FROM lsh_middle LIMIT 1").fetchone()[0]
-    found = lsh.query(db, values[middle_doc - 1], SETTINGS)
-    assert middle_doc in {m.doc for m, _ in found}
-    lsh.remove_pages(db, [names[middle_doc - 1]])
-    assert db.conn.execute("SELECT count(*) FROM lsh_middle WHERE doc = ?", [middle_doc]).fetchone()[0] == 0
-    check_invariants(db)
 
 
 def test_recent_keys_merge_into_the_band_index_and_lookups_read_both(tmp_path, monkeypatch):
