@@ -19,9 +19,12 @@ Tables (component "lsh"):
                     "sample") or every shingle hash in text order (verify = "exact"); nothing with "estimate"
     dup_clusters    cluster -> size, for clusters of two or more pages
 
-Clusters are the connected components of the graph whose edges are candidate pairs (sharing a band key or an
-anchor key) whose similarity reaches the threshold: ``threshold`` for two pages of one site (host),
-``cross_site_threshold`` for pages of two sites. A band key shared by more than BUCKET_CAP pages offers only its first
+Clusters are built page by page (in doc order) from candidate pairs (sharing a band key or an anchor key) whose
+similarity reaches the threshold: ``threshold`` for two pages of one site (host), ``cross_site_threshold`` for pages
+of two sites. They are not the connected components of those pairs: a page joins a cluster only when it also passes
+with the cluster's reference pages (its longest page, and its longest page of each site), and two clusters become
+one only when their reference pages pass with each other (``_join``), so one short page inside two stories does not
+chain them. A band key shared by more than BUCKET_CAP pages offers only its first
 BUCKET_CAP pages (by doc number) as candidates: such buckets hold near-identical pages, and the cap keeps one
 popular page from costing a quadratic number of comparisons.
 
