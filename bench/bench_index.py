@@ -3,7 +3,7 @@
     python bench/bench_index.py [--n 1000000] [--batch 50000] [--commit each|growing] [--dup-share 0.1]
                                 [--lookups 2000] [--db FILE]
                                 [--page-size 0] [--verify sample|exact|estimate] [--set-size 1000] [--sample 256]
-                                [--anchor-rate 16]
+                                [--anchor-rate 16] [--anchor-keys 12]
                                 [--keep]
 
 Synthetic signatures (default settings: 128 slots, 16 bands x 6 rows, threshold 0.8) with planted near-duplicates:
@@ -202,12 +202,15 @@ def main() -> None:
                         help="hashes a page keeps with --verify sample")
     parser.add_argument("--anchor-rate", type=int, default=ShingleSettings().anchor_rate,
                         help="one shingle in this many is an anchor (0: no anchor keys, band keys only)")
+    parser.add_argument("--anchor-keys", type=int, default=ShingleSettings().anchor_keys,
+                        help="anchor keys a page keeps at most")
     parser.add_argument("--keep", action="store_true", help="keep the database file")
     args = parser.parse_args()
     path = args.db or Path(tempfile.mkdtemp(prefix="bench-index-")) / "index.db"
     if path.exists():
         sys.exit(f"{path} exists: give a new --db path")
-    settings = ShingleSettings(verify=args.verify, sample=args.sample, anchor_rate=args.anchor_rate)
+    settings = ShingleSettings(verify=args.verify, sample=args.sample, anchor_rate=args.anchor_rate,
+                               anchor_keys=args.anchor_keys)
     db = create(path, args.page_size)
     page_size = db.conn.execute("PRAGMA page_size").fetchone()[0]
     print(f"{args.n:,} synthetic signatures in batches of {args.batch:,} ({args.commit} commits), "

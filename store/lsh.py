@@ -19,9 +19,12 @@ Tables (component "lsh"):
                     "sample") or every shingle hash in text order (verify = "exact"); nothing with "estimate"
     dup_clusters    cluster -> size, for clusters of two or more pages
 
-Clusters are the connected components of the graph whose edges are candidate pairs (sharing a band key or an
-anchor key) whose similarity reaches the threshold: ``threshold`` for two pages of one site (host),
-``cross_site_threshold`` for pages of two sites. A band key shared by more than BUCKET_CAP pages offers only its first
+Clusters are built page by page (in doc order) from candidate pairs (sharing a band key or an anchor key) whose
+similarity reaches the threshold: ``threshold`` for two pages of one site (host), ``cross_site_threshold`` for pages
+of two sites. They are not the connected components of those pairs: a page joins a cluster only when it also passes
+with the cluster's reference pages (its longest page, and its longest page of each site), and two clusters become
+one only when their reference pages pass with each other (``_join``), so one short page inside two stories does not
+chain them. A band key shared by more than BUCKET_CAP pages offers only its first
 BUCKET_CAP pages (by doc number) as candidates: such buckets hold near-identical pages, and the cap keeps one
 popular page from costing a quadratic number of comparisons.
 
@@ -44,27 +47,13 @@ import numpy as np
 import sqlite_utils
 
 from store.db import MIGRATIONS_TABLE, db_name, migrate, transaction
+from templater.config import (BUCKET_CAP, STAGE_WIDTH, ID_CHUNK, CACHE_KIB, CHECKPOINT_BYTES, WAL_KEEP_BYTES,
+                              RECENT_PAGES, ROUND_LIMITS, REFERENCE_MEMBERS)  # noqa: F401
 from templater.errors import InputError, SettingsMismatchError
 from templater.unionfind import UnionFind
 from templater.shingles import (ALGORITHM_VERSION, LEGACY_MEASURE, ShingleSettings, Shingles, Signatures, band_keys,
                                 comparable_set, estimate_similarity, set_jaccard, set_similarity, verification_sets)
 
-BUCKET_CAP = 256  # candidates offered by one band key
-STAGE_WIDTH = 16  # (key, doc) pairs bound per staging row: one executemany row per 16 band keys
-ID_CHUNK = 10_000  # ids per IN (...) list
-CACHE_KIB = 128 * 1024  # SQLite page cache for this connection: lsh_recent (the table small inserts touch) stays in
-# it; lookups in lsh_bands read at random and the OS caches the file (was 512 MiB, more than the 400 MB a whole run
-# may take)
-CHECKPOINT_BYTES = 512 * 2**20  # let the WAL grow to this before a checkpoint: a batch of random band inserts
-# dirties most of the band index, and a checkpoint per batch copied and synced it all every time (14,400 docs/s
-# against 21,800 at 1M pages, bench/README_dedup.md)
-WAL_KEEP_BYTES = 64 * 2**20  # after a checkpoint the WAL file is cut back to this
-RECENT_PAGES = 50_000  # pages whose keys wait in lsh_recent before one sorted merge into lsh_bands: random keys
-# dirty pages all over a big band index, so adding them 200 pages at a time (what extract does) rewrote most of it
-# at every commit and cost grew with the index (issue: 4.4k docs per CPU second at 200k pages); small inserts now
-# touch only the small table, and the big one takes a batch of RECENT_PAGES pages at once, as 50,000-page
-# batches did (bench/bench_index.py, docs/near-duplicates.md)
-ROUND_LIMITS = (1, 4, 16, 64, 256, 1 << 62)  # candidates verified per (page, cluster) before giving up, cumulative
 PAD_KEY = -1  # padding in staging rows (real keys are >= 0)
 PAIR_SHIFT = 31  # a pair of doc numbers (each below 2**31) packed into one int64
 
@@ -280,6 +269,11 @@ class _SignatureSource:
             self.sites[doc] = site_of(url)
         return same_sites([self.sites.get(d, "") for d in a.tolist()], [self.sites.get(d, "") for d in b.tolist()])
 
+    def site_list(self, docs: np.ndarray) -> list[str]:
+        """The pages' sites (read once)."""
+        self.same(docs, docs)
+        return [self.sites.get(d, "") for d in docs.tolist()]
+
     def passing(self, a: np.ndarray, b: np.ndarray, sims: np.ndarray | None = None) -> np.ndarray:
         """Whether each pair is a near-duplicate (``accepted``)."""
         if not len(a):
@@ -455,7 +449,8 @@ def _insert_docs(db: sqlite_utils.Database, docs: np.ndarray, pages: list[Indexe
     source = _SignatureSource(db, settings, docs, values,
                               dict(zip(docs.tolist(), sets)) if sets is not None else None, [p.url for p in pages])
     edges, sizes = _verified_edges(db, pairs, docs, source)
-    labels, links, merged = _merge(docs, edges, sizes)
+    labels, links, merged = _merge(docs, edges, sizes, {d: p.text_chars for d, p in zip(docs.tolist(), pages)},
+                                   source)
     db.conn.executemany(
         "INSERT INTO lsh_signatures (doc, page_id, url, signature, first_seen, boilerplate_chars, text_chars,"
         " cluster, fetched_at, anchors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -560,21 +555,105 @@ def _first_passing(x: np.ndarray, group: np.ndarray, y: np.ndarray, shared: np.n
     return list(zip(x[hits].tolist(), group[hits].tolist(), y[hits].tolist()))
 
 
-def _merge(docs: np.ndarray, edges: list[tuple[int, int, int]],
-           sizes: dict[int, int]) -> tuple[dict[int, int], list[tuple[int, int]], list[tuple[int, list[int], int]]]:
-    """Union the batch's edges: labels of new pages, the links that joined components, and old clusters to merge.
+References = dict[str, tuple[int, int]]  # a group's reference pages: site -> (doc, text_chars) of its longest text
 
-    Nodes are new pages and old cluster labels. A component keeps the label of its largest old cluster (ties: the
-    smallest label); one made of new pages only takes its smallest doc number.
+
+def _references(db: sqlite_utils.Database, sizes: dict[int, int], source: _SignatureSource) -> dict[int, References]:
+    """label -> the reference pages of each stored cluster: per site, its member with the longest text (then the
+    smallest doc), among its REFERENCE_MEMBERS longest. A cut or partial copy is contained in the longest version
+    of its story, so a page that belongs to a cluster reaches the threshold with its references."""
+    rows: list[tuple] = []
+    conn = db.conn
+    for label, size in sizes.items():
+        if size > 1:
+            rows += [(label, *r) for r in conn.execute(
+                "SELECT doc, url, text_chars FROM lsh_signatures WHERE cluster = ? AND cluster != doc"
+                f" ORDER BY text_chars DESC, doc LIMIT {REFERENCE_MEMBERS}", [label])]
+    rows += [(doc, doc, url, chars) for doc, url, chars in _select_in(
+        db, "SELECT doc, url, text_chars FROM lsh_signatures WHERE doc IN ({ids})", list(sizes))]
+    out: dict[int, References] = {label: {} for label in sizes}
+    for label, doc, url, chars in rows:
+        site = source.sites.setdefault(doc, site_of(url))
+        out[label][site] = max(out[label].get(site, (doc, chars)), (doc, chars), key=_reference_key)
+    return out
+
+
+def _reference_key(ref: tuple[int, int]) -> tuple[int, int]:
+    """The longer text wins, then the smaller doc number."""
+    return ref[1], -ref[0]
+
+
+def _longest(refs: References) -> int:
+    return max(refs.values(), key=_reference_key)[0]
+
+
+def _compatible(mine: References, theirs: References, source: _SignatureSource) -> bool:
+    """Whether two groups may be one: their longest pages pass with each other, and so do their longest pages of
+    every site both hold (pages of one site pass only with that site's rules: a short page inside a longer page
+    of its site is not a copy of it, even when a copy of the longer one on another site contains it)."""
+    pairs = {(_longest(mine), _longest(theirs))} | {(mine[s][0], theirs[s][0]) for s in mine.keys() & theirs.keys()}
+    pairs = [(a, b) for a, b in pairs if a != b]
+    if not pairs:
+        return True
+    a, b = (np.array(side, dtype=np.int64) for side in zip(*pairs))
+    return bool(source.passing(a, b).all())
+
+
+def _join(docs: np.ndarray, edges: list[tuple[int, int, int]], references: dict[int, References],
+          chars: dict[int, int], source: _SignatureSource) -> tuple[UnionFind, list[tuple[int, int]]]:
+    """Join the new pages (in doc order) to the groups their verified edges (new page, group, partner) reach.
+
+    Nodes are new pages and old cluster labels. A page joins a group (a cluster, or new pages joined already) only
+    when it also passes with the group's reference pages (``_references``, ``_compatible``), and two groups become
+    one only when their references pass with each other: a page that passes with two different stories (a short
+    cut copy inside two longer articles of one site) joins the one whose longest page it is most similar to
+    instead of chaining them.
     """
     uf = UnionFind()
-    links = [(x, partner) for x, g, partner in sorted(edges) if uf.union(x, g)]
+    refs = dict(references)
+    sites = source.site_list(docs)
+    refs.update({d: {site: (d, chars.get(d, 0))} for d, site in zip(docs.tolist(), sites)})
+    links: list[tuple[int, int]] = []
+    for x, items in groupby(sorted(edges), key=lambda e: e[0]):
+        options: dict[int, int] = {}
+        for _, group, partner in items:
+            options.setdefault(uf.find(group), partner)
+        roots = [r for r in options if r != uf.find(x) and _compatible(refs[x], refs[r], source)]
+        if not roots:
+            continue
+        targets = np.array([_longest(refs[r]) for r in roots], dtype=np.int64)
+        sims = source.similarity(np.full(len(roots), x, dtype=np.int64), targets)
+        ranked = sorted(zip((-sims).tolist(), targets.tolist(), roots))
+        for rank, (_, _, met) in enumerate(ranked):
+            root, mine = uf.find(met), uf.find(x)
+            if root == mine or (rank and not _compatible(refs[mine], refs[root], source)):
+                continue  # joined already, or the two groups tell different stories: x stays with the first
+            merged = dict(refs[mine])
+            for site, ref in refs[root].items():
+                merged[site] = max(merged.get(site, ref), ref, key=_reference_key)
+            uf.union(x, root)
+            refs[uf.find(x)] = merged
+            links.append((x, options[met]))
+    return uf, links
+
+
+def _merge(docs: np.ndarray, edges: list[tuple[int, int, int]], sizes: dict[int, int], chars: dict[int, int],
+           source: _SignatureSource) -> tuple[dict[int, int], list[tuple[int, int]], list[tuple[int, list[int], int]]]:
+    """Join the batch's edges (``_join``): labels of new pages, the links that joined groups, and old clusters to
+    merge.
+
+    A component keeps the label of its largest old cluster (ties: the smallest label); one made of new pages only
+    takes its smallest doc number.
+    """
+    uf, links = _join(docs, edges, _references(source.db, sizes, source), chars, source)
     new = set(docs.tolist())
     labels: dict[int, int] = {}
     merged: list[tuple[int, list[int], int]] = []
     for nodes in uf.components().values():
         old = [n for n in nodes if n not in new]
         fresh = [n for n in nodes if n in new]
+        if not fresh:
+            continue
         final = max(old, key=lambda label: (sizes[label], -label)) if old else min(fresh)
         labels.update({d: final for d in fresh})
         merged.append((final, [n for n in old if n != final], sum(sizes[n] for n in old) + len(fresh)))
@@ -678,18 +757,16 @@ def _recluster(db: sqlite_utils.Database, members: list[int], settings: ShingleS
     anchors = dict(_select_in(db, "SELECT doc, anchors FROM lsh_signatures WHERE doc IN ({ids})", members))
     candidates = _bucket_heads(docs, *_band_rows(band_keys(values, settings), docs,
                                                  [_anchors_of(anchors.get(d)) for d in members]))
-    uf = UnionFind()
-    links = []
+    edges: list[tuple[int, int, int]] = []
     for i, doc in enumerate(members):
         if not candidates[i]:
             continue
         partners, shared = np.unique(np.concatenate(candidates[i]), return_counts=True)
         partners, shared = partners[partners < doc], shared[partners < doc]
-        if not len(partners):
-            continue
-        groups = np.array([uf.find(p) for p in partners.tolist()], dtype=np.int64)
-        found = _first_passing(np.full(len(partners), doc), groups, partners, shared, source)
-        links += [(doc, partner) for _, group, partner in found if uf.union(doc, group)]
+        if len(partners):
+            edges += _first_passing(np.full(len(partners), doc), partners, partners, shared, source)
+    chars = dict(_select_in(db, "SELECT doc, text_chars FROM lsh_signatures WHERE doc IN ({ids})", members))
+    uf, links = _join(docs, edges, {}, chars, source)
     labels: dict[int, int] = {m: m for m in members}
     for nodes in uf.components().values():
         final = keep_label if keep_label in nodes else min(nodes)

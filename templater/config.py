@@ -203,6 +203,63 @@ ADAM_EPSILON = 1e-8
 L2_PENALTY = 1e-4  # weight decay on the two weight matrices
 INIT_SCALE = 1.0  # hidden weights start as normal(0, INIT_SCALE / sqrt(inputs))
 MIN_STD = 1e-6  # an input whose spread is below this is only centred, not scaled
+# --- shingles (templater/shingles.py): the near-duplicate index's defaults (persisted with each index; an index
+# refuses data made with other settings) and signing -----------------------------------------------------
+SHINGLE_KIND = "word"  # "word" n-grams, or "char" n-grams of the normalized text
+SHINGLE_N = 3  # word 3-grams: one replaced word in 100 costs 3% of the shingles, not 5% (docs/near-duplicates.md)
+HASH_BITS = 32  # shingle hash width: 32 (the default: exact verification stores 4 bytes a shingle) or 64
+PERMUTATIONS = 128  # signature slots
+BANDS = 16  # LSH bands (a page's band rows: the cost of an insert) ...
+ROWS = 3  # ... of this many slots: P(candidate | J) = 1 - (1 - J**3)**16 is 0.88 at J = 0.5, 0.99 at 0.6 and 0.9988
+# at 0.7 (a copy cut by 30%); S-curve threshold (1/16)**(1/3) = 0.40 (docs/near-duplicates.md)
+SEED = 1
+KEEP_NUMBERS = True
+THRESHOLD = 0.8  # a candidate pair is a near-duplicate when its similarity (MEASURE) is at least this
+MEASURE = "containment"  # the similarity verified: "containment" |A & B| / min(|A|, |B|) (a cut copy, a story
+# with another last paragraph stays near 1) or "jaccard" |A & B| / |A | B|; chosen on held-out halves of the typed
+# truth set of bench/neardup.py --typed (docs/near-duplicates.md)
+LEGACY_MEASURE = "jaccard"  # what an index stored before the measure was a setting verified
+SCHEME = "oph"  # "oph" (one-permutation MinHash, the fast default) or "kperm" (k independent hash functions)
+VERIFY = "sample"  # how a candidate pair is verified: "sample" (Jaccard of stored bottom-k samples of the shingle
+# sets: exact for texts of fewer than SAMPLE distinct shingles), "exact" (Jaccard of every stored shingle hash) or
+# "estimate" (signature agreement: nothing more stored, but at 128 slots its error of +-0.035 near J = 0.8 costs
+# about 7% of precision and recall). Measured in bench/README_dedup.md.
+SAMPLE = 256  # shingle hashes a page keeps for verify="sample": its smallest (1 KiB a page at 32 bits)
+ANCHOR_RATE = 16  # one shingle in this many is an anchor (by its hash); each pair of consecutive anchors of
+# a text (in text order) is one more index key: a passage two texts share gives them the same keys whatever else
+# either holds, so a story inside a much longer page becomes a candidate (its Jaccard is far below the S-curve).
+# 0: no anchor keys. Chosen on the typed truth set (docs/near-duplicates.md)
+ANCHOR_KEYS = 12  # anchor keys a page keeps at most: its first in text order (a page's index rows: 16 bands + these)
+SAME_SITE_JACCARD = 0.3  # pages of one site must also reach this Jaccard: a short extraction that sits inside a
+# longer one of its site is mostly the site's own leftovers, not a copy (pairs this far below the S-curve seldom
+# were candidates before anchor keys made them so); 0: no floor
+CROSS_SITE_THRESHOLD = 0.75  # the threshold for two pages of different sites (hosts): they share no template, so
+# shared text is the story (syndication: new headline, another last paragraph, the host's own leftovers); pages
+# of one site keep THRESHOLD (their extractions can share leaked template text). Chosen on held-out halves of the
+# typed truth set (docs/near-duplicates.md)
+BATCH_CHARS = 1 << 16  # texts are hashed in batches of about this many characters (fastest on 2,000 gold texts)
+OPH_ROUNDS = 8  # one-permutation rounds before the per-slot fallback; the fallback's prefix is OPH_ROUNDS
+KPERM_CHUNK = 16  # hash functions evaluated per numpy pass (bounds the temporary array)
+
+# --- lsh (store/lsh.py): the near-duplicate index in SQLite ----------------------------------------------------
+BUCKET_CAP = 256  # candidates offered by one band key
+STAGE_WIDTH = 16  # (key, doc) pairs bound per staging row: one executemany row per 16 band keys
+ID_CHUNK = 10_000  # ids per IN (...) list
+CACHE_KIB = 128 * 1024  # SQLite page cache for this connection: lsh_recent (the table small inserts touch) stays in
+# it; lookups in lsh_bands read at random and the OS caches the file (was 512 MiB, more than the 400 MB a whole run
+# may take)
+CHECKPOINT_BYTES = 512 * 2**20  # let the WAL grow to this before a checkpoint: a batch of random band inserts
+# dirties most of the band index, and a checkpoint per batch copied and synced it all every time (14,400 docs/s
+# against 21,800 at 1M pages, bench/README_dedup.md)
+WAL_KEEP_BYTES = 64 * 2**20  # after a checkpoint the WAL file is cut back to this
+RECENT_PAGES = 50_000  # pages whose keys wait in lsh_recent before one sorted merge into lsh_bands: random keys
+# dirty pages all over a big band index, so adding them 200 pages at a time (what extract does) rewrote most of it
+# at every commit and cost grew with the index (issue: 4.4k docs per CPU second at 200k pages); small inserts now
+# touch only the small table, and the big one takes a batch of RECENT_PAGES pages at once, as 50,000-page
+# batches did (bench/bench_index.py, docs/near-duplicates.md)
+ROUND_LIMITS = (1, 4, 16, 64, 256, 1 << 62)  # candidates verified per (page, cluster) before giving up, cumulative
+REFERENCE_MEMBERS = 1_000  # a cluster's reference pages (its longest text per site, which a page joining it must
+# pass with) are chosen among its this many longest members: a popular cluster costs a bounded read
 
 
 @dataclass(frozen=True, slots=True)

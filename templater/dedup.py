@@ -197,9 +197,9 @@ def iter_duplicates(db: sqlite_utils.Database, *, canonical_only: bool = False) 
     """{"id", "url", "cluster", "canonical", "similarity"} for every page in a cluster of two or more.
 
     Clusters come by label; in each, the canonical page first, then by similarity to it (highest first).
-    ``similarity`` is to the canonical page (1.0 for itself): clusters are connected components, so a page can be
-    below the threshold to the canonical page while above it to another member. With ``canonical_only``, one row a
-    cluster: its canonical page.
+    ``similarity`` is to the canonical page (1.0 for itself): a page joins a cluster by passing with one member and
+    with the cluster's longest pages (``store.lsh``), so it can be below the threshold to the canonical page. With
+    ``canonical_only``, one row a cluster: its canonical page.
     """
     settings = lsh.load_settings(db)
     if settings is None:

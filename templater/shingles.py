@@ -44,41 +44,12 @@ from dataclasses import asdict, dataclass, field, fields, replace
 import numpy as np
 
 from templater import chartable
+from templater.config import (SHINGLE_KIND, SHINGLE_N, HASH_BITS, PERMUTATIONS, BANDS, ROWS, SEED,
+                              KEEP_NUMBERS, THRESHOLD, MEASURE, LEGACY_MEASURE, SCHEME, VERIFY, SAMPLE,
+                              ANCHOR_RATE, ANCHOR_KEYS, SAME_SITE_JACCARD, CROSS_SITE_THRESHOLD,
+                              BATCH_CHARS, OPH_ROUNDS, KPERM_CHUNK)  # noqa: F401
 from templater.errors import InputError
 
-# --- defaults (persisted with the index; an index refuses data made with other settings) --------------------
-SHINGLE_KIND = "word"  # "word" n-grams, or "char" n-grams of the normalized text
-SHINGLE_N = 3  # word 3-grams: one replaced word in 100 costs 3% of the shingles, not 5% (docs/near-duplicates.md)
-HASH_BITS = 32  # shingle hash width: 32 (the default: exact verification stores 4 bytes a shingle) or 64
-PERMUTATIONS = 128  # signature slots
-BANDS = 16  # LSH bands (a page's band rows: the cost of an insert) ...
-ROWS = 3  # ... of this many slots: P(candidate | J) = 1 - (1 - J**3)**16 is 0.88 at J = 0.5, 0.99 at 0.6 and 0.9988
-# at 0.7 (a copy cut by 30%); S-curve threshold (1/16)**(1/3) = 0.40 (docs/near-duplicates.md)
-SEED = 1
-KEEP_NUMBERS = True
-THRESHOLD = 0.8  # a candidate pair is a near-duplicate when its similarity (MEASURE) is at least this
-MEASURE = "containment"  # the similarity verified: "containment" |A & B| / min(|A|, |B|) (a cut copy, a story
-# with another last paragraph stays near 1) or "jaccard" |A & B| / |A | B|; chosen on held-out halves of the typed
-# truth set of bench/neardup.py --typed (docs/near-duplicates.md)
-LEGACY_MEASURE = "jaccard"  # what an index stored before the measure was a setting verified
-SCHEME = "oph"  # "oph" (one-permutation MinHash, the fast default) or "kperm" (k independent hash functions)
-VERIFY = "sample"  # how a candidate pair is verified: "sample" (Jaccard of stored bottom-k samples of the shingle
-# sets: exact for texts of fewer than SAMPLE distinct shingles), "exact" (Jaccard of every stored shingle hash) or
-# "estimate" (signature agreement: nothing more stored, but at 128 slots its error of +-0.035 near J = 0.8 costs
-# about 7% of precision and recall). Measured in bench/README_dedup.md.
-SAMPLE = 256  # shingle hashes a page keeps for verify="sample": its smallest (1 KiB a page at 32 bits)
-ANCHOR_RATE = 16  # one shingle in this many is an anchor (by its hash); each pair of consecutive anchors of
-# a text (in text order) is one more index key: a passage two texts share gives them the same keys whatever else
-# either holds, so a story inside a much longer page becomes a candidate (its Jaccard is far below the S-curve).
-# 0: no anchor keys. Chosen on the typed truth set (docs/near-duplicates.md)
-ANCHOR_KEYS = 12  # anchor keys a page keeps at most: its first in text order (a page's index rows: 16 bands + these)
-SAME_SITE_JACCARD = 0.3  # pages of one site must also reach this Jaccard: a short extraction that sits inside a
-# longer one of its site is mostly the site's own leftovers, not a copy (pairs this far below the S-curve seldom
-# were candidates before anchor keys made them so); 0: no floor
-CROSS_SITE_THRESHOLD = 0.75  # the threshold for two pages of different sites (hosts): they share no template, so
-# shared text is the story (syndication: new headline, another last paragraph, the host's own leftovers); pages
-# of one site keep THRESHOLD (their extractions can share leaked template text). Chosen on held-out halves of the
-# typed truth set (docs/near-duplicates.md)
 ALGORITHM_VERSION = 1  # bump when any hash below changes: stored signatures become incompatible
 
 KINDS = ("word", "char")
@@ -87,9 +58,7 @@ SCHEMES = ("oph", "kperm")
 VERIFIES = ("estimate", "exact", "sample")
 HASH_WIDTHS = (32, 64)
 
-BATCH_CHARS = 1 << 16  # texts are hashed in batches of about this many characters (fastest on 2,000 gold texts)
 EMPTY_SLOT = np.uint32(0xFFFFFFFF)  # the value of every slot of a text without shingles
-OPH_ROUNDS = 8  # one-permutation rounds before the per-slot fallback; the fallback's prefix is OPH_ROUNDS
 VALUE_BITS = 28  # an OPH slot value is (round << VALUE_BITS) | 28 hash bits
 VALUE_MASK = np.uint64((1 << VALUE_BITS) - 1)
 KEY_SHIFT = np.uint64(17)  # band keys keep the top 47 bits of a 64-bit hash
@@ -532,7 +501,6 @@ def _fill_empty_slots(values: np.ndarray, shingles: Shingles, salts: np.ndarray,
     values[doc_idx, slot_idx] = np.minimum.reduceat(hashed, firsts)
 
 
-KPERM_CHUNK = 16  # hash functions evaluated per numpy pass (bounds the temporary array)
 
 
 def _sign_kperm(shingles: Shingles, settings: ShingleSettings) -> np.ndarray:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from store import lsh
 from store.db import open_db
 from templater import dedup
 from templater.dedup import TextItem
@@ -255,3 +256,28 @@ def test_a_short_page_inside_a_longer_one_of_its_own_site_is_not_a_copy(db):
                               TextItem("long", "http://site.example/b", " ".join(leftovers + article(rng, 800)))],
                       ShingleSettings(same_site_jaccard=0.0))
     assert clusters(other) == {frozenset({"short", "long"})}
+
+
+def test_an_index_written_before_the_reference_clustering_keeps_working(tmp_path, monkeypatch):
+    """tests/fixtures/lsh_v3.db (made by make_lsh_v3.py with the code of 4d7d034, whose clusters were connected
+    components): keys in lsh_bands and lsh_recent; lookups, clusters and new pages work, and lsh_recent still
+    merges into lsh_bands."""
+    import shutil
+    from pathlib import Path
+
+    path = tmp_path / "v3.db"
+    shutil.copy(Path(__file__).parent / "fixtures" / "lsh_v3.db", path)
+    db = open_db(path)
+    assert dedup.describe_settings(db)["anchor_rate"] == ShingleSettings().anchor_rate
+    conn = db.conn
+    assert {row[0] for row in conn.execute("SELECT version FROM schema_migrations WHERE component = 'lsh'")} == \
+        {1, 2, 3}
+    assert clusters(db) == {frozenset({"a", "b"})}
+    assert [r["id"] for r in dedup.find_similar_page(db, "b")] == ["a"]
+    monkeypatch.setattr(lsh, "RECENT_PAGES", 2)
+    words = article(np.random.default_rng(9))
+    dedup.index_texts(db, [TextItem("d", "http://example.org/d", " ".join(words)),
+                           TextItem("e", "http://example.org/e", " ".join(words[:250]))])
+    assert clusters(db) == {frozenset({"a", "b"}), frozenset({"d", "e"})}
+    assert conn.execute("SELECT count(*) FROM lsh_recent").fetchone()[0] == 0
+    assert conn.execute("SELECT count(DISTINCT doc) FROM lsh_bands").fetchone()[0] == 5
