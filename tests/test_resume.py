@@ -158,6 +158,7 @@ def test_the_cli_killed_with_sigkill_continues_on_rerun(tmp_path, crawls):
             _, err = proc.communicate()
             assert proc.returncode in (0, -signal.SIGKILL), err.decode()
             if proc.returncode == 0:
+                full /= 2  # the timing run was slowed by a loaded machine: the next kill comes sooner
                 break
             killed += 1
         else:

@@ -20,7 +20,6 @@ def test_a_forked_worker_does_not_keep_the_writer_lock_of_its_dead_parent(tmp_pa
     """A worker forked under writer_lock closes its copy of the lock file (workers do it at start): once the
     parent lets go, a new writer gets the lock although the worker still lives."""
     import os
-    import time
 
     import pytest
 
@@ -28,12 +27,16 @@ def test_a_forked_worker_does_not_keep_the_writer_lock_of_its_dead_parent(tmp_pa
     from templater.errors import StoreError
 
     db = open_db(tmp_path / "t.db")
+    ready_r, ready_w = os.pipe()  # the worker says it closed its copies (however loaded the machine)
+    done_r, done_w = os.pipe()  # the parent says the worker may end
     with run_store.writer_lock(db, command="extract"):
         child = os.fork()
         if child == 0:  # the worker
             run_store.close_inherited_locks()
-            time.sleep(3)
+            os.write(ready_w, b"1")
+            os.read(done_r, 1)
             os._exit(0)
+        assert os.read(ready_r, 1) == b"1"
         with pytest.raises(StoreError):
             with run_store.writer_lock(open_db(tmp_path / "t.db"), command="extract"):
                 pass
@@ -41,4 +44,7 @@ def test_a_forked_worker_does_not_keep_the_writer_lock_of_its_dead_parent(tmp_pa
         with run_store.writer_lock(open_db(tmp_path / "t.db"), command="extract"):
             assert os.waitpid(child, os.WNOHANG) == (0, 0)  # the worker still runs
     finally:
+        os.write(done_w, b"1")
         os.waitpid(child, 0)
+        for fd in (ready_r, ready_w, done_r, done_w):
+            os.close(fd)
