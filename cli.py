@@ -42,6 +42,98 @@ def lazy_module(name: str):
     return module
 
 
+_INT_TEXT = re.compile(r"-?(?:0|[1-9][0-9]{0,17})")  # plain decimal integers that fit in 64 bits
+_FLOAT_TEXT = re.compile(r"-?(?:0|[1-9][0-9]{0,14})(?:\.[0-9]{1,15})?")  # plain decimals, no exponent, no nan/inf
+
+
+class _PlainValues:
+    """Typer (0.29) converts every option's value with a pydantic TypeAdapter built at parse time: importing
+    pydantic and building the adapters is ~80 ms of a short command's CPU. This stands in for typer's converter on
+    the plain values our commands take (str, int, float, Path, lists of them) and gives the value pydantic gives;
+    for anything else - a value outside an option's range, text that is not a plain decimal, an enum, a parser -
+    and on any error it hands the value to typer's own converter, so messages and results stay typer's
+    (tests/test_cli_values.py compares both on every option)."""
+
+    def __init__(self, descriptor, build):
+        self.descriptor, self._build, self._typer = descriptor, build, None
+
+    @staticmethod
+    def handles(descriptor) -> bool:
+        info = descriptor.parameter_info
+        if descriptor.file_annotation is not None or info.parser is not None or getattr(info, "click_type", None):
+            return False
+        kind = descriptor.annotation
+        if getattr(kind, "__origin__", None) is list and len(getattr(kind, "__args__", ())) == 1:
+            kind = kind.__args__[0]
+        if kind in (int, float):
+            return not info.clamp
+        return kind in (str, bool) or kind is Path
+
+    def typer_param(self):
+        if self._typer is None:
+            self._typer = self._build(self.descriptor)
+        return self._typer
+
+    def coerce(self, value, param, ctx):
+        multiple = param.multiple or param.nargs == -1
+        if value is None:  # typer's rule for a missing value, without building its converter
+            return () if multiple else None
+        if multiple and isinstance(value, str):
+            return self.typer_param().coerce(value, param=param, ctx=ctx)  # typer's "must be an iterable" error
+        try:
+            return self.plain(value, param, ctx)
+        except Exception:  # noqa: BLE001 -- whatever it is, typer's converter decides and words the error
+            return self.typer_param().coerce(value, param=param, ctx=ctx)
+
+    def plain(self, value, param, ctx):
+        kind, info = self.descriptor.annotation, self.descriptor.parameter_info
+        if getattr(kind, "__origin__", None) is list:
+            if not isinstance(value, (list, tuple)):
+                value = [value]
+            return [self.leaf(kind.__args__[0], info, item, param, ctx) for item in value]
+        return self.leaf(kind, info, value, param, ctx)
+
+    @staticmethod
+    def leaf(kind, info, value, param, ctx):
+        if kind is str or kind is bool:  # (typer's flags come as bools already; --help's is None)
+            if type(value) is not kind:
+                raise TypeError
+            return value
+        if kind is Path:
+            from typer._param_types import coerce_cli_path
+            path_type = info.path_type or Path
+            if not (isinstance(value, path_type) or (type(value) is str and value and "\x00" not in value)):
+                raise TypeError
+            return coerce_cli_path(value if isinstance(value, path_type) else path_type(value), info,
+                                   path_type=path_type, param=param, ctx=ctx)
+        if type(value) is str and (_INT_TEXT if kind is int else _FLOAT_TEXT).fullmatch(value):
+            value = kind(value)
+        if type(value) is not kind or (info.min is not None and value < info.min) or \
+                (info.max is not None and value > info.max):
+            raise ValueError
+        return value
+
+
+def _plain_values() -> None:
+    """Install _PlainValues in typer's parameters; leaves typer as it is when its internals are not the ones known."""
+    try:
+        from typer import core as typer_core
+        build = typer_core.build_runtime_param
+        typer_core._TyperParameter.get_runtime_param  # noqa: B018 -- the method the converter is built in
+    except (ImportError, AttributeError):
+        return
+    if getattr(build, "plain_values", False):
+        return
+
+    def build_runtime_param(descriptor):
+        return _PlainValues(descriptor, build) if _PlainValues.handles(descriptor) else build(descriptor)
+
+    build_runtime_param.plain_values = True
+    typer_core.build_runtime_param = build_runtime_param
+
+
+_plain_values()
+
 config, dedup, evaluation_run, pipeline, signature_run, sources, training, rule_inspect, recrawls, fallback, \
     extract_module = (lazy_module(f"templater.{name}") for name in (
         "config", "dedup", "evaluation_run", "pipeline", "signature_run", "sources", "training", "rule_inspect",
