@@ -20,8 +20,6 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from templater import DISTRIBUTION, __version__
 from templater.errors import InputError, TemplaterError
@@ -143,7 +141,31 @@ native = lazy_module("templater.native")
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Learn each site's template from its own pages, extract main content, find near-duplicates.")
-err = Console(stderr=True)
+
+
+class _Stderr:
+    """rich's Console on stderr, made on first use: a command that prints nothing there (a --quiet job) does not
+    import rich's console and markup (~20 ms of start-up)."""
+
+    _console = None
+
+    def rich_console(self):
+        if _Stderr._console is None:
+            from rich.console import Console
+            _Stderr._console = Console(stderr=True)
+        return _Stderr._console
+
+    def __getattr__(self, name):
+        return getattr(self.rich_console(), name)
+
+
+err = _Stderr()
+
+
+def escape(text: str) -> str:
+    """rich's markup escaping (imported when an error is printed)."""
+    from rich.markup import escape as rich_escape
+    return rich_escape(text)
 
 DB_HELP = "SQLite database file (created when missing by the commands that write; those that only read need it)."
 DbOption = typer.Option(Path("templater.db"), "--db", help=DB_HELP)
@@ -218,7 +240,7 @@ def progress_bar(description: str, quiet: bool) -> Iterator[pipeline.Progress | 
 
     columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn()]
-    with Progress(*columns, console=err, transient=True) as bar:
+    with Progress(*columns, console=err.rich_console(), transient=True) as bar:
         task = bar.add_task(description, total=None)
 
         def update(done: int, total: int | None) -> None:

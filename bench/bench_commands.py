@@ -2,7 +2,7 @@
 """Whole-command speed: `templater extract` as a user runs it, against trafilatura and a plain lxml loop.
 
     python bench/bench_commands.py [CORPUS.jsonl.gz] [--suite all|sites|single] [--limit N] [--rounds K]
-                                   [--variant ARGS ...]
+                                   [--variant ARGS ...] [--baseline TEMPLATER] [--startup-only]
 
 Every contestant is a separate process over the same pages, started the same way, in interleaved rounds (one
 run of each per round, in a rotating order), so start-up, imports, reading the input, writing the output and,
@@ -16,7 +16,9 @@ for templater, the near-duplicate index and the stores are all counted:
               bytes (the parsing floor; nothing written)
 
 Start-up is timed the same way on the first STARTUP_PAGES pages: `templater --help`, `templater extract` of those
-pages (its own database, ingested and built before the rounds) and the two loops on them. Before the rounds the
+pages (its own database, ingested and built before the rounds) and the two loops on them; `--baseline
+OTHER/bin/templater` adds another installation's two start-up commands to the same rounds (e.g. the main branch's
+checkout, to compare a change in one run), and `--startup-only` times the start-up rows alone. Before the rounds the
 project's modules are compiled to bytecode (what pip does when it installs a package; an editable install under
 PYTHONDONTWRITEBYTECODE would otherwise compile them from source in every process).
 
@@ -181,6 +183,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3); medians are shown")
     parser.add_argument("--variant", action="append", default=[],
                         help='further `templater extract` options to time as another contestant, e.g. "--jobs 2"')
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="another installation's templater executable: its start-up rows in the same rounds")
+    parser.add_argument("--startup-only", action="store_true", help="time the start-up rows only")
     args = parser.parse_args()
 
     env = {**os.environ, **ONE_THREAD}
@@ -192,7 +197,8 @@ def main() -> int:
         n = count_pages(pages, None)
         limit = str(n)
         base = folder / "base.db"
-        prepare_db(pages, base, env)
+        if not args.startup_only:
+            prepare_db(pages, base, env)
         small_folder = folder / "startup"
         small_folder.mkdir()
         small_pages = limited_copy(pages, STARTUP_PAGES, small_folder)
@@ -207,6 +213,10 @@ def main() -> int:
                                                   str(small_folder / "out.jsonl"), small], None),
             f"lxml loop, {small} pages": ([sys.executable, "-c", LXML_LOOP, str(small_pages), os.devnull, small], None),
         }
+        if args.baseline:
+            startup["baseline templater --help"] = ([str(args.baseline), "--help"], None)
+            startup[f"baseline templater extract, {small} pages"] = (
+                [str(args.baseline), *startup[f"templater extract, {small} pages"][0][1:]], small_base)
         started = {name: Runs(name) for name in startup}
         db, out = folder / "round.db", folder / "out.jsonl"
         templater = [str(BIN / "templater"), "extract", "--db", str(db), "--output", str(out), "--quiet"]
@@ -216,19 +226,24 @@ def main() -> int:
             "trafilatura loop": [sys.executable, "-c", TRAFILATURA_LOOP, str(pages), str(out), limit],
             "lxml loop": [sys.executable, "-c", LXML_LOOP, str(pages), str(out), limit],
         }
+        if args.startup_only:
+            contestants = {}
         runs = {name: Runs(name) for name in contestants}
         print(f"{n} pages ({corpus.name}), {args.rounds} rounds; load average at start {load_average()}",
               flush=True)
         names = list(contestants)
         for round_number in range(args.rounds):
-            shift = round_number % len(names)
+            shift = round_number % max(len(names), 1)
             for name in names[shift:] + names[:shift]:
                 fresh_db(base, db)
                 wall, cpu, rss = timed_process(contestants[name], env=env)
                 runs[name].wall.append(wall)
                 runs[name].cpu.append(cpu)
                 runs[name].rss_mb.append(rss)
-            for name, (argv, start_db) in startup.items():
+            order = list(startup)
+            order = order[round_number % len(order):] + order[:round_number % len(order)]
+            for name in order:
+                argv, start_db = startup[name]
                 if start_db is not None:
                     fresh_db(start_db, small_db)
                 wall, cpu, rss = timed_process(argv, env=env)
@@ -247,7 +262,8 @@ def main() -> int:
                                *shlex.split(variant)], env=env)
                 splits[variant] = json.loads(record.read_text())
         print(f"load average at end {load_average()}")
-    print_table(runs, n)
+    if runs:
+        print_table(runs, n)
     print_startup(started)
     print_projection(runs, splits, args.variant)
     return 0

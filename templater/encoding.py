@@ -29,9 +29,6 @@ import json
 import logging
 import re
 
-import charset_normalizer
-from charset_normalizer.utils import is_multi_byte_encoding
-
 from . import config
 from .datatypes import Page, RawPage, Skip, SkipReason
 
@@ -191,6 +188,9 @@ def detect_charset(body: bytes) -> str | None:
     out as cp1250, French as cp1257): when windows-1252, the web's default legacy encoding, is among its
     candidates and nearly as clean as the best single-byte pick, windows-1252 is taken.
     """
+    import charset_normalizer  # imported here: most pages declare their charset, and a start-up skips ~10 ms
+    from charset_normalizer.utils import is_multi_byte_encoding
+
     sample = body[: config.DETECT_BYTES]
     if len(body) > len(sample) and (cut := sample.rfind(b"\n")) > 0:
         sample = sample[: cut + 1]  # never split a multibyte character: a newline is one byte in them all
