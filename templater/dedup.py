@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime, timezone
-from email.utils import parsedate_to_datetime
 from itertools import islice
 
 import numpy as np
@@ -73,6 +72,8 @@ def web_time(value: str | None) -> str | None:
     try:
         moment = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
     except ValueError:
+        from email.utils import parsedate_to_datetime  # imported here: email and socket cost a start-up ~4 ms
+
         try:
             moment = parsedate_to_datetime(text)
         except (TypeError, ValueError, IndexError):
