@@ -1,7 +1,6 @@
 """Named settings: thresholds, limits, shingle and LSH defaults, and the learning settings saved with each
-template (LearnSettings). Code uses these names, not bare numbers; a module keeps at its top only what is its own
-format (bit masks, widths, file layouts) and, for now, the thresholds of shingles, metadata, template, features,
-ann, document, training and store/lsh, which move here next."""
+template (LearnSettings, at the end). Code uses these names, not bare numbers; a module keeps at its top only what
+is its own format (bit masks, hash constants, file layouts, versions) and vocabulary (tag sets, patterns, names)."""
 
 from __future__ import annotations
 
@@ -108,6 +107,8 @@ WORK_CHUNK = 16  # pages a worker process reads and extracts (or prepares for in
 WORK_AHEAD = 4  # tasks handed out per worker before their results are taken back: bounds what waits in memory
 LAYOUT_SHAPE_SHARE = 0.5  # a tag path on this share of a cluster's pages belongs to its layout signature
 
+GROWING_PAGES = 12_800  # extract's largest transaction (pages): a killed run redoes at most this many
+TEMPLATE_CACHE = 256  # compiled templates kept per process (about 88 KB each): read again when a site comes back
 # --- store (store/db.py, store/pages.py) ---------------------------------------------------------------------
 BUSY_TIMEOUT_MS = 30_000  # how long a connection waits for another process's lock before it fails
 HEAP_LIMIT_BYTES = 64 * 2**20  # SQLite's soft heap limit (process-wide): page caches give pages back above it (and
@@ -164,7 +165,8 @@ LIST_TAGS = frozenset({"ul", "ol", "menu"})  # a block of links in a list is a n
 LINK_RUN = 3  # ... and so is one of this many link-heavy blocks in a row (a table of contents as a <dl>)
 ROW_CELLS = 2  # a short label is content among this many of the page's own short blocks under one parent (a grid's
 # header cell; with one, a news blog's sidebar boxes passed for its content on the dev news sites)
-# --- features ---
+
+# --- features (templater/features.py) ---------------------------------------------------------------------
 REGION_MIN_CHARS = 25  # a block shorter than this adds nothing to a container's content score
 REGION_GRANDPARENT_SHARE = 0.5  # share of a block's content score its grandparent receives (readability)
 NEIGHBOUR_WINDOW = 3  # blocks either side averaged into the context features
@@ -175,7 +177,7 @@ CONTEXT_LEVELS = 3  # containers above a block whose text-weighted score the sec
 MIN_SCORE = 1e-6  # floor of a page's best score when scores are divided by it
 CONTEXT_WIDTHS = (1, 3, 10)  # blocks either side of the three neighbour means of the first-stage scores
 
-# --- training --- (the shipped weights were made with these)
+# --- training (templater/training.py; the shipped weights were made with these) ----------------------------
 LINE_HIDDEN = 6  # hidden units of the nine-input line network
 AUTO_HIDDEN = 8  # hidden units of each default-classifier network
 ENSEMBLE = 3  # networks averaged per stage of the default classifier
@@ -186,6 +188,8 @@ LABEL_SHARE = 0.5  # a block is content when more than this share of its tokens 
 # varied and the genre the product is judged on first; other genres' long, mostly-content pages would otherwise
 # pull the networks toward keeping more (x2 gives news 75% of the label weight of the genre-mixed set, not 59%).
 SOURCE_WEIGHTS = {"news": 2.0}
+TRAIN_SEED = 7
+EPOCHS = 1000  # full-batch Adam steps per network
 # --- document (templater/document.py): the headline and the structure of the extracted document -------------
 HEADLINE_MAX_CHARS = 300  # a block longer than this is no headline
 HEADLINE_MIN_WORDS = 0.5  # a heading echoing the declared titles holds at least this share of the headline's words
@@ -261,48 +265,7 @@ ROUND_LIMITS = (1, 4, 16, 64, 256, 1 << 62)  # candidates verified per (page, cl
 REFERENCE_MEMBERS = 1_000  # a cluster's reference pages (its longest text per site, which a page joining it must
 # pass with) are chosen among its this many longest members: a popular cluster costs a bounded read
 
-
-@dataclass(frozen=True, slots=True)
-class LearnSettings:
-    """Settings of template learning: saved with each template they shaped (``store.templates``, JSON), shown by
-    ``templater rules show`` and ``rules export``. A template saved before a field existed simply lacks it."""
-
-    min_group_pages: int = MIN_GROUP_PAGES
-    min_template_pages: int = MIN_TEMPLATE_PAGES
-    layout_similarity: float = LAYOUT_SIMILARITY
-    layout_match: float = LAYOUT_MATCH
-    static_support: float = STATIC_SUPPORT
-    min_static_pages: int = MIN_STATIC_PAGES
-    shape_support: float = SHAPE_SUPPORT
-    shape_max_chars: int = SHAPE_MAX_CHARS
-    shape_max_link_density: float = SHAPE_MAX_LINK_DENSITY
-    max_learn_pages: int = MAX_LEARN_PAGES
-    comment_support: float = COMMENT_SUPPORT
-    meta_support: float = META_SUPPORT
-    meta_precision: float = META_PRECISION
-    meta_visible_support: float = META_VISIBLE_SUPPORT
-    meta_min_values: int = META_MIN_VALUES
-
-    def to_dict(self) -> dict:
-        """The settings as saved with a template."""
-        return asdict(self)
-
-    @classmethod
-    def from_stored(cls, values: dict) -> LearnSettings:
-        """Settings from a saved template's values: fields it lacks (saved by an older version) take their
-        defaults, names no longer known are left out."""
-        return cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})
-
-GROWING_PAGES = 12_800  # extract's largest transaction (pages): a killed run redoes at most this many
-TEMPLATE_CACHE = 256  # compiled templates kept per process (about 88 KB each): read again when a site comes back
-
-FDR_Q = 0.05  # default false-discovery rate of the single-page fdr method (--fdr-q)
-
-# --- training the single-page classifier (templater/training.py; the shipped weights were made with these) ---
-TRAIN_SEED = 7
-EPOCHS = 1000  # full-batch Adam steps per network
-
-# --- recrawl: batches and template health (issue 5; templater/recrawl.py) -------------------------------
+# --- recrawl: batches and template health (templater/recrawl.py) -------------------------------
 # On big9 (dev corpus) a page's coverage by its own site-year template was at least 0.56 on 174 of 178 pages
 # (lowest 0.28); pages of the next redesign fitted no learned layout at all, or covered at most 0.16.
 RECRAWL_BATCH_PAGES = 200  # records per committed batch of a recrawl (a killed run loses at most one batch)
@@ -330,6 +293,7 @@ DENSITY_ITERATIONS = 50  # at most this many EM steps of the per-page two-normal
 DENSITY_TOLERANCE = 1e-4  # ... stopping once neither mean moves more than this
 DENSITY_MIN_SPREAD = 0.02  # floor of each normal's standard deviation
 DENSITY_WINDOW = 2  # blocks either side whose density is averaged into a block's
+FDR_Q = 0.05  # default false-discovery rate of the single-page fdr method (--fdr-q)
 
 # --- Spark (templater/spark_job.py) -----------------------------------------------------------------------------
 JOIN_SALTS = 16  # a template's rows are copied to this many keys, so a site's pages spread over as many tasks
@@ -362,3 +326,40 @@ WORD_WINDOW = 64  # characters looked back for the word before a full stop (abbr
 
 # --- parsing (templater/parse.py) -------------------------------------------------------------------------------
 MAX_TITLE_CHARS = 1000  # a longer <title> text means the tag was never closed
+
+# --- reports (templater/report.py): how much of a text `rules explain` and the HTML report show -----------------
+SHORT_TEXT = 70  # characters of a block's text shown in one line of `rules explain`
+GROUP_PREVIEW_CHARS = 360  # a run of dropped blocks shows this much text before "show all"
+REPORT_SAMPLE_CHARS = 90  # characters of a rule's sample shown in the report
+
+
+@dataclass(frozen=True, slots=True)
+class LearnSettings:
+    """Settings of template learning: saved with each template they shaped (``store.templates``, JSON), shown by
+    ``templater rules show`` and ``rules export``. A template saved before a field existed simply lacks it."""
+
+    min_group_pages: int = MIN_GROUP_PAGES
+    min_template_pages: int = MIN_TEMPLATE_PAGES
+    layout_similarity: float = LAYOUT_SIMILARITY
+    layout_match: float = LAYOUT_MATCH
+    static_support: float = STATIC_SUPPORT
+    min_static_pages: int = MIN_STATIC_PAGES
+    shape_support: float = SHAPE_SUPPORT
+    shape_max_chars: int = SHAPE_MAX_CHARS
+    shape_max_link_density: float = SHAPE_MAX_LINK_DENSITY
+    max_learn_pages: int = MAX_LEARN_PAGES
+    comment_support: float = COMMENT_SUPPORT
+    meta_support: float = META_SUPPORT
+    meta_precision: float = META_PRECISION
+    meta_visible_support: float = META_VISIBLE_SUPPORT
+    meta_min_values: int = META_MIN_VALUES
+
+    def to_dict(self) -> dict:
+        """The settings as saved with a template."""
+        return asdict(self)
+
+    @classmethod
+    def from_stored(cls, values: dict) -> LearnSettings:
+        """Settings from a saved template's values: fields it lacks (saved by an older version) take their
+        defaults, names no longer known are left out."""
+        return cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})

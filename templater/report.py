@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from .config import GROUP_PREVIEW_CHARS, REPORT_SAMPLE_CHARS, SHORT_TEXT
 from .datatypes import Rule, RuleAction
 
 # Why a block was kept or dropped. Dropped: a learned static rule, a learned dynamic (shape) rule, a learned
@@ -24,9 +25,6 @@ CLASSIFIER = "classifier"
 TEMPLATE_ONLY = "template"
 FALLBACK_PREFIX = "fallback:"
 
-SHORT_TEXT = 70  # characters of a block's text shown in one line of `rules explain`
-GROUP_PREVIEW_CHARS = 360  # a run of dropped blocks shows this much text before "show all"
-SAMPLE_CHARS = 90  # characters of a rule's sample shown in the report
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,7 +316,7 @@ def _rules_section(data: ReportData) -> str:
         f"<tr><td>#{i}</td><td><span class='tag {_rule_class(r)}'>{_e(r.action)}</span></td>"
         f"<td>{'xpath' if r.pinned else _LEARNED_MATCH.get(r.action, '')}</td><td class='x'>{_e(r.xpath)}</td>"
         f"<td>{_bar(r.support)}{r.support:.0%}</td>"
-        f"<td>{_e(shorten(r.sample, SAMPLE_CHARS))}</td></tr>" for i, r in enumerate(data.rules))
+        f"<td>{_e(shorten(r.sample, REPORT_SAMPLE_CHARS))}</td></tr>" for i, r in enumerate(data.rules))
     return (f"<section><h2>{_e(title)}</h2><table><tr><th>#</th><th>action</th><th>matched by</th><th>XPath</th>"
             f"<th>support</th><th>sample of the text it matched</th></tr>{rows}</table></section>")
 
