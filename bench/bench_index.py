@@ -67,7 +67,39 @@ def perturb(rng: np.random.Generator, rows: np.ndarray, share: np.ndarray) -> np
     return rows
 
 
-def make_batch(rng: np.random.Generator, count: int, pool: tuple[np.ndarray, np.ndarray], args,
+class Pool:
+    """The signatures and full sets of the last POOL pages, oldest first, in ring buffers (appending a batch used to
+    copy the whole pool, 80 MB, at every batch: 16 GB of copying for 200-page batches at 200k pages, untimed but slow)."""
+
+    def __init__(self, permutations: int, set_size: int):
+        self.values = np.empty((POOL, permutations), np.uint32)
+        self.sets = np.empty((POOL, set_size), np.uint32)
+        self.size = self.end = 0  # pages held; where the next one goes
+
+    def __len__(self) -> int:
+        return self.size
+
+    def _at(self, index: np.ndarray) -> np.ndarray:
+        return (self.end - self.size + index) % POOL
+
+    def signatures(self, index: np.ndarray) -> np.ndarray:
+        return self.values[self._at(index)]
+
+    def shingle_sets(self, index: np.ndarray) -> np.ndarray:
+        return self.sets[self._at(index)]
+
+    def push(self, values: np.ndarray, sets: np.ndarray) -> None:
+        values, sets = values[-POOL:], sets[-POOL:]
+        at = (self.end + np.arange(len(values))) % POOL
+        self.values[at], self.sets[at] = values, sets
+        self.end, self.size = (self.end + len(values)) % POOL, min(POOL, self.size + len(values))
+
+    @property
+    def nbytes(self) -> int:
+        return self.values.nbytes + self.sets.nbytes
+
+
+def make_batch(rng: np.random.Generator, count: int, pool: Pool, args,
                settings: ShingleSettings) -> tuple[np.ndarray, Shingles | None, np.ndarray, int, Shingles]:
     """Signatures of ``count`` pages (some planted copies of the pool's pages), what the index is given to verify
     them, the full synthetic sets of the last POOL pages (the next pool), and the pages' anchor keys (the set in its
@@ -75,17 +107,17 @@ def make_batch(rng: np.random.Generator, count: int, pool: tuple[np.ndarray, np.
     small beside the index's memory."""
     k = settings.permutations
     values = rng.integers(0, 2**32, size=(count, k), dtype=np.uint32)
-    dups = np.flatnonzero(rng.random(count) < args.dup_share) if len(pool[0]) else np.empty(0, np.int64)
-    source = rng.integers(0, len(pool[0]), size=len(dups)) if len(dups) else dups
+    dups = np.flatnonzero(rng.random(count) < args.dup_share) if len(pool) else np.empty(0, np.int64)
+    source = rng.integers(0, len(pool), size=len(dups)) if len(dups) else dups
     share = rng.uniform(0, MAX_NOISE, size=len(dups))
     if len(dups):
-        values[dups] = perturb(rng, pool[0][source], share)
+        values[dups] = perturb(rng, pool.signatures(source), share)
     parts, tail, anchors = [], [], []
     for start in range(0, count, CHUNK):
         sets = rng.integers(0, 2**32, size=(min(CHUNK, count - start), args.set_size), dtype=np.uint32)
         mine = (dups >= start) & (dups < start + len(sets))
         if mine.any():
-            sets[dups[mine] - start] = perturb(rng, pool[1][source[mine]], share[mine])
+            sets[dups[mine] - start] = perturb(rng, pool.shingle_sets(source[mine]), share[mine])
         parts.append(verification_input(sets, args.verify, args.sample))
         anchors.append(anchor_keys(Shingles(sets.ravel().astype(np.uint64), np.arange(len(sets) + 1) * args.set_size),
                                    settings))
@@ -127,7 +159,7 @@ def create(path: Path, page_size: int):
 
 def insert_all(db, args, settings: ShingleSettings) -> tuple[int, list[float], list[float], int]:
     rng = np.random.default_rng(SEED)
-    pool = (np.empty((0, settings.permutations), np.uint32), np.empty((0, args.set_size), np.uint32))
+    pool = Pool(settings.permutations, args.set_size)
     batch_times, cpu_times, planted, own_bytes = [], [], 0, 0
     growing = GrowingBatch(db) if args.commit == "growing" else None
     for start in range(0, args.n, args.batch):
@@ -146,9 +178,9 @@ def insert_all(db, args, settings: ShingleSettings) -> tuple[int, list[float], l
                 growing.commit()
         batch_times.append(time.perf_counter() - began)
         cpu_times.append(time.process_time() - cpu)
-        own_bytes = max(own_bytes, sum(a.nbytes for a in (*pool, values, sets)) +
+        own_bytes = max(own_bytes, pool.nbytes + values.nbytes + sets.nbytes +
                         (shingles.hashes.nbytes if shingles is not None else 0))
-        pool = (np.concatenate((pool[0], values))[-POOL:], np.concatenate((pool[1], sets))[-POOL:])
+        pool.push(values, sets)
         done = start + count
         if len(batch_times) % max(1, len(range(0, args.n, args.batch)) // 10) == 0 or done == args.n:
             print(f"  {done:>9,} pages  {done / sum(batch_times):>8,.0f} docs/s so far  "

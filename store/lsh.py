@@ -64,7 +64,12 @@ def site_of(url: str | None) -> str:
     if not url or "://" not in url:
         return ""
     rest = url.split("://", 1)[1]
-    host = rest[:min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))]
+    end = len(rest)
+    for mark in "/?#":  # the host ends at the first of these
+        at = rest.find(mark, 0, end)
+        if at >= 0:
+            end = at
+    host = rest[:end]
     host = host.rpartition("@")[2].lower()
     host = host.split("]")[0].lstrip("[") if host.startswith("[") else host.partition(":")[0]
     return host[4:] if host.startswith("www.") else host
