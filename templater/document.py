@@ -204,9 +204,7 @@ def _exact_headline(seg: Segmented, titles: list[str]) -> int | None:
     host = _host_labels(seg.page.url)
     wanted = {form for t in titles for form in _title_forms(t, host)}
     longest = min(max(map(len, wanted)) + len(PERMALINK_MARKS), HEADLINE_MAX_CHARS)
-    blocks = seg.blocks  # the blocks short enough found first in one numpy pass (block_chars: len(text) of each)
-    found = [b for b in map(blocks.__getitem__, np.flatnonzero(seg.block_chars() <= longest).tolist())
-             if b.text.rstrip(PERMALINK_MARKS).lower() in wanted]
+    found = [b for b in seg.blocks if len(b.text) <= longest and b.text.rstrip(PERMALINK_MARKS).lower() in wanted]
     found = [b for b in found if not _names_site(b.text, host)] or found
     headings = [b for b in found if b.tag in HEADING_LEVELS]
     whole_headings = [b for b in headings if b.text.rstrip(PERMALINK_MARKS).lower() in whole]
