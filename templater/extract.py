@@ -131,10 +131,11 @@ def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray) -> np.n
     chars = seg.block_chars()
     text = (np.fromiter((b.link_chars for b in seg.blocks), dtype=np.int64, count=len(seg.blocks))
             <= OWN_CONTENT_LINKS * chars) & (chars > 0)
-    placed = np.fromiter((not any(f"/{tag}/" in b.tag_path + "/" for tag in CHROME_TAGS) for b in seg.blocks),
-                         dtype=bool, count=len(seg.blocks))[where]
+    trusted_blocks = [seg.blocks[i] for i in where.tolist()]  # only the trusted blocks are judged below
+    placed = np.fromiter(map(_outside_chrome_tags, [b.tag_path for b in trusted_blocks]), dtype=bool,
+                         count=len(where))
     heading = np.fromiter((b.tag in HEADING_TAGS and "/a/" not in b.tag_path and in_declared_main(b)
-                           for b in seg.blocks), dtype=bool, count=len(seg.blocks))[where] & placed
+                           for b in trusted_blocks), dtype=bool, count=len(where)) & placed
     heading[:-1] &= text[where[1:]] & placed[1:]  # ... over the page's own text (not over a list of links, nor
     heading[-1:] = False  # an <aside> of other stories: "Latest in Gear")
     strong = np.flatnonzero(((chars[where] >= PARAGRAPH_CHARS) | heading) & text[where])
@@ -149,6 +150,13 @@ def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray) -> np.n
     out = np.zeros_like(trusted)
     out[where[start:end]] = True
     return out
+
+
+@functools.lru_cache(maxsize=8192)
+def _outside_chrome_tags(tag_path: str) -> bool:
+    """Whether no step of a tag path is one of CHROME_TAGS (a page's blocks repeat a few tag paths many times)."""
+    path = tag_path + "/"
+    return not any(f"/{tag}/" in path for tag in CHROME_TAGS)
 
 
 def nested_lists(shapes: frozenset[str]) -> dict[str, str]:

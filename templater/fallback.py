@@ -182,7 +182,9 @@ def region_chrome(seg: Segmented, tree: Tree, trusted: np.ndarray) -> np.ndarray
     chars = seg.block_chars()
     links = np.fromiter(map(_LINK_CHARS, seg.blocks), dtype=np.int64, count=len(seg.blocks))
     below = _below_region(seg, trusted)
-    position = np.fromiter((not REGION_CHROME_TAGS.isdisjoint(tags) for tags in below), dtype=bool, count=len(below))
+    position = np.zeros(len(below), dtype=bool)  # an untrusted block's tags are none (an empty list)
+    where = np.flatnonzero(trusted)
+    position[where] = [not REGION_CHROME_TAGS.isdisjoint(below[i]) for i in where.tolist()]
     linked = (links > REGION_LINK_DENSITY * chars) & ~among_own_text(seg, trusted, links)
     return (named | linked | position) & ~protected_blocks(seg, trusted, below)
 
@@ -206,10 +208,16 @@ def protected_blocks(seg: Segmented, trusted: np.ndarray, below: list[list[str]]
     if not trusted.any():
         return np.zeros(len(seg.blocks), dtype=bool)
     below = _below_region(seg, trusted) if below is None else below
-    runs = link_runs(seg)
-    return trusted & np.fromiter((not PROTECTED_TAGS.isdisjoint(tags) and not (run and "dl" in tags and "table" not in
-                                  tags and "pre" not in tags) for tags, run in zip(below, runs)), dtype=bool,
-                                 count=len(below))
+    runs = link_runs(seg).tolist()
+    out = np.zeros(len(below), dtype=bool)  # only trusted blocks are judged (the others' tags are none)
+    where = np.flatnonzero(trusted)
+    out[where] = [_protected(below[i], runs[i]) for i in where.tolist()]
+    return out
+
+
+def _protected(tags: list[str], run: bool) -> bool:
+    return not PROTECTED_TAGS.isdisjoint(tags) and not (run and "dl" in tags and "table" not in tags
+                                                        and "pre" not in tags)
 
 
 def _below_region(seg: Segmented, trusted: np.ndarray) -> list[list[str]]:
