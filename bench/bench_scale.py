@@ -127,7 +127,9 @@ def cached_pages(source: Path, size: int, cache: Path) -> Path:
     pages = cache / f"pages-{source.name.split('.')[0]}-{size}-{key}.jsonl.gz"
     if not pages.exists():  # in a child: this process stays small (a forked child's peak RSS starts at ours)
         cache.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, __file__, "--write", str(source), str(size), str(pages)], check=True)
+        wall, cpu, _ = timed_process([sys.executable, __file__, "--write", str(source), str(size), str(pages)],
+                                     env=dict(os.environ))
+        print(f"{size:>7} pages  written in {wall:.1f} s wall, {cpu:.1f} s CPU: {pages}", flush=True)
     return pages
 
 
