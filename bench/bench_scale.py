@@ -179,6 +179,8 @@ def main() -> int:
             print(f"{stage:8} {size:>7} {size / wall:8.1f} {size / cpu:11.1f} {rss:11.0f} {exponents[0]:>13} "
                   f"{exponents[1]:>12}")
     print(f"load average at end {load_average()}")
+    if not args.keep:
+        folder.rmdir()  # its databases went after each size
     return 0
 
 
