@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """How `templater` scales with the crawl: ingest, build and extract (index on) as processes at growing sizes.
 
-    python bench/bench_scale.py [--sizes 2500 10000 40000] [--jobs 1] [--suite sites] [--keep DIR]
+    python bench/bench_scale.py [--sizes 2500 10000 40000] [--jobs 1] [--suite sites] [--keep DIR] [--cache DIR]
 
 The pages are the dev corpus suite's (default `sites`: sites with 3+ pages), replicated into distinct sites: copy
 k of a page gets the host `k<k>.<host>` and its words rewritten by a substitution of copy k (each word of the copy
 replaced with probability PERTURB by a word made from a hash of (k, word), the same in every page of the copy):
 a copy's pages still share their template with each other, but its text is not a near-duplicate of the other
 copies' (about 0.85**5 of its 5-word shingles survive). Each size takes the first N pages of copies 0, 1, 2, ...
+The inputs are written once per size into the cache folder (--cache; gzip level 1) and reused by later runs: each
+page is cut once into chunks and words and each copy's substitution computed once over the distinct words, so a
+page of a copy is a join (about 1.5 ms per page with the compression: 40k pages in about a minute).
 
 For every size, each stage runs as a process on a fresh database, timed by wall clock and by its CPU time
 (os.wait4's rusage: user + system, workers included) with its peak RSS; printed as pages/s and pages per CPU
@@ -28,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Iterable
 from urllib.parse import urlsplit, urlunsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -37,6 +41,7 @@ from suites import suite_file  # noqa: E402
 PERTURB = 0.15  # share of a copy's distinct words replaced
 WORD = re.compile(r"(?<=>)[^<]+")  # text between tags (script and style bodies too: harmless)
 LETTERS = re.compile(r"[A-Za-z]{3,}")
+GENERATOR = 2  # version of the generated pages: part of the cache's file names
 
 
 def perturbed_word(copy: int, word: str) -> str:
@@ -48,19 +53,84 @@ def perturbed_word(copy: int, word: str) -> str:
 
 
 def replicate(record: dict, copy: int) -> dict:
+    """Copy ``copy`` of a page, word by word (the reference for the fast writer below: same result)."""
     parts = urlsplit(record["url"])
     url = urlunsplit(parts._replace(netloc=f"k{copy}.{parts.netloc}"))
     html = WORD.sub(lambda m: LETTERS.sub(lambda w: perturbed_word(copy, w.group()), m.group()), record["html"])
     return {"id": f"k{copy}/{record.get('id') or record['url']}", "url": url, "html": html}
 
 
+class Page:
+    """A page cut once into JSON-escaped chunks around its words: html == c0 + w0 + c1 + w1 + ... + cn."""
+
+    __slots__ = ("record", "chunks", "words")
+
+    def __init__(self, record: dict, vocabulary: dict[str, str]) -> None:
+        self.record = record
+        html, chunks, words, start = record["html"], [], [], 0
+        escape = json.encoder.encode_basestring  # what json.dumps(text, ensure_ascii=False) writes, in C
+        for text in WORD.finditer(html):
+            for word in LETTERS.finditer(html, text.start(), text.end()):
+                chunks.append(escape(html[start:word.start()])[1:-1])
+                words.append(vocabulary.setdefault(word.group(), word.group()))  # one string per distinct word
+                start = word.end()
+        chunks.append(escape(html[start:])[1:-1])
+        self.chunks, self.words = chunks, words
+
+    def line(self, copy: int, substitution: dict[str, str]) -> bytes:
+        """The JSON line of copy ``copy`` (what json.dumps(replicate(record, copy)) writes)."""
+        pieces = [""] * (2 * len(self.words) + 1)
+        pieces[0::2] = self.chunks
+        pieces[1::2] = map(substitution.get, self.words, self.words)  # a word not in the substitution stays
+        record = self.record
+        parts = urlsplit(record["url"])
+        url = urlunsplit(parts._replace(netloc=f"k{copy}.{parts.netloc}"))
+        ident = f"k{copy}/{record.get('id') or record['url']}"
+        head = (f'{{"id": {json.dumps(ident, ensure_ascii=False)}, '
+                f'"url": {json.dumps(url, ensure_ascii=False)}, "html": "')
+        return (head + "".join(pieces) + '"}\n').encode("utf-8")
+
+
+def substitution(copy: int, vocabulary: Iterable[str]) -> dict[str, str]:
+    """The words copy ``copy`` replaces, with their replacements (about PERTURB of the distinct words)."""
+    changed = {}
+    for word in vocabulary:
+        other = perturbed_word(copy, word)
+        if other is not word:
+            changed[word] = other
+    return changed
+
+
 def write_pages(source: Path, size: int, out: Path) -> None:
+    """The first ``size`` pages of copies 0, 1, 2, ... of the suite's pages, gzipped (level 1) into ``out``.
+
+    Each page is cut once into chunks and words, and each copy's substitution is computed once over the distinct
+    words: a copy's page is then a join of chunks and substituted words (json.dumps of the replicated record,
+    byte for byte, without running the regular expressions, hashes and JSON escaping again per page)."""
     with gzip.open(source, "rt", encoding="utf-8") as f:
         records = [json.loads(line) for line in f if line.strip()]
-    with gzip.open(out, "wt", encoding="utf-8", compresslevel=1) as w:
-        for i in range(size):
-            copy, record = divmod(i, len(records))
-            w.write(json.dumps(replicate(records[record], copy), ensure_ascii=False) + "\n")
+    vocabulary: dict[str, str] = {}
+    pages = [Page(record, vocabulary) for record in records[:size]]
+    partial = out.with_name(out.name + ".partial")
+    with open(partial, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0) as w:
+        for copy in range(math.ceil(size / len(pages))):
+            changed = substitution(copy, vocabulary)
+            w.write(b"".join(page.line(copy, changed) for page in pages[:size - copy * len(pages)]))
+    partial.replace(out)
+
+
+def cached_pages(source: Path, size: int, cache: Path) -> Path:
+    """The input of ``size`` pages, written once into ``cache`` (named by the source file and the generator)."""
+    stat = source.stat()
+    key = hashlib.blake2b(f"{GENERATOR}:{source.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode(),
+                          digest_size=6).hexdigest()
+    pages = cache / f"pages-{source.name.split('.')[0]}-{size}-{key}.jsonl.gz"
+    if not pages.exists():  # in a child: this process stays small (a forked child's peak RSS starts at ours)
+        cache.mkdir(parents=True, exist_ok=True)
+        wall, cpu, _ = timed_process([sys.executable, __file__, "--write", str(source), str(size), str(pages)],
+                                     env=dict(os.environ))
+        print(f"{size:>7} pages  written in {wall:.1f} s wall, {cpu:.1f} s CPU: {pages}", flush=True)
+    return pages
 
 
 def main() -> int:
@@ -71,7 +141,9 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[2500, 10000, 40000])
     parser.add_argument("--jobs", type=int, default=1, help="--jobs of every stage (default 1: one core)")
     parser.add_argument("--suite", default="sites", choices=("all", "sites", "single"))
-    parser.add_argument("--keep", type=Path, default=None, help="folder for the inputs and databases (kept)")
+    parser.add_argument("--keep", type=Path, default=None, help="folder for the databases (kept; default: removed)")
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "templater-bench-scale",
+                        help="folder of the generated inputs, written once per size (default: %(default)s)")
     args = parser.parse_args()
     env = {**os.environ, **ONE_THREAD}
     folder = args.keep or Path(tempfile.mkdtemp(prefix="bench-scale-"))
@@ -81,10 +153,7 @@ def main() -> int:
           flush=True)
     rows: dict[str, list[tuple[int, float, float, float]]] = {}
     for size in args.sizes:
-        pages, db = folder / f"pages-{size}.jsonl.gz", folder / f"scale-{size}.db"
-        if not pages.exists():  # in a child: this process stays small (a forked child's peak RSS starts at ours)
-            subprocess.run([sys.executable, __file__, "--write", str(suite_file(args.suite)), str(size), str(pages)],
-                           check=True)
+        pages, db = cached_pages(suite_file(args.suite), size, args.cache), folder / f"scale-{size}.db"
         for suffix in ("", "-wal", "-shm"):
             Path(f"{db}{suffix}").unlink(missing_ok=True)
         jobs = ["--jobs", str(args.jobs)]
@@ -96,6 +165,9 @@ def main() -> int:
             rows.setdefault(stage, []).append((size, wall, cpu, rss))
             print(f"{size:>7} pages  {stage:8} {wall:8.1f} s wall {cpu:8.1f} s CPU  {size / wall:7.1f} pages/s "
                   f"{size / cpu:7.1f} pages/CPU s  peak RSS {rss:6.0f} MB  (load {load_average()})", flush=True)
+        if not args.keep:
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{db}{suffix}").unlink(missing_ok=True)
     print(f"\n{'stage':8} {'pages':>7} {'pages/s':>8} {'pages/CPU s':>11} {'peak RSS MB':>11} "
           f"{'exponent wall':>13} {'exponent CPU':>12}")
     for stage, results in rows.items():
@@ -107,6 +179,8 @@ def main() -> int:
             print(f"{stage:8} {size:>7} {size / wall:8.1f} {size / cpu:11.1f} {rss:11.0f} {exponents[0]:>13} "
                   f"{exponents[1]:>12}")
     print(f"load average at end {load_average()}")
+    if not args.keep:
+        folder.rmdir()  # its databases went after each size
     return 0
 
 

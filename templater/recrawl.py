@@ -78,6 +78,7 @@ class _Fetched:
     group: str = ""
     site: str | None = None
     result: Extraction | None = None
+    signed: dedup.SignedText | None = None  # the result's text signed for the near-duplicate index (by a worker)
 
 
 @dataclass(slots=True)
@@ -159,6 +160,7 @@ class _Classifier:
 
     def __init__(self, db: sqlite_utils.Database, settings: LearnSettings, method: str) -> None:
         self.db, self.settings, self.method = db, settings, method
+        self.signing = pipeline.index_settings(db)  # what the extracted texts are signed with for the index
         self.load_templates()
         self.groups = run_store.group_keys(db)
         self.generation = 0
@@ -175,7 +177,12 @@ class _Classifier:
             self.load_templates()
             self.groups |= run_store.group_keys(self.db)
             self.generation = generation
-        return [(self.classify(record, state), self.looked, self.calls) for record in records]
+        classified = [(self.classify(record, state), self.looked, self.calls) for record in records]
+        extracted = [f for f, _, _ in classified if f.result is not None and f.result.text.strip()]
+        if extracted:
+            for f, signed in zip(extracted, dedup.sign_each([f.result.text for f in extracted], self.signing)):
+                f.signed = signed  # signed here, in the worker: the writer only stores
+        return classified
 
     def classify(self, record, state: dict) -> _Fetched:
         """The record classified (and extracted when it changed); any exception makes it a skip ("error")."""
@@ -374,7 +381,8 @@ class _Crawl:
         page_store.touch_pages(self.db, touched, now=now)
         run_store.mark_seen(self.db, self.run.id, [f.id for f in batch.records if f.kind != "skip"])
         run_store.add_observations(self.db, [_observation(f) for f in extracted])
-        self._index([f.result for f in extracted], [f.result.boilerplate_chars for f in extracted])
+        self._index([f.result for f in extracted], [f.result.boilerplate_chars for f in extracted],
+                    [f.signed for f in extracted])
 
     def _write_skip(self, skip: Skip, now: str) -> None:
         page_store.record_skip(self.db, source=skip.source, reason=skip.reason, detail=skip.detail, page_id=skip.id,
@@ -395,17 +403,27 @@ class _Crawl:
                                    boilerplate_chars=result.boilerplate_chars, digest=digest, now=now,
                                    title=result.title, metadata=result.metadata.to_json())
 
-    def _index(self, results: list[Extraction], boilerplate: list[int]) -> None:
-        """Replace the pages' near-duplicate index entries with their new extracted text."""
+    def _index(self, results: list[Extraction], boilerplate: list[int],
+               signed: list[dedup.SignedText | None] | None = None) -> None:
+        """Replace the pages' near-duplicate index entries with their new extracted text: with the signatures the
+        workers made (``signed``, None where a text was not signed), the rest signed here; stored as
+        ``dedup.index_texts`` stores them (same signatures, same batches of dedup.BATCH_PAGES)."""
         blank = [r.id for r in results if not r.text.strip()]
         if blank:
             dedup.remove_pages(self.db, blank)
             signature_run.remove_signature_pages(self.db, blank)
         fetched = page_store.fetch_times(self.db, [r.id for r in results])
-        items = [dedup.TextItem(r.id, r.url, r.text, b, fetched.get(r.id))
-                 for r, b in zip(results, boilerplate) if r.text.strip()]
+        kept = [(r, b, s) for r, b, s in zip(results, boilerplate, signed or [None] * len(results)) if r.text.strip()]
+        items = [dedup.TextItem(r.id, r.url, r.text, b, fetched.get(r.id)) for r, b, _ in kept]
         if items:
-            dedup.index_texts(self.db, items)
+            signs = [s for _, _, s in kept]
+            unsigned = [i for i, s in enumerate(signs) if s is None]
+            if unsigned:  # classified here (--jobs 1, a worker's answer not taken) or re-extracted (_drain)
+                for i, s in zip(unsigned, dedup.sign_each([items[i].text for i in unsigned], self.classifier.signing)):
+                    signs[i] = s
+            for start in range(0, len(items), dedup.BATCH_PAGES):
+                dedup.index_signed(self.db, items[start:start + dedup.BATCH_PAGES],
+                                   signs[start:start + dedup.BATCH_PAGES], self.classifier.signing)
             signature_run.add_to_signature_indexes(self.db, items)
 
     def _log_batch(self, done: int, batch: _PreparedBatch) -> None:

@@ -346,3 +346,25 @@ def test_build_learns_the_layouts_of_one_group_on_worker_processes_as_one_proces
                  for jobs in (1, 2)]
     assert len({row[2] for row in snapshots[0]["templates"]}) == 1 and len(snapshots[0]["templates"]) >= 2
     assert snapshots[1] == snapshots[0]
+
+
+def test_recrawl_with_worker_processes_signs_the_texts_in_the_workers(tmp_path, crawls, monkeypatch):
+    """With --jobs the workers sign the extracted texts for the near-duplicate index (as extract does): the writer
+    signs only the pages it re-extracts itself after learning templates, and the index is a single process's."""
+    monkeypatch.setattr(pipeline, "WORK_CHUNK", 2)
+    signed_by_writer = {}
+    sign_each = dedup.sign_each
+
+    def counted(texts, settings):  # forked workers count in their own copy: this one counts the writer's
+        signed_by_writer[jobs] = signed_by_writer.get(jobs, 0) + len(texts)
+        return sign_each(texts, settings)
+
+    monkeypatch.setattr(dedup, "sign_each", counted)
+    indexes, summaries = {}, {}
+    for jobs in (1, 2):
+        path = tmp_path / f"signs{jobs}.db"
+        summaries[jobs] = recrawl.recrawl(pipeline.open_store(path), [crawls[0]], batch_size=BATCH, jobs=jobs)
+        indexes[jobs] = {k: v for k, v in snapshot(pipeline.open_store(path)).items() if k.startswith(("lsh_", "dup_"))}
+    assert indexes[1]["lsh_signatures"] and indexes[2] == indexes[1]
+    re_extracted = summaries[2].counts["re-extracted"]
+    assert signed_by_writer[1] >= 10 + re_extracted and signed_by_writer.get(2, 0) == re_extracted
