@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import replace
 
 import numpy as np
@@ -42,6 +44,13 @@ def reference_clusters(pages: dict[str, np.ndarray], settings: ShingleSettings =
                       and estimate_similarity(values[i], values[j]) >= settings.threshold)
 
 
+def root(parent: list[int], a: int) -> int:
+    """The root of a in a plain union-find forest (the tests' own oracle, apart from templater.unionfind)."""
+    while parent[a] != a:
+        a = parent[a]
+    return a
+
+
 def greedy_clusters(pages: dict[str, np.ndarray], settings: SETTINGS.__class__ = SETTINGS) -> set[frozenset]:
     """The clusters the index keeps, computed page by page in id order (= doc order; every text of length 0, so a
     group's reference page is its first): a page joins the groups holding a candidate partner it passes with, only
@@ -53,11 +62,7 @@ def greedy_clusters(pages: dict[str, np.ndarray], settings: SETTINGS.__class__ =
     sim = lambda i, j: float(estimate_similarity(values[i], values[j]))  # noqa: E731
     ok = lambda i, j: sim(i, j) >= settings.threshold  # noqa: E731
     parent = list(range(len(ids)))
-
-    def find(a):
-        while parent[a] != a:
-            a = parent[a]
-        return a
+    find = functools.partial(root, parent)
 
     for i in range(len(ids)):
         groups = {find(j) for j in range(i) if (keys[i] == keys[j]).any() and ok(i, j)}
@@ -82,11 +87,7 @@ def within_components(clusters: set[frozenset], pages: dict[str, np.ndarray]) ->
 def components(ids: list[str], linked) -> set[frozenset]:
     """Connected components (of two or more) of the pairs (i, j) of positions in ids that ``linked`` accepts."""
     parent = list(range(len(ids)))
-
-    def find(a):
-        while parent[a] != a:
-            a = parent[a]
-        return a
+    find = functools.partial(root, parent)
 
     for i in range(len(ids)):
         for j in range(i):
