@@ -89,10 +89,9 @@ def sign_texts(texts: list[str], settings: ShingleSettings) -> tuple[Signatures,
     parts = [shingle_hashes(batch, settings) for batch in iter_batches(texts)]
     signed = [sign_shingles(p, settings, anchors=False) for p in parts]
     signatures = replace(concat_signatures(signed, settings), anchors=anchor_keys(concat_shingles(parts), settings))
-    if keep_shingles:
-        parts = [verification_sets(p, settings) for p in parts]
     if not keep_shingles:
         return signatures, None
+    parts = [verification_sets(p, settings) for p in parts]
     counts = np.concatenate([p.counts for p in parts]) if parts else np.empty(0, np.int64)
     hashes = np.concatenate([p.hashes for p in parts]) if parts else np.empty(0, np.uint64)
     return signatures, Shingles(hashes, np.concatenate(([0], np.cumsum(counts))).astype(np.int64))
@@ -110,8 +109,7 @@ def index_texts(db: sqlite_utils.Database, items: Iterable[TextItem | Sequence],
     iterator = iter(items)
     while batch := [as_text_item(item) for item in islice(iterator, batch_size)]:
         signatures, shingles = sign_texts([it.text for it in batch], settings)
-        pages = [IndexedPage(it.page_id, it.url, it.boilerplate_chars, len(it.text), web_time(it.fetched_at))
-                 for it in batch]
+        pages = [indexed_page(it) for it in batch]
         result = lsh.add_signatures(db, pages, signatures, shingles=shingles)
         for name in totals:
             totals[name] += getattr(result, name)
@@ -146,9 +144,13 @@ def index_signed(db: sqlite_utils.Database, items: Sequence[TextItem], signed: S
     signatures = Signatures(values, np.array([s.empty for s in signed], dtype=bool), settings,
                             _joined([s.anchors for s in signed], np.int64))
     shingles = _joined([s.shingles for s in signed], np.uint64) if settings.verify != "estimate" else None
-    pages = [IndexedPage(it.page_id, it.url, it.boilerplate_chars, len(it.text), web_time(it.fetched_at))
-             for it in items]
+    pages = [indexed_page(it) for it in items]
     return lsh.add_signatures(db, pages, signatures, shingles=shingles)
+
+
+def indexed_page(item: TextItem) -> IndexedPage:
+    """The index's row of a text item."""
+    return IndexedPage(item.page_id, item.url, item.boilerplate_chars, len(item.text), web_time(item.fetched_at))
 
 
 def _joined(parts: Sequence[np.ndarray], dtype: type) -> Shingles:
