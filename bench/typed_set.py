@@ -5,28 +5,37 @@ Every page of the corpus is an original. The article of a page is located in its
 text slot (an element's text or tail) is *content* when at least CONTENT_SHARE of its word bigrams are bigrams
 of the gold text (slots of one or two words count when a neighbouring slot is content and their words are gold
 words). Bases are originals with at least MIN_BASE_WORDS gold words whose content slots hold at least
-MIN_COVERAGE of the gold words; each base is used once, by one edit or one negative.
+MIN_COVERAGE of the gold words; each base is used once, by one edit or one negative. A page's *article* is its
+content slots grouped by block element into paragraphs, less the paragraphs that repeat an earlier one word for
+word (the page's headline again in its own lists of latest or most read stories, which the gold text matches too);
+its *headline* is the first short paragraph set as a heading (h1-h6) before the first long one, else its first
+paragraph when short.
 
 Positive edit types (the copy goes under another URL of the same site, the page's own template around it):
 
     replace-1/2/3       that share of the article's words replaced by random words of the gold corpus, scattered
     cut-end-10/20/30    that share of the article's words cut from its end (whole text slots, then part of one)
     cut-start-10/20/30  the same from its start (the headline goes first)
-    reorder             the article's paragraphs (content slots grouped by their block element) shuffled
-    boilerplate         the headline (first content paragraph when short, and <title>) rewritten, and half of the
+    reorder             the article's paragraphs shuffled
+    boilerplate         the headline (and <title>) rewritten, and half of the
                         page's boilerplate text slots (menus, related links, footers) rewritten
     syndicated          the story on another site: a page of another site (3+ pages) keeps its template and
-                        boilerplate, its article is replaced by this one's paragraphs under a new headline, and the
-                        story's last paragraph is replaced by another (at most LAST_SHARE of the story); the base
-                        is a page of a site with 3+ pages too (two sites, two templates)
+                        boilerplate, its headline becomes a new one, its article's body (from its first long
+                        paragraph on) is replaced by this one's paragraphs (as many p elements as the story has, where
+                        the host's body began), and the story's last paragraph is replaced by another (at most
+                        LAST_SHARE of the story); the base is a page of a site with 3+ pages too (two sites, two
+                        templates)
+
+A page built in another page's template (syndicated, follow-up, series) keeps the host's byline, date, menus,
+sidebars and footer; the host's own text outside its article that no other page of its site has (comments, a
+quoted press release, captions the gold left out) gets new words of the same length: the built page has text of
+its own there, not the host's (``rewrite_own_text``).
 
 Hard negatives (pairs that must NOT be reported):
 
     same-site           every pair of two originals of one site (same template, same menu), except pairs that
                         are duplicates in the corpus itself (byte-identical HTML, one URL, or gold texts with
-                        word-5-gram containment of at least NATURAL_CONTAINMENT): those are true pairs. (A page
-                        built in another page's template is not paired with that page: what the host's article
-                        leaves outside the gold text, such as comments, stays on the built page.)
+                        word-5-gram containment of at least NATURAL_CONTAINMENT): those are true pairs
     follow-up           a new page on the base's site (another page's template) telling a later story: new
                         sentences with FOLLOW_UP_SHARE of its words the base's background paragraphs
     series              SERIES_PAGES pages on one site, each a different body of new sentences between the same
@@ -38,11 +47,12 @@ gold texts of other sites, so no page shares more than a sentence with any origi
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import re
 import zlib
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -261,34 +271,101 @@ def cut(doc: Doc, rate: float, *, from_start: bool) -> None:
             remaining = 0
 
 
-def paragraph_texts(doc: Doc) -> list[list[str]]:
-    return [[w for i in group for w in doc.slots[i].words] for group in doc.paragraphs]
+def paragraph_texts(doc: Doc, groups: list[int] | None = None) -> list[list[str]]:
+    """The words of each paragraph (of ``groups``, indexes into ``doc.paragraphs``; default all)."""
+    chosen = range(len(doc.paragraphs)) if groups is None else groups
+    return [[w for i in doc.paragraphs[k] for w in doc.slots[i].words] for k in chosen]
 
 
-def fill_paragraphs(doc: Doc, texts: list[list[str]]) -> None:
-    """Write ``texts`` into the page's paragraphs in order (each into its first slot, the others emptied); extra
-    texts join the last paragraph, paragraphs left over are emptied."""
-    groups = doc.paragraphs
-    if len(texts) > len(groups):
-        texts = texts[:len(groups) - 1] + [[w for t in texts[len(groups) - 1:] for w in t]]
-    for k, group in enumerate(groups):
-        doc.set(group[0], texts[k] if k < len(texts) else [])
+def article_paragraphs(doc: Doc) -> list[int]:
+    """The page's article, as indexes into ``doc.paragraphs``: its content paragraphs less every one that repeats
+    an earlier one word for word. The gold text's words also match the page's own headline where the page links to
+    itself (lists of latest or most read stories in a sidebar or footer); those links are not the article, and an
+    edit that writes the article's paragraphs there puts the story into the sidebar."""
+    seen: set[tuple[str, ...]] = set()
+    out = []
+    for k, words in enumerate(paragraph_texts(doc)):
+        key = tuple(normalize(" ".join(words)).split())
+        if key and key in seen:
+            continue
+        seen.add(key)
+        out.append(k)
+    return out
+
+
+def write_paragraphs(doc: Doc, groups: list[int], texts: list[list[str]]) -> None:
+    """Write ``texts`` into the paragraphs ``groups`` in order (each into its first slot, the others emptied);
+    paragraphs left over are emptied."""
+    for n, k in enumerate(groups):
+        group = doc.paragraphs[k]
+        doc.set(group[0], texts[n] if n < len(texts) else [])
         for i in group[1:]:
             doc.set(i, [])
 
 
+PARAGRAPH_TAGS = {"p", "li", "pre", "dd", "dt", "h1", "h2", "h3", "h4", "h5", "h6"}  # new paragraphs go after one of
+# these; into any other block (div, td, article...) they go where its text was
+
+
+def insert_paragraphs(doc: Doc, at: int, texts: list[list[str]]) -> None:
+    """New paragraphs (p elements; li in a list) holding ``texts``, in order, where the text slot ``at`` is: after
+    its block when that is a paragraph, else in the block at the slot's place."""
+    slot = doc.slots[at]
+    block = slot.block
+    tag = block.tag.lower() if isinstance(block.tag, str) else ""
+    new = []
+    for words in texts:
+        element = lxml.html.Element("li" if tag == "li" else "p")
+        element.text = " " + " ".join(words) + " "
+        new.append(element)
+    if tag not in PARAGRAPH_TAGS and slot.attr == "text" and slot.element is block:
+        for n, element in enumerate(new):
+            block.insert(n, element)
+        return
+    previous = block if tag in PARAGRAPH_TAGS else slot.element
+    for element in new:
+        previous.addnext(element)
+        previous = element
+
+
 def reorder(doc: Doc, rng) -> None:
-    texts = paragraph_texts(doc)
+    groups = article_paragraphs(doc)
+    texts = paragraph_texts(doc, groups)
     order = rng.permutation(len(texts))
     while len(texts) > 1 and (order == np.arange(len(texts))).all():
         order = rng.permutation(len(texts))
-    fill_paragraphs(doc, [texts[j] for j in order.tolist()])
+    write_paragraphs(doc, groups, [texts[j] for j in order.tolist()])
+
+
+HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
 
 
 def headline_of(doc: Doc) -> int | None:
-    """The paragraph index of the headline: the first paragraph when it is short."""
-    texts = paragraph_texts(doc)
-    return 0 if texts and len(texts[0]) <= HEADLINE_WORDS else None
+    """The paragraph index of the headline: among the article's short paragraphs before its first long one, the
+    first set as a heading (h1-h6), else the first paragraph of the article when it is short."""
+    article = article_paragraphs(doc)
+    texts = paragraph_texts(doc, article)
+    lead = []
+    for k, words in zip(article, texts):
+        if len(words) > HEADLINE_WORDS:
+            break
+        lead.append(k)
+    for k in lead:
+        block = doc.slots[doc.paragraphs[k][0]].block
+        if isinstance(block.tag, str) and block.tag.lower() in HEADINGS:
+            return k
+    return lead[0] if lead and lead[0] == article[0] else None
+
+
+def body_paragraphs(doc: Doc) -> list[int]:
+    """The article's paragraphs after its headline, from its first long one (> HEADLINE_WORDS words) on: what a
+    story written into this page replaces. The short ones between (byline, date, deck) stay the page's own."""
+    article = article_paragraphs(doc)
+    headline = headline_of(doc)
+    after = article[article.index(headline) + 1:] if headline is not None else article
+    texts = paragraph_texts(doc, after)
+    start = next((n for n, words in enumerate(texts) if len(words) > HEADLINE_WORDS), 0)
+    return after[start:] or article
 
 
 def set_title(doc: Doc, words: list[str]) -> None:
@@ -311,13 +388,17 @@ def change_boilerplate(doc: Doc, rng, sentences: Sentences, site: str) -> None:
             doc.set(i, sentences.text(rng, len(doc.slots[i].words), {site})[:len(doc.slots[i].words)])
 
 
+def story_texts(doc: Doc) -> list[list[str]]:
+    """The words of the article's paragraphs but its headline (empty ones left out)."""
+    headline = headline_of(doc)
+    article = [k for k in article_paragraphs(doc) if k != headline]
+    return [t for t in paragraph_texts(doc, article) if t]
+
+
 def story_paragraphs(doc: Doc, rng, sentences: Sentences, site: str) -> list[list[str]]:
     """The base's article as paragraphs without its headline, its last paragraph replaced by new sentences (or
     its last LAST_SHARE of words when the last paragraph is longer)."""
-    texts = paragraph_texts(doc)
-    if headline_of(doc) is not None:
-        texts = texts[1:]
-    texts = [t for t in texts if t]
+    texts = story_texts(doc)
     total = sum(len(t) for t in texts)
     if not texts:
         return texts
@@ -329,9 +410,36 @@ def story_paragraphs(doc: Doc, rng, sentences: Sentences, site: str) -> list[lis
     return texts
 
 
+def site_texts(pages: list[Original]) -> Counter:
+    """How many of a site's pages hold each text slot's (normalized) text."""
+    counts: Counter = Counter()
+    for page in pages:
+        doc = parse_doc(page.html, page.gold)
+        if doc is not None:
+            counts.update({normalize(" ".join(slot.words)) for slot in doc.slots})
+    return counts
+
+
+def rewrite_own_text(doc: Doc, shared: Counter, rng, sentences: Sentences, avoid: set[str]) -> None:
+    """Give a host page's own text outside its article (text no other page of its site has: comments, a quoted
+    press release, captions the gold text left out) new words of the same length: a page built in this template is
+    another page, with text of its own there, not a copy of the host's. Text the site's pages share (the template:
+    menus, footers) stays."""
+    for i in doc.boilerplate:
+        words = doc.slots[i].words
+        if shared[normalize(" ".join(words))] < 2:
+            doc.set(i, sentences.text(rng, len(words), avoid)[:len(words)])
+
+
 def host_page(doc: Doc, paragraphs: list[list[str]], headline: list[str]) -> None:
-    """Put a story into another page's template: its headline in the host's first paragraph, then the story."""
-    fill_paragraphs(doc, [headline] + paragraphs)
+    """Put a story into another page's template: its headline in the host's headline (and <title>), its paragraphs
+    as new paragraphs where the host article's body was (``body_paragraphs``, emptied); the host's byline and date,
+    its menus, sidebars and footer as they were."""
+    head, body = headline_of(doc), body_paragraphs(doc)  # both before any write: echoes are found by text
+    if head is not None:
+        write_paragraphs(doc, [head], [headline])
+    write_paragraphs(doc, body, [])
+    insert_paragraphs(doc, doc.paragraphs[body[0]][0], paragraphs)
     set_title(doc, headline)
 
 
@@ -451,6 +559,11 @@ def build(corpus: Path, *, per_type: int, seed: int) -> TypedSet:
     stream = usable()
     hosts_sites = [s for s, members in site_pages.items() if len(members) >= 3]
     templated = set(hosts_sites)
+    shared = functools.cache(lambda site: site_texts([originals[i] for i in site_pages[site]]))
+
+    def own_text(doc: Doc, site: str, avoid: set[str]) -> None:
+        rewrite_own_text(doc, shared(site), rng, sentences, avoid)
+
     for kind in EDITS:
         for _ in range(per_type):
             i = next(stream)
@@ -458,7 +571,7 @@ def build(corpus: Path, *, per_type: int, seed: int) -> TypedSet:
                 i = next(stream)
             base, doc = originals[i], parsed[i]
             if kind == "syndicated":
-                page = _syndicate(rng, base, doc, originals, site_pages, hosts_sites, sentences, doc_of)
+                page = _syndicate(rng, base, doc, originals, site_pages, hosts_sites, sentences, doc_of, own_text)
                 if page is None:
                     continue
             else:
@@ -471,12 +584,12 @@ def build(corpus: Path, *, per_type: int, seed: int) -> TypedSet:
         i = next(stream, None)
         if i is None:
             break
-        page = _follow_up(rng, originals[i], parsed[i], originals, site_pages, sentences, doc_of)
+        page = _follow_up(rng, originals[i], parsed[i], originals, site_pages, sentences, doc_of, own_text)
         if page is not None:
             pages.append(page)
             made += 1
     for k in range(max(1, per_type // SERIES_PAGES)):
-        pages.extend(_series(rng, k, hosts_sites, originals, site_pages, sentences, doc_of))
+        pages.extend(_series(rng, k, hosts_sites, originals, site_pages, sentences, doc_of, own_text))
     return TypedSet(pages, natural_pairs(originals))
 
 
@@ -504,11 +617,13 @@ def _pick_host(rng, site_pages, originals, sites: list[str], avoid: str, doc_of)
     return None
 
 
-def _syndicate(rng, base: Original, doc: Doc, originals, site_pages, sites, sentences, doc_of) -> Page | None:
+def _syndicate(rng, base: Original, doc: Doc, originals, site_pages, sites, sentences, doc_of,
+               own_text) -> Page | None:
     picked = _pick_host(rng, site_pages, originals, sites, base.site, doc_of)
     if picked is None:
         return None
     host, host_doc = picked
+    own_text(host_doc, host.site, {base.site, host.site})
     story = story_paragraphs(doc, rng, sentences, base.site)
     host_page(host_doc, story, sentences.text(rng, 8, {base.site, host.site})[:12])
     tag = "syndicated-" + base.id.replace("/", "-")
@@ -516,7 +631,7 @@ def _syndicate(rng, base: Original, doc: Doc, originals, site_pages, sites, sent
                 host=host.id)
 
 
-def _follow_up(rng, base: Original, doc: Doc, originals, site_pages, sentences, doc_of) -> Page | None:
+def _follow_up(rng, base: Original, doc: Doc, originals, site_pages, sentences, doc_of, own_text) -> Page | None:
     """A later story on the base's site: new sentences, FOLLOW_UP_SHARE of them the base's background."""
     others = [i for i in site_pages[base.site] if originals[i].id != base.id]
     rng.shuffle(others)
@@ -524,7 +639,8 @@ def _follow_up(rng, base: Original, doc: Doc, originals, site_pages, sentences, 
         host_doc = doc_of(i)
         if host_doc is None:
             continue
-        story = [w for t in paragraph_texts(doc)[1:] for w in t] or [w for t in paragraph_texts(doc) for w in t]
+        own_text(host_doc, base.site, {base.site})
+        story = [w for t in story_texts(doc) for w in t] or [w for t in paragraph_texts(doc) for w in t]
         total = len(story)
         borrowed = round(FOLLOW_UP_SHARE * total)
         start = rng.integers(0, max(1, len(story) - borrowed))
@@ -537,7 +653,7 @@ def _follow_up(rng, base: Original, doc: Doc, originals, site_pages, sentences, 
     return None
 
 
-def _series(rng, k: int, sites, originals, site_pages, sentences, doc_of) -> list[Page]:
+def _series(rng, k: int, sites, originals, site_pages, sentences, doc_of, own_text) -> list[Page]:
     """SERIES_PAGES pages of one site: the same intro and outro around different bodies."""
     site = sites[rng.integers(len(sites))]
     members = list(site_pages[site])
@@ -551,6 +667,7 @@ def _series(rng, k: int, sites, originals, site_pages, sentences, doc_of) -> lis
     outro = sentences.text(rng, shared - len(intro), {site})
     out = []
     for n, (host, host_doc) in enumerate(docs):
+        own_text(host_doc, site, {site})
         paragraphs = [intro] + _split(sentences.text(rng, body - shared, {site}), 4) + [outro]
         host_page(host_doc, paragraphs, sentences.text(rng, 8, {site})[:12])
         out.append(Page(f"series-{k}/{n}", copy_url(host.url, f"series-{k}-part-{n + 1}"), host_doc.html(),
