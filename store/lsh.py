@@ -171,7 +171,14 @@ def _add_anchors(db: sqlite_utils.Database) -> None:
                " FROM lsh_settings WHERE name = 'threshold'")
 
 
-STEPS = [_create_tables, _add_fetch_times, _add_anchors]
+def _add_sample_min(db: sqlite_utils.Database) -> None:
+    """Migration 4: an index whose settings were stored before ``sample_min_hashes`` was a setting keeps verifying
+    as it did (no minimum of sampled hashes)."""
+    db.execute("INSERT OR IGNORE INTO lsh_settings (name, value) SELECT 'sample_min_hashes', '0' WHERE EXISTS"
+               " (SELECT 1 FROM lsh_settings)")
+
+
+STEPS = [_create_tables, _add_fetch_times, _add_anchors, _add_sample_min]
 
 
 def held(db: sqlite_utils.Database) -> bool:

@@ -229,6 +229,11 @@ VERIFY = "sample"  # how a candidate pair is verified: "sample" (Jaccard of stor
 # "estimate" (signature agreement: nothing more stored, but at 128 slots its error of +-0.035 near J = 0.8 costs
 # about 7% of precision and recall). Measured in bench/README_dedup.md.
 SAMPLE = 256  # shingle hashes a page keeps for verify="sample": its smallest (1 KiB a page at 32 bits)
+SAMPLE_MIN_HASHES = 8  # a containment estimated from samples needs at least this many of the smaller text's hashes
+# below the larger text's sample (a 200-shingle text against a 45,000-shingle page has one there: its "containment"
+# is 0 or 1 by chance); fewer, and the pair is not verified (0: no minimum, what an index built before it keeps).
+# 8 keeps a story inside a page 30 times its length; 16 lost a syndicated copy of the typed set
+# (docs/near-duplicates.md)
 ANCHOR_RATE = 16  # one shingle in this many is an anchor (by its hash); each pair of consecutive anchors of
 # a text (in text order) is one more index key: a passage two texts share gives them the same keys whatever else
 # either holds, so a story inside a much longer page becomes a candidate (its Jaccard is far below the S-curve).

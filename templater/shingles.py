@@ -46,7 +46,7 @@ import numpy as np
 from templater import chartable
 from templater.config import (SHINGLE_KIND, SHINGLE_N, HASH_BITS, PERMUTATIONS, BANDS, ROWS, SEED,
                               KEEP_NUMBERS, THRESHOLD, MEASURE, LEGACY_MEASURE, SCHEME, VERIFY, SAMPLE,
-                              ANCHOR_RATE, ANCHOR_KEYS, SAME_SITE_JACCARD, CROSS_SITE_THRESHOLD,
+                              SAMPLE_MIN_HASHES, ANCHOR_RATE, ANCHOR_KEYS, SAME_SITE_JACCARD, CROSS_SITE_THRESHOLD,
                               BATCH_CHARS, OPH_ROUNDS, KPERM_CHUNK)  # noqa: F401
 from templater.errors import InputError
 
@@ -100,6 +100,7 @@ class ShingleSettings:
     anchor_keys: int = ANCHOR_KEYS
     cross_site_threshold: float | None = None  # None: CROSS_SITE_THRESHOLD (never above ``threshold``)
     same_site_jaccard: float = SAME_SITE_JACCARD
+    sample_min_hashes: int = SAMPLE_MIN_HASHES
 
     def __post_init__(self) -> None:
         if self.measure is None:
@@ -164,6 +165,8 @@ def _setting_problems(s: ShingleSettings) -> list[str]:
          f"cross_site_threshold must be in (0, 1], not {s.cross_site_threshold!r}"),
         (isinstance(s.same_site_jaccard, (int, float)) and 0.0 <= s.same_site_jaccard <= 1.0,
          f"same_site_jaccard must be in [0, 1], not {s.same_site_jaccard!r}"),
+        (isinstance(s.sample_min_hashes, int) and s.sample_min_hashes >= 0,
+         f"sample_min_hashes must be a non-negative integer, not {s.sample_min_hashes!r}"),
         (s.measure == "jaccard" or s.verify != "estimate",
          "measure 'containment' needs the shingle sets: verify 'sample' or 'exact' (or measure 'jaccard' with "
          "verify 'estimate')"),
@@ -670,18 +673,24 @@ def sample_jaccard(a: np.ndarray, b: np.ndarray, size: int) -> float:
     return jaccard_of_sets(a, b)
 
 
-def sample_containment(a: np.ndarray, b: np.ndarray, size: int) -> float:
+def sample_containment(a: np.ndarray, b: np.ndarray, size: int, min_hashes: int = 0) -> float:
     """|A & B| / min(|A|, |B|) of two texts from their bottom-``size`` samples (``comparable_set`` output).
 
     Below the smaller largest value of a full sample (``cut``) both samples hold their whole sets, so each text's
     hashes there are a uniform random sample of it, and the share of them the other text also has estimates
     |A & B| / |A| (and |A & B| / |B|). The larger of the two shares is the containment: it comes from the text with
     fewer hashes below the cut, the smaller one (exact when both texts have fewer than ``size`` shingles).
+    An estimate from fewer than ``min_hashes`` of them (the smaller text has hashes above the cut too, so it is a
+    sample) is no verdict: 0.0.
     """
     full = [s[-1] for s in (a, b) if len(s) >= size]
     if full:
         cut = min(full)
-        a, b = a[:np.searchsorted(a, cut, side="right")], b[:np.searchsorted(b, cut, side="right")]
+        below_a, below_b = np.searchsorted(a, cut, side="right"), np.searchsorted(b, cut, side="right")
+        small, whole = min((below_a, len(a)), (below_b, len(b)))
+        if small < min_hashes and small < whole:
+            return 0.0
+        a, b = a[:below_a], b[:below_b]
     return containment_of_sets(a, b)
 
 
@@ -694,6 +703,7 @@ def set_similarity(a: np.ndarray, b: np.ndarray, settings: ShingleSettings) -> f
     """The similarity a candidate pair is verified with (``settings.measure``), from two ``comparable_set``
     arrays: on bottom-k samples (verify "sample") or on the whole sets (verify "exact")."""
     if settings.measure == "containment":
-        return sample_containment(a, b, settings.sample) if settings.verify == "sample" else \
+        return sample_containment(a, b, settings.sample, settings.sample_min_hashes) \
+            if settings.verify == "sample" else \
             containment_of_sets(a, b)
     return sample_jaccard(a, b, settings.sample) if settings.verify == "sample" else jaccard_of_sets(a, b)

@@ -216,10 +216,11 @@ def test_the_old_index_settings_are_kept_and_new_defaults_refused(tmp_path):
     described = dedup.describe_settings(db)
     assert (described["measure"], described["n"], described["rows"]) == ("jaccard", 5, 6)
     migrated = {row[0] for row in db.conn.execute("SELECT version FROM schema_migrations WHERE component = 'lsh'")}
-    assert migrated == {1, 2, 3}
+    assert migrated == {1, 2, 3, 4}
     assert {"fetched_at", "anchors"} <= {row[1] for row in db.conn.execute("PRAGMA table_info(lsh_signatures)")}
     # what it was built with: no anchor keys, one threshold for every pair, no Jaccard floor
     assert (described["anchor_rate"], described["anchor_keys"], described["same_site_jaccard"]) == (0, 0, 0.0)
+    assert described["sample_min_hashes"] == 0  # migration 4: no minimum of sampled hashes, as it verified
     assert described["cross_site_threshold"] == described["threshold"]
     assert clusters(db) == {frozenset({"a", "b"})}
     assert db.conn.execute("SELECT count(*) FROM lsh_signatures").fetchone()[0] == 3
@@ -271,7 +272,8 @@ def test_an_index_written_before_the_reference_clustering_keeps_working(tmp_path
     assert dedup.describe_settings(db)["anchor_rate"] == ShingleSettings().anchor_rate
     conn = db.conn
     assert {row[0] for row in conn.execute("SELECT version FROM schema_migrations WHERE component = 'lsh'")} == \
-        {1, 2, 3}
+        {1, 2, 3, 4}
+    assert dedup.describe_settings(db)["sample_min_hashes"] == 0  # verifies as it was built to
     assert clusters(db) == {frozenset({"a", "b"})}
     assert [r["id"] for r in dedup.find_similar_page(db, "b")] == ["a"]
     monkeypatch.setattr(lsh, "RECENT_PAGES", 2)

@@ -378,6 +378,26 @@ def test_sample_containment_estimates_containment_of_large_sets(seed, small, rat
     assert abs(estimate - truth) <= 5 * np.sqrt(max(truth * (1 - truth), 0.01) / k) + 0.02
 
 
+def test_a_containment_from_too_few_sampled_hashes_is_no_verdict():
+    """A short text against a page 200 times longer: three of its hashes fall below the long page's bottom-256
+    sample, all three in it by chance; that is not a containment of 1 but no estimate at all (0.0), unless
+    sample_min_hashes is 0. Texts whose sets are whole below the cut stay exact however few hashes they have."""
+    rng = np.random.default_rng(5)
+    large = sh.sorted_set(rng.choice(2**32, size=60_000, replace=False).astype(np.uint64))
+    cut = large[255]
+    above = rng.integers(int(cut) + 1, 2**32, size=297, dtype=np.uint64)
+    small = sh.sorted_set(np.concatenate((large[[10, 100, 200]], above)))
+    settings = ShingleSettings()
+    a, b = sh.comparable_set(small, settings), sh.comparable_set(large, settings)
+    assert settings.sample_min_hashes == 8
+    assert sh.set_similarity(a, b, settings) == 0.0
+    assert sh.set_similarity(a, b, ShingleSettings(sample_min_hashes=0)) == 1.0  # 3 of 3 below the cut
+    tiny = sh.sorted_set(large[:5])  # five hashes, all below the cut: known whole, exactly inside
+    assert sh.set_similarity(sh.comparable_set(tiny, settings), b, settings) == 1.0
+    with pytest.raises(InputError, match="sample_min_hashes"):
+        ShingleSettings(sample_min_hashes=-1)
+
+
 def test_settings_default_to_containment_and_jaccard_by_estimate():
     assert ShingleSettings().measure == "containment"
     assert ShingleSettings(verify="estimate").measure == "jaccard"
