@@ -328,6 +328,52 @@ def test_language_declared_else_detected_from_text():
     assert read(page(lang="en"), text="Short.").language == "en"
 
 
+
+@settings(max_examples=120, deadline=None)
+@given(st.one_of(st.text(max_size=300), st.sampled_from([ENGLISH[:256], "Über die Brücke " * 12, "日本語の文章" * 30,
+                                                         "ABC DEF " * 30, ""])))
+def test_language_walk_in_c_gives_the_packages_counts_and_answers(text):
+    """The identifier's automaton walk in C (templater._numeric.dfa_visits) counts what py3langid's visit_counts
+    counts, in the same order, and every classification is the package's own."""
+    from py3langid import langid
+
+    from templater import native
+
+    identifier = metadata._identifier()
+    tables = getattr(identifier, "tables", None)
+    if tables is None or native.numeric is None:
+        pytest.skip("the package's own walk (another py3langid layout, or the C part not built)")
+    data = identifier._encode(text)
+    expected = langid.visit_counts(identifier.tk_nextmove, identifier._rowbase, identifier.tk_output, data)
+    found = native.numeric.dfa_visits(*tables, data)
+    assert (found is None) == (expected is None)
+    if expected is not None:
+        assert list(found.items()) == list(expected.items())
+    fast = identifier.classify(text)
+    identifier.tables = None
+    try:
+        assert identifier.classify(text) == fast
+    finally:
+        identifier.tables = tables
+
+
+def test_language_walk_in_c_refuses_tables_it_cannot_walk():
+    import numpy as np
+
+    from templater import native
+
+    if native.numeric is None:
+        pytest.skip("the C part is not built")
+    moves, rows, out = np.zeros(256, np.uint32), np.zeros(1, np.uint16), np.array([0], np.int32)
+    assert native.numeric.dfa_visits(moves, rows, out, b"ab") == {0: 2}
+    assert native.numeric.dfa_visits(moves, rows, np.array([-1], np.int32), b"ab") is None
+    with pytest.raises(ValueError):
+        native.numeric.dfa_visits(moves, rows, np.zeros(2, np.int32), b"ab")  # a row per state
+    with pytest.raises(ValueError):
+        native.numeric.dfa_visits(np.full(256, 7, np.uint32), rows, out, b"a")  # a state outside the tables
+    with pytest.raises(ValueError):
+        native.numeric.dfa_visits(moves, np.array([3], np.uint16), out, b"a")  # a row outside the tables
+
 # --- never raises -----------------------------------------------------------------------------------------------
 
 _TAGS = st.sampled_from(["meta", "time", "script", "link", "span", "p", "div", "h1", "html", "head"])
