@@ -119,10 +119,11 @@ _NAME_SPLIT = re.compile(r"\s*(?:,|;|&|\|)\s*|\s+(?:and|AND|And|und|et|y|e)\s+")
 _NAME_CUT = re.compile(r"\s*(?:\||·|•|—|–| - |\s(?:on|at|in|for)\s|\bupdated\b|\bpublished\b|\bposted\b|\d{1,2}:\d\d|"
                        r"\b(?:19|20)\d\d\b|\s" + _MONTH + r",?\s+[0-3]?\d\b).*$", re.IGNORECASE)  # "Jane Doe Mar 03, 2017"
 _NAME_WORD = re.compile(r"^[^\W\d_][\w.'’-]*$")
+_HANDLE = re.compile(r"(?<!\S)@\w+")  # a social handle beside the name ("Jane Doe @janedoe")
 
 _AUTHOR_CLASS = re.compile(r"(?i)author|byline|writer|reporter")
 _NAMED_CLASS = re.compile(r"(?i)(author|byline|writer|reporter)|date|publish|posted|time")
-_AUTHOR_HREF = re.compile(r"/(?:authors?|editors|people|writers|profile|staff|journalists?)(?:/|\.|-|$)")
+_AUTHOR_HREF = re.compile(r"/(?:authors?|bylines?|editors|people|writers|profile|staff|journalists?)(?:/|\.|-|$)")
 _UPDATED = re.compile(r"(?i)updated|modified|\bedited\b")  # a date named as the page's last change ...
 _UPDATED_LEAD = re.compile(r"(?i)^\W*(?:last\s+)?(?:updated|modified|edited)\b")  # ... or said so before it
 _DATE_CLASS = re.compile(r"(?i)date|publish|posted|time")
@@ -555,7 +556,7 @@ def normalize_author(value) -> str | None:
     found = _BYLINE.match(value)
     if found:
         value = found["name"]
-    value = _NAME_CUT.sub("", value)
+    value = _NAME_CUT.sub("", _HANDLE.sub("", value))
     names = []
     for part in _NAME_SPLIT.split(value):
         name = _clean_name(part)
@@ -828,6 +829,11 @@ def named_metadata(seg: Segmented, headline: int | None | bool = False) -> dict[
         element = block.element
         if element is None or len(block.text) > MAX_BYLINE_CHARS * 2 or element.tag in ("body", "html"):
             continue
+        if "author" not in found and len(block.text) <= MAX_BYLINE_CHARS and _BYLINE.match(block.text) and not (
+                _in_comments(element)):  # a byline in plain words ("By Jane Doe – Professor of ..."), named or not
+            author = element_author(element) or normalize_author(block.text)
+            if author:
+                found["author"], byline = author, element
         candidates = [element]
         parent = element.getparent()
         if parent is not None and parent is not last_parent and parent.tag not in ("body", "html"):

@@ -142,7 +142,8 @@ def test_normalize_date_formats():
     ("By Jane Doe", "Jane Doe"), ("by JANE DOE and JOHN ROE", "Jane Doe; John Roe"),
     ("Ann Lee | Staff Writer", "Ann Lee"), ("By Ann Lee on March 3, 2024", "Ann Lee"),
     ("Ludwig van Beethoven", "Ludwig van Beethoven"), ("https://facebook.com/someone", None),
-    ("by the Russian and Syrian defense ministries", None), ("staff", None), ("x" * 100, None)])
+    ("by the Russian and Syrian defense ministries", None), ("staff", None), ("x" * 100, None),
+    ("by Rani Molla @ranimolla Jul 17, 2017", "Rani Molla"), ("jane@example.com", None)])
 def test_normalize_author(value, author):
     assert metadata.normalize_author(value) == author
 
@@ -171,6 +172,22 @@ def test_a_byline_far_into_the_page_is_found_from_the_headline_the_document_take
     found = read(markup, url="https://example.com/story", text=ENGLISH)
     assert found.author == "Char Adams"
     assert metadata.normalize_author("By") is None
+
+
+def test_a_plain_words_byline_below_the_share_buttons_wins_over_a_profile_link_in_the_text():
+    tools = "".join(f'<li class="tool-item">{name}</li>' for name in ("Email", "Share", "Tweet", "Save", "Print") * 3)
+    body = (f'<h1>Machines want new rules</h1><ul>{tools}</ul>'
+            '<div class="item__title">By Jeremy Straub – Assistant Professor of Computer Science</div>'
+            '<p>But <a href="https://companies.example.com/profile/microsoft/1/">Microsoft</a> disagrees.</p>'
+            f'<p>{ENGLISH}</p>')
+    markup = f"<html><head><title>Machines want new rules</title></head><body>{body}</body></html>"
+    assert read(markup, url="https://example.com/story", text=ENGLISH).author == "Jeremy Straub"
+
+
+def test_a_link_to_a_byline_page_names_the_author():
+    body = ('<h1>A headline here</h1>' + '<p>Menu item</p>' * 14 +
+            '<div class="place">Delhi, <a href="/byline/ann-lee">Ann Lee</a> | Updated</div>' + f'<p>{ENGLISH}</p>')
+    assert read(page(body=body), url="https://example.com/story", text=ENGLISH).author == "Ann Lee"
 
 
 @pytest.mark.parametrize("markup, author", [
