@@ -143,7 +143,8 @@ def test_normalize_date_formats():
     ("Ann Lee | Staff Writer", "Ann Lee"), ("By Ann Lee on March 3, 2024", "Ann Lee"),
     ("Ludwig van Beethoven", "Ludwig van Beethoven"), ("https://facebook.com/someone", None),
     ("by the Russian and Syrian defense ministries", None), ("staff", None), ("x" * 100, None),
-    ("by Rani Molla @ranimolla Jul 17, 2017", "Rani Molla"), ("jane@example.com", None)])
+    ("by Rani Molla @ranimolla Jul 17, 2017", "Rani Molla"), ("jane@example.com", None), ("by Date", None),
+    ("by Thread", None)])
 def test_normalize_author(value, author):
     assert metadata.normalize_author(value) == author
 
