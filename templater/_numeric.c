@@ -1,5 +1,5 @@
 /* templater._numeric: the numeric passes of the single-page classifier, two byte scans of the parse and the
- * language model's automaton walk and a search of several keys at once (metadata's), in C.
+ * language model's automaton walk (metadata's language), in C.
  *
  * Kept compiled because it pays (measured: numpy's per-call overhead on pages of a few hundred blocks makes
  * block_features, context_features, the text counts and the ensemble several times slower); each function
@@ -1188,59 +1188,6 @@ done_data:
 }
 
 
-/* find_keys(data, keys, limit) -> list[list[int]]: for each key (bytes, two bytes or more), where its first `limit`
- * occurrences start in data (overlapping ones too: what data.find(key, previous + 1) finds in turn), in one pass
- * over data instead of a scan a key (a position is compared with the keys only where its two bytes begin one). */
-static PyObject *find_keys(PyObject *self, PyObject *args) {
-    Py_buffer data;
-    PyObject *keys;
-    Py_ssize_t limit;
-    if (!PyArg_ParseTuple(args, "y*O!n", &data, &PyTuple_Type, &keys, &limit)) return NULL;
-    Py_ssize_t count = PyTuple_GET_SIZE(keys), n = data.len, left = 0;
-    const unsigned char *d = data.buf;
-    PyObject *result = PyList_New(count);
-    Py_ssize_t *found = PyMem_Calloc((size_t)(count ? count : 1), sizeof(Py_ssize_t));
-    uint8_t *pairs = PyMem_Calloc(65536 / 8, 1);
-    if (!result || !found || !pairs) { if (result) PyErr_NoMemory(); goto fail; }
-    for (Py_ssize_t k = 0; k < count; k++) {
-        PyObject *key = PyTuple_GET_ITEM(keys, k);
-        if (!PyBytes_Check(key) || PyBytes_GET_SIZE(key) < 2) {
-            PyErr_SetString(PyExc_ValueError, "find_keys: keys are bytes of two bytes or more");
-            goto fail;
-        }
-        PyObject *places = PyList_New(0);
-        if (!places) goto fail;
-        PyList_SET_ITEM(result, k, places);
-        const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(key);
-        unsigned pair = b[0] | (unsigned)b[1] << 8;
-        pairs[pair >> 3] |= (uint8_t)(1u << (pair & 7));
-        if (limit > 0) left++;
-    }
-    for (Py_ssize_t i = 0; i + 1 < n && left > 0; i++) {
-        unsigned pair = d[i] | (unsigned)d[i + 1] << 8;
-        if (!(pairs[pair >> 3] & (1u << (pair & 7)))) continue;
-        for (Py_ssize_t k = 0; k < count; k++) {
-            PyObject *key = PyTuple_GET_ITEM(keys, k);
-            Py_ssize_t m = PyBytes_GET_SIZE(key);
-            if (found[k] >= limit || i + m > n || memcmp(d + i, PyBytes_AS_STRING(key), (size_t)m) != 0) continue;
-            PyObject *at = PyLong_FromSsize_t(i);
-            if (!at || PyList_Append(PyList_GET_ITEM(result, k), at) < 0) { Py_XDECREF(at); goto fail; }
-            Py_DECREF(at);
-            if (++found[k] == limit) left--;
-        }
-    }
-    PyMem_Free(found);
-    PyMem_Free(pairs);
-    PyBuffer_Release(&data);
-    return result;
-fail:
-    Py_XDECREF(result);
-    PyMem_Free(found);
-    PyMem_Free(pairs);
-    PyBuffer_Release(&data);
-    return NULL;
-}
-
 static PyMethodDef methods[] = {
     {"markup_counts", markup_counts, METH_O,
      "markup_counts(data) -> (start tags, most attributes of one, attributes): parse.markup_counts."},
@@ -1260,8 +1207,6 @@ static PyMethodDef methods[] = {
     {"context_features", context_features, METH_VARARGS,
      "context_features(scores, chars, parent, owner, levels, widths, min_score) -> bytearray | None: "
      "features.context_features' float64 matrix"},
-    {"find_keys", find_keys, METH_VARARGS,
-     "find_keys(data, keys, limit) -> list[list[int]]: each key's first places in data, in one pass (metadata)."},
     {"dfa_visits", dfa_visits, METH_VARARGS,
      "dfa_visits(nextmove, rows, out_feat, data) -> dict | None: py3langid's visit_counts (metadata's language)."},
     {NULL, NULL, 0, NULL},

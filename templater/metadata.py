@@ -100,6 +100,7 @@ _DMY = re.compile(r"\b(?P<d>[0-3]?\d)(?:st|nd|rd|th|\.|er)?\s+(?:de\s+)?" + _MON
 # parts of the keys scripts give publication dates under (datePublished, publish_date, published_at, pubDate,
 # article_date, firstPublishDate, date_published...), then the rest of the key, the separator and the date
 _SCRIPT_KEY_PARTS = ("ublish", "Publish", "pubDate", "article_date", "dateCreated", "releaseDate")
+_SCRIPT_KEY_PARTS_BYTES = tuple(k.encode("ascii") for k in _SCRIPT_KEY_PARTS)
 _SCRIPT_VALUE_PATTERN = (r"""[A-Za-z_]{0,12}["']?\s*[:=]\s*["']?"""
                          r"([12][09]\d\d-[01]\d-[0-3]\d(?:[T ][0-2]\d:[0-5]\d(?::[0-5]\d)?)?)")
 _SCRIPT_VALUE = re.compile(_SCRIPT_VALUE_PATTERN)
@@ -107,6 +108,7 @@ _SCRIPT_VALUE_BYTES = re.compile(_SCRIPT_VALUE_PATTERN.encode("ascii"))
 # the keys scripts (analytics data layers, CMS state) give bylines under: authorName, article_author, firstAuthor,
 # net_article_byline, writer...; then the rest of the key, the separator and the quoted name
 _SCRIPT_AUTHOR_PARTS = ("uthor", "yline", "writer")
+_SCRIPT_AUTHOR_PARTS_BYTES = tuple(k.encode("ascii") for k in _SCRIPT_AUTHOR_PARTS)
 _SCRIPT_AUTHOR_PATTERN = r"""[A-Za-z_]{0,12}["']?\s*[:=]\s*(["'])([^"'<>{}\[\]\\]{3,%d})\1""" % MAX_BYLINE_CHARS
 _SCRIPT_AUTHOR = re.compile(_SCRIPT_AUTHOR_PATTERN)
 _SCRIPT_AUTHOR_BYTES = re.compile(_SCRIPT_AUTHOR_PATTERN.encode("ascii"))
@@ -182,7 +184,7 @@ def declared_metadata(root, html: str | bytes, url: str, *, times: list | None =
         found[key] = value
     ranked: dict[str, tuple[int, object]] = {}
     if root is not None:
-        microdata = bool(key_places(html, "itemprop", 1))
+        microdata = (b"itemprop" if isinstance(html, bytes) else "itemprop") in html
         for key, rank, value in _declared_fields(root, microdata=microdata, times=times):
             if key == "tags":
                 ranked.setdefault("tags", (rank, []))[1].extend(value)
@@ -294,11 +296,13 @@ def jsonld_metadata(html: str | bytes) -> dict[str, object]:
 
 def _jsonld_objects(html: str | bytes) -> Iterable[dict]:
     """Every JSON object of the page's ld+json scripts, @graph and lists flattened; broken blocks skipped."""
-    if not key_places(html, "ld+json", 1) and not key_places(html, "LD+JSON", 1):
-        return
     if isinstance(html, bytes):
+        if b"ld+json" not in html and b"LD+JSON" not in html:
+            return
         blocks = (m.group(1).decode("utf-8", "replace") for m in _JSONLD.finditer(html))
     else:
+        if "ld+json" not in html and "LD+JSON" not in html:
+            return
         blocks = (m.group(1) for m in _JSONLD_STR.finditer(html))
     for block in blocks:
         if len(block) > MAX_JSONLD_BYTES:
@@ -490,11 +494,10 @@ def _dateutil(value: str) -> str | None:
 def script_date(html: str | bytes) -> str | None:
     """A publication date that the page's scripts carry ("datePublished": "2017-03-28...", article_date = ...).
 
-    The keys are found by plain substring search (``key_places``: all of metadata's keys in one pass), and only
-    what follows each is matched: a regex led by an alternation of the keys, or by the date, costs ten times more
-    over a whole page."""
+    The keys are found by plain substring search (in C), and only what follows each is matched: a regex led by
+    an alternation of the keys, or by the date, costs ten times more over a whole page."""
     is_bytes = isinstance(html, bytes)
-    for found in _script_values(html, _SCRIPT_KEY_PARTS,
+    for found in _script_values(html, _SCRIPT_KEY_PARTS_BYTES if is_bytes else _SCRIPT_KEY_PARTS,
                                 _SCRIPT_VALUE_BYTES if is_bytes else _SCRIPT_VALUE, SCRIPT_KEY_CHARS):
         stamp = found.group(1)
         return _iso(_ISO.match(stamp.decode("ascii") if is_bytes else stamp))
@@ -506,7 +509,7 @@ def script_author(html: str | bytes) -> str | None:
     ``net_article_byline = "Jane Doe and wires"``): the names of at least MIN_SCRIPT_NAME_WORDS words of the first
     such value that has any (a one-word value is a user name, a section, a site, an agency)."""
     is_bytes = isinstance(html, bytes)
-    for found in _script_values(html, _SCRIPT_AUTHOR_PARTS,
+    for found in _script_values(html, _SCRIPT_AUTHOR_PARTS_BYTES if is_bytes else _SCRIPT_AUTHOR_PARTS,
                                 _SCRIPT_AUTHOR_BYTES if is_bytes else _SCRIPT_AUTHOR,
                                 SCRIPT_KEY_CHARS + MAX_BYLINE_CHARS):
         text = found.group(2)
@@ -526,46 +529,16 @@ def _script_values(html, keys, value, span: int):
     for key in keys:
         if any(key.endswith(done) for done in seen):
             continue
-        places = key_places(html, key, MAX_SCRIPT_DATES + 1)
-        for start in places[:MAX_SCRIPT_DATES]:
+        start = html.find(key)
+        for _ in range(MAX_SCRIPT_DATES):
+            if start < 0:
+                break
             found = value.match(html, start + len(key), start + len(key) + span)
             if found:
                 yield found
-        if len(places) <= MAX_SCRIPT_DATES:
+            start = html.find(key, start + 1)
+        if start < 0:
             seen.append(key)
-
-
-def key_places(html: str | bytes, key: str, limit: int) -> list[int]:
-    """Where ``key`` (one of _SCANNED_KEYS) starts in the page's markup, its first ``limit`` places (at most
-    MAX_SCRIPT_DATES + 1), overlapping ones too: what ``html.find(key, previous + 1)`` finds in turn.
-
-    The markup of a page is searched for all the keys metadata looks for (JSON-LD, microdata, the keys of scripts'
-    dates and authors) at once, in one pass in C (templater._numeric.find_keys), when it is first asked about: a
-    search a key costs about as much as that one pass, and a page that declares little is searched for all of
-    them. The last page's places are kept (its steps ask in turn)."""
-    global _last_places
-    if not isinstance(html, bytes) or getattr(native.numeric, "find_keys", None) is None:
-        return _find_places(html, key if isinstance(html, str) else key.encode("ascii"), limit)
-    last = _last_places  # read once: another thread may replace it
-    if last[0] is not html:
-        last = _last_places = (html, dict(zip(_SCANNED_KEYS, native.numeric.find_keys(html, _SCANNED_BYTES,
-                                                                                      MAX_SCRIPT_DATES + 1))))
-    return last[1][key][:limit]
-
-
-def _find_places(html, key, limit: int) -> list[int]:
-    """``key_places`` by the str/bytes find (its definition, and the way where the C part is not built)."""
-    places = []
-    start = html.find(key)
-    while start >= 0 and len(places) < limit:
-        places.append(start)
-        start = html.find(key, start + 1)
-    return places
-
-
-_SCANNED_KEYS = ("ld+json", "LD+JSON", "itemprop", *_SCRIPT_KEY_PARTS, *_SCRIPT_AUTHOR_PARTS)
-_SCANNED_BYTES = tuple(key.encode("ascii") for key in _SCANNED_KEYS)
-_last_places: tuple = (None, {})  # (the last page's markup, its keys' places)
 
 
 def url_date(url: str) -> str | None:

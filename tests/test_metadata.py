@@ -375,38 +375,6 @@ def test_language_walk_in_c_gives_the_packages_counts_and_answers(text):
         identifier.tables = tables
 
 
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(["ld+json", "LD+JSON", "itemprop", "Publish", "ublish", "pubDate", "uthor", "yline",
-                                 "writer", "aa", "u", "<p>", "\u00e9", "releaseDat", "ub"]), max_size=60),
-       st.integers(1, 25))
-def test_key_places_in_one_pass_are_what_find_finds(parts, limit):
-    """The one-pass search in C gives each key's first places, overlapping ones too, as repeated find() does."""
-    from templater import native
-
-    markup = "".join(parts)
-    data = markup.encode()
-    if native.numeric is not None:
-        found = native.numeric.find_keys(data, metadata._SCANNED_BYTES, limit)
-        assert found == [metadata._find_places(data, key, limit) for key in metadata._SCANNED_BYTES]
-    limit = min(limit, metadata.MAX_SCRIPT_DATES + 1)
-    for key in metadata._SCANNED_KEYS:
-        assert metadata.key_places(data, key, limit) == metadata._find_places(data, key.encode(), limit)
-        assert metadata.key_places(markup, key, limit) == metadata._find_places(markup, key, limit)
-
-
-def test_key_places_refuses_keys_it_cannot_search():
-    from templater import native
-
-    if native.numeric is None:
-        pytest.skip("the C part is not built")
-    assert native.numeric.find_keys(b"aaa", (b"aa",), 5) == [[0, 1]]
-    assert native.numeric.find_keys(b"", (b"aa",), 5) == [[]]
-    with pytest.raises(ValueError):
-        native.numeric.find_keys(b"aaa", (b"a",), 5)
-    with pytest.raises(ValueError):
-        native.numeric.find_keys(b"aaa", ("aa",), 5)
-
 def test_language_walk_in_c_refuses_tables_it_cannot_walk():
     import numpy as np
 
