@@ -119,14 +119,15 @@ _NAME_SPLIT = re.compile(r"\s*(?:,|;|&|\|)\s*|\s+(?:and|AND|And|und|et|y|e)\s+")
 _NAME_CUT = re.compile(r"\s*(?:\||·|•|—|–| - |\s(?:on|at|in|for)\s|\bupdated\b|\bpublished\b|\bposted\b|\d{1,2}:\d\d|"
                        r"\b(?:19|20)\d\d\b|\s" + _MONTH + r",?\s+[0-3]?\d\b).*$", re.IGNORECASE)  # "Jane Doe Mar 03, 2017"
 _NAME_WORD = re.compile(r"^[^\W\d_][\w.'’-]*$")
+_HANDLE = re.compile(r"(?<!\S)@\w+")  # a social handle beside the name ("Jane Doe @janedoe")
 
 _AUTHOR_CLASS = re.compile(r"(?i)author|byline|writer|reporter")
 _NAMED_CLASS = re.compile(r"(?i)(author|byline|writer|reporter)|date|publish|posted|time")
-_AUTHOR_HREF = re.compile(r"/(?:authors?|editors|people|writers|profile|staff|journalists?)(?:/|\.|-|$)")
+_AUTHOR_HREF = re.compile(r"/(?:authors?|bylines?|editors|people|writers|profile|staff|journalists?)(?:/|\.|-|$)")
 _UPDATED = re.compile(r"(?i)updated|modified|\bedited\b")  # a date named as the page's last change ...
 _UPDATED_LEAD = re.compile(r"(?i)^\W*(?:last\s+)?(?:updated|modified|edited)\b")  # ... or said so before it
 _DATE_CLASS = re.compile(r"(?i)date|publish|posted|time")
-_NAMING_ATTRS = frozenset({"class", "id", "rel", "itemprop"})
+_NAMING_ATTRS = ("class", "id", "rel", "itemprop")
 _COMMENTS = re.compile(r"(?i)comment|reply|replies|respond|disqus")
 _NAME_PARTICLES = frozenset("de da di del der den van von la le du dos das bin al el ten ter y e".split())
 _ROLES = frozenset("editor editors contributor contributing writer writers staff correspondent reporter senior "
@@ -134,7 +135,8 @@ _ROLES = frozenset("editor editors contributor contributing writer writers staff
                    "subscribe photographer tv".split())
 _NOT_NAMES = frozenset("the a an this our more all staff admin administrator editor editors anonymous unknown guest "
                        "home menu login sign read view share monday tuesday wednesday thursday friday saturday "
-                       "sunday today yesterday by von par por di door av af".split())  # a byline's prefix alone
+                       "sunday today yesterday by von par por di door av af date thread tweet email print".split())
+# (a byline's prefix alone; what a list sorted "by Date", "by Thread" or a share bar's "Tweet" says)
 _AUTHOR_NAMES = re.compile(r"(?i)(?:^|[\s_-])(?:author|byline|by-line|writer|contributor|reporter|"
                            r"article-?author|post-?author|entry-?author|creator)(?:$|[\s_-])")
 _DATE_NAMES = re.compile(r"(?i)(?:^|[\s_-])(?:date|time|timestamp|published|pubdate|posted|post-?date|"
@@ -183,41 +185,55 @@ def declared_metadata(root, html: str | bytes, url: str, *, times: list | None =
     ranked: dict[str, tuple[int, object]] = {}
     if root is not None:
         microdata = (b"itemprop" if isinstance(html, bytes) else "itemprop") in html
-        for element in _declaring_elements(root, microdata=microdata, times=times):
-            for key, rank, value in _element_fields(element):
-                if key == "tags":
-                    ranked.setdefault("tags", (rank, []))[1].extend(value)
-                elif value and (key not in ranked or rank < ranked[key][0]):
-                    ranked[key] = (rank, value)
+        for key, rank, value in _declared_fields(root, microdata=microdata, times=times):
+            if key == "tags":
+                ranked.setdefault("tags", (rank, []))[1].extend(value)
+            elif value and (key not in ranked or rank < ranked[key][0]):
+                ranked[key] = (rank, value)
     for key, (_, value) in ranked.items():
         if found.get(key) is None:
             found[key] = value
     return _normalized(found, url)
 
 
-def _declaring_elements(root, *, microdata: bool = True, times: list | None = None) -> Iterable:
-    """<html>, then every <meta>, <link> and <time> (the <time>s also appended to ``times`` when given), then (where
-    the markup has any) the body's microdata elements (separate scans in C: one XPath union of them costs several
-    times more, sorting into document order)."""
-    yield root
+def _declared_fields(root, *, microdata: bool = True, times: list | None = None) -> Iterable[tuple[str, int, object]]:
+    """(field, rank, value) of what <html>, then every <meta>, <link> and <time> (the <time>s also appended to
+    ``times`` when given), then (where the markup has any) the body's microdata elements declare (separate scans in
+    C: one XPath union of them costs several times more, sorting into document order). The <meta>s, a page's most,
+    are read here, in one loop (``_element_fields`` reads them alike)."""
+    yield from _element_fields(root)
     for element in root.iter("meta", "link", "time"):
+        if element.tag == "meta":
+            found = _meta_field(element)
+            if found is not None:
+                yield found
+            continue
         if times is not None and element.tag == "time":
             times.append(element)
-        yield element
+        yield from _element_fields(element)
     if microdata:
-        yield from _ITEMPROPS(root)
+        for element in _ITEMPROPS(root):
+            yield from _element_fields(element)
+
+
+def _meta_field(element) -> tuple[str, int, object] | None:
+    """(field, rank, value) a <meta> declares, None when it declares none of ours."""
+    get = element.get
+    hit = _META_RANK.get((get("property") or get("name") or get("itemprop") or get("http-equiv") or "").strip().lower())
+    if hit is None:
+        return None
+    content = (get("content") or "").strip()
+    if not content:
+        return None
+    return hit[0], hit[1], (_split_tags(content) if hit[0] == "tags" else content)
 
 
 def _element_fields(element) -> Iterable[tuple[str, int, object]]:
     tag = element.tag
     if tag == "meta":
-        name = (element.get("property") or element.get("name") or element.get("itemprop")
-                or element.get("http-equiv") or "").strip().lower()
-        hit = _META_RANK.get(name)
-        content = (element.get("content") or "").strip()
-        if hit and content:
-            field, rank = hit
-            yield field, rank, (_split_tags(content) if field == "tags" else content)
+        found = _meta_field(element)
+        if found is not None:
+            yield found
     elif tag == "link":
         rel = (element.get("rel") or "").lower().split()
         href = (element.get("href") or "").strip()
@@ -541,7 +557,7 @@ def normalize_author(value) -> str | None:
     found = _BYLINE.match(value)
     if found:
         value = found["name"]
-    value = _NAME_CUT.sub("", value)
+    value = _NAME_CUT.sub("", _HANDLE.sub("", value))
     names = []
     for part in _NAME_SPLIT.split(value):
         name = _clean_name(part)
@@ -814,6 +830,11 @@ def named_metadata(seg: Segmented, headline: int | None | bool = False) -> dict[
         element = block.element
         if element is None or len(block.text) > MAX_BYLINE_CHARS * 2 or element.tag in ("body", "html"):
             continue
+        if "author" not in found and len(block.text) <= MAX_BYLINE_CHARS and _BYLINE.match(block.text) and not (
+                _in_comments(element)):  # a byline in plain words ("By Jane Doe – Professor of ..."), named or not
+            author = element_author(element) or normalize_author(block.text)
+            if author:
+                found["author"], byline = author, element
         candidates = [element]
         parent = element.getparent()
         if parent is not None and parent is not last_parent and parent.tag not in ("body", "html"):
@@ -925,9 +946,11 @@ def _named(element, names: re.Pattern, levels: int = 3) -> bool:
     for _ in range(levels):
         if node is None:
             return False
-        attrs = " ".join(value for key, value in node.items() if key in _NAMING_ATTRS)
-        if attrs and names.search(attrs):
-            return True
+        get = node.get
+        for attr in _NAMING_ATTRS:  # the names' patterns need a space, "_", "-" or an end around each: a search of
+            value = get(attr)  # each value finds what one of them all joined by spaces would
+            if value and names.search(value):
+                return True
         node = node.getparent()
     return False
 
@@ -954,9 +977,34 @@ def _identifier():
         arrays = _cached_model() or _packaged_model()
     except (ImportError, OSError, KeyError, ValueError, EOFError):
         return langid._get_identifier()  # another model layout: the package's own loader
-    return langid.LanguageIdentifier(
-        arrays["ptc"], arrays["pc"], arrays["classes"].tolist(), memoryview(arrays["nextmove"]),
-        arrays["out_feat"].tolist(), tk_row=memoryview(arrays["nextmove_row"]))
+    kind = _with_compiled_walk(langid.LanguageIdentifier)
+    identifier = kind(arrays["ptc"], arrays["pc"], arrays["classes"].tolist(), memoryview(arrays["nextmove"]),
+                      arrays["out_feat"].tolist(), tk_row=memoryview(arrays["nextmove_row"]))
+    if kind is not langid.LanguageIdentifier:
+        identifier.tables = (arrays["nextmove"], arrays["nextmove_row"], arrays["out_feat"])
+    return identifier
+
+
+def _with_compiled_walk(package_class):
+    """py3langid's identifier whose walk of its byte automaton over the text (the package's visit_counts, a Python
+    loop over the bytes: nine tenths of a classification) is done in C (templater._numeric.dfa_visits) over the
+    same tables (``tables``: nextmove, nextmove_row, out_feat); the counts, in the same order, are scored by the
+    package's own code, so every answer is the package's. The package's class itself where it is laid out
+    otherwise; the package's walk where the C part is not built (native.numeric read at each call, as everywhere)."""
+    if not all(hasattr(package_class, name) for name in ("_raw_score", "_sparse_score", "__slots__")):
+        return package_class
+
+    class Identifier(package_class):
+        __slots__ = ("tables",)
+
+        def _raw_score(self, data):
+            walk = getattr(native.numeric, "dfa_visits", None)
+            if walk is None or not isinstance(data, bytes) or getattr(self, "tables", None) is None:
+                return super()._raw_score(data)
+            visits = walk(*self.tables, data)
+            return self._sparse_score(visits, self.nb_ptc) if visits else super()._raw_score(data)
+
+    return Identifier
 
 
 _MODEL_ARRAYS = {"ptc": "float32", "pc": "float32", "classes": "<U3", "nextmove": "uint32",

@@ -142,7 +142,9 @@ def test_normalize_date_formats():
     ("By Jane Doe", "Jane Doe"), ("by JANE DOE and JOHN ROE", "Jane Doe; John Roe"),
     ("Ann Lee | Staff Writer", "Ann Lee"), ("By Ann Lee on March 3, 2024", "Ann Lee"),
     ("Ludwig van Beethoven", "Ludwig van Beethoven"), ("https://facebook.com/someone", None),
-    ("by the Russian and Syrian defense ministries", None), ("staff", None), ("x" * 100, None)])
+    ("by the Russian and Syrian defense ministries", None), ("staff", None), ("x" * 100, None),
+    ("by Rani Molla @ranimolla Jul 17, 2017", "Rani Molla"), ("jane@example.com", None), ("by Date", None),
+    ("by Thread", None)])
 def test_normalize_author(value, author):
     assert metadata.normalize_author(value) == author
 
@@ -171,6 +173,22 @@ def test_a_byline_far_into_the_page_is_found_from_the_headline_the_document_take
     found = read(markup, url="https://example.com/story", text=ENGLISH)
     assert found.author == "Char Adams"
     assert metadata.normalize_author("By") is None
+
+
+def test_a_plain_words_byline_below_the_share_buttons_wins_over_a_profile_link_in_the_text():
+    tools = "".join(f'<li class="tool-item">{name}</li>' for name in ("Email", "Share", "Tweet", "Save", "Print") * 3)
+    body = (f'<h1>Machines want new rules</h1><ul>{tools}</ul>'
+            '<div class="item__title">By Jeremy Straub – Assistant Professor of Computer Science</div>'
+            '<p>But <a href="https://companies.example.com/profile/microsoft/1/">Microsoft</a> disagrees.</p>'
+            f'<p>{ENGLISH}</p>')
+    markup = f"<html><head><title>Machines want new rules</title></head><body>{body}</body></html>"
+    assert read(markup, url="https://example.com/story", text=ENGLISH).author == "Jeremy Straub"
+
+
+def test_a_link_to_a_byline_page_names_the_author():
+    body = ('<h1>A headline here</h1>' + '<p>Menu item</p>' * 14 +
+            '<div class="place">Delhi, <a href="/byline/ann-lee">Ann Lee</a> | Updated</div>' + f'<p>{ENGLISH}</p>')
+    assert read(page(body=body), url="https://example.com/story", text=ENGLISH).author == "Ann Lee"
 
 
 @pytest.mark.parametrize("markup, author", [
@@ -327,6 +345,52 @@ def test_language_declared_else_detected_from_text():
     assert read(page(body=f"<p>{german}</p>"), text=german).language == "de"  # none declared: detected
     assert read(page(lang="en"), text="Short.").language == "en"
 
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.one_of(st.text(max_size=300), st.sampled_from([ENGLISH[:256], "Über die Brücke " * 12, "日本語の文章" * 30,
+                                                         "ABC DEF " * 30, ""])))
+def test_language_walk_in_c_gives_the_packages_counts_and_answers(text):
+    """The identifier's automaton walk in C (templater._numeric.dfa_visits) counts what py3langid's visit_counts
+    counts, in the same order, and every classification is the package's own."""
+    from py3langid import langid
+
+    from templater import native
+
+    identifier = metadata._identifier()
+    tables = getattr(identifier, "tables", None)
+    if tables is None or native.numeric is None:
+        pytest.skip("the package's own walk (another py3langid layout, or the C part not built)")
+    data = identifier._encode(text)
+    expected = langid.visit_counts(identifier.tk_nextmove, identifier._rowbase, identifier.tk_output, data)
+    found = native.numeric.dfa_visits(*tables, data)
+    assert (found is None) == (expected is None)
+    if expected is not None:
+        assert list(found.items()) == list(expected.items())
+    fast = identifier.classify(text)
+    identifier.tables = None
+    try:
+        assert identifier.classify(text) == fast
+    finally:
+        identifier.tables = tables
+
+
+def test_language_walk_in_c_refuses_tables_it_cannot_walk():
+    import numpy as np
+
+    from templater import native
+
+    if native.numeric is None:
+        pytest.skip("the C part is not built")
+    moves, rows, out = np.zeros(256, np.uint32), np.zeros(1, np.uint16), np.array([0], np.int32)
+    assert native.numeric.dfa_visits(moves, rows, out, b"ab") == {0: 2}
+    assert native.numeric.dfa_visits(moves, rows, np.array([-1], np.int32), b"ab") is None
+    with pytest.raises(ValueError):
+        native.numeric.dfa_visits(moves, rows, np.zeros(2, np.int32), b"ab")  # a row per state
+    with pytest.raises(ValueError):
+        native.numeric.dfa_visits(np.full(256, 7, np.uint32), rows, out, b"a")  # a state outside the tables
+    with pytest.raises(ValueError):
+        native.numeric.dfa_visits(moves, np.array([3], np.uint16), out, b"a")  # a row outside the tables
 
 # --- never raises -----------------------------------------------------------------------------------------------
 
