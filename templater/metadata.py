@@ -135,8 +135,9 @@ _ROLES = frozenset("editor editors contributor contributing writer writers staff
                    "subscribe photographer tv".split())
 _NOT_NAMES = frozenset("the a an this our more all staff admin administrator editor editors anonymous unknown guest "
                        "home menu login sign read view share monday tuesday wednesday thursday friday saturday "
-                       "sunday today yesterday by von par por di door av af date thread tweet email print".split())
-# (a byline's prefix alone; what a list sorted "by Date", "by Thread" or a share bar's "Tweet" says)
+                       "sunday today yesterday by von par por di door av af date thread tweet email print facebook twitter "
+                       "linkedin pinterest whatsapp reddit rss instagram youtube tumblr google".split())
+# (a byline's prefix alone; what a list sorted "by Date", "by Thread" or a share bar's "Tweet" or "Facebook" says)
 _AUTHOR_NAMES = re.compile(r"(?i)(?:^|[\s_-])(?:author|byline|by-line|writer|contributor|reporter|"
                            r"article-?author|post-?author|entry-?author|creator)(?:$|[\s_-])")
 _DATE_NAMES = re.compile(r"(?i)(?:^|[\s_-])(?:date|time|timestamp|published|pubdate|posted|post-?date|"

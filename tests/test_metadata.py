@@ -185,6 +185,13 @@ def test_a_plain_words_byline_below_the_share_buttons_wins_over_a_profile_link_i
     assert read(markup, url="https://example.com/story", text=ENGLISH).author == "Jeremy Straub"
 
 
+def test_a_share_bar_names_no_author():
+    """A share bar's networks ("Facebook", "Twitter") read like a one-word byline: they are no names."""
+    for name in ("Facebook", "Twitter", "Rss", "Google Plus", "By Twitter"):
+        assert metadata.normalize_author(name) is None
+    assert metadata.normalize_author("Laura Beck") == "Laura Beck"
+
+
 def test_a_link_to_a_byline_page_names_the_author():
     body = ('<h1>A headline here</h1>' + '<p>Menu item</p>' * 14 +
             '<div class="place">Delhi, <a href="/byline/ann-lee">Ann Lee</a> | Updated</div>' + f'<p>{ENGLISH}</p>')
