@@ -148,7 +148,7 @@ class Block:
         return len(self.text) / total if total else 0.0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)  # weakly held by document.find_title's last answer
 class Segmented:
     """A parsed page cut into blocks, with its block vector."""
 
