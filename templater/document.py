@@ -205,7 +205,7 @@ def _exact_headline(seg: Segmented, titles: list[str]) -> int | None:
     block saying one that is not made of links (a site's name is shorter than its headlines)."""
     whole = {t.lower() for t in titles}
     host = _host_labels(seg.page.url)
-    wanted = {form for t in titles for form in _title_forms(t, host)}
+    wanted = {form for t in dict.fromkeys(titles) for form in _title_forms(t, host)}  # og:title is often <title>
     longest = min(max(map(len, wanted)) + len(PERMALINK_MARKS), HEADLINE_MAX_CHARS)
     found = [b for b in seg.blocks if len(b.text) <= longest and b.text.rstrip(PERMALINK_MARKS).lower() in wanted]
     found = [b for b in found if not _names_site(b.text, host)] or found
