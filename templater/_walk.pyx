@@ -532,6 +532,7 @@ cdef class _Segment:
     cdef list blocks
     cdef Buffer hashes
     cdef Buffer chars
+    cdef Buffer links
     cdef Buffer text
     cdef Buffer scratch
     cdef Numbers owners  # owner element -> its row in paths, tags, shapes, prefixes
@@ -549,6 +550,7 @@ cdef class _Segment:
     def __dealloc__(self):
         free(self.hashes.data)
         free(self.chars.data)
+        free(self.links.data)
         free(self.text.data)
         free(self.scratch.data)
         free(self.shapes.data)
@@ -580,12 +582,13 @@ cdef class _Segment:
 
     cdef result(self):
         return (self.blocks, PyBytes_FromStringAndSize(self.hashes.data, self.hashes.size),
-                PyBytes_FromStringAndSize(self.chars.data, self.chars.size))
+                PyBytes_FromStringAndSize(self.chars.data, self.chars.size),
+                PyBytes_FromStringAndSize(self.links.data, self.links.size))
 
     cdef close(self, xmlNode *owner, Py_ssize_t link_chars, Py_ssize_t markup):
         """blocks._close, of the text read since the last block"""
         cdef uint32_t digest, shape, prefix
-        cdef int64_t length
+        cdef int64_t length, linked
         cdef bint ascii = _normalize_space(&self.text)
         cdef Py_ssize_t i
         cdef bytes lowered
@@ -606,14 +609,16 @@ cdef class _Segment:
             digest = _crc32(<const unsigned char *>lowered, len(lowered), prefix)
         self.text.size = 0
         length = len(text)
+        linked = min(link_chars, length)
         self.blocks.append(_make_block(len(self.blocks), None, self.paths[row], self.tags[row], text,
-                                       min(link_chars, length), markup, digest, shape, elementFactory(self.doc, owner)))
+                                       linked, markup, digest, shape, elementFactory(self.doc, owner)))
         _add(&self.hashes, &digest, 4)
         _add(&self.chars, &length, 8)
+        _add(&self.links, &linked, 8)
 
 
 def segment(root):
-    """blocks.segment's walk (the definition: blocks.segment_plain): (blocks, hashes, chars), or None."""
+    """blocks.segment's walk (the definition: blocks.segment_plain): (blocks, hashes, chars, link chars), or None."""
     if _block_class is None or not isinstance(root, _Element):
         return None
     cdef xmlNode *c_root = (<_Element>root)._c_node

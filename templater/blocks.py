@@ -77,9 +77,10 @@ def segment(root: etree._Element, page: Page) -> Segmented:
     walked = walk.segment(root) if walk is not None else None
     if walked is None:
         return _segment_plain(root, page)
-    blocks, hashes, chars = walked
+    blocks, hashes, chars, links = walked
     return Segmented(page=page, blocks=tuple(blocks), vector=np.frombuffer(hashes, dtype=np.uint32).copy(),
-                     title=_title(root), root=root, chars=np.frombuffer(chars, dtype=np.int64).copy())
+                     title=_title(root), root=root, chars=np.frombuffer(chars, dtype=np.int64).copy(),
+                     links=np.frombuffer(links, dtype=np.int64).copy())
 
 
 def _segment_plain(root: etree._Element, page: Page) -> Segmented:
@@ -127,7 +128,7 @@ def _segment_plain(root: etree._Element, page: Page) -> Segmented:
         _close(blocks, owners[current], parts, link_chars, markup)
     vector = np.fromiter((b.hash for b in blocks), dtype=np.uint32, count=len(blocks))
     seg = Segmented(page=page, blocks=tuple(blocks), vector=vector, title=_title(root), root=root)
-    return replace(seg, chars=seg.block_chars())
+    return replace(seg, chars=seg.block_chars(), links=seg.block_links())
 
 
 def _blank_before(element: etree._Element) -> bool:

@@ -148,7 +148,7 @@ class Block:
         return len(self.text) / total if total else 0.0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)  # weakly held by document.find_title's last answer
 class Segmented:
     """A parsed page cut into blocks, with its block vector."""
 
@@ -158,12 +158,19 @@ class Segmented:
     title: str = ""
     root: Any = field(default=None, compare=False, repr=False)  # the parsed lxml tree the blocks point into
     chars: np.ndarray | None = field(default=None, compare=False, repr=False)  # int64 len(text) per block
+    links: np.ndarray | None = field(default=None, compare=False, repr=False)  # int64 link_chars per block
 
     def block_chars(self) -> np.ndarray:
         """len(text) of each block as int64: counted by the segmentation walk, else here."""
         if self.chars is not None:
             return self.chars
         return np.fromiter((len(b.text) for b in self.blocks), dtype=np.int64, count=len(self.blocks))
+
+    def block_links(self) -> np.ndarray:
+        """link_chars of each block as int64: counted by the segmentation walk, else here."""
+        if self.links is not None:
+            return self.links
+        return np.fromiter((b.link_chars for b in self.blocks), dtype=np.int64, count=len(self.blocks))
 
 
 @dataclass(slots=True)  # not frozen: a page makes dozens, and a frozen init costs four times as much

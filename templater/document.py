@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import html
 import re
+import weakref
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
@@ -115,7 +116,9 @@ class _Contexts:
         return found
 
 
-_last_title: tuple = (None, (None, None))  # (page, its find_title): the document and the metadata ask for it in turn
+_last_title: tuple = (None, (None, None))  # (weak reference to a page, its find_title): the document and the metadata
+# ask for it in turn; held weakly, so that a page's tree is freed as soon as its extraction is done (while its memory
+# is still in the cache, and before the next page is parsed), not when the next page asks
 
 
 def find_title(seg: Segmented) -> tuple[str | None, int | None]:
@@ -123,10 +126,10 @@ def find_title(seg: Segmented) -> tuple[str | None, int | None]:
     and date sit) both ask, one after the other: the last page's answer is kept."""
     global _last_title
     last = _last_title
-    if last[0] is seg:
+    if last[0] is not None and last[0]() is seg:
         return last[1]
     found = _find_title(seg)
-    _last_title = (seg, found)
+    _last_title = (weakref.ref(seg), found)
     return found
 
 
@@ -202,7 +205,7 @@ def _exact_headline(seg: Segmented, titles: list[str]) -> int | None:
     block saying one that is not made of links (a site's name is shorter than its headlines)."""
     whole = {t.lower() for t in titles}
     host = _host_labels(seg.page.url)
-    wanted = {form for t in titles for form in _title_forms(t, host)}
+    wanted = {form for t in dict.fromkeys(titles) for form in _title_forms(t, host)}  # og:title is often <title>
     longest = min(max(map(len, wanted)) + len(PERMALINK_MARKS), HEADLINE_MAX_CHARS)
     found = [b for b in seg.blocks if len(b.text) <= longest and b.text.rstrip(PERMALINK_MARKS).lower() in wanted]
     found = [b for b in found if not _names_site(b.text, host)] or found

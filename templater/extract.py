@@ -129,8 +129,7 @@ def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray) -> np.n
     if not len(where):
         return trusted
     chars = seg.block_chars()
-    text = (np.fromiter((b.link_chars for b in seg.blocks), dtype=np.int64, count=len(seg.blocks))
-            <= OWN_CONTENT_LINKS * chars) & (chars > 0)
+    text = (seg.block_links() <= OWN_CONTENT_LINKS * chars) & (chars > 0)
     trusted_blocks = [seg.blocks[i] for i in where.tolist()]  # only the trusted blocks are judged below
     placed = np.fromiter(map(_outside_chrome_tags, [b.tag_path for b in trusted_blocks]), dtype=bool,
                          count=len(where))
@@ -365,7 +364,7 @@ def without_paragraphs(seg: Segmented) -> bool:
     taught on pages of prose, would score as chrome. Behind a template the template's choice stands there: it
     took away what the site repeats, what is left is the list."""
     chars = seg.block_chars()
-    links = np.fromiter((b.link_chars for b in seg.blocks), dtype=np.int64, count=len(seg.blocks))
+    links = seg.block_links()
     return not ((chars >= PARAGRAPH_CHARS) & (links <= OWN_CONTENT_LINKS * chars)).any()
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import os
 import zipfile
 from importlib import resources
 from itertools import repeat
@@ -51,7 +52,6 @@ OUTSIDE_TRUSTED = "(outside a trusted content region)"  # drop_reasons' words fo
 # vouch for
 WEIGHTS_FILE = "ann_weights.npz"
 _TAG_PATH = operator.attrgetter("tag_path")
-_LINK_CHARS = operator.attrgetter("link_chars")
 _REGION_CHROME_BITS = np.uint32(sum(1 << [name for name, _ in CLASS_GROUPS].index(g) for g in REGION_CHROME_GROUPS))
 
 
@@ -180,11 +180,10 @@ def region_chrome(seg: Segmented, tree: Tree, trusted: np.ndarray) -> np.ndarray
     below the region; never a block in code, a table or a definition list below the region (PROTECTED_TAGS)."""
     named = inside(tree, (tree.class_bits & _REGION_CHROME_BITS) != 0)[tree.owner]
     chars = seg.block_chars()
-    links = np.fromiter(map(_LINK_CHARS, seg.blocks), dtype=np.int64, count=len(seg.blocks))
+    links = seg.block_links()
     below = _below_region(seg, trusted)
-    position = np.zeros(len(below), dtype=bool)  # an untrusted block's tags are none (an empty list)
-    where = np.flatnonzero(trusted)
-    position[where] = [not REGION_CHROME_TAGS.isdisjoint(below[i]) for i in where.tolist()]
+    position = np.zeros(len(seg.blocks), dtype=bool)  # only trusted blocks are judged by their place
+    position[np.flatnonzero(trusted)] = [not REGION_CHROME_TAGS.isdisjoint(tags) for tags in below]
     linked = (links > REGION_LINK_DENSITY * chars) & ~among_own_text(seg, trusted, links)
     return (named | linked | position) & ~protected_blocks(seg, trusted, below)
 
@@ -195,7 +194,7 @@ def among_own_text(seg: Segmented, trusted: np.ndarray, links: np.ndarray | None
     its edges where tables of contents and "see also" lists stand."""
     chars = seg.block_chars()
     if links is None:
-        links = np.fromiter(map(_LINK_CHARS, seg.blocks), dtype=np.int64, count=len(seg.blocks))
+        links = seg.block_links()
     own = trusted & (chars > 0) & (links <= REGION_LINK_DENSITY * chars)
     before = np.cumsum(own) - own
     after = own.sum() - np.cumsum(own)
@@ -208,10 +207,10 @@ def protected_blocks(seg: Segmented, trusted: np.ndarray, below: list[list[str]]
     if not trusted.any():
         return np.zeros(len(seg.blocks), dtype=bool)
     below = _below_region(seg, trusted) if below is None else below
-    runs = link_runs(seg).tolist()
-    out = np.zeros(len(below), dtype=bool)  # only trusted blocks are judged (the others' tags are none)
     where = np.flatnonzero(trusted)
-    out[where] = [_protected(below[i], runs[i]) for i in where.tolist()]
+    runs = link_runs(seg)[where].tolist()
+    out = np.zeros(len(seg.blocks), dtype=bool)  # only trusted blocks are judged
+    out[where] = [_protected(tags, run) for tags, run in zip(below, runs)]
     return out
 
 
@@ -221,15 +220,15 @@ def _protected(tags: list[str], run: bool) -> bool:
 
 
 def _below_region(seg: Segmented, trusted: np.ndarray) -> list[list[str]]:
-    """Per trusted block, the tags of its tag path below the trusted blocks' deepest common ancestor (an empty
-    list for the other blocks: what is not trusted is never judged by these tags)."""
-    inner = {int(i): seg.blocks[i].tag_path.split("/") for i in np.flatnonzero(trusted)}
-    paths = list(inner.values())
-    depth = min(map(len, paths))
-    for path in paths[1:]:
-        depth = next((d for d in range(depth) if path[d] != paths[0][d]), depth)
+    """Per trusted block, in order, the tags of its tag path below the trusted blocks' deepest common ancestor
+    (what is not trusted is never judged by these tags). A page's blocks share a few tag paths: each is split and
+    cut once."""
+    tag_paths = [seg.blocks[i].tag_path for i in np.flatnonzero(trusted).tolist()]
+    steps = {path: path.split("/") for path in tag_paths}
+    depth = len(os.path.commonprefix(list(steps.values())))  # of lists: the steps all the paths begin with
     top = max(depth - 1, 0)  # the common ancestor itself stays in: a region that is a <table> protects its cells
-    return [inner[i][top:] if i in inner else [] for i in range(len(seg.blocks))]
+    below = {path: split[top:] for path, split in steps.items()}
+    return [below[path] for path in tag_paths]
 
 
 def drop_reasons(seg: Segmented, *, allowed: np.ndarray, trusted: np.ndarray,

@@ -567,8 +567,7 @@ def link_runs(seg: Segmented, density: float = SHAPE_MAX_LINK_DENSITY) -> np.nda
     """Blocks in a row of at least LINK_RUN blocks whose text is more than ``density`` link text: lists of
     links, whatever their markup."""
     blocks = seg.blocks  # _link_share of every block, as arrays (the same divisions, done by numpy)
-    share = np.fromiter([b.link_chars for b in blocks], dtype=np.int64, count=len(blocks)) / np.maximum(
-        seg.block_chars(), 1)
+    share = seg.block_links() / np.maximum(seg.block_chars(), 1)
     share[np.fromiter(["/a/" in b.tag_path for b in blocks], dtype=bool, count=len(blocks))] = 1.0
     heavy = share > density
     edges = np.diff(np.concatenate(([0], heavy.view(np.int8), [0])))

@@ -304,3 +304,25 @@ def test_file_names_are_safe_and_distinct(page_id):
     name = document.file_name(page_id, "md")
     assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*\.md", name) and len(name) <= 100
     assert name != document.file_name(page_id + "x", "md")
+
+
+def test_an_extracted_page_is_not_kept_alive_by_the_title_cache():
+    """find_title remembers the last page's answer weakly: once its extraction is done, the page and its parsed tree
+    go at once (freed while still in the cache), and asking again for a live page still gives the same answer."""
+    import gc
+    import weakref
+
+    page = Page("p", "https://example.org/news/a.html", PAGE.encode("utf-8"), None, "utf-8")
+    seg = segment(parse_html(PAGE), page)
+    first = document.find_title(seg)
+    assert document.find_title(seg) == first == ("A tale of two tables", first[1])
+    extract_page(seg)
+    held = weakref.ref(seg)
+    enabled = gc.isenabled()
+    gc.disable()  # reference counting alone must free it (no cycle left for the collector)
+    try:
+        del seg
+        assert held() is None
+    finally:
+        if enabled:
+            gc.enable()

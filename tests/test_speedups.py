@@ -69,6 +69,8 @@ def assert_same_segmentation(markup):
     assert fast.title == plain.title
     assert fast.chars.dtype == plain.chars.dtype == np.int64
     assert fast.chars.tolist() == plain.chars.tolist() == [len(b.text) for b in plain.blocks]
+    assert fast.links.dtype == plain.links.dtype == np.int64
+    assert fast.links.tolist() == plain.links.tolist() == [b.link_chars for b in plain.blocks]
 
 
 @needs_walk
