@@ -186,7 +186,7 @@ def container_rules(pages: Sequence[Segmented], headlines: Sequence[int | None],
         found.update({xpath for xpath, _ in containers})
     need = max(settings.min_static_pages, settings.comment_support * len(pages))
     return [Rule(xpath=xpath, action=RuleAction.DROP_XPATH, support=round(n / len(pages), 4), sample=samples[xpath])
-            for xpath, n in sorted(found.items()) if n >= need]
+            for xpath, n in sorted(found.items()) if n >= need and metadata.compiled_xpath(xpath) is not None]
 
 
 def _named_containers(root, name: re.Pattern, keep_out=None, *, anchors: bool = False) -> list[tuple[str, object]]:
@@ -266,7 +266,8 @@ def content_region(pages: Sequence[Segmented], dropped: Sequence[np.ndarray], he
     for seg, mask, headline in zip(pages, dropped, headlines):
         kept = [b for b, gone in zip(seg.blocks, mask) if not gone and b.tag_path not in shapes]
         region = _deepest_holder(kept, seg.blocks[headline].xpath if headline is not None else None)
-        if region:
+        if region and metadata.compiled_xpath(region) is not None:  # a tag name no XPath can spell (markup that
+            # starts inside a script: "<j.length;i++)...") makes no region
             votes[region] += 1
             samples.setdefault(region, next((b.text for b in kept if b.xpath.startswith(region)), ""))
     if not votes:
