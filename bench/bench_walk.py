@@ -39,9 +39,15 @@ def load(path: Path, limit: int | None) -> list[dict]:
 
 # --- the worker: one checkout's modules in one process ---------------------------------------------------------
 def _checkout_modules(checkout: Path):
-    """(blocks, features, parse, Page, status) of the checkout's templater (the data module's name changed once)."""
+    """(blocks, features, parse, Page, status) of the checkout's templater (the data module's name changed once),
+    whatever the interpreter has installed in editable mode (its finders are dropped)."""
+    sys.meta_path[:] = [f for f in sys.meta_path if not type(f).__module__.startswith("__editable__")]
     sys.path.insert(0, str(checkout))
+    import templater
     from templater import blocks, features, native, parse
+
+    if Path(templater.__file__).resolve().parent != (checkout / "templater").resolve():
+        raise SystemExit(f"templater was imported from {templater.__file__}, not from {checkout}")
 
     try:
         from templater.datatypes import Page
