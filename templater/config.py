@@ -364,6 +364,15 @@ class LearnSettings:
     meta_precision: float = META_PRECISION
     meta_visible_support: float = META_VISIBLE_SUPPORT
     meta_min_values: int = META_MIN_VALUES
+    layout_sample: int = LAYOUT_SAMPLE
+    learn_seed: int = LEARN_SEED
+    reference_candidates: int = REFERENCE_CANDIDATES
+    near_copy: float = NEAR_COPY
+    near_copy_chars: int = NEAR_COPY_CHARS
+    near_copy_common_pages: int = NEAR_COPY_COMMON_PAGES
+    region_text_share: float = REGION_TEXT_SHARE
+    region_page_share: float = REGION_PAGE_SHARE
+    linked_headings_per_page: float = LINKED_HEADINGS_PER_PAGE
 
     def to_dict(self) -> dict:
         """The settings as saved with a template."""
