@@ -192,13 +192,12 @@ class Interrupted(BaseException):
     """SIGINT (Ctrl-C): a BaseException, so that click does not take it for its own abort."""
 
 
-INTERRUPT_GRACE_S = 10.0  # seconds the unwinding after Ctrl-C may take (rollbacks, stopping workers) before exit
 INTERRUPTED_LINE = "interrupted: what was committed is kept; run the same command again to continue"
 
 
 def _interrupted(signum, frame) -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # a second Ctrl-C ends the process at once
-    watchdog = threading.Timer(INTERRUPT_GRACE_S, _exit_interrupted)  # an unwinding that hangs (a worker pool
+    watchdog = threading.Timer(config.INTERRUPT_GRACE_S, _exit_interrupted)  # an unwinding that hangs (a worker pool
     watchdog.daemon = True  # stopped mid-task) still ends: SQLite keeps only what was committed either way
     watchdog.start()
     raise Interrupted

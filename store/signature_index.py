@@ -29,9 +29,10 @@ from itertools import groupby
 import sqlite_utils
 
 from store.db import db_name, migrate, transaction
+from templater import config
 from templater.errors import SettingsMismatchError, StoreError
 
-ID_CHUNK = 10_000  # ids per IN (...) list
+ID_CHUNK = config.SIGNATURE_ID_CHUNK
 
 
 @dataclass(frozen=True, slots=True)

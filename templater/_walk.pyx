@@ -14,7 +14,7 @@ from cpython.ref cimport PyObject, Py_DECREF
 from cpython.unicode cimport Py_UNICODE_ISSPACE
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
-from libc.string cimport memcmp, memcpy, strcmp, strlen, strncmp, strstr
+from libc.string cimport memcmp, memcpy, memset, strcmp, strlen, strncmp, strstr
 from lxml.includes cimport tree
 from lxml.includes.tree cimport xmlAttr, xmlNode
 from lxml.includes.etreepublic cimport _Document, _Element, elementFactory, import_lxml__etree
@@ -815,10 +815,8 @@ cdef void _attributes(xmlNode *n, Attributes *found) noexcept:
         a = a.next
 
 
-cdef char _is_hint(xmlNode *n, const Attributes *found, Buffer *scratch) except -1:
-    """features._is_hint"""
-    if _is_named(n, "article") or _is_named(n, "main"):
-        return True
+cdef bint _attributes_hint(const Attributes *found, Buffer *scratch) except -1:
+    """features._is_hint's attribute tests (its tag test is remembered with the tag's flags: _tag_flags)."""
     if found.itemprop is not NULL and _attribute_is(found.itemprop, "articleBody", False, scratch):
         return True
     if found.itemtype is not NULL and _attribute_is(found.itemtype, "Article", True, scratch):
@@ -837,7 +835,7 @@ cdef uint32_t _class_bits(const Attributes *found, Buffer *scratch) except? 0xFF
     _add(scratch, "", 1)
     if found.id_ is not NULL:
         _attribute_into(found.id_, scratch)
-    cdef uint64_t hash = _fnv1a(<const unsigned char *>scratch.data, scratch.size)
+    cdef uint64_t hash = _crc32(<const unsigned char *>scratch.data, scratch.size, 0)
     cdef WordsEntry *entry = &_words[hash & _words_mask]
     cdef WordsEntry *other = &_words[(hash & _words_mask) ^ 1]  # two ways: a pair may sit in either slot
     if entry.key is not NULL and entry.hash == hash and entry.size == scratch.size and memcmp(
@@ -909,71 +907,130 @@ def number_tree(blocks):
         return None
 
 
-cdef class _Tree:
-    """number_tree's columns as they grow, and the numbers given so far."""
-    cdef Buffer parent, depth, owner, tag_bits, hint, class_bits, scratch
-    cdef Numbers numbers
+DEF TAG_MEMO = 64  # the tag names whose flags one call remembers, by the name's pointer (libxml2 interns names)
 
-    def __dealloc__(self):
-        free(self.parent.data)
-        free(self.depth.data)
-        free(self.owner.data)
-        free(self.tag_bits.data)
-        free(self.hint.data)
-        free(self.class_bits.data)
-        free(self.scratch.data)
-        free(self.numbers.keys)
-        free(self.numbers.values)
+cdef struct Columns:  # number_tree's columns as they grow, the numbers given so far, the flags of the names met
+    int64_t *parent  # per element ...
+    int64_t *depth
+    uint32_t *tag_bits
+    uint32_t *class_bits
+    char *hint
+    Py_ssize_t count, capacity
+    int64_t *owner  # per block
+    Py_ssize_t owners, owner_capacity
+    Numbers numbers  # element -> its number
+    Buffer scratch
+    const unsigned char *memo_names[TAG_MEMO]  # a name's pointer (NULL: empty) ...
+    uint32_t memo_bits[TAG_MEMO]  # ... its tag flags ...
+    char memo_hint[TAG_MEMO]  # ... and whether it is a hint tag (article, main)
 
-    cdef inline int64_t number_of(self, xmlNode *n) noexcept:
-        """n's number, -1 if it has none yet."""
-        if self.numbers.keys is NULL:
-            return -1
-        cdef Py_ssize_t i = _slot(&self.numbers, n)
-        return self.numbers.values[i] if self.numbers.keys[i] is not NULL else -1
 
-    cdef int add(self, int64_t above, xmlNode *n) except -1:
-        """Number n (its parent's number is ``above``, -1 for a root) as the next element."""
-        cdef int64_t level = (<int64_t *>self.depth.data)[above] + 1 if above >= 0 else 0
-        cdef uint32_t tag_bits = _tag_value(&_tag_bits, n)
-        cdef Attributes found
-        _attributes(n, &found)
-        cdef uint32_t class_bits = _class_bits(&found, &self.scratch)
-        cdef char hint = _is_hint(n, &found, &self.scratch)
-        cdef Py_ssize_t i
-        if 2 * (self.numbers.count + 1) > self.numbers.mask + 1:
-            _numbers_grow(&self.numbers)
-        i = _slot(&self.numbers, n)
-        self.numbers.keys[i] = n
-        self.numbers.values[i] = self.parent.size // 8
-        self.numbers.count += 1
-        _add(&self.parent, &above, 8)
-        _add(&self.depth, &level, 8)
-        _add(&self.tag_bits, &tag_bits, 4)
-        _add(&self.class_bits, &class_bits, 4)
-        _add(&self.hint, &hint, 1)
-        return 0
+cdef void _columns_free(Columns *c) noexcept:
+    free(c.parent)
+    free(c.depth)
+    free(c.tag_bits)
+    free(c.class_bits)
+    free(c.hint)
+    free(c.owner)
+    free(c.numbers.keys)
+    free(c.numbers.values)
+    free(c.scratch.data)
 
-    cdef columns(self):
-        return (PyByteArray_FromStringAndSize(self.parent.data, self.parent.size),
-                PyByteArray_FromStringAndSize(self.depth.data, self.depth.size),
-                PyByteArray_FromStringAndSize(self.owner.data, self.owner.size),
-                PyByteArray_FromStringAndSize(self.tag_bits.data, self.tag_bits.size),
-                PyByteArray_FromStringAndSize(self.hint.data, self.hint.size),
-                PyByteArray_FromStringAndSize(self.class_bits.data, self.class_bits.size))
+
+cdef int _resize(void **data, Py_ssize_t size) except -1:
+    cdef void *grown = realloc(data[0], size if size else 1)
+    if grown is NULL:
+        raise MemoryError
+    data[0] = grown
+    return 0
+
+
+cdef int _columns_reserve(Columns *c, Py_ssize_t elements) except -1:
+    """Room for that many elements in the element columns (their rows kept)."""
+    _resize(<void **>&c.parent, elements * 8)
+    _resize(<void **>&c.depth, elements * 8)
+    _resize(<void **>&c.tag_bits, elements * 4)
+    _resize(<void **>&c.class_bits, elements * 4)
+    _resize(<void **>&c.hint, elements)
+    c.capacity = elements
+    return 0
+
+
+cdef inline uint32_t _tag_flags(Columns *c, xmlNode *n, char *hint) noexcept:
+    """features._tag_bits of the element's tag, and (in hint) whether the tag is one of _is_hint's; remembered by
+    the name's pointer for the call (the elements, and so their names, live until it returns)."""
+    cdef size_t slot = (<size_t>n.name >> 3) & (TAG_MEMO - 1)
+    if c.memo_names[slot] is not n.name:
+        c.memo_names[slot] = n.name
+        c.memo_bits[slot] = _tag_value(&_tag_bits, n)
+        c.memo_hint[slot] = _is_named(n, "article") or _is_named(n, "main")
+    hint[0] = c.memo_hint[slot]
+    return c.memo_bits[slot]
+
+
+cdef inline int64_t _number_of(const Numbers *numbers, xmlNode *n) noexcept:
+    """n's number, -1 if it has none yet."""
+    cdef Py_ssize_t i = _slot(numbers, n)
+    return numbers.values[i] if numbers.keys[i] is not NULL else -1
+
+
+cdef int _number(Columns *c, int64_t above, xmlNode *n) except -1:
+    """Number n (an element without a namespace; its parent's number is ``above``, -1 for a root) as the next."""
+    cdef Py_ssize_t row = c.count
+    cdef Attributes found
+    cdef char hint
+    if row == c.capacity:
+        _columns_reserve(c, 2 * c.capacity)
+    if 2 * (c.numbers.count + 1) > c.numbers.mask + 1:
+        _numbers_grow(&c.numbers)
+    c.tag_bits[row] = _tag_flags(c, n, &hint)
+    _attributes(n, &found)
+    c.class_bits[row] = _class_bits(&found, &c.scratch)
+    c.hint[row] = hint or _attributes_hint(&found, &c.scratch)
+    c.parent[row] = above
+    c.depth[row] = c.depth[above] + 1 if above >= 0 else 0
+    cdef Py_ssize_t i = _slot(&c.numbers, n)
+    c.numbers.keys[i] = n
+    c.numbers.values[i] = row
+    c.numbers.count += 1
+    c.count += 1
+    return 0
 
 
 cdef _number_tree(blocks):
+    cdef Columns c
+    memset(&c, 0, sizeof(Columns))
+    try:
+        _number_blocks(&c, blocks)
+        return (PyByteArray_FromStringAndSize(<char *>c.parent, c.count * 8),
+                PyByteArray_FromStringAndSize(<char *>c.depth, c.count * 8),
+                PyByteArray_FromStringAndSize(<char *>c.owner, c.owners * 8),
+                PyByteArray_FromStringAndSize(<char *>c.tag_bits, c.count * 4),
+                PyByteArray_FromStringAndSize(c.hint, c.count),
+                PyByteArray_FromStringAndSize(<char *>c.class_bits, c.count * 4))
+    finally:
+        _columns_free(&c)
+
+
+cdef int _number_blocks(Columns *c, blocks) except -1:
     cdef xmlNode *node
     cdef xmlNode *last = NULL
     cdef xmlNode *chain[MAX_DEPTH]
     cdef int length
     cdef int64_t above = -1, known
-    cdef _Tree columns = _Tree()
+    cdef Py_ssize_t count = len(blocks), size = 256
     cdef PyObject *descriptor = _field_descriptors[FIELDS - 1] if _fast_blocks else NULL
     cdef PyObject *read
-    while columns.numbers.mask + 1 < 4 * len(blocks):  # room for the owners and their ancestors, mostly
-        _numbers_grow(&columns.numbers)
+    while size < 4 * count:  # room for the owners and their ancestors, mostly
+        size *= 2
+    c.numbers.keys = <xmlNode **>calloc(size, sizeof(xmlNode *))
+    c.numbers.values = <int64_t *>malloc(size * sizeof(int64_t))  # read only where a key is set
+    if c.numbers.keys is NULL or c.numbers.values is NULL:
+        raise MemoryError
+    c.numbers.mask = size - 1
+    _columns_reserve(c, 2 * count + 64)
+    c.owner_capacity = count
+    _resize(<void **>&c.owner, count * 8)
     for block in blocks:
         if descriptor is not NULL and type(block) is _block_class:  # the element slot, read by its descriptor
             read = Py_TYPE(descriptor).tp_descr_get(descriptor, <PyObject *>block, <PyObject *>_block_class)
@@ -989,7 +1046,7 @@ cdef _number_tree(blocks):
             above = -1
             length = 0
             while node is not NULL:
-                known = columns.number_of(node)
+                known = _number_of(&c.numbers, node)
                 if known >= 0:
                     above = known
                     break
@@ -1000,10 +1057,14 @@ cdef _number_tree(blocks):
                 node = _parent_element(node)
             while length:  # number the new elements, parents first
                 length -= 1
-                columns.add(above, chain[length])
-                above = columns.numbers.count - 1
-        _add(&columns.owner, &above, 8)
-    return columns.columns()
+                _number(c, above, chain[length])
+                above = c.count - 1
+        if c.owners == c.owner_capacity:  # more blocks than len() said
+            c.owner_capacity = 2 * c.owner_capacity + 16
+            _resize(<void **>&c.owner, c.owner_capacity * 8)
+        c.owner[c.owners] = above
+        c.owners += 1
+    return 0
 
 
 # --- extract's container rules -----------------------------------------------------------------------------------

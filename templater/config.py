@@ -250,6 +250,12 @@ BATCH_CHARS = 1 << 16  # texts are hashed in batches of about this many characte
 OPH_ROUNDS = 8  # one-permutation rounds before the per-slot fallback; the fallback's prefix is OPH_ROUNDS
 KPERM_CHUNK = 16  # hash functions evaluated per numpy pass (bounds the temporary array)
 
+# --- dedup (templater/dedup.py): runs over the near-duplicate index ---------------------------------------------
+DEDUP_BATCH_PAGES = 50_000  # pages per index transaction: each commit rewrites most of the band index (every batch
+# of random keys touches nearly all its pages), so at a million pages 10,000-page batches index at half the rate of
+# 50,000-page ones (bench/README_dedup.md); a batch holds its texts, signatures and samples in memory
+SIMILAR_LIMIT = 10  # near-duplicates `templater similar` lists by default
+
 # --- lsh (store/lsh.py): the near-duplicate index in SQLite ----------------------------------------------------
 BUCKET_CAP = 256  # candidates offered by one band key
 STAGE_WIDTH = 16  # (key, doc) pairs bound per staging row: one executemany row per 16 band keys
@@ -328,6 +334,11 @@ DESCR_MIN_DF = 4  # a term must occur in this many fitted documents to be consid
 DESCR_MIN_BITS = 3  # documents with fewer bits set are not judged
 MIN_STEM = 3  # the stemmer leaves at least this many letters
 WORD_WINDOW = 64  # characters looked back for the word before a full stop (abbreviations are short)
+SIGNATURE_BATCH_PAGES = 10_000  # pages signed and stored per batch (templater/signature_run.py)
+SIGNATURE_ID_CHUNK = 10_000  # ids per IN (...) list of the signature store (store/signature_index.py)
+
+# --- the command line (cli.py) ----------------------------------------------------------------------------------
+INTERRUPT_GRACE_S = 10.0  # seconds the unwinding after Ctrl-C may take (rollbacks, stopping workers) before exit
 
 # --- parsing (templater/parse.py) -------------------------------------------------------------------------------
 MAX_TITLE_CHARS = 1000  # a longer <title> text means the tag was never closed
@@ -358,6 +369,15 @@ class LearnSettings:
     meta_precision: float = META_PRECISION
     meta_visible_support: float = META_VISIBLE_SUPPORT
     meta_min_values: int = META_MIN_VALUES
+    layout_sample: int = LAYOUT_SAMPLE
+    learn_seed: int = LEARN_SEED
+    reference_candidates: int = REFERENCE_CANDIDATES
+    near_copy: float = NEAR_COPY
+    near_copy_chars: int = NEAR_COPY_CHARS
+    near_copy_common_pages: int = NEAR_COPY_COMMON_PAGES
+    region_text_share: float = REGION_TEXT_SHARE
+    region_page_share: float = REGION_PAGE_SHARE
+    linked_headings_per_page: float = LINKED_HEADINGS_PER_PAGE
 
     def to_dict(self) -> dict:
         """The settings as saved with a template."""

@@ -30,15 +30,14 @@ import sqlite_utils
 
 from store import lsh
 from store.lsh import AddResult, IndexedPage, Member
+from templater import config
 from templater.errors import InputError
 from templater.shingles import ShingleSettings, Shingles, Signatures, anchor_keys, comparable_set, \
     concat_shingles, concat_signatures, estimate_similarity, iter_batches, set_similarity, shingle_hashes, \
     sign_shingles, verification_sets
 
-BATCH_PAGES = 50_000  # pages per index transaction: each commit rewrites most of the band index (every batch of
-# random keys touches nearly all its pages), so at a million pages 10,000-page batches index at half the rate of
-# 50,000-page ones (bench/README_dedup.md); a batch holds its texts, signatures and samples in memory
-SIMILAR_LIMIT = 10
+BATCH_PAGES = config.DEDUP_BATCH_PAGES
+SIMILAR_LIMIT = config.SIMILAR_LIMIT
 
 
 @dataclass(frozen=True, slots=True)

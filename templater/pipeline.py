@@ -410,7 +410,7 @@ def learn_group(db: sqlite_utils.Database, group: str, ids: list[str], settings:
 def plan_layouts(ids: list[str], sets: list[np.ndarray],
                  settings: LearnSettings) -> list[tuple[int, list[str], list[np.ndarray]]]:
     """(layout number, page ids, their shape sets) of each layout cluster of one URL group's pages (ids in order)."""
-    labels = cluster_layouts(sets, threshold=settings.layout_similarity)
+    labels = cluster_layouts(sets, threshold=settings.layout_similarity, sample=settings.layout_sample)
     labels = _adopt_strays(labels, sets, settings)
     return [(layout, [pid for pid, label in zip(ids, labels) if label == layout],
              [s for s, label in zip(sets, labels) if label == layout]) for layout in sorted(set(labels))]
@@ -480,7 +480,7 @@ def learn_sample(ids: list[str], settings: LearnSettings) -> list[str]:
     ``max_learn_pages``."""
     sample = sorted(ids)
     if len(sample) > settings.max_learn_pages:
-        sample = sorted(random.Random(config.LEARN_SEED).sample(sample, settings.max_learn_pages))
+        sample = sorted(random.Random(settings.learn_seed).sample(sample, settings.max_learn_pages))
     return sample
 
 

@@ -41,7 +41,7 @@ from store import signature_index as sig_store
 from store.db import db_name, transaction
 from store.signature_index import SignedAddResult, SignedPage
 
-from . import dedup
+from . import config, dedup
 from .dedup import TextItem
 from .dedup import as_text_item
 from .errors import InputError, SettingsMismatchError, StoreError
@@ -60,7 +60,7 @@ log = logging.getLogger(__name__)
 MINHASH = "minhash"
 MINHASH_NAMES = (MINHASH, "minhash-lsh")
 INDEX_METHODS = (MINHASH, *METHODS)
-BATCH_PAGES = 10_000  # pages signed and stored per batch
+BATCH_PAGES = config.SIGNATURE_BATCH_PAGES
 SHARED = 1.0  # the similarity reported for a page sharing a signature with the canonical page
 LINKED = 0.0  # ... for a page linked to it only through other members
 

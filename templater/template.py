@@ -28,9 +28,8 @@ from .align import lcs_length, lcs_pairs
 from .blocks import fill_xpaths
 from .config import BLOCK_TAGS as _BLOCK_TAGS
 from .config import (CHROME_TAGS, CONTENT_TAGS, HEADING_TAGS, LABEL_TAGS, LINK_RUN,  # noqa: F401 (read as template.X)
-                     LINKED_HEADINGS_PER_PAGE, LIST_TAGS, NAV_PATHS, NEAR_COPY, NEAR_COPY_CHARS, NEAR_COPY_COMMON_PAGES,
-                     REFERENCE_CANDIDATES, REGION_CHROME_SHARE, REGION_PAGE_SHARE, REGION_TEXT_SHARE, RELATED_MAX_SHARE,
-                     ROW_CELLS, SHAPE_MAX_LINK_DENSITY, STRUCTURE_TAGS, WRAPPER_DEPTH, LearnSettings)
+                     LIST_TAGS, NAV_PATHS, REGION_CHROME_SHARE, RELATED_MAX_SHARE, ROW_CELLS, SHAPE_MAX_LINK_DENSITY,
+                     STRUCTURE_TAGS, WRAPPER_DEPTH, LearnSettings)
 from .datatypes import Block, Rule, RuleAction, Segmented, Template
 from .headline import find_headline
 
@@ -56,16 +55,16 @@ def learn_template(pages: Sequence[Segmented], *, site: str, version: int = 1, l
     page_count = len(pages)
     for seg in pages:
         fill_xpaths(seg.blocks)  # linear in the blocks: the XPaths are read for every block below
-    pages = distinct_pages(pages)
+    pages = distinct_pages(pages, settings)
     hashes = static_hashes(pages, settings)
-    reference, support = align_static(pages, hashes)
+    reference, support = align_static(pages, hashes, settings)
     static = [(_static_rule(block, share), block) for block, share in zip(reference, support)
               if share >= settings.static_support]  # each static rule with the reference block it was learned from
     rules = [rule for rule, _ in static]
     dropped = [_dropped_mask(seg, hashes) for seg in pages]
     headlines = [find_headline(seg) for seg in pages]
     rules += dynamic_rules(pages, dropped, headlines, settings)
-    region = content_region(pages, dropped, headlines, rules)
+    region = content_region(pages, dropped, headlines, rules, settings)
     rules = keep_repeated_content(pages, rules, static, region, dropped, settings)
     if region is not None:
         rules.append(region)
@@ -76,21 +75,22 @@ def learn_template(pages: Sequence[Segmented], *, site: str, version: int = 1, l
                     reason=reason)
 
 
-def distinct_pages(pages: Sequence[Segmented]) -> list[Segmented]:
-    """The pages less near-copies: a page whose long blocks mostly (NEAR_COPY of the smaller set) are a kept page's,
-    or the other way round, is left out.
+def distinct_pages(pages: Sequence[Segmented], settings: LearnSettings = LearnSettings()) -> list[Segmented]:
+    """The pages less near-copies: a page whose long blocks mostly (settings.near_copy of the smaller set) are a
+    kept page's, or the other way round, is left out.
 
     Two copies of one article (a syndicated story, a page under two URLs) would otherwise make the article's
     text look like boilerplate the site repeats.
     """
-    longs = [{b.hash for b in seg.blocks if len(b.text) >= NEAR_COPY_CHARS} for seg in pages]
-    need = max(NEAR_COPY_COMMON_PAGES, len(pages) / 2)
+    longs = [{b.hash for b in seg.blocks if len(b.text) >= settings.near_copy_chars} for seg in pages]
+    need = max(settings.near_copy_common_pages, len(pages) / 2)
     common = {h for h, n in Counter(h for s in longs for h in s).items() if n >= need}
     kept: list[Segmented] = []
     sets: list[set[int]] = []
     for seg, blocks in zip(pages, longs):
         blocks = blocks - common  # long blocks most pages share are the site's, not the article's
-        if blocks and any(len(blocks & other) >= NEAR_COPY * min(len(blocks), len(other)) for other in sets if other):
+        if blocks and any(len(blocks & other) >= settings.near_copy * min(len(blocks), len(other))
+                          for other in sets if other):
             continue
         kept.append(seg)
         sets.append(blocks)
@@ -106,11 +106,12 @@ def static_hashes(pages: Sequence[Segmented], settings: LearnSettings) -> set[in
     return {h for h, n in df.items() if n >= need}
 
 
-def align_static(pages: Sequence[Segmented], static: set[int]) -> tuple[list[Block], list[float]]:
+def align_static(pages: Sequence[Segmented], static: set[int],
+                 settings: LearnSettings = LearnSettings()) -> tuple[list[Block], list[float]]:
     """The reference page's static blocks and, for each, the share of pages whose LCS matches it."""
     sequences = [[b for b in seg.blocks if b.hash in static] for seg in pages]
     hashes = [[b.hash for b in seq] for seq in sequences]
-    candidates = sorted(range(len(pages)), key=lambda i: -len(hashes[i]))[:REFERENCE_CANDIDATES]
+    candidates = sorted(range(len(pages)), key=lambda i: -len(hashes[i]))[:settings.reference_candidates]
     ref = max(candidates, key=lambda i: (sum(lcs_length(hashes[i], h) for h in hashes), -i)) if candidates else 0
     matched = np.zeros(len(hashes[ref]) if hashes else 0)
     for h in hashes:
@@ -154,7 +155,7 @@ def dynamic_rules(pages: Sequence[Segmented], dropped: Sequence[np.ndarray], hea
         short = float(np.median([len(b.text) for b in blocks])) <= settings.shape_max_chars
         per_page = len(blocks) / pages_with[tag_path]
         if blocks[0].tag in HEADING_TAGS and not (link_share > settings.shape_max_link_density
-                                                  and per_page >= LINKED_HEADINGS_PER_PAGE):
+                                                  and per_page >= settings.linked_headings_per_page):
             continue  # a page's headline, unless several linked headings a page: a list of other articles
         aside = any(p in tag_path + "/" for p in NAV_PATHS)
         brief = short and per_page <= 2 and max(len(b.text) for b in blocks) < 2 * settings.shape_max_chars
@@ -258,14 +259,15 @@ def contains(outer, inner) -> bool:
 
 
 def content_region(pages: Sequence[Segmented], dropped: Sequence[np.ndarray], headlines: Sequence[int | None],
-                   rules: Sequence[Rule]) -> Rule | None:
+                   rules: Sequence[Rule], settings: LearnSettings = LearnSettings()) -> Rule | None:
     """The element (by positional XPath) that holds most of the remaining text on most pages, if any."""
     shapes = {r.tag_path for r in rules if r.action == RuleAction.DROP_SHAPE}
     votes: Counter = Counter()
     samples: dict[str, str] = {}
     for seg, mask, headline in zip(pages, dropped, headlines):
         kept = [b for b, gone in zip(seg.blocks, mask) if not gone and b.tag_path not in shapes]
-        region = _deepest_holder(kept, seg.blocks[headline].xpath if headline is not None else None)
+        region = _deepest_holder(kept, seg.blocks[headline].xpath if headline is not None else None,
+                                 settings.region_text_share)
         if region and metadata.compiled_xpath(region) is not None:  # a tag name no XPath can spell (markup that
             # starts inside a script: "<j.length;i++)...") makes no region
             votes[region] += 1
@@ -273,14 +275,14 @@ def content_region(pages: Sequence[Segmented], dropped: Sequence[np.ndarray], he
     if not votes:
         return None
     xpath, count = votes.most_common(1)[0]
-    if count < REGION_PAGE_SHARE * len(pages):
+    if count < settings.region_page_share * len(pages):
         return None
     return Rule(xpath=xpath, action=RuleAction.CONTENT, support=round(count / len(pages), 4),
                 sample=samples[xpath][:120])
 
 
-def _deepest_holder(blocks: Sequence[Block], headline: str | None = None) -> str | None:
-    """Deepest ancestor path holding REGION_TEXT_SHARE of the blocks' non-link text (and the headline)."""
+def _deepest_holder(blocks: Sequence[Block], headline: str | None, share: float) -> str | None:
+    """Deepest ancestor path holding ``share`` of the blocks' non-link text (and the headline)."""
     weights: Counter = Counter()
     total = 0
     for b in blocks:
@@ -293,7 +295,7 @@ def _deepest_holder(blocks: Sequence[Block], headline: str | None = None) -> str
             weights["/".join(parts[:depth])] += w
     if not total:
         return None
-    holders = [p for p, w in weights.items() if w >= REGION_TEXT_SHARE * total
+    holders = [p for p, w in weights.items() if w >= share * total
                and (headline is None or headline.startswith(p + "/"))]
     return max(holders, key=lambda p: p.count("/")) if holders else None
 

@@ -48,6 +48,18 @@ def test_support_threshold_is_a_setting():
     assert not [r for r in strict.rules if r.action == "drop"]
 
 
+def test_region_and_copy_thresholds_are_settings():
+    pages = [s for s, _ in site_pages(6)]
+    assert [r for r in learn_template(pages, site="s").rules if r.action == "content"]
+    never = learn_template(pages, site="s", settings=LearnSettings(region_page_share=1.01))
+    assert not [r for r in never.rules if r.action == "content"]  # no element holds the text on more than all pages
+    nowhere = learn_template(pages, site="s", settings=LearnSettings(region_text_share=1.01))
+    assert not [r for r in nowhere.rules if r.action == "content"]
+    # every page a near-copy of the first (any one shared long block counts): one page left, too few for rules
+    alike = learn_template(pages, site="s", settings=LearnSettings(near_copy=0.0, near_copy_chars=0))
+    assert not [r for r in alike.rules if r.action == "drop"]
+
+
 def test_rules_are_in_a_stable_order():
     pages = [s for s, _ in site_pages(6)]
     first = learn_template(pages, site="s").rules
