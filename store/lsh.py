@@ -240,10 +240,17 @@ def _chunks(values: Sequence, size: int = ID_CHUNK) -> Iterator[Sequence]:
 
 
 def _select_in(db: sqlite_utils.Database, sql: str, ids: Sequence) -> list[tuple]:
-    """Rows of ``sql`` (with one ``{ids}`` placeholder) for every id, querying ID_CHUNK ids at a time."""
+    """Rows of ``sql`` (with one ``{ids}`` placeholder) for every id, querying ID_CHUNK ids at a time.
+
+    Each list is padded to a power of two with its first id again (the same rows): a few distinct statements
+    rather than one per list length. The connection keeps its last 128 statements prepared, each as large as its
+    list, so one per length grew an extract's memory with the crawl (~1.3 MB per 1,000 pages at 10,000 pages, as
+    the lists of candidates lengthen)."""
     rows: list[tuple] = []
-    for chunk in _chunks(list(ids)):
-        rows.extend(db.conn.execute(sql.format(ids=",".join("?" * len(chunk))), chunk).fetchall())
+    for chunk in _chunks(list(ids), ID_CHUNK):
+        size = min(1 << (len(chunk) - 1).bit_length(), ID_CHUNK)
+        padded = [*chunk, *[chunk[0]] * (size - len(chunk))]
+        rows.extend(db.conn.execute(sql.format(ids=",".join("?" * size)), padded).fetchall())
     return rows
 
 
