@@ -154,10 +154,11 @@ for name in sys.argv[1:]:
 
 
 def baseline_env(baseline: Path, folder: Path, env: dict[str, str]) -> dict[str, str]:
-    """The environment of the baseline's runs: its project's modules compiled once into a bytecode folder of our
-    own (PYTHONPYCACHEPREFIX: nothing is written into the other checkout), as ours are beside their sources; without
-    it, where PYTHONDONTWRITEBYTECODE is set, every baseline run would compile them from source."""
+    """The environment of the baseline's runs: bytecode in a folder of our own (PYTHONPYCACHEPREFIX, written by the
+    warm-up runs: nothing is written into the other checkout), as ours is beside its sources; without it, where
+    PYTHONDONTWRITEBYTECODE is set, every baseline run would compile its project's modules from source."""
     baseline_env = {**env, "PYTHONPYCACHEPREFIX": str(folder / "baseline-pycache")}
+    baseline_env.pop("PYTHONDONTWRITEBYTECODE", None)
     subprocess.run([str(baseline.parent / "python"), "-c", COMPILE_PROJECT, *PROJECT_MODULES], env=baseline_env,
                    check=True, stdout=subprocess.DEVNULL)
     return baseline_env
@@ -232,6 +233,11 @@ def main() -> int:
                 [str(args.baseline), *startup[f"templater extract, {small} pages"][0][1:]], small_base)
             envs = dict.fromkeys(("baseline templater --help", f"baseline templater extract, {small} pages"),
                                  baseline_env(args.baseline, folder, env))
+            for name in envs:  # warm-up runs (not timed): the bytecode of every module they import is written
+                argv, start_db = startup[name]
+                if start_db is not None:
+                    fresh_db(start_db, small_db)
+                timed_process(argv, env=envs[name])
         started = {name: Runs(name) for name in startup}
         db, out = folder / "round.db", folder / "out.jsonl"
         templater = [str(BIN / "templater"), "extract", "--db", str(db), "--output", str(out), "--quiet"]
