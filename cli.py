@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import gzip
 import importlib.util
 import json
 import os
-import pickle
 import logging
 import re
 import signal
 import sqlite3
 import sys
-import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -449,7 +448,11 @@ def extract_all(store, rendering: Rendering, *, fallback: str, index: bool, quie
         raise InputError("--drop-duplicates needs the near-duplicate index: leave out --no-index")
     summary = pipeline.Summary()
     with rendering.open() as write, contextlib.ExitStack() as stack:
-        held = stack.enter_context(tempfile.TemporaryFile()) if drop_duplicates else None
+        held = None
+        if drop_duplicates:  # (pickle and tempfile are imported for this alone: a plain run does without them)
+            import pickle
+            import tempfile
+            held = stack.enter_context(tempfile.TemporaryFile())
         with progress_bar("extract", quiet) as progress:  # each result rendered where it is extracted (workers)
             render = rendering.text if held is None else None  # --drop-duplicates: written later, from ``held``
             for result, text in pipeline.extract_rendered(
@@ -468,6 +471,8 @@ def extract_all(store, rendering: Rendering, *, fallback: str, index: bool, quie
 
 def write_without(held, write, dropped: set[str]) -> int:
     """Write the extractions pickled in ``held``, leaving out those whose id is in ``dropped``; returns how many."""
+    import pickle
+
     left_out = 0
     while True:
         try:
@@ -1157,11 +1162,28 @@ def rules_history(site: str = SiteArgument, db: Path = DbOption, as_json: bool =
                        f"{safe(v.stale_reason or '')}")
 
 
+def command_app(argv: list[str]) -> typer.Typer:
+    """The app to run ``argv`` (the words after the program's name): typer makes a click command of every
+    registered command and group at each start (their options and help: ~10 ms of a short job's CPU), so when the
+    first word names a command or a group exactly, a copy of the app holding that one alone; else (no word, an option
+    first, a misspelt name) the whole app, so help lists, suggestions and errors stay typer's own."""
+    from typer.main import get_command_name
+
+    name = argv[0] if argv else None
+    commands = [c for c in app.registered_commands if (c.name or get_command_name(c.callback.__name__)) == name]
+    groups = [g for g in app.registered_groups if g.name == name]
+    if not commands and not groups:
+        return app
+    one = copy.copy(app)
+    one.registered_commands, one.registered_groups = commands, groups
+    return one
+
+
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     signal.signal(signal.SIGINT, _interrupted)
     try:
-        app()
+        command_app(sys.argv[1:])()
     except Interrupted:
         err.print(INTERRUPTED_LINE, highlight=False, soft_wrap=True, markup=False)
         sys.exit(130)

@@ -20,7 +20,8 @@ pages (its own database, ingested and built before the rounds) and the two loops
 OTHER/bin/templater` adds another installation's two start-up commands to the same rounds (e.g. the main branch's
 checkout, to compare a change in one run), and `--startup-only` times the start-up rows alone. Before the rounds the
 project's modules are compiled to bytecode (what pip does when it installs a package; an editable install under
-PYTHONDONTWRITEBYTECODE would otherwise compile them from source in every process).
+PYTHONDONTWRITEBYTECODE would otherwise compile them from source in every process), the baseline's into a bytecode
+folder of the bench's own (PYTHONPYCACHEPREFIX), so nothing is written into the other checkout.
 
 Wall time and CPU time (user + system of the child, from os.wait4's rusage) and each child's peak RSS are taken
 per run; the table shows the median of the rounds, pages per second and per CPU second, and ratios to
@@ -37,9 +38,7 @@ is projected for W workers on W idle cores as T1 / max(writer, (writer + workers
 from __future__ import annotations
 
 import argparse
-import compileall
 import gzip
-import importlib.util
 import json
 import os
 import shlex
@@ -142,18 +141,32 @@ def limited_copy(path: Path, limit: int | None, folder: Path) -> Path:
     return out
 
 
+PROJECT_MODULES = ("templater", "store", "cli")
+COMPILE_PROJECT = """
+import compileall, importlib.util, sys
+from pathlib import Path
+for name in sys.argv[1:]:
+    spec = importlib.util.find_spec(name)
+    for location in (spec.submodule_search_locations or [spec.origin]) if spec else []:
+        target = Path(location)
+        (compileall.compile_dir if target.is_dir() else compileall.compile_file)(target, quiet=1)
+"""
+
+
+def baseline_env(baseline: Path, folder: Path, env: dict[str, str]) -> dict[str, str]:
+    """The environment of the baseline's runs: bytecode in a folder of our own (PYTHONPYCACHEPREFIX, written by the
+    warm-up runs: nothing is written into the other checkout), as ours is beside its sources; without it, where
+    PYTHONDONTWRITEBYTECODE is set, every baseline run would compile its project's modules from source."""
+    baseline_env = {**env, "PYTHONPYCACHEPREFIX": str(folder / "baseline-pycache")}
+    baseline_env.pop("PYTHONDONTWRITEBYTECODE", None)
+    subprocess.run([str(baseline.parent / "python"), "-c", COMPILE_PROJECT, *PROJECT_MODULES], env=baseline_env,
+                   check=True, stdout=subprocess.DEVNULL)
+    return baseline_env
+
+
 def compile_project() -> None:
     """The project's modules compiled to bytecode beside their sources, as an install does."""
-    for name in ("templater", "store", "cli"):
-        spec = importlib.util.find_spec(name)
-        if spec is None:
-            continue
-        for location in spec.submodule_search_locations or [spec.origin]:
-            target = Path(location)
-            if target.is_dir():
-                compileall.compile_dir(target, quiet=1)
-            else:
-                compileall.compile_file(target, quiet=1)
+    subprocess.run([sys.executable, "-c", COMPILE_PROJECT, *PROJECT_MODULES], check=True, stdout=subprocess.DEVNULL)
 
 
 def prepare_db(pages: Path, db: Path, env: dict[str, str]) -> None:
@@ -213,10 +226,18 @@ def main() -> int:
                                                   str(small_folder / "out.jsonl"), small], None),
             f"lxml loop, {small} pages": ([sys.executable, "-c", LXML_LOOP, str(small_pages), os.devnull, small], None),
         }
+        envs = {}
         if args.baseline:
             startup["baseline templater --help"] = ([str(args.baseline), "--help"], None)
             startup[f"baseline templater extract, {small} pages"] = (
                 [str(args.baseline), *startup[f"templater extract, {small} pages"][0][1:]], small_base)
+            envs = dict.fromkeys(("baseline templater --help", f"baseline templater extract, {small} pages"),
+                                 baseline_env(args.baseline, folder, env))
+            for name in envs:  # warm-up runs (not timed): the bytecode of every module they import is written
+                argv, start_db = startup[name]
+                if start_db is not None:
+                    fresh_db(start_db, small_db)
+                timed_process(argv, env=envs[name])
         started = {name: Runs(name) for name in startup}
         db, out = folder / "round.db", folder / "out.jsonl"
         templater = [str(BIN / "templater"), "extract", "--db", str(db), "--output", str(out), "--quiet"]
@@ -246,7 +267,7 @@ def main() -> int:
                 argv, start_db = startup[name]
                 if start_db is not None:
                     fresh_db(start_db, small_db)
-                wall, cpu, rss = timed_process(argv, env=env)
+                wall, cpu, rss = timed_process(argv, env=envs.get(name, env))
                 started[name].wall.append(wall)
                 started[name].cpu.append(cpu)
                 started[name].rss_mb.append(rss)

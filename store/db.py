@@ -18,20 +18,61 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from templater.config import BUSY_TIMEOUT_MS, FOREIGN_TABLES_SHOWN, HEAP_LIMIT_BYTES  # noqa: F401 -- read here too
 from templater.errors import StoreError
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 MIGRATIONS_TABLE = "schema_migrations"
 MIGRATIONS_COLUMNS = frozenset({"component", "version"})  # what makes a schema_migrations table templater's
 SHADOW = "templater_empty"  # the attached in-memory database holding a read-only store's missing components
 
-Migration = Callable[[sqlite_utils.Database], None]
+Migration = Callable[["Database"], None]
 
 
-def open_db(path: str | Path, *, create: bool = True, readonly: bool = False) -> sqlite_utils.Database:
+class Database:
+    """A store's connection with the part of sqlite-utils' Database templater uses (``conn``, ``execute``,
+    ``table_names``), made without importing sqlite-utils: with click, pluggy and dateutil that import is ~30 ms of
+    every command's start-up. Anything else (``db[table]``, ``db.query``, ...) goes to sqlite-utils' own Database
+    over the same connection, made on first use. The store's functions take either."""
+
+    templater_readonly = False  # set by open_db
+    templater_shadowed: set[str] | frozenset = frozenset()  # (open_db's own set: components seen as empty tables)
+    _utils: sqlite_utils.Database | None = None
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        conn.execute("PRAGMA recursive_triggers=on;")  # what sqlite-utils' Database sets on a connection it wraps
+
+    def execute(self, sql: str, parameters=None) -> sqlite3.Cursor:
+        """``conn.execute``: what sqlite-utils' execute does on a connection in autocommit mode (every connection
+        made here: isolation_level None)."""
+        return self.conn.execute(sql) if parameters is None else self.conn.execute(sql, parameters)
+
+    def table_names(self) -> list[str]:
+        return [row[0] for row in self.conn.execute("select name from sqlite_master where type = 'table'")]
+
+    def utils(self) -> sqlite_utils.Database:
+        """sqlite-utils' Database over this connection (imported and made on first use)."""
+        if self._utils is None:
+            import sqlite_utils
+
+            self._utils = sqlite_utils.Database(self.conn, execute_plugins=False)  # no scan of installed packages
+        return self._utils
+
+    def __getitem__(self, name: str):
+        return self.utils()[name]
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):  # (copy, pickle and friends probe for these)
+            raise AttributeError(name)
+        return getattr(self.utils(), name)
+
+
+def open_db(path: str | Path, *, create: bool = True, readonly: bool = False) -> Database:
     """Open (or create) a templater database in WAL mode; a clear StoreError when it cannot be used.
 
     ``readonly``: the file must exist and is never written (no schema is created or migrated)."""
@@ -53,7 +94,7 @@ def open_db(path: str | Path, *, create: bool = True, readonly: bool = False) ->
     except sqlite3.DatabaseError as e:
         raise StoreError(describe_error(e, path, what=f"{path} is not a usable SQLite database ({e}); give --db "
                                                       "another file or restore it")) from None
-    db = sqlite_utils.Database(conn, execute_plugins=False)  # no scan of every installed package for plugins
+    db = Database(conn)
     db.templater_readonly = readonly
     db.templater_shadowed = set()  # components a read-only open sees as empty tables in SHADOW
     if readonly:
@@ -134,7 +175,7 @@ def describe_error(e: sqlite3.Error, path: str | Path | None, *, what: str | Non
     return what or f"{name}: {e}"
 
 
-def open_reader(path: str | Path) -> sqlite_utils.Database:
+def open_reader(path: str | Path) -> Database:
     """A read-only connection to an existing database: what worker processes read through while one process
     writes (WAL lets them read the last committed state meanwhile)."""
     try:
@@ -145,7 +186,7 @@ def open_reader(path: str | Path) -> sqlite_utils.Database:
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as e:
         raise StoreError(f"{path} cannot be read ({e}); give --db another file or restore it") from None
-    return sqlite_utils.Database(conn, execute_plugins=False)
+    return Database(conn)
 
 
 def db_path(db: sqlite_utils.Database) -> Path | None:
@@ -196,7 +237,7 @@ def migrate(db: sqlite_utils.Database, component: str, steps: Sequence[Migration
 def _shadow(db: sqlite_utils.Database, component: str, steps: Sequence[Migration]) -> None:
     """A read-only store's missing component as empty tables (with their initial rows) in the attached in-memory
     database, where SQLite finds them by their plain names: the file is not written."""
-    scratch = sqlite_utils.Database(memory=True, execute_plugins=False)
+    scratch = Database(sqlite3.connect(":memory:", isolation_level=None))
     for step in steps:
         step(scratch)
     conn = db.conn

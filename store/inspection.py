@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from templater.datatypes import Template
 
 from .templates import load_rules
+
+if TYPE_CHECKING:  # annotations only: a store opens without sqlite-utils (store.db.Database)
+    import sqlite_utils
 
 
 @dataclass(frozen=True, slots=True)

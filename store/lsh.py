@@ -42,9 +42,9 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import groupby
+from typing import TYPE_CHECKING
 
 import numpy as np
-import sqlite_utils
 
 from store.db import MIGRATIONS_TABLE, db_name, migrate, transaction
 from templater.config import (BUCKET_CAP, STAGE_WIDTH, ID_CHUNK, CACHE_KIB, CHECKPOINT_BYTES, WAL_KEEP_BYTES,
@@ -52,7 +52,11 @@ from templater.config import (BUCKET_CAP, STAGE_WIDTH, ID_CHUNK, CACHE_KIB, CHEC
 from templater.errors import InputError, SettingsMismatchError
 from templater.unionfind import UnionFind
 from templater.shingles import (ALGORITHM_VERSION, LEGACY_MEASURE, ShingleSettings, Shingles, Signatures, band_keys,
-                                comparable_set, estimate_similarity, set_jaccard, set_similarity, verification_sets)
+                                comparable_set, estimate_similarity, set_jaccard, set_similarity, sorted_set,
+                                verification_sets)
+
+if TYPE_CHECKING:  # annotations only: a store opens without sqlite-utils (store.db.Database)
+    import sqlite_utils
 
 PAD_KEY = -1  # padding in staging rows (real keys are >= 0)
 PAIR_SHIFT = 31  # a pair of doc numbers (each below 2**31) packed into one int64
@@ -243,10 +247,17 @@ def _chunks(values: Sequence, size: int = ID_CHUNK) -> Iterator[Sequence]:
 
 
 def _select_in(db: sqlite_utils.Database, sql: str, ids: Sequence) -> list[tuple]:
-    """Rows of ``sql`` (with one ``{ids}`` placeholder) for every id, querying ID_CHUNK ids at a time."""
+    """Rows of ``sql`` (with one ``{ids}`` placeholder) for every id, querying ID_CHUNK ids at a time.
+
+    Each list is padded to a power of two with its first id again (the same rows): a few distinct statements
+    rather than one per list length. The connection keeps its last 128 statements prepared, each as large as its
+    list, so one per length grew an extract's memory with the crawl (~1.3 MB per 1,000 pages at 10,000 pages, as
+    the lists of candidates lengthen)."""
     rows: list[tuple] = []
-    for chunk in _chunks(list(ids)):
-        rows.extend(db.conn.execute(sql.format(ids=",".join("?" * len(chunk))), chunk).fetchall())
+    for chunk in _chunks(list(ids), ID_CHUNK):
+        size = min(1 << (len(chunk) - 1).bit_length(), ID_CHUNK)
+        padded = [*chunk, *[chunk[0]] * (size - len(chunk))]
+        rows.extend(db.conn.execute(sql.format(ids=",".join("?" * size)), padded).fetchall())
     return rows
 
 
@@ -482,7 +493,7 @@ def _candidate_pairs(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarr
     _stage_keys(db, keys, docs)
     stored = _stored_partners(db, keys, docs)
     db.conn.execute(f"INSERT OR IGNORE INTO lsh_recent (key, doc) {STAGED_SQL}")
-    _merge_recent(db, len(np.unique(docs)))
+    _merge_recent(db, len(sorted_set(docs)))
     within = bucket_pairs(keys, docs)[:, ::-1]
     return np.concatenate((stored, within))
 
@@ -503,7 +514,7 @@ def _stored_partners(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarr
     """(new page, stored page) for every staged key found in the index: the keys found, then their buckets
     (each bucket's first BUCKET_CAP pages), matched to the batch's sorted keys in numpy."""
     conn = db.conn
-    found = np.unique(np.array(conn.execute(HITS_SQL).fetchall(), dtype=np.int64).reshape(-1))
+    found = sorted_set(np.array(conn.execute(HITS_SQL).fetchall(), dtype=np.int64).reshape(-1))
     if not len(found):
         return np.empty((0, 2), np.int64)
     conn.execute("DELETE FROM temp.lsh_hits")
@@ -527,7 +538,7 @@ def _verified_edges(db: sqlite_utils.Database, pairs: np.ndarray, docs: np.ndarr
     if not len(codes):
         return [], {}
     x, y = codes >> PAIR_SHIFT, codes & ((1 << PAIR_SHIFT) - 1)
-    old = np.unique(y[~np.isin(y, docs)])
+    old = sorted_set(y[~np.isin(y, docs)])
     cluster_of = dict(_select_in(db, "SELECT doc, cluster FROM lsh_signatures WHERE doc IN ({ids})", old.tolist()))
     group = np.array([cluster_of.get(d, d) for d in y.tolist()], dtype=np.int64)
     sizes = _cluster_sizes(db, sorted(set(cluster_of.values())))

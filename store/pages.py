@@ -17,15 +17,18 @@ import threading
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import sqlite_utils
 import zstandard
 
 from templater import config
 from templater.datatypes import METADATA_FIELDS
 
 from .db import migrate
+
+if TYPE_CHECKING:  # annotations only: a store opens without sqlite-utils (store.db.Database)
+    import sqlite_utils
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"  # the first bytes of a zstd frame; a zlib stream starts with 0x78
 _SURROGATE = re.compile("[\ud800-\udfff]")  # code points UTF-8 cannot encode (lone surrogates)

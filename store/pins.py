@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from templater.datatypes import Rule, RuleAction, Template
 
 from .db import migrate
+
+if TYPE_CHECKING:  # annotations only: a store opens without sqlite-utils (store.db.Database)
+    import sqlite_utils
 
 MATCHED_BY = {RuleAction.DROP: "hash", RuleAction.DROP_SHAPE: "shape", RuleAction.DROP_XPATH: "container",  # learned
               RuleAction.CONTENT: "region", RuleAction.META_AUTHOR: "meta", RuleAction.META_DATE: "meta"}

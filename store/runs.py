@@ -29,13 +29,15 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from templater import config
 from templater.errors import StoreError
 
 from .db import migrate
+
+if TYPE_CHECKING:  # annotations only: a store opens without sqlite-utils (store.db.Database)
+    import sqlite_utils
 
 STAGES = ("records", "retire", "done", "abandoned")
 

@@ -25,12 +25,14 @@ from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from itertools import groupby
-
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from store.db import db_name, migrate, transaction
 from templater import config
 from templater.errors import SettingsMismatchError, StoreError
+
+if TYPE_CHECKING:  # annotations only: a store opens without sqlite-utils (store.db.Database)
+    import sqlite_utils
 
 ID_CHUNK = config.SIGNATURE_ID_CHUNK
 

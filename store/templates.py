@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
-import sqlite_utils
 
 from templater.datatypes import Rule, RuleAction, Template
 
 from .db import migrate
 from .pages import blob_vector, vector_blob
+
+if TYPE_CHECKING:  # annotations only: a store opens without sqlite-utils (store.db.Database)
+    import sqlite_utils
 
 
 def _v1(db: sqlite_utils.Database) -> None:

@@ -24,9 +24,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime, timezone
 from itertools import islice
+from typing import TYPE_CHECKING
 
 import numpy as np
-import sqlite_utils
 
 from store import lsh
 from store.lsh import AddResult, IndexedPage, Member
@@ -35,6 +35,9 @@ from templater.errors import InputError
 from templater.shingles import ShingleSettings, Shingles, Signatures, anchor_keys, comparable_set, \
     concat_shingles, concat_signatures, estimate_similarity, iter_batches, set_similarity, shingle_hashes, \
     sign_shingles, verification_sets
+
+if TYPE_CHECKING:  # annotations only: a store opens without sqlite-utils (store.db.Database)
+    import sqlite_utils
 
 BATCH_PAGES = config.DEDUP_BATCH_PAGES
 SIMILAR_LIMIT = config.SIMILAR_LIMIT

@@ -16,8 +16,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from store import lsh
 
@@ -34,6 +33,9 @@ from .evaluation import (
     scored_text,
 )
 from .shingles import ShingleSettings, normalize
+
+if TYPE_CHECKING:  # annotations only: a store opens without sqlite-utils (store.db.Database)
+    import sqlite_utils
 
 log = logging.getLogger(__name__)
 

@@ -382,13 +382,14 @@ _C_KNOWN, _C_PUNCT, _C_DIGIT, _C_SPACE, _C_UPPER, _C_ALNUM, _C_SENTENCE_END = 1,
 # what the characters may match in _COPYRIGHT (case-blind): ©, y, r, l, the space
 _C_COPY, _C_Y, _C_R, _C_L, _C_BLANK = 128, 256, 512, 1024, 2048
 _CLASS_TABLE = np.zeros(0x110000, dtype=np.uint16)
+_LIKE = {pattern: re.compile(pattern, re.IGNORECASE) for pattern in ("\u00a9", "y", "r", "l", " ")}  # compiled once
 
 
 def _code_point_class(code: int) -> int:
     char = chr(code)
 
     def like(pattern: str) -> bool:
-        return re.fullmatch(pattern, char, re.IGNORECASE) is not None
+        return _LIKE[pattern].fullmatch(char) is not None
 
     return (_C_KNOWN | (_C_PUNCT if _PUNCT.match(char) else 0) | (_C_DIGIT if _DIGIT.match(char) else 0)
             | (_C_SPACE if char.isspace() else 0) | (_C_UPPER if char.isupper() else 0)

@@ -16,14 +16,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
-import sqlite_utils
 
 from store import lsh as lsh_store
 from store import pages as page_store
 from store import pins as pin_store
+from store import signature_index as sig_store
 from store import templates as template_store
 from store.db import db_path, describe_error, open_db, open_reader  # noqa: F401 -- describe_error: for the CLI
 
@@ -39,6 +39,9 @@ from .parse import parse_checked
 from .sources import check_input, input_format, iter_records
 from .template import learn_template
 from .datatypes import Extraction, Page, RawPage, Segmented, Skip, SkipReason, Template
+
+if TYPE_CHECKING:  # annotations only: a store opens without sqlite-utils (store.db.Database)
+    import sqlite_utils
 
 log = logging.getLogger(__name__)
 
@@ -781,7 +784,8 @@ def _index(db: sqlite_utils.Database, results: list[Extraction], signed: list[de
     fetched = page_store.fetch_times(db, [r.id for r in results])
     items = [dedup.TextItem(r.id, r.url, r.text, r.boilerplate_chars, fetched.get(r.id)) for r in results]
     dedup.index_signed(db, items, signed, settings)
-    signature_run.add_to_signature_indexes(db, items)
+    if sig_store.methods(db):  # (signature_run and its methods load only for a database that has such an index)
+        signature_run.add_to_signature_indexes(db, items)
 
 
 Extracted = tuple[str, "Extraction | Skip", "dedup.SignedText | None", "str | None"]

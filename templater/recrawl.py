@@ -33,9 +33,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import sqlite_utils
 
 from store import lsh
 from store import pages as page_store
@@ -52,6 +52,9 @@ from .grouping import host_of, layout_containment, match_prefix, shape_set, url_
 from .pipeline import Progress, Summary
 from .sources import iter_records
 from .datatypes import METADATA_FIELDS, Extraction, Metadata, Skip
+
+if TYPE_CHECKING:  # annotations only: a store opens without sqlite-utils (store.db.Database)
+    import sqlite_utils
 
 log = logging.getLogger(__name__)
 

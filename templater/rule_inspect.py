@@ -21,9 +21,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import sqlite_utils
 from lxml import etree
 
 from store import inspection as views
@@ -42,6 +42,9 @@ from .template import content_ancestry, link_runs, repeated_chrome, varying_rows
 from .report import (CLASSIFIER, FALLBACK_PREFIX, TEMPLATE_ONLY, BlockDecision, PageCoverage, PageExplanation,
                      ReportData, TemplateSummary, render_report, shorten)
 from .datatypes import Rule, RuleAction, Segmented, Skip
+
+if TYPE_CHECKING:  # annotations only: a store opens without sqlite-utils (store.db.Database)
+    import sqlite_utils
 
 log = logging.getLogger(__name__)
 

@@ -34,8 +34,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
-
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from store import signature_index as sig_store
 from store.db import db_name, transaction
@@ -54,6 +53,9 @@ from .signatures import (
     method_params,
     signature_components,
 )
+
+if TYPE_CHECKING:  # annotations only: a store opens without sqlite-utils (store.db.Database)
+    import sqlite_utils
 
 log = logging.getLogger(__name__)
 

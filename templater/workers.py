@@ -21,7 +21,6 @@ if TYPE_CHECKING:  # multiprocessing and ctypes are imported when a pool starts:
 
     import sqlite_utils
 
-from store import runs as run_store
 from store.db import db_path, open_reader
 from templater.errors import InputError
 
@@ -43,6 +42,8 @@ def _die_with_parent(parent: int) -> None:
 
 def _start(parent: int, path: str | None, factory: Callable, args: tuple) -> None:
     global _state
+    from store import runs as run_store  # (its locks and dataclasses: not imported by a run without workers)
+
     _die_with_parent(parent)
     run_store.close_inherited_locks()
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -357,3 +357,24 @@ def test_recent_keys_merge_into_the_band_index_and_lookups_read_both(tmp_path, m
     keys = band_keys(np.stack(list(live.values())), SETTINGS)
     assert len({tuple(p) for p in pairs.tolist()}) == sum(
         (keys[i] == keys[j]).any() for j in range(len(live)) for i in range(j))
+
+
+@given(st.lists(st.integers(0, 60), min_size=1, max_size=40), st.integers(1, 64))
+@hsettings(max_examples=60, deadline=None)
+def test_select_in_pads_its_lists_to_few_statements_with_the_same_rows(tmp_path_factory, ids, chunk):
+    store = open_db(tmp_path_factory.mktemp("sel") / "t.db")
+    store.conn.execute("CREATE TABLE links (doc INTEGER, other INTEGER, PRIMARY KEY (doc, other)) WITHOUT ROWID")
+    store.conn.executemany("INSERT INTO links VALUES (?, ?)", [(d, o) for d in range(0, 50, 3) for o in (1, 2, d)
+                                                                if o <= d])
+    issued = []
+    store.conn.set_trace_callback(issued.append)
+    sql = "SELECT doc, other FROM links WHERE doc IN ({ids})"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(lsh, "ID_CHUNK", chunk)
+        rows = lsh._select_in(store, sql, ids)
+    store.conn.set_trace_callback(None)
+    expected = [row for i in range(0, len(ids), chunk) for row in store.conn.execute(
+        sql.format(ids=",".join("?" * len(ids[i:i + chunk]))), ids[i:i + chunk]).fetchall()]
+    assert rows == expected
+    lengths = [s.partition(" IN (")[2].count(",") + 1 for s in issued]  # (the trace shows the values bound)
+    assert all(n in (chunk, *(1 << k for k in range(7))) for n in lengths)  # powers of two, or a full chunk
