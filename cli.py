@@ -503,6 +503,9 @@ def train(inputs: list[Path] = typer.Argument(..., help="JSON Lines (.jsonl, .js
           epochs: int = typer.Option(config.EPOCHS, "--epochs", min=1, help="Training epochs of each network."),
           jobs: int = typer.Option(1, "--jobs", "-j", min=1,
                                    help="Processes that fit networks side by side (the same weights for any number)."),
+          gate: bool = typer.Option(True, "--gate/--no-gate",
+                                    help="Where the pages mix news (ids news/...) with other sources, also fit a "
+                                         "news expert and a page-level gate that picks it for news-like pages."),
           log: Optional[Path] = LogOption, quiet: bool = QuietOption) -> None:
     """Train the single-page line classifiers on labelled pages (gold text gives the labels).
 
@@ -517,7 +520,8 @@ def train(inputs: list[Path] = typer.Argument(..., help="JSON Lines (.jsonl, .js
         check_output(output)
         records = [record for path in inputs for record in read_labelled(path)]
         with progress_bar("train", quiet):
-            weights = training.train_ann(training.iter_labelled(records), seed=seed, epochs=epochs, jobs=jobs)
+            fit = training.train_mixture if gate else training.train_ann
+            weights = fit(training.iter_labelled(records), seed=seed, epochs=epochs, jobs=jobs)
         output.parent.mkdir(parents=True, exist_ok=True)
         training.save_weights(weights, output)
         if not quiet:

@@ -33,13 +33,13 @@ import numpy as np
 
 from . import ann, config
 from .errors import InputError
-from .features import (CLASS_GROUPS, CONTEXT_NAMES, FEATURE_NAMES, Tree, block_features, context_features, inside,
-                       line_features, number_tree, sum_up)
+from .features import (CLASS_GROUPS, CONTEXT_NAMES, FEATURE_NAMES, PAGE_NAMES, Tree, block_features, context_features,
+                       inside, line_features, number_tree, page_features, sum_up)
 from .headline import keep_headline
 from .template import link_runs
 from .datatypes import Segmented
 from .config import (ALLOWED_THRESHOLD, ANN_THRESHOLD, DENSITY_BOUNDS, DENSITY_ITERATIONS, DENSITY_MIN_SPREAD,
-                     DENSITY_TOLERANCE, DENSITY_WINDOW, PROTECTED_TAGS, REGION_BASE, REGION_CHROME_GROUPS,
+                     DENSITY_TOLERANCE, DENSITY_WINDOW, GATE_THRESHOLD, PROTECTED_TAGS, REGION_BASE, REGION_CHROME_GROUPS,
                      REGION_CHROME_TAGS, REGION_INSIDE, REGION_LINK_DENSITY, REGION_OUTSIDE, TRUSTED_THRESHOLD)
 
 METHODS = ("density", "ann", "fdr", "auto")
@@ -286,10 +286,20 @@ def score_blocks(seg: Segmented, weights: ann.Weights, *, allowed: np.ndarray | 
 
 def _score(seg: Segmented, tree: Tree, features: np.ndarray, weights: ann.Weights,
            allowed: np.ndarray | None) -> np.ndarray:
-    first = ann.predict_mean(weights.first, features)
+    first_stage, second_stage = pick_expert(seg, features, weights)
+    first = ann.predict_mean(first_stage, features)
     if allowed is not None:
         first = first * allowed
-    return ann.predict_mean(weights.second, np.hstack([features, context_features(seg, tree, first)]))
+    return ann.predict_mean(second_stage, np.hstack([features, context_features(seg, tree, first)]))
+
+
+def pick_expert(seg: Segmented, features: np.ndarray, weights: ann.Weights) -> tuple[tuple, tuple]:
+    """The two stages that score the page: the weights' expert where their gate says the page is of its genre
+    (gate probability on the page's make-up above GATE_THRESHOLD), else the stages fitted on every genre."""
+    if weights.gate is None or not len(features):
+        return weights.first, weights.second
+    chosen = ann.predict(weights.gate, page_features(seg, features))[0] > GATE_THRESHOLD
+    return (weights.expert_first, weights.expert_second) if chosen else (weights.first, weights.second)
 
 
 def _keep_region(seg: Segmented, tree: Tree, scores: np.ndarray) -> np.ndarray:
@@ -342,7 +352,7 @@ def load_weights(file, *, source: str | None = None) -> ann.Weights:
 
 def check_weights(weights: ann.Weights, source: str) -> None:
     """Refuse weights trained on other block features than this version computes."""
-    expected = FEATURE_NAMES + CONTEXT_NAMES
+    expected = FEATURE_NAMES + CONTEXT_NAMES + (PAGE_NAMES if weights.gate is not None else ())
     if weights.features != expected:
         raise InputError(f"weights in {source} were trained on other block features than this version computes; "
                          "retrain them with `templater train`")

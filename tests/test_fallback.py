@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import SAMPLES
-from templater import fallback, training
+from templater import ann, fallback, features, training
 from templater.blocks import segment
 from templater.errors import InputError, TemplaterError
 from templater.evaluation import score_extraction
@@ -247,6 +247,44 @@ def test_training_is_reproducible_and_its_weights_round_trip(tmp_path):
     for method in ("ann", "fdr", "auto"):
         assert np.array_equal(fallback.select_blocks(seg, method=method, weights=first),
                               fallback.select_blocks(seg, method=method, weights=loaded))
+
+
+def test_the_gate_scores_a_page_with_the_expert_above_its_threshold(tmp_path):
+    pages = hand_built_training_pages()
+    base = training.train_ann(pages, seed=3, epochs=30, ensemble=1, folds=3)
+    other = training.train_ann(pages, seed=4, epochs=30, ensemble=1, folds=3)
+    width = len(features.PAGE_NAMES)
+
+    def gated(bias):
+        gate = ann.Network(mean=np.zeros(width), std=np.ones(width), hidden_weights=np.zeros((width, 1)),
+                           hidden_bias=np.zeros(1), output_weights=np.zeros(1), output_bias=bias)
+        return dataclasses.replace(base, gate=gate, expert_first=other.first, expert_second=other.second,
+                                   features=base.features + features.PAGE_NAMES)
+
+    seg = pages[1][0]
+    expert_scores = fallback.score_blocks(seg, other)
+    assert not np.array_equal(expert_scores, fallback.score_blocks(seg, base))
+    assert np.array_equal(fallback.score_blocks(seg, gated(10.0)), expert_scores)  # gate probability ~1
+    assert np.array_equal(fallback.score_blocks(seg, gated(-10.0)), fallback.score_blocks(seg, base))  # ~0
+    path = tmp_path / "gated.npz"
+    training.save_weights(gated(10.0), path)
+    loaded = fallback.load_weights(path)
+    assert loaded.gate is not None and len(loaded.expert_first) == len(other.first)
+    assert np.array_equal(fallback.score_blocks(seg, loaded), expert_scores)
+    with pytest.raises(InputError, match="other block features"):  # a gate needs the page features' names
+        fallback.check_weights(dataclasses.replace(gated(1.0), features=base.features), "gated.npz")
+
+
+def test_page_features_are_text_weighted_means_of_block_features():
+    seg = segmented(news_page(with_comments=True))
+    matrix = features.block_features(seg)
+    row = features.page_features(seg, matrix)
+    assert row.shape == (1, len(features.PAGE_NAMES))
+    chars = seg.block_chars().astype(float)
+    column = features.FEATURE_NAMES.index("link_density")
+    expected = (chars * matrix[:, column]).sum() / chars.sum()
+    assert row[0, features.PAGE_NAMES.index("page_link_density")] == pytest.approx(expected)
+    assert row[0, features.PAGE_NAMES.index("page_log_chars")] == pytest.approx(np.log1p(chars.sum() / 100.0))
 
 
 def test_training_needs_enough_pages():

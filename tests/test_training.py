@@ -11,7 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from templater import fallback, training
+import numpy as np
+
+from templater import ann, fallback, training
+from templater.features import PAGE_NAMES, block_features, page_features
 from templater.evaluation import tokens
 
 from conftest import ROOT
@@ -102,12 +105,37 @@ def test_train_command_gives_the_same_bytes_from_the_same_set(tmp_path):
     info = json.loads(fallback.load_weights(tmp_path / "a.npz").info)
     assert info["sources"] == {"news": 6, "forum": 2, "product": 2, "encyclopedia": 2}
     assert info["pages"] == 12 and info["epochs"] == 20
+    assert info["gate"]["expert_pages"] == 6  # news with other genres: a news expert and a gate
+    result = runner.invoke(app, ["train", str(data), "--output", str(tmp_path / "c.npz"), "--epochs", "20", "-q",
+                                 "--no-gate"])
+    assert result.exit_code == 0, result.output
+    assert fallback.load_weights(tmp_path / "c.npz").gate is None
     records = read(data)
     expected = hashlib.sha256()
     for record in records:
         for part in (record["id"], record["url"], record["html"], record["gold"]):
             expected.update(part.encode("utf-8") + b"\0")
     assert info["data_sha256"] == expected.hexdigest()
+
+
+def test_a_mixture_adds_an_expert_on_the_news_pages_and_a_gate(tmp_path):
+    pages = list(training.iter_labelled(read(build(tmp_path, "set", small_corpus(tmp_path), generated=1)
+                                              / "train.jsonl.gz")))
+    news = [page for page in pages if page[0].page.id.startswith("news/")]
+    mixture = training.train_mixture(pages, epochs=60)
+    # the stages fitted on every page are train_ann's, the expert is train_ann on the news pages alone
+    for ours, theirs in ((mixture.first, training.train_ann(pages, epochs=60).first),
+                         (mixture.expert_second, training.train_ann(news, epochs=60).second)):
+        assert all(np.array_equal(a.hidden_weights, b.hidden_weights) for a, b in zip(ours, theirs))
+    assert mixture.gate is not None and mixture.gate.inputs == len(PAGE_NAMES)
+    assert mixture.features[-len(PAGE_NAMES):] == PAGE_NAMES
+    gate = json.loads(mixture.info)["gate"]
+    assert gate["source"] == "news" and gate["expert_pages"] == len(news) == 6
+    # the gate learned its pages: news pages above the threshold, the generated genres below
+    for seg, _ in pages:
+        probability = ann.predict(mixture.gate, page_features(seg, block_features(seg)))[0]
+        assert (probability > training.GATE_THRESHOLD) == seg.page.id.startswith("news/"), seg.page.id
+    assert training.train_mixture(news, epochs=5).gate is None  # one source: no gate
 
 
 def test_a_different_seed_gives_different_weights(tmp_path):
