@@ -211,10 +211,9 @@ class Weights:
     default classifier (each an ensemble whose outputs are averaged), and the scores the default
     classifier gave boilerplate blocks it had not been trained on (the null distribution of the FDR method).
 
-    Weights trained on a genre-mixed set (training.train_mixture) also hold a second expert and a gate: the two
-    stages ``first``/``second`` were fitted on every page, ``expert_first``/``expert_second`` on the pages of one
-    source (news) only, and ``gate`` (on features.page_features) gives the probability that a page is of that
-    source's genre: above config.GATE_THRESHOLD the default classifier scores the page with the expert.
+    Weights trained on a genre-mixed set (training.train_mixture) also hold an expert: the two stages
+    ``first``/``second`` were fitted on every page, ``expert_first``/``expert_second`` on the pages of one source
+    (config.EXPERT_SOURCE, news) only; the default classifier scores a block with the mean of both pairs' scores.
     """
 
     line: Network
@@ -223,7 +222,6 @@ class Weights:
     null_scores: np.ndarray  # sorted ascending
     features: tuple[str, ...]  # the block feature names the networks were trained on, in column order
     info: str = "{}"  # JSON: how the weights were made (seed, sizes, pages)
-    gate: Network | None = None  # page features -> probability that the expert's genre fits the page
     expert_first: tuple[Network, ...] = ()
     expert_second: tuple[Network, ...] = ()
 
@@ -235,8 +233,6 @@ def save_weights(weights: Weights, target) -> None:
                             ("expert_first", weights.expert_first), ("expert_second", weights.expert_second)):
         for number, network in enumerate(networks):
             arrays.update(network.to_arrays(f"{stage}{number}_"))
-    if weights.gate is not None:
-        arrays.update(weights.gate.to_arrays("gate_"))
     arrays["null_scores"] = weights.null_scores
     arrays["features"] = np.array(weights.features)
     arrays["info"] = np.array(weights.info)
@@ -250,7 +246,6 @@ def read_weights(source) -> Weights:
                        first=_read_ensemble(arrays, "first"), second=_read_ensemble(arrays, "second"),
                        null_scores=np.asarray(arrays["null_scores"], dtype=np.float64),
                        features=tuple(str(name) for name in arrays["features"]), info=str(arrays["info"]),
-                       gate=Network.from_arrays(arrays, "gate_") if "gate_mean" in arrays.files else None,
                        expert_first=_read_ensemble(arrays, "expert_first"),
                        expert_second=_read_ensemble(arrays, "expert_second"))
 

@@ -190,14 +190,10 @@ LABEL_SHARE = 0.5  # a block is content when more than this share of its tokens 
 SOURCE_WEIGHTS = {"news": 2.0}
 TRAIN_SEED = 7
 EPOCHS = 1000  # full-batch Adam steps per network
-# The gate of genre-mixed weights (training.train_mixture): an expert fitted on the pages of GATE_SOURCE alone
-# beside the networks fitted on every page, and a small network on the page's make-up (features.page_features) that
-# says which of the two scores a page. Its size and weight decay were chosen by site-grouped cross-validation on the
-# training set (5 folds by site: 94.5% of news pages and 91% of the others gated right).
-GATE_SOURCE = "news"
-GATE_HIDDEN = 4  # hidden units of the gate network
-GATE_L2 = 1e-2  # its weight decay (few pages, 24 inputs)
-GATE_THRESHOLD = 0.5  # a page whose gate probability is above this is scored by the GATE_SOURCE expert
+# Weights trained on a genre-mixed set (training.train_mixture) hold a second pair of stages fitted on the pages of
+# this source alone; the default classifier scores a block with the mean of both pairs' scores (on held-out news
+# pages of the training datasets the mean beat either pair and a page-level genre gate; docs/single-page.md).
+EXPERT_SOURCE = "news"
 # --- document (templater/document.py): the headline and the structure of the extracted document -------------
 HEADLINE_MAX_CHARS = 300  # a block longer than this is no headline
 HEADLINE_MIN_WORDS = 0.5  # a heading echoing the declared titles holds at least this share of the headline's words

@@ -33,13 +33,13 @@ import numpy as np
 
 from . import ann, config
 from .errors import InputError
-from .features import (CLASS_GROUPS, CONTEXT_NAMES, FEATURE_NAMES, PAGE_NAMES, Tree, block_features, context_features,
-                       inside, line_features, number_tree, page_features, sum_up)
+from .features import (CLASS_GROUPS, CONTEXT_NAMES, FEATURE_NAMES, Tree, block_features, context_features, inside,
+                       line_features, number_tree, sum_up)
 from .headline import keep_headline
 from .template import link_runs
 from .datatypes import Segmented
 from .config import (ALLOWED_THRESHOLD, ANN_THRESHOLD, DENSITY_BOUNDS, DENSITY_ITERATIONS, DENSITY_MIN_SPREAD,
-                     DENSITY_TOLERANCE, DENSITY_WINDOW, GATE_THRESHOLD, PROTECTED_TAGS, REGION_BASE, REGION_CHROME_GROUPS,
+                     DENSITY_TOLERANCE, DENSITY_WINDOW, PROTECTED_TAGS, REGION_BASE, REGION_CHROME_GROUPS,
                      REGION_CHROME_TAGS, REGION_INSIDE, REGION_LINK_DENSITY, REGION_OUTSIDE, TRUSTED_THRESHOLD)
 
 METHODS = ("density", "ann", "fdr", "auto")
@@ -286,20 +286,21 @@ def score_blocks(seg: Segmented, weights: ann.Weights, *, allowed: np.ndarray | 
 
 def _score(seg: Segmented, tree: Tree, features: np.ndarray, weights: ann.Weights,
            allowed: np.ndarray | None) -> np.ndarray:
-    first_stage, second_stage = pick_expert(seg, features, weights)
+    """The second stage's scores; with an expert in the weights (genre-mixed training), the mean of the scores of
+    the stages fitted on every page and of the expert's stages, each second stage seeing its own first stage."""
+    scores = _stage_scores(seg, tree, features, weights.first, weights.second, allowed)
+    if weights.expert_first:
+        scores += _stage_scores(seg, tree, features, weights.expert_first, weights.expert_second, allowed)
+        scores /= 2
+    return scores
+
+
+def _stage_scores(seg: Segmented, tree: Tree, features: np.ndarray, first_stage, second_stage,
+                  allowed: np.ndarray | None) -> np.ndarray:
     first = ann.predict_mean(first_stage, features)
     if allowed is not None:
         first = first * allowed
     return ann.predict_mean(second_stage, np.hstack([features, context_features(seg, tree, first)]))
-
-
-def pick_expert(seg: Segmented, features: np.ndarray, weights: ann.Weights) -> tuple[tuple, tuple]:
-    """The two stages that score the page: the weights' expert where their gate says the page is of its genre
-    (gate probability on the page's make-up above GATE_THRESHOLD), else the stages fitted on every genre."""
-    if weights.gate is None or not len(features):
-        return weights.first, weights.second
-    chosen = ann.predict(weights.gate, page_features(seg, features))[0] > GATE_THRESHOLD
-    return (weights.expert_first, weights.expert_second) if chosen else (weights.first, weights.second)
 
 
 def _keep_region(seg: Segmented, tree: Tree, scores: np.ndarray) -> np.ndarray:
@@ -333,7 +334,7 @@ def benjamini_hochberg(p: np.ndarray, q: float) -> np.ndarray:
 
 @functools.lru_cache(maxsize=1)
 def default_weights() -> ann.Weights:
-    """The weights shipped with the package (trained on the MIT-licensed scrapinghub pages)."""
+    """The weights shipped with the package (trained on the genre-mixed set of bench/build_training_set.py)."""
     with resources.files("templater").joinpath("data", WEIGHTS_FILE).open("rb") as handle:
         return load_weights(handle, source=f"templater/data/{WEIGHTS_FILE}")
 
@@ -352,7 +353,7 @@ def load_weights(file, *, source: str | None = None) -> ann.Weights:
 
 def check_weights(weights: ann.Weights, source: str) -> None:
     """Refuse weights trained on other block features than this version computes."""
-    expected = FEATURE_NAMES + CONTEXT_NAMES + (PAGE_NAMES if weights.gate is not None else ())
+    expected = FEATURE_NAMES + CONTEXT_NAMES
     if weights.features != expected:
         raise InputError(f"weights in {source} were trained on other block features than this version computes; "
                          "retrain them with `templater train`")

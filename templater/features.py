@@ -539,27 +539,3 @@ def _context_features_numpy(seg: Segmented, tree: Tree, scores: np.ndarray) -> n
     columns += [top, float(weighted_scores.sum() / chars.sum()), scores / top]
     return _assemble(len(scores), len(CONTEXT_NAMES), columns)
 
-
-# --- the page's make-up, for the gate that picks an expert (training.train_mixture) -----------------------------
-# Text-weighted means over the page of these block_features columns: how much of the page's text is link text,
-# ends a sentence, sits in <p>, list items, table cells, code, headings, under comment/nav/content-named
-# elements, inside a content hint; then the page's size.
-PAGE_COLUMNS: tuple[str, ...] = (
-    "link_density", "sentence_end", "punct", "digits", "capitalised", "tag_p", "tag_div", "tag_li", "tag_cell",
-    "tag_h", "tag_pre", "in_list", "in_table", "in_link", "class_comment", "class_nav", "class_sidebar",
-    "class_related", "class_meta", "class_content", "in_hint", "page_has_hint",
-)
-PAGE_NAMES: tuple[str, ...] = (*["page_" + name for name in PAGE_COLUMNS], "page_log_chars", "page_log_blocks")
-_PAGE_INDEX = np.array([FEATURE_NAMES.index(name) for name in PAGE_COLUMNS])
-_LOG_BLOCKS = FEATURE_NAMES.index("log_blocks")
-
-
-def page_features(seg: Segmented, features: np.ndarray) -> np.ndarray:
-    """One row (1, len(PAGE_NAMES)) describing the whole page from its block_features: the text-weighted mean of
-    the PAGE_COLUMNS, log1p of its characters / LENGTH_SCALE, and log1p of its blocks."""
-    chars = seg.block_chars().astype(np.float64)
-    total = float(chars.sum())
-    if not len(features) or total <= 0:
-        return np.zeros((1, len(PAGE_NAMES)))
-    means = (chars / total) @ features[:, _PAGE_INDEX]
-    return np.concatenate([means, [np.log1p(total / LENGTH_SCALE), features[0, _LOG_BLOCKS]]])[None, :]

@@ -21,17 +21,16 @@ import numpy as np
 from . import ann
 from .ann import Weights, read_weights, save_weights
 from .blocks import segment
-from .config import (AUTO_HIDDEN, AUTO_L2, ENSEMBLE, EPOCHS, FOLDS, GATE_HIDDEN, GATE_L2, GATE_SOURCE, GATE_THRESHOLD,
-                     LABEL_SHARE, LINE_HIDDEN, SOURCE_WEIGHTS, TRAIN_SEED)
+from .config import (AUTO_HIDDEN, AUTO_L2, ENSEMBLE, EPOCHS, EXPERT_SOURCE, FOLDS, LABEL_SHARE, LINE_HIDDEN,
+                     SOURCE_WEIGHTS, TRAIN_SEED)
 from .errors import InputError
 from .evaluation import tokens
-from .features import (CONTEXT_NAMES, FEATURE_NAMES, PAGE_NAMES, Tree, block_features, context_features, line_features,
-                       number_tree, page_features)
+from .features import CONTEXT_NAMES, FEATURE_NAMES, Tree, block_features, context_features, line_features, number_tree
 from .parse import parse_html
 from .datatypes import Page, Segmented
 
 __all__ = ["LabelledPage", "SOURCE_WEIGHTS", "describe_page", "iter_labelled", "label_blocks", "page_source",
-           "fit_gate", "read_weights", "save_weights", "train_ann", "train_mixture", "training_data", "with_expert"]
+           "read_weights", "save_weights", "train_ann", "train_mixture", "training_data", "with_expert"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,46 +121,28 @@ def train_ann(pages: Iterable[tuple[Segmented, str]], *, seed: int = TRAIN_SEED,
                    features=FEATURE_NAMES + CONTEXT_NAMES, info=info)
 
 
-def train_mixture(pages: Iterable[tuple[Segmented, str]], *, gate_source: str = GATE_SOURCE, seed: int = TRAIN_SEED,
-                  epochs: int = EPOCHS, jobs: int = 1, **settings) -> Weights:
-    """train_ann on every page, plus an expert and a gate where the pages mix ``gate_source`` with other sources.
-
-    The expert is train_ann on the ``gate_source`` pages alone (in their order, the same settings); the gate is a
-    small network (GATE_HIDDEN units, GATE_L2) fitted on each page's features.page_features to tell a
-    ``gate_source`` page from the others, both classes weighing half. fallback scores a page whose gate
-    probability is above GATE_THRESHOLD with the expert, the others with the networks fitted on every page (whose
-    line network and FDR null scores serve every page). With pages of one source only (or too few of
-    ``gate_source`` for the folds), this is train_ann."""
+def train_mixture(pages: Iterable[tuple[Segmented, str]], *, expert_source: str = EXPERT_SOURCE,
+                  seed: int = TRAIN_SEED, epochs: int = EPOCHS, jobs: int = 1, **settings) -> Weights:
+    """train_ann on every page, plus an expert where the pages mix ``expert_source`` with other sources: train_ann on
+    the ``expert_source`` pages alone (in their order, the same settings). The default classifier then scores a
+    block with the mean of both (fallback); the line network and the FDR null scores are those fitted on every
+    page. With pages of one source only (or too few of ``expert_source`` for the folds), this is train_ann."""
     pages = [(seg, gold) for seg, gold in pages if seg.blocks]
-    chosen = [page for page in pages if page_source(page[0].page.id) == gate_source]
+    chosen = [page for page in pages if page_source(page[0].page.id) == expert_source]
     mixed = train_ann(pages, seed=seed, epochs=epochs, jobs=jobs, **settings)
     if len(chosen) < json.loads(mixed.info)["folds"] or len(chosen) == len(pages):
         return mixed
-    expert = train_ann(chosen, seed=seed, epochs=epochs, jobs=jobs, **settings)
-    return with_expert(mixed, expert, fit_gate(pages, gate_source, seed=seed, epochs=epochs), gate_source)
+    return with_expert(mixed, train_ann(chosen, seed=seed, epochs=epochs, jobs=jobs, **settings), expert_source)
 
 
-def fit_gate(pages: list[tuple[Segmented, str]], gate_source: str = GATE_SOURCE, *, seed: int = TRAIN_SEED,
-             epochs: int = EPOCHS) -> ann.Network:
-    """The gate of train_mixture: a GATE_HIDDEN-unit network on each page's features.page_features whose output is
-    the probability that the page is of ``gate_source`` (each class weighing half), fitted with one BLAS thread."""
-    inputs = np.vstack([page_features(seg, block_features(seg)) for seg, _ in pages])
-    labels = np.array([page_source(seg.page.id) == gate_source for seg, _ in pages], dtype=np.float64)
-    weights = np.where(labels == 1, 0.5 / labels.sum(), 0.5 / (len(labels) - labels.sum()))
-    with _Fitter(1) as fitter:
-        return fitter.pool.submit(_fit, (inputs, labels, weights, GATE_HIDDEN, epochs, seed, GATE_L2, None)).result()
-
-
-def with_expert(mixed: Weights, expert: Weights, gate: ann.Network, gate_source: str = GATE_SOURCE) -> Weights:
-    """``mixed`` (train_ann on every page) with ``expert`` (train_ann on the ``gate_source`` pages) as its expert
-    and ``gate`` (fit_gate) choosing between them; the expert's pages and data digest recorded in the info."""
+def with_expert(mixed: Weights, expert: Weights, expert_source: str = EXPERT_SOURCE) -> Weights:
+    """``mixed`` (train_ann on every page) with the stages of ``expert`` (train_ann on the ``expert_source`` pages)
+    beside its own; the expert's settings, pages and data digest recorded in the info."""
     expert_info = json.loads(expert.info)
-    info = {**json.loads(mixed.info), "gate": {
-        "source": gate_source, "hidden": GATE_HIDDEN, "l2": GATE_L2, "threshold": GATE_THRESHOLD,
-        "expert_pages": expert_info["pages"], "expert_blocks": expert_info["blocks"],
-        "expert_data_sha256": expert_info["data_sha256"]}}
-    return dataclasses.replace(mixed, features=mixed.features + PAGE_NAMES, info=json.dumps(info, sort_keys=True),
-                               gate=gate, expert_first=expert.first, expert_second=expert.second)
+    info = {**json.loads(mixed.info), "expert": {"source": expert_source, **{
+        key: expert_info[key] for key in ("pages", "blocks", "content_blocks", "data_sha256", "source_weights")}}}
+    return dataclasses.replace(mixed, info=json.dumps(info, sort_keys=True), expert_first=expert.first,
+                               expert_second=expert.second)
 
 
 def training_data(pages: list[tuple[Segmented, str]]) -> dict:
