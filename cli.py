@@ -507,11 +507,16 @@ def train(inputs: list[Path] = typer.Argument(..., help="JSON Lines (.jsonl, .js
           epochs: int = typer.Option(config.EPOCHS, "--epochs", min=1, help="Training epochs of each network."),
           jobs: int = typer.Option(1, "--jobs", "-j", min=1,
                                    help="Processes that fit networks side by side (the same weights for any number)."),
+          expert: bool = typer.Option(True, "--expert/--no-expert",
+                                      help="Where the pages mix news (ids news/...) with other sources, also fit "
+                                           "a news expert whose scores are averaged with the others'."),
           log: Optional[Path] = LogOption, quiet: bool = QuietOption) -> None:
     """Train the single-page line classifiers on labelled pages (gold text gives the labels).
 
-    The shipped weights were made from the 91 MIT-licensed ScrapingHub benchmark pages of the dev corpus:
-    templater train CORPUS/corpus/scrapinghub/pages.jsonl.gz --output templater/data/ann_weights.npz --seed 7
+    The shipped weights were made from the genre-mixed training set (news, documentation, forum, product and
+    encyclopaedia pages whose licences allow it) that bench/build_training_set.py writes to SET with
+    `--docs-pages 10 --generated 8`, by `templater train SET/train.jsonl.gz --output ann_weights.npz --seed 7`
+    (docs/single-page.md).
 
     Then `templater extract --weights my-weights.npz` (or run) extracts with them.
 
@@ -521,7 +526,8 @@ def train(inputs: list[Path] = typer.Argument(..., help="JSON Lines (.jsonl, .js
         check_output(output)
         records = [record for path in inputs for record in read_labelled(path)]
         with progress_bar("train", quiet):
-            weights = training.train_ann(training.iter_labelled(records), seed=seed, epochs=epochs, jobs=jobs)
+            fit = training.train_mixture if expert else training.train_ann
+            weights = fit(training.iter_labelled(records), seed=seed, epochs=epochs, jobs=jobs)
         output.parent.mkdir(parents=True, exist_ok=True)
         training.save_weights(weights, output)
         if not quiet:

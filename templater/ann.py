@@ -7,6 +7,7 @@ settings give the same weights.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -209,6 +210,10 @@ class Weights:
     """Everything the single-page methods learned: the notes' nine-input line network, the two stages of the
     default classifier (each an ensemble whose outputs are averaged), and the scores the default
     classifier gave boilerplate blocks it had not been trained on (the null distribution of the FDR method).
+
+    Weights trained on a genre-mixed set (training.train_mixture) also hold an expert: the two stages
+    ``first``/``second`` were fitted on every page, ``expert_first``/``expert_second`` on the pages of one source
+    (config.EXPERT_SOURCE, news) only; the default classifier scores a block with the mean of both pairs' scores.
     """
 
     line: Network
@@ -217,12 +222,15 @@ class Weights:
     null_scores: np.ndarray  # sorted ascending
     features: tuple[str, ...]  # the block feature names the networks were trained on, in column order
     info: str = "{}"  # JSON: how the weights were made (seed, sizes, pages)
+    expert_first: tuple[Network, ...] = ()
+    expert_second: tuple[Network, ...] = ()
 
 
 def save_weights(weights: Weights, target) -> None:
     """Write weights to a path or binary file object as one compressed .npz archive."""
     arrays = weights.line.to_arrays("line_")
-    for stage, networks in (("first", weights.first), ("second", weights.second)):
+    for stage, networks in (("first", weights.first), ("second", weights.second),
+                            ("expert_first", weights.expert_first), ("expert_second", weights.expert_second)):
         for number, network in enumerate(networks):
             arrays.update(network.to_arrays(f"{stage}{number}_"))
     arrays["null_scores"] = weights.null_scores
@@ -237,9 +245,11 @@ def read_weights(source) -> Weights:
         return Weights(line=Network.from_arrays(arrays, "line_"),
                        first=_read_ensemble(arrays, "first"), second=_read_ensemble(arrays, "second"),
                        null_scores=np.asarray(arrays["null_scores"], dtype=np.float64),
-                       features=tuple(str(name) for name in arrays["features"]), info=str(arrays["info"]))
+                       features=tuple(str(name) for name in arrays["features"]), info=str(arrays["info"]),
+                       expert_first=_read_ensemble(arrays, "expert_first"),
+                       expert_second=_read_ensemble(arrays, "expert_second"))
 
 
 def _read_ensemble(arrays, stage: str) -> tuple[Network, ...]:
-    count = sum(1 for name in arrays.files if name.startswith(stage) and name.endswith("_output_bias"))
+    count = sum(1 for name in arrays.files if re.fullmatch(rf"{stage}[0-9]+_output_bias", name))
     return tuple(Network.from_arrays(arrays, f"{stage}{number}_") for number in range(count))

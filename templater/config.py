@@ -190,6 +190,10 @@ LABEL_SHARE = 0.5  # a block is content when more than this share of its tokens 
 SOURCE_WEIGHTS = {"news": 2.0}
 TRAIN_SEED = 7
 EPOCHS = 1000  # full-batch Adam steps per network
+# Weights trained on a genre-mixed set (training.train_mixture) hold a second pair of stages fitted on the pages of
+# this source alone; the default classifier scores a block with the mean of both pairs' scores (on held-out news
+# pages of the training datasets the mean beat either pair and a page-level genre gate; docs/single-page.md).
+EXPERT_SOURCE = "news"
 # --- document (templater/document.py): the headline and the structure of the extracted document -------------
 HEADLINE_MAX_CHARS = 300  # a block longer than this is no headline
 HEADLINE_MIN_WORDS = 0.5  # a heading echoing the declared titles holds at least this share of the headline's words

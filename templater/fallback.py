@@ -285,10 +285,21 @@ def score_blocks(seg: Segmented, weights: ann.Weights, *, allowed: np.ndarray | 
 
 def _score(seg: Segmented, tree: Tree, features: np.ndarray, weights: ann.Weights,
            allowed: np.ndarray | None) -> np.ndarray:
-    first = ann.predict_mean(weights.first, features)
+    """The second stage's scores; with an expert in the weights (genre-mixed training), the mean of the scores of
+    the stages fitted on every page and of the expert's stages, each second stage seeing its own first stage."""
+    scores = _stage_scores(seg, tree, features, weights.first, weights.second, allowed)
+    if weights.expert_first:
+        scores += _stage_scores(seg, tree, features, weights.expert_first, weights.expert_second, allowed)
+        scores /= 2
+    return scores
+
+
+def _stage_scores(seg: Segmented, tree: Tree, features: np.ndarray, first_stage, second_stage,
+                  allowed: np.ndarray | None) -> np.ndarray:
+    first = ann.predict_mean(first_stage, features)
     if allowed is not None:
         first = first * allowed
-    return ann.predict_mean(weights.second, np.hstack([features, context_features(seg, tree, first)]))
+    return ann.predict_mean(second_stage, np.hstack([features, context_features(seg, tree, first)]))
 
 
 def _keep_region(seg: Segmented, tree: Tree, scores: np.ndarray) -> np.ndarray:
@@ -322,7 +333,7 @@ def benjamini_hochberg(p: np.ndarray, q: float) -> np.ndarray:
 
 @functools.lru_cache(maxsize=1)
 def default_weights() -> ann.Weights:
-    """The weights shipped with the package (trained on the MIT-licensed scrapinghub pages)."""
+    """The weights shipped with the package (trained on the genre-mixed set of bench/build_training_set.py)."""
     # read beside this file, as chartable reads its table (importlib.resources would cost a start-up ~3 ms)
     with open(Path(__file__).resolve().parent / "data" / WEIGHTS_FILE, "rb") as handle:
         return load_weights(handle, source=f"templater/data/{WEIGHTS_FILE}")

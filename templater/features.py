@@ -539,3 +539,4 @@ def _context_features_numpy(seg: Segmented, tree: Tree, scores: np.ndarray) -> n
     top = max(float(scores.max(initial=0.0)), MIN_SCORE)
     columns += [top, float(weighted_scores.sum() / chars.sum()), scores / top]
     return _assemble(len(scores), len(CONTEXT_NAMES), columns)
+

@@ -21,8 +21,8 @@ import numpy as np
 from . import ann
 from .ann import Weights, read_weights, save_weights
 from .blocks import segment
-from .config import (AUTO_HIDDEN, AUTO_L2, ENSEMBLE, EPOCHS, FOLDS, LABEL_SHARE, LINE_HIDDEN, SOURCE_WEIGHTS,
-                     TRAIN_SEED)
+from .config import (AUTO_HIDDEN, AUTO_L2, ENSEMBLE, EPOCHS, EXPERT_SOURCE, FOLDS, LABEL_SHARE, LINE_HIDDEN,
+                     SOURCE_WEIGHTS, TRAIN_SEED)
 from .errors import InputError
 from .evaluation import tokens
 from .features import CONTEXT_NAMES, FEATURE_NAMES, Tree, block_features, context_features, line_features, number_tree
@@ -30,7 +30,7 @@ from .parse import parse_html
 from .datatypes import Page, Segmented
 
 __all__ = ["LabelledPage", "SOURCE_WEIGHTS", "describe_page", "iter_labelled", "label_blocks", "page_source",
-           "read_weights", "save_weights", "train_ann", "training_data"]
+           "read_weights", "save_weights", "train_ann", "train_mixture", "training_data", "with_expert"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +119,30 @@ def train_ann(pages: Iterable[tuple[Segmented, str]], *, seed: int = TRAIN_SEED,
                        **training_data(pages)}, sort_keys=True)
     return Weights(line=line, first=first, second=second, null_scores=null,
                    features=FEATURE_NAMES + CONTEXT_NAMES, info=info)
+
+
+def train_mixture(pages: Iterable[tuple[Segmented, str]], *, expert_source: str = EXPERT_SOURCE,
+                  seed: int = TRAIN_SEED, epochs: int = EPOCHS, jobs: int = 1, **settings) -> Weights:
+    """train_ann on every page, plus an expert where the pages mix ``expert_source`` with other sources: train_ann on
+    the ``expert_source`` pages alone (in their order, the same settings). The default classifier then scores a
+    block with the mean of both (fallback); the line network and the FDR null scores are those fitted on every
+    page. With pages of one source only (or too few of ``expert_source`` for the folds), this is train_ann."""
+    pages = [(seg, gold) for seg, gold in pages if seg.blocks]
+    chosen = [page for page in pages if page_source(page[0].page.id) == expert_source]
+    mixed = train_ann(pages, seed=seed, epochs=epochs, jobs=jobs, **settings)
+    if len(chosen) < json.loads(mixed.info)["folds"] or len(chosen) == len(pages):
+        return mixed
+    return with_expert(mixed, train_ann(chosen, seed=seed, epochs=epochs, jobs=jobs, **settings), expert_source)
+
+
+def with_expert(mixed: Weights, expert: Weights, expert_source: str = EXPERT_SOURCE) -> Weights:
+    """``mixed`` (train_ann on every page) with the stages of ``expert`` (train_ann on the ``expert_source`` pages)
+    beside its own; the expert's settings, pages and data digest recorded in the info."""
+    expert_info = json.loads(expert.info)
+    info = {**json.loads(mixed.info), "expert": {"source": expert_source, **{
+        key: expert_info[key] for key in ("pages", "blocks", "content_blocks", "data_sha256", "source_weights")}}}
+    return dataclasses.replace(mixed, info=json.dumps(info, sort_keys=True), expert_first=expert.first,
+                               expert_second=expert.second)
 
 
 def training_data(pages: list[tuple[Segmented, str]]) -> dict:

@@ -148,7 +148,6 @@ SHOWN_NOT_RUN = {
     "python -m venv env && env/bin/pip install '.[spark]' venv-pack": "packing for a cluster (network, minutes)",
     "spark-submit --master yarn": "needs a YARN cluster; tests/test_spark.py runs the job, "
                                   "test_spark_submit_runs_the_cli the file spark-submit runs",
-    "templater train CORPUS/": "needs the dev corpus; tests/test_training.py trains on generated pages",
     "templater train SET/": "needs the dev corpus; tests/test_training.py trains on generated pages",
     "python CORPUS/eval/suites.py": "the dev corpus's own script (not in this repository)",
 }

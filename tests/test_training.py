@@ -11,6 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
+import numpy as np
+
 from templater import fallback, training
 from templater.evaluation import tokens
 
@@ -102,12 +104,37 @@ def test_train_command_gives_the_same_bytes_from_the_same_set(tmp_path):
     info = json.loads(fallback.load_weights(tmp_path / "a.npz").info)
     assert info["sources"] == {"news": 6, "forum": 2, "product": 2, "encyclopedia": 2}
     assert info["pages"] == 12 and info["epochs"] == 20
+    assert info["expert"]["pages"] == 6  # news with other genres: a news expert beside
+    assert len(fallback.load_weights(tmp_path / "a.npz").expert_second) == 3
+    result = runner.invoke(app, ["train", str(data), "--output", str(tmp_path / "c.npz"), "--epochs", "20", "-q",
+                                 "--no-expert"])
+    assert result.exit_code == 0, result.output
+    assert not fallback.load_weights(tmp_path / "c.npz").expert_first
     records = read(data)
     expected = hashlib.sha256()
     for record in records:
         for part in (record["id"], record["url"], record["html"], record["gold"]):
             expected.update(part.encode("utf-8") + b"\0")
     assert info["data_sha256"] == expected.hexdigest()
+
+
+def test_a_mixture_adds_an_expert_fitted_on_the_news_pages_alone(tmp_path):
+    pages = list(training.iter_labelled(read(build(tmp_path, "set", small_corpus(tmp_path), generated=1)
+                                              / "train.jsonl.gz")))
+    news = [page for page in pages if page[0].page.id.startswith("news/")]
+    mixture = training.train_mixture(pages, epochs=5)
+    plain, expert = training.train_ann(pages, epochs=5), training.train_ann(news, epochs=5)
+    # the stages fitted on every page are train_ann's, the expert is train_ann on the news pages alone
+    for ours, theirs in ((mixture.first, plain.first), (mixture.second, plain.second),
+                         (mixture.expert_first, expert.first), (mixture.expert_second, expert.second)):
+        assert len(ours) == len(theirs)
+        assert all(np.array_equal(a.hidden_weights, b.hidden_weights) for a, b in zip(ours, theirs))
+    assert np.array_equal(mixture.null_scores, plain.null_scores)
+    recorded = json.loads(mixture.info)
+    assert recorded["pages"] == len(pages) and recorded["expert"]["source"] == "news"
+    assert recorded["expert"]["pages"] == len(news) == 6
+    assert recorded["expert"]["data_sha256"] == json.loads(expert.info)["data_sha256"]
+    assert not training.train_mixture(news, epochs=5).expert_first  # one source: no expert
 
 
 def test_a_different_seed_gives_different_weights(tmp_path):
