@@ -45,6 +45,9 @@ RELATED_SIZE_TEST = (f"string-length(normalize-space(.)) < {RELATED_MAX_SHARE} *
 _SIZE_LIMIT = etree.XPath(f"{RELATED_MAX_SHARE} * string-length(normalize-space(/html/body))")
 _SIZE = etree.XPath("string-length(normalize-space(.))")
 _NAMED = etree.XPath("//body//*[@id or @class][not(self::body)]")
+# A positional path whose every step is an element name XPath can spell: markup cut inside a script makes libxml2
+# name elements "j.length;i++)..." or "i<j", which spell no step (an XPath that does not compile, or a comparison)
+_ELEMENT_PATH = re.compile(r"(?:/[^\W\d][\w.-]*(?:\[\d+\])?)+")
 SHORT_LABEL = "short label"  # chrome_shape's word for a short block that titles nothing ...
 
 
@@ -187,7 +190,7 @@ def container_rules(pages: Sequence[Segmented], headlines: Sequence[int | None],
         found.update({xpath for xpath, _ in containers})
     need = max(settings.min_static_pages, settings.comment_support * len(pages))
     return [Rule(xpath=xpath, action=RuleAction.DROP_XPATH, support=round(n / len(pages), 4), sample=samples[xpath])
-            for xpath, n in sorted(found.items()) if n >= need and metadata.compiled_xpath(xpath) is not None]
+            for xpath, n in sorted(found.items()) if n >= need]
 
 
 def _named_containers(root, name: re.Pattern, keep_out=None, *, anchors: bool = False) -> list[tuple[str, object]]:
@@ -208,7 +211,7 @@ def _named_containers(root, name: re.Pattern, keep_out=None, *, anchors: bool = 
             token = next((t for t in (element.get("class") or "").split() if name.fullmatch(t)), None)
             if token is None:
                 continue
-        if any(contains(outer, element) for _, outer in out):
+        if any(contains(outer, element) for _, outer in out) or not _ELEMENT_PATH.fullmatch("/" + element.tag):
             continue
         if keep_out is not None and contains(element, keep_out):
             continue
@@ -268,8 +271,7 @@ def content_region(pages: Sequence[Segmented], dropped: Sequence[np.ndarray], he
         kept = [b for b, gone in zip(seg.blocks, mask) if not gone and b.tag_path not in shapes]
         region = _deepest_holder(kept, seg.blocks[headline].xpath if headline is not None else None,
                                  settings.region_text_share)
-        if region and metadata.compiled_xpath(region) is not None:  # a tag name no XPath can spell (markup that
-            # starts inside a script: "<j.length;i++)...") makes no region
+        if region and _ELEMENT_PATH.fullmatch(region):
             votes[region] += 1
             samples.setdefault(region, next((b.text for b in kept if b.xpath.startswith(region)), ""))
     if not votes:

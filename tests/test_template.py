@@ -282,7 +282,9 @@ def test_a_page_of_which_the_template_allows_nothing_falls_back_to_the_single_pa
     assert result.title == headline and all(line in result.text.split("\n") for line in body)
 
 
-def test_markup_that_starts_inside_a_script_learns_rules_that_compile():
+@pytest.mark.parametrize("cut", ["for(i=0;i<j.length;i++)c.s[j[i]]=e(j[i]),x=1;</script>",
+                                 "if(a<b.length)c=1;</script>", "x=n<p>0;</script>"])
+def test_markup_that_starts_inside_a_script_learns_rules_that_compile(cut):
     # a record cut inside a script: libxml2 makes "<j.length;i++)..." an element whose name no XPath can spell, and
     # it holds the whole page; no region or container rule may be learned on it (learning raised XPathSyntaxError)
     from lxml import etree
@@ -290,14 +292,13 @@ def test_markup_that_starts_inside_a_script_learns_rules_that_compile():
     def cut_inside_a_script(html, seed):
         body = html[html.index("<body>") + len("<body>"):html.index("</body>")]
         comments = '<div class="comments">' + _reader_comments(seed) + "</div>"
-        return "for(i=0;i<j.length;i++)c.s[j[i]]=e(j[i]),x=1;</script>" + body + comments
+        return cut + body + comments
 
     pages = _variant_pages(5, cut_inside_a_script)
-    assert any(not isinstance(e.tag, str) or "(" in e.tag for e in pages[0][0].root.iter())  # the odd element
     template = learn_template([seg for seg, _ in pages], site="cut.example/")
     for rule in template.rules:
         if rule.action in ("content", "drop-xpath"):
-            etree.XPath(rule.xpath)
+            assert isinstance(etree.XPath(rule.xpath)(pages[0][0].root), list)
     seg, text = pages[0]
     allowed, _ = apply_template(seg, CompiledTemplate(template))
     assert text.split("\n")[1] in kept_text(seg, allowed)
