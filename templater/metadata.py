@@ -135,8 +135,8 @@ _ROLES = frozenset("editor editors contributor contributing writer writers staff
                    "subscribe photographer tv".split())
 _NOT_NAMES = frozenset("the a an this our more all staff admin administrator editor editors anonymous unknown guest "
                        "home menu login sign read view share monday tuesday wednesday thursday friday saturday "
-                       "sunday today yesterday by von par por di door av af date thread tweet email print facebook twitter "
-                       "linkedin pinterest whatsapp reddit rss instagram youtube tumblr google".split())
+                       "sunday today yesterday by von par por di door av af date thread tweet email print "
+                       "facebook twitter linkedin pinterest whatsapp reddit rss instagram youtube tumblr google".split())
 # (a byline's prefix alone; what a list sorted "by Date", "by Thread" or a share bar's "Tweet" or "Facebook" says)
 _AUTHOR_NAMES = re.compile(r"(?i)(?:^|[\s_-])(?:author|byline|by-line|writer|contributor|reporter|"
                            r"article-?author|post-?author|entry-?author|creator)(?:$|[\s_-])")
@@ -201,7 +201,7 @@ def _declared_fields(root, *, microdata: bool = True, times: list | None = None)
     """(field, rank, value) of what <html>, then every <meta>, <link> and <time> (the <time>s also appended to
     ``times`` when given), then (where the markup has any) the body's microdata elements declare (separate scans in
     C: one XPath union of them costs several times more, sorting into document order). The <meta>s, a page's most,
-    are read here, in one loop (``_element_fields`` reads them alike)."""
+    are read here, in one loop; ``_element_fields`` reads the others."""
     yield from _element_fields(root)
     for element in root.iter("meta", "link", "time"):
         if element.tag == "meta":
@@ -230,12 +230,9 @@ def _meta_field(element) -> tuple[str, int, object] | None:
 
 
 def _element_fields(element) -> Iterable[tuple[str, int, object]]:
+    """(field, rank, value) a <link>, <html>, <time> or microdata element declares (a <meta>: ``_meta_field``)."""
     tag = element.tag
-    if tag == "meta":
-        found = _meta_field(element)
-        if found is not None:
-            yield found
-    elif tag == "link":
+    if tag == "link":
         rel = (element.get("rel") or "").lower().split()
         href = (element.get("href") or "").strip()
         if href and "canonical" in rel:
