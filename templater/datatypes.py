@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from .config import LearnSettings
+
 
 class StrEnum(str, Enum):
     """A vocabulary whose members are their strings: stored, printed, compared and hashed as the string."""
@@ -231,6 +233,7 @@ class Template:
     layout: int = 0
     reason: str = "learned"
     stale: bool = False
+    settings: LearnSettings = LearnSettings()  # what it was learned with, and what extraction applies it with
 
 
 @dataclass(frozen=True, slots=True)

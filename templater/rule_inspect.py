@@ -266,10 +266,10 @@ def explain_blocks(seg: Segmented, compiled: CompiledTemplate | None, *, method:
     else:
         allowed, _, trusted, region = match_regions(seg, compiled)
         causes = _template_causes(seg, compiled, allowed)
-        why = _classifier_why(seg, kept, allowed, trusted, method)
+        why = _classifier_why(seg, kept, allowed, trusted, method, compiled.settings)
         why = [w[: -len(OUTSIDE_TRUSTED)] + OUTSIDE_OWN if region[i] and w.endswith(OUTSIDE_TRUSTED) else w
                for i, w in enumerate(why)]
-        survivor = TEMPLATE_ONLY if method == "none" or without_paragraphs(seg) else CLASSIFIER
+        survivor = TEMPLATE_ONLY if method == "none" or without_paragraphs(seg, compiled.settings) else CLASSIFIER
         decisions = tuple(_decision(b, bool(kept[b.index]), survivor, why=why[b.index]) if allowed[b.index]
                           else _decision(b, False, *causes[b.index], rules=compiled.template.rules)
                           for b in seg.blocks)
@@ -287,12 +287,12 @@ def _decision(block, kept: bool, reason: str, rule: int | None = None, why: str 
 
 
 def _classifier_why(seg: Segmented, kept: np.ndarray, allowed: np.ndarray, trusted: np.ndarray,
-                    method: str) -> list[str]:
+                    method: str, settings: LearnSettings) -> list[str]:
     """Why each allowed block that was not kept was dropped: a repeat of a kept block's text, or the
-    classifier's decision (fallback.drop_reasons for the default method)."""
-    chosen = allowed if method == "none" or without_paragraphs(seg) else select_blocks(
-        seg, method=method, allowed=allowed, trusted=trusted)
-    reasons = drop_reasons(seg, allowed=allowed, trusted=trusted) if method == "auto" else (
+    classifier's decision (fallback.drop_reasons for the default method), with the template's settings."""
+    chosen = allowed if method == "none" or without_paragraphs(seg, settings) else select_blocks(
+        seg, method=method, allowed=allowed, trusted=trusted, settings=settings)
+    reasons = drop_reasons(seg, allowed=allowed, trusted=trusted, settings=settings) if method == "auto" else (
         [f"method {method}"] * len(seg.blocks))
     first: dict[str, int] = {}
     out = []
@@ -325,12 +325,13 @@ def _template_causes(seg: Segmented, compiled: CompiledTemplate, allowed: np.nda
     masks += [("pinned", position[id(rule)], ~pinned_mask(seg, rule, xpath)) for rule, xpath in compiled.pinned]
     region = next((i for i, r in enumerate(rules) if r.action == RuleAction.CONTENT and not r.pinned), None)
     roots = _content_roots(seg, compiled)
-    runs, rows = link_runs(seg), varying_rows(seg, ~allowed)
+    settings = compiled.settings
+    runs, rows = link_runs(seg, settings), varying_rows(seg, ~allowed, settings)
     causes = {}
     for b in seg.blocks:
         if allowed[b.index]:
             continue
-        shape = repeated_chrome(b, content_ancestry(b.element, roots), bool(runs[b.index]), rows) or (
+        shape = repeated_chrome(b, content_ancestry(b.element, roots), bool(runs[b.index]), rows, settings) or (
             "inside the content here, chrome where the rule was learned")
         if b.hash in by_hash:
             i = by_hash[b.hash]
@@ -340,7 +341,7 @@ def _template_causes(seg: Segmented, compiled: CompiledTemplate, allowed: np.nda
             i = by_shape[b.tag_path]
             causes[b.index] = (RuleAction.DROP_SHAPE, i, f"tag path on {rules[i].support:.0%} of the learned pages, "
                                f"its text varying and short, link-heavy or in <nav>/<aside>; {shape}")
-        elif (outer := nested_rule(b, compiled.nested)) in by_shape:
+        elif (outer := nested_rule(b, compiled.nested, settings)) in by_shape:
             i = by_shape[outer]
             causes[b.index] = (RuleAction.DROP_SHAPE, i, f"a link-heavy entry of a list nested in the list whose "
                                f"entries the rule drops (tag path on {rules[i].support:.0%} of the learned pages); "
