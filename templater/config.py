@@ -105,6 +105,8 @@ LANGID_STALE_SECONDS = 3600  # a half-written copy of the language model this ol
 PIPELINE_BATCH_PAGES = 200  # pages per committed transaction (ingest), per index call and first transaction (extract)
 WORK_CHUNK = 16  # pages a worker process reads and extracts (or prepares for ingest) per task (--jobs)
 WORK_AHEAD = 4  # tasks handed out per worker before their results are taken back: bounds what waits in memory
+POOL_STOP_S = 10.0  # seconds a pool left early (an error, Ctrl-C) waits for the tasks it handed out (at most
+# WORK_AHEAD a worker) before it stops its workers: one stopped while it sends a result hung Pool.terminate
 LAYOUT_SHAPE_SHARE = 0.5  # a tag path on this share of a cluster's pages belongs to its layout signature
 
 GROWING_PAGES = 12_800  # extract's largest transaction (pages): a killed run redoes at most this many
