@@ -461,7 +461,8 @@ def _rule_of(item: dict, action: str, match: str, xpath: str, where: str) -> Rul
     if not isinstance(tag_path, str) or not tag_path.startswith("/"):
         raise RuleError(f"{where}: a {match!r} rule needs its \"tag_path\" (like /html/body/div/p) as exported")
     digest = item.get("hash")
-    if match == RuleMatch.HASH and (not isinstance(digest, int) or isinstance(digest, bool) or not 0 <= digest < 2 ** 32):
+    if match == RuleMatch.HASH and (not isinstance(digest, int) or isinstance(digest, bool)
+                                    or not 0 <= digest < 2 ** 32):
         raise RuleError(f"{where}: a 'hash' rule needs its \"hash\" (a 32-bit number) as exported; to match by "
                         "XPath instead, set \"matched_by\": \"xpath\"")
     return Rule(xpath=xpath, action=action, support=float(support), tag_path=tag_path,
