@@ -290,15 +290,16 @@ def _score(seg: Segmented, tree: Tree, features: np.ndarray, weights: ann.Weight
            allowed: np.ndarray | None) -> np.ndarray:
     """The second stage's scores; with an expert in the weights (genre-mixed training), the mean of the scores of
     the stages fitted on every page and of the expert's stages, each second stage seeing its own first stage."""
-    scores = _stage_scores(seg, tree, features, weights.first, weights.second, allowed)
+    scores = stage_scores(seg, tree, features, weights.first, weights.second, allowed)
     if weights.expert_first:
-        scores += _stage_scores(seg, tree, features, weights.expert_first, weights.expert_second, allowed)
+        scores += stage_scores(seg, tree, features, weights.expert_first, weights.expert_second, allowed)
         scores /= 2
     return scores
 
 
-def _stage_scores(seg: Segmented, tree: Tree, features: np.ndarray, first_stage, second_stage,
-                  allowed: np.ndarray | None) -> np.ndarray:
+def stage_scores(seg: Segmented, tree: Tree, features: np.ndarray, first_stage, second_stage,
+                 allowed: np.ndarray | None = None) -> np.ndarray:
+    """One pair of stages' scores: the second stage over the features and the context of the first's."""
     first = ann.predict_mean(first_stage, features)
     if allowed is not None:
         first = first * allowed
