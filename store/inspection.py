@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from templater.datatypes import Template
 
-from .templates import load_rules
+from .templates import load_rules, settings_dict, stored_settings
 
 if TYPE_CHECKING:  # annotations only: a store opens without sqlite-utils (store.db.Database)
     import sqlite_utils
@@ -29,16 +28,8 @@ _TEMPLATE_COLUMNS = "id, site, group_key, layout, version, page_count, learned_a
 
 def _row(db: sqlite_utils.Database, r: tuple) -> TemplateRow:
     template = Template(site=r[1], version=r[4], rules=load_rules(db, r[0]), page_count=r[5], learned_at=r[6],
-                        layout=r[3], reason=r[7], stale=bool(r[8]))
-    return TemplateRow(template=template, group_key=r[2], current=bool(r[9]), settings=_settings(r[10]))
-
-
-def _settings(text: str | None) -> dict:
-    try:
-        values = json.loads(text or "{}")
-    except json.JSONDecodeError:
-        return {}
-    return values if isinstance(values, dict) else {}
+                        layout=r[3], reason=r[7], stale=bool(r[8]), settings=stored_settings(r[10]))
+    return TemplateRow(template=template, group_key=r[2], current=bool(r[9]), settings=settings_dict(r[10]))
 
 
 def current_templates(db: sqlite_utils.Database) -> list[TemplateRow]:

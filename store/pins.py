@@ -18,15 +18,13 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from templater.datatypes import Rule, RuleAction, Template
+from templater.datatypes import LEARNED_MATCH, Rule, RuleMatch, Template
 
 from .db import migrate
 
 if TYPE_CHECKING:  # annotations only: a store opens without sqlite-utils (store.db.Database)
     import sqlite_utils
 
-MATCHED_BY = {RuleAction.DROP: "hash", RuleAction.DROP_SHAPE: "shape", RuleAction.DROP_XPATH: "container",  # learned
-              RuleAction.CONTENT: "region", RuleAction.META_AUTHOR: "meta", RuleAction.META_DATE: "meta"}
 PINNED_REASON = "pinned"  # Template.reason of a template whose rules are the site's pinned rules
 
 
@@ -44,9 +42,9 @@ def ensure_schema(db: sqlite_utils.Database) -> None:
     migrate(db, "pins", MIGRATIONS)
 
 
-def matched_by(rule: Rule) -> str:
-    """How a rule finds its blocks: "xpath" for a pinned XPath rule, else its learned kind."""
-    return "xpath" if rule.pinned else MATCHED_BY[rule.action]
+def matched_by(rule: Rule) -> RuleMatch:
+    """How a rule finds its blocks: RuleMatch.XPATH for a pinned XPath rule, else its learned kind."""
+    return RuleMatch.XPATH if rule.pinned else LEARNED_MATCH[rule.action]
 
 
 def save_pins(db: sqlite_utils.Database, site: str, pins: Sequence[tuple[Rule, str]], *, now: str) -> None:
@@ -64,7 +62,7 @@ def load_pins(db: sqlite_utils.Database, site: str) -> list[tuple[Rule, str]]:
     rows = db.execute("SELECT action, matched_by, xpath, tag_path, hash, support, sample, note FROM pinned_rules"
                       " WHERE site = ? ORDER BY position", [site])
     return [(Rule(xpath=r[2], action=r[0], support=r[5] or 0.0, tag_path=r[3] or "", hash=r[4], sample=r[6] or "",
-                  pinned=r[1] == "xpath"), r[7] or "") for r in rows]
+                  pinned=r[1] == RuleMatch.XPATH), r[7] or "") for r in rows]
 
 
 def pinned_sites(db: sqlite_utils.Database) -> dict[str, tuple[int, str]]:

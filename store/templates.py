@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from templater.config import LearnSettings
 from templater.datatypes import Rule, RuleAction, Template
 
 from .db import migrate
@@ -34,23 +35,49 @@ def _v1(db: sqlite_utils.Database) -> None:
         sample TEXT, pinned INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (template_id, position))""")
 
 
-MIGRATIONS = [_v1]
+# The settings a template saved before the thresholds extraction reads were saved with it (and before some of
+# learning's) was made and applied with: the values of config.py on the day of migration 2, written into each
+# template's settings where it lacks them (literals: a later config.py must not change what old templates extract)
+V2_SETTINGS = {
+    "min_group_pages": 3, "min_template_pages": 3, "layout_similarity": 0.30, "layout_match": 0.6,
+    "static_support": 0.5, "min_static_pages": 2, "shape_support": 0.5, "shape_max_chars": 60,
+    "shape_max_link_density": 0.5, "max_learn_pages": 60, "comment_support": 0.2, "meta_support": 0.5,
+    "meta_precision": 0.8, "meta_visible_support": 0.5, "meta_min_values": 2, "layout_sample": 200, "learn_seed": 7,
+    "reference_candidates": 15, "near_copy": 0.8, "near_copy_chars": 80, "near_copy_common_pages": 3,
+    "region_text_share": 0.8, "region_page_share": 0.5, "linked_headings_per_page": 2, "region_chrome_share": 0.1,
+    "row_cells": 2, "link_run": 3, "wrapper_depth": 3, "region_min_share": 0.5, "paragraph_chars": 80,
+    "own_content_gap": 3, "own_content_links": 0.5,
+}
+
+
+def _v2(db: sqlite_utils.Database) -> None:
+    """Every template's settings complete: what it lacks, the values it was made and applied with (V2_SETTINGS)."""
+    rows = db.execute("SELECT id, settings FROM templates").fetchall()
+    db.conn.executemany("UPDATE templates SET settings = ? WHERE id = ?",
+                        [(json.dumps({**V2_SETTINGS, **settings_dict(text)}, sort_keys=True), template_id)
+                         for template_id, text in rows])
+
+
+MIGRATIONS = [_v1, _v2]
 
 
 def ensure_schema(db: sqlite_utils.Database) -> None:
     migrate(db, "templates", MIGRATIONS)
 
 
-def save_template(db: sqlite_utils.Database, template: Template, *, group_key: str, layout_shapes: np.ndarray,
-                  settings: dict) -> tuple[Template, bool]:
-    """Store a template as the site's new current version unless its rules equal the current ones.
+def save_template(db: sqlite_utils.Database, template: Template, *, group_key: str,
+                  layout_shapes: np.ndarray) -> tuple[Template, bool]:
+    """Store a template (with its settings) as the site's new current version unless its rules and settings equal
+    the current ones.
 
     Returns the stored template (with its version) and whether a new version was written. Call inside a
     transaction.
     """
-    current = db.execute("SELECT id, version FROM templates WHERE site = ? AND current = 1",
+    current = db.execute("SELECT id, version, settings FROM templates WHERE site = ? AND current = 1",
                          [template.site]).fetchone()
-    if current is not None and _rule_key(load_rules(db, current[0])) == _rule_key(template.rules):
+    settings = template.settings.to_dict()
+    if current is not None and _rule_key(load_rules(db, current[0])) == _rule_key(template.rules) and settings_dict(
+            current[2]) == settings:
         db.execute("UPDATE templates SET page_count = ?, layout_shapes = ? WHERE id = ?",
                    [template.page_count, vector_blob(layout_shapes), current[0]])
         return _with_version(template, current[1]), False
@@ -76,7 +103,7 @@ def _rule_key(rules) -> list:
 def _with_version(template: Template, version: int) -> Template:
     return Template(site=template.site, version=version, rules=template.rules, page_count=template.page_count,
                     learned_at=template.learned_at, layout=template.layout, reason=template.reason,
-                    stale=template.stale)
+                    stale=template.stale, settings=template.settings)
 
 
 def load_rules(db: sqlite_utils.Database, template_id: int) -> tuple[Rule, ...]:
@@ -86,12 +113,28 @@ def load_rules(db: sqlite_utils.Database, template_id: int) -> tuple[Rule, ...]:
                                      " WHERE template_id = ? ORDER BY position", [template_id]))
 
 
-_TEMPLATE_COLUMNS = "id, site, group_key, layout, version, page_count, learned_at, reason, stale, layout_shapes"
+def settings_dict(text: str | None) -> dict:
+    """A template's saved settings as a dict (empty when the text is not a JSON object)."""
+    try:
+        values = json.loads(text or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return values if isinstance(values, dict) else {}
+
+
+def stored_settings(text: str | None) -> LearnSettings:
+    """The settings saved with a template, as the dataclass extraction applies it with."""
+    return LearnSettings.from_stored(settings_dict(text))
+
+
+_TEMPLATE_COLUMNS = ("id, site, group_key, layout, version, page_count, learned_at, reason, stale, layout_shapes,"
+                     " settings")
 
 
 def _template(db: sqlite_utils.Database, row: tuple) -> Template:
     return Template(site=row[1], version=row[4], rules=load_rules(db, row[0]), page_count=row[5],
-                    learned_at=row[6], layout=row[3], reason=row[7], stale=bool(row[8]))
+                    learned_at=row[6], layout=row[3], reason=row[7], stale=bool(row[8]),
+                    settings=stored_settings(row[10]))
 
 
 def iter_current(db: sqlite_utils.Database) -> Iterator[tuple[str, np.ndarray, Template]]:

@@ -1,5 +1,4 @@
-/* templater._numeric: the numeric passes of the single-page classifier, two byte scans of the parse and the
- * language model's automaton walk (metadata's language), in C.
+/* templater._numeric: the numeric passes of the single-page classifier and two byte scans of the parse, in C.
  *
  * Kept compiled because it pays (measured: numpy's per-call overhead on pages of a few hundred blocks makes
  * block_features, context_features, the text counts and the ensemble several times slower); each function
@@ -13,7 +12,6 @@
 #include <stdint.h>
 
 static PyObject *lower_name = NULL;
-static PyObject *one_long = NULL;  /* dfa_visits' first count */
 
 /* --- passes over features.Tree (elements numbered parents first: parent[e] < e) --------------------------- */
 static int get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t count) {
@@ -1125,69 +1123,6 @@ static PyObject *markup_counts(PyObject *self, PyObject *arg) {
 }
 
 
-/* dfa_visits(nextmove, rows, out_feat, data) -> dict | None: py3langid's visit_counts, the language model's byte
- * automaton walked over the text's UTF-8 bytes (state = nextmove[(rows[state] << 8) + byte]; a state whose
- * out_feat is >= 0 counts that feature): {feature: count} with the features in the order first met (a Counter's),
- * None when the walk meets none. nextmove: uint32, rows: uint16 (a row per state), out_feat: int32 (a feature or -1
- * per state); a state or row outside the tables raises ValueError. */
-static PyObject *dfa_visits(PyObject *self, PyObject *args) {
-    PyObject *next_obj, *rows_obj, *out_obj;
-    Py_buffer data, next, rows, out;
-    if (!PyArg_ParseTuple(args, "OOOy*", &next_obj, &rows_obj, &out_obj, &data)) return NULL;
-    PyObject *result = NULL;
-    int32_t *found = NULL;
-    if (PyObject_GetBuffer(next_obj, &next, PyBUF_C_CONTIGUOUS) < 0) goto done_data;
-    if (PyObject_GetBuffer(rows_obj, &rows, PyBUF_C_CONTIGUOUS) < 0) goto done_next;
-    if (PyObject_GetBuffer(out_obj, &out, PyBUF_C_CONTIGUOUS) < 0) goto done_rows;
-    if (next.itemsize != 4 || rows.itemsize != 2 || out.itemsize != 4 || rows.len / 2 != out.len / 4) {
-        PyErr_SetString(PyExc_ValueError, "dfa_visits: tables of the wrong types or sizes");
-        goto done_out;
-    }
-    const uint32_t *nm = next.buf;
-    const uint16_t *row = rows.buf;
-    const int32_t *feat = out.buf;
-    const unsigned char *text = data.buf;
-    Py_ssize_t n = data.len, moves = next.len / 4, states = out.len / 4, met = 0;
-    found = PyMem_Malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
-    if (!found) { PyErr_NoMemory(); goto done_out; }
-    uint32_t state = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if ((Py_ssize_t)state >= states) break;
-        size_t move = ((size_t)row[state] << 8) + text[i];
-        if ((Py_ssize_t)move >= moves) { state = (uint32_t)states; break; }
-        state = nm[move];
-        if ((Py_ssize_t)state >= states) break;
-        if (feat[state] >= 0) found[met++] = feat[state];
-    }
-    if ((Py_ssize_t)state >= states) {
-        PyErr_SetString(PyExc_ValueError, "dfa_visits: a state outside the tables");
-        goto done_out;
-    }
-    if (!met) { result = Py_None; Py_INCREF(result); goto done_out; }
-    result = PyDict_New();
-    if (!result) goto done_out;
-    for (Py_ssize_t i = 0; i < met; i++) {
-        PyObject *key = PyLong_FromLong(found[i]);
-        if (!key) { Py_CLEAR(result); break; }
-        PyObject *count = PyDict_GetItemWithError(result, key);
-        PyObject *more = count ? PyNumber_Add(count, one_long) : PyErr_Occurred() ? NULL : (Py_INCREF(one_long), one_long);
-        if (!more || PyDict_SetItem(result, key, more) < 0) { Py_XDECREF(more); Py_DECREF(key); Py_CLEAR(result); break; }
-        Py_DECREF(more);
-        Py_DECREF(key);
-    }
-done_out:
-    PyMem_Free(found);
-    PyBuffer_Release(&out);
-done_rows:
-    PyBuffer_Release(&rows);
-done_next:
-    PyBuffer_Release(&next);
-done_data:
-    PyBuffer_Release(&data);
-    return result;
-}
-
-
 static PyMethodDef methods[] = {
     {"markup_counts", markup_counts, METH_O,
      "markup_counts(data) -> (start tags, most attributes of one, attributes): parse.markup_counts."},
@@ -1207,8 +1142,6 @@ static PyMethodDef methods[] = {
     {"context_features", context_features, METH_VARARGS,
      "context_features(scores, chars, parent, owner, levels, widths, min_score) -> bytearray | None: "
      "features.context_features' float64 matrix"},
-    {"dfa_visits", dfa_visits, METH_VARARGS,
-     "dfa_visits(nextmove, rows, out_feat, data) -> dict | None: py3langid's visit_counts (metadata's language)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1221,7 +1154,5 @@ PyMODINIT_FUNC PyInit__numeric(void) {
 #endif
     lower_name = PyUnicode_InternFromString("lower");
     if (!lower_name) return NULL;
-    one_long = PyLong_FromLong(1);
-    if (!one_long) return NULL;
     return PyModule_Create(&module);
 }

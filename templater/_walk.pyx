@@ -1242,3 +1242,40 @@ def normalized_length(element, bint body=False):
         node = found
     cdef Py_ssize_t chars = _normalized_chars(node)
     return None if chars < 0 else chars
+
+
+# --- language detection's automaton walk (metadata._with_compiled_walk) -------------------------------------------
+
+cimport cython
+
+@cython.boundscheck(False)  # every index is checked against the tables below
+@cython.wraparound(False)
+def dfa_visits(const uint32_t[::1] nextmove, const unsigned short[::1] rows, const int[::1] out_feat,
+               const unsigned char[::1] data):
+    """py3langid's visit_counts: the language model's byte automaton walked over the text's UTF-8 bytes (state =
+    nextmove[(rows[state] << 8) + byte]; a state whose out_feat is >= 0 counts that feature): {feature: count}
+    with the features in the order first met (a Counter's), None when the walk meets none. A row per state; a state
+    or row outside the tables raises ValueError (so do tables of other types: Cython's buffer check)."""
+    cdef Py_ssize_t n = data.shape[0], moves = nextmove.shape[0], states = out_feat.shape[0], i
+    cdef size_t move
+    cdef uint32_t state = 0
+    cdef int feature
+    if rows.shape[0] != states:
+        raise ValueError("dfa_visits: tables of the wrong types or sizes")
+    if n and not states:
+        raise ValueError("dfa_visits: a state outside the tables")
+    cdef dict found = {}
+    cdef object key, count
+    for i in range(n):
+        move = (<size_t>rows[state] << 8) + data[i]
+        if <Py_ssize_t>move >= moves:
+            raise ValueError("dfa_visits: a state outside the tables")
+        state = nextmove[move]
+        if <Py_ssize_t>state >= states:
+            raise ValueError("dfa_visits: a state outside the tables")
+        feature = out_feat[state]
+        if feature >= 0:
+            key = feature  # boxed once for the lookup and the store
+            count = found.get(key)
+            found[key] = 1 if count is None else count + 1
+    return found or None

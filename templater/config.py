@@ -105,6 +105,8 @@ LANGID_STALE_SECONDS = 3600  # a half-written copy of the language model this ol
 PIPELINE_BATCH_PAGES = 200  # pages per committed transaction (ingest), per index call and first transaction (extract)
 WORK_CHUNK = 16  # pages a worker process reads and extracts (or prepares for ingest) per task (--jobs)
 WORK_AHEAD = 4  # tasks handed out per worker before their results are taken back: bounds what waits in memory
+POOL_STOP_S = 10.0  # seconds a pool left early (an error, Ctrl-C) waits for the tasks it handed out (at most
+# WORK_AHEAD a worker) before it stops its workers: one stopped while it sends a result hung Pool.terminate
 LAYOUT_SHAPE_SHARE = 0.5  # a tag path on this share of a cluster's pages belongs to its layout signature
 
 GROWING_PAGES = 12_800  # extract's largest transaction (pages): a killed run redoes at most this many
@@ -355,8 +357,11 @@ REPORT_SAMPLE_CHARS = 90  # characters of a rule's sample shown in the report
 
 @dataclass(frozen=True, slots=True)
 class LearnSettings:
-    """Settings of template learning: saved with each template they shaped (``store.templates``, JSON), shown by
-    ``templater rules show`` and ``rules export``. A template saved before a field existed simply lacks it."""
+    """Settings of a template: the thresholds learning reads and those extraction reads when it applies the
+    template's rules (the content region's trust, the page's own content, rows of links, ...). Saved with each
+    template they shaped (``store.templates``, JSON) and read back with it, so a template extracts as it was learned
+    to whatever config.py says later; shown by ``templater rules show`` and ``rules export``. A store's templates
+    saved before a field existed get the value of that day by a store migration (store.templates)."""
 
     min_group_pages: int = MIN_GROUP_PAGES
     min_template_pages: int = MIN_TEMPLATE_PAGES
@@ -382,6 +387,14 @@ class LearnSettings:
     region_text_share: float = REGION_TEXT_SHARE
     region_page_share: float = REGION_PAGE_SHARE
     linked_headings_per_page: float = LINKED_HEADINGS_PER_PAGE
+    region_chrome_share: float = REGION_CHROME_SHARE  # (learning and extraction)
+    row_cells: int = ROW_CELLS  # (learning and `rules explain`)
+    link_run: int = LINK_RUN  # (learning and extraction)
+    wrapper_depth: int = WRAPPER_DEPTH  # from here on: read when a template is applied
+    region_min_share: float = REGION_MIN_SHARE
+    paragraph_chars: int = PARAGRAPH_CHARS
+    own_content_gap: int = OWN_CONTENT_GAP
+    own_content_links: float = OWN_CONTENT_LINKS
 
     def to_dict(self) -> dict:
         """The settings as saved with a template."""

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from .config import LearnSettings
+
 
 class StrEnum(str, Enum):
     """A vocabulary whose members are their strings: stored, printed, compared and hashed as the string."""
@@ -47,6 +49,25 @@ class RuleAction(StrEnum):
     CONTENT = "content"  # the content region: what lies outside it is dropped
     META_AUTHOR = "meta-author"  # the element holding the page's byline (metadata, drops nothing)
     META_DATE = "meta-date"  # the element holding the page's publication date (metadata, drops nothing)
+
+
+class RuleMatch(StrEnum):
+    """How a rule finds its blocks: ``matched_by`` in rules files, `rules show` and the ``pinned_rules`` table."""
+
+    HASH = "hash"  # a learned static rule (DROP): this tag path with this text
+    SHAPE = "shape"  # a learned dynamic rule (DROP_SHAPE): this tag path, whatever its text
+    CONTAINER = "container"  # a learned container rule (DROP_XPATH): blocks under what its XPath selects
+    REGION = "region"  # a learned content region (CONTENT): blocks under its XPath, where it holds most of the text
+    META = "meta"  # a learned byline or date rule (META_AUTHOR, META_DATE)
+    XPATH = "xpath"  # a rule pinned by hand: its XPath evaluated on every page
+
+
+LEARNED_MATCH = {RuleAction.DROP: RuleMatch.HASH, RuleAction.DROP_SHAPE: RuleMatch.SHAPE,
+                 RuleAction.DROP_XPATH: RuleMatch.CONTAINER, RuleAction.CONTENT: RuleMatch.REGION,
+                 RuleAction.META_AUTHOR: RuleMatch.META, RuleAction.META_DATE: RuleMatch.META}  # a learned rule's
+MATCH_ACTIONS = {  # the actions a rule of each match may have (a rules file is checked against it)
+    **{match: tuple(a for a, m in LEARNED_MATCH.items() if m == match) for match in LEARNED_MATCH.values()},
+    RuleMatch.XPATH: (RuleAction.DROP, RuleAction.CONTENT, RuleAction.META_AUTHOR, RuleAction.META_DATE)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,7 +226,8 @@ class Document:
 class Rule:
     """One learned (or pinned) rule of a template.
 
-    action: a RuleAction, held as its plain string (as stored).
+    action: a RuleAction (six: three drops, the content region, the byline and the date), held as its plain string
+    (as stored); how it finds its blocks is its RuleMatch (LEARNED_MATCH[action], RuleMatch.XPATH when pinned).
     """
 
     xpath: str
@@ -231,6 +253,7 @@ class Template:
     layout: int = 0
     reason: str = "learned"
     stale: bool = False
+    settings: LearnSettings = LearnSettings()  # what it was learned with, and what extraction applies it with
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,27 +17,27 @@ from lxml import etree
 
 from . import document, fallback, native
 from .align import lcs_length_masks, match_masks
-from .config import (LIST_ITEMS, OWN_CONTENT_GAP, OWN_CONTENT_LINKS, PARAGRAPH_CHARS, REGION_MIN_SHARE,
-                     REPEAT_MIN_CHARS, SHAPE_MAX_LINK_DENSITY, TEXT_STRUCTURE_PATHS)
+from .config import LIST_ITEMS, REPEAT_MIN_CHARS, TEXT_STRUCTURE_PATHS, LearnSettings
 from .errors import RuleError
 from .grouping import host_of
 from .headline import find_headline
 from .metadata import META_ACTIONS, read_metadata
-from .template import (CHROME_TAGS, HEADING_TAGS, REGION_CHROME_SHARE, RELATED_SIZE_TEST, WRAPPER_DEPTH, contains, fits,
-                       size_limit)
+from .template import CHROME_TAGS, HEADING_TAGS, RELATED_SIZE_TEST, contains, fits, size_limit
 from .datatypes import Extraction, Rule, RuleAction, Segmented, Template
 
 NO_CLASSIFIER = "none"  # --fallback none: the template's rules alone (the whole text where there is no template)
 
 
 class CompiledTemplate:
-    """A template prepared for fast application: hash sets and sequences built once."""
+    """A template prepared for fast application: hash sets and sequences built once; ``settings`` are the
+    thresholds saved with it (what it was learned with: it is applied with them, whatever config says now)."""
 
     __slots__ = ("template", "name", "static_seq", "static_set", "static_masks", "shapes", "nested", "region",
-                 "region_trusted", "pinned", "containers", "meta")
+                 "region_trusted", "pinned", "containers", "meta", "settings")
 
     def __init__(self, template: Template) -> None:
         self.template = template
+        self.settings = settings = template.settings
         self.name = f"{template.site}@v{template.version}"
         static = [r for r in template.rules if r.action == RuleAction.DROP and r.hash is not None]
         self.static_seq = [r.hash for r in static]
@@ -49,7 +49,7 @@ class CompiledTemplate:
         self.region = _compile(regions[0])[1] if regions else None
         # a region right under <body> may be the page's wrapper: it bounds what is kept, and earns trust only on
         # pages where it leaves the site's chrome outside (holds_little_chrome)
-        self.region_trusted = bool(regions) and regions[0].xpath.count("/") > WRAPPER_DEPTH
+        self.region_trusted = bool(regions) and regions[0].xpath.count("/") > settings.wrapper_depth
         self.pinned = tuple(_compile(r) for r in template.rules if r.pinned and r.action not in META_ACTIONS)
         self.meta = tuple(r for r in template.rules if r.action in META_ACTIONS)  # where bylines and dates sit
         self.containers = tuple(_compile(r)[1] for r in template.rules
@@ -81,7 +81,7 @@ def match_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarr
 def match_regions(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
     """(allowed, coverage, in_region, trusted_region): as match_template, plus every allowed block of the
     trusted region, among the page's own content or not (for `rules explain`)."""
-    vector = seg.vector
+    vector, settings = seg.vector, compiled.settings
     static = _members(vector, compiled.static_set)
     allowed = ~static
     coverage = 1.0
@@ -92,9 +92,9 @@ def match_regions(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarra
         shaped = np.fromiter(map(compiled.shapes.__contains__, map(_TAG_PATH, seg.blocks)), dtype=bool,
                              count=len(seg.blocks))
         if compiled.nested:
-            shaped |= nested_entries(seg, compiled.nested)
+            shaped |= nested_entries(seg, compiled.nested, settings)
         if shaped.any():
-            shaped &= ~terms_of_text(seg, shaped)
+            shaped &= ~terms_of_text(seg, shaped, settings)
         allowed &= ~shaped
         aligned = static | shaped  # what the rules learned from the pages' aligned sequence drop
     else:
@@ -105,19 +105,21 @@ def match_regions(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarra
         allowed &= pinned_mask(seg, rule, xpath)
     in_region = trusted_region = np.zeros(len(seg.blocks), dtype=bool)
     if compiled.region is not None:
-        region = _region_mask(seg, compiled.region, allowed)
-        if not region.all() and (compiled.region_trusted or holds_little_chrome(seg, region, allowed, static)):
+        region = _region_mask(seg, compiled.region, allowed, settings)
+        if not region.all() and (compiled.region_trusted or holds_little_chrome(seg, region, allowed, static,
+                                                                                settings)):
             trusted_region = allowed & region
-            in_region = own_content(seg, trusted_region, aligned)
+            in_region = own_content(seg, trusted_region, aligned, settings)
         allowed &= region
     return allowed, coverage, in_region, trusted_region
 
 
-def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray) -> np.ndarray:
+def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray,
+                settings: LearnSettings = LearnSettings()) -> np.ndarray:
     """The trusted blocks among the page's own content: the region's allowed blocks fall into stretches split
-    by at least OWN_CONTENT_GAP blocks of the template's static and shape rules (``chrome``: in the aligned
+    by at least own_content_gap blocks of the template's static and shape rules (``chrome``: in the aligned
     sequence, the site's chrome between them); the stretch from the first to the last paragraph or section
-    heading (a block of PARAGRAPH_CHARS or more, or a heading not in a link inside the element the page declares
+    heading (a block of paragraph_chars or more, or a heading not in a link inside the element the page declares
     its main content, <main> or [role=main], whose next trusted block is not mostly links, neither under <nav>,
     <aside>, <header>, <footer> or <form> (CHROME_TAGS); not mostly links itself:
     a reference page's sections go on past a summary table the template cut, while a news page's sidebar boxes and
@@ -129,7 +131,7 @@ def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray) -> np.n
     if not len(where):
         return trusted
     chars = seg.block_chars()
-    text = (seg.block_links() <= OWN_CONTENT_LINKS * chars) & (chars > 0)
+    text = (seg.block_links() <= settings.own_content_links * chars) & (chars > 0)
     trusted_blocks = [seg.blocks[i] for i in where.tolist()]  # only the trusted blocks are judged below
     placed = np.fromiter(map(_outside_chrome_tags, [b.tag_path for b in trusted_blocks]), dtype=bool,
                          count=len(where))
@@ -137,14 +139,14 @@ def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray) -> np.n
                            for b in trusted_blocks), dtype=bool, count=len(where)) & placed
     heading[:-1] &= text[where[1:]] & placed[1:]  # ... over the page's own text (not over a list of links, nor
     heading[-1:] = False  # an <aside> of other stories: "Latest in Gear")
-    strong = np.flatnonzero(((chars[where] >= PARAGRAPH_CHARS) | heading) & text[where])
+    strong = np.flatnonzero(((chars[where] >= settings.paragraph_chars) | heading) & text[where])
     if not len(strong):
         return trusted
     gaps = np.diff(np.cumsum(chrome)[where])  # the template's blocks between consecutive trusted blocks
     first, last = strong[0], strong[-1]
-    cut = np.flatnonzero(gaps[:first] >= OWN_CONTENT_GAP)
+    cut = np.flatnonzero(gaps[:first] >= settings.own_content_gap)
     start = cut[-1] + 1 if len(cut) else 0
-    cut = np.flatnonzero(gaps[last:] >= OWN_CONTENT_GAP)
+    cut = np.flatnonzero(gaps[last:] >= settings.own_content_gap)
     end = last + cut[0] + 1 if len(cut) else len(where)
     out = np.zeros_like(trusted)
     out[where[start:end]] = True
@@ -169,7 +171,7 @@ def nested_lists(shapes: frozenset[str]) -> dict[str, str]:
     return out
 
 
-def nested_entries(seg: Segmented, nested: dict[str, str]) -> np.ndarray:
+def nested_entries(seg: Segmented, nested: dict[str, str], settings: LearnSettings = LearnSettings()) -> np.ndarray:
     """Blocks that are entries of a list nested inside a list a shape rule drops: the same item tag deeper under
     the list's tag path, and link-heavy like the rule's entries (a chapter's table of contents lists its
     sections' subsections under each section; the rule is learned from the top entries, on most pages, while a
@@ -177,15 +179,15 @@ def nested_entries(seg: Segmented, nested: dict[str, str]) -> np.ndarray:
     prefixes = tuple(nested)
     out = np.zeros(len(seg.blocks), dtype=bool)
     for i, block in enumerate(seg.blocks):
-        if block.tag_path.startswith(prefixes) and nested_rule(block, nested) is not None:
+        if block.tag_path.startswith(prefixes) and nested_rule(block, nested, settings) is not None:
             out[i] = True
     return out
 
 
-def nested_rule(block, nested: dict[str, str]) -> str | None:
+def nested_rule(block, nested: dict[str, str], settings: LearnSettings = LearnSettings()) -> str | None:
     """The tag path of the shape rule whose list the block is a nested, link-heavy entry of, or None."""
     path = block.tag_path
-    if block.link_chars <= SHAPE_MAX_LINK_DENSITY * len(block.text):
+    if block.link_chars <= settings.shape_max_link_density * len(block.text):
         return None
     for prefix, item in nested.items():
         if path.startswith(prefix) and path.endswith("/" + item) and path.count("/") > prefix.count("/"):
@@ -205,7 +207,7 @@ def in_declared_main(block) -> bool:
     return False
 
 
-def terms_of_text(seg: Segmented, shaped: np.ndarray) -> np.ndarray:
+def terms_of_text(seg: Segmented, shaped: np.ndarray, settings: LearnSettings = LearnSettings()) -> np.ndarray:
     """Blocks a shape rule names that are terms or code of the page's text: in a definition list or <pre>
     (TEXT_STRUCTURE_PATHS) and mostly not link text. A shape rule is learned from a tag path's blocks on most
     pages, link-heavy there (a chapter's table of contents as a <dl>); a definition list of the page's own at the
@@ -214,19 +216,20 @@ def terms_of_text(seg: Segmented, shaped: np.ndarray) -> np.ndarray:
     for i in np.flatnonzero(shaped):
         block = seg.blocks[i]
         if (any(p in block.tag_path + "/" for p in TEXT_STRUCTURE_PATHS) and "/a/" not in block.tag_path
-                and block.link_chars <= SHAPE_MAX_LINK_DENSITY * len(block.text)):
+                and block.link_chars <= settings.shape_max_link_density * len(block.text)):
             out[i] = True
     return out
 
 
-def holds_little_chrome(seg: Segmented, region: np.ndarray, allowed: np.ndarray, static: np.ndarray) -> bool:
+def holds_little_chrome(seg: Segmented, region: np.ndarray, allowed: np.ndarray, static: np.ndarray,
+                        settings: LearnSettings = LearnSettings()) -> bool:
     """Whether the text of the site's static blocks (the same on most pages: menus, sidebars, footers) inside the
-    region is at most REGION_CHROME_SHARE of the text the rules left there: the region is the page's content
+    region is at most region_chrome_share of the text the rules left there: the region is the page's content
     division, not a wrapper around the site's chrome. What varies from page to page (a chapter's table of
     contents, a related-links list) says nothing of the region: the classifier judges it."""
     chars = seg.block_chars()
-    return bool(chars[region & static].sum() <= max(REGION_CHROME_SHARE * chars[region & allowed].sum(),
-                                                    PARAGRAPH_CHARS))  # one short line is not the site's menus
+    return bool(chars[region & static].sum() <= max(settings.region_chrome_share * chars[region & allowed].sum(),
+                                                    settings.paragraph_chars))  # one short line is not the menus
 
 
 def _members(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
@@ -316,11 +319,11 @@ def _inside_plain(seg: Segmented, elements: list) -> np.ndarray:
     return np.fromiter((b.element in members for b in seg.blocks), dtype=bool, count=len(seg.blocks))
 
 
-def _region_mask(seg: Segmented, region: etree.XPath, allowed: np.ndarray) -> np.ndarray:
+def _region_mask(seg: Segmented, region: etree.XPath, allowed: np.ndarray, settings: LearnSettings) -> np.ndarray:
     inside = _inside(seg, [e for e in region(seg.root) if isinstance(e, etree._Element)][:1])
     chars = seg.block_chars()
     total = chars[allowed].sum()
-    if total and chars[allowed & inside].sum() >= REGION_MIN_SHARE * total:
+    if total and chars[allowed & inside].sum() >= settings.region_min_share * total:
         return inside
     return np.ones(len(seg.blocks), dtype=bool)
 
@@ -347,33 +350,35 @@ def extract_content(seg: Segmented, compiled: CompiledTemplate | None = None, *,
         return _extraction(seg, keep, site=site or host_of(page.url), method="fallback", template=None,
                            coverage=None, links=links)
     allowed, coverage, in_region = match_template(seg, compiled)
-    if leaves_nothing(seg, allowed):
+    settings = compiled.settings
+    if leaves_nothing(seg, allowed, settings):
         # the template knows this page's paragraphs as boilerplate (it was learned from copies of the article):
         # the page is extracted as if the site had no template
         return extract_content(seg, None, site=site or compiled.template.site, method=method, weights=weights,
                                q=q, links=links)
-    keep = allowed if method == NO_CLASSIFIER or without_paragraphs(seg) else fallback.select_blocks(
-        seg, method=method, allowed=allowed, trusted=in_region, weights=weights, q=q)
+    keep = allowed if method == NO_CLASSIFIER or without_paragraphs(seg, settings) else fallback.select_blocks(
+        seg, method=method, allowed=allowed, trusted=in_region, weights=weights, q=q, settings=settings)
     return _extraction(seg, keep, site=site or compiled.template.site, method="template", template=compiled.name,
-                       coverage=round(coverage, 4), links=links, trusted=in_region)
+                       coverage=round(coverage, 4), links=links, trusted=in_region, settings=settings)
 
 
-def without_paragraphs(seg: Segmented) -> bool:
-    """Whether the page has no paragraph at all (no block of PARAGRAPH_CHARS or more that is mostly not link
+def without_paragraphs(seg: Segmented, settings: LearnSettings = LearnSettings()) -> bool:
+    """Whether the page has no paragraph at all (no block of paragraph_chars or more that is mostly not link
     text): a list or index page (a reference's list of its syntax diagrams), whose every block the classifier,
     taught on pages of prose, would score as chrome. Behind a template the template's choice stands there: it
     took away what the site repeats, what is left is the list."""
     chars = seg.block_chars()
     links = seg.block_links()
-    return not ((chars >= PARAGRAPH_CHARS) & (links <= OWN_CONTENT_LINKS * chars)).any()
+    return not ((chars >= settings.paragraph_chars) & (links <= settings.own_content_links * chars)).any()
 
 
-def leaves_nothing(seg: Segmented, allowed: np.ndarray) -> bool:
-    """Whether the page has paragraphs (a block of PARAGRAPH_CHARS or more) and the template allows no block."""
-    return not allowed.any() and bool((seg.block_chars() >= PARAGRAPH_CHARS).any())
+def leaves_nothing(seg: Segmented, allowed: np.ndarray, settings: LearnSettings = LearnSettings()) -> bool:
+    """Whether the page has paragraphs (a block of paragraph_chars or more) and the template allows no block."""
+    return not allowed.any() and bool((seg.block_chars() >= settings.paragraph_chars).any())
 
 
-def drop_repeats(seg: Segmented, keep: np.ndarray, trusted: np.ndarray | None = None) -> np.ndarray:
+def drop_repeats(seg: Segmented, keep: np.ndarray, trusted: np.ndarray | None = None,
+                 settings: LearnSettings = LearnSettings()) -> np.ndarray:
     """Keep only the first of kept blocks with the same long text (pages that print their article twice), but
     every one in code, a table or a definition list of the ``trusted`` content region (fallback.protected_blocks:
     reference pages describe the parameters of overloads and options in the same words), and every lone repeat
@@ -389,7 +394,8 @@ def drop_repeats(seg: Segmented, keep: np.ndarray, trusted: np.ndarray | None = 
     if not repeat.any():
         return keep.copy()
     if trusted is not None and trusted.any():
-        repeat &= ~(fallback.protected_blocks(seg, trusted) | lone_repeats(seg, long, repeat, trusted))
+        repeat &= ~(fallback.protected_blocks(seg, trusted, settings=settings) | lone_repeats(seg, long, repeat,
+                                                                                             trusted))
     return keep & ~repeat
 
 
@@ -410,8 +416,9 @@ def lone_repeats(seg: Segmented, long: np.ndarray, repeat: np.ndarray, trusted: 
 
 
 def _extraction(seg: Segmented, keep: np.ndarray, *, site: str, method: str, template: str | None,
-                coverage: float | None, links: bool = False, trusted: np.ndarray | None = None) -> Extraction:
-    keep = drop_repeats(seg, keep, trusted)
+                coverage: float | None, links: bool = False, trusted: np.ndarray | None = None,
+                settings: LearnSettings = LearnSettings()) -> Extraction:
+    keep = drop_repeats(seg, keep, trusted, settings)
     doc = document.build_document(seg, keep, links=links)
     boilerplate = int(seg.block_chars()[~np.asarray(keep, dtype=bool)].sum())
     return Extraction(id=seg.page.id, url=seg.page.url, site=site, text=document.to_text(doc.nodes), method=method,

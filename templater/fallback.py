@@ -41,7 +41,8 @@ from .template import link_runs
 from .datatypes import Segmented
 from .config import (ALLOWED_THRESHOLD, ANN_THRESHOLD, DENSITY_BOUNDS, DENSITY_ITERATIONS, DENSITY_MIN_SPREAD,
                      DENSITY_TOLERANCE, DENSITY_WINDOW, PROTECTED_TAGS, REGION_BASE, REGION_CHROME_GROUPS,
-                     REGION_CHROME_TAGS, REGION_INSIDE, REGION_LINK_DENSITY, REGION_OUTSIDE, TRUSTED_THRESHOLD)
+                     REGION_CHROME_TAGS, REGION_INSIDE, REGION_LINK_DENSITY, REGION_OUTSIDE, TRUSTED_THRESHOLD,
+                     LearnSettings)
 
 METHODS = ("density", "ann", "fdr", "auto")
 DEFAULT_METHOD = "auto"
@@ -57,12 +58,12 @@ _REGION_CHROME_BITS = np.uint32(sum(1 << [name for name, _ in CLASS_GROUPS].inde
 
 def select_blocks(seg: Segmented, *, method: str = DEFAULT_METHOD, allowed: np.ndarray | None = None,
                   trusted: np.ndarray | None = None, q: float = FDR_Q,
-                  weights: ann.Weights | None = None) -> np.ndarray:
+                  weights: ann.Weights | None = None, settings: LearnSettings = LearnSettings()) -> np.ndarray:
     """Per block of ``seg``, True where it is main content by ``method``; blocks not ``allowed`` stay False.
 
     ``trusted`` (with ``allowed``) marks blocks inside the site template's trusted content region: the default
     classifier drops those only when it is nearly sure (TRUSTED_THRESHOLD) and the block looks like chrome
-    (region_chrome)."""
+    (region_chrome, with the template's ``settings``)."""
     if method not in METHODS:
         raise InputError(f"unknown fallback method {method!r} for {seg.page.url}; choose one of {', '.join(METHODS)}")
     if allowed is not None and len(allowed) != len(seg.blocks):
@@ -80,7 +81,7 @@ def select_blocks(seg: Segmented, *, method: str = DEFAULT_METHOD, allowed: np.n
             scores = score_blocks(seg, weights, allowed=allowed)
             keep = benjamini_hochberg(p_values(scores, weights.null_scores), q)
         else:
-            keep = classify_blocks(seg, weights, allowed=allowed, trusted=trusted)
+            keep = classify_blocks(seg, weights, allowed=allowed, trusted=trusted, settings=settings)
     return keep if allowed is None else keep & allowed
 
 
@@ -155,7 +156,7 @@ def _crossing(means: np.ndarray, spreads: np.ndarray, shares: np.ndarray) -> flo
 # --- classifiers ---------------------------------------------------------------------------------------------------
 
 def classify_blocks(seg: Segmented, weights: ann.Weights, *, allowed: np.ndarray | None = None,
-                    trusted: np.ndarray | None = None) -> np.ndarray:
+                    trusted: np.ndarray | None = None, settings: LearnSettings = LearnSettings()) -> np.ndarray:
     """The default method's choice. On a page of its own: the content region (the subtree whose blocks'
     scores, less REGION_BASE, weighted by their text length, sum highest), the blocks inside it that score
     above REGION_INSIDE, and any block elsewhere that scores above REGION_OUTSIDE. Behind a site template:
@@ -170,11 +171,12 @@ def classify_blocks(seg: Segmented, weights: ann.Weights, *, allowed: np.ndarray
     else:
         keep = (scores > ALLOWED_THRESHOLD) & allowed
         if trusted is not None and trusted.any():
-            keep |= trusted & allowed & ~((scores <= TRUSTED_THRESHOLD) & region_chrome(seg, tree, trusted))
+            keep |= trusted & allowed & ~((scores <= TRUSTED_THRESHOLD) & region_chrome(seg, tree, trusted, settings))
     return keep_headline(seg, features, keep & ~captions(seg))
 
 
-def region_chrome(seg: Segmented, tree: Tree, trusted: np.ndarray) -> np.ndarray:
+def region_chrome(seg: Segmented, tree: Tree, trusted: np.ndarray,
+                  settings: LearnSettings = LearnSettings()) -> np.ndarray:
     """Blocks that look like chrome even inside the trusted content region: under an element whose class or id
     names REGION_CHROME_GROUPS, mostly link text (above REGION_LINK_DENSITY), or under one of REGION_CHROME_TAGS
     below the region; never a block in code, a table or a definition list below the region (PROTECTED_TAGS)."""
@@ -185,7 +187,7 @@ def region_chrome(seg: Segmented, tree: Tree, trusted: np.ndarray) -> np.ndarray
     position = np.zeros(len(seg.blocks), dtype=bool)  # only trusted blocks are judged by their place
     position[np.flatnonzero(trusted)] = [not REGION_CHROME_TAGS.isdisjoint(tags) for tags in below]
     linked = (links > REGION_LINK_DENSITY * chars) & ~among_own_text(seg, trusted, links)
-    return (named | linked | position) & ~protected_blocks(seg, trusted, below)
+    return (named | linked | position) & ~protected_blocks(seg, trusted, below, settings=settings)
 
 
 def among_own_text(seg: Segmented, trusted: np.ndarray, links: np.ndarray | None = None) -> np.ndarray:
@@ -201,14 +203,15 @@ def among_own_text(seg: Segmented, trusted: np.ndarray, links: np.ndarray | None
     return trusted & (before > 0) & (after > 0)
 
 
-def protected_blocks(seg: Segmented, trusted: np.ndarray, below: list[list[str]] | None = None) -> np.ndarray:
+def protected_blocks(seg: Segmented, trusted: np.ndarray, below: list[list[str]] | None = None, *,
+                     settings: LearnSettings = LearnSettings()) -> np.ndarray:
     """Trusted blocks in code, a table or a definition list below the trusted region (PROTECTED_TAGS), but not
     a definition list's terms in a run of links (template.link_runs: a table of contents marked up as <dl>)."""
     if not trusted.any():
         return np.zeros(len(seg.blocks), dtype=bool)
     below = _below_region(seg, trusted) if below is None else below
     where = np.flatnonzero(trusted)
-    runs = link_runs(seg)[where].tolist()
+    runs = link_runs(seg, settings)[where].tolist()
     out = np.zeros(len(seg.blocks), dtype=bool)  # only trusted blocks are judged
     out[where] = [_protected(tags, run) for tags, run in zip(below, runs)]
     return out
@@ -232,7 +235,7 @@ def _below_region(seg: Segmented, trusted: np.ndarray) -> list[list[str]]:
 
 
 def drop_reasons(seg: Segmented, *, allowed: np.ndarray, trusted: np.ndarray,
-                 weights: ann.Weights | None = None) -> list[str]:
+                 weights: ann.Weights | None = None, settings: LearnSettings = LearnSettings()) -> list[str]:
     """Why the default classifier behind a template drops each allowed block it drops, in words ('' for the
     blocks it keeps and those the template dropped): the score and the threshold it missed, and inside the
     trusted region what made the block look like chrome (region_chrome)."""
@@ -240,8 +243,8 @@ def drop_reasons(seg: Segmented, *, allowed: np.ndarray, trusted: np.ndarray,
     tree = number_tree(seg)
     features = block_features(seg, tree)
     scores = _score(seg, tree, features, weights, allowed)
-    keep = classify_blocks(seg, weights, allowed=allowed, trusted=trusted)
-    chrome = region_chrome(seg, tree, trusted) if trusted.any() else np.zeros(len(seg.blocks), dtype=bool)
+    keep = classify_blocks(seg, weights, allowed=allowed, trusted=trusted, settings=settings)
+    chrome = region_chrome(seg, tree, trusted, settings) if trusted.any() else np.zeros(len(seg.blocks), dtype=bool)
     bits = _ancestor_bits(tree)[tree.owner]
     names = [name for name, _ in CLASS_GROUPS]
     caption = captions(seg)
@@ -287,15 +290,16 @@ def _score(seg: Segmented, tree: Tree, features: np.ndarray, weights: ann.Weight
            allowed: np.ndarray | None) -> np.ndarray:
     """The second stage's scores; with an expert in the weights (genre-mixed training), the mean of the scores of
     the stages fitted on every page and of the expert's stages, each second stage seeing its own first stage."""
-    scores = _stage_scores(seg, tree, features, weights.first, weights.second, allowed)
+    scores = stage_scores(seg, tree, features, weights.first, weights.second, allowed)
     if weights.expert_first:
-        scores += _stage_scores(seg, tree, features, weights.expert_first, weights.expert_second, allowed)
+        scores += stage_scores(seg, tree, features, weights.expert_first, weights.expert_second, allowed)
         scores /= 2
     return scores
 
 
-def _stage_scores(seg: Segmented, tree: Tree, features: np.ndarray, first_stage, second_stage,
-                  allowed: np.ndarray | None) -> np.ndarray:
+def stage_scores(seg: Segmented, tree: Tree, features: np.ndarray, first_stage, second_stage,
+                 allowed: np.ndarray | None = None) -> np.ndarray:
+    """One pair of stages' scores: the second stage over the features and the context of the first's."""
     first = ann.predict_mean(first_stage, features)
     if allowed is not None:
         first = first * allowed

@@ -985,10 +985,11 @@ def _identifier():
 
 def _with_compiled_walk(package_class):
     """py3langid's identifier whose walk of its byte automaton over the text (the package's visit_counts, a Python
-    loop over the bytes: nine tenths of a classification) is done in C (templater._numeric.dfa_visits) over the
+    loop over the bytes: nine tenths of a classification) is done in Cython (templater._walk.dfa_visits) over the
     same tables (``tables``: nextmove, nextmove_row, out_feat); the counts, in the same order, are scored by the
     package's own code, so every answer is the package's. The package's class itself where it is laid out
-    otherwise; the package's walk where the C part is not built (native.numeric read at each call, as everywhere)."""
+    otherwise; the package's walk where the compiled part is not built (native.walk read at each call, as
+    everywhere)."""
     if not all(hasattr(package_class, name) for name in ("_raw_score", "_sparse_score", "__slots__")):
         return package_class
 
@@ -996,7 +997,7 @@ def _with_compiled_walk(package_class):
         __slots__ = ("tables",)
 
         def _raw_score(self, data):
-            walk = getattr(native.numeric, "dfa_visits", None)
+            walk = getattr(native.walk, "dfa_visits", None)
             if walk is None or not isinstance(data, bytes) or getattr(self, "tables", None) is None:
                 return super()._raw_score(data)
             visits = walk(*self.tables, data)

@@ -2,8 +2,9 @@
 tested against.
 
 Two extensions are built by ``pip install`` where a C compiler is at hand:
-- ``walk``: ``templater._walk``, the tree walks (segmentation, tree numbering, the container rules, the size
-  test), in Cython against lxml's public C API, compiled against the installed lxml;
+- ``walk``: ``templater._walk``, the walks (segmentation, tree numbering, the container rules, the size
+  test, and the language model's byte automaton), in Cython against lxml's public C API, compiled against the
+  installed lxml;
 - ``numeric``: ``templater._numeric``, the single-page classifier's numeric passes (feature matrices, text counts,
   the ensemble's forward pass) and two byte scans of the parse, in C, kept because numpy's per-call overhead makes
   them several times slower on pages of a few hundred blocks (numpy stays their definition and test oracle).

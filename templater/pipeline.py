@@ -13,7 +13,7 @@ import sqlite3
 import time
 from collections import Counter, OrderedDict, defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -448,8 +448,7 @@ def _learn_cluster(db: sqlite_utils.Database, group: str, layout: int, ids: list
         return None
     db.execute("BEGIN IMMEDIATE")
     try:
-        _, written = template_store.save_template(db, template, group_key=group,
-                                                  layout_shapes=layout_signature(sets), settings=asdict(settings))
+        _, written = template_store.save_template(db, template, group_key=group, layout_shapes=layout_signature(sets))
         db.execute("COMMIT")
     except BaseException:
         if db.conn.in_transaction:  # SQLite ends it itself on some errors (a full disk)

@@ -14,13 +14,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .config import GROUP_PREVIEW_CHARS, REPORT_SAMPLE_CHARS, SHORT_TEXT
-from .datatypes import Rule, RuleAction
+from .datatypes import LEARNED_MATCH, Rule, RuleAction, RuleMatch
 
 # Why a block was kept or dropped. Dropped: a learned static rule, a learned dynamic (shape) rule, a learned
 # container rule (reader comments), a pinned XPath rule, the learned content region, the single-page classifier
 # on what the template allowed, or the single-page fallback where there is no template ("fallback:<method>").
 # Kept: the classifier (on what the template allowed), the template alone (method "none"), or the fallback.
-TEMPLATE_REASONS = (RuleAction.DROP, RuleAction.DROP_SHAPE, RuleAction.DROP_XPATH, "pinned", "region")
+PINNED_RULE = "pinned"  # a pinned rule dropped the block (or left it outside pinned content)
+OUTSIDE_REGION = "region"  # the block lies outside the learned content region
+TEMPLATE_REASONS = (RuleAction.DROP, RuleAction.DROP_SHAPE, RuleAction.DROP_XPATH, PINNED_RULE, OUTSIDE_REGION)
 CLASSIFIER = "classifier"
 TEMPLATE_ONLY = "template"
 FALLBACK_PREFIX = "fallback:"
@@ -70,10 +72,10 @@ class BlockDecision:
             return f"{self.reason} rule #{self.rule}{support}"
         if self.reason == RuleAction.DROP_XPATH:
             return f"container rule #{self.rule}{support}"
-        if self.reason == "pinned":
+        if self.reason == PINNED_RULE:
             return (f"pinned drop rule #{self.rule}" if self.action == RuleAction.DROP else
                     f"outside pinned content #{self.rule}")
-        if self.reason == "region":
+        if self.reason == OUTSIDE_REGION:
             return f"outside content region #{self.rule}"
         return self.reason
 
@@ -314,16 +316,15 @@ def _rules_section(data: ReportData) -> str:
     title = "Pinned rules (in force instead of the learned ones)" if data.summary.pinned else "Learned rules"
     rows = "".join(
         f"<tr><td>#{i}</td><td><span class='tag {_rule_class(r)}'>{_e(r.action)}</span></td>"
-        f"<td>{'xpath' if r.pinned else _LEARNED_MATCH.get(r.action, '')}</td><td class='x'>{_e(r.xpath)}</td>"
+        f"<td>{RuleMatch.XPATH if r.pinned else _LEARNED_MATCH.get(r.action, '')}</td><td class='x'>{_e(r.xpath)}</td>"
         f"<td>{_bar(r.support)}{r.support:.0%}</td>"
         f"<td>{_e(shorten(r.sample, REPORT_SAMPLE_CHARS))}</td></tr>" for i, r in enumerate(data.rules))
     return (f"<section><h2>{_e(title)}</h2><table><tr><th>#</th><th>action</th><th>matched by</th><th>XPath</th>"
             f"<th>support</th><th>sample of the text it matched</th></tr>{rows}</table></section>")
 
 
-_LEARNED_MATCH = {RuleAction.DROP: "tag path + text", RuleAction.DROP_SHAPE: "tag path",
-                  RuleAction.DROP_XPATH: "container", RuleAction.CONTENT: "region", RuleAction.META_AUTHOR: "byline",
-                  RuleAction.META_DATE: "date"}
+_LEARNED_MATCH = {**LEARNED_MATCH, RuleAction.DROP: "tag path + text", RuleAction.DROP_SHAPE: "tag path",
+                  RuleAction.META_AUTHOR: "byline", RuleAction.META_DATE: "date"}  # the report's words
 
 
 def _rule_class(rule: Rule) -> str:

@@ -39,9 +39,9 @@ from .fallback import OUTSIDE_TRUSTED, drop_reasons, select_blocks
 from .metadata import META_ACTIONS
 from .pipeline import Progress, TemplateIndex, now, segment_file, stored_segment
 from .template import content_ancestry, link_runs, repeated_chrome, varying_rows
-from .report import (CLASSIFIER, FALLBACK_PREFIX, TEMPLATE_ONLY, BlockDecision, PageCoverage, PageExplanation,
-                     ReportData, TemplateSummary, render_report, shorten)
-from .datatypes import Rule, RuleAction, Segmented, Skip
+from .report import (CLASSIFIER, FALLBACK_PREFIX, OUTSIDE_REGION, PINNED_RULE, TEMPLATE_ONLY, BlockDecision,
+                     PageCoverage, PageExplanation, ReportData, TemplateSummary, render_report, shorten)
+from .datatypes import MATCH_ACTIONS, Rule, RuleAction, RuleMatch, Segmented, Skip
 
 if TYPE_CHECKING:  # annotations only: a store opens without sqlite-utils (store.db.Database)
     import sqlite_utils
@@ -55,9 +55,6 @@ __all__ = ["BlockDecision", "PageExplanation", "TemplateSummary", "SiteRules", "
            "matched_by", "rule_json", "shorten"]
 
 ACTIONS = tuple(RuleAction)
-MATCHES = {"hash": (RuleAction.DROP,), "shape": (RuleAction.DROP_SHAPE,), "container": (RuleAction.DROP_XPATH,),
-           "region": (RuleAction.CONTENT,), "meta": (RuleAction.META_AUTHOR, RuleAction.META_DATE),
-           "xpath": (RuleAction.DROP, RuleAction.CONTENT, RuleAction.META_AUTHOR, RuleAction.META_DATE)}
 RULE_KEYS = frozenset({"action", "matched_by", "xpath", "tag_path", "hash", "support", "sample", "note"})
 EXPORT_FORMAT = 1  # version of the rules file layout
 EXPORT_HELP = ("Edit, then `templater rules import --db DB FILE`: the rules become the site's pinned rules and "
@@ -198,17 +195,17 @@ def _keyed(rules: Sequence[Rule]) -> dict[tuple, tuple[int, Rule]]:
     out = {}
     for position, rule in enumerate(rules):
         if rule.pinned:
-            identity = ("xpath", rule.action, rule.xpath)
+            identity = (RuleMatch.XPATH, rule.action, rule.xpath)
         elif rule.action == RuleAction.DROP:
-            identity = ("hash", rule.tag_path, rule.hash)
+            identity = (RuleMatch.HASH, rule.tag_path, rule.hash)
         elif rule.action == RuleAction.DROP_SHAPE:
-            identity = ("shape", rule.tag_path)
+            identity = (RuleMatch.SHAPE, rule.tag_path)
         elif rule.action == RuleAction.DROP_XPATH:
-            identity = ("container", rule.xpath)
+            identity = (RuleMatch.CONTAINER, rule.xpath)
         elif rule.action in META_ACTIONS:
-            identity = ("meta", rule.action)
+            identity = (RuleMatch.META, rule.action)
         else:
-            identity = ("region",)
+            identity = (RuleMatch.REGION,)
         out[identity + (seen[identity],)] = (position, rule)
         seen[identity] += 1
     return out
@@ -266,10 +263,10 @@ def explain_blocks(seg: Segmented, compiled: CompiledTemplate | None, *, method:
     else:
         allowed, _, trusted, region = match_regions(seg, compiled)
         causes = _template_causes(seg, compiled, allowed)
-        why = _classifier_why(seg, kept, allowed, trusted, method)
+        why = _classifier_why(seg, kept, allowed, trusted, method, compiled.settings)
         why = [w[: -len(OUTSIDE_TRUSTED)] + OUTSIDE_OWN if region[i] and w.endswith(OUTSIDE_TRUSTED) else w
                for i, w in enumerate(why)]
-        survivor = TEMPLATE_ONLY if method == "none" or without_paragraphs(seg) else CLASSIFIER
+        survivor = TEMPLATE_ONLY if method == "none" or without_paragraphs(seg, compiled.settings) else CLASSIFIER
         decisions = tuple(_decision(b, bool(kept[b.index]), survivor, why=why[b.index]) if allowed[b.index]
                           else _decision(b, False, *causes[b.index], rules=compiled.template.rules)
                           for b in seg.blocks)
@@ -287,12 +284,12 @@ def _decision(block, kept: bool, reason: str, rule: int | None = None, why: str 
 
 
 def _classifier_why(seg: Segmented, kept: np.ndarray, allowed: np.ndarray, trusted: np.ndarray,
-                    method: str) -> list[str]:
+                    method: str, settings: LearnSettings) -> list[str]:
     """Why each allowed block that was not kept was dropped: a repeat of a kept block's text, or the
-    classifier's decision (fallback.drop_reasons for the default method)."""
-    chosen = allowed if method == "none" or without_paragraphs(seg) else select_blocks(
-        seg, method=method, allowed=allowed, trusted=trusted)
-    reasons = drop_reasons(seg, allowed=allowed, trusted=trusted) if method == "auto" else (
+    classifier's decision (fallback.drop_reasons for the default method), with the template's settings."""
+    chosen = allowed if method == "none" or without_paragraphs(seg, settings) else select_blocks(
+        seg, method=method, allowed=allowed, trusted=trusted, settings=settings)
+    reasons = drop_reasons(seg, allowed=allowed, trusted=trusted, settings=settings) if method == "auto" else (
         [f"method {method}"] * len(seg.blocks))
     first: dict[str, int] = {}
     out = []
@@ -322,15 +319,16 @@ def _template_causes(seg: Segmented, compiled: CompiledTemplate, allowed: np.nda
     masks = [(RuleAction.DROP_XPATH, i, container_mask(seg, (xpath,)))
              for i, xpath in zip(containers, compiled.containers)]
     position = {id(r): i for i, r in enumerate(rules)}
-    masks += [("pinned", position[id(rule)], ~pinned_mask(seg, rule, xpath)) for rule, xpath in compiled.pinned]
+    masks += [(PINNED_RULE, position[id(rule)], ~pinned_mask(seg, rule, xpath)) for rule, xpath in compiled.pinned]
     region = next((i for i, r in enumerate(rules) if r.action == RuleAction.CONTENT and not r.pinned), None)
     roots = _content_roots(seg, compiled)
-    runs, rows = link_runs(seg), varying_rows(seg, ~allowed)
+    settings = compiled.settings
+    runs, rows = link_runs(seg, settings), varying_rows(seg, ~allowed, settings)
     causes = {}
     for b in seg.blocks:
         if allowed[b.index]:
             continue
-        shape = repeated_chrome(b, content_ancestry(b.element, roots), bool(runs[b.index]), rows) or (
+        shape = repeated_chrome(b, content_ancestry(b.element, roots), bool(runs[b.index]), rows, settings) or (
             "inside the content here, chrome where the rule was learned")
         if b.hash in by_hash:
             i = by_hash[b.hash]
@@ -340,21 +338,21 @@ def _template_causes(seg: Segmented, compiled: CompiledTemplate, allowed: np.nda
             i = by_shape[b.tag_path]
             causes[b.index] = (RuleAction.DROP_SHAPE, i, f"tag path on {rules[i].support:.0%} of the learned pages, "
                                f"its text varying and short, link-heavy or in <nav>/<aside>; {shape}")
-        elif (outer := nested_rule(b, compiled.nested)) in by_shape:
+        elif (outer := nested_rule(b, compiled.nested, settings)) in by_shape:
             i = by_shape[outer]
             causes[b.index] = (RuleAction.DROP_SHAPE, i, f"a link-heavy entry of a list nested in the list whose "
                                f"entries the rule drops (tag path on {rules[i].support:.0%} of the learned pages); "
                                f"{shape}")
         else:
             causes[b.index] = next(((reason, i, _WHY[reason]) for reason, i, mask in masks if mask[b.index]),
-                                   ("region", region, _WHY["region"]))
+                                   (OUTSIDE_REGION, region, _WHY[OUTSIDE_REGION]))
     return causes
 
 
 OUTSIDE_OWN = ("(in the trusted content region, but not among the page's own content: past a run of the site's "
                "repeated blocks before its first or after its last paragraph)")
 _WHY = {RuleAction.DROP_XPATH: "under a container named like comments or related articles",
-        "pinned": "a rule pinned by hand", "region": "outside the content region the template learned"}
+        PINNED_RULE: "a rule pinned by hand", OUTSIDE_REGION: "outside the content region the template learned"}
 
 
 def _content_roots(seg: Segmented, compiled: CompiledTemplate) -> list:
@@ -439,11 +437,11 @@ def _parse_rule(item: object, number: int, source: str) -> tuple[Rule, str]:
     unknown = sorted(set(item) - RULE_KEYS - {"position"})
     if unknown:
         raise RuleError(f"{where}: unknown field {', '.join(unknown)}; known: {', '.join(sorted(RULE_KEYS))}")
-    action, match, xpath = item.get("action"), item.get("matched_by", "xpath"), item.get("xpath")
+    action, match, xpath = item.get("action"), item.get("matched_by", RuleMatch.XPATH), item.get("xpath")
     if action not in ACTIONS:
         raise RuleError(f"{where}: action {action!r} is not one of {', '.join(ACTIONS)}")
-    if match not in MATCHES or action not in MATCHES[match]:
-        allowed = [m for m, acts in MATCHES.items() if action in acts]
+    if match not in MATCH_ACTIONS or action not in MATCH_ACTIONS[match]:
+        allowed = [m for m, acts in MATCH_ACTIONS.items() if action in acts]
         raise RuleError(f"{where}: matched_by {match!r} does not go with action {action!r}; use "
                         f"{' or '.join(allowed)}")
     if not isinstance(xpath, str) or not xpath.strip():
@@ -455,19 +453,20 @@ def _parse_rule(item: object, number: int, source: str) -> tuple[Rule, str]:
 def _rule_of(item: dict, action: str, match: str, xpath: str, where: str) -> Rule:
     support = item.get("support") or 0.0
     sample = str(item.get("sample") or "")
-    if match == "xpath":
+    if match == RuleMatch.XPATH:
         return Rule(xpath=xpath, action=action, support=float(support), sample=sample, pinned=True)
-    if match in ("region", "container", "meta"):
+    if match in (RuleMatch.REGION, RuleMatch.CONTAINER, RuleMatch.META):
         return Rule(xpath=xpath, action=action, support=float(support), sample=sample)
-    tag_path = item.get("tag_path") or (xpath if match == "shape" else None)
+    tag_path = item.get("tag_path") or (xpath if match == RuleMatch.SHAPE else None)
     if not isinstance(tag_path, str) or not tag_path.startswith("/"):
         raise RuleError(f"{where}: a {match!r} rule needs its \"tag_path\" (like /html/body/div/p) as exported")
     digest = item.get("hash")
-    if match == "hash" and (not isinstance(digest, int) or isinstance(digest, bool) or not 0 <= digest < 2 ** 32):
+    if match == RuleMatch.HASH and (not isinstance(digest, int) or isinstance(digest, bool)
+                                    or not 0 <= digest < 2 ** 32):
         raise RuleError(f"{where}: a 'hash' rule needs its \"hash\" (a 32-bit number) as exported; to match by "
                         "XPath instead, set \"matched_by\": \"xpath\"")
     return Rule(xpath=xpath, action=action, support=float(support), tag_path=tag_path,
-                hash=digest if match == "hash" else None, sample=sample)
+                hash=digest if match == RuleMatch.HASH else None, sample=sample)
 
 
 def _measure_pins(db: sqlite_utils.Database, site: str, pins: list[tuple[Rule, str]],

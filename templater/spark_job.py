@@ -43,7 +43,7 @@ import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from operator import add
 from pathlib import Path
 
@@ -366,8 +366,7 @@ def _save_templates(db_path, learned: list[tuple], options: JobOptions,
             if template is None:
                 continue
             with transaction(db, name="template"):
-                _, written = template_store.save_template(db, template, group_key=group, layout_shapes=signature,
-                                                          settings=asdict(options.learn))
+                _, written = template_store.save_template(db, template, group_key=group, layout_shapes=signature)
             result.summary.counts["templates learned" if written else "templates unchanged"] += 1
             sites[(group, layout)] = template.site
         entries = [(group, shapes, pin_store.apply_pins(db, template))

@@ -27,9 +27,8 @@ from . import metadata, native
 from .align import lcs_length, lcs_pairs
 from .blocks import fill_xpaths
 from .config import BLOCK_TAGS as _BLOCK_TAGS
-from .config import (CHROME_TAGS, CONTENT_TAGS, HEADING_TAGS, LABEL_TAGS, LINK_RUN,  # noqa: F401 (read as template.X)
-                     LIST_TAGS, NAV_PATHS, REGION_CHROME_SHARE, RELATED_MAX_SHARE, ROW_CELLS, SHAPE_MAX_LINK_DENSITY,
-                     STRUCTURE_TAGS, WRAPPER_DEPTH, LearnSettings)
+from .config import (CHROME_TAGS, CONTENT_TAGS, HEADING_TAGS, LABEL_TAGS, LIST_TAGS,  # noqa: F401 (read as template.X)
+                     NAV_PATHS, RELATED_MAX_SHARE, STRUCTURE_TAGS, LearnSettings)
 from .datatypes import Block, Rule, RuleAction, Segmented, Template
 from .headline import find_headline
 
@@ -75,7 +74,7 @@ def learn_template(pages: Sequence[Segmented], *, site: str, version: int = 1, l
     rules += metadata_rules(pages, settings)
     return Template(site=site, version=version, rules=tuple(rules), page_count=page_count,
                     learned_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), layout=layout,
-                    reason=reason)
+                    reason=reason, settings=settings)
 
 
 def distinct_pages(pages: Sequence[Segmented], settings: LearnSettings = LearnSettings()) -> list[Segmented]:
@@ -416,7 +415,7 @@ def keep_repeated_content(pages: Sequence[Segmented], rules: list[Rule], static:
     blocks of every page (most of them must be content)."""
     learned_from = {id(rule): block for rule, block in static}
     roots = {id(seg.root): i for i, seg in enumerate(pages)}
-    runs = [link_runs(seg, settings.shape_max_link_density) for seg in pages]
+    runs = [link_runs(seg, settings) for seg in pages]
     rows = [varying_rows(seg, mask, settings) for seg, mask in zip(pages, dropped)]
     containers = [content_containers(seg, mask, region, run, settings, row)
                   for seg, mask, run, row in zip(pages, dropped, runs, rows)]
@@ -461,7 +460,7 @@ def repeated_chrome(block: Block, ancestry: list[str] | None, run: bool, rows: s
 def content_containers(seg: Segmented, dropped: np.ndarray, region: Rule | None, runs: np.ndarray,
                        settings: LearnSettings, rows: set | None = None) -> list:
     """The page's content containers: the learned region's element, <main>, <article> and [role=main], each
-    where the static blocks inside it that look like chrome add up to at most REGION_CHROME_SHARE of the rest of its
+    where the static blocks inside it that look like chrome add up to at most region_chrome_share of the rest of its
     text (a container that holds the site's menus, sidebars or comment forms is a wrapper). In the element the page
     declares its main content (<main>, [role=main]: HTML keeps the site's navigation and sidebars out of it) short
     labels do not count: only lists of links and what sits under <nav>, <aside>, <header>, <footer> or <form>
@@ -479,7 +478,7 @@ def content_containers(seg: Segmented, dropped: np.ndarray, region: Rule | None,
             seg.blocks[i], content_ancestry(seg.blocks[i].element, [element]), bool(runs[i]), rows or set(),
             settings) not in (("", SHORT_LABEL) if declared else ("",)))
         kept = chars[inside & ~dropped].sum()
-        if kept and chrome <= REGION_CHROME_SHARE * kept:
+        if kept and chrome <= settings.region_chrome_share * kept:
             out.append(element)
     return out
 
@@ -522,7 +521,7 @@ def chrome_shape(block: Block, ancestry: list[str] | None, settings: LearnSettin
 
 
 def varying_rows(seg: Segmented, dropped: np.ndarray, settings: LearnSettings = LearnSettings()) -> set:
-    """(parent, tag) of the elements whose children include at least ROW_CELLS blocks of the page's own (not
+    """(parent, tag) of the elements whose children include at least row_cells blocks of the page's own (not
     static, with text) with that tag and none longer than twice shape_max_chars (a paragraph): a row or grid of
     short cells, where a repeated short label of the same tag is a header cell (a reference page's "Modifier and
     Type | Method | Description" over its method summary), not a label of the site's (an "Advertisement" line
@@ -538,7 +537,7 @@ def varying_rows(seg: Segmented, dropped: np.ndarray, settings: LearnSettings = 
             if len(b.text) > 2 * settings.shape_max_chars:
                 long_cells.add(parent)
     return {(parent, tag) for (parent, tag), n in cells.items()
-            if n >= ROW_CELLS and parent not in long_cells} | section_bodies(seg)
+            if n >= settings.row_cells and parent not in long_cells} | section_bodies(seg)
 
 
 def section_bodies(seg: Segmented) -> set:
@@ -568,17 +567,18 @@ def _holds_two(element, blocks: set) -> bool:
     return count == 2
 
 
-def link_runs(seg: Segmented, density: float = SHAPE_MAX_LINK_DENSITY) -> np.ndarray:
-    """Blocks in a row of at least LINK_RUN blocks whose text is more than ``density`` link text: lists of
-    links, whatever their markup."""
+def link_runs(seg: Segmented, settings: LearnSettings = LearnSettings()) -> np.ndarray:
+    """Blocks in a row of at least link_run blocks whose text is more than shape_max_link_density link text:
+    lists of links, whatever their markup."""
     blocks = seg.blocks  # _link_share of every block, as arrays (the same divisions, done by numpy)
     share = seg.block_links() / np.maximum(seg.block_chars(), 1)
     share[np.fromiter(["/a/" in b.tag_path for b in blocks], dtype=bool, count=len(blocks))] = 1.0
-    heavy = share > density
+    heavy = share > settings.shape_max_link_density
     edges = np.diff(np.concatenate(([0], heavy.view(np.int8), [0])))
     starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
     out = np.zeros(len(heavy), dtype=bool)
-    for start, end in zip(starts[ends - starts >= LINK_RUN], ends[ends - starts >= LINK_RUN]):
+    run = ends - starts >= settings.link_run
+    for start, end in zip(starts[run], ends[run]):
         out[start:end] = True
     return out
 

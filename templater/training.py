@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import ann
+from . import ann, fallback
 from .ann import Weights, read_weights, save_weights
 from .blocks import segment
 from .config import (AUTO_HIDDEN, AUTO_L2, ENSEMBLE, EPOCHS, EXPERT_SOURCE, FOLDS, LABEL_SHARE, LINE_HIDDEN,
@@ -90,6 +90,21 @@ def train_ann(pages: Iterable[tuple[Segmented, str]], *, seed: int = TRAIN_SEED,
     multiplied by ``source_weights`` of its source (default ``SOURCE_WEIGHTS``; 1 for a source not named).
     Networks are fitted in ``jobs`` worker processes (the same weights, byte for byte, for any number).
     """
+    return _train(pages, seed=seed, hidden=hidden, auto_hidden=auto_hidden, epochs=epochs, ensemble=ensemble,
+                  folds=folds, source_weights=source_weights, jobs=jobs).weights
+
+
+@dataclass(frozen=True, slots=True)
+class _Trained:
+    """train_ann's weights with the pages they were fitted on, described, and each page's out-of-fold score."""
+
+    weights: Weights
+    pages: list[LabelledPage]
+    held_out: list[np.ndarray]  # per page: the second stage's scores from networks fitted on the other folds
+
+
+def _train(pages: Iterable[tuple[Segmented, str]], *, seed: int, hidden: int, auto_hidden: int, epochs: int,
+           ensemble: int, folds: int, source_weights: Mapping[str, float] | None, jobs: int) -> _Trained:
     source_weights = dict(SOURCE_WEIGHTS if source_weights is None else source_weights)
     pages = [(seg, gold) for seg, gold in pages if seg.blocks]
     described = [_weighted(describe_page(seg, gold), source_weights.get(page_source(seg.page.id), 1.0))
@@ -117,22 +132,45 @@ def train_ann(pages: Iterable[tuple[Segmented, str]], *, seed: int = TRAIN_SEED,
                        "source_weights": dict(sorted(source_weights.items())),
                        "blocks": int(len(labels)), "content_blocks": int(labels.sum()),
                        **training_data(pages)}, sort_keys=True)
-    return Weights(line=line, first=first, second=second, null_scores=null,
-                   features=FEATURE_NAMES + CONTEXT_NAMES, info=info)
+    return _Trained(Weights(line=line, first=first, second=second, null_scores=null,
+                            features=FEATURE_NAMES + CONTEXT_NAMES, info=info), described, second_oof)
 
 
 def train_mixture(pages: Iterable[tuple[Segmented, str]], *, expert_source: str = EXPERT_SOURCE,
                   seed: int = TRAIN_SEED, epochs: int = EPOCHS, jobs: int = 1, **settings) -> Weights:
     """train_ann on every page, plus an expert where the pages mix ``expert_source`` with other sources: train_ann on
     the ``expert_source`` pages alone (in their order, the same settings). The default classifier then scores a
-    block with the mean of both (fallback); the line network and the FDR null scores are those fitted on every
-    page. With pages of one source only (or too few of ``expert_source`` for the folds), this is train_ann."""
+    block with the mean of both (fallback), and the FDR method's null scores are that mean's (mixture_null); the
+    line network is the one fitted on every page. With pages of one source only (or too few of ``expert_source``
+    for the folds), this is train_ann."""
     pages = [(seg, gold) for seg, gold in pages if seg.blocks]
     chosen = [page for page in pages if page_source(page[0].page.id) == expert_source]
-    mixed = train_ann(pages, seed=seed, epochs=epochs, jobs=jobs, **settings)
-    if len(chosen) < json.loads(mixed.info)["folds"] or len(chosen) == len(pages):
-        return mixed
-    return with_expert(mixed, train_ann(chosen, seed=seed, epochs=epochs, jobs=jobs, **settings), expert_source)
+    settings = {"hidden": LINE_HIDDEN, "auto_hidden": AUTO_HIDDEN, "ensemble": ENSEMBLE, "folds": FOLDS,
+                "source_weights": None, **settings}
+    mixed = _train(pages, seed=seed, epochs=epochs, jobs=jobs, **settings)
+    if len(chosen) < json.loads(mixed.weights.info)["folds"] or len(chosen) == len(pages):
+        return mixed.weights
+    expert = _train(chosen, seed=seed, epochs=epochs, jobs=jobs, **settings)
+    return dataclasses.replace(with_expert(mixed.weights, expert.weights, expert_source),
+                               null_scores=mixture_null(mixed, expert, expert_source))
+
+
+def mixture_null(mixed: _Trained, expert: _Trained, expert_source: str) -> np.ndarray:
+    """The FDR method's null scores as the default classifier scores with an expert (fallback.score_blocks): the
+    mean of both pairs' scores of each boilerplate block of the training pages, each pair's from networks that
+    never saw the block's page: the pair fitted on every page out of fold; the expert out of fold on its
+    source's pages and with its own stages on the other pages (which it was not fitted on)."""
+    own = iter(expert.held_out)
+    scores = []
+    for page, held_out in zip(mixed.pages, mixed.held_out):
+        if page_source(page.seg.page.id) == expert_source:
+            theirs = next(own)
+        else:
+            theirs = fallback.stage_scores(page.seg, page.tree, page.blocks, expert.weights.first,
+                                           expert.weights.second)
+        scores.append((held_out + theirs) / 2)
+    labels = np.concatenate([p.labels for p in mixed.pages])
+    return np.sort(np.concatenate(scores)[labels == 0])
 
 
 def with_expert(mixed: Weights, expert: Weights, expert_source: str = EXPERT_SOURCE) -> Weights:

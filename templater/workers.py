@@ -3,7 +3,11 @@ read-only connection of its own, builds its state once (``factory(reader, *args)
 needs), and turns tasks into results, which ``Pool.imap`` hands back in the order of the tasks.
 
 Workers are forked where the platform can (no start-up imports), ignore Ctrl-C (the parent stops them), and on
-Linux die with the parent: a killed run leaves no worker behind.
+Linux die with the parent: a killed run leaves no worker behind. A pool left early (an error in the parent, such
+as a full disk, or Ctrl-C) first lets the tasks it handed out finish, for at most config.POOL_STOP_S, and only
+then stops its workers: ``Pool.terminate`` kills a worker wherever it is, and one killed in the middle of sending
+its result (ingest's results are the pages' compressed HTML, far larger than a pipe's buffer) left the pool's
+result thread waiting for the rest of that message forever, and ``terminate`` with it.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
@@ -22,6 +27,7 @@ if TYPE_CHECKING:  # multiprocessing and ctypes are imported when a pool starts:
     import sqlite_utils
 
 from store.db import db_path, open_reader
+from templater.config import POOL_STOP_S
 from templater.errors import InputError
 
 PR_SET_PDEATHSIG = 1  # prctl option: the signal a process gets when its parent dies (Linux)
@@ -56,10 +62,37 @@ def run(task):
     return _state(task)
 
 
+class Workers:
+    """A pool's workers with the tasks handed to them and not known to be done (``apply_async`` as the pool's)."""
+
+    def __init__(self, pool: Pool) -> None:
+        self.pool = pool
+        self.handed: deque = deque()
+
+    def apply_async(self, func: Callable, args: tuple = ()):
+        result = self.pool.apply_async(func, args)
+        self.handed.append(result)
+        while self.handed and self.handed[0].ready():  # those done in order are forgotten: the deque stays short
+            self.handed.popleft()
+        return result
+
+    def settle(self, seconds: float) -> bool:
+        """Wait until every task handed out is done (its result received whole), for at most ``seconds``;
+        whether they all are."""
+        deadline = time.monotonic() + seconds
+        for result in self.handed:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            result.wait(left)
+        return all(result.ready() for result in self.handed)
+
+
 @contextlib.contextmanager
-def pool(jobs: int, factory: Callable, db: sqlite_utils.Database | None, *args) -> Iterator[Pool]:
+def pool(jobs: int, factory: Callable, db: sqlite_utils.Database | None, *args) -> Iterator[Workers]:
     """A pool of ``jobs`` workers, each with ``factory(its read-only connection to db, *args)`` (``factory(*args)``
-    without db) as state; ``imap_ordered`` hands it tasks."""
+    without db) as state; ``imap_ordered`` (or the pool's ``apply_async``) hands it tasks. On leaving, the tasks
+    handed out finish (for at most POOL_STOP_S) before the workers are stopped."""
     path = None
     if db is not None:
         path = db_path(db)
@@ -76,11 +109,15 @@ def pool(jobs: int, factory: Callable, db: sqlite_utils.Database | None, *args) 
         made = multiprocessing.get_context(method).Pool(jobs, initializer=_start, initargs=initargs)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-    with made as p:
-        yield p
+    with made as p:  # Pool.__exit__ terminates the workers
+        handed = Workers(p)
+        try:
+            yield handed
+        finally:
+            handed.settle(POOL_STOP_S)  # none is then killed in the middle of sending its result
 
 
-def imap_ordered(workers: Pool, tasks: Iterable, *, ahead: int) -> Iterator:
+def imap_ordered(workers: Workers, tasks: Iterable, *, ahead: int) -> Iterator:
     """The results of ``tasks`` run in the pool, in the order of the tasks, with at most ``ahead`` tasks handed out
     and not yet taken back (Pool.imap reads all its tasks at once and keeps every result until it is asked for:
     memory would grow with the input when the writer is the slower side). A task's exception is raised here."""

@@ -357,8 +357,8 @@ def test_language_declared_else_detected_from_text():
 @settings(max_examples=120, deadline=None)
 @given(st.one_of(st.text(max_size=300), st.sampled_from([ENGLISH[:256], "Über die Brücke " * 12, "日本語の文章" * 30,
                                                          "ABC DEF " * 30, ""])))
-def test_language_walk_in_c_gives_the_packages_counts_and_answers(text):
-    """The identifier's automaton walk in C (templater._numeric.dfa_visits) counts what py3langid's visit_counts
+def test_compiled_language_walk_gives_the_packages_counts_and_answers(text):
+    """The identifier's automaton walk in Cython (templater._walk.dfa_visits) counts what py3langid's visit_counts
     counts, in the same order, and every classification is the package's own."""
     from py3langid import langid
 
@@ -366,11 +366,11 @@ def test_language_walk_in_c_gives_the_packages_counts_and_answers(text):
 
     identifier = metadata._identifier()
     tables = getattr(identifier, "tables", None)
-    if tables is None or native.numeric is None:
-        pytest.skip("the package's own walk (another py3langid layout, or the C part not built)")
+    if tables is None or native.walk is None:
+        pytest.skip("the package's own walk (another py3langid layout, or the compiled part not built)")
     data = identifier._encode(text)
     expected = langid.visit_counts(identifier.tk_nextmove, identifier._rowbase, identifier.tk_output, data)
-    found = native.numeric.dfa_visits(*tables, data)
+    found = native.walk.dfa_visits(*tables, data)
     assert (found is None) == (expected is None)
     if expected is not None:
         assert list(found.items()) == list(expected.items())
@@ -382,22 +382,22 @@ def test_language_walk_in_c_gives_the_packages_counts_and_answers(text):
         identifier.tables = tables
 
 
-def test_language_walk_in_c_refuses_tables_it_cannot_walk():
+def test_compiled_language_walk_refuses_tables_it_cannot_walk():
     import numpy as np
 
     from templater import native
 
-    if native.numeric is None:
-        pytest.skip("the C part is not built")
+    if native.walk is None:
+        pytest.skip("the compiled part is not built")
     moves, rows, out = np.zeros(256, np.uint32), np.zeros(1, np.uint16), np.array([0], np.int32)
-    assert native.numeric.dfa_visits(moves, rows, out, b"ab") == {0: 2}
-    assert native.numeric.dfa_visits(moves, rows, np.array([-1], np.int32), b"ab") is None
+    assert native.walk.dfa_visits(moves, rows, out, b"ab") == {0: 2}
+    assert native.walk.dfa_visits(moves, rows, np.array([-1], np.int32), b"ab") is None
     with pytest.raises(ValueError):
-        native.numeric.dfa_visits(moves, rows, np.zeros(2, np.int32), b"ab")  # a row per state
+        native.walk.dfa_visits(moves, rows, np.zeros(2, np.int32), b"ab")  # a row per state
     with pytest.raises(ValueError):
-        native.numeric.dfa_visits(np.full(256, 7, np.uint32), rows, out, b"a")  # a state outside the tables
+        native.walk.dfa_visits(np.full(256, 7, np.uint32), rows, out, b"a")  # a state outside the tables
     with pytest.raises(ValueError):
-        native.numeric.dfa_visits(moves, np.array([3], np.uint16), out, b"a")  # a row outside the tables
+        native.walk.dfa_visits(moves, np.array([3], np.uint16), out, b"a")  # a row outside the tables
 
 # --- never raises -----------------------------------------------------------------------------------------------
 

@@ -13,7 +13,8 @@ from templater.features import number_tree
 from templater.rule_inspect import explain_blocks
 from templater.blocks import segment
 from templater.parse import parse_html
-from templater.template import REGION_CHROME_SHARE, WRAPPER_DEPTH, learn_template
+from templater.config import REGION_CHROME_SHARE, WRAPPER_DEPTH
+from templater.template import learn_template
 from templater.datatypes import Page
 
 from sitegen import (COLOPHON, INTERFACE_REPEATED, REPEATED_CONTENT, feed_html, feed_pages, guide_pages,

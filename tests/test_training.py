@@ -1,6 +1,7 @@
 """The genre-mixed training set (bench/build_training_set.py), training's reproducibility through the CLI, and
 the shipped weights' recorded provenance."""
 
+import dataclasses
 import gzip
 import hashlib
 import json
@@ -129,12 +130,37 @@ def test_a_mixture_adds_an_expert_fitted_on_the_news_pages_alone(tmp_path):
                          (mixture.expert_first, expert.first), (mixture.expert_second, expert.second)):
         assert len(ours) == len(theirs)
         assert all(np.array_equal(a.hidden_weights, b.hidden_weights) for a, b in zip(ours, theirs))
-    assert np.array_equal(mixture.null_scores, plain.null_scores)
+    # the FDR null: every boilerplate block once, scored as the classifier scores (the mean of both pairs), not
+    # by the pair fitted on every page alone
+    assert len(mixture.null_scores) == len(plain.null_scores)
+    assert not np.array_equal(mixture.null_scores, plain.null_scores)
+    assert np.all(np.diff(mixture.null_scores) >= 0)
     recorded = json.loads(mixture.info)
     assert recorded["pages"] == len(pages) and recorded["expert"]["source"] == "news"
     assert recorded["expert"]["pages"] == len(news) == 6
     assert recorded["expert"]["data_sha256"] == json.loads(expert.info)["data_sha256"]
     assert not training.train_mixture(news, epochs=5).expert_first  # one source: no expert
+
+
+def test_the_mixtures_null_scores_are_the_mean_of_both_pairs_on_pages_they_did_not_see(tmp_path):
+    pages = list(training.iter_labelled(read(build(tmp_path, "set", small_corpus(tmp_path), generated=1)
+                                              / "train.jsonl.gz")))
+    news = [page for page in pages if page[0].page.id.startswith("news/")]
+    settings = dict(seed=7, hidden=4, auto_hidden=4, epochs=5, ensemble=2, folds=3, source_weights=None, jobs=1)
+    mixed, expert = training._train(pages, **settings), training._train(news, **settings)
+    own = dict(zip([p.seg.page.id for p in expert.pages], expert.held_out))
+    expected = []
+    for page, held_out in zip(mixed.pages, mixed.held_out):
+        theirs = own.get(page.seg.page.id)  # the expert out of fold on the news pages, fitted on them ...
+        if theirs is None:  # ... and as the classifier runs it on the pages it never saw
+            theirs = fallback.stage_scores(page.seg, page.tree, page.blocks, expert.weights.first,
+                                           expert.weights.second)
+        expected.append(((held_out + theirs) / 2)[page.labels == 0])
+    assert np.array_equal(training.mixture_null(mixed, expert, "news"), np.sort(np.concatenate(expected)))
+    unseen = next(p for p in mixed.pages if not p.seg.page.id.startswith("news/"))
+    assert np.allclose(fallback.stage_scores(unseen.seg, unseen.tree, unseen.blocks, expert.weights.first,
+                                             expert.weights.second),
+                       fallback.score_blocks(unseen.seg, dataclasses.replace(expert.weights, expert_first=())))
 
 
 def test_a_different_seed_gives_different_weights(tmp_path):
