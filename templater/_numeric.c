@@ -13,6 +13,8 @@
 #include <stdint.h>
 
 static PyObject *lower_name = NULL;
+/* the block attributes read here, as interned names (PyObject_GetAttrString would make each name anew per read) */
+static PyObject *text_name = NULL, *link_chars_name = NULL, *markup_bytes_name = NULL, *tag_name = NULL;
 static PyObject *one_long = NULL;  /* dfa_visits' first count */
 
 /* --- passes over features.Tree (elements numbered parents first: parent[e] < e) --------------------------- */
@@ -626,7 +628,7 @@ static PyObject *text_matrix(PyObject *self, PyObject *args) {
     double *out = (double *)PyByteArray_AS_STRING(result);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *block = PySequence_Fast_GET_ITEM(fb, i);
-        PyObject *text = PyObject_GetAttrString(block, "text");
+        PyObject *text = PyObject_GetAttr(block, text_name);
         if (!text) goto fail;
         if (!PyUnicode_Check(text)) {
             Py_DECREF(text);
@@ -641,7 +643,7 @@ static PyObject *text_matrix(PyObject *self, PyObject *args) {
         if (!length) { Py_CLEAR(result); result = Py_None; Py_INCREF(result); goto done; }
         long long numbers[2];
         for (int k = 0; k < 2; k++) {
-            PyObject *value = PyObject_GetAttrString(block, k ? "markup_bytes" : "link_chars");
+            PyObject *value = PyObject_GetAttr(block, k ? markup_bytes_name : link_chars_name);
             if (!value) goto fail;
             numbers[k] = PyLong_AsLongLong(value);
             Py_DECREF(value);
@@ -899,7 +901,7 @@ static PyObject *block_features(PyObject *self, PyObject *args) {
     }
     /* the owner tag's family (features._tag_columns) */
     for (Py_ssize_t b = 0; b < count; b++) {
-        PyObject *tag = PyObject_GetAttrString(PySequence_Fast_GET_ITEM(fast, b), "tag");
+        PyObject *tag = PyObject_GetAttr(PySequence_Fast_GET_ITEM(fast, b), tag_name);
         if (!tag) goto fail;
         PyObject *column = PyDict_GetItemWithError(columns_map, tag);
         Py_DECREF(tag);
@@ -1387,7 +1389,11 @@ PyMODINIT_FUNC PyInit__numeric(void) {
     has_avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif
     lower_name = PyUnicode_InternFromString("lower");
-    if (!lower_name) return NULL;
+    text_name = PyUnicode_InternFromString("text");
+    link_chars_name = PyUnicode_InternFromString("link_chars");
+    markup_bytes_name = PyUnicode_InternFromString("markup_bytes");
+    tag_name = PyUnicode_InternFromString("tag");
+    if (!lower_name || !text_name || !link_chars_name || !markup_bytes_name || !tag_name) return NULL;
     one_long = PyLong_FromLong(1);
     if (!one_long) return NULL;
     return PyModule_Create(&module);
