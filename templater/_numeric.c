@@ -12,6 +12,8 @@
 #include <stdint.h>
 
 static PyObject *lower_name = NULL;
+/* the block attributes read here, as interned names (PyObject_GetAttrString would make each name anew per read) */
+static PyObject *text_name = NULL, *link_chars_name = NULL, *markup_bytes_name = NULL, *tag_name = NULL;
 
 /* --- passes over features.Tree (elements numbered parents first: parent[e] < e) --------------------------- */
 static int get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t count) {
@@ -191,6 +193,45 @@ FORWARD_INLINE void forward_sums(const double *RESTRICT scaled, const double *RE
     }
 }
 
+/* forward_sums of two rows at once for the shipped shape's 24 units: the same additions in the same order for
+ * each row (so the same floats: each lane of the vectors below is one unit's running sum, added to as forward_sums
+ * adds to it, fused where it is fused), the two rows' 24 running sums held in registers (where forward_sums keeps
+ * them in memory), and twice as many independent multiply-adds in flight. GCC's and clang's vector types; other
+ * compilers take the loop of forward_sums twice. */
+#define PAIR_UNITS 24
+#if defined(__GNUC__) || defined(__clang__)
+typedef double pair_vec __attribute__((vector_size(32)));
+#define PAIR_STEP(k)                                          \
+    memcpy(&w, row + 4 * (k), sizeof w);                      \
+    p##k += x0 * w;                                           \
+    q##k += x1 * w;
+#define PAIR_STORE(k)                                         \
+    memcpy(sums0 + 4 * (k), &p##k, sizeof p##k);              \
+    memcpy(sums1 + 4 * (k), &q##k, sizeof q##k);
+FORWARD_INLINE void forward_sums_pair(const double *RESTRICT scaled0, const double *RESTRICT scaled1,
+                                      const double *RESTRICT weights, double *RESTRICT sums0,
+                                      double *RESTRICT sums1, Py_ssize_t width) {
+    pair_vec p0 = {0.0, 0.0, 0.0, 0.0}, p1 = p0, p2 = p0, p3 = p0, p4 = p0, p5 = p0;
+    pair_vec q0 = p0, q1 = p0, q2 = p0, q3 = p0, q4 = p0, q5 = p0, w;
+    for (Py_ssize_t i = 0; i < width; i++) {
+        const double *RESTRICT row = weights + i * PAIR_UNITS;
+        const pair_vec x0 = {scaled0[i], scaled0[i], scaled0[i], scaled0[i]};
+        const pair_vec x1 = {scaled1[i], scaled1[i], scaled1[i], scaled1[i]};
+        PAIR_STEP(0) PAIR_STEP(1) PAIR_STEP(2) PAIR_STEP(3) PAIR_STEP(4) PAIR_STEP(5)
+    }
+    PAIR_STORE(0) PAIR_STORE(1) PAIR_STORE(2) PAIR_STORE(3) PAIR_STORE(4) PAIR_STORE(5)
+}
+#undef PAIR_STEP
+#undef PAIR_STORE
+#else
+FORWARD_INLINE void forward_sums_pair(const double *RESTRICT scaled0, const double *RESTRICT scaled1,
+                                      const double *RESTRICT weights, double *RESTRICT sums0,
+                                      double *RESTRICT sums1, Py_ssize_t width) {
+    forward_sums(scaled0, weights, sums0, width, PAIR_UNITS);
+    forward_sums(scaled1, weights, sums1, width, PAIR_UNITS);
+}
+#endif
+
 /* sums[u] = tanh(sums[u] + b[u]) * w[u], tanh(h) = sign(h) (1 - 2 / (exp(2 |h|) + 1)) with |h| capped at 20
  * (where tanh is 1.0 in doubles); a NaN stays NaN. Two loops, so that each vectorises. */
 FORWARD_INLINE void forward_tanh(double *RESTRICT sums, const double *RESTRICT bias,
@@ -206,9 +247,26 @@ FORWARD_INLINE void forward_tanh(double *RESTRICT sums, const double *RESTRICT b
 
 typedef struct {
     const double *packed, *inputs;
-    double *out, *scratch;  /* scratch: width + 2 * hidden * networks doubles */
+    double *out, *scratch;  /* scratch: 2 * (width + 2 * hidden * networks) doubles */
     Py_ssize_t rows, width, hidden, networks;
 } Forward;
+
+/* One row's output from its hidden sums: tanh, per network the output unit (sigmoid with ann._sigmoid's clip at
+ * +-50), their mean (added in network order, then divided, as np.mean does). */
+FORWARD_INLINE double forward_output(double *RESTRICT sums, const double *RESTRICT bias,
+                                     const double *RESTRICT output_weights, const double *RESTRICT output_bias,
+                                     double *RESTRICT magnitude, Py_ssize_t hidden, Py_ssize_t networks) {
+    forward_tanh(sums, bias, output_weights, magnitude, hidden * networks);
+    double total = 0.0;
+    for (Py_ssize_t k = 0; k < networks; k++) {
+        double logit = 0.0;
+        for (Py_ssize_t j = k * hidden; j < (k + 1) * hidden; j++) logit += sums[j];
+        logit += output_bias[k];
+        logit = logit < -50.0 ? -50.0 : logit > 50.0 ? 50.0 : logit;  /* NaN stays NaN */
+        total += 1.0 / (1.0 + ann_exp(-logit));
+    }
+    return total / (double)networks;
+}
 
 /* Every row of f->inputs through the ensemble: standardise, the hidden units of all networks, per network the
  * output unit (sigmoid with ann._sigmoid's clip at +-50), their mean (added in network order, then divided, as
@@ -218,19 +276,20 @@ FORWARD_INLINE void forward_rows(const Forward *f, Py_ssize_t hidden, Py_ssize_t
     const double *mean = f->packed, *std = mean + width, *weights = std + width, *bias = weights + width * units,
                  *output_weights = bias + units, *output_bias = output_weights + units;
     double *scaled = f->scratch, *sums = scaled + width, *magnitude = sums + units;
-    for (Py_ssize_t r = 0; r < f->rows; r++) {
+    double *scaled1 = magnitude + units, *sums1 = scaled1 + width;
+    Py_ssize_t r = 0;
+    if (units == PAIR_UNITS)  /* a constant in the shipped shape's copies */
+        for (; r + 1 < f->rows; r += 2) {
+            forward_scale(f->inputs + r * width, mean, std, scaled, width);
+            forward_scale(f->inputs + (r + 1) * width, mean, std, scaled1, width);
+            forward_sums_pair(scaled, scaled1, weights, sums, sums1, width);
+            f->out[r] = forward_output(sums, bias, output_weights, output_bias, magnitude, hidden, networks);
+            f->out[r + 1] = forward_output(sums1, bias, output_weights, output_bias, magnitude, hidden, networks);
+        }
+    for (; r < f->rows; r++) {
         forward_scale(f->inputs + r * width, mean, std, scaled, width);
         forward_sums(scaled, weights, sums, width, units);
-        forward_tanh(sums, bias, output_weights, magnitude, units);
-        double total = 0.0;
-        for (Py_ssize_t k = 0; k < networks; k++) {
-            double logit = 0.0;
-            for (Py_ssize_t j = k * hidden; j < (k + 1) * hidden; j++) logit += sums[j];
-            logit += output_bias[k];
-            logit = logit < -50.0 ? -50.0 : logit > 50.0 ? 50.0 : logit;  /* NaN stays NaN */
-            total += 1.0 / (1.0 + ann_exp(-logit));
-        }
-        f->out[r] = total / (double)networks;
+        f->out[r] = forward_output(sums, bias, output_weights, output_bias, magnitude, hidden, networks);
     }
 }
 
@@ -242,6 +301,19 @@ __attribute__((target("avx2,fma"))) static void forward_any_avx2(const Forward *
 }
 __attribute__((target("avx2,fma"))) static void forward_8x3_avx2(const Forward *f) { forward_rows(f, 8, 3); }
 #endif
+
+/* The copy of forward_rows for f's shape and this CPU (portable: the one for any CPU). */
+static void forward_run(const Forward *f, int portable) {
+    int shipped = f->hidden == 8 && f->networks == 3;
+#ifndef FORWARD_AVX2
+    (void)portable;
+#endif
+#ifdef FORWARD_AVX2
+    if (has_avx2_fma && !portable) (shipped ? forward_8x3_avx2 : forward_any_avx2)(f);
+    else
+#endif
+        (shipped ? forward_8x3 : forward_any)(f);
+}
 
 /* ensemble(packed, inputs, out, rows, width, hidden, networks, portable=False): per row of inputs (float64, rows x width), the
  * mean over the networks of sigmoid(tanh(((x - mean) / std) @ W + b) @ w + c), written to out (float64, rows).
@@ -274,20 +346,12 @@ static PyObject *ensemble(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     f.scratch = NULL;
     if (ov.len != f.rows * 8) { PyErr_SetString(PyExc_ValueError, "array of the wrong size"); goto done; }
-    f.scratch = PyMem_Malloc((f.width + 2 * units) * sizeof(double));
+    f.scratch = PyMem_Malloc(2 * (f.width + 2 * units) * sizeof(double));
     if (!f.scratch) { PyErr_NoMemory(); goto done; }
     f.packed = pv.buf;
     f.inputs = iv.buf;
     f.out = ov.buf;
-    int shipped = f.hidden == 8 && f.networks == 3;
-#ifndef FORWARD_AVX2
-    (void)portable;
-#endif
-#ifdef FORWARD_AVX2
-    if (has_avx2_fma && !portable) (shipped ? forward_8x3_avx2 : forward_any_avx2)(&f);
-    else
-#endif
-        (shipped ? forward_8x3 : forward_any)(&f);
+    forward_run(&f, portable);
     Py_INCREF(Py_None);
     result = Py_None;
 done:
@@ -562,7 +626,7 @@ static PyObject *text_matrix(PyObject *self, PyObject *args) {
     double *out = (double *)PyByteArray_AS_STRING(result);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *block = PySequence_Fast_GET_ITEM(fb, i);
-        PyObject *text = PyObject_GetAttrString(block, "text");
+        PyObject *text = PyObject_GetAttr(block, text_name);
         if (!text) goto fail;
         if (!PyUnicode_Check(text)) {
             Py_DECREF(text);
@@ -577,7 +641,7 @@ static PyObject *text_matrix(PyObject *self, PyObject *args) {
         if (!length) { Py_CLEAR(result); result = Py_None; Py_INCREF(result); goto done; }
         long long numbers[2];
         for (int k = 0; k < 2; k++) {
-            PyObject *value = PyObject_GetAttrString(block, k ? "markup_bytes" : "link_chars");
+            PyObject *value = PyObject_GetAttr(block, k ? markup_bytes_name : link_chars_name);
             if (!value) goto fail;
             numbers[k] = PyLong_AsLongLong(value);
             Py_DECREF(value);
@@ -835,7 +899,7 @@ static PyObject *block_features(PyObject *self, PyObject *args) {
     }
     /* the owner tag's family (features._tag_columns) */
     for (Py_ssize_t b = 0; b < count; b++) {
-        PyObject *tag = PyObject_GetAttrString(PySequence_Fast_GET_ITEM(fast, b), "tag");
+        PyObject *tag = PyObject_GetAttr(PySequence_Fast_GET_ITEM(fast, b), tag_name);
         if (!tag) goto fail;
         PyObject *column = PyDict_GetItemWithError(columns_map, tag);
         Py_DECREF(tag);
@@ -953,6 +1017,48 @@ done:
     return result;
 }
 
+/* context_features' columns (6 + levels + 3 of them) into ``out``, rows ``stride`` doubles apart: the work of
+ * context_features below, shared with two_stage. scratch: 2 * count + 2 * t->n + 1 doubles; element: count. */
+static void context_into(const double *scores, const int64_t *lengths, const TreeView *t, Py_ssize_t count,
+                         Py_ssize_t levels, const Py_ssize_t widths[3], double min_score, double *scratch,
+                         Py_ssize_t *element, double *out, Py_ssize_t stride) {
+    const int64_t *up = t->up;
+    double *chars = scratch, *product = scratch + count, *weighted = scratch + 2 * count, *weight = weighted + t->n;
+#define OUT(b, k) out[(b) * stride + (k)]
+    for (Py_ssize_t b = 0; b < count; b++) {
+        chars[b] = (double)lengths[b];
+        product[b] = chars[b] * scores[b];
+        element[b] = t->own[b];
+        OUT(b, 0) = scores[b];
+    }
+    for (int k = 0; k < 3; k++) window_mean_column(&OUT(0, 0), count, widths[k], &OUT(0, 1 + k), stride);
+    shift_column(&OUT(0, 0), count, 1, &OUT(0, 4), stride);
+    shift_column(&OUT(0, 0), count, -1, &OUT(0, 5), stride);
+    /* the enclosing containers, one level up at a time (the top stays the top): text-weighted mean score, the
+     * bincounts' additions in block order */
+    for (Py_ssize_t level = 0; level < levels; level++) {
+        for (Py_ssize_t b = 0; b < count; b++) {
+            if (up[element[b]] >= 0) element[b] = up[element[b]];
+            weighted[element[b]] = weight[element[b]] = 0.;
+        }
+        for (Py_ssize_t b = 0; b < count; b++) {
+            weighted[element[b]] += product[b];
+            weight[element[b]] += chars[b];
+        }
+        for (Py_ssize_t b = 0; b < count; b++) OUT(b, 6 + level) = weighted[element[b]] / weight[element[b]];
+    }
+    /* the page: max(scores.max(initial=0.0), MIN_SCORE), the text-weighted mean (numpy's pairwise sums) */
+    double top = max_of(scores, count, 1, 0.0);
+    if (min_score > top) top = min_score;
+    double mean = pairwise_sum(product, count, 1) / pairwise_sum(chars, count, 1);
+    for (Py_ssize_t b = 0; b < count; b++) {
+        OUT(b, 6 + levels) = top;
+        OUT(b, 7 + levels) = mean;
+        OUT(b, 8 + levels) = scores[b] / top;
+    }
+#undef OUT
+}
+
 /* context_features(scores, chars, parent, owner, levels, widths, min_score) -> bytearray of float64 (blocks x
  * (6 + levels + 3)) | None: features._context_features_numpy's matrix from the first stage's scores (float64),
  * the blocks' text lengths (int64), the Tree's parent and owner arrays, CONTEXT_LEVELS, the three window widths
@@ -981,7 +1087,7 @@ static PyObject *context_features(PyObject *self, PyObject *args) {
     held |= 2;
     if ((status = tree_view(&t, parent_obj, owner_obj, count)) <= 0) goto give_up;
     const double *scores = scores_v.buf;
-    const int64_t *lengths = chars_v.buf, *up = t.up;
+    const int64_t *lengths = chars_v.buf;
     result = PyByteArray_FromStringAndSize(NULL, count * width * 8);
     scratch = PyMem_Malloc((2 * count + 2 * t.n + 1) * sizeof(double));
     element = PyMem_Malloc((count + 1) * sizeof(Py_ssize_t));
@@ -989,41 +1095,8 @@ static PyObject *context_features(PyObject *self, PyObject *args) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto fail;
     }
-    double *out = (double *)PyByteArray_AS_STRING(result);
-    double *chars = scratch, *product = scratch + count, *weighted = scratch + 2 * count, *weight = weighted + t.n;
-#define OUT(b, k) out[(b) * width + (k)]
-    for (Py_ssize_t b = 0; b < count; b++) {
-        chars[b] = (double)lengths[b];
-        product[b] = chars[b] * scores[b];
-        element[b] = t.own[b];
-        OUT(b, 0) = scores[b];
-    }
-    for (int k = 0; k < 3; k++) window_mean_column(&OUT(0, 0), count, widths[k], &OUT(0, 1 + k), width);
-    shift_column(&OUT(0, 0), count, 1, &OUT(0, 4), width);
-    shift_column(&OUT(0, 0), count, -1, &OUT(0, 5), width);
-    /* the enclosing containers, one level up at a time (the top stays the top): text-weighted mean score, the
-     * bincounts' additions in block order */
-    for (Py_ssize_t level = 0; level < levels; level++) {
-        for (Py_ssize_t b = 0; b < count; b++) {
-            if (up[element[b]] >= 0) element[b] = up[element[b]];
-            weighted[element[b]] = weight[element[b]] = 0.;
-        }
-        for (Py_ssize_t b = 0; b < count; b++) {
-            weighted[element[b]] += product[b];
-            weight[element[b]] += chars[b];
-        }
-        for (Py_ssize_t b = 0; b < count; b++) OUT(b, 6 + level) = weighted[element[b]] / weight[element[b]];
-    }
-    /* the page: max(scores.max(initial=0.0), MIN_SCORE), the text-weighted mean (numpy's pairwise sums) */
-    double top = max_of(scores, count, 1, 0.0);
-    if (min_score > top) top = min_score;
-    double mean = pairwise_sum(product, count, 1) / pairwise_sum(chars, count, 1);
-    for (Py_ssize_t b = 0; b < count; b++) {
-        OUT(b, 6 + levels) = top;
-        OUT(b, 7 + levels) = mean;
-        OUT(b, 8 + levels) = scores[b] / top;
-    }
-#undef OUT
+    context_into(scores, lengths, &t, count, levels, widths, min_score, scratch, element,
+                 (double *)PyByteArray_AS_STRING(result), width);
     goto done;
 give_up:
     if (status < 0) goto fail;
@@ -1039,6 +1112,99 @@ done:
     if (held & 2) PyBuffer_Release(&chars_v);
     PyMem_Free(scratch);
     PyMem_Free(element);
+    return result;
+}
+
+/* two_stage(first, second, features, chars, parent, owner, allowed, out, hidden, networks, levels, widths,
+ * min_score) -> out | None: fallback._stage_scores' passes in one call, each the C code its step takes one at a
+ * time: the first ensemble over the features (ensemble), its scores times ``allowed`` (bool per block, or None),
+ * the context columns of those scores (context_into, as context_features), the second ensemble over the features
+ * and the context side by side (np.hstack's rows). ``first`` and ``second`` are packed as ensemble takes them,
+ * for features of width F and F + 6 + levels + 3; out: float64 per block. None (nothing written) where a step
+ * would take numpy: an array not of its kind, a tree not numbered parents first, no rows. */
+static PyObject *two_stage(PyObject *self, PyObject *args) {
+    PyObject *first_obj, *second_obj, *features_obj, *chars_obj, *parent_obj, *owner_obj, *allowed_obj, *out_obj;
+    Py_ssize_t hidden, networks, levels, widths[3];
+    double min_score;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOnnn(nnn)d", &first_obj, &second_obj, &features_obj, &chars_obj,
+                          &parent_obj, &owner_obj, &allowed_obj, &out_obj, &hidden, &networks, &levels, &widths[0],
+                          &widths[1], &widths[2], &min_score))
+        return NULL;
+    if (hidden < 1 || networks < 1 || levels < 0 || widths[0] < 1 || widths[1] < 1 || widths[2] < 1) {
+        PyErr_SetString(PyExc_ValueError, "two_stage: bad sizes");
+        return NULL;
+    }
+    Py_buffer first_v, second_v, features_v, chars_v, allowed_v, out_v;
+    int held = 0, status = 0;  /* held: bits of the buffers to release, in the order above */
+    TreeView t = {.held = 0};
+    PyObject *result = NULL;
+    double *scores = NULL, *inputs = NULL, *scratch = NULL, *forward_scratch = NULL;
+    Py_ssize_t *element = NULL;
+    const Py_ssize_t units = hidden * networks, context = 6 + levels + 3;
+    if ((status = typed_buffer(out_obj, &out_v, 'd', -1)) <= 0) goto give_up;
+    held |= 32;
+    const Py_ssize_t rows = out_v.len / 8;
+    if (!rows || (status = typed_buffer(features_obj, &features_v, 'd', -1)) <= 0) goto give_up;
+    held |= 4;
+    const Py_ssize_t width = features_v.len / 8 / rows, wide = width + context;
+    if (width < 1 || features_v.len != rows * width * 8) goto give_up;
+    if ((status = typed_buffer(first_obj, &first_v, 'd', 2 * width + width * units + 2 * units + networks)) <= 0)
+        goto give_up;
+    held |= 1;
+    if ((status = typed_buffer(second_obj, &second_v, 'd', 2 * wide + wide * units + 2 * units + networks)) <= 0)
+        goto give_up;
+    held |= 2;
+    if ((status = typed_buffer(chars_obj, &chars_v, 'q', rows)) <= 0) goto give_up;
+    held |= 8;
+    if (allowed_obj != Py_None) {
+        if ((status = typed_buffer(allowed_obj, &allowed_v, '?', rows)) <= 0) goto give_up;
+        held |= 16;
+    }
+    if ((status = tree_view(&t, parent_obj, owner_obj, rows)) <= 0) goto give_up;
+    scores = PyMem_Malloc(rows * sizeof(double));
+    inputs = PyMem_Malloc(rows * wide * sizeof(double));
+    scratch = PyMem_Malloc((2 * rows + 2 * t.n + 1) * sizeof(double));
+    element = PyMem_Malloc((rows + 1) * sizeof(Py_ssize_t));
+    forward_scratch = PyMem_Malloc(2 * (wide + 2 * units) * sizeof(double));
+    if (!scores || !inputs || !scratch || !element || !forward_scratch) { PyErr_NoMemory(); goto fail; }
+    Forward f = {.packed = first_v.buf, .inputs = features_v.buf, .out = scores, .scratch = forward_scratch,
+                 .rows = rows, .width = width, .hidden = hidden, .networks = networks};
+    forward_run(&f, 0);
+    if (held & 16) {
+        const unsigned char *allowed = allowed_v.buf;
+        for (Py_ssize_t r = 0; r < rows; r++) scores[r] = scores[r] * (double)(allowed[r] != 0);
+    }
+    const double *features = features_v.buf;
+    for (Py_ssize_t r = 0; r < rows; r++) memcpy(inputs + r * wide, features + r * width, width * sizeof(double));
+    context_into(scores, chars_v.buf, &t, rows, levels, widths, min_score, scratch, element, inputs + width, wide);
+    f.packed = second_v.buf;
+    f.inputs = inputs;
+    f.out = out_v.buf;
+    f.width = wide;
+    forward_run(&f, 0);
+    result = out_obj;
+    Py_INCREF(result);
+    goto done;
+give_up:
+    if (status < 0) goto fail;
+    result = Py_None;
+    Py_INCREF(result);
+    goto done;
+fail:
+    Py_CLEAR(result);
+done:
+    tree_release(&t);
+    if (held & 1) PyBuffer_Release(&first_v);
+    if (held & 2) PyBuffer_Release(&second_v);
+    if (held & 4) PyBuffer_Release(&features_v);
+    if (held & 8) PyBuffer_Release(&chars_v);
+    if (held & 16) PyBuffer_Release(&allowed_v);
+    if (held & 32) PyBuffer_Release(&out_v);
+    PyMem_Free(scores);
+    PyMem_Free(inputs);
+    PyMem_Free(scratch);
+    PyMem_Free(element);
+    PyMem_Free(forward_scratch);
     return result;
 }
 
@@ -1142,6 +1308,9 @@ static PyMethodDef methods[] = {
     {"context_features", context_features, METH_VARARGS,
      "context_features(scores, chars, parent, owner, levels, widths, min_score) -> bytearray | None: "
      "features.context_features' float64 matrix"},
+    {"two_stage", two_stage, METH_VARARGS,
+     "two_stage(first, second, features, chars, parent, owner, allowed, out, hidden, networks, levels, widths, "
+     "min_score) -> out | None: fallback.stage_scores' two ensembles and context columns in one call."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1153,6 +1322,10 @@ PyMODINIT_FUNC PyInit__numeric(void) {
     has_avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif
     lower_name = PyUnicode_InternFromString("lower");
-    if (!lower_name) return NULL;
+    text_name = PyUnicode_InternFromString("text");
+    link_chars_name = PyUnicode_InternFromString("link_chars");
+    markup_bytes_name = PyUnicode_InternFromString("markup_bytes");
+    tag_name = PyUnicode_InternFromString("tag");
+    if (!lower_name || !text_name || !link_chars_name || !markup_bytes_name || !tag_name) return NULL;
     return PyModule_Create(&module);
 }

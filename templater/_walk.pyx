@@ -735,12 +735,15 @@ def head_title(root):
 DEF FEW = 16  # up to this many elements, inside compares node pointers; more go into a set
 
 
-def inside(owners, elements):
-    """extract.inside_plain: per owner (bytes of bool), is it one of ``elements`` or below one; or None."""
+def inside(blocks, elements):
+    """extract.inside_plain: per block (bytes of bool), is its element one of ``elements`` or below one; or None.
+    Each block's element is read through the element slot's descriptor (as number_tree reads it)."""
     cdef xmlNode *node
     cdef xmlNode *few[FEW]
     cdef Py_ssize_t i, k, count = 0
     cdef bint hit
+    cdef PyObject *descriptor = _field_descriptors[FIELDS - 1] if _fast_blocks else NULL
+    cdef PyObject *read
     marked = set()
     for element in elements:
         if not isinstance(element, _Element) or (<_Element>element)._c_node is NULL:
@@ -750,9 +753,15 @@ def inside(owners, elements):
             few[count] = node
         count += 1
         marked.add(<size_t>node)
-    out = bytearray(len(owners))
+    out = bytearray(len(blocks))
     cdef unsigned char[::1] view = out
-    for i, element in enumerate(owners):
+    for i, block in enumerate(blocks):
+        if descriptor is not NULL and type(block) is _block_class:
+            read = Py_TYPE(descriptor).tp_descr_get(descriptor, <PyObject *>block, <PyObject *>_block_class)
+            element = <object>read
+            Py_DECREF(element)
+        else:
+            element = block.element
         if not isinstance(element, _Element):
             return None
         node = (<_Element>element)._c_node

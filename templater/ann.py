@@ -103,7 +103,7 @@ def _predict_mean_c(networks, inputs: np.ndarray) -> np.ndarray | None:
     if numeric is None or not isinstance(inputs, np.ndarray) or inputs.dtype != np.float64 or inputs.ndim != 2 \
             or not inputs.flags.c_contiguous:
         return None
-    packed = _packed(networks)
+    packed = packed_ensemble(networks)
     if packed is None or inputs.shape[1] != len(networks[0].mean):
         return None
     out = np.empty(len(inputs))
@@ -114,7 +114,7 @@ def _predict_mean_c(networks, inputs: np.ndarray) -> np.ndarray | None:
 _PACKED: dict[int, tuple[object, np.ndarray | None]] = {}
 
 
-def _packed(networks) -> np.ndarray | None:
+def packed_ensemble(networks) -> np.ndarray | None:
     """An ensemble's weights laid out for templater._numeric.ensemble (remembered per ensemble object, as
     _shared_scaling does): mean, std, the members' hidden weights side by side (inputs x members*hidden), their
     hidden biases, output weights and output biases; None when the C pass does not apply to the ensemble."""

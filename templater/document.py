@@ -41,9 +41,7 @@ TITLE_SEPARATORS = re.compile(r"\s+(?:\||-|–|—|::|•|·|»|/)\s+")  # "Head
 PERMALINK_MARKS = " ¶§🔗"  # a heading's permalink sign ("json — JSON encoder and decoder¶") is not its headline
 _HOST_WORDS = frozenset({"www", "blog", "blogs", "news", "home", "web", "online"})
 _DOMAIN = re.compile(r"[a-z]\.(?:com|net|org|info|gov|edu|co\.[a-z]{2})\b", re.IGNORECASE)
-_DECLARED_TITLES = etree.XPath(
-    "/html/head/meta[@property='og:title' or @name='og:title' or @name='twitter:title' "
-    "or @property='twitter:title']/@content")
+SOCIAL_TITLES = ("og:title", "twitter:title")  # the <meta> property or name values that declare a page's title
 _LAYOUT_TABLE = etree.XPath(f"boolean({LAYOUT_TABLE_MARKS})")
 
 
@@ -142,7 +140,7 @@ def _find_title(seg: Segmented) -> tuple[str | None, int | None]:
     that hold at least HEADLINE_MIN_WORDS of the declared headline's words (not a section name, "Politics", that
     the <title> also carries); else the first declared social title, else the <title> less its site name; with no
     declared title at all, the first <h1>."""
-    declared = [" ".join(t.split()) for t in _DECLARED_TITLES(seg.root)] if seg.root is not None else []
+    declared = [" ".join(t.split()) for t in declared_titles(seg.root)] if seg.root is not None else []
     declared = [t for t in declared if t]
     titles = [*declared, seg.title] if seg.title else declared
     if not titles:
@@ -158,6 +156,24 @@ def _find_title(seg: Segmented) -> tuple[str | None, int | None]:
         return seg.blocks[index].text.rstrip(PERMALINK_MARKS) or None, index
     title = declared[0] if declared else seg.title
     return strip_site_name(strip_site_name(title), from_start=True) or None, None
+
+
+def declared_titles(root) -> list[str]:
+    """The content of every <meta> under the document's <html>/<head> whose property or name is one of SOCIAL_TITLES,
+    in document order: what the XPath "/html/head/meta[@property='og:title' or @name='og:title' or
+    @name='twitter:title' or @property='twitter:title']/@content" selects, read by walking the few children of
+    <html> and <head> (an XPath evaluation costs more than the whole walk)."""
+    top = root.getroottree().getroot()
+    if top is None or top.tag != "html":
+        return []
+    found = []
+    for head in top.iterchildren("head"):
+        for meta in head.iterchildren("meta"):
+            if meta.get("property") in SOCIAL_TITLES or meta.get("name") in SOCIAL_TITLES:
+                content = meta.get("content")
+                if content is not None:
+                    found.append(content)
+    return found
 
 
 def _sole_h1(seg: Segmented) -> int | None:

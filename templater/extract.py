@@ -305,7 +305,7 @@ def _fast_rule(path: str) -> tuple[str | None, str | None, str | None, bool] | N
 def _inside(seg: Segmented, elements: list) -> np.ndarray:
     """Mask of the blocks owned by the given elements or their descendants."""
     if native.walk is not None:
-        found = native.walk.inside([b.element for b in seg.blocks], elements)
+        found = native.walk.inside(seg.blocks, elements)
         if found is not None:
             return np.frombuffer(found, dtype=bool).copy()
     return _inside_plain(seg, elements)

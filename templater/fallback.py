@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import ann, config
+from . import ann, config, native
 from .errors import InputError
 from .features import (CLASS_GROUPS, CONTEXT_NAMES, FEATURE_NAMES, Tree, block_features, context_features, inside,
                        line_features, number_tree, sum_up)
@@ -299,11 +299,38 @@ def _score(seg: Segmented, tree: Tree, features: np.ndarray, weights: ann.Weight
 
 def stage_scores(seg: Segmented, tree: Tree, features: np.ndarray, first_stage, second_stage,
                  allowed: np.ndarray | None = None) -> np.ndarray:
-    """One pair of stages' scores: the second stage over the features and the context of the first's."""
+    """One pair of stages' scores: the second stage over the features and the context of the first's (in one
+    call of templater._numeric.two_stage where compiled: _stage_scores_c)."""
+    found = _stage_scores_c(seg, tree, features, first_stage, second_stage, allowed)
+    if found is not None:
+        return found
     first = ann.predict_mean(first_stage, features)
     if allowed is not None:
         first = first * allowed
     return ann.predict_mean(second_stage, np.hstack([features, context_features(seg, tree, first)]))
+
+
+def _stage_scores_c(seg: Segmented, tree: Tree, features: np.ndarray, first_stage, second_stage,
+                    allowed: np.ndarray | None) -> np.ndarray | None:
+    """stage_scores in one call of templater._numeric.two_stage, which runs the C code each of its steps takes
+    (ann.predict_mean's ensemble, features.context_features) without numpy's arrays in between: the same floats.
+    None where a step would not take C (no extension, an ensemble the C pass does not take, arrays of other
+    kinds, a tree not numbered parents first): stage_scores' steps then run one by one."""
+    numeric = native.numeric
+    if (numeric is None or not isinstance(features, np.ndarray) or features.dtype != np.float64
+            or features.ndim != 2 or not features.flags.c_contiguous or not len(features)
+            or (allowed is not None and (not isinstance(allowed, np.ndarray) or allowed.dtype != bool))):
+        return None
+    first, second = ann.packed_ensemble(first_stage), ann.packed_ensemble(second_stage)
+    if first is None or second is None or len(first_stage) != len(second_stage):
+        return None
+    hidden = len(first_stage[0].hidden_bias)
+    if len(second_stage[0].hidden_bias) != hidden or features.shape[1] != first_stage[0].inputs:
+        return None
+    out = np.empty(len(features))
+    found = numeric.two_stage(first, second, features, seg.block_chars(), tree.parent, tree.owner, allowed, out,
+                              hidden, len(first_stage), config.CONTEXT_LEVELS, config.CONTEXT_WIDTHS, config.MIN_SCORE)
+    return None if found is None else out
 
 
 def _keep_region(seg: Segmented, tree: Tree, scores: np.ndarray) -> np.ndarray:

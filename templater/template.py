@@ -593,7 +593,7 @@ def _link_share(block: Block) -> float:
 def _owned_by(seg: Segmented, element) -> np.ndarray:
     """Mask of the page's blocks at or under the element (in one C pass where templater._walk is built)."""
     if native.walk is not None:
-        found = native.walk.inside([b.element for b in seg.blocks], [element])
+        found = native.walk.inside(seg.blocks, [element])
         if found is not None:
             return np.frombuffer(found, dtype=bool).copy()
     members = set(element.iter())

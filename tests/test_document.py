@@ -326,3 +326,56 @@ def test_an_extracted_page_is_not_kept_alive_by_the_title_cache():
     finally:
         if enabled:
             gc.enable()
+
+
+# --- declared_titles: the social titles' <meta> read by walking <html>/<head>, against the XPath it stands for ------
+DECLARED_TITLES_XPATH = etree.XPath(
+    "/html/head/meta[@property='og:title' or @name='og:title' or @name='twitter:title' "
+    "or @property='twitter:title']/@content")
+
+META_ATTRIBUTES = st.lists(st.tuples(st.sampled_from(["property", "name", "content", "itemprop"]),
+                                     st.sampled_from(["og:title", "twitter:title", "og:site_name", "", "A  title",
+                                                      "T\u00edtulo \u2014 site"])), max_size=4)
+
+
+def test_declared_titles_are_what_the_xpath_selects_on_the_samples():
+    import gzip
+    import json
+
+    with gzip.open(SAMPLES / "pages.jsonl.gz", "rt", encoding="utf-8") as lines:
+        records = [json.loads(line) for line in lines if line.strip()]
+    found = 0
+    for record in records:
+        root = parse_html(record["html"])
+        if root is not None:
+            assert document.declared_titles(root) == [str(t) for t in DECLARED_TITLES_XPATH(root)]
+            found += bool(document.declared_titles(root))
+    assert found > 5
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["head", "body", "div"]), st.lists(META_ATTRIBUTES, max_size=4)),
+                min_size=1, max_size=3), st.sampled_from(["html", "div"]))
+def test_declared_titles_are_what_the_xpath_selects(parts, top):
+    """Generated documents: metas in <head> and elsewhere, several <head>s (as an XML tree may have), attributes in
+    any order, a content missing or empty, a root element that is not <html>; from the root or any element."""
+    root = etree.Element(top)
+    for parent_tag, metas in parts:
+        parent = etree.SubElement(root, parent_tag)
+        for attributes in metas:
+            meta = etree.SubElement(parent, "meta")
+            for name, value in attributes:
+                meta.set(name, value)
+    for element in root.iter():
+        assert document.declared_titles(element) == [str(t) for t in DECLARED_TITLES_XPATH(element)]
+
+
+def test_declared_titles_skip_namespaced_elements_and_attributes():
+    root = etree.fromstring('<html xmlns:x="urn:x"><head><x:meta property="og:title" content="no"/>'
+                            '<meta x:property="og:title" content="no"/><meta name="twitter:title" x:content="no"/>'
+                            '<meta property="og:title" content="yes"/></head></html>')
+    assert document.declared_titles(root) == [str(t) for t in DECLARED_TITLES_XPATH(root)] == ["yes"]
+    for markup in ('<h:html xmlns:h="urn:h"><h:head><meta property="og:title" content="no"/></h:head></h:html>',
+                   '<html xmlns="urn:d"><head><meta property="og:title" content="no"/></head></html>'):
+        root = etree.fromstring(markup)
+        assert document.declared_titles(root) == [str(t) for t in DECLARED_TITLES_XPATH(root)] == []

@@ -503,7 +503,7 @@ def assert_close(fast, plain):
 def portable_scores(networks, inputs):
     """The C pass's copy for any CPU (predict_mean takes the AVX2 copy where the CPU has AVX2)."""
     out = np.empty(len(inputs))
-    native.numeric.ensemble(ann._packed(networks), inputs, out, len(inputs), inputs.shape[1],
+    native.numeric.ensemble(ann.packed_ensemble(networks), inputs, out, len(inputs), inputs.shape[1],
                           len(networks[0].hidden_bias), len(networks), True)
     return out
 
@@ -611,6 +611,96 @@ def test_c_ensemble_edges():
                                    inputs) is None  # members that do not share their standardisation
         fortran = np.asfortranarray(inputs)
         assert ann.predict_mean(networks, fortran).tobytes() == ann._predict_mean_numpy(networks, fortran).tobytes()
+
+
+def rows_one_at_a_time(networks, inputs, portable):
+    """The C pass over each row alone (a one-row call takes the one-row kernel)."""
+    out = np.empty(len(inputs))
+    for row in range(len(inputs)):
+        native.numeric.ensemble(ann.packed_ensemble(networks), inputs[row:row + 1], out[row:row + 1], 1,
+                                inputs.shape[1], len(networks[0].hidden_bias), len(networks), portable)
+    return out
+
+
+@needs_walk
+@settings(max_examples=200, deadline=None)
+@given(ensembles_and_inputs())
+def test_c_ensemble_two_rows_at_once_give_each_row_its_own_floats(case):
+    """The kernel that runs two rows at a time (24 hidden units: the shipped shape, 3 x 8) gives each row the very
+    floats the one-row kernel gives it, on either copy (AVX2 with FMA, any CPU)."""
+    networks, inputs = case
+    for portable in (False, True):
+        together = np.empty(len(inputs))
+        native.numeric.ensemble(ann.packed_ensemble(networks), inputs, together, len(inputs), inputs.shape[1],
+                                len(networks[0].hidden_bias), len(networks), portable)
+        assert together.tobytes() == rows_one_at_a_time(networks, inputs, portable).tobytes()
+
+
+@needs_walk
+def test_c_ensemble_two_rows_at_once_on_the_shipped_weights():
+    weights = fallback.default_weights()
+    rng = np.random.default_rng(11)
+    for networks in (weights.first, weights.second, weights.expert_first, weights.expert_second):
+        assert len(networks[0].hidden_bias) * len(networks) == 24
+        inputs = rng.normal(size=(37, len(networks[0].mean))) * rng.choice([1e-3, 1.0, 1e3], size=(37, 1))
+        for portable in (False, True):
+            together = np.empty(len(inputs))
+            native.numeric.ensemble(ann.packed_ensemble(networks), inputs, together, len(inputs),
+                                    inputs.shape[1], len(networks[0].hidden_bias), len(networks), portable)
+            assert together.tobytes() == rows_one_at_a_time(networks, inputs, portable).tobytes()
+
+
+def stage_steps(seg, tree, block, first_stage, second_stage, allowed):
+    """fallback.stage_scores' steps one call at a time (the C pass of each where compiled)."""
+    first = ann.predict_mean(first_stage, block)
+    if allowed is not None:
+        first = first * allowed
+    return ann.predict_mean(second_stage, np.hstack([block, features.context_features(seg, tree, first)]))
+
+
+@needs_walk
+def test_two_stage_in_one_call_is_the_steps_one_at_a_time():
+    """fallback._stage_scores_c (templater._numeric.two_stage) gives the floats of the steps it replaces, with and
+    without an allowed mask, for both pairs of stages of the shipped weights."""
+    weights = fallback.default_weights()
+    pages = 0
+    for seg in sample_pages():
+        if not seg.blocks:
+            continue
+        tree = features.number_tree(seg)
+        block = features.block_features(seg, tree)
+        rng = np.random.default_rng(len(seg.blocks))
+        for allowed in (None, rng.random(len(seg.blocks)) < 0.7, np.zeros(len(seg.blocks), dtype=bool)):
+            for first_stage, second_stage in ((weights.first, weights.second),
+                                              (weights.expert_first, weights.expert_second)):
+                fast = fallback._stage_scores_c(seg, tree, block, first_stage, second_stage, allowed)
+                assert fast is not None
+                assert fast.tobytes() == stage_steps(seg, tree, block, first_stage, second_stage, allowed).tobytes()
+        pages += 1
+    assert pages > 5
+
+
+@needs_walk
+def test_two_stage_declines_what_a_step_would_give_numpy():
+    weights = fallback.default_weights()
+    seg = next(s for s in sample_pages() if len(s.blocks) > 10)
+    tree = features.number_tree(seg)
+    block = features.block_features(seg, tree)
+    steps = (seg, tree)
+    assert fallback._stage_scores_c(*steps, block, weights.first, weights.second, None) is not None
+    assert fallback._stage_scores_c(*steps, np.asfortranarray(block), weights.first, weights.second, None) is None
+    assert fallback._stage_scores_c(*steps, block.astype(np.float32), weights.first, weights.second, None) is None
+    assert fallback._stage_scores_c(*steps, block, weights.first, weights.second,
+                                    np.ones(len(seg.blocks))) is None  # a float mask: numpy's product
+    assert fallback._stage_scores_c(*steps, block[:, :-1], weights.first, weights.second, None) is None
+    order = np.arange(len(tree.parent))[::-1]  # numbered children first: the context step takes numpy
+    rank = np.argsort(order)
+    reversed_tree = features.Tree(parent=np.where(tree.parent[order] >= 0, rank[tree.parent[order]], -1),
+                                  depth=tree.depth[order], class_bits=tree.class_bits[order],
+                                  tag_bits=tree.tag_bits[order], hint=tree.hint[order], owner=rank[tree.owner])
+    assert fallback._stage_scores_c(seg, reversed_tree, block, weights.first, weights.second, None) is None
+    assert (fallback.stage_scores(seg, reversed_tree, block, weights.first, weights.second, None).tobytes()
+            == stage_steps(seg, reversed_tree, block, weights.first, weights.second, None).tobytes())
 
 
 def test_predict_mean_without_the_c_pass_is_the_numpy_definition(monkeypatch):
