@@ -216,7 +216,7 @@ def test_the_old_index_settings_are_kept_and_new_defaults_refused(tmp_path):
     described = dedup.describe_settings(db)
     assert (described["measure"], described["n"], described["rows"]) == ("jaccard", 5, 6)
     migrated = {row[0] for row in db.conn.execute("SELECT version FROM schema_migrations WHERE component = 'lsh'")}
-    assert migrated == {1, 2, 3, 4}
+    assert migrated == {1, 2, 3, 4, 5}
     assert {"fetched_at", "anchors"} <= {row[1] for row in db.conn.execute("PRAGMA table_info(lsh_signatures)")}
     # what it was built with: no anchor keys, one threshold for every pair, no Jaccard floor
     assert (described["anchor_rate"], described["anchor_keys"], described["same_site_jaccard"]) == (0, 0, 0.0)
@@ -272,7 +272,7 @@ def test_an_index_written_before_the_reference_clustering_keeps_working(tmp_path
     assert dedup.describe_settings(db)["anchor_rate"] == ShingleSettings().anchor_rate
     conn = db.conn
     assert {row[0] for row in conn.execute("SELECT version FROM schema_migrations WHERE component = 'lsh'")} == \
-        {1, 2, 3, 4}
+        {1, 2, 3, 4, 5}
     assert dedup.describe_settings(db)["sample_min_hashes"] == 0  # verifies as it was built to
     assert clusters(db) == {frozenset({"a", "b"})}
     assert [r["id"] for r in dedup.find_similar_page(db, "b")] == ["a"]
@@ -281,5 +281,5 @@ def test_an_index_written_before_the_reference_clustering_keeps_working(tmp_path
     dedup.index_texts(db, [TextItem("d", "http://example.org/d", " ".join(words)),
                            TextItem("e", "http://example.org/e", " ".join(words[:250]))])
     assert clusters(db) == {frozenset({"a", "b"}), frozenset({"d", "e"})}
-    assert conn.execute("SELECT count(*) FROM lsh_recent").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM lsh_runs").fetchone()[0] == 0
     assert conn.execute("SELECT count(DISTINCT doc) FROM lsh_bands").fetchone()[0] == 5

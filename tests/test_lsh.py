@@ -15,7 +15,7 @@ from store.db import open_db
 from store.lsh import IndexedPage
 from templater.errors import SettingsMismatchError
 from templater.shingles import (ShingleSettings, Shingles, Signatures, band_keys, comparable_set, estimate_similarity,
-                                set_jaccard, set_similarity, sign_shingles)
+                                set_jaccard, set_similarity, sign_shingles, sorted_set)
 
 SETTINGS = ShingleSettings(permutations=32, bands=8, rows=4, threshold=0.7, verify="estimate")
 
@@ -116,7 +116,7 @@ def check_invariants(db, bands: int = SETTINGS.bands, anchors: bool = False) -> 
     rows = conn.execute("SELECT a.cluster, b.cluster FROM lsh_links l JOIN lsh_signatures a ON a.doc = l.doc"
                         " JOIN lsh_signatures b ON b.doc = l.other").fetchall()
     assert all(x == y for x, y in rows)
-    rows = sum(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in ("lsh_bands", "lsh_recent"))
+    rows = conn.execute("SELECT count(*) FROM lsh_bands").fetchone()[0] + len(lsh._recent(db).rows()[0])
     pages = conn.execute("SELECT count(*) FROM lsh_signatures").fetchone()[0]
     assert rows >= pages * bands if anchors else rows == pages * bands
 
@@ -343,15 +343,15 @@ def test_recent_keys_merge_into_the_band_index_and_lookups_read_both(tmp_path, m
     for start in range(0, 40, 5):
         add(db, names[start:start + 5], values[start:start + 5])
     lsh.remove_pages(db, names[3:9])
-    add(db, names[3:6], values[3:6])  # back again, into lsh_recent
+    add(db, names[3:6], values[3:6])  # back again, into the recent runs
     live = {n: v for i, (n, v) in enumerate(zip(names, values)) if not 6 <= i < 9}
     assert within_components(stored_clusters(db), live)
     check_invariants(db)
     conn = db.conn
-    recent = conn.execute("SELECT count(DISTINCT doc) FROM lsh_recent").fetchone()[0]
-    assert conn.execute("SELECT count(*) FROM lsh_bands").fetchone()[0] and 0 < recent < 7
-    doc, signature = conn.execute("SELECT doc, signature FROM lsh_signatures WHERE doc IN"
-                                  " (SELECT doc FROM lsh_recent) LIMIT 1").fetchone()
+    recent = sorted_set(lsh._recent(db).rows()[1])
+    assert conn.execute("SELECT count(*) FROM lsh_bands").fetchone()[0] and 0 < len(recent) < 7
+    doc, signature = conn.execute("SELECT doc, signature FROM lsh_signatures WHERE doc = ?",
+                                  [int(recent[0])]).fetchone()
     assert doc in {m.doc for m, _ in lsh.query(db, np.frombuffer(signature, dtype=np.uint32), SETTINGS)}
     pairs = np.concatenate(list(lsh.iter_candidate_pairs(db)))
     keys = band_keys(np.stack(list(live.values())), SETTINGS)
