@@ -281,6 +281,8 @@ FILTER_BITS_PER_KEY = 8  # Bloom filter bits per key of lsh_bands (a power of tw
 FILTER_HASHES = 5  # bits set and probed per key
 FILTER_FIRST_KEYS = 1 << 18  # keys of the first filter part (a power of two); each next part holds as many as all
 # before it, so no part is ever rebuilt and a probe reads about log2(keys / FILTER_FIRST_KEYS) parts
+INSERT_WIDTH = 256  # (key, doc) rows per INSERT statement of a merge into lsh_bands (0.8 s CPU for 1.4M rows, against
+# 2.7 s one row a statement)
 ROUND_LIMITS = (1, 4, 16, 64, 256, 1 << 62)  # candidates verified per (page, cluster) before giving up, cumulative
 REFERENCE_MEMBERS = 1_000  # a cluster's reference pages (its longest text per site, which a page joining it must
 # pass with) are chosen among its this many longest members: a popular cluster costs a bounded read

@@ -283,3 +283,36 @@ def test_an_index_written_before_the_reference_clustering_keeps_working(tmp_path
     assert clusters(db) == {frozenset({"a", "b"}), frozenset({"d", "e"})}
     assert conn.execute("SELECT count(*) FROM lsh_runs").fetchone()[0] == 0
     assert conn.execute("SELECT count(DISTINCT doc) FROM lsh_bands").fetchone()[0] == 5
+
+
+def test_an_index_with_row_tables_of_keys_migrates_to_runs_and_filters(tmp_path, monkeypatch):
+    """tests/fixtures/lsh_v4.db (made by make_lsh_v4.py with the code of 3cf8f85: keys in the row tables lsh_bands
+    and lsh_recent): migration 5 turns lsh_recent into one run and builds lsh_bands' filters; lookups, clusters,
+    new pages and the next merge work as on an index built today."""
+    import shutil
+    from pathlib import Path
+
+    path = tmp_path / "v4.db"
+    shutil.copy(Path(__file__).parent / "fixtures" / "lsh_v4.db", path)
+    old = open_db(path)
+    recent = old.conn.execute("SELECT key, doc FROM lsh_recent ORDER BY key, doc").fetchall()
+    bands = old.conn.execute("SELECT key, doc FROM lsh_bands ORDER BY key, doc").fetchall()
+    old.conn.close()
+    assert recent and bands
+    db = open_db(path)
+    assert clusters(db) == {frozenset({"a", "b"})}  # any read migrates
+    conn = db.conn
+    assert {row[0] for row in conn.execute("SELECT version FROM schema_migrations WHERE component = 'lsh'")} == \
+        {1, 2, 3, 4, 5}
+    assert "lsh_recent" not in db.table_names()
+    (keys, docs), = conn.execute("SELECT keys, docs FROM lsh_runs").fetchall()
+    assert list(zip(np.frombuffer(keys, np.int64).tolist(), np.frombuffer(docs, np.int64).tolist())) == recent
+    assert lsh._filters(db).may_hold(np.array([k for k, _ in bands], dtype=np.int64)).all()
+    assert [r["id"] for r in dedup.find_similar_page(db, "b")] == ["a"]
+    monkeypatch.setattr(lsh, "RECENT_PAGES", 2)
+    words = article(np.random.default_rng(9))
+    dedup.index_texts(db, [TextItem("d", "http://example.org/d", " ".join(words)),
+                           TextItem("e", "http://example.org/e", " ".join(words[:250]))])
+    assert clusters(db) == {frozenset({"a", "b"}), frozenset({"d", "e"})}
+    assert conn.execute("SELECT count(*) FROM lsh_runs").fetchone()[0] == 0
+    assert conn.execute("SELECT count(DISTINCT doc) FROM lsh_bands").fetchone()[0] == 5
