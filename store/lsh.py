@@ -54,7 +54,7 @@ import numpy as np
 from store.db import MIGRATIONS_TABLE, db_name, migrate, transaction
 from templater.config import (BUCKET_CAP, ID_CHUNK, CACHE_KIB, CHECKPOINT_BYTES, WAL_KEEP_BYTES, RECENT_PAGES,
                               ROUND_LIMITS, REFERENCE_MEMBERS, FILTER_BITS_PER_KEY, FILTER_HASHES,
-                              FILTER_FIRST_KEYS, INSERT_WIDTH)  # noqa: F401
+                              FILTER_FIRST_KEYS, RECENT_FILTER_KEYS, INSERT_WIDTH)  # noqa: F401
 from templater.errors import InputError, SettingsMismatchError
 from templater.unionfind import UnionFind
 from templater.shingles import (ALGORITHM_VERSION, LEGACY_MEASURE, ShingleSettings, Shingles, Signatures, band_keys,
@@ -468,10 +468,16 @@ class _Recent:
     def __init__(self, token: int, runs: Sequence[tuple[np.ndarray, np.ndarray]] = ()):
         self.token = token
         self.tiers: list[tuple[np.ndarray, np.ndarray]] = []
+        self.filter = _Filters(0, [], first=RECENT_FILTER_KEYS)  # its keys: most of a batch's are in no tier
         if runs:
-            self.tiers.append(_by_key(np.concatenate([k for k, _ in runs]), np.concatenate([d for _, d in runs])))
+            self.add(*_by_key(np.concatenate([k for k, _ in runs]), np.concatenate([d for _, d in runs])))
+
+    def clear(self) -> None:
+        self.tiers, self.filter = [], _Filters(0, [], first=RECENT_FILTER_KEYS)
 
     def add(self, keys: np.ndarray, docs: np.ndarray) -> None:
+        """A run in key order."""
+        self.filter.add(keys)
         self.tiers.append((keys, docs))
         while len(self.tiers) > 1 and len(self.tiers[-2][0]) < 2 * len(self.tiers[-1][0]):
             (k1, d1), (k2, d2) = self.tiers.pop(), self.tiers.pop()
@@ -480,6 +486,7 @@ class _Recent:
     def find(self, keys: np.ndarray) -> np.ndarray:
         """(key, doc) rows of the distinct ``keys`` (unordered)."""
         parts = [np.empty((0, 2), np.int64)]
+        keys = keys[self.filter.may_hold(keys)] if len(keys) and self.tiers else keys[:0]
         for tier_keys, tier_docs in self.tiers:
             at = _gather(keys, tier_keys)
             parts.append(np.stack((tier_keys[at], tier_docs[at]), axis=1))
@@ -557,9 +564,10 @@ class _Filters:
     large as all before it (at least FILTER_FIRST_KEYS), so no part is ever rebuilt and a probe reads a few parts.
     Keys taken out of lsh_bands stay in: a filter may only say "maybe"."""
 
-    def __init__(self, token: int, parts: list[list]):
+    def __init__(self, token: int, parts: list[list], *, first: int | None = None):
         self.token = token
         self.parts = parts  # [capacity, keys, bits (uint8)]
+        self.first = first  # the first part's capacity (None: FILTER_FIRST_KEYS)
 
     @staticmethod
     def _positions(keys: np.ndarray, bits: int) -> list[np.ndarray]:
@@ -582,7 +590,7 @@ class _Filters:
         changed = []
         while len(keys):
             if not self.parts or self.parts[-1][1] >= self.parts[-1][0]:
-                capacity = max(FILTER_FIRST_KEYS, sum(p[0] for p in self.parts))
+                capacity = max(self.first or FILTER_FIRST_KEYS, sum(p[0] for p in self.parts))
                 self.parts.append([capacity, 0, np.zeros(capacity * FILTER_BITS_PER_KEY // 8, dtype=np.uint8)])
             part = self.parts[-1]
             take, keys = keys[:part[0] - part[1]], keys[part[0] - part[1]:]
@@ -697,7 +705,7 @@ def _merge_recent(db: sqlite_utils.Database, added: int, *, limit: int | None = 
     filters.token = _token_after(filters.token, keys, docs)
     _set_state(db, "filter_token", filters.token)
     conn.execute("DELETE FROM lsh_runs")
-    held.tiers = []
+    held.clear()
     held.token = _token_after(held.token, keys, -docs)
     _set_state(db, "recent_token", held.token)
     _set_state(db, "recent_docs", 0)
@@ -711,7 +719,7 @@ def _insert_bands(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray)
     if whole:
         rows = np.stack((keys[:whole], docs[:whole]), axis=1).reshape(-1, 2 * INSERT_WIDTH)
         conn.executemany(f"INSERT OR IGNORE INTO lsh_bands (key, doc) VALUES {','.join(['(?, ?)'] * INSERT_WIDTH)}",
-                         rows.tolist())
+                         (row.tolist() for row in rows))  # one statement's Python ints at a time
     conn.executemany("INSERT OR IGNORE INTO lsh_bands (key, doc) VALUES (?, ?)",
                      zip(keys[whole:].tolist(), docs[whole:].tolist()))
 
