@@ -570,19 +570,18 @@ class _Filters:
         self.first = first  # the first part's capacity (None: FILTER_FIRST_KEYS)
 
     @staticmethod
-    def _positions(keys: np.ndarray, bits: int) -> list[np.ndarray]:
+    def _positions(keys: np.ndarray, bits: int) -> np.ndarray:
+        """(FILTER_HASHES, keys) bit positions in a part of 2**bits bits."""
         u = keys.astype(np.uint64)
         h1, h2 = u * _MIX[0], (u * _MIX[1]) | np.uint64(1)
-        shift = np.uint64(64 - bits)
-        return [(h1 + np.uint64(i) * h2) >> shift for i in range(FILTER_HASHES)]
+        steps = np.arange(FILTER_HASHES, dtype=np.uint64)[:, None]
+        return ((h1 + steps * h2) >> np.uint64(64 - bits)).astype(np.intp)  # (an intp index gathers fastest)
 
     def may_hold(self, keys: np.ndarray) -> np.ndarray:
         found = np.zeros(len(keys), dtype=bool)
         for capacity, _, bits in self.parts:
-            maybe = np.ones(len(keys), dtype=bool)
-            for at in self._positions(keys, (capacity * FILTER_BITS_PER_KEY).bit_length() - 1):
-                maybe &= (bits[at >> np.uint64(3)] >> (at & np.uint64(7)).astype(np.uint8)) & 1 == 1
-            found |= maybe
+            at = self._positions(keys, (capacity * FILTER_BITS_PER_KEY).bit_length() - 1)
+            found |= (((bits[at >> 3] >> (at & 7).astype(np.uint8)) & 1) == 1).all(axis=0)
         return found
 
     def add(self, keys: np.ndarray) -> list[int]:
@@ -594,8 +593,8 @@ class _Filters:
                 self.parts.append([capacity, 0, np.zeros(capacity * FILTER_BITS_PER_KEY // 8, dtype=np.uint8)])
             part = self.parts[-1]
             take, keys = keys[:part[0] - part[1]], keys[part[0] - part[1]:]
-            for at in self._positions(take, (part[0] * FILTER_BITS_PER_KEY).bit_length() - 1):
-                np.bitwise_or.at(part[2], at >> np.uint64(3), np.left_shift(1, at & np.uint64(7)).astype(np.uint8))
+            at = self._positions(take, (part[0] * FILTER_BITS_PER_KEY).bit_length() - 1).ravel()
+            np.bitwise_or.at(part[2], at >> 3, np.left_shift(1, at & 7).astype(np.uint8))
             part[1] += len(take)
             changed.append(len(self.parts) - 1)
         return sorted(set(changed))
