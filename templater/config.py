@@ -263,9 +263,9 @@ SIMILAR_LIMIT = 10  # near-duplicates `templater similar` lists by default
 # --- lsh (store/lsh.py): the near-duplicate index in SQLite ----------------------------------------------------
 BUCKET_CAP = 256  # candidates offered by one band key
 ID_CHUNK = 10_000  # ids per IN (...) list
-CACHE_KIB = 128 * 1024  # SQLite page cache for this connection: lsh_recent (the table small inserts touch) stays in
-# it; lookups in lsh_bands read at random and the OS caches the file (was 512 MiB, more than the 400 MB a whole run
-# may take)
+CACHE_KIB = 128 * 1024  # SQLite page cache for this connection: lsh_bands' upper levels stay in it; its leaves are
+# read at random (by the few keys its filters pass) and the OS caches the file (was 512 MiB, more than the 400 MB a
+# whole run may take)
 CHECKPOINT_BYTES = 512 * 2**20  # let the WAL grow to this before a checkpoint: a batch of random band inserts
 # dirties most of the band index, and a checkpoint per batch copied and synced it all every time (14,400 docs/s
 # against 21,800 at 1M pages, bench/README_dedup.md)
