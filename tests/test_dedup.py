@@ -259,6 +259,19 @@ def test_a_short_page_inside_a_longer_one_of_its_own_site_is_not_a_copy(db):
     assert clusters(other) == {frozenset({"short", "long"})}
 
 
+def queried_and_extended(db, monkeypatch) -> None:
+    """A fixture index (a, c, then b a cut copy of a) finds b's copy, takes two new pages that merge into
+    lsh_bands at once, and clusters them."""
+    assert [r["id"] for r in dedup.find_similar_page(db, "b")] == ["a"]
+    monkeypatch.setattr(lsh, "RECENT_PAGES", 2)
+    words = article(np.random.default_rng(9))
+    dedup.index_texts(db, [TextItem("d", "http://example.org/d", " ".join(words)),
+                           TextItem("e", "http://example.org/e", " ".join(words[:250]))])
+    assert clusters(db) == {frozenset({"a", "b"}), frozenset({"d", "e"})}
+    assert db.conn.execute("SELECT count(*) FROM lsh_runs").fetchone()[0] == 0
+    assert db.conn.execute("SELECT count(DISTINCT doc) FROM lsh_bands").fetchone()[0] == 5
+
+
 def test_an_index_written_before_the_reference_clustering_keeps_working(tmp_path, monkeypatch):
     """tests/fixtures/lsh_v3.db (made by make_lsh_v3.py with the code of 4d7d034, whose clusters were connected
     components): keys in lsh_bands and lsh_recent; lookups, clusters and new pages work, and lsh_recent still
@@ -275,14 +288,7 @@ def test_an_index_written_before_the_reference_clustering_keeps_working(tmp_path
         {1, 2, 3, 4, 5}
     assert dedup.describe_settings(db)["sample_min_hashes"] == 0  # verifies as it was built to
     assert clusters(db) == {frozenset({"a", "b"})}
-    assert [r["id"] for r in dedup.find_similar_page(db, "b")] == ["a"]
-    monkeypatch.setattr(lsh, "RECENT_PAGES", 2)
-    words = article(np.random.default_rng(9))
-    dedup.index_texts(db, [TextItem("d", "http://example.org/d", " ".join(words)),
-                           TextItem("e", "http://example.org/e", " ".join(words[:250]))])
-    assert clusters(db) == {frozenset({"a", "b"}), frozenset({"d", "e"})}
-    assert conn.execute("SELECT count(*) FROM lsh_runs").fetchone()[0] == 0
-    assert conn.execute("SELECT count(DISTINCT doc) FROM lsh_bands").fetchone()[0] == 5
+    queried_and_extended(db, monkeypatch)
 
 
 def test_an_index_with_row_tables_of_keys_migrates_to_runs_and_filters(tmp_path, monkeypatch):
@@ -308,11 +314,4 @@ def test_an_index_with_row_tables_of_keys_migrates_to_runs_and_filters(tmp_path,
     (keys, docs), = conn.execute("SELECT keys, docs FROM lsh_runs").fetchall()
     assert list(zip(np.frombuffer(keys, np.int64).tolist(), np.frombuffer(docs, np.int64).tolist())) == recent
     assert lsh._filters(db).may_hold(np.array([k for k, _ in bands], dtype=np.int64)).all()
-    assert [r["id"] for r in dedup.find_similar_page(db, "b")] == ["a"]
-    monkeypatch.setattr(lsh, "RECENT_PAGES", 2)
-    words = article(np.random.default_rng(9))
-    dedup.index_texts(db, [TextItem("d", "http://example.org/d", " ".join(words)),
-                           TextItem("e", "http://example.org/e", " ".join(words[:250]))])
-    assert clusters(db) == {frozenset({"a", "b"}), frozenset({"d", "e"})}
-    assert conn.execute("SELECT count(*) FROM lsh_runs").fetchone()[0] == 0
-    assert conn.execute("SELECT count(DISTINCT doc) FROM lsh_bands").fetchone()[0] == 5
+    queried_and_extended(db, monkeypatch)
