@@ -23,7 +23,8 @@ Phases, each timed on its own:
             ``--batch 200`` (pipeline.BATCH_PAGES) for the batches and commits ``extract`` really makes
   pairs     every candidate pair of the index (``iter_candidate_pairs``: one pass over the band index finds the
             shared keys, then their rows in key order), then every verified pair (``iter_verified_pairs``)
-  lookup    ``store.lsh.query`` for ``--lookups`` random indexed pages, one at a time: p50 and p99 latency
+  lookup    ``store.lsh.query`` for ``--lookups`` random indexed pages, one at a time: p50 and p99 latency (wall, and
+            CPU: on a shared machine the wall clock measures the load)
 Then the bytes per page on disk (database file after a checkpoint) and the process's peak resident memory.
 ``--page-size`` creates the database with that SQLite page size before ``open_db`` (0: open_db's default).
 """
@@ -189,15 +190,16 @@ def insert_all(db, args, settings: ShingleSettings) -> tuple[int, list[float], l
 
 
 def time_pairs(db) -> None:
-    began = time.perf_counter()
+    began, cpu = time.perf_counter(), time.process_time()
     pairs = np.concatenate(list(lsh.iter_candidate_pairs(db)) or [np.empty((0, 2), np.int64)])
-    candidates = time.perf_counter() - began
+    candidates, candidates_cpu = time.perf_counter() - began, time.process_time() - cpu
     distinct = len(np.unique((pairs[:, 0] << 31) | pairs[:, 1]))
-    began = time.perf_counter()
+    began, cpu = time.perf_counter(), time.process_time()
     verified = sum(len(a) for a, _, _ in lsh.iter_verified_pairs(db))
-    total = time.perf_counter() - began
-    print(f"pairs: all candidates in {candidates:.1f} s ({len(pairs):,} pair rows, {distinct:,} distinct pairs); "
-          f"candidates + verification in {total:.1f} s ({verified:,} pairs at or above the threshold)")
+    total, total_cpu = time.perf_counter() - began, time.process_time() - cpu
+    print(f"pairs: all candidates in {candidates:.1f} s ({candidates_cpu:.1f} s CPU; {len(pairs):,} pair rows, "
+          f"{distinct:,} distinct pairs); candidates + verification in {total:.1f} s ({total_cpu:.1f} s CPU; "
+          f"{verified:,} pairs at or above the threshold)")
 
 
 def time_lookups(db, settings: ShingleSettings, n: int, lookups: int) -> None:
@@ -206,15 +208,17 @@ def time_lookups(db, settings: ShingleSettings, n: int, lookups: int) -> None:
     rows = dict(db.conn.execute(f"SELECT doc, signature FROM lsh_signatures WHERE doc IN "
                                 f"({','.join(map(str, docs.tolist()))})").fetchall())
     sets = lsh.stored_sets(db, docs.tolist(), settings)
-    latencies, found = [], 0
+    latencies, cpu_times, found = [], [], 0
     for doc in docs.tolist():
         signature = np.frombuffer(rows[doc], dtype=np.uint32)
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.process_time()
         found += len(lsh.query(db, signature, settings, shingle_set=sets.get(doc), exclude=doc))
         latencies.append(time.perf_counter() - began)
-    ms = np.array(latencies) * 1000
+        cpu_times.append(time.process_time() - cpu)
+    ms, cpu_ms = np.array(latencies) * 1000, np.array(cpu_times) * 1000
     print(f"lookup: {lookups} pages, p50 {np.percentile(ms, 50):.2f} ms, p99 {np.percentile(ms, 99):.2f} ms, "
-          f"max {ms.max():.1f} ms ({found} near-duplicates found)")
+          f"max {ms.max():.1f} ms ({found} near-duplicates found); CPU p50 {np.percentile(cpu_ms, 50):.2f} ms, "
+          f"p99 {np.percentile(cpu_ms, 99):.2f} ms")
 
 
 def main() -> None:

@@ -10,9 +10,13 @@ Tables (component "lsh"):
                     fetched_at (when the page was fetched, UTC ISO-8601, NULL when unknown; added by migration 2),
                     anchors (its anchor keys as int64 bytes, NULL without any; added by migration 3)
     lsh_bands       (key, doc) WITHOUT ROWID: one 47-bit key per band, and one per anchor key
-    lsh_recent      the same rows for the pages added since the last merge (at most about RECENT_PAGES pages): new
-                    keys go in here, a small table whose pages stay in the cache, and move to lsh_bands in one sorted
-                    pass when it is full (added by migration 3; every lookup reads both)
+    lsh_runs        run -> keys, docs (int64 BLOBs, sorted by key then doc): the (key, doc) rows of the pages added
+                    since the last merge (at most about RECENT_PAGES pages), one run per batch (one INSERT), held in
+                    memory as a few sorted arrays (``_Recent``) that every lookup reads beside lsh_bands; they move
+                    into lsh_bands in one sorted pass when RECENT_PAGES pages have come (migration 5; migration 3's
+                    row table lsh_recent cost one B-tree insert per key row, its rows become one run)
+    lsh_filter      part -> capacity, keys, bits: Bloom filters of the keys of lsh_bands (``_Filters``), so that a
+                    batch seeks lsh_bands only for the few keys that may be there (migration 5)
     lsh_links       (doc, other) WITHOUT ROWID, both directions: a spanning forest of every cluster, the verified
                     pairs that joined it; removing a page whose links leave one piece needs no re-verification
     lsh_shingles    doc -> the page's verification set, 4 or 8 bytes a hash: its bottom-k sample (verify =
@@ -28,11 +32,12 @@ chain them. A band key shared by more than BUCKET_CAP pages offers only its firs
 BUCKET_CAP pages (by doc number) as candidates: such buckets hold near-identical pages, and the cap keeps one
 popular page from costing a quadratic number of comparisons.
 
-Adding a batch (``add_signatures``, one transaction): its band keys are staged sorted, each is looked up once in
-the band index (``HITS_SQL``), the capped buckets of the few keys found give the stored candidates, the batch's own
-sorted keys give the candidates within it; the keys go in, candidates are verified (by sample, all shingles or
-signature), and the clusters are updated. Band keys are random, so a batch rewrites most pages of the band index
-whatever its size: larger batches cost less per page (bench/README_dedup.md).
+Adding a batch (``add_signatures``, one transaction): its distinct keys are looked up in the recent runs (numpy,
+in memory) and, where lsh_bands' Bloom filters say they may be there, in lsh_bands (``_band_buckets``: the capped
+buckets of the keys found); the batch's own sorted keys give the candidates within it; the keys go in as one run,
+candidates are verified (by sample, all shingles or signature), and the clusters are updated. Per key row a batch
+costs numpy work and a filter probe, not a B-tree insert and seek; lsh_bands is written only by the merges, in key
+order, RECENT_PAGES pages at a time.
 """
 
 from __future__ import annotations
@@ -47,8 +52,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from store.db import MIGRATIONS_TABLE, db_name, migrate, transaction
-from templater.config import (BUCKET_CAP, STAGE_WIDTH, ID_CHUNK, CACHE_KIB, CHECKPOINT_BYTES, WAL_KEEP_BYTES,
-                              RECENT_PAGES, ROUND_LIMITS, REFERENCE_MEMBERS)  # noqa: F401
+from templater.config import (BUCKET_CAP, ID_CHUNK, CACHE_KIB, CHECKPOINT_BYTES, WAL_KEEP_BYTES, RECENT_PAGES,
+                              ROUND_LIMITS, REFERENCE_MEMBERS, FILTER_BITS_PER_KEY, FILTER_HASHES,
+                              FILTER_FIRST_KEYS, RECENT_FILTER_KEYS, INSERT_WIDTH)  # noqa: F401
 from templater.errors import InputError, SettingsMismatchError
 from templater.unionfind import UnionFind
 from templater.shingles import (ALGORITHM_VERSION, LEGACY_MEASURE, ShingleSettings, Shingles, Signatures, band_keys,
@@ -58,7 +64,6 @@ from templater.shingles import (ALGORITHM_VERSION, LEGACY_MEASURE, ShingleSettin
 if TYPE_CHECKING:  # annotations only: a store opens without sqlite-utils (store.db.Database)
     import sqlite_utils
 
-PAD_KEY = -1  # padding in staging rows (real keys are >= 0)
 PAIR_SHIFT = 31  # a pair of doc numbers (each below 2**31) packed into one int64
 
 
@@ -182,7 +187,28 @@ def _add_sample_min(db: sqlite_utils.Database) -> None:
                " (SELECT 1 FROM lsh_settings)")
 
 
-STEPS = [_create_tables, _add_fetch_times, _add_anchors, _add_sample_min]
+def _runs_and_filters(db: sqlite_utils.Database) -> None:
+    """Migration 5: the recent keys as sorted runs (``lsh_runs``: the rows of lsh_recent become one run, and the
+    table goes) and Bloom filters over lsh_bands' keys (``lsh_filter``, built here from lsh_bands)."""
+    db.execute("CREATE TABLE lsh_runs (run INTEGER PRIMARY KEY, keys BLOB NOT NULL, docs BLOB NOT NULL)")
+    db.execute("CREATE TABLE lsh_filter (part INTEGER PRIMARY KEY, capacity INTEGER NOT NULL, keys INTEGER NOT NULL,"
+               " bits BLOB NOT NULL)")
+    rows = np.array(db.execute("SELECT key, doc FROM lsh_recent ORDER BY key, doc").fetchall(),
+                    dtype=np.int64).reshape(-1, 2)
+    keys, docs = np.ascontiguousarray(rows[:, 0]), np.ascontiguousarray(rows[:, 1])
+    if len(rows):
+        db.execute("INSERT INTO lsh_runs (keys, docs) VALUES (?, ?)", [keys.tobytes(), docs.tobytes()])
+    db.execute("DROP TABLE lsh_recent")
+    db.execute("INSERT INTO lsh_state (name, value) VALUES ('recent_token', ?), ('filter_token', 0)",
+               [_token_after(0, keys, docs)])
+    filters = _Filters(0, [])
+    cursor = db.execute("SELECT DISTINCT key FROM lsh_bands")
+    while chunk := cursor.fetchmany(1 << 20):
+        filters.add(np.array(chunk, dtype=np.int64).reshape(-1))
+    _store_filters(db, filters, range(len(filters.parts)))
+
+
+STEPS = [_create_tables, _add_fetch_times, _add_anchors, _add_sample_min, _runs_and_filters]
 
 
 def held(db: sqlite_utils.Database) -> bool:
@@ -199,8 +225,6 @@ def prepare(db: sqlite_utils.Database) -> None:
     conn.execute(f"PRAGMA wal_autocheckpoint = {CHECKPOINT_BYTES // page_size}")
     conn.execute(f"PRAGMA journal_size_limit = {WAL_KEEP_BYTES}")
     conn.execute("PRAGMA temp_store = MEMORY")
-    columns = ", ".join(f"k{i} INTEGER, d{i} INTEGER" for i in range(STAGE_WIDTH))
-    conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS lsh_stage ({columns})")
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS lsh_hits (key INTEGER PRIMARY KEY)")
 
 
@@ -414,27 +438,184 @@ def _anchors_of(blob: bytes | None) -> np.ndarray:
     return np.frombuffer(blob, dtype=np.int64) if blob else np.empty(0, np.int64)
 
 
-def _stage_keys(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) -> None:
-    """Fill temp.lsh_stage with sorted (key, doc) rows, STAGE_WIDTH pairs per executemany row (``STAGED_SQL`` reads
-    them back in order)."""
-    count = len(keys)
-    height = -(-count // STAGE_WIDTH)
-    padded = np.full((2, height * STAGE_WIDTH), PAD_KEY, dtype=np.int64)
-    padded[0, :count], padded[1, :count] = keys, docs
-    rows = np.empty((height, 2 * STAGE_WIDTH), dtype=np.int64)
-    rows[:, 0::2] = padded[0].reshape(STAGE_WIDTH, height).T  # column-major: reading column 0, then 1, ... is sorted
-    rows[:, 1::2] = padded[1].reshape(STAGE_WIDTH, height).T
+# --- the recent runs and the filters of lsh_bands, in memory -------------------------------------------------
+
+def _token_after(token: int, keys: np.ndarray, docs: np.ndarray) -> int:
+    """The state token after a change of ``keys``/``docs`` rows: made from the rows (not drawn), so two processes
+    that write the same rows write the same token, and a token read back tells whether memory still matches."""
+    return hash((token, len(keys), int(keys.sum()) if len(keys) else 0, int(docs.sum()) if len(docs) else 0,
+                 int(np.bitwise_xor.reduce(keys)) if len(keys) else 0)) & ((1 << 62) - 1)
+
+
+def _by_key(keys: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows in key order (a stable sort: concatenated sorted runs merge in linear time)."""
+    order = np.argsort(keys, kind="stable")
+    return keys[order], docs[order]
+
+
+def _gather(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
+    """Positions in ``sorted_keys`` of every row whose key is one of ``keys`` (distinct), key by key."""
+    first = np.searchsorted(sorted_keys, keys, side="left")
+    sizes = np.searchsorted(sorted_keys, keys, side="right") - first
+    return np.repeat(first - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
+
+
+class _Recent:
+    """lsh_runs in memory: a few (keys, docs) tiers in key order, each at least twice the next (a batch's run joins
+    the last tier while that is less than twice its size, as a binary counter: every row is merged about
+    log2(runs) times), read as of ``token``. Docs are in no order within a key: readers sort what they take."""
+
+    def __init__(self, token: int, runs: Sequence[tuple[np.ndarray, np.ndarray]] = ()):
+        self.token = token
+        self.tiers: list[tuple[np.ndarray, np.ndarray]] = []
+        self.filter = _Filters(0, [], first=RECENT_FILTER_KEYS)  # its keys: most of a batch's are in no tier
+        if runs:
+            self.add(*_by_key(np.concatenate([k for k, _ in runs]), np.concatenate([d for _, d in runs])))
+
+    def clear(self) -> None:
+        self.tiers, self.filter = [], _Filters(0, [], first=RECENT_FILTER_KEYS)
+
+    def add(self, keys: np.ndarray, docs: np.ndarray) -> None:
+        """A run in key order."""
+        self.filter.add(keys)
+        self.tiers.append((keys, docs))
+        while len(self.tiers) > 1 and len(self.tiers[-2][0]) < 2 * len(self.tiers[-1][0]):
+            (k1, d1), (k2, d2) = self.tiers.pop(), self.tiers.pop()
+            self.tiers.append(_by_key(np.concatenate((k2, k1)), np.concatenate((d2, d1))))
+
+    def find(self, keys: np.ndarray) -> np.ndarray:
+        """(key, doc) rows of the distinct ``keys`` (unordered)."""
+        parts = [np.empty((0, 2), np.int64)]
+        keys = keys[self.filter.may_hold(keys)] if len(keys) and self.tiers else keys[:0]
+        for tier_keys, tier_docs in self.tiers:
+            at = _gather(keys, tier_keys)
+            parts.append(np.stack((tier_keys[at], tier_docs[at]), axis=1))
+        return np.concatenate(parts)
+
+    def rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every row, in key order."""
+        if not self.tiers:
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        return _by_key(np.concatenate([k for k, _ in self.tiers]), np.concatenate([d for _, d in self.tiers]))
+
+    def drop(self, docs: np.ndarray) -> None:
+        self.tiers = [(k[keep], d[keep]) for k, d in self.tiers if len(k)
+                      for keep in [~np.isin(d, docs)]]
+
+
+def _state(db: sqlite_utils.Database, name: str) -> int:
+    return db.conn.execute("SELECT value FROM lsh_state WHERE name = ?", [name]).fetchone()[0]
+
+
+def _set_state(db: sqlite_utils.Database, name: str, value: int) -> None:
+    db.conn.execute("UPDATE lsh_state SET value = ? WHERE name = ?", [value, name])
+
+
+def _recent(db: sqlite_utils.Database) -> _Recent:
+    """The recent runs in memory, read again when lsh_state's token says they changed (another connection wrote,
+    or a transaction that wrote them rolled back)."""
+    token = _state(db, "recent_token")
+    held = vars(db).get("_lsh_recent")
+    if held is None or held.token != token:
+        held = _Recent(token, [(np.frombuffer(k, dtype=np.int64), np.frombuffer(d, dtype=np.int64))
+                               for k, d in db.conn.execute("SELECT keys, docs FROM lsh_runs ORDER BY run")])
+        vars(db)["_lsh_recent"] = held
+    return held
+
+
+def _append_run(db: sqlite_utils.Database, recent: _Recent, keys: np.ndarray, docs: np.ndarray) -> None:
+    """A batch's sorted (key, doc) rows as one run: one INSERT, and the tiers in memory."""
+    if not len(keys):
+        return
+    db.conn.execute("INSERT INTO lsh_runs (keys, docs) VALUES (?, ?)", [keys.tobytes(), docs.tobytes()])
+    recent.add(keys, docs)
+    recent.token = _token_after(recent.token, keys, docs)
+    _set_state(db, "recent_token", recent.token)
+
+
+def _drop_recent(db: sqlite_utils.Database, docs: Sequence[int]) -> None:
+    """Take the rows of ``docs`` out of the recent runs (the runs that hold any are rewritten)."""
+    recent = _recent(db)
+    gone = np.array(sorted(docs), dtype=np.int64)
+    if not any(np.isin(d, gone).any() for _, d in recent.tiers):
+        return
     conn = db.conn
-    conn.execute("DELETE FROM temp.lsh_stage")
-    conn.executemany(f"INSERT INTO temp.lsh_stage VALUES ({','.join('?' * 2 * STAGE_WIDTH)})", rows.tolist())
+    for run, key_blob, doc_blob in conn.execute("SELECT run, keys, docs FROM lsh_runs").fetchall():
+        run_docs = np.frombuffer(doc_blob, dtype=np.int64)
+        keep = ~np.isin(run_docs, gone)
+        if keep.all():
+            continue
+        if keep.any():
+            conn.execute("UPDATE lsh_runs SET keys = ?, docs = ? WHERE run = ?",
+                         [np.frombuffer(key_blob, dtype=np.int64)[keep].tobytes(), run_docs[keep].tobytes(), run])
+        else:
+            conn.execute("DELETE FROM lsh_runs WHERE run = ?", [run])
+    recent.drop(gone)
+    recent.token = _token_after(recent.token, np.array([-1], np.int64), gone)
+    _set_state(db, "recent_token", recent.token)
 
 
-STAGED_SQL = " UNION ALL ".join(f"SELECT k{i} AS key, d{i} AS doc FROM temp.lsh_stage WHERE k{i} >= 0"
-                                for i in range(STAGE_WIDTH))  # the staged rows in (key, doc) order
-HITS_SQL = (f"SELECT key FROM ({STAGED_SQL}) p WHERE EXISTS (SELECT 1 FROM lsh_bands b WHERE b.key = p.key)"
-            " OR EXISTS (SELECT 1 FROM lsh_recent r WHERE r.key = p.key)")
-# one index seek per band key of the batch (a correlated bucket-cap subquery here doubled the seeks), run before
-# the batch's own keys go in; only the keys found (a few percent) are then read with the cap (_buckets_sql)
+_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))
+
+
+class _Filters:
+    """Bloom filters over the keys of lsh_bands: part i holds ``capacity`` keys in capacity * FILTER_BITS_PER_KEY
+    bits, FILTER_HASHES bits a key (double hashing of the key, already uniform); a full part is followed by one as
+    large as all before it (at least FILTER_FIRST_KEYS), so no part is ever rebuilt and a probe reads a few parts.
+    Keys taken out of lsh_bands stay in: a filter may only say "maybe"."""
+
+    def __init__(self, token: int, parts: list[list], *, first: int | None = None):
+        self.token = token
+        self.parts = parts  # [capacity, keys, bits (uint8)]
+        self.first = first  # the first part's capacity (None: FILTER_FIRST_KEYS)
+
+    @staticmethod
+    def _positions(keys: np.ndarray, bits: int) -> np.ndarray:
+        """(FILTER_HASHES, keys) bit positions in a part of 2**bits bits."""
+        u = keys.astype(np.uint64)
+        h1, h2 = u * _MIX[0], (u * _MIX[1]) | np.uint64(1)
+        steps = np.arange(FILTER_HASHES, dtype=np.uint64)[:, None]
+        return ((h1 + steps * h2) >> np.uint64(64 - bits)).astype(np.intp)  # (an intp index gathers fastest)
+
+    def may_hold(self, keys: np.ndarray) -> np.ndarray:
+        found = np.zeros(len(keys), dtype=bool)
+        for capacity, _, bits in self.parts:
+            at = self._positions(keys, (capacity * FILTER_BITS_PER_KEY).bit_length() - 1)
+            found |= (((bits[at >> 3] >> (at & 7).astype(np.uint8)) & 1) == 1).all(axis=0)
+        return found
+
+    def add(self, keys: np.ndarray) -> list[int]:
+        """Put ``keys`` in; returns the parts changed."""
+        changed = []
+        while len(keys):
+            if not self.parts or self.parts[-1][1] >= self.parts[-1][0]:
+                capacity = max(self.first or FILTER_FIRST_KEYS, sum(p[0] for p in self.parts))
+                self.parts.append([capacity, 0, np.zeros(capacity * FILTER_BITS_PER_KEY // 8, dtype=np.uint8)])
+            part = self.parts[-1]
+            take, keys = keys[:part[0] - part[1]], keys[part[0] - part[1]:]
+            at = self._positions(take, (part[0] * FILTER_BITS_PER_KEY).bit_length() - 1).ravel()
+            np.bitwise_or.at(part[2], at >> 3, np.left_shift(1, at & 7).astype(np.uint8))
+            part[1] += len(take)
+            changed.append(len(self.parts) - 1)
+        return sorted(set(changed))
+
+
+def _store_filters(db: sqlite_utils.Database, filters: _Filters, parts: Sequence[int]) -> None:
+    for i in parts:
+        capacity, count, bits = filters.parts[i]
+        db.execute("INSERT OR REPLACE INTO lsh_filter (part, capacity, keys, bits) VALUES (?, ?, ?, ?)",
+                   [i, capacity, count, bits.tobytes()])
+
+
+def _filters(db: sqlite_utils.Database) -> _Filters:
+    """lsh_bands' filters in memory, read again when lsh_state's token says they changed."""
+    token = _state(db, "filter_token")
+    held = vars(db).get("_lsh_filters")
+    if held is None or held.token != token:
+        held = _Filters(token, [[capacity, count, np.frombuffer(bits, dtype=np.uint8).copy()] for capacity, count, bits
+                                in db.conn.execute("SELECT capacity, keys, bits FROM lsh_filter ORDER BY part")])
+        vars(db)["_lsh_filters"] = held
+    return held
 
 
 @functools.cache
@@ -453,11 +634,22 @@ def _capped(rows: np.ndarray, cap: int) -> np.ndarray:
     return rows[rank < cap]
 
 
-def _bucket_rows(db: sqlite_utils.Database, cap: int = BUCKET_CAP) -> np.ndarray:
-    """(key, doc) of the first ``cap`` docs of every key in temp.lsh_hits, from lsh_bands and lsh_recent."""
-    parts = [np.array(db.conn.execute(_buckets_sql(cap, table)).fetchall(), dtype=np.int64).reshape(-1, 2)
-             for table in ("lsh_bands", "lsh_recent")]
-    rows = np.concatenate(parts)
+def _band_buckets(db: sqlite_utils.Database, keys: np.ndarray, cap: int = BUCKET_CAP) -> np.ndarray:
+    """(key, doc) of the first ``cap`` docs of each of the distinct ``keys`` in lsh_bands: only the keys its
+    filters may hold are sought."""
+    keys = keys[_filters(db).may_hold(keys)] if len(keys) else keys
+    if not len(keys):
+        return np.empty((0, 2), np.int64)
+    conn = db.conn
+    conn.execute("DELETE FROM temp.lsh_hits")
+    conn.executemany("INSERT INTO temp.lsh_hits (key) VALUES (?)", [(k,) for k in keys.tolist()])
+    return np.array(conn.execute(_buckets_sql(cap, "lsh_bands")).fetchall(), dtype=np.int64).reshape(-1, 2)
+
+
+def _bucket_rows(db: sqlite_utils.Database, keys: np.ndarray, cap: int = BUCKET_CAP) -> np.ndarray:
+    """(key, doc) of the first ``cap`` docs of each of the distinct ``keys``, from lsh_bands and the recent runs,
+    sorted by key then doc."""
+    rows = np.concatenate((_band_buckets(db, keys, cap), _recent(db).find(keys)))
     rows = rows[np.lexsort((rows[:, 1], rows[:, 0]))]
     return _capped(rows, cap)
 
@@ -488,38 +680,55 @@ def _insert_docs(db: sqlite_utils.Database, docs: np.ndarray, pages: list[Indexe
 
 
 def _candidate_pairs(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
-    """(new page, earlier page) rows, one per shared band: stored pages from the index (queried before the batch's
-    keys go in), pages of the batch from its own sorted keys. Then the batch's keys are inserted."""
-    _stage_keys(db, keys, docs)
+    """(new page, earlier page) rows, one per shared band: stored pages from the index (looked up before the
+    batch's keys go in), pages of the batch from its own sorted keys. Then the batch's keys go in as one run."""
     stored = _stored_partners(db, keys, docs)
-    db.conn.execute(f"INSERT OR IGNORE INTO lsh_recent (key, doc) {STAGED_SQL}")
+    _append_run(db, _recent(db), keys, docs)
     _merge_recent(db, len(sorted_set(docs)))
     within = bucket_pairs(keys, docs)[:, ::-1]
     return np.concatenate((stored, within))
 
 
 def _merge_recent(db: sqlite_utils.Database, added: int, *, limit: int | None = None) -> None:
-    """Count ``added`` pages into lsh_recent; when it holds RECENT_PAGES (``limit``), move its rows (already in key
-    order) into lsh_bands in one pass and empty it."""
+    """Count ``added`` pages into the recent runs; when they hold RECENT_PAGES (``limit``), move their rows into
+    lsh_bands in key order (and their keys into its filters) and empty them."""
     recent = _next(db, "recent_docs", added) + added
     if recent < (RECENT_PAGES if limit is None else limit):
         return
+    held = _recent(db)
+    keys, docs = held.rows()
     conn = db.conn
-    conn.execute("INSERT OR IGNORE INTO lsh_bands (key, doc) SELECT key, doc FROM lsh_recent")
-    conn.execute("DELETE FROM lsh_recent")
-    conn.execute("UPDATE lsh_state SET value = 0 WHERE name = 'recent_docs'")
+    _insert_bands(db, keys, docs)
+    filters = _filters(db)
+    _store_filters(db, filters, filters.add(sorted_set(keys)))
+    filters.token = _token_after(filters.token, keys, docs)
+    _set_state(db, "filter_token", filters.token)
+    conn.execute("DELETE FROM lsh_runs")
+    held.clear()
+    held.token = _token_after(held.token, keys, -docs)
+    _set_state(db, "recent_token", held.token)
+    _set_state(db, "recent_docs", 0)
+
+
+def _insert_bands(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) -> None:
+    """(key, doc) rows into lsh_bands, INSERT_WIDTH rows a statement (binding rows one by one took three times as
+    long: most of a merge)."""
+    whole = len(keys) // INSERT_WIDTH * INSERT_WIDTH
+    conn = db.conn
+    if whole:
+        rows = np.stack((keys[:whole], docs[:whole]), axis=1).reshape(-1, 2 * INSERT_WIDTH)
+        conn.executemany(f"INSERT OR IGNORE INTO lsh_bands (key, doc) VALUES {','.join(['(?, ?)'] * INSERT_WIDTH)}",
+                         (row.tolist() for row in rows))  # one statement's Python ints at a time
+    conn.executemany("INSERT OR IGNORE INTO lsh_bands (key, doc) VALUES (?, ?)",
+                     zip(keys[whole:].tolist(), docs[whole:].tolist()))
 
 
 def _stored_partners(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
-    """(new page, stored page) for every staged key found in the index: the keys found, then their buckets
-    (each bucket's first BUCKET_CAP pages), matched to the batch's sorted keys in numpy."""
-    conn = db.conn
-    found = sorted_set(np.array(conn.execute(HITS_SQL).fetchall(), dtype=np.int64).reshape(-1))
-    if not len(found):
+    """(new page, stored page) for every key of the batch found in the index: each found key's bucket (its first
+    BUCKET_CAP pages), matched to the batch's sorted keys in numpy."""
+    bucket = _bucket_rows(db, sorted_set(keys))
+    if not len(bucket):
         return np.empty((0, 2), np.int64)
-    conn.execute("DELETE FROM temp.lsh_hits")
-    conn.executemany("INSERT INTO temp.lsh_hits (key) VALUES (?)", [(k,) for k in found.tolist()])
-    bucket = _bucket_rows(db)
     first = np.searchsorted(bucket[:, 0], keys, side="left")
     sizes = np.searchsorted(bucket[:, 0], keys, side="right") - first
     row = np.repeat(np.arange(len(keys)), sizes)
@@ -722,8 +931,8 @@ def _remove_docs(db: sqlite_utils.Database, docs: list[int], settings: ShingleSe
     keys, key_docs = _band_rows(band_keys(values, settings), np.array([r[0] for r in rows], dtype=np.int64),
                                 [_anchors_of(r[3]) for r in rows])
     conn = db.conn
-    for table in ("lsh_bands", "lsh_recent"):
-        conn.executemany(f"DELETE FROM {table} WHERE key = ? AND doc = ?", zip(keys.tolist(), key_docs.tolist()))
+    conn.executemany("DELETE FROM lsh_bands WHERE key = ? AND doc = ?", zip(keys.tolist(), key_docs.tolist()))
+    _drop_recent(db, docs)
     for doc in docs:
         neighbours = [n for (n,) in conn.execute("SELECT other FROM lsh_links WHERE doc = ?", [doc])]
         conn.executemany("DELETE FROM lsh_links WHERE doc = ? AND other = ?", [(n, doc) for n in neighbours])
@@ -840,8 +1049,11 @@ def query(db: sqlite_utils.Database, signature: np.ndarray, settings: ShingleSet
     keys = band_keys(signature[None, :], settings)[0].tolist()
     if anchors is not None:
         keys += [k for k in anchors.tolist() if k not in keys]
-    found = np.concatenate([np.array(db.conn.execute(_lookup_sql(len(keys), BUCKET_CAP, table), keys).fetchall(),
-                                     dtype=np.int64).reshape(-1, 2) for table in ("lsh_bands", "lsh_recent")])
+    keys = np.array(keys, dtype=np.int64)
+    sought = keys[_filters(db).may_hold(keys)].tolist()
+    found = np.concatenate((np.array(db.conn.execute(_lookup_sql(len(sought), BUCKET_CAP, "lsh_bands"),
+                                                     sought).fetchall() if sought else [], dtype=np.int64).reshape(-1, 2),
+                            _recent(db).find(sorted_set(keys))))
     capped = _capped(found[np.lexsort((found[:, 1], found[:, 0]))], BUCKET_CAP)
     docs = sorted(set(capped[:, 1].tolist()) - {exclude})
     columns = "doc, page_id, url, signature, first_seen, boilerplate_chars, text_chars, fetched_at"
@@ -896,28 +1108,40 @@ def stored_sets(db: sqlite_utils.Database, docs: Sequence[int], settings: Shingl
 
 
 SHARED_KEYS_SQL = ("SELECT key, doc FROM lsh_bands WHERE key IN (SELECT key FROM lsh_bands GROUP BY key"
-                   " HAVING count(*) > 1 UNION SELECT key FROM lsh_recent)"
-                   " UNION ALL SELECT key, doc FROM lsh_recent ORDER BY key, doc")  # one streaming pass finds the
-# shared keys of lsh_bands (a window count over the whole table took three times as long); with every key of the
-# small lsh_recent, their rows are sorted once
+                   " HAVING count(*) > 1 UNION SELECT value FROM json_each(?)) ORDER BY key, doc")
+# one streaming pass finds the shared keys of lsh_bands (a window count over the whole table took three times as
+# long), with every key of the recent runs (one JSON list: rows inserted into a temp table outside a transaction
+# cost 30 us each): their rows come in key order
 
 
 def iter_candidate_pairs(db: sqlite_utils.Database, *, chunk_rows: int = 1 << 20) -> Iterator[np.ndarray]:
     """Every candidate pair of the index as (n, 2) arrays of doc numbers (a < b; a pair sharing several bands
-    repeats). The rows of shared keys in key order (``SHARED_KEYS_SQL``); a bucket offers its first BUCKET_CAP pages,
-    as on insert.
+    repeats). The rows of shared keys in key order (``SHARED_KEYS_SQL``, merged with the recent runs' rows); a
+    bucket offers its first BUCKET_CAP pages, as on insert.
     """
     prepare(db)
-    rows = db.conn.execute(SHARED_KEYS_SQL)
+    recent_keys, recent_docs = _recent(db).rows()
+    rows = db.conn.execute(SHARED_KEYS_SQL, [json.dumps(sorted_set(recent_keys).tolist())])
     carry = np.empty((0, 2), np.int64)
+    taken = 0  # recent rows merged so far (those of keys below the last cut)
+
+    def merged(block: np.ndarray, below: int | None) -> np.ndarray:
+        nonlocal taken
+        upto = len(recent_keys) if below is None else int(np.searchsorted(recent_keys, below, side="left"))
+        block = np.concatenate((block, np.stack((recent_keys[taken:upto], recent_docs[taken:upto]), axis=1)))
+        taken = upto
+        return block[np.lexsort((block[:, 1], block[:, 0]))]
+
     while batch := rows.fetchmany(chunk_rows):
         block = np.concatenate((carry, np.array(batch, dtype=np.int64)))
         last = np.flatnonzero(block[:, 0] != block[-1, 0])
         cut = last[-1] + 1 if len(last) else 0  # the last bucket may continue in the next chunk
         carry = block[cut:]
-        yield bucket_pairs(block[:cut, 0], block[:cut, 1])
-    if len(carry):
-        yield bucket_pairs(carry[:, 0], carry[:, 1])
+        done = merged(block[:cut], int(block[-1, 0]))
+        yield bucket_pairs(done[:, 0], done[:, 1])
+    done = merged(carry, None)
+    if len(done):
+        yield bucket_pairs(done[:, 0], done[:, 1])
 
 
 def bucket_pairs(keys: np.ndarray, docs: np.ndarray, *, cap: int = BUCKET_CAP) -> np.ndarray:

@@ -264,20 +264,30 @@ SIMILAR_LIMIT = 10  # near-duplicates `templater similar` lists by default
 
 # --- lsh (store/lsh.py): the near-duplicate index in SQLite ----------------------------------------------------
 BUCKET_CAP = 256  # candidates offered by one band key
-STAGE_WIDTH = 16  # (key, doc) pairs bound per staging row: one executemany row per 16 band keys
 ID_CHUNK = 10_000  # ids per IN (...) list
-CACHE_KIB = 128 * 1024  # SQLite page cache for this connection: lsh_recent (the table small inserts touch) stays in
-# it; lookups in lsh_bands read at random and the OS caches the file (was 512 MiB, more than the 400 MB a whole run
-# may take)
+CACHE_KIB = 128 * 1024  # SQLite page cache for this connection: lsh_bands' upper levels stay in it; its leaves are
+# read at random (by the few keys its filters pass) and the OS caches the file (was 512 MiB, more than the 400 MB a
+# whole run may take)
 CHECKPOINT_BYTES = 512 * 2**20  # let the WAL grow to this before a checkpoint: a batch of random band inserts
 # dirties most of the band index, and a checkpoint per batch copied and synced it all every time (14,400 docs/s
 # against 21,800 at 1M pages, bench/README_dedup.md)
 WAL_KEEP_BYTES = 64 * 2**20  # after a checkpoint the WAL file is cut back to this
-RECENT_PAGES = 50_000  # pages whose keys wait in lsh_recent before one sorted merge into lsh_bands: random keys
+RECENT_PAGES = 50_000  # pages whose keys wait in lsh_runs before one sorted merge into lsh_bands: random keys
 # dirty pages all over a big band index, so adding them 200 pages at a time (what extract does) rewrote most of it
 # at every commit and cost grew with the index (issue: 4.4k docs per CPU second at 200k pages); small inserts now
 # touch only the small table, and the big one takes a batch of RECENT_PAGES pages at once, as 50,000-page
 # batches did (bench/bench_index.py, docs/near-duplicates.md)
+FILTER_BITS_PER_KEY = 8  # Bloom filter bits per key of lsh_bands (a power of two): with FILTER_HASHES = 5 a full part
+# answers "maybe" for 2.2% of absent keys, so a batch seeks lsh_bands for its few stored keys and a few percent more
+# instead of all of them; memory and disk 1 byte a key row (~28 MB a million pages)
+FILTER_HASHES = 5  # bits set and probed per key
+FILTER_FIRST_KEYS = 1 << 18  # keys of the first filter part (a power of two); each next part holds as many as all
+# before it, so no part is ever rebuilt and a probe reads about log2(keys / FILTER_FIRST_KEYS) parts
+RECENT_FILTER_KEYS = 1 << 21  # keys of the recent runs' Bloom filter (in memory only, 2 MiB): most keys of a batch
+# are in no run, and probing the filter costs less than a binary search of every tier (two thirds of an insert's
+# numpy time without it)
+INSERT_WIDTH = 256  # (key, doc) rows per INSERT statement of a merge into lsh_bands (0.8 s CPU for 1.4M rows, against
+# 2.7 s one row a statement)
 ROUND_LIMITS = (1, 4, 16, 64, 256, 1 << 62)  # candidates verified per (page, cluster) before giving up, cumulative
 REFERENCE_MEMBERS = 1_000  # a cluster's reference pages (its longest text per site, which a page joining it must
 # pass with) are chosen among its this many longest members: a popular cluster costs a bounded read

@@ -216,7 +216,7 @@ def test_the_old_index_settings_are_kept_and_new_defaults_refused(tmp_path):
     described = dedup.describe_settings(db)
     assert (described["measure"], described["n"], described["rows"]) == ("jaccard", 5, 6)
     migrated = {row[0] for row in db.conn.execute("SELECT version FROM schema_migrations WHERE component = 'lsh'")}
-    assert migrated == {1, 2, 3, 4}
+    assert migrated == {1, 2, 3, 4, 5}
     assert {"fetched_at", "anchors"} <= {row[1] for row in db.conn.execute("PRAGMA table_info(lsh_signatures)")}
     # what it was built with: no anchor keys, one threshold for every pair, no Jaccard floor
     assert (described["anchor_rate"], described["anchor_keys"], described["same_site_jaccard"]) == (0, 0, 0.0)
@@ -259,6 +259,19 @@ def test_a_short_page_inside_a_longer_one_of_its_own_site_is_not_a_copy(db):
     assert clusters(other) == {frozenset({"short", "long"})}
 
 
+def queried_and_extended(db, monkeypatch) -> None:
+    """A fixture index (a, c, then b a cut copy of a) finds b's copy, takes two new pages that merge into
+    lsh_bands at once, and clusters them."""
+    assert [r["id"] for r in dedup.find_similar_page(db, "b")] == ["a"]
+    monkeypatch.setattr(lsh, "RECENT_PAGES", 2)
+    words = article(np.random.default_rng(9))
+    dedup.index_texts(db, [TextItem("d", "http://example.org/d", " ".join(words)),
+                           TextItem("e", "http://example.org/e", " ".join(words[:250]))])
+    assert clusters(db) == {frozenset({"a", "b"}), frozenset({"d", "e"})}
+    assert db.conn.execute("SELECT count(*) FROM lsh_runs").fetchone()[0] == 0
+    assert db.conn.execute("SELECT count(DISTINCT doc) FROM lsh_bands").fetchone()[0] == 5
+
+
 def test_an_index_written_before_the_reference_clustering_keeps_working(tmp_path, monkeypatch):
     """tests/fixtures/lsh_v3.db (made by make_lsh_v3.py with the code of 4d7d034, whose clusters were connected
     components): keys in lsh_bands and lsh_recent; lookups, clusters and new pages work, and lsh_recent still
@@ -272,14 +285,33 @@ def test_an_index_written_before_the_reference_clustering_keeps_working(tmp_path
     assert dedup.describe_settings(db)["anchor_rate"] == ShingleSettings().anchor_rate
     conn = db.conn
     assert {row[0] for row in conn.execute("SELECT version FROM schema_migrations WHERE component = 'lsh'")} == \
-        {1, 2, 3, 4}
+        {1, 2, 3, 4, 5}
     assert dedup.describe_settings(db)["sample_min_hashes"] == 0  # verifies as it was built to
     assert clusters(db) == {frozenset({"a", "b"})}
-    assert [r["id"] for r in dedup.find_similar_page(db, "b")] == ["a"]
-    monkeypatch.setattr(lsh, "RECENT_PAGES", 2)
-    words = article(np.random.default_rng(9))
-    dedup.index_texts(db, [TextItem("d", "http://example.org/d", " ".join(words)),
-                           TextItem("e", "http://example.org/e", " ".join(words[:250]))])
-    assert clusters(db) == {frozenset({"a", "b"}), frozenset({"d", "e"})}
-    assert conn.execute("SELECT count(*) FROM lsh_recent").fetchone()[0] == 0
-    assert conn.execute("SELECT count(DISTINCT doc) FROM lsh_bands").fetchone()[0] == 5
+    queried_and_extended(db, monkeypatch)
+
+
+def test_an_index_with_row_tables_of_keys_migrates_to_runs_and_filters(tmp_path, monkeypatch):
+    """tests/fixtures/lsh_v4.db (made by make_lsh_v4.py with the code of 3cf8f85: keys in the row tables lsh_bands
+    and lsh_recent): migration 5 turns lsh_recent into one run and builds lsh_bands' filters; lookups, clusters,
+    new pages and the next merge work as on an index built today."""
+    import shutil
+    from pathlib import Path
+
+    path = tmp_path / "v4.db"
+    shutil.copy(Path(__file__).parent / "fixtures" / "lsh_v4.db", path)
+    old = open_db(path)
+    recent = old.conn.execute("SELECT key, doc FROM lsh_recent ORDER BY key, doc").fetchall()
+    bands = old.conn.execute("SELECT key, doc FROM lsh_bands ORDER BY key, doc").fetchall()
+    old.conn.close()
+    assert recent and bands
+    db = open_db(path)
+    assert clusters(db) == {frozenset({"a", "b"})}  # any read migrates
+    conn = db.conn
+    assert {row[0] for row in conn.execute("SELECT version FROM schema_migrations WHERE component = 'lsh'")} == \
+        {1, 2, 3, 4, 5}
+    assert "lsh_recent" not in db.table_names()
+    (keys, docs), = conn.execute("SELECT keys, docs FROM lsh_runs").fetchall()
+    assert list(zip(np.frombuffer(keys, np.int64).tolist(), np.frombuffer(docs, np.int64).tolist())) == recent
+    assert lsh._filters(db).may_hold(np.array([k for k, _ in bands], dtype=np.int64)).all()
+    queried_and_extended(db, monkeypatch)

@@ -15,7 +15,7 @@ from store.db import open_db
 from store.lsh import IndexedPage
 from templater.errors import SettingsMismatchError
 from templater.shingles import (ShingleSettings, Shingles, Signatures, band_keys, comparable_set, estimate_similarity,
-                                set_jaccard, set_similarity, sign_shingles)
+                                set_jaccard, set_similarity, sign_shingles, sorted_set)
 
 SETTINGS = ShingleSettings(permutations=32, bands=8, rows=4, threshold=0.7, verify="estimate")
 
@@ -116,7 +116,7 @@ def check_invariants(db, bands: int = SETTINGS.bands, anchors: bool = False) -> 
     rows = conn.execute("SELECT a.cluster, b.cluster FROM lsh_links l JOIN lsh_signatures a ON a.doc = l.doc"
                         " JOIN lsh_signatures b ON b.doc = l.other").fetchall()
     assert all(x == y for x, y in rows)
-    rows = sum(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in ("lsh_bands", "lsh_recent"))
+    rows = conn.execute("SELECT count(*) FROM lsh_bands").fetchone()[0] + len(lsh._recent(db).rows()[0])
     pages = conn.execute("SELECT count(*) FROM lsh_signatures").fetchone()[0]
     assert rows >= pages * bands if anchors else rows == pages * bands
 
@@ -343,15 +343,15 @@ def test_recent_keys_merge_into_the_band_index_and_lookups_read_both(tmp_path, m
     for start in range(0, 40, 5):
         add(db, names[start:start + 5], values[start:start + 5])
     lsh.remove_pages(db, names[3:9])
-    add(db, names[3:6], values[3:6])  # back again, into lsh_recent
+    add(db, names[3:6], values[3:6])  # back again, into the recent runs
     live = {n: v for i, (n, v) in enumerate(zip(names, values)) if not 6 <= i < 9}
     assert within_components(stored_clusters(db), live)
     check_invariants(db)
     conn = db.conn
-    recent = conn.execute("SELECT count(DISTINCT doc) FROM lsh_recent").fetchone()[0]
-    assert conn.execute("SELECT count(*) FROM lsh_bands").fetchone()[0] and 0 < recent < 7
-    doc, signature = conn.execute("SELECT doc, signature FROM lsh_signatures WHERE doc IN"
-                                  " (SELECT doc FROM lsh_recent) LIMIT 1").fetchone()
+    recent = sorted_set(lsh._recent(db).rows()[1])
+    assert conn.execute("SELECT count(*) FROM lsh_bands").fetchone()[0] and 0 < len(recent) < 7
+    doc, signature = conn.execute("SELECT doc, signature FROM lsh_signatures WHERE doc = ?",
+                                  [int(recent[0])]).fetchone()
     assert doc in {m.doc for m, _ in lsh.query(db, np.frombuffer(signature, dtype=np.uint32), SETTINGS)}
     pairs = np.concatenate(list(lsh.iter_candidate_pairs(db)))
     keys = band_keys(np.stack(list(live.values())), SETTINGS)
@@ -378,3 +378,138 @@ def test_select_in_pads_its_lists_to_few_statements_with_the_same_rows(tmp_path_
     assert rows == expected
     lengths = [s.partition(" IN (")[2].count(",") + 1 for s in issued]  # (the trace shows the values bound)
     assert all(n in (chunk, *(1 << k for k in range(7))) for n in lengths)  # powers of two, or a full chunk
+
+
+@hsettings(max_examples=30, deadline=None)
+@given(batches=st.lists(st.integers(1, 9), min_size=1, max_size=8), recent=st.integers(1, 12),
+       first=st.sampled_from([1, 4, 64]), seed=st.integers(0, 2**32 - 1))
+def test_the_stored_keys_give_the_candidates_of_brute_force_banding(tmp_path_factory, batches, recent, first, seed):
+    """Whatever the batches, merges (RECENT_PAGES) and filter parts (FILTER_FIRST_KEYS), the index's buckets, the
+    candidates it finds on insert and all its candidate pairs are those of banding every page by brute force."""
+    import pytest as _pytest
+
+    with _pytest.MonkeyPatch.context() as patch:
+        patch.setattr(lsh, "RECENT_PAGES", recent)
+        patch.setattr(lsh, "FILTER_FIRST_KEYS", first)
+        db = open_db(tmp_path_factory.mktemp("band") / "index.db")
+        rng = np.random.default_rng(seed)
+        values = make_signatures(rng, sum(batches), 4, 0.6)
+        keys = band_keys(values, SETTINGS)
+        found: set[tuple[int, int]] = set()
+        real = lsh._candidate_pairs
+
+        def spy(db_, batch_keys, batch_docs):
+            pairs = real(db_, batch_keys, batch_docs)
+            found.update((int(a), int(b)) for a, b in pairs.tolist())
+            return pairs
+
+        patch.setattr(lsh, "_candidate_pairs", spy)
+        start = 0
+        for size in batches:
+            add(db, [f"p{i:03d}" for i in range(start, start + size)], values[start:start + size])
+            start += size
+        n = len(values)
+        shared = {(j + 1, i + 1) for j in range(n) for i in range(j) if (keys[i] == keys[j]).any()}
+        assert found == shared  # (new page, earlier page) for every pair sharing a key, nothing else
+        probe = np.unique(np.concatenate((keys.ravel(), rng.integers(0, 2**47, size=20))))
+        rows = lsh._bucket_rows(db, probe, cap=10**6)
+        expected = sorted((int(k), d + 1) for d in range(n) for k in np.unique(keys[d]).tolist())
+        assert sorted(map(tuple, rows.tolist())) == expected
+        pairs = {tuple(p) for chunk in lsh.iter_candidate_pairs(db, chunk_rows=7) for p in chunk.tolist()}
+        assert pairs == {(b, a) for a, b in shared}
+
+
+def test_filters_never_miss_a_key_and_grow_in_parts(monkeypatch):
+    monkeypatch.setattr(lsh, "FILTER_FIRST_KEYS", 1 << 10)
+    rng = np.random.default_rng(3)
+    filters = lsh._Filters(0, [])
+    stored = rng.integers(0, 2**47, size=5000)
+    for chunk in np.array_split(stored, 7):
+        filters.add(chunk)
+    assert [p[0] for p in filters.parts] == [1024, 1024, 2048, 4096]  # each as large as all before it
+    assert sum(p[1] for p in filters.parts) == 5000
+    assert filters.may_hold(stored).all()
+    absent = rng.integers(0, 2**47, size=20000)
+    assert filters.may_hold(absent).mean() < 0.1  # at most a few percent a part (2.2% when full)
+
+
+def test_a_rolled_back_batch_leaves_no_trace_in_memory_or_on_disk(tmp_path, monkeypatch):
+    """The recent runs and filters held in memory follow the database: after a rollback (a failed batch, or a
+    savepoint of a caller's transaction) they are read again, and the index equals one that never saw the batch."""
+    from store.db import transaction
+
+    monkeypatch.setattr(lsh, "RECENT_PAGES", 6)
+    values = make_signatures(np.random.default_rng(4), 30, 3, 0.4)
+    names = [f"p{i:02d}" for i in range(30)]
+    clean, failed = open_db(tmp_path / "clean.db"), open_db(tmp_path / "failed.db")
+    for start in range(0, 30, 4):
+        add(clean, names[start:start + 4], values[start:start + 4])
+        if start in (8, 20):  # 20: the batch that fails ends with a merge into lsh_bands
+            with pytest.raises(RuntimeError), transaction(failed):
+                add(failed, ["x1", "x2"], values[start:start + 2])
+                add(failed, ["x3", "x4"], values[start + 2:start + 4])
+                raise RuntimeError("the caller's transaction fails")
+        add(failed, names[start:start + 4], values[start:start + 4])
+    assert not lsh.query(failed, values[0], SETTINGS) or all(
+        m.page_id.startswith("p") for m, _ in lsh.query(failed, values[0], SETTINGS))
+    dump = lambda db: {t: db.conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()  # noqa: E731
+                       for t in ("lsh_signatures", "lsh_bands", "lsh_runs", "lsh_filter", "lsh_links", "dup_clusters")}
+    state = lambda db: dict(db.conn.execute("SELECT name, value FROM lsh_state WHERE name != 'generation'"))  # noqa
+    assert dump(failed) == dump(clean) and state(failed) == state(clean)
+
+
+def _index_in_child(path, batches, values, kill_at: int | None) -> int:
+    """Index ``batches`` (skipping those already stored) in a forked child that SIGKILLs itself at the
+    ``kill_at``-th write of the key storage (a run, a merge into lsh_bands, a filter part); its wait status."""
+    import os
+    import signal
+
+    pid = os.fork()
+    if pid == 0:
+        try:
+            count = [0]
+            for name in ("_append_run", "_insert_bands", "_store_filters"):
+                real = getattr(lsh, name)
+
+                def wrapped(*args, _real=real, **kwargs):
+                    _real(*args, **kwargs)
+                    count[0] += 1
+                    if count[0] == kill_at:
+                        os.kill(os.getpid(), signal.SIGKILL)
+
+                setattr(lsh, name, wrapped)
+            db = open_db(path)
+            done = db.conn.execute("SELECT count(*) FROM lsh_signatures").fetchone()[0] if lsh.held(db) else 0
+            start = 0
+            for names in batches:
+                if start >= done:
+                    add(db, names, values[start:start + len(names)])
+                start += len(names)
+            os._exit(0)
+        except BaseException:
+            os._exit(3)
+    return os.waitpid(pid, 0)[1]
+
+
+def test_killed_while_writing_keys_and_resumed_equals_an_uninterrupted_index(tmp_path, monkeypatch):
+    import os
+
+    monkeypatch.setattr(lsh, "RECENT_PAGES", 5)
+    monkeypatch.setattr(lsh, "FILTER_FIRST_KEYS", 16)
+    values = make_signatures(np.random.default_rng(6), 34, 4, 0.5)
+    names = [f"p{i:02d}" for i in range(34)]
+    batches = [names[i:i + 3] for i in range(0, 34, 3)]  # merges after 6, 12, ... 30 pages; 4 left in runs
+    assert _index_in_child(tmp_path / "whole.db", batches, values, None) == 0
+    dump = lambda path: {t: open_db(path).conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()  # noqa: E731
+                         for t in ("lsh_signatures", "lsh_bands", "lsh_runs", "lsh_filter", "lsh_links",
+                                   "dup_clusters")}
+    expected = dump(tmp_path / "whole.db")
+    assert expected["lsh_bands"] and expected["lsh_runs"] and len(expected["lsh_filter"]) > 1
+    for kill_at in (1, 3, 4, 5, 7, 9, 13, 17):  # 3, 7: inside a merge, after lsh_bands took the rows
+        path = tmp_path / f"killed{kill_at}.db"
+        status = _index_in_child(path, batches, values, kill_at)
+        assert os.WIFSIGNALED(status)
+        assert _index_in_child(path, batches, values, None) == 0
+        got = dump(path)
+        got["lsh_signatures"] = [r[:4] + r[5:] for r in got["lsh_signatures"]]  # first_seen: the generation
+        assert got == {**expected, "lsh_signatures": [r[:4] + r[5:] for r in expected["lsh_signatures"]]}, kill_at

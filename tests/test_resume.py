@@ -239,7 +239,7 @@ def test_texts_signed_by_the_workers_index_as_index_texts_indexes_them(tmp_path,
         dedup.index_texts(db, [dedup.TextItem(r.id, r.url, r.text, r.boilerplate_chars, fetched.get(r.id))
                                for r in results[start:start + 3]])
     expected = {k: v for k, v in snapshot(db).items() if k.startswith(("lsh_", "dup_"))}
-    assert expected["lsh_signatures"] and expected["lsh_recent"] and expected["dup_clusters"]
+    assert expected["lsh_signatures"] and expected["lsh_runs"] and expected["dup_clusters"]
     assert indexes[1] == expected and indexes[2] == expected
 
 
