@@ -540,12 +540,17 @@ cdef class _Segment:
     cdef list tags  # ... tag names ...
     cdef Buffer shapes  # ... CRC32 of the tag path (uint32) ...
     cdef Buffer prefixes  # ... and CRC32 of the tag path and the separator (uint32)
+    cdef bint collect  # declared_elements' lists gathered on the way (False: not, or given up)
+    cdef list declared
+    cdef list props
 
     def __cinit__(self, _Document doc):
         self.doc = doc
         self.blocks = []
         self.paths = []
         self.tags = []
+        self.declared = []
+        self.props = []
 
     def __dealloc__(self):
         free(self.hashes.data)
@@ -583,7 +588,8 @@ cdef class _Segment:
     cdef result(self):
         return (self.blocks, PyBytes_FromStringAndSize(self.hashes.data, self.hashes.size),
                 PyBytes_FromStringAndSize(self.chars.data, self.chars.size),
-                PyBytes_FromStringAndSize(self.links.data, self.links.size))
+                PyBytes_FromStringAndSize(self.links.data, self.links.size),
+                (self.declared, self.props) if self.collect else None)
 
     cdef close(self, xmlNode *owner, Py_ssize_t link_chars, Py_ssize_t markup):
         """blocks._close, of the text read since the last block"""
@@ -618,14 +624,17 @@ cdef class _Segment:
 
 
 def segment(root):
-    """blocks.segment's walk (the definition: blocks.segment_plain): (blocks, hashes, chars, link chars), or None."""
+    """blocks.segment's walk (the definition: blocks.segment_plain): (blocks, hashes, chars, link chars, what
+    ``declared_elements(root)`` gives, gathered on the way while the tree is in the cache), or None."""
     if _block_class is None or not isinstance(root, _Element):
         return None
     cdef xmlNode *c_root = (<_Element>root)._c_node
     if c_root is NULL or c_root.doc is NULL:
         return None
+    cdef _Segment walk = _Segment((<_Element>root)._doc)
+    walk.collect = _whole_document(c_root)
     try:
-        return _segment(_Segment((<_Element>root)._doc), <xmlNode *>c_root.doc.children)
+        return _segment(walk, <xmlNode *>c_root.doc.children)
     except _Decline:
         return None
 
@@ -642,6 +651,8 @@ cdef _segment(_Segment walk, xmlNode *cur):
     cdef Py_ssize_t parts = 0
     while cur is not NULL:
         if cur.type == tree.XML_ELEMENT_NODE:
+            if walk.collect and not _note_declared(walk.declared, walk.props, walk.doc, cur, in_body > 0):
+                walk.collect = False
             if _is_named(cur, "body") and cur.ns is NULL:
                 in_body += 1
             if cur.children is not NULL:
@@ -651,6 +662,7 @@ cdef _segment(_Segment walk, xmlNode *cur):
                 in_body -= 1
         elif (cur.type == tree.XML_ENTITY_REF_NODE or cur.type == tree.XML_XINCLUDE_START
               or cur.type == tree.XML_XINCLUDE_END):
+            walk.collect = False
             if in_body:
                 raise _Decline
         elif ((cur.type == tree.XML_TEXT_NODE or cur.type == tree.XML_CDATA_SECTION_NODE) and in_body
@@ -1242,3 +1254,81 @@ def normalized_length(element, bint body=False):
         node = found
     cdef Py_ssize_t chars = _normalized_chars(node)
     return None if chars < 0 else chars
+
+
+# --- metadata.declared_elements ---------------------------------------------------------------------------------
+cdef bint _whole_document(xmlNode *c_root) noexcept:
+    """Whether the element is its document's one top-level element (beside a DTD): XPath's // starts at the document,
+    root.iter at the element, and they see the same elements only then."""
+    if c_root is NULL or c_root.doc is NULL or c_root.type != tree.XML_ELEMENT_NODE:
+        return False
+    if c_root.parent is not <xmlNode *>c_root.doc:
+        return False
+    cdef xmlNode *cur = <xmlNode *>c_root.doc.children
+    while cur is not NULL:
+        if cur is not c_root and cur.type != tree.XML_DTD_NODE and cur.type != tree.XML_COMMENT_NODE:
+            return False
+        cur = cur.next
+    return True
+
+
+cdef bint _note_declared(list declared, list props, _Document doc, xmlNode *cur, bint in_body) except -1:
+    """declared_elements' look at one element (``in_body``: below a <body>): appended to ``declared`` when it is a
+    <meta>, <link> or <time>, to ``props`` when it has an itemprop attribute and is no <meta>; False where the element
+    or its itemprop attribute is namespaced (the walk does not mirror that)."""
+    cdef xmlAttr *a
+    cdef bint is_meta, prop = False
+    cdef const char *name = <const char *>cur.name
+    if cur.ns is not NULL:
+        return False
+    is_meta = strcmp(name, "meta") == 0
+    if is_meta or strcmp(name, "link") == 0 or strcmp(name, "time") == 0:
+        declared.append(elementFactory(doc, cur))
+    if in_body and not is_meta:
+        a = cur.properties
+        while a is not NULL:
+            if a.type == tree.XML_ATTRIBUTE_NODE and strcmp(<const char *>a.name, "itemprop") == 0:
+                if a.ns is not NULL:
+                    return False
+                prop = True
+            a = a.next
+        if prop:
+            props.append(elementFactory(doc, cur))
+    return True
+
+
+def declared_elements(root):
+    """metadata.declared_elements_plain: (root's <meta>, <link> and <time> descendants in document order, as
+    ``root.iter("meta", "link", "time")`` gives them; the elements with an itemprop attribute below a <body>, <meta>s
+    aside, in document order, as ``//body//*[@itemprop][not(self::meta)]`` selects them), in one walk; None where
+    root is not the document's one top-level element, or the tree holds a namespaced element or itemprop attribute,
+    an entity reference or an XInclude node. (The segmentation walk gathers the same on its way: ``segment``.)"""
+    if not isinstance(root, _Element):
+        return None
+    cdef xmlNode *c_root = (<_Element>root)._c_node
+    if not _whole_document(c_root):
+        return None
+    cdef _Document doc = (<_Element>root)._doc
+    cdef list declared = []
+    cdef list props = []
+    cdef Py_ssize_t in_body = 0
+    cdef xmlNode *cur = c_root
+    while True:
+        if cur.type == tree.XML_ELEMENT_NODE:
+            if not _note_declared(declared, props, doc, cur, in_body > 0):
+                return None
+            if cur.children is not NULL:
+                if strcmp(<const char *>cur.name, "body") == 0:
+                    in_body += 1
+                cur = cur.children
+                continue
+        elif (cur.type == tree.XML_ENTITY_REF_NODE or cur.type == tree.XML_XINCLUDE_START
+              or cur.type == tree.XML_XINCLUDE_END):
+            return None
+        while cur is not c_root and cur.next is NULL:
+            cur = cur.parent
+            if cur.type == tree.XML_ELEMENT_NODE and cur.ns is NULL and strcmp(<const char *>cur.name, "body") == 0:
+                in_body -= 1
+        if cur is c_root:
+            return declared, props
+        cur = cur.next

@@ -150,7 +150,7 @@ def read_metadata(seg: Segmented, *, rules: Sequence[Rule] = (), text: str = "")
     """The page's metadata: declared, then learned (``rules``), then visible evidence; the language declared, else
     detected from ``text``."""
     times: list = []  # the page's <time> elements, met on the way (visible evidence need not walk the tree again)
-    found = declared_metadata(seg.root, seg.page.html, seg.page.url, times=times)
+    found = declared_metadata(seg.root, seg.page.html, seg.page.url, times=times, elements=seg.declared)
     found["date"] = found["date"] or url_date(seg.page.url)  # a dated URL (/2017/05/03/) outranks what a page shows
     # the site's rules that point into the page, then what it shows, then its rules that read a plain <meta> (a site
     # name, a source: what the site's other pages declare, the page's own byline aside)
@@ -176,17 +176,17 @@ def read_metadata(seg: Segmented, *, rules: Sequence[Rule] = (), text: str = "")
 
 # --- declared metadata ------------------------------------------------------------------------------------------
 
-def declared_metadata(root, html: str | bytes, url: str, *, times: list | None = None,
+def declared_metadata(root, html: str | bytes, url: str, *, times: list | None = None, elements: tuple | None = None,
                       ) -> dict[str, str | tuple[str, ...] | None]:
     """Fields as the page declares them (JSON-LD first, then <meta>, microdata, <link>, <html lang>); ``times``, a
-    list, gets the page's <time> elements (in document order) on the way."""
+    list, gets the page's <time> elements (in document order) on the way; ``elements``: ``declared_elements(root)``
+    where the caller has it (the segmentation walk gathers it: ``Segmented.declared``)."""
     found: dict = dict.fromkeys(METADATA_FIELDS)
     for key, value in jsonld_metadata(html).items():
         found[key] = value
     ranked: dict[str, tuple[int, object]] = {}
     if root is not None:
-        microdata = (b"itemprop" if isinstance(html, bytes) else "itemprop") in html
-        for key, rank, value in _declared_fields(root, microdata=microdata, times=times):
+        for key, rank, value in _declared_fields(root, html, times=times, elements=elements):
             if key == "tags":
                 ranked.setdefault("tags", (rank, []))[1].extend(value)
             elif value and (key not in ranked or rank < ranked[key][0]):
@@ -197,24 +197,43 @@ def declared_metadata(root, html: str | bytes, url: str, *, times: list | None =
     return _normalized(found, url)
 
 
-def _declared_fields(root, *, microdata: bool = True, times: list | None = None) -> Iterable[tuple[str, int, object]]:
+def _declared_fields(root, html: str | bytes, *, times: list | None = None, elements: tuple | None = None,
+                     ) -> Iterable[tuple[str, int, object]]:
     """(field, rank, value) of what <html>, then every <meta>, <link> and <time> (the <time>s also appended to
-    ``times`` when given), then (where the markup has any) the body's microdata elements declare (separate scans in
-    C: one XPath union of them costs several times more, sorting into document order). The <meta>s, a page's most,
-    are read here, in one loop; ``_element_fields`` reads the others."""
+    ``times`` when given), then (where the markup spells "itemprop") the body's microdata elements declare. The
+    <meta>s, a page's most, are read here, in one loop; ``_element_fields`` reads the others."""
     yield from _element_fields(root)
-    for element in root.iter("meta", "link", "time"):
+    found = elements if elements is not None else declared_elements(root)
+    declared, props = found if found is not None else (root.iter("meta", "link", "time"), None)
+    for element in declared:
         if element.tag == "meta":
-            found = _meta_field(element)
-            if found is not None:
-                yield found
+            hit = _meta_field(element)
+            if hit is not None:
+                yield hit
             continue
         if times is not None and element.tag == "time":
             times.append(element)
         yield from _element_fields(element)
-    if microdata:
-        for element in _ITEMPROPS(root):
-            yield from _element_fields(element)
+    if props is None or props:  # (the markup is searched only where the tree has any, or is not walked yet)
+        if (b"itemprop" if isinstance(html, bytes) else "itemprop") not in html:
+            return  # microdata is read only where the markup spells it so (not an ITEMPROP the parser lowered)
+        if props is None:
+            props = _ITEMPROPS(root)
+    for element in props:
+        yield from _element_fields(element)
+
+
+def declared_elements(root) -> tuple[list, list] | None:
+    """``declared_elements_plain(root)`` from the compiled walk; None where it is not built or declines."""
+    walk = native.walk
+    return walk.declared_elements(root) if walk is not None else None
+
+
+def declared_elements_plain(root) -> tuple[list, list]:
+    """(root's <meta>, <link> and <time> elements; the elements with an itemprop attribute below a <body>, <meta>s
+    aside), each in document order: the definition the compiled walks (``_walk.declared_elements``, and the
+    segmentation walk's ``Segmented.declared``) are tested against."""
+    return list(root.iter("meta", "link", "time")), _ITEMPROPS(root)
 
 
 def _meta_field(element) -> tuple[str, int, object] | None:

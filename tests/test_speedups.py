@@ -71,6 +71,16 @@ def assert_same_segmentation(markup):
     assert fast.chars.tolist() == plain.chars.tolist() == [len(b.text) for b in plain.blocks]
     assert fast.links.dtype == plain.links.dtype == np.int64
     assert fast.links.tolist() == plain.links.tolist() == [b.link_chars for b in plain.blocks]
+    assert plain.declared is None
+    if fast.declared is not None:  # what the segmentation walk gathers for the metadata
+        assert_same_declared(fast.declared, root)
+
+
+def assert_same_declared(found, root):
+    from templater import metadata
+
+    declared, props = metadata.declared_elements_plain(root)
+    assert found[0] == declared and list(found[1]) == list(props)
 
 
 @needs_walk
@@ -829,3 +839,67 @@ def test_c_walk_makes_blocks_by_calling_a_class_it_cannot_fill_by_its_slots():
                        datatypes.Block)
     assert walk.fast_blocks()
     assert_same_segmentation(markup)
+
+
+# --- the <meta>, <link>, <time> and microdata elements the metadata reads: the walks against lxml -----------------
+
+META_PIECES = st.one_of(
+    piece,
+    st.sampled_from(["<meta name=author content='Jane Doe'>", "<meta property='og:title' content=x>", "<link rel=canonical href=/a>",
+                     "<time datetime=2020-01-02>Jan 2</time>", "<time>", "</time>", "<span itemprop=author>Jo Roe</span>",
+                     "<meta itemprop=datePublished content=2020-01-01>", "<div ITEMPROP=name>", "<body>", "</body>",
+                     "<head>", "</head>", "<link>", "<META NAME=x>", "<svg:meta itemprop=x>", "<p xml:lang=en itemprop=y>",
+                     "<html>", "</html>", "<x:time>", "<b itemprop>"]))
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(st.lists(META_PIECES, max_size=40), st.booleans())
+def test_c_declared_elements_match_lxml(pieces, wrap):
+    from templater import metadata
+
+    body = "".join(pieces)
+    markup = f"<html><head><meta charset=utf-8><title>T</title></head><body>{body}</body></html>" if wrap else body
+    root = parse_html(markup)
+    if root is None:
+        return
+    found = native.walk.declared_elements(root)
+    if found is not None:
+        assert_same_declared(found, root)
+    seg = blocks.segment(root, Page("p", "https://a.example/p", markup))
+    if seg.declared is not None:
+        assert_same_declared(seg.declared, root)
+    # the fields read from the gathered elements are those read by walking the tree (lxml's iter and XPath)
+    plain = metadata.declared_metadata(root, markup, "https://a.example/p", elements=metadata.declared_elements_plain(root))
+    assert metadata.declared_metadata(root, markup, "https://a.example/p", elements=seg.declared) == plain
+    native_walk = native.walk
+    try:
+        native.walk = None
+        assert metadata.declared_metadata(root, markup, "https://a.example/p") == plain
+    finally:
+        native.walk = native_walk
+
+
+@needs_walk
+def test_c_declared_elements_decline_what_they_do_not_mirror():
+    from lxml import etree
+
+    two = parse_html("<html><body><p>a</p></body></html><html><body><p itemprop=x>b</p></body></html>")
+    if two is not None and len(list(two.itersiblings())):  # two top-level elements: XPath's // sees both
+        assert native.walk.declared_elements(two) is None
+    xml = etree.fromstring('<html xmlns:m="urn:m"><body><m:time/><p itemprop="a">x</p></body></html>')
+    assert native.walk.declared_elements(xml) is None
+    inner = parse_html("<html><body><div><meta name=a content=b><p itemprop=x>y</p></div></body></html>")
+    assert native.walk.declared_elements(inner.find(".//div")) is None  # not the document's top element
+    assert native.walk.declared_elements("not an element") is None
+
+
+def test_microdata_is_read_only_where_the_markup_spells_itemprop():
+    from templater import metadata
+
+    markup = "<html><body><h1>T</h1><span ITEMPROP=author>Jane Doe</span></body></html>"
+    root = parse_html(markup)
+    assert metadata.declared_elements_plain(root)[1]  # the parser lowers the name ...
+    assert metadata.declared_metadata(root, markup, "https://a.example/p")["author"] is None  # ... and it is not read
+    lower = markup.replace("ITEMPROP", "itemprop")
+    assert metadata.declared_metadata(parse_html(lower), lower, "https://a.example/p")["author"] == "Jane Doe"
