@@ -1332,3 +1332,127 @@ def declared_elements(root):
         if cur is c_root:
             return declared, props
         cur = cur.next
+
+
+# --- metadata.named_candidates ------------------------------------------------------------------------------------
+cdef const char *_NAMING_WORDS[8]  # what metadata._NAMED_CLASS looks for in a class or rel (any case)
+cdef const char *_AUTHOR_PATHS[8]  # what metadata._AUTHOR_HREF looks for in a link's href, and more
+_NAMING_WORDS[0] = "author"
+_NAMING_WORDS[1] = "byline"
+_NAMING_WORDS[2] = "writer"
+_NAMING_WORDS[3] = "reporter"
+_NAMING_WORDS[4] = "date"
+_NAMING_WORDS[5] = "publish"
+_NAMING_WORDS[6] = "posted"
+_NAMING_WORDS[7] = "time"
+_AUTHOR_PATHS[0] = "/author"
+_AUTHOR_PATHS[1] = "/byline"
+_AUTHOR_PATHS[2] = "/editors"
+_AUTHOR_PATHS[3] = "/people"
+_AUTHOR_PATHS[4] = "/writers"
+_AUTHOR_PATHS[5] = "/profile"
+_AUTHOR_PATHS[6] = "/staff"
+_AUTHOR_PATHS[7] = "/journalist"
+
+
+cdef bint _holds_word(const unsigned char *s, const char **words, Py_ssize_t count, bint any_case) noexcept:
+    """Whether s holds one of the words (ASCII letters; with any_case, in any ASCII case), or, with any_case, any
+    byte outside ASCII (where Unicode case folding may make one: left to the caller's regex)."""
+    cdef const unsigned char *p
+    cdef const unsigned char *w
+    cdef const unsigned char *q
+    cdef Py_ssize_t i
+    cdef unsigned char c
+    p = s
+    while p[0]:
+        c = p[0]
+        if any_case:
+            if c >= 0x80:
+                return True
+            if 65 <= c <= 90:
+                c += 32
+        for i in range(count):
+            w = <const unsigned char *>words[i]
+            if c != w[0]:
+                continue
+            q = p + 1
+            w += 1
+            while w[0] and q[0] and (q[0] + 32 if any_case and 65 <= q[0] <= 90 else q[0]) == w[0]:
+                q += 1
+                w += 1
+            if not w[0]:
+                return True
+        p += 1
+    return False
+
+
+cdef bint _may_be_named(xmlNode *n) noexcept:
+    """Whether metadata._kind may find a name in the element: a class or rel attribute holding one of its words (or
+    what Unicode case folding or entities may turn into one), or a link whose href holds an author path."""
+    cdef xmlAttr *a = n.properties
+    cdef xmlNode *t
+    cdef const char *name
+    cdef bint link = n.ns is NULL and strcmp(<const char *>n.name, "a") == 0
+    while a is not NULL:
+        name = <const char *>a.name
+        if strcmp(name, "class") == 0 or strcmp(name, "rel") == 0 or (link and strcmp(name, "href") == 0):
+            t = a.children
+            if t is not NULL and (t.next is not NULL or t.type != tree.XML_TEXT_NODE):
+                return True  # a value of several pieces: the caller reads it
+            if t is not NULL and t.content is not NULL:
+                if name[0] == b'h':
+                    if _holds_word(t.content, _AUTHOR_PATHS, 8, False):
+                        return True
+                elif _holds_word(t.content, _NAMING_WORDS, 8, True):
+                    return True
+        a = a.next
+    return False
+
+
+def named_candidates(element, last_parent, Py_ssize_t max_inline):
+    """metadata.named_candidates_plain(element, last_parent, max_inline) less elements whose class, rel and link
+    target cannot name a byline or a date (what metadata._kind finds in them is None), in the same order; None where
+    the element's subtree holds an entity reference or an XInclude node, or the block tags are not configured."""
+    if _block_class is None or not isinstance(element, _Element):
+        return None
+    cdef xmlNode *c_node = (<_Element>element)._c_node
+    if c_node is NULL or c_node.type != tree.XML_ELEMENT_NODE:
+        return None
+    cdef xmlNode *last = NULL
+    if last_parent is not None:
+        if not isinstance(last_parent, _Element):
+            return None
+        last = (<_Element>last_parent)._c_node
+    cdef _Document doc = (<_Element>element)._doc
+    cdef list found = []
+    if _may_be_named(c_node):
+        found.append(element)
+    cdef xmlNode *parent = _parent_element(c_node)
+    if (parent is not NULL and parent is not last and not (parent.type == tree.XML_ELEMENT_NODE and parent.ns is NULL
+            and (strcmp(<const char *>parent.name, "body") == 0 or strcmp(<const char *>parent.name, "html") == 0))):
+        if parent.type == tree.XML_ELEMENT_NODE and _may_be_named(parent):
+            found.append(elementFactory(doc, parent))
+    cdef Py_ssize_t children = 0
+    cdef xmlNode *cur = c_node.children
+    while cur is not NULL:
+        if _is_element(cur):
+            children += 1
+        cur = cur.next
+    if not children or children > max_inline:
+        return found
+    cur = c_node.children
+    while True:  # the element's descendant elements, in document order
+        if cur.type == tree.XML_ELEMENT_NODE:
+            if (cur.ns is not NULL or not _tag_value(&_block_tags, cur)) and _may_be_named(cur):
+                found.append(elementFactory(doc, cur))
+            if cur.children is not NULL:
+                cur = cur.children
+                continue
+        elif (cur.type == tree.XML_ENTITY_REF_NODE or cur.type == tree.XML_XINCLUDE_START
+              or cur.type == tree.XML_XINCLUDE_END):
+            return None
+        while cur.next is NULL:
+            cur = cur.parent
+            if cur is c_node:
+                return found
+        cur = cur.next

@@ -852,13 +852,8 @@ def named_metadata(seg: Segmented, headline: int | None | bool = False) -> dict[
             author = element_author(element) or normalize_author(block.text)
             if author:
                 found["author"], byline = author, element
-        candidates = [element]
-        parent = element.getparent()
-        if parent is not None and parent is not last_parent and parent.tag not in ("body", "html"):
-            candidates.append(parent)
-        last_parent = parent
-        if len(element) and len(element) <= MAX_INLINE_CHILDREN:
-            candidates += [inner for inner in element.iterdescendants(etree.Element) if inner.tag not in BLOCK_TAGS]
+        candidates = named_candidates(element, last_parent)
+        last_parent = element.getparent()
         for candidate in candidates:
             kind = _kind(candidate)
             if kind is None:
@@ -876,6 +871,27 @@ def named_metadata(seg: Segmented, headline: int | None | bool = False) -> dict[
     if "date" not in found and byline is not None:
         found.update(_date_beside(byline))
     return found
+
+
+def named_candidates(element, last_parent) -> list:
+    """The elements whose names ``named_metadata`` reads for a block's element (``named_candidates_plain``); from
+    the compiled walk where it is built, less those whose names cannot say a byline or a date (``_kind`` None)."""
+    walk = native.walk
+    found = walk.named_candidates(element, last_parent, MAX_INLINE_CHILDREN) if walk is not None else None
+    return found if found is not None else named_candidates_plain(element, last_parent)
+
+
+def named_candidates_plain(element, last_parent, max_inline: int = MAX_INLINE_CHILDREN) -> list:
+    """The block's element, its parent (unless ``last_parent``, which the block before offered, or <body>/<html>),
+    and, where the element has at most ``max_inline`` children, the inline elements inside it, in document order:
+    the definition the compiled walk (``_walk.named_candidates``) is tested against."""
+    candidates = [element]
+    parent = element.getparent()
+    if parent is not None and parent is not last_parent and parent.tag not in ("body", "html"):
+        candidates.append(parent)
+    if len(element) and len(element) <= max_inline:
+        candidates += [inner for inner in element.iterdescendants(etree.Element) if inner.tag not in BLOCK_TAGS]
+    return candidates
 
 
 def _headline(seg: Segmented) -> int | None:

@@ -903,3 +903,63 @@ def test_microdata_is_read_only_where_the_markup_spells_itemprop():
     assert metadata.declared_metadata(root, markup, "https://a.example/p")["author"] is None  # ... and it is not read
     lower = markup.replace("ITEMPROP", "itemprop")
     assert metadata.declared_metadata(parse_html(lower), lower, "https://a.example/p")["author"] == "Jane Doe"
+
+
+# --- the elements named_metadata reads the names of: the compiled walk against the plain list ----------------------
+
+NAMED_PIECES = st.one_of(
+    piece,
+    st.sampled_from(['<span class="byline">', '<span class="Post-Date">', '<div class="Au\u0130thor">',
+                     '<a href="/authors/jane">', '<a href="/Author/x">', '<a rel="author" href="#">', "</span>",
+                     "</a>", '<time class="pub\u017fdate">', '<b class="x" class="date">', '<i rel="tag">',
+                     '<em class="&amp;time">', '<p class="writer">', "<section>", "</section>", "<br>"]))
+
+
+def assert_same_named_candidates(root):
+    from templater import metadata
+
+    last = None
+    for element in root.iter():
+        if not isinstance(element.tag, str):
+            continue
+        for previous in (last, element.getparent()):
+            fast = native.walk.named_candidates(element, previous, metadata.MAX_INLINE_CHILDREN)
+            plain = metadata.named_candidates_plain(element, previous)
+            if fast is None:
+                continue
+            assert [c for c in fast if metadata._kind(c)] == [c for c in plain if metadata._kind(c)]
+            rest = iter(plain)
+            assert all(any(c is p for p in rest) for c in fast)  # a part of the plain list, in its order
+        last = element.getparent()
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(st.lists(NAMED_PIECES, max_size=40))
+def test_c_named_candidates_match_the_plain_list_on_generated_markup(pieces):
+    root = parse_html(f"<html><body><div class='author'>{''.join(pieces)}</div></body></html>")
+    if root is not None:
+        assert_same_named_candidates(root)
+
+
+@needs_walk
+def test_c_named_candidates_match_the_plain_list_on_the_samples():
+    for seg in sample_pages(limit=20):
+        assert_same_named_candidates(seg.root)
+
+
+@needs_walk
+def test_c_named_candidates_decline_and_keep():
+    from lxml import etree
+
+    from templater import metadata
+
+    xml = etree.fromstring('<!DOCTYPE d [<!ENTITY e "x">]><d><p class="date">a&e;b</p></d>',
+                           etree.XMLParser(resolve_entities=False))
+    assert native.walk.named_candidates(xml, None, metadata.MAX_INLINE_CHILDREN) is None  # an entity inside
+    assert native.walk.named_candidates("not an element", None, 3) is None
+    root = parse_html("<html><body><p class='x'><span class='DATE'>May 3, 2017</span> by "
+                      "<a href='/staff/jo'>Jo</a><b>x</b></p></body></html>")
+    p = root.find(".//p")
+    assert [c.tag for c in native.walk.named_candidates(p, None, 12)] == ["span", "a"]
+    assert native.walk.named_candidates(p, None, 2) == []  # too many children: the inline elements are not read
