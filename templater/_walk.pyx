@@ -1409,6 +1409,51 @@ cdef bint _may_be_named(xmlNode *n) noexcept:
     return False
 
 
+cdef const char *_AUTHOR_WORDS[7]  # what metadata._AUTHOR_NAMES looks for in a class, id, rel or itemprop (any case)
+_AUTHOR_WORDS[0] = "author"
+_AUTHOR_WORDS[1] = "byline"
+_AUTHOR_WORDS[2] = "by-line"
+_AUTHOR_WORDS[3] = "writer"
+_AUTHOR_WORDS[4] = "contributor"
+_AUTHOR_WORDS[5] = "reporter"
+_AUTHOR_WORDS[6] = "creator"
+
+
+def may_be_named_author(element, Py_ssize_t levels):
+    """False where metadata._named(element, metadata._AUTHOR_NAMES, levels) is False for sure: neither the element
+    nor its next ancestors (``levels`` in all) has a class, id, rel or itemprop attribute holding one of the pattern's
+    words in any ASCII case (nor a byte outside ASCII, nor a value of several pieces); True otherwise (the caller's
+    regex decides); None for what is not an element."""
+    if not isinstance(element, _Element):
+        return None
+    cdef xmlNode *node = (<_Element>element)._c_node
+    cdef xmlAttr *a
+    cdef xmlNode *t
+    cdef const char *name
+    cdef Py_ssize_t level
+    if node is NULL:
+        return None
+    for level in range(levels):
+        if node is NULL:
+            return False
+        if node.type == tree.XML_ELEMENT_NODE:
+            a = node.properties
+            while a is not NULL:
+                name = <const char *>a.name
+                if (strcmp(name, "class") == 0 or strcmp(name, "id") == 0 or strcmp(name, "rel") == 0
+                        or strcmp(name, "itemprop") == 0):
+                    t = a.children
+                    if t is not NULL and (t.next is not NULL or t.type != tree.XML_TEXT_NODE):
+                        return True
+                    if t is not NULL and t.content is not NULL and _holds_word(t.content, _AUTHOR_WORDS, 7, True):
+                        return True
+                a = a.next
+        elif node.type != tree.XML_COMMENT_NODE and node.type != tree.XML_PI_NODE:
+            return True  # an entity reference: left to the caller
+        node = _parent_element(node)
+    return False
+
+
 def named_candidates(element, last_parent, Py_ssize_t max_inline):
     """metadata.named_candidates_plain(element, last_parent, max_inline) less elements whose class, rel and link
     target cannot name a byline or a date (what metadata._kind finds in them is None), in the same order; None where

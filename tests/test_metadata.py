@@ -287,6 +287,44 @@ def test_element_date_is_the_day_shown_beside_a_time(markup, day):
     assert metadata.element_date(parse_html(page(body=markup)).find(".//p")) == day
 
 
+@pytest.mark.parametrize("markup, day", [
+    ('<p class="date"><time datetime="2017-03-22T03:11:20+00:00">March 21, 2017 at 8:11 pm</time></p>',
+     "2017-03-21"),  # the local day shown beside a time given in UTC
+    ('<p class="date"><time datetime="2017-03-22T03:11:20+00:00">March 22, 2017</time></p>',
+     "2017-03-22T03:11:20+00:00"),
+    ('<p class="date"><time datetime="2017-03-22T03:11:20+00:00">March 10, 2017</time></p>',
+     "2017-03-22T03:11:20+00:00"),  # not a neighbouring day: the time given
+])
+def test_element_date_is_the_day_shown_beside_a_time_taken_from_the_pages_times(markup, day):
+    root = parse_html(page(body=markup + '<p><time datetime="2016-01-02">Jan 2, 2016</time></p>'))
+    times = list(root.iter("time"))
+    assert metadata.element_date(root.find(".//p"), times) == day == metadata.element_date(root.find(".//p"))
+
+
+TIME_PIECES = st.sampled_from(['<time datetime="2017-03-22T03:11:20+00:00">', '<time>', '</time>', '<time datetime="">',
+                               '<p>', '</p>', '<div class="date">', '</div>', 'March 21, 2017', ' x ',
+                               '<span datetime="2015-05-05">', '</span>', '<time datetime="2019-09-09">Sep 9</time>'])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(TIME_PIECES, max_size=25))
+def test_element_date_from_the_pages_times_is_element_date(pieces):
+    root = parse_html(page(body="".join(pieces)))
+    if root is None:
+        return
+    times = list(root.iter("time"))
+    for element in root.iter():
+        if isinstance(element.tag, str):
+            assert metadata.element_date(element, times) == metadata.element_date(element)
+    assert metadata._times_inside(root, times) == times
+    native_walk = metadata.native.walk
+    try:  # the plain path of _times_inside
+        metadata.native.walk = None
+        assert all(metadata._times_inside(e, times) == list(e.iter("time")) for e in root.iter())
+    finally:
+        metadata.native.walk = native_walk
+
+
 def test_a_last_updated_date_only_when_the_page_shows_no_other():
     body = ('<h1>A headline here</h1><p>Last updated: March 30, 2017</p><p>Published March 28, 2017</p>'
             f'<p>{ENGLISH}</p>')

@@ -963,3 +963,68 @@ def test_c_named_candidates_decline_and_keep():
     p = root.find(".//p")
     assert [c.tag for c in native.walk.named_candidates(p, None, 12)] == ["span", "a"]
     assert native.walk.named_candidates(p, None, 2) == []  # too many children: the inline elements are not read
+
+
+# --- the markup searches of the metadata: _numeric.first_places against bytes.find -------------------------------
+
+@needs_walk
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=200) | st.lists(st.sampled_from([b"ld+json", b"LD+JSON", b"ld+", b"+json", b"uthor", b"a",
+                                                           b"<script", b"\xff", b" "]), max_size=30).map(b"".join),
+       st.lists(st.sampled_from([b"ld+json", b"LD+JSON", b"uthor", b"ublish", b"a", b"", b"\xff", b"+", b"zz+"]) |
+                st.binary(max_size=4), max_size=6),
+       st.integers(min_value=0, max_value=250))
+def test_c_first_places_are_bytes_find(data, needles, start):
+    assert native.numeric.first_places(data, tuple(needles)) == [data.find(n) for n in needles]
+    assert native.numeric.first_places(data, tuple(needles), start) == [data.find(n, start) for n in needles]
+
+
+@needs_walk
+def test_c_first_places_refuse_what_find_reads_otherwise():
+    from templater import metadata
+
+    with pytest.raises(ValueError):
+        native.numeric.first_places(b"abc", (b"a",), -1)
+    with pytest.raises(TypeError):
+        native.numeric.first_places(b"abc", ("a",))
+    assert metadata.find_in("a ld+json", "ld+json") == 2 and metadata.find_in(b"a ld+json", b"ld+json", 3) == -1
+
+
+AUTHOR_NAME_PIECES = st.one_of(
+    piece,
+    st.builds(lambda tag, attr, value: f'<{tag} {attr}="{value}">', st.sampled_from(["div", "span", "p", "a"]),
+              st.sampled_from(["class", "id", "rel", "itemprop", "data-x", "CLASS"]),
+              st.sampled_from(["author", "post-Author", "by-line x", "byLINE", "writer_x", "Contributor", "reporter-",
+                               "creator", "authors", "xauthor", "entry author", "\u0130 author", "w\u017fiter",
+                               "&amp;author", "plain", ""])),
+    st.sampled_from(["</div>", "</span>", "</p>", "</a>"]))
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(st.lists(AUTHOR_NAME_PIECES, max_size=30))
+def test_c_author_name_look_never_misses_what_the_regex_finds(pieces):
+    from templater import metadata
+
+    root = parse_html(f"<html><body>{''.join(pieces)}</body></html>")
+    if root is None:
+        return
+    for element in root.iter():
+        if not isinstance(element.tag, str):
+            continue
+        for levels in (1, 3):
+            if native.walk.may_be_named_author(element, levels) is False:
+                assert not metadata._named(element, metadata._AUTHOR_NAMES, levels)
+    assert native.walk.may_be_named_author("not an element", 3) is None
+
+
+def test_link_look_never_misses_a_declared_link():
+    from templater import metadata
+
+    root = parse_html("<html><head><link rel='stylesheet' href='/s.css'><link rel='Canonical' href='/c'>"
+                      "<link rel='alternate image_src' href='/i.png'><link href='/x'><link rel='CANONICAL'>"
+                      "</head><body><p>x</p></body></html>")
+    for link in root.iter("link"):
+        assert metadata._may_declare_link(link) or not list(metadata._element_fields(link))
+    assert [metadata._may_declare_link(link) for link in root.iter("link")] == [False, True, True, False, True]
+
