@@ -1501,3 +1501,61 @@ def named_candidates(element, last_parent, Py_ssize_t max_inline):
             if cur is c_node:
                 return found
         cur = cur.next
+
+
+# --- metadata._short_text ---------------------------------------------------------------------------------------------
+def short_text(element, Py_ssize_t limit):
+    """metadata._short_text_plain(element, limit): " ".join of the words of the element's text pieces (itertext:
+    its text and its descendants' text and tails), or None once that is longer than ``limit`` characters (read no
+    further); False where the element's subtree holds what this does not mirror (an entity reference, an XInclude
+    node) or it is no element."""
+    if not isinstance(element, _Element):
+        return False
+    cdef xmlNode *top = (<_Element>element)._c_node
+    if top is NULL or top.type != tree.XML_ELEMENT_NODE:
+        return False
+    cdef Buffer out
+    out.data = NULL
+    out.size = out.capacity = 0
+    cdef Py_ssize_t count = 0
+    cdef bint pending = False
+    cdef const unsigned char *p
+    cdef const unsigned char *first
+    cdef uint32_t code
+    cdef xmlNode *cur = top.children
+    try:
+        while cur is not NULL:
+            if cur.type == tree.XML_TEXT_NODE or cur.type == tree.XML_CDATA_SECTION_NODE:
+                p = cur.content
+                while p is not NULL and p[0]:
+                    first = p
+                    code = _utf8_next(&p)
+                    if Py_UNICODE_ISSPACE(code):
+                        pending = count > 0
+                        continue
+                    if pending:
+                        _add(&out, " ", 1)
+                        count += 1
+                        pending = False
+                    _add(&out, first, p - first)
+                    count += 1
+                    if count > limit:
+                        return None
+            elif cur.type == tree.XML_ELEMENT_NODE:
+                pending = count > 0  # a piece ends where an element starts
+                if cur.children is not NULL:
+                    cur = cur.children
+                    continue
+            elif cur.type == tree.XML_COMMENT_NODE or cur.type == tree.XML_PI_NODE:
+                pending = count > 0  # its text is no piece; its tail is one
+            else:
+                return False
+            while cur.next is NULL:
+                cur = cur.parent
+                if cur is top:
+                    return out.data[:out.size].decode("utf-8") if out.size else ""
+                pending = count > 0  # ... and where one ends
+            cur = cur.next
+        return out.data[:out.size].decode("utf-8") if out.size else ""
+    finally:
+        free(out.data)

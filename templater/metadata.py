@@ -775,6 +775,13 @@ def _text(element) -> str:
 
 
 def _short_text(element, limit: int) -> str | None:
+    """``_short_text_plain(element, limit)``, from the compiled walk where it is built."""
+    walk = native.walk
+    found = walk.short_text(element, limit) if walk is not None else False
+    return _short_text_plain(element, limit) if found is False else found
+
+
+def _short_text_plain(element, limit: int) -> str | None:
     """``_text(element)`` when it is at most ``limit`` characters long, else None, found without joining the text
     of a long element (a short block's element may hold a whole article): its words are counted piece by piece,
     and the words of the pieces read so far never make a longer text than all of them do."""

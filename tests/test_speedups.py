@@ -845,11 +845,12 @@ def test_c_walk_makes_blocks_by_calling_a_class_it_cannot_fill_by_its_slots():
 
 META_PIECES = st.one_of(
     piece,
-    st.sampled_from(["<meta name=author content='Jane Doe'>", "<meta property='og:title' content=x>", "<link rel=canonical href=/a>",
-                     "<time datetime=2020-01-02>Jan 2</time>", "<time>", "</time>", "<span itemprop=author>Jo Roe</span>",
-                     "<meta itemprop=datePublished content=2020-01-01>", "<div ITEMPROP=name>", "<body>", "</body>",
-                     "<head>", "</head>", "<link>", "<META NAME=x>", "<svg:meta itemprop=x>", "<p xml:lang=en itemprop=y>",
-                     "<html>", "</html>", "<x:time>", "<b itemprop>"]))
+    st.sampled_from(["<meta name=author content='Jane Doe'>", "<meta property='og:title' content=x>",
+                     "<link rel=canonical href=/a>", "<time datetime=2020-01-02>Jan 2</time>", "<time>", "</time>",
+                     "<span itemprop=author>Jo Roe</span>", "<meta itemprop=datePublished content=2020-01-01>",
+                     "<div ITEMPROP=name>", "<body>", "</body>", "<head>", "</head>", "<link>", "<META NAME=x>",
+                     "<svg:meta itemprop=x>", "<p xml:lang=en itemprop=y>", "<html>", "</html>", "<x:time>",
+                     "<b itemprop>"]))
 
 
 @needs_walk
@@ -870,7 +871,8 @@ def test_c_declared_elements_match_lxml(pieces, wrap):
     if seg.declared is not None:
         assert_same_declared(seg.declared, root)
     # the fields read from the gathered elements are those read by walking the tree (lxml's iter and XPath)
-    plain = metadata.declared_metadata(root, markup, "https://a.example/p", elements=metadata.declared_elements_plain(root))
+    plain = metadata.declared_metadata(root, markup, "https://a.example/p",
+                                       elements=metadata.declared_elements_plain(root))
     assert metadata.declared_metadata(root, markup, "https://a.example/p", elements=seg.declared) == plain
     native_walk = native.walk
     try:
@@ -1028,3 +1030,41 @@ def test_link_look_never_misses_a_declared_link():
         assert metadata._may_declare_link(link) or not list(metadata._element_fields(link))
     assert [metadata._may_declare_link(link) for link in root.iter("link")] == [False, True, True, False, True]
 
+
+SHORT_TEXT_PIECES = st.one_of(
+    piece,
+    st.sampled_from(["<![CDATA[a b]]>", "<br>", "<b>x</b>y", "\u2028", "\x1c", "\u0085", "<img>", "<i></i>",
+                     "March 21, 2017", " by Jane Doe "]))
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(st.lists(SHORT_TEXT_PIECES, max_size=40), st.integers(min_value=0, max_value=120))
+def test_c_short_text_is_the_plain_short_text(pieces, limit):
+    from templater import metadata
+
+    root = parse_html(f"<html><body><div>{''.join(pieces)}</div><p>tail</p></body></html>")
+    if root is None:
+        return
+    for element in root.iter():
+        if isinstance(element.tag, str):
+            found = native.walk.short_text(element, limit)
+            assert found is False or found == metadata._short_text_plain(element, limit)
+
+
+@needs_walk
+def test_c_short_text_on_the_samples_and_what_it_declines():
+    from lxml import etree
+
+    from templater import metadata
+
+    for seg in sample_pages(limit=10):
+        for block in seg.blocks[:60]:
+            for limit in (80, 200):
+                assert native.walk.short_text(block.element, limit) == metadata._short_text_plain(block.element, limit)
+    xml = etree.fromstring('<!DOCTYPE d [<!ENTITY e "x">]><d><p>a&e;b</p></d>', etree.XMLParser(resolve_entities=False))
+    assert native.walk.short_text(xml, 10) is False
+    assert metadata._short_text(xml, 10) == metadata._short_text_plain(xml, 10)
+    assert native.walk.short_text("not an element", 10) is False
+    commented = etree.fromstring("<d>a<!-- c -->b<?p i?>c<x>d</x>e</d>")
+    assert native.walk.short_text(commented, 20) == metadata._short_text_plain(commented, 20) == "a b c d e"
