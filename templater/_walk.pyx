@@ -540,12 +540,17 @@ cdef class _Segment:
     cdef list tags  # ... tag names ...
     cdef Buffer shapes  # ... CRC32 of the tag path (uint32) ...
     cdef Buffer prefixes  # ... and CRC32 of the tag path and the separator (uint32)
+    cdef bint collect  # declared_elements' lists gathered on the way (False: not, or given up)
+    cdef list declared
+    cdef list props
 
     def __cinit__(self, _Document doc):
         self.doc = doc
         self.blocks = []
         self.paths = []
         self.tags = []
+        self.declared = []
+        self.props = []
 
     def __dealloc__(self):
         free(self.hashes.data)
@@ -583,7 +588,8 @@ cdef class _Segment:
     cdef result(self):
         return (self.blocks, PyBytes_FromStringAndSize(self.hashes.data, self.hashes.size),
                 PyBytes_FromStringAndSize(self.chars.data, self.chars.size),
-                PyBytes_FromStringAndSize(self.links.data, self.links.size))
+                PyBytes_FromStringAndSize(self.links.data, self.links.size),
+                (self.declared, self.props) if self.collect else None)
 
     cdef close(self, xmlNode *owner, Py_ssize_t link_chars, Py_ssize_t markup):
         """blocks._close, of the text read since the last block"""
@@ -618,14 +624,17 @@ cdef class _Segment:
 
 
 def segment(root):
-    """blocks.segment's walk (the definition: blocks.segment_plain): (blocks, hashes, chars, link chars), or None."""
+    """blocks.segment's walk (the definition: blocks.segment_plain): (blocks, hashes, chars, link chars, what
+    ``declared_elements(root)`` gives, gathered on the way while the tree is in the cache), or None."""
     if _block_class is None or not isinstance(root, _Element):
         return None
     cdef xmlNode *c_root = (<_Element>root)._c_node
     if c_root is NULL or c_root.doc is NULL:
         return None
+    cdef _Segment walk = _Segment((<_Element>root)._doc)
+    walk.collect = _whole_document(c_root)
     try:
-        return _segment(_Segment((<_Element>root)._doc), <xmlNode *>c_root.doc.children)
+        return _segment(walk, <xmlNode *>c_root.doc.children)
     except _Decline:
         return None
 
@@ -642,6 +651,8 @@ cdef _segment(_Segment walk, xmlNode *cur):
     cdef Py_ssize_t parts = 0
     while cur is not NULL:
         if cur.type == tree.XML_ELEMENT_NODE:
+            if walk.collect and not _note_declared(walk.declared, walk.props, walk.doc, cur, in_body > 0):
+                walk.collect = False
             if _is_named(cur, "body") and cur.ns is NULL:
                 in_body += 1
             if cur.children is not NULL:
@@ -651,6 +662,7 @@ cdef _segment(_Segment walk, xmlNode *cur):
                 in_body -= 1
         elif (cur.type == tree.XML_ENTITY_REF_NODE or cur.type == tree.XML_XINCLUDE_START
               or cur.type == tree.XML_XINCLUDE_END):
+            walk.collect = False
             if in_body:
                 raise _Decline
         elif ((cur.type == tree.XML_TEXT_NODE or cur.type == tree.XML_CDATA_SECTION_NODE) and in_body
@@ -1288,3 +1300,308 @@ def dfa_visits(const uint32_t[::1] nextmove, const unsigned short[::1] rows, con
             count = found.get(key)
             found[key] = 1 if count is None else count + 1
     return found or None
+
+
+# --- metadata.declared_elements ---------------------------------------------------------------------------------
+cdef bint _whole_document(xmlNode *c_root) noexcept:
+    """Whether the element is its document's one top-level element (beside a DTD): XPath's // starts at the document,
+    root.iter at the element, and they see the same elements only then."""
+    if c_root is NULL or c_root.doc is NULL or c_root.type != tree.XML_ELEMENT_NODE:
+        return False
+    if c_root.parent is not <xmlNode *>c_root.doc:
+        return False
+    cdef xmlNode *cur = <xmlNode *>c_root.doc.children
+    while cur is not NULL:
+        if cur is not c_root and cur.type != tree.XML_DTD_NODE and cur.type != tree.XML_COMMENT_NODE:
+            return False
+        cur = cur.next
+    return True
+
+
+cdef bint _note_declared(list declared, list props, _Document doc, xmlNode *cur, bint in_body) except -1:
+    """declared_elements' look at one element (``in_body``: below a <body>): appended to ``declared`` when it is a
+    <meta>, <link> or <time>, to ``props`` when it has an itemprop attribute and is no <meta>; False where the element
+    or its itemprop attribute is namespaced (the walk does not mirror that)."""
+    cdef xmlAttr *a
+    cdef bint is_meta, prop = False
+    cdef const char *name = <const char *>cur.name
+    if cur.ns is not NULL:
+        return False
+    is_meta = strcmp(name, "meta") == 0
+    if is_meta or strcmp(name, "link") == 0 or strcmp(name, "time") == 0:
+        declared.append(elementFactory(doc, cur))
+    if in_body and not is_meta:
+        a = cur.properties
+        while a is not NULL:
+            if a.type == tree.XML_ATTRIBUTE_NODE and strcmp(<const char *>a.name, "itemprop") == 0:
+                if a.ns is not NULL:
+                    return False
+                prop = True
+            a = a.next
+        if prop:
+            props.append(elementFactory(doc, cur))
+    return True
+
+
+def declared_elements(root):
+    """metadata.declared_elements_plain: (root's <meta>, <link> and <time> descendants in document order, as
+    ``root.iter("meta", "link", "time")`` gives them; the elements with an itemprop attribute below a <body>, <meta>s
+    aside, in document order, as ``//body//*[@itemprop][not(self::meta)]`` selects them), in one walk; None where
+    root is not the document's one top-level element, or the tree holds a namespaced element or itemprop attribute,
+    an entity reference or an XInclude node. (The segmentation walk gathers the same on its way: ``segment``.)"""
+    if not isinstance(root, _Element):
+        return None
+    cdef xmlNode *c_root = (<_Element>root)._c_node
+    if not _whole_document(c_root):
+        return None
+    cdef _Document doc = (<_Element>root)._doc
+    cdef list declared = []
+    cdef list props = []
+    cdef Py_ssize_t in_body = 0
+    cdef xmlNode *cur = c_root
+    while True:
+        if cur.type == tree.XML_ELEMENT_NODE:
+            if not _note_declared(declared, props, doc, cur, in_body > 0):
+                return None
+            if cur.children is not NULL:
+                if strcmp(<const char *>cur.name, "body") == 0:
+                    in_body += 1
+                cur = cur.children
+                continue
+        elif (cur.type == tree.XML_ENTITY_REF_NODE or cur.type == tree.XML_XINCLUDE_START
+              or cur.type == tree.XML_XINCLUDE_END):
+            return None
+        while cur is not c_root and cur.next is NULL:
+            cur = cur.parent
+            if cur.type == tree.XML_ELEMENT_NODE and cur.ns is NULL and strcmp(<const char *>cur.name, "body") == 0:
+                in_body -= 1
+        if cur is c_root:
+            return declared, props
+        cur = cur.next
+
+
+# --- metadata.named_candidates ------------------------------------------------------------------------------------
+cdef const char *_NAMING_WORDS[8]  # what metadata._NAMED_CLASS looks for in a class or rel (any case)
+cdef const char *_AUTHOR_PATHS[8]  # what metadata._AUTHOR_HREF looks for in a link's href, and more
+_NAMING_WORDS[0] = "author"
+_NAMING_WORDS[1] = "byline"
+_NAMING_WORDS[2] = "writer"
+_NAMING_WORDS[3] = "reporter"
+_NAMING_WORDS[4] = "date"
+_NAMING_WORDS[5] = "publish"
+_NAMING_WORDS[6] = "posted"
+_NAMING_WORDS[7] = "time"
+_AUTHOR_PATHS[0] = "/author"
+_AUTHOR_PATHS[1] = "/byline"
+_AUTHOR_PATHS[2] = "/editors"
+_AUTHOR_PATHS[3] = "/people"
+_AUTHOR_PATHS[4] = "/writers"
+_AUTHOR_PATHS[5] = "/profile"
+_AUTHOR_PATHS[6] = "/staff"
+_AUTHOR_PATHS[7] = "/journalist"
+
+
+cdef bint _holds_word(const unsigned char *s, const char **words, Py_ssize_t count, bint any_case) noexcept:
+    """Whether s holds one of the words (ASCII letters; with any_case, in any ASCII case), or, with any_case, any
+    byte outside ASCII (where Unicode case folding may make one: left to the caller's regex)."""
+    cdef const unsigned char *p
+    cdef const unsigned char *w
+    cdef const unsigned char *q
+    cdef Py_ssize_t i
+    cdef unsigned char c
+    p = s
+    while p[0]:
+        c = p[0]
+        if any_case:
+            if c >= 0x80:
+                return True
+            if 65 <= c <= 90:
+                c += 32
+        for i in range(count):
+            w = <const unsigned char *>words[i]
+            if c != w[0]:
+                continue
+            q = p + 1
+            w += 1
+            while w[0] and q[0] and (q[0] + 32 if any_case and 65 <= q[0] <= 90 else q[0]) == w[0]:
+                q += 1
+                w += 1
+            if not w[0]:
+                return True
+        p += 1
+    return False
+
+
+cdef bint _may_be_named(xmlNode *n) noexcept:
+    """Whether metadata._kind may find a name in the element: a class or rel attribute holding one of its words (or
+    what Unicode case folding or entities may turn into one), or a link whose href holds an author path."""
+    cdef xmlAttr *a = n.properties
+    cdef xmlNode *t
+    cdef const char *name
+    cdef bint link = n.ns is NULL and strcmp(<const char *>n.name, "a") == 0
+    while a is not NULL:
+        name = <const char *>a.name
+        if strcmp(name, "class") == 0 or strcmp(name, "rel") == 0 or (link and strcmp(name, "href") == 0):
+            t = a.children
+            if t is not NULL and (t.next is not NULL or t.type != tree.XML_TEXT_NODE):
+                return True  # a value of several pieces: the caller reads it
+            if t is not NULL and t.content is not NULL:
+                if name[0] == b'h':
+                    if _holds_word(t.content, _AUTHOR_PATHS, 8, False):
+                        return True
+                elif _holds_word(t.content, _NAMING_WORDS, 8, True):
+                    return True
+        a = a.next
+    return False
+
+
+cdef const char *_AUTHOR_WORDS[7]  # what metadata._AUTHOR_NAMES looks for in a class, id, rel or itemprop (any case)
+_AUTHOR_WORDS[0] = "author"
+_AUTHOR_WORDS[1] = "byline"
+_AUTHOR_WORDS[2] = "by-line"
+_AUTHOR_WORDS[3] = "writer"
+_AUTHOR_WORDS[4] = "contributor"
+_AUTHOR_WORDS[5] = "reporter"
+_AUTHOR_WORDS[6] = "creator"
+
+
+def may_be_named_author(element, Py_ssize_t levels):
+    """False where metadata._named(element, metadata._AUTHOR_NAMES, levels) is False for sure: neither the element
+    nor its next ancestors (``levels`` in all) has a class, id, rel or itemprop attribute holding one of the pattern's
+    words in any ASCII case (nor a byte outside ASCII, nor a value of several pieces); True otherwise (the caller's
+    regex decides); None for what is not an element."""
+    if not isinstance(element, _Element):
+        return None
+    cdef xmlNode *node = (<_Element>element)._c_node
+    cdef xmlAttr *a
+    cdef xmlNode *t
+    cdef const char *name
+    cdef Py_ssize_t level
+    if node is NULL:
+        return None
+    for level in range(levels):
+        if node is NULL:
+            return False
+        if node.type == tree.XML_ELEMENT_NODE:
+            a = node.properties
+            while a is not NULL:
+                name = <const char *>a.name
+                if (strcmp(name, "class") == 0 or strcmp(name, "id") == 0 or strcmp(name, "rel") == 0
+                        or strcmp(name, "itemprop") == 0):
+                    t = a.children
+                    if t is not NULL and (t.next is not NULL or t.type != tree.XML_TEXT_NODE):
+                        return True
+                    if t is not NULL and t.content is not NULL and _holds_word(t.content, _AUTHOR_WORDS, 7, True):
+                        return True
+                a = a.next
+        elif node.type != tree.XML_COMMENT_NODE and node.type != tree.XML_PI_NODE:
+            return True  # an entity reference: left to the caller
+        node = _parent_element(node)
+    return False
+
+
+def named_candidates(element, last_parent, Py_ssize_t max_inline):
+    """metadata.named_candidates_plain(element, last_parent, max_inline) less elements whose class, rel and link
+    target cannot name a byline or a date (what metadata._kind finds in them is None), in the same order; None where
+    the element's subtree holds an entity reference or an XInclude node, or the block tags are not configured."""
+    if _block_class is None or not isinstance(element, _Element):
+        return None
+    cdef xmlNode *c_node = (<_Element>element)._c_node
+    if c_node is NULL or c_node.type != tree.XML_ELEMENT_NODE:
+        return None
+    cdef xmlNode *last = NULL
+    if last_parent is not None:
+        if not isinstance(last_parent, _Element):
+            return None
+        last = (<_Element>last_parent)._c_node
+    cdef _Document doc = (<_Element>element)._doc
+    cdef list found = []
+    if _may_be_named(c_node):
+        found.append(element)
+    cdef xmlNode *parent = _parent_element(c_node)
+    if (parent is not NULL and parent is not last and not (parent.type == tree.XML_ELEMENT_NODE and parent.ns is NULL
+            and (strcmp(<const char *>parent.name, "body") == 0 or strcmp(<const char *>parent.name, "html") == 0))):
+        if parent.type == tree.XML_ELEMENT_NODE and _may_be_named(parent):
+            found.append(elementFactory(doc, parent))
+    cdef Py_ssize_t children = 0
+    cdef xmlNode *cur = c_node.children
+    while cur is not NULL:
+        if _is_element(cur):
+            children += 1
+        cur = cur.next
+    if not children or children > max_inline:
+        return found
+    cur = c_node.children
+    while True:  # the element's descendant elements, in document order
+        if cur.type == tree.XML_ELEMENT_NODE:
+            if (cur.ns is not NULL or not _tag_value(&_block_tags, cur)) and _may_be_named(cur):
+                found.append(elementFactory(doc, cur))
+            if cur.children is not NULL:
+                cur = cur.children
+                continue
+        elif (cur.type == tree.XML_ENTITY_REF_NODE or cur.type == tree.XML_XINCLUDE_START
+              or cur.type == tree.XML_XINCLUDE_END):
+            return None
+        while cur.next is NULL:
+            cur = cur.parent
+            if cur is c_node:
+                return found
+        cur = cur.next
+
+
+# --- metadata._short_text ---------------------------------------------------------------------------------------------
+def short_text(element, Py_ssize_t limit):
+    """metadata._short_text_plain(element, limit): " ".join of the words of the element's text pieces (itertext:
+    its text and its descendants' text and tails), or None once that is longer than ``limit`` characters (read no
+    further); False where the element's subtree holds what this does not mirror (an entity reference, an XInclude
+    node) or it is no element."""
+    if not isinstance(element, _Element):
+        return False
+    cdef xmlNode *top = (<_Element>element)._c_node
+    if top is NULL or top.type != tree.XML_ELEMENT_NODE:
+        return False
+    cdef Buffer out
+    out.data = NULL
+    out.size = out.capacity = 0
+    cdef Py_ssize_t count = 0
+    cdef bint pending = False
+    cdef const unsigned char *p
+    cdef const unsigned char *first
+    cdef uint32_t code
+    cdef xmlNode *cur = top.children
+    try:
+        while cur is not NULL:
+            if cur.type == tree.XML_TEXT_NODE or cur.type == tree.XML_CDATA_SECTION_NODE:
+                p = cur.content
+                while p is not NULL and p[0]:
+                    first = p
+                    code = _utf8_next(&p)
+                    if Py_UNICODE_ISSPACE(code):
+                        pending = count > 0
+                        continue
+                    if pending:
+                        _add(&out, " ", 1)
+                        count += 1
+                        pending = False
+                    _add(&out, first, p - first)
+                    count += 1
+                    if count > limit:
+                        return None
+            elif cur.type == tree.XML_ELEMENT_NODE:
+                pending = count > 0  # a piece ends where an element starts
+                if cur.children is not NULL:
+                    cur = cur.children
+                    continue
+            elif cur.type == tree.XML_COMMENT_NODE or cur.type == tree.XML_PI_NODE:
+                pending = count > 0  # its text is no piece; its tail is one
+            else:
+                return False
+            while cur.next is NULL:
+                cur = cur.parent
+                if cur is top:
+                    return out.data[:out.size].decode("utf-8") if out.size else ""
+                pending = count > 0  # ... and where one ends
+            cur = cur.next
+        return out.data[:out.size].decode("utf-8") if out.size else ""
+    finally:
+        free(out.data)

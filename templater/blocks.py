@@ -77,10 +77,10 @@ def segment(root: etree._Element, page: Page) -> Segmented:
     walked = walk.segment(root) if walk is not None else None
     if walked is None:
         return _segment_plain(root, page)
-    blocks, hashes, chars, links = walked
+    blocks, hashes, chars, links, declared = walked
     return Segmented(page=page, blocks=tuple(blocks), vector=np.frombuffer(hashes, dtype=np.uint32).copy(),
                      title=_title(root), root=root, chars=np.frombuffer(chars, dtype=np.int64).copy(),
-                     links=np.frombuffer(links, dtype=np.int64).copy())
+                     links=np.frombuffer(links, dtype=np.int64).copy(), declared=declared)
 
 
 def _segment_plain(root: etree._Element, page: Page) -> Segmented:

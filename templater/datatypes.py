@@ -180,6 +180,9 @@ class Segmented:
     root: Any = field(default=None, compare=False, repr=False)  # the parsed lxml tree the blocks point into
     chars: np.ndarray | None = field(default=None, compare=False, repr=False)  # int64 len(text) per block
     links: np.ndarray | None = field(default=None, compare=False, repr=False)  # int64 link_chars per block
+    # metadata.declared_elements(root) (the <meta>, <link>, <time> and microdata elements), gathered by the
+    # segmentation walk while the tree is in the cache; None: metadata finds them itself
+    declared: tuple | None = field(default=None, compare=False, repr=False)
 
     def block_chars(self) -> np.ndarray:
         """len(text) of each block as int64: counted by the segmentation walk, else here."""

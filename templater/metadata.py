@@ -150,7 +150,7 @@ def read_metadata(seg: Segmented, *, rules: Sequence[Rule] = (), text: str = "")
     """The page's metadata: declared, then learned (``rules``), then visible evidence; the language declared, else
     detected from ``text``."""
     times: list = []  # the page's <time> elements, met on the way (visible evidence need not walk the tree again)
-    found = declared_metadata(seg.root, seg.page.html, seg.page.url, times=times)
+    found = declared_metadata(seg.root, seg.page.html, seg.page.url, times=times, elements=seg.declared)
     found["date"] = found["date"] or url_date(seg.page.url)  # a dated URL (/2017/05/03/) outranks what a page shows
     # the site's rules that point into the page, then what it shows, then its rules that read a plain <meta> (a site
     # name, a source: what the site's other pages declare, the page's own byline aside)
@@ -161,7 +161,8 @@ def read_metadata(seg: Segmented, *, rules: Sequence[Rule] = (), text: str = "")
         if step is None:
             learned = visible_metadata(seg, times=times)
         elif step:
-            learned = rule_metadata(seg.root, step, keys=[k for k in ("author", "date") if found[k] is None])
+            learned = rule_metadata(seg.root, step, keys=[k for k in ("author", "date") if found[k] is None],
+                                    times=times)
         else:
             continue
         for key in ("author", "date"):
@@ -176,17 +177,17 @@ def read_metadata(seg: Segmented, *, rules: Sequence[Rule] = (), text: str = "")
 
 # --- declared metadata ------------------------------------------------------------------------------------------
 
-def declared_metadata(root, html: str | bytes, url: str, *, times: list | None = None,
+def declared_metadata(root, html: str | bytes, url: str, *, times: list | None = None, elements: tuple | None = None,
                       ) -> dict[str, str | tuple[str, ...] | None]:
     """Fields as the page declares them (JSON-LD first, then <meta>, microdata, <link>, <html lang>); ``times``, a
-    list, gets the page's <time> elements (in document order) on the way."""
+    list, gets the page's <time> elements (in document order) on the way; ``elements``: ``declared_elements(root)``
+    where the caller has it (the segmentation walk gathers it: ``Segmented.declared``)."""
     found: dict = dict.fromkeys(METADATA_FIELDS)
     for key, value in jsonld_metadata(html).items():
         found[key] = value
     ranked: dict[str, tuple[int, object]] = {}
     if root is not None:
-        microdata = (b"itemprop" if isinstance(html, bytes) else "itemprop") in html
-        for key, rank, value in _declared_fields(root, microdata=microdata, times=times):
+        for key, rank, value in _declared_fields(root, html, times=times, elements=elements):
             if key == "tags":
                 ranked.setdefault("tags", (rank, []))[1].extend(value)
             elif value and (key not in ranked or rank < ranked[key][0]):
@@ -197,24 +198,56 @@ def declared_metadata(root, html: str | bytes, url: str, *, times: list | None =
     return _normalized(found, url)
 
 
-def _declared_fields(root, *, microdata: bool = True, times: list | None = None) -> Iterable[tuple[str, int, object]]:
+def _declared_fields(root, html: str | bytes, *, times: list | None = None, elements: tuple | None = None,
+                     ) -> Iterable[tuple[str, int, object]]:
     """(field, rank, value) of what <html>, then every <meta>, <link> and <time> (the <time>s also appended to
-    ``times`` when given), then (where the markup has any) the body's microdata elements declare (separate scans in
-    C: one XPath union of them costs several times more, sorting into document order). The <meta>s, a page's most,
-    are read here, in one loop; ``_element_fields`` reads the others."""
+    ``times`` when given), then (where the markup spells "itemprop") the body's microdata elements declare. The
+    <meta>s, a page's most, are read here, in one loop; ``_element_fields`` reads the others."""
     yield from _element_fields(root)
-    for element in root.iter("meta", "link", "time"):
+    found = elements if elements is not None else declared_elements(root)
+    declared, props = found if found is not None else (root.iter("meta", "link", "time"), None)
+    for element in declared:
         if element.tag == "meta":
-            found = _meta_field(element)
-            if found is not None:
-                yield found
+            hit = _meta_field(element)
+            if hit is not None:
+                yield hit
             continue
-        if times is not None and element.tag == "time":
-            times.append(element)
+        if element.tag == "time":
+            if times is not None:
+                times.append(element)
+        elif not _may_declare_link(element):
+            continue  # (most <link>s: stylesheets, icons, feeds)
         yield from _element_fields(element)
-    if microdata:
-        for element in _ITEMPROPS(root):
-            yield from _element_fields(element)
+    if props is None or props:  # (the markup is searched only where the tree has any, or is not walked yet)
+        if find_in(html, b"itemprop" if isinstance(html, bytes) else "itemprop") < 0:
+            return  # microdata is read only where the markup spells it so (not an ITEMPROP the parser lowered)
+        if props is None:
+            props = _ITEMPROPS(root)
+    for element in props:
+        yield from _element_fields(element)
+
+
+def _may_declare_link(element) -> bool:
+    """False where ``_element_fields`` of a <link> yields nothing for sure: its rel holds neither word (a token of
+    ``rel.lower().split()`` is a part of ``rel.lower()``)."""
+    rel = element.get("rel")
+    if not rel:
+        return False
+    rel = rel.lower()
+    return "canonical" in rel or "image_src" in rel
+
+
+def declared_elements(root) -> tuple[list, list] | None:
+    """``declared_elements_plain(root)`` from the compiled walk; None where it is not built or declines."""
+    walk = native.walk
+    return walk.declared_elements(root) if walk is not None else None
+
+
+def declared_elements_plain(root) -> tuple[list, list]:
+    """(root's <meta>, <link> and <time> elements; the elements with an itemprop attribute below a <body>, <meta>s
+    aside), each in document order: the definition the compiled walks (``_walk.declared_elements``, and the
+    segmentation walk's ``Segmented.declared``) are tested against."""
+    return list(root.iter("meta", "link", "time")), _ITEMPROPS(root)
 
 
 def _meta_field(element) -> tuple[str, int, object] | None:
@@ -295,7 +328,7 @@ def jsonld_metadata(html: str | bytes) -> dict[str, object]:
 def _jsonld_objects(html: str | bytes) -> Iterable[dict]:
     """Every JSON object of the page's ld+json scripts, @graph and lists flattened; broken blocks skipped."""
     if isinstance(html, bytes):
-        if b"ld+json" not in html and b"LD+JSON" not in html:
+        if find_in(html, b"ld+json") < 0 and find_in(html, b"LD+JSON") < 0:
             return
         blocks = (m.group(1).decode("utf-8", "replace") for m in _JSONLD.finditer(html))
     else:
@@ -527,16 +560,25 @@ def _script_values(html, keys, value, span: int):
     for key in keys:
         if any(key.endswith(done) for done in seen):
             continue
-        start = html.find(key)
+        start = find_in(html, key)
         for _ in range(MAX_SCRIPT_DATES):
             if start < 0:
                 break
             found = value.match(html, start + len(key), start + len(key) + span)
             if found:
                 yield found
-            start = html.find(key, start + 1)
+            start = find_in(html, key, start + 1)
         if start < 0:
             seen.append(key)
+
+
+def find_in(html: str | bytes, needle: str | bytes, start: int = 0) -> int:
+    """``html.find(needle, start)`` (``start`` not negative); for bytes in C where built (_numeric.first_places:
+    memchr on the needle's rarest byte, several times faster than bytes.find over a page's markup)."""
+    numeric = native.numeric
+    if numeric is not None and isinstance(html, bytes):
+        return numeric.first_places(html, (needle,), start)[0]
+    return html.find(needle, start)
 
 
 def url_date(url: str) -> str | None:
@@ -605,10 +647,12 @@ def compiled_xpath(xpath: str) -> etree.XPath | None:
         return None
 
 
-def rule_metadata(root, rules: Sequence[Rule], *, keys: Iterable[str] = ("author", "date")) -> dict[str, str]:
+def rule_metadata(root, rules: Sequence[Rule], *, keys: Iterable[str] = ("author", "date"),
+                  times: Sequence | None = None) -> dict[str, str]:
     """Author and date (those of ``keys``) read where the site's meta rules point (the first element that yields a
     value). Rules of the two forms template.py learns by name (a class token, an id) are evaluated in one compiled walk
-    where templater._walk is built; others by lxml."""
+    where templater._walk is built; others by lxml. ``times``: the page's <time> elements, when known
+    (``element_date``)."""
     wanted = [(rule, _RULE_KEYS[rule.action]) for rule in rules
               if rule.action in _RULE_KEYS and _RULE_KEYS[rule.action] in keys]
     specs = [_named_rule(rule.xpath) for rule, _ in wanted]
@@ -619,7 +663,8 @@ def rule_metadata(root, rules: Sequence[Rule], *, keys: Iterable[str] = ("author
         elements = next(matched, None) if spec is not None and matched is not None else None
         if key in found:
             continue
-        value = _first_value(elements, key) if elements is not None else rule_value(root, rule.xpath, key)
+        value = (_first_value(elements, key, times) if elements is not None
+                 else rule_value(root, rule.xpath, key, times=times))
         if value:
             found[key] = value
     return found
@@ -642,8 +687,8 @@ def _named_rule(xpath: str) -> tuple[str | None, str | None, str | None] | None:
     return (None, found.group(1), None) if found else None
 
 
-def rule_value(root, xpath: str, key: str) -> str | None:
-    """The author or date that a meta rule's XPath selects on a page."""
+def rule_value(root, xpath: str, key: str, *, times: Sequence | None = None) -> str | None:
+    """The author or date that a meta rule's XPath selects on a page (``times``: as ``element_date`` takes them)."""
     compiled = compiled_xpath(xpath)
     if compiled is None:
         return None
@@ -651,24 +696,27 @@ def rule_value(root, xpath: str, key: str) -> str | None:
         elements = compiled(root)
     except etree.XPathError:
         return None
-    return _first_value(elements, key) if isinstance(elements, list) else None
+    return _first_value(elements, key, times) if isinstance(elements, list) else None
 
 
-def _first_value(elements: list, key: str) -> str | None:
+def _first_value(elements: list, key: str, times: Sequence | None = None) -> str | None:
     for element in elements[:RULE_ELEMENTS]:
         if not isinstance(element, etree._Element):
             continue
-        value = element_date(element) if key == "date" else element_author(element)
+        value = element_date(element, times) if key == "date" else element_author(element)
         if value:
             return value
     return None
 
 
-def element_date(element) -> str | None:
-    """The date an element shows: its (or a child <time>'s) datetime attribute, else the date in its text."""
+def element_date(element, times: Sequence | None = None) -> str | None:
+    """The date an element shows: its (or a child <time>'s) datetime attribute, else the date in its text.
+    ``times``: the page's <time> elements in document order (``root.iter("time")``) where the caller has them: the
+    element's own are taken from them, not from a walk of its subtree (most pages have none)."""
     stamp = element.get("datetime") or element.get("content")
     if not stamp:
-        stamp = next((t.get("datetime") for t in element.iter("time") if t.get("datetime")), None)
+        inner = element.iter("time") if times is None else _times_inside(element, times) if times else ()
+        stamp = next((t.get("datetime") for t in inner if t.get("datetime")), None)
     day = normalize_date(stamp) if stamp else None
     if day and (len(day) == 10 or element.tag == "meta"):
         return day
@@ -677,6 +725,16 @@ def element_date(element) -> str | None:
     if day and not _next_day(shown, day):
         return day
     return shown  # the day the page shows: a time given in UTC can fall on the day after (or before) it
+
+
+def _times_inside(element, times: Sequence) -> list:
+    """The <time> elements of ``times`` (document order) that are ``element`` or inside it: ``element.iter("time")``
+    where ``times`` is ``root.iter("time")``."""
+    walk = native.walk
+    flags = walk.inside(times, (element,)) if walk is not None else None
+    if flags is None:
+        return [t for t in times if t is element or any(a is element for a in t.iterancestors())]
+    return [t for t, inside in zip(times, flags) if inside]
 
 
 def _next_day(shown: str | None, stamp: str) -> bool:
@@ -717,6 +775,13 @@ def _text(element) -> str:
 
 
 def _short_text(element, limit: int) -> str | None:
+    """``_short_text_plain(element, limit)``, from the compiled walk where it is built."""
+    walk = native.walk
+    found = walk.short_text(element, limit) if walk is not None else False
+    return _short_text_plain(element, limit) if found is False else found
+
+
+def _short_text_plain(element, limit: int) -> str | None:
     """``_text(element)`` when it is at most ``limit`` characters long, else None, found without joining the text
     of a long element (a short block's element may hold a whole article): its words are counted piece by piece,
     and the words of the pieces read so far never make a longer text than all of them do."""
@@ -790,7 +855,7 @@ def visible_metadata(seg: Segmented, headline: int | None | bool = False, *, tim
             if author:
                 found["author"] = author
         if "date" not in found and len(text) <= MAX_DATE_TEXT_CHARS:
-            day = element_date(block.element) if block.element is not None else find_date(text)
+            day = element_date(block.element, times) if block.element is not None else find_date(text)
             if day and says_updated(block.element, text):
                 changed = changed or day
             elif day:
@@ -801,7 +866,7 @@ def visible_metadata(seg: Segmented, headline: int | None | bool = False, *, tim
         return found
     if "date" not in found:
         for element in (seg.root.iter("time") if times is None else times):
-            day = element_date(element)
+            day = element_date(element, times)
             if day and says_updated(element, element.getparent().text or "" if element.getparent() is not None
                                     else ""):
                 changed = changed or day
@@ -809,18 +874,20 @@ def visible_metadata(seg: Segmented, headline: int | None | bool = False, *, tim
                 found["date"] = day
                 break
     if "author" not in found or "date" not in found:
-        found = {**named_metadata(seg, headline), **found}
+        found = {**named_metadata(seg, headline, times=times), **found}
     if "date" not in found and changed:
         found["date"] = changed
     return found
 
 
-def named_metadata(seg: Segmented, headline: int | None | bool = False) -> dict[str, str]:
+def named_metadata(seg: Segmented, headline: int | None | bool = False, *, times: Sequence | None = None,
+                   ) -> dict[str, str]:
     """Author and date from the page's short blocks (document order, outside reader comments) whose element, an
     ancestor or an inline element inside names a byline (class author, byline, writer...; rel=author; a link to
     an author page) or a date (class date, publish, posted, time); then a date written beside the byline.
 
-    Only the blocks the segmentation found are looked at: a scan of the whole tree costs several times more."""
+    Only the blocks the segmentation found are looked at: a scan of the whole tree costs several times more.
+    ``times``: the page's <time> elements, when known (``element_date``)."""
     found: dict[str, str] = {}
     byline = None
     last_parent = None  # a parent the blocks before already offered (a second look at an element finds nothing new)
@@ -833,13 +900,8 @@ def named_metadata(seg: Segmented, headline: int | None | bool = False) -> dict[
             author = element_author(element) or normalize_author(block.text)
             if author:
                 found["author"], byline = author, element
-        candidates = [element]
-        parent = element.getparent()
-        if parent is not None and parent is not last_parent and parent.tag not in ("body", "html"):
-            candidates.append(parent)
-        last_parent = parent
-        if len(element) and len(element) <= MAX_INLINE_CHILDREN:
-            candidates += [inner for inner in element.iterdescendants(etree.Element) if inner.tag not in BLOCK_TAGS]
+        candidates = named_candidates(element, last_parent)
+        last_parent = element.getparent()
         for candidate in candidates:
             kind = _kind(candidate)
             if kind is None:
@@ -849,7 +911,7 @@ def named_metadata(seg: Segmented, headline: int | None | bool = False) -> dict[
                 if author:
                     found["author"], byline = author, candidate
             elif kind == "date" and "date" not in found and not _in_comments(candidate):
-                day = element_date(candidate)
+                day = element_date(candidate, times)
                 if day and not says_updated(candidate):
                     found["date"] = day
         if len(found) == 2:
@@ -857,6 +919,27 @@ def named_metadata(seg: Segmented, headline: int | None | bool = False) -> dict[
     if "date" not in found and byline is not None:
         found.update(_date_beside(byline))
     return found
+
+
+def named_candidates(element, last_parent) -> list:
+    """The elements whose names ``named_metadata`` reads for a block's element (``named_candidates_plain``); from
+    the compiled walk where it is built, less those whose names cannot say a byline or a date (``_kind`` None)."""
+    walk = native.walk
+    found = walk.named_candidates(element, last_parent, MAX_INLINE_CHILDREN) if walk is not None else None
+    return found if found is not None else named_candidates_plain(element, last_parent)
+
+
+def named_candidates_plain(element, last_parent, max_inline: int = MAX_INLINE_CHILDREN) -> list:
+    """The block's element, its parent (unless ``last_parent``, which the block before offered, or <body>/<html>),
+    and, where the element has at most ``max_inline`` children, the inline elements inside it, in document order:
+    the definition the compiled walk (``_walk.named_candidates``) is tested against."""
+    candidates = [element]
+    parent = element.getparent()
+    if parent is not None and parent is not last_parent and parent.tag not in ("body", "html"):
+        candidates.append(parent)
+    if len(element) and len(element) <= max_inline:
+        candidates += [inner for inner in element.iterdescendants(etree.Element) if inner.tag not in BLOCK_TAGS]
+    return candidates
 
 
 def _headline(seg: Segmented) -> int | None:
@@ -925,7 +1008,13 @@ def _in_comments(element) -> bool:
 
 def looks_like_byline(block) -> bool:
     """A block that reads "By ..." or sits in an element named like a byline (author, byline, writer...)."""
-    return bool(_BYLINE.match(block.text)) or (block.element is not None and _named(block.element, _AUTHOR_NAMES))
+    if _BYLINE.match(block.text):
+        return True
+    element = block.element
+    if element is None:
+        return False
+    walk = native.walk  # a compiled look first: most blocks' names hold none of the words
+    return (walk is None or walk.may_be_named_author(element, 3) is not False) and _named(element, _AUTHOR_NAMES, 3)
 
 
 def nearby_blocks(seg: Segmented, headline: int | None | bool = False) -> list:

@@ -308,7 +308,8 @@ def metadata_rules(pages: Sequence[Segmented], settings: LearnSettings) -> list[
     Learned from the pages whose declared metadata (JSON-LD, og:, <meta>) agrees with a block's text; on a site
     whose pages declare nothing, from visible evidence alone: a byline ("By ...") or a date line near the
     headline at the same place on most pages, with values that vary from page to page."""
-    declared = [metadata.declared_metadata(seg.root, seg.page.html, seg.page.url) for seg in pages]
+    declared = [metadata.declared_metadata(seg.root, seg.page.html, seg.page.url, elements=seg.declared)
+                for seg in pages]
     rules = []
     for action, key in ((metadata.META_AUTHOR, "author"), (metadata.META_DATE, "date")):
         rule = _declared_meta_rule(pages, [d[key] for d in declared], action, key, settings)

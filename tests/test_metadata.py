@@ -285,6 +285,33 @@ def test_head_meta_xpaths_skip_metas_that_declare_an_author_or_a_date():
 ])
 def test_element_date_is_the_day_shown_beside_a_time(markup, day):
     assert metadata.element_date(parse_html(page(body=markup)).find(".//p")) == day
+    # the same from the page's <time>s (element_date's ``times``), another <time> of the page beside
+    root = parse_html(page(body=markup + '<p><time datetime="2016-01-02">Jan 2, 2016</time></p>'))
+    assert metadata.element_date(root.find(".//p"), list(root.iter("time"))) == day
+
+
+TIME_PIECES = st.sampled_from(['<time datetime="2017-03-22T03:11:20+00:00">', '<time>', '</time>', '<time datetime="">',
+                               '<p>', '</p>', '<div class="date">', '</div>', 'March 21, 2017', ' x ',
+                               '<span datetime="2015-05-05">', '</span>', '<time datetime="2019-09-09">Sep 9</time>'])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(TIME_PIECES, max_size=25))
+def test_element_date_from_the_pages_times_is_element_date(pieces):
+    root = parse_html(page(body="".join(pieces)))
+    if root is None:
+        return
+    times = list(root.iter("time"))
+    for element in root.iter():
+        if isinstance(element.tag, str):
+            assert metadata.element_date(element, times) == metadata.element_date(element)
+    assert metadata._times_inside(root, times) == times
+    native_walk = metadata.native.walk
+    try:  # the plain path of _times_inside
+        metadata.native.walk = None
+        assert all(metadata._times_inside(e, times) == list(e.iter("time")) for e in root.iter())
+    finally:
+        metadata.native.walk = native_walk
 
 
 def test_a_last_updated_date_only_when_the_page_shows_no_other():

@@ -71,6 +71,16 @@ def assert_same_segmentation(markup):
     assert fast.chars.tolist() == plain.chars.tolist() == [len(b.text) for b in plain.blocks]
     assert fast.links.dtype == plain.links.dtype == np.int64
     assert fast.links.tolist() == plain.links.tolist() == [b.link_chars for b in plain.blocks]
+    assert plain.declared is None
+    if fast.declared is not None:  # what the segmentation walk gathers for the metadata
+        assert_same_declared(fast.declared, root)
+
+
+def assert_same_declared(found, root):
+    from templater import metadata
+
+    declared, props = metadata.declared_elements_plain(root)
+    assert found[0] == declared and list(found[1]) == list(props)
 
 
 @needs_walk
@@ -919,3 +929,232 @@ def test_c_walk_makes_blocks_by_calling_a_class_it_cannot_fill_by_its_slots():
                        datatypes.Block)
     assert walk.fast_blocks()
     assert_same_segmentation(markup)
+
+
+# --- the <meta>, <link>, <time> and microdata elements the metadata reads: the walks against lxml -----------------
+
+META_PIECES = st.one_of(
+    piece,
+    st.sampled_from(["<meta name=author content='Jane Doe'>", "<meta property='og:title' content=x>",
+                     "<link rel=canonical href=/a>", "<time datetime=2020-01-02>Jan 2</time>", "<time>", "</time>",
+                     "<span itemprop=author>Jo Roe</span>", "<meta itemprop=datePublished content=2020-01-01>",
+                     "<div ITEMPROP=name>", "<body>", "</body>", "<head>", "</head>", "<link>", "<META NAME=x>",
+                     "<svg:meta itemprop=x>", "<p xml:lang=en itemprop=y>", "<html>", "</html>", "<x:time>",
+                     "<b itemprop>"]))
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(st.lists(META_PIECES, max_size=40), st.booleans())
+def test_c_declared_elements_match_lxml(pieces, wrap):
+    from templater import metadata
+
+    body = "".join(pieces)
+    markup = f"<html><head><meta charset=utf-8><title>T</title></head><body>{body}</body></html>" if wrap else body
+    root = parse_html(markup)
+    if root is None:
+        return
+    found = native.walk.declared_elements(root)
+    if found is not None:
+        assert_same_declared(found, root)
+    seg = blocks.segment(root, Page("p", "https://a.example/p", markup))
+    if seg.declared is not None:
+        assert_same_declared(seg.declared, root)
+    # the fields read from the gathered elements are those read by walking the tree (lxml's iter and XPath)
+    plain = metadata.declared_metadata(root, markup, "https://a.example/p",
+                                       elements=metadata.declared_elements_plain(root))
+    assert metadata.declared_metadata(root, markup, "https://a.example/p", elements=seg.declared) == plain
+    native_walk = native.walk
+    try:
+        native.walk = None
+        assert metadata.declared_metadata(root, markup, "https://a.example/p") == plain
+    finally:
+        native.walk = native_walk
+
+
+@needs_walk
+def test_c_declared_elements_decline_what_they_do_not_mirror():
+    from lxml import etree
+
+    two = parse_html("<html><body><p>a</p></body></html><html><body><p itemprop=x>b</p></body></html>")
+    if two is not None and len(list(two.itersiblings())):  # two top-level elements: XPath's // sees both
+        assert native.walk.declared_elements(two) is None
+    xml = etree.fromstring('<html xmlns:m="urn:m"><body><m:time/><p itemprop="a">x</p></body></html>')
+    assert native.walk.declared_elements(xml) is None
+    inner = parse_html("<html><body><div><meta name=a content=b><p itemprop=x>y</p></div></body></html>")
+    assert native.walk.declared_elements(inner.find(".//div")) is None  # not the document's top element
+    assert native.walk.declared_elements("not an element") is None
+
+
+def test_microdata_is_read_only_where_the_markup_spells_itemprop():
+    from templater import metadata
+
+    markup = "<html><body><h1>T</h1><span ITEMPROP=author>Jane Doe</span></body></html>"
+    root = parse_html(markup)
+    assert metadata.declared_elements_plain(root)[1]  # the parser lowers the name ...
+    assert metadata.declared_metadata(root, markup, "https://a.example/p")["author"] is None  # ... and it is not read
+    lower = markup.replace("ITEMPROP", "itemprop")
+    assert metadata.declared_metadata(parse_html(lower), lower, "https://a.example/p")["author"] == "Jane Doe"
+
+
+# --- the elements named_metadata reads the names of: the compiled walk against the plain list ----------------------
+
+NAMED_PIECES = st.one_of(
+    piece,
+    st.sampled_from(['<span class="byline">', '<span class="Post-Date">', '<div class="Au\u0130thor">',
+                     '<a href="/authors/jane">', '<a href="/Author/x">', '<a rel="author" href="#">', "</span>",
+                     "</a>", '<time class="pub\u017fdate">', '<b class="x" class="date">', '<i rel="tag">',
+                     '<em class="&amp;time">', '<p class="writer">', "<section>", "</section>", "<br>"]))
+
+
+def assert_same_named_candidates(root):
+    from templater import metadata
+
+    last = None
+    for element in root.iter():
+        if not isinstance(element.tag, str):
+            continue
+        for previous in (last, element.getparent()):
+            fast = native.walk.named_candidates(element, previous, metadata.MAX_INLINE_CHILDREN)
+            plain = metadata.named_candidates_plain(element, previous)
+            if fast is None:
+                continue
+            assert [c for c in fast if metadata._kind(c)] == [c for c in plain if metadata._kind(c)]
+            rest = iter(plain)
+            assert all(any(c is p for p in rest) for c in fast)  # a part of the plain list, in its order
+        last = element.getparent()
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(st.lists(NAMED_PIECES, max_size=40))
+def test_c_named_candidates_match_the_plain_list_on_generated_markup(pieces):
+    root = parse_html(f"<html><body><div class='author'>{''.join(pieces)}</div></body></html>")
+    if root is not None:
+        assert_same_named_candidates(root)
+
+
+@needs_walk
+def test_c_named_candidates_match_the_plain_list_on_the_samples():
+    for seg in sample_pages(limit=20):
+        assert_same_named_candidates(seg.root)
+
+
+@needs_walk
+def test_c_named_candidates_decline_and_keep():
+    from lxml import etree
+
+    from templater import metadata
+
+    xml = etree.fromstring('<!DOCTYPE d [<!ENTITY e "x">]><d><p class="date">a&e;b</p></d>',
+                           etree.XMLParser(resolve_entities=False))
+    assert native.walk.named_candidates(xml, None, metadata.MAX_INLINE_CHILDREN) is None  # an entity inside
+    assert native.walk.named_candidates("not an element", None, 3) is None
+    root = parse_html("<html><body><p class='x'><span class='DATE'>May 3, 2017</span> by "
+                      "<a href='/staff/jo'>Jo</a><b>x</b></p></body></html>")
+    p = root.find(".//p")
+    assert [c.tag for c in native.walk.named_candidates(p, None, 12)] == ["span", "a"]
+    assert native.walk.named_candidates(p, None, 2) == []  # too many children: the inline elements are not read
+
+
+# --- the markup searches of the metadata: _numeric.first_places against bytes.find -------------------------------
+
+@needs_walk
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=200) | st.lists(st.sampled_from([b"ld+json", b"LD+JSON", b"ld+", b"+json", b"uthor", b"a",
+                                                           b"<script", b"\xff", b" "]), max_size=30).map(b"".join),
+       st.lists(st.sampled_from([b"ld+json", b"LD+JSON", b"uthor", b"ublish", b"a", b"", b"\xff", b"+", b"zz+"]) |
+                st.binary(max_size=4), max_size=6),
+       st.integers(min_value=0, max_value=250))
+def test_c_first_places_are_bytes_find(data, needles, start):
+    assert native.numeric.first_places(data, tuple(needles)) == [data.find(n) for n in needles]
+    assert native.numeric.first_places(data, tuple(needles), start) == [data.find(n, start) for n in needles]
+
+
+@needs_walk
+def test_c_first_places_refuse_what_find_reads_otherwise():
+    from templater import metadata
+
+    with pytest.raises(ValueError):
+        native.numeric.first_places(b"abc", (b"a",), -1)
+    with pytest.raises(TypeError):
+        native.numeric.first_places(b"abc", ("a",))
+    assert metadata.find_in("a ld+json", "ld+json") == 2 and metadata.find_in(b"a ld+json", b"ld+json", 3) == -1
+
+
+AUTHOR_NAME_PIECES = st.one_of(
+    piece,
+    st.builds(lambda tag, attr, value: f'<{tag} {attr}="{value}">', st.sampled_from(["div", "span", "p", "a"]),
+              st.sampled_from(["class", "id", "rel", "itemprop", "data-x", "CLASS"]),
+              st.sampled_from(["author", "post-Author", "by-line x", "byLINE", "writer_x", "Contributor", "reporter-",
+                               "creator", "authors", "xauthor", "entry author", "\u0130 author", "w\u017fiter",
+                               "&amp;author", "plain", ""])),
+    st.sampled_from(["</div>", "</span>", "</p>", "</a>"]))
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(st.lists(AUTHOR_NAME_PIECES, max_size=30))
+def test_c_author_name_look_never_misses_what_the_regex_finds(pieces):
+    from templater import metadata
+
+    root = parse_html(f"<html><body>{''.join(pieces)}</body></html>")
+    if root is None:
+        return
+    for element in root.iter():
+        if not isinstance(element.tag, str):
+            continue
+        for levels in (1, 3):
+            if native.walk.may_be_named_author(element, levels) is False:
+                assert not metadata._named(element, metadata._AUTHOR_NAMES, levels)
+    assert native.walk.may_be_named_author("not an element", 3) is None
+
+
+def test_link_look_never_misses_a_declared_link():
+    from templater import metadata
+
+    root = parse_html("<html><head><link rel='stylesheet' href='/s.css'><link rel='Canonical' href='/c'>"
+                      "<link rel='alternate image_src' href='/i.png'><link href='/x'><link rel='CANONICAL'>"
+                      "</head><body><p>x</p></body></html>")
+    for link in root.iter("link"):
+        assert metadata._may_declare_link(link) or not list(metadata._element_fields(link))
+    assert [metadata._may_declare_link(link) for link in root.iter("link")] == [False, True, True, False, True]
+
+
+SHORT_TEXT_PIECES = st.one_of(
+    piece,
+    st.sampled_from(["<![CDATA[a b]]>", "<br>", "<b>x</b>y", "\u2028", "\x1c", "\u0085", "<img>", "<i></i>",
+                     "March 21, 2017", " by Jane Doe "]))
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(st.lists(SHORT_TEXT_PIECES, max_size=40), st.integers(min_value=0, max_value=120))
+def test_c_short_text_is_the_plain_short_text(pieces, limit):
+    from templater import metadata
+
+    root = parse_html(f"<html><body><div>{''.join(pieces)}</div><p>tail</p></body></html>")
+    if root is None:
+        return
+    for element in root.iter():
+        if isinstance(element.tag, str):
+            found = native.walk.short_text(element, limit)
+            assert found is False or found == metadata._short_text_plain(element, limit)
+
+
+@needs_walk
+def test_c_short_text_on_the_samples_and_what_it_declines():
+    from lxml import etree
+
+    from templater import metadata
+
+    for seg in sample_pages(limit=10):
+        for block in seg.blocks[:60]:
+            for limit in (80, 200):
+                assert native.walk.short_text(block.element, limit) == metadata._short_text_plain(block.element, limit)
+    xml = etree.fromstring('<!DOCTYPE d [<!ENTITY e "x">]><d><p>a&e;b</p></d>', etree.XMLParser(resolve_entities=False))
+    assert native.walk.short_text(xml, 10) is False
+    assert metadata._short_text(xml, 10) == metadata._short_text_plain(xml, 10)
+    assert native.walk.short_text("not an element", 10) is False
+    commented = etree.fromstring("<d>a<!-- c -->b<?p i?>c<x>d</x>e</d>")
+    assert native.walk.short_text(commented, 20) == metadata._short_text_plain(commented, 20) == "a b c d e"
