@@ -749,7 +749,8 @@ DEF FEW = 16  # up to this many elements, inside compares node pointers; more go
 
 def inside(blocks, elements):
     """extract.inside_plain: per block (bytes of bool), is its element one of ``elements`` or below one; or None.
-    Each block's element is read through the element slot's descriptor (as number_tree reads it)."""
+    Each block's element is read through the element slot's descriptor (as number_tree reads it); an item that is
+    an element itself (metadata._times_inside's <time> elements) stands for its own element."""
     cdef xmlNode *node
     cdef xmlNode *few[FEW]
     cdef Py_ssize_t i, k, count = 0
@@ -772,6 +773,8 @@ def inside(blocks, elements):
             read = Py_TYPE(descriptor).tp_descr_get(descriptor, <PyObject *>block, <PyObject *>_block_class)
             element = <object>read
             Py_DECREF(element)
+        elif isinstance(block, _Element):
+            element = block  # metadata's <time> elements: the items may be elements themselves
         else:
             element = block.element
         if not isinstance(element, _Element):
