@@ -17,8 +17,9 @@ for templater, the near-duplicate index and the stores are all counted:
 
 Start-up is timed the same way on the first STARTUP_PAGES pages: `templater --help`, `templater extract` of those
 pages (its own database, ingested and built before the rounds) and the two loops on them; `--baseline
-OTHER/bin/templater` adds another installation's two start-up commands to the same rounds (e.g. the main branch's
-checkout, to compare a change in one run), and `--startup-only` times the start-up rows alone. Before the rounds the
+OTHER/bin/templater` adds another installation's two start-up commands and its `templater extract` (and each
+variant) to the same rounds, on the same database (e.g. the main branch's checkout, to compare a change in one run),
+and `--startup-only` times the start-up rows alone. Before the rounds the
 project's modules are compiled to bytecode (what pip does when it installs a package; an editable install under
 PYTHONDONTWRITEBYTECODE would otherwise compile them from source in every process), the baseline's into a bytecode
 folder of the bench's own (PYTHONPYCACHEPREFIX), so nothing is written into the other checkout.
@@ -197,7 +198,8 @@ def main() -> int:
     parser.add_argument("--variant", action="append", default=[],
                         help='further `templater extract` options to time as another contestant, e.g. "--jobs 2"')
     parser.add_argument("--baseline", type=Path, default=None,
-                        help="another installation's templater executable: its start-up rows in the same rounds")
+                        help="another installation's templater executable: its start-up rows and its extract (and "
+                             "variants) in the same rounds")
     parser.add_argument("--startup-only", action="store_true", help="time the start-up rows only")
     args = parser.parse_args()
 
@@ -247,6 +249,12 @@ def main() -> int:
             "trafilatura loop": [sys.executable, "-c", TRAFILATURA_LOOP, str(pages), str(out), limit],
             "lxml loop": [sys.executable, "-c", LXML_LOOP, str(pages), str(out), limit],
         }
+        if args.baseline:  # the other installation's extract (and each variant) on the same database, same rounds
+            theirs = [str(args.baseline), *templater[1:]]
+            contestants.update({"baseline templater extract": theirs,
+                                **{f"baseline templater extract {v}": theirs + shlex.split(v) for v in args.variant}})
+            envs.update(dict.fromkeys([name for name in contestants if name.startswith("baseline ")],
+                                      envs[f"baseline templater extract, {small} pages"]))
         if args.startup_only:
             contestants = {}
         runs = {name: Runs(name) for name in contestants}
@@ -257,7 +265,7 @@ def main() -> int:
             shift = round_number % max(len(names), 1)
             for name in names[shift:] + names[:shift]:
                 fresh_db(base, db)
-                wall, cpu, rss = timed_process(contestants[name], env=env)
+                wall, cpu, rss = timed_process(contestants[name], env=envs.get(name, env))
                 runs[name].wall.append(wall)
                 runs[name].cpu.append(cpu)
                 runs[name].rss_mb.append(rss)
@@ -285,6 +293,7 @@ def main() -> int:
         print(f"load average at end {load_average()}")
     if runs:
         print_table(runs, n)
+        print_against_baseline(runs)
     print_startup(started)
     print_projection(runs, splits, args.variant)
     return 0
@@ -310,6 +319,20 @@ def print_projection(runs: dict[str, Runs], splits: dict[str, dict], variants: l
         projected = "  ".join(f"W={w}: {t1 / max(writer, (writer + workers) / w):.2f}x" for w in PROJECTED_WORKERS)
         print(f"{variant:12} writer {writer:6.2f} s  workers {workers:6.2f} s  total {writer + workers:6.2f} s "
               f"({(writer + workers) / t1:.2f}x one process's)  {projected}")
+
+
+def print_against_baseline(runs: dict[str, Runs]) -> None:
+    """Each templater row against the baseline's row of the same options: CPU and wall, per round and the median
+    of the per-round ratios (the two ran in the same round, on the same machine load)."""
+    pairs = [(name, f"baseline {name}") for name in runs if f"baseline {name}" in runs]
+    if not pairs:
+        return
+    print("\nagainst the baseline (its time / ours: above 1, ours is faster), per round and median")
+    for ours, theirs in pairs:
+        cpu = [b / a for a, b in zip(runs[ours].cpu, runs[theirs].cpu)]
+        wall = [b / a for a, b in zip(runs[ours].wall, runs[theirs].wall)]
+        print(f"{ours:34} CPU {statistics.median(cpu):.3f}x ({' '.join(f'{x:.3f}' for x in cpu)})  "
+              f"wall {statistics.median(wall):.3f}x ({' '.join(f'{x:.3f}' for x in wall)})")
 
 
 def print_startup(runs: dict[str, Runs]) -> None:

@@ -621,7 +621,8 @@ def extract_rendered(db: sqlite_utils.Database, render: Callable[[Extraction], s
                      links: bool = False) -> Iterator[tuple[Extraction, str | None]]:
     """``extract``, each result with ``render(result)`` (what the command writes of it: a JSON line, a Markdown
     page; None without ``render``), made where the page was extracted (in the workers with ``jobs`` above 1: the
-    writing process only writes). ``render`` must be picklable where workers are spawned rather than forked."""
+    writing process only writes). With ``render``, the results carry no ``document`` (it is rendered): the same
+    for any ``jobs``. ``render`` must be picklable where workers are spawned rather than forked."""
     yield from _extracted(db, method=method, ids=ids, settings=settings, index=index, progress=progress,
                           weights=weights, q=q, skipped=skipped, jobs=jobs, links=links, render=render)
 
@@ -811,7 +812,14 @@ class _ChunkExtractor:
         signed = iter(dedup.sign_each([r.text for r in done], self.signing) if self.signing else [None] * len(done))
         rendered = iter([self.render(r) for r in done] if self.render else [None] * len(done))
         return [(digest, result, None, None) if isinstance(result, Skip) else
-                (digest, result, next(signed), next(rendered)) for digest, result in rows]
+                (digest, self._sent(result), next(signed), next(rendered)) for digest, result in rows]
+
+    def _sent(self, result: Extraction) -> Extraction:
+        """What is handed on of an extraction: without its document once it is rendered (the writer has the
+        rendered text; the document was two thirds of a result's pickle, made by a worker and read by the
+        writer)."""
+        return result if self.render is None or result.document is None else \
+            dataclasses.replace(result, document=None)
 
 
 def iter_extracted(db: sqlite_utils.Database, ids: Sequence[str], *, method: str, settings: LearnSettings,

@@ -13,6 +13,7 @@ result thread waiting for the rest of that message forever, and ``terminate`` wi
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import signal
 import time
@@ -104,10 +105,14 @@ def pool(jobs: int, factory: Callable, db: sqlite_utils.Database | None, *args) 
     initargs = (os.getpid(), str(path) if path else None, factory, args)
     # Ctrl-C stays blocked while the workers are forked: a worker interrupted before ``_start`` ignores it would
     # print a traceback; the parent gets a Ctrl-C of that moment once the pool is made.
+    # The objects the workers inherit (modules, models, templates) are frozen out of the garbage collector across the
+    # fork: a worker's full collections neither walk them nor write to them (each write would copy a memory page).
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    gc.freeze()
     try:
         made = multiprocessing.get_context(method).Pool(jobs, initializer=_start, initargs=initargs)
     finally:
+        gc.unfreeze()
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     with made as p:  # Pool.__exit__ terminates the workers
         handed = Workers(p)

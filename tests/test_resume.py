@@ -14,7 +14,7 @@ import traceback
 import pytest
 
 from store import pages as page_store
-from templater import dedup, pipeline, recrawl
+from templater import dedup, document, pipeline, recrawl
 
 from conftest import ROOT
 from test_recrawl import first_crawl, second_crawl, snapshot, write_crawl
@@ -241,6 +241,31 @@ def test_texts_signed_by_the_workers_index_as_index_texts_indexes_them(tmp_path,
     expected = {k: v for k, v in snapshot(db).items() if k.startswith(("lsh_", "dup_"))}
     assert expected["lsh_signatures"] and expected["lsh_runs"] and expected["dup_clusters"]
     assert indexes[1] == expected and indexes[2] == expected
+
+
+def test_rendered_extractions_come_without_their_document_and_as_one_process_renders_them(tmp_path, crawls,
+                                                                                           monkeypatch):
+    """``extract_rendered`` hands on each result rendered where it was extracted, without its document (the writer
+    has the rendered text): with 1 and 2 processes the same results and texts, and each text is what rendering the
+    full result (``extract``) gives."""
+    monkeypatch.setattr(pipeline, "WORK_CHUNK", 2)
+    base = built_store(tmp_path, crawls)
+
+    def render(result):
+        return document.to_markdown(result.document) + "|" + result.to_json()["text"]
+
+    rendered = {}
+    for jobs in (1, 2):
+        path = tmp_path / f"rendered{jobs}.db"
+        copy_database(base, path)
+        rendered[jobs] = list(pipeline.extract_rendered(pipeline.open_store(path), render, index=True, jobs=jobs))
+    path = tmp_path / "plain.db"
+    copy_database(base, path)
+    plain = list(pipeline.extract(pipeline.open_store(path), index=True))
+    assert len(plain) >= 20 and all(r.document is not None for r in plain)
+    assert all(result.document is None for result, _ in rendered[1] + rendered[2])
+    assert [(r.to_json(), text) for r, text in rendered[2]] == [(r.to_json(), text) for r, text in rendered[1]]
+    assert [(r.to_json(), text) for r, text in rendered[1]] == [(r.to_json(), render(r)) for r in plain]
 
 
 @pytest.mark.parametrize("options", [["--with-markdown", "--links"], ["--format", "markdown"]])

@@ -904,6 +904,16 @@ def test_clean_utf8_is_clean_text_of_the_decoded_bytes(lead, pieces):
         parse._CONTROL_TO_SPACE)  # the plain definition, whichever encoding step clean_text uses
 
 
+def test_has_controls_finds_exactly_the_bytes_clean_utf8_replaces():
+    """A page without control characters is handed on as it is (no translation); one byte of any of them, at any
+    place, is found."""
+    for value in range(256):
+        for data in (bytes([value]), b"<p>" + bytes([value]) + b"</p>" * 50, b"x" * 5000 + bytes([value])):
+            assert parse.has_controls(data) == (data.translate(parse._CONTROL_TO_SPACE) != data)
+    page = "<p>caf\u00e9\t\r\n</p>".encode("utf-8") * 100
+    assert parse.clean_utf8(page) is page
+
+
 @needs_walk
 def test_c_walk_makes_blocks_by_calling_a_class_it_cannot_fill_by_its_slots():
     """Blocks are made through Block's slot descriptors; a block class that is not a plain __slots__ class of
