@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Instructions, not seconds: `templater extract --jobs 1` (index on) counted by valgrind's callgrind, for this
+installation and optionally another one, on the same pages.
+
+    python bench/bench_instructions.py [CORPUS.jsonl.gz] [--limit 300] [--baseline OTHER/.venv/bin/templater]
+
+Default corpus: the dev corpus's `all` suite (bench/suites.py). Each installation ingests and builds the first
+--limit pages into a database of its own (not counted: each writes the schema it knows), then its `extract` runs
+under callgrind with every child process traced; the instructions of all its processes are summed. A count does not
+move with the load of a shared machine, so two installations compare like for like where timed rounds cannot; it
+weighs every instruction alike (a cache miss costs no more than an add), so it is a check beside the timed
+benchmarks (bench_commands.py, bench_extract.py), not a replacement. The outputs of the two installations are
+compared byte for byte. Needs `valgrind` on PATH.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_commands import BIN, ONE_THREAD, limited_copy  # noqa: E402
+from suites import suite_file  # noqa: E402
+
+COLLECTED = re.compile(r"Collected : (\d+)")
+
+
+def count(templater: str, pages: Path, folder: Path) -> tuple[int, Path]:
+    """(instructions of `extract --jobs 1` over ``pages``, its output file) for one installation."""
+    folder.mkdir(parents=True)
+    db, out = folder / "bench.db", folder / "out.jsonl"
+    env = {**os.environ, **ONE_THREAD}
+    for argv in ([templater, "ingest", str(pages)], [templater, "build"]):
+        subprocess.run([*argv, "--db", str(db), "--jobs", "1", "--quiet"], check=True, env=env)
+    run = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", "--trace-children=yes",
+                          templater, "extract", "--db", str(db), "--jobs", "1", "--output", str(out), "--quiet"],
+                         env=env, capture_output=True, text=True)
+    if run.returncode:
+        sys.exit(f"{templater} extract failed under callgrind:\n{run.stderr[-2000:]}")
+    return sum(int(n) for n in COLLECTED.findall(run.stderr)), out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("corpus", nargs="?", type=Path)
+    parser.add_argument("--limit", type=int, default=300)
+    parser.add_argument("--baseline", help="another installation's templater executable")
+    args = parser.parse_args()
+    if shutil.which("valgrind") is None:
+        sys.exit("valgrind is not on PATH")
+    with tempfile.TemporaryDirectory(prefix="bench-instructions-") as tmp:
+        folder = Path(tmp)
+        pages = limited_copy(args.corpus or suite_file("all"), args.limit, folder)
+        ours, our_out = count(str(BIN / "templater"), pages, folder / "ours")
+        print(f"templater extract --jobs 1, {args.limit} pages: {ours:,} instructions ({ours / args.limit:,.0f} a page)")
+        if args.baseline:
+            theirs, their_out = count(args.baseline, pages, folder / "baseline")
+            same = our_out.read_bytes() == their_out.read_bytes()
+            print(f"baseline {args.baseline}: {theirs:,} instructions ({theirs / args.limit:,.0f} a page)")
+            print(f"ours / baseline: {ours / theirs:.3f} ({100 * (ours / theirs - 1):+.1f}%); "
+                  f"outputs {'identical' if same else 'DIFFERENT'}")
+
+
+if __name__ == "__main__":
+    main()
