@@ -710,10 +710,7 @@ def _sample_shingles_plain(shingles: Shingles, size: int) -> Shingles:
 
 def as_samples(shingles: Shingles, size: int) -> Shingles:
     """``shingles`` as bottom-``size`` samples: returned as they are when every text already is one (ascending,
-    distinct, at most ``size`` hashes: signing samples, and the index need not sort again), else sampled (the
-    compiled path samples at once: the same values, in less time than the test)."""
-    if _compiled(shingles) is not None:
-        return sample_shingles(shingles, size)
+    distinct, at most ``size`` hashes: signing samples, and the index need not sort again), else sampled."""
     counts = shingles.counts
     doc = np.repeat(np.arange(len(counts)), counts)
     falling = (shingles.hashes[1:] <= shingles.hashes[:-1]) & (doc[1:] == doc[:-1])
