@@ -1,10 +1,10 @@
-/* templater._numeric: the numeric passes of the single-page classifier, two byte scans of the parse and the
- * markup's first places of the words metadata looks for, in C.
+/* templater._numeric: the numeric passes of the single-page classifier, two byte scans of the parse, the
+ * markup's first places of the words metadata looks for, and the near-duplicate signing path (shingles.py), in C.
  *
  * Kept compiled because it pays (measured: numpy's per-call overhead on pages of a few hundred blocks makes
- * block_features, context_features, the text counts and the ensemble several times slower); each function
- * computes what its numpy or Python definition computes, and tests/test_speedups.py holds them equal with numpy
- * as the oracle. No lxml or libxml2 here: the tree walks are templater/_walk.pyx (Cython over lxml's C API).
+ * block_features, context_features, the text counts and the ensemble several times slower; signing: see its
+ * section); each function computes what its numpy or Python definition computes, and tests/test_speedups.py
+ * (tests/test_shingles.py for signing) holds them equal with numpy as the oracle. No lxml or libxml2 here: the tree walks are templater/_walk.pyx (Cython over lxml's C API).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
