@@ -1404,6 +1404,15 @@ static PyObject *bytearray_of(const void *data, Py_ssize_t count, Py_ssize_t ite
     return out;
 }
 
+/* (values, offsets) as two bytearrays of 8-byte items: what the functions below that give per-text arrays return. */
+static PyObject *values_and_offsets(const U64Vec *values, const int64_t *offsets, Py_ssize_t docs) {
+    PyObject *v = bytearray_of(values->data, values->size, 8), *o = v ? bytearray_of(offsets, docs + 1, 8) : NULL;
+    PyObject *result = o ? PyTuple_Pack(2, v, o) : NULL;
+    Py_XDECREF(v);
+    Py_XDECREF(o);
+    return result;
+}
+
 /* hashes (uint64) and offsets (int64, docs + 1, rising within the hashes): 0 or -1 with an error set. */
 static int shingle_buffers(Py_buffer *hashes, Py_buffer *offsets, Py_ssize_t *docs) {
     if (hashes->len % 8 || offsets->len % 8 || offsets->len < 8) {
@@ -1476,12 +1485,17 @@ static inline int sh_is(const unsigned char *table, Py_UCS4 c) { return (table[c
  * lower case is two characters, and U+03A3 (Σ), whose lower case depends on its place in the word (final sigma).
  * tests/test_shingles.py checks every code point of the running Python's Unicode database against this. */
 #define SH_SPECIAL_LOWER(c) ((c) == 0x130 || (c) == 0x3A3)
+#if PY_VERSION_HEX < 0x030C0000
+#define SH_READY(text) PyUnicode_READY(text)
+#else
+#define SH_READY(text) 0  /* every str is ready from Python 3.12 on (PyUnicode_READY is deprecated) */
+#endif
 
 static int text_units(PyObject *text, const unsigned char *token, const unsigned char *numeric, int chars, int keep,
                       U64Vec *units) {
     PyObject *lowered = NULL;
     units->size = 0;
-    if (PyUnicode_READY(text) < 0) return -1;
+    if (SH_READY(text) < 0) return -1;
     Py_ssize_t length = PyUnicode_GET_LENGTH(text);
     int kind = PyUnicode_KIND(text), special = 0;
     const void *data = PyUnicode_DATA(text);
@@ -1509,7 +1523,7 @@ static int text_units(PyObject *text, const unsigned char *token, const unsigned
     }
     lowered = PyObject_CallMethodNoArgs(text, lower_name);
     if (!lowered) return -1;
-    if (!PyUnicode_Check(lowered) || PyUnicode_READY(lowered) < 0) {
+    if (!PyUnicode_Check(lowered) || SH_READY(lowered) < 0) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "str.lower did not give a str");
         goto failed;
     }
@@ -1572,10 +1586,7 @@ static PyObject *sh_shingle_hashes(PyObject *self, PyObject *args) {
         if (push_grams(&out, units.data, units.size, n, top, mask) < 0) goto done;
         offsets[i + 1] = out.size;
     }
-    PyObject *hashes = bytearray_of(out.data, out.size, 8), *offs = hashes ? bytearray_of(offsets, docs + 1, 8) : NULL;
-    if (offs) result = PyTuple_Pack(2, hashes, offs);
-    Py_XDECREF(hashes);
-    Py_XDECREF(offs);
+    result = values_and_offsets(&out, offsets, docs);
 done:
     Py_XDECREF(fast);
     PyMem_Free(units.data);
@@ -1749,10 +1760,7 @@ static PyObject *sh_anchor_keys(PyObject *self, PyObject *args) {
         }
         offsets[d + 1] = out.size;
     }
-    PyObject *k = bytearray_of(out.data, out.size, 8), *o = k ? bytearray_of(offsets, docs + 1, 8) : NULL;
-    if (o) result = PyTuple_Pack(2, k, o);
-    Py_XDECREF(k);
-    Py_XDECREF(o);
+    result = values_and_offsets(&out, offsets, docs);
 done:
     PyBuffer_Release(&hv);
     PyBuffer_Release(&ov);
@@ -1866,10 +1874,7 @@ static PyObject *sh_sample_shingles(PyObject *self, PyObject *args) {
         out.size += kept;
         offsets[d + 1] = out.size;
     }
-    PyObject *k = bytearray_of(out.data, out.size, 8), *o = k ? bytearray_of(offsets, docs + 1, 8) : NULL;
-    if (o) result = PyTuple_Pack(2, k, o);
-    Py_XDECREF(k);
-    Py_XDECREF(o);
+    result = values_and_offsets(&out, offsets, docs);
 done:
     PyBuffer_Release(&hv);
     PyBuffer_Release(&ov);
