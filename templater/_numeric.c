@@ -1,10 +1,10 @@
-/* templater._numeric: the numeric passes of the single-page classifier, two byte scans of the parse and the
- * markup's first places of the words metadata looks for, in C.
+/* templater._numeric: the numeric passes of the single-page classifier, two byte scans of the parse, the
+ * markup's first places of the words metadata looks for, and the near-duplicate signing path (shingles.py), in C.
  *
  * Kept compiled because it pays (measured: numpy's per-call overhead on pages of a few hundred blocks makes
- * block_features, context_features, the text counts and the ensemble several times slower); each function
- * computes what its numpy or Python definition computes, and tests/test_speedups.py holds them equal with numpy
- * as the oracle. No lxml or libxml2 here: the tree walks are templater/_walk.pyx (Cython over lxml's C API).
+ * block_features, context_features, the text counts and the ensemble several times slower; signing: see its
+ * section); each function computes what its numpy or Python definition computes, and tests/test_speedups.py
+ * (tests/test_shingles.py for signing) holds them equal with numpy as the oracle. No lxml or libxml2 here: the tree walks are templater/_walk.pyx (Cython over lxml's C API).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -1350,6 +1350,540 @@ static PyObject *first_places(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* --- MinHash signing (templater.shingles): texts -> shingle hashes -> OPH / k-permutation signatures, anchor
+ * keys and bottom-k samples. Each function computes what its numpy definition in shingles.py computes (named in
+ * its comment), bit for bit: every hash is uint64 arithmetic with wrap-around, as numpy's; the constants are
+ * shingles.py's. tests/test_shingles.py holds each equal to its numpy definition (hypothesis). A text is handled
+ * from its characters to its shingle hashes in one pass (the numpy path joins a batch into one code-point array
+ * and makes a dozen passes over it). */
+
+#define SH_MIX1 0xFF51AFD7ED558CCDULL
+#define SH_MIX2 0xC4CEB9FE1A85EC53ULL
+#define SH_CHAR_PRIME 0x100000001B3ULL
+#define SH_NGRAM_BASE 0xD6E8FEB86659FD93ULL
+#define SH_BAND_BASE 0xA0761D6478BD642FULL
+#define SH_ANCHOR_TAG 0x2545F4914F6CDD1DULL
+#define SH_VALUE_BITS 28
+#define SH_VALUE_MASK ((1ULL << SH_VALUE_BITS) - 1)
+#define SH_KEY_SHIFT 17
+#define SH_EMPTY 0xFFFFFFFFu
+#define SH_SPACE 32
+#define SH_TABLE_BYTES (0x110000 / 8)
+
+static inline uint64_t sh_fmix64(uint64_t h) {
+    h ^= h >> 33;
+    h *= SH_MIX1;
+    h ^= h >> 33;
+    h *= SH_MIX2;
+    return h ^ (h >> 33);
+}
+
+typedef struct { uint64_t *data; Py_ssize_t size, capacity; } U64Vec;
+
+static int u64_reserve(U64Vec *v, Py_ssize_t more) {
+    if (v->size + more <= v->capacity) return 0;
+    Py_ssize_t capacity = v->capacity ? v->capacity : 4096;
+    while (capacity < v->size + more) capacity *= 2;
+    uint64_t *data = PyMem_Realloc(v->data, (size_t)capacity * sizeof(uint64_t));
+    if (!data) { PyErr_NoMemory(); return -1; }
+    v->data = data;
+    v->capacity = capacity;
+    return 0;
+}
+
+static inline int u64_push(U64Vec *v, uint64_t x) {
+    if (v->size == v->capacity && u64_reserve(v, 1) < 0) return -1;
+    v->data[v->size++] = x;
+    return 0;
+}
+
+/* A bytearray holding ``count`` items of ``itemsize`` bytes copied from ``data``. */
+static PyObject *bytearray_of(const void *data, Py_ssize_t count, Py_ssize_t itemsize) {
+    PyObject *out = PyByteArray_FromStringAndSize(NULL, count * itemsize);
+    if (out && count) memcpy(PyByteArray_AS_STRING(out), data, (size_t)(count * itemsize));
+    return out;
+}
+
+/* (values, offsets) as two bytearrays of 8-byte items: what the functions below that give per-text arrays return. */
+static PyObject *values_and_offsets(const U64Vec *values, const int64_t *offsets, Py_ssize_t docs) {
+    PyObject *v = bytearray_of(values->data, values->size, 8), *o = v ? bytearray_of(offsets, docs + 1, 8) : NULL;
+    PyObject *result = o ? PyTuple_Pack(2, v, o) : NULL;
+    Py_XDECREF(v);
+    Py_XDECREF(o);
+    return result;
+}
+
+/* hashes (uint64) and offsets (int64, docs + 1, rising within the hashes): 0 or -1 with an error set. */
+static int shingle_buffers(Py_buffer *hashes, Py_buffer *offsets, Py_ssize_t *docs) {
+    if (hashes->len % 8 || offsets->len % 8 || offsets->len < 8) {
+        PyErr_SetString(PyExc_ValueError, "hashes must be uint64 and offsets int64 (texts + 1)");
+        return -1;
+    }
+    const int64_t *off = offsets->buf;
+    Py_ssize_t n = offsets->len / 8 - 1, size = hashes->len / 8;
+    for (Py_ssize_t d = 0; d <= n; d++) {
+        if (off[d] < 0 || off[d] > size || (d < n && off[d + 1] < off[d])) {
+            PyErr_SetString(PyExc_ValueError, "offsets must rise within the hashes");
+            return -1;
+        }
+    }
+    *docs = n;
+    return 0;
+}
+
+/* The n-grams of one text's units (token hashes, or code points of its normalized form), Horner-combined with
+ * NGRAM_BASE (rolling: g' = (g - u[i] * B**(n-1)) * B + u[i+n], exact mod 2**64), fmix64'd, cut to 32 bits when
+ * asked; a text of 1..n-1 units gives one gram of them all (shingles._ngrams + the end of shingle_hashes). */
+static int push_grams(U64Vec *out, const uint64_t *u, Py_ssize_t m, Py_ssize_t n, uint64_t top, uint64_t mask) {
+    if (m == 0) return 0;
+    Py_ssize_t width = m < n ? m : n, count = m < n ? 1 : m - n + 1;
+    if (u64_reserve(out, count) < 0) return -1;
+    uint64_t g = 0, *o = out->data + out->size;
+    for (Py_ssize_t i = 0; i < width; i++) g = g * SH_NGRAM_BASE + u[i];
+    o[0] = sh_fmix64(g) & mask;
+    for (Py_ssize_t i = n; i < m; i++) {
+        g = (g - u[i - n] * top) * SH_NGRAM_BASE + u[i];
+        o[i - n + 1] = sh_fmix64(g) & mask;
+    }
+    out->size += count;
+    return 0;
+}
+
+static inline int sh_is(const unsigned char *table, Py_UCS4 c) { return (table[c >> 3] >> (c & 7)) & 1; }
+
+/* One text's units: each token's fmix64(polynomial hash of its code points (CHAR_PRIME**i) ^ its length)
+ * (word), or the code points of its tokens joined by single spaces (char); tokens of numeric characters only
+ * left out unless keep (shingles._tokenize, _token_hashes, _normalized_codes). READ(i) is the lower-cased
+ * code point at i. */
+#define SH_TOKENIZE(READ)                                                                                      \
+    do {                                                                                                      \
+        Py_ssize_t i = 0;                                                                                     \
+        Py_UCS4 c = 0;                                                                                        \
+        for (;;) {                                                                                            \
+            while (i < length && !sh_is(token, c = (Py_UCS4)(READ(i)))) i++;                                  \
+            if (i >= length) break;                                                                           \
+            Py_ssize_t start = i, letters = keep;                                                             \
+            uint64_t acc = 0, power = 1;                                                                      \
+            do {                                                                                              \
+                acc += (uint64_t)c * power;                                                                   \
+                power *= SH_CHAR_PRIME;                                                                       \
+                if (!keep) letters += !sh_is(numeric, c);                                                     \
+                i++;                                                                                          \
+            } while (i < length && sh_is(token, c = (Py_UCS4)(READ(i))));                                     \
+            if (!letters) continue;                                                                           \
+            if (!chars) {                                                                                     \
+                if (u64_push(units, sh_fmix64(acc ^ (uint64_t)(i - start))) < 0) goto failed;                 \
+            } else {                                                                                          \
+                if (u64_reserve(units, i - start + 1) < 0) goto failed;                                       \
+                if (units->size) units->data[units->size++] = SH_SPACE;                                       \
+                for (Py_ssize_t j = start; j < i; j++) units->data[units->size++] = (uint64_t)(READ(j));      \
+            }                                                                                                 \
+        }                                                                                                     \
+    } while (0)
+
+/* Characters whose str.lower is not their simple lower-case mapping (Py_UNICODE_TOLOWER): U+0130 (İ), whose
+ * lower case is two characters, and U+03A3 (Σ), whose lower case depends on its place in the word (final sigma).
+ * tests/test_shingles.py checks every code point of the running Python's Unicode database against this. */
+#define SH_SPECIAL_LOWER(c) ((c) == 0x130 || (c) == 0x3A3)
+#if PY_VERSION_HEX < 0x030C0000
+#define SH_READY(text) PyUnicode_READY(text)
+#else
+#define SH_READY(text) 0  /* every str is ready from Python 3.12 on (PyUnicode_READY is deprecated) */
+#endif
+
+static int text_units(PyObject *text, const unsigned char *token, const unsigned char *numeric, int chars, int keep,
+                      U64Vec *units) {
+    PyObject *lowered = NULL;
+    units->size = 0;
+    if (SH_READY(text) < 0) return -1;
+    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text), special = 0;
+    const void *data = PyUnicode_DATA(text);
+    if (kind == PyUnicode_2BYTE_KIND) {
+        const Py_UCS2 *d = data;
+        for (Py_ssize_t i = 0; i < length; i++) special |= SH_SPECIAL_LOWER(d[i]);
+    } else if (kind == PyUnicode_4BYTE_KIND) {
+        const Py_UCS4 *d = data;
+        for (Py_ssize_t i = 0; i < length; i++) special |= SH_SPECIAL_LOWER(d[i]);
+    }
+    if (!special) {  /* str.lower is each character's simple mapping: done while reading */
+#define SH_LOWER(i) (d[i] < 0x80 ? (Py_UCS4)(d[i] + ((unsigned)(d[i] - 'A') < 26u ? 32 : 0)) : Py_UNICODE_TOLOWER(d[i]))
+        if (kind == PyUnicode_1BYTE_KIND) {
+            const Py_UCS1 *d = data;
+            SH_TOKENIZE(SH_LOWER);
+        } else if (kind == PyUnicode_2BYTE_KIND) {
+            const Py_UCS2 *d = data;
+            SH_TOKENIZE(SH_LOWER);
+        } else {
+            const Py_UCS4 *d = data;
+            SH_TOKENIZE(SH_LOWER);
+        }
+#undef SH_LOWER
+        return 0;
+    }
+    lowered = PyObject_CallMethodNoArgs(text, lower_name);
+    if (!lowered) return -1;
+    if (!PyUnicode_Check(lowered) || SH_READY(lowered) < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "str.lower did not give a str");
+        goto failed;
+    }
+    length = PyUnicode_GET_LENGTH(lowered);
+    data = PyUnicode_DATA(lowered);
+#define SH_PLAIN(i) (d[i])
+    switch (PyUnicode_KIND(lowered)) {
+        case PyUnicode_1BYTE_KIND: {
+            const Py_UCS1 *d = data;
+            SH_TOKENIZE(SH_PLAIN);
+            break;
+        }
+        case PyUnicode_2BYTE_KIND: {
+            const Py_UCS2 *d = data;
+            SH_TOKENIZE(SH_PLAIN);
+            break;
+        }
+        default: {
+            const Py_UCS4 *d = data;
+            SH_TOKENIZE(SH_PLAIN);
+            break;
+        }
+    }
+#undef SH_PLAIN
+    Py_DECREF(lowered);
+    return 0;
+failed:
+    Py_XDECREF(lowered);
+    return -1;
+}
+
+/* shingles.shingle_hashes: (hashes uint64, offsets int64) of every text's shingles, as bytearrays. */
+static PyObject *sh_shingle_hashes(PyObject *self, PyObject *args) {
+    PyObject *texts_obj, *result = NULL;
+    Py_buffer token_view, numeric_view;
+    int chars, keep, hash_bits;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "Oy*y*pnpi", &texts_obj, &token_view, &numeric_view, &chars, &n, &keep, &hash_bits))
+        return NULL;
+    PyObject *fast = NULL;
+    U64Vec units = {0}, out = {0};
+    int64_t *offsets = NULL;
+    if (token_view.len != SH_TABLE_BYTES || numeric_view.len != SH_TABLE_BYTES || n < 1
+        || (hash_bits != 32 && hash_bits != 64)) {
+        PyErr_SetString(PyExc_ValueError, "shingle_hashes: tables of 0x110000 bits, n >= 1, hash_bits 32 or 64");
+        goto done;
+    }
+    fast = PySequence_Fast(texts_obj, "texts must be a sequence");
+    if (!fast) goto done;
+    Py_ssize_t docs = PySequence_Fast_GET_SIZE(fast);
+    offsets = PyMem_Malloc((size_t)(docs + 1) * sizeof(int64_t));
+    if (!offsets) { PyErr_NoMemory(); goto done; }
+    uint64_t top = 1, mask = hash_bits == 32 ? 0xFFFFFFFFULL : ~0ULL;
+    for (Py_ssize_t i = 1; i < n; i++) top *= SH_NGRAM_BASE;
+    offsets[0] = 0;
+    for (Py_ssize_t i = 0; i < docs; i++) {
+        PyObject *text = PySequence_Fast_GET_ITEM(fast, i);
+        if (!PyUnicode_Check(text)) { PyErr_SetString(PyExc_TypeError, "texts must be str"); goto done; }
+        if (text_units(text, token_view.buf, numeric_view.buf, chars, keep, &units) < 0) goto done;
+        if (push_grams(&out, units.data, units.size, n, top, mask) < 0) goto done;
+        offsets[i + 1] = out.size;
+    }
+    result = values_and_offsets(&out, offsets, docs);
+done:
+    Py_XDECREF(fast);
+    PyMem_Free(units.data);
+    PyMem_Free(out.data);
+    PyMem_Free(offsets);
+    PyBuffer_Release(&token_view);
+    PyBuffer_Release(&numeric_view);
+    return result;
+}
+
+/* shingles._sign_oph: (texts x k) uint32 signatures as a bytearray. Round r sends each shingle x to slot
+ * ((h >> 32) * k) >> 32 of h = fmix64(x ^ round salt r) with value (r << 28) | (h & 2**28 - 1), slots keep their
+ * minimum, rounds stop once every slot is filled; a slot still empty takes (rounds << 28) | min over x of
+ * fmix64(x ^ its slot salt) & 2**28 - 1. A text without shingles keeps EMPTY_SLOT everywhere. */
+static PyObject *sh_sign_oph(PyObject *self, PyObject *args) {
+    Py_buffer hv, ov, rv, sv;
+    Py_ssize_t k, docs;
+    if (!PyArg_ParseTuple(args, "y*y*ny*y*", &hv, &ov, &k, &rv, &sv)) return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t rounds = rv.len / 8;
+    if (k < 1 || rv.len % 8 || sv.len != k * 8) {
+        PyErr_SetString(PyExc_ValueError, "sign_oph: k >= 1 and a uint64 salt per slot");
+        goto done;
+    }
+    if (shingle_buffers(&hv, &ov, &docs) < 0) goto done;
+    result = PyByteArray_FromStringAndSize(NULL, docs * k * 4);
+    if (!result) goto done;
+    const uint64_t *hashes = hv.buf, *round_salts = rv.buf, *slot_salts = sv.buf;
+    const int64_t *off = ov.buf;
+    uint32_t *values = (uint32_t *)PyByteArray_AS_STRING(result);
+    uint64_t slots = (uint64_t)k;
+    for (Py_ssize_t d = 0; d < docs; d++) {
+        uint32_t *v = values + d * k;
+        const uint64_t *x = hashes + off[d];
+        Py_ssize_t count = off[d + 1] - off[d], filled = 0;
+        for (Py_ssize_t j = 0; j < k; j++) v[j] = SH_EMPTY;
+        if (!count) continue;
+        for (Py_ssize_t r = 0; r < rounds && filled < k; r++) {
+            uint64_t salt = round_salts[r], prefix = (uint64_t)r << SH_VALUE_BITS;
+            for (Py_ssize_t e = 0; e < count; e++) {
+                uint64_t h = sh_fmix64(x[e] ^ salt);
+                uint64_t slot = ((h >> 32) * slots) >> 32;
+                uint32_t value = (uint32_t)((h & SH_VALUE_MASK) | prefix);
+                if (value < v[slot]) {
+                    filled += v[slot] == SH_EMPTY;
+                    v[slot] = value;
+                }
+            }
+        }
+        if (filled == k) continue;
+        for (Py_ssize_t j = 0; j < k; j++) {
+            if (v[j] != SH_EMPTY) continue;
+            uint64_t best = ~0ULL, salt = slot_salts[j];
+            for (Py_ssize_t e = 0; e < count; e++) {
+                uint64_t h = sh_fmix64(x[e] ^ salt) & SH_VALUE_MASK;
+                if (h < best) best = h;
+            }
+            v[j] = (uint32_t)(best | ((uint64_t)rounds << SH_VALUE_BITS));
+        }
+    }
+done:
+    PyBuffer_Release(&hv);
+    PyBuffer_Release(&ov);
+    PyBuffer_Release(&rv);
+    PyBuffer_Release(&sv);
+    return result;
+}
+
+/* shingles._sign_kperm: slot j of a text is min over its shingles x of ((a1[j] * lo32(x) + a2[j] * hi32(x) + b[j])
+ * mod 2**64) >> 32 (uint32; EMPTY_SLOT for a text without shingles). params: (3, k) uint64 rows a1, a2, b. */
+static PyObject *sh_sign_kperm(PyObject *self, PyObject *args) {
+    Py_buffer hv, ov, pv;
+    Py_ssize_t k, docs;
+    if (!PyArg_ParseTuple(args, "y*y*ny*", &hv, &ov, &k, &pv)) return NULL;
+    PyObject *result = NULL;
+    if (k < 1 || pv.len != 3 * k * 8) {
+        PyErr_SetString(PyExc_ValueError, "sign_kperm: k >= 1 and (3, k) uint64 parameters");
+        goto done;
+    }
+    if (shingle_buffers(&hv, &ov, &docs) < 0) goto done;
+    result = PyByteArray_FromStringAndSize(NULL, docs * k * 4);
+    if (!result) goto done;
+    const uint64_t *hashes = hv.buf, *a1 = pv.buf, *a2 = a1 + k, *b = a2 + k;
+    const int64_t *off = ov.buf;
+    uint32_t *values = (uint32_t *)PyByteArray_AS_STRING(result);
+    for (Py_ssize_t d = 0; d < docs; d++) {
+        uint32_t *v = values + d * k;
+        for (Py_ssize_t j = 0; j < k; j++) v[j] = SH_EMPTY;
+        for (Py_ssize_t e = off[d]; e < off[d + 1]; e++) {
+            uint64_t lo = hashes[e] & 0xFFFFFFFFULL, hi = hashes[e] >> 32;
+            for (Py_ssize_t j = 0; j < k; j++) {
+                uint32_t value = (uint32_t)((a1[j] * lo + a2[j] * hi + b[j]) >> 32);
+                if (value < v[j]) v[j] = value;
+            }
+        }
+    }
+done:
+    PyBuffer_Release(&hv);
+    PyBuffer_Release(&ov);
+    PyBuffer_Release(&pv);
+    return result;
+}
+
+typedef struct { uint64_t key; Py_ssize_t at; } KeyAt;
+
+static int key_at_order(const void *a, const void *b) {
+    const KeyAt *x = a, *y = b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* shingles.anchor_keys: (keys int64, offsets int64) as bytearrays. A shingle below ``below`` is an anchor; each
+ * two consecutive anchors of a text make the key fmix64(((first * BAND_BASE + ANCHOR_TAG) + second) * BAND_BASE)
+ * >> 17; a text keeps its first ``limit`` keys, then each key's first occurrence, in text order. */
+static PyObject *sh_anchor_keys(PyObject *self, PyObject *args) {
+    Py_buffer hv, ov;
+    unsigned long long below;
+    Py_ssize_t limit, docs;
+    if (!PyArg_ParseTuple(args, "y*y*Kn", &hv, &ov, &below, &limit)) return NULL;
+    PyObject *result = NULL;
+    U64Vec out = {0};
+    int64_t *offsets = NULL;
+    uint64_t *keys = NULL;
+    KeyAt *order = NULL;
+    if (limit < 1) { PyErr_SetString(PyExc_ValueError, "anchor_keys: limit >= 1"); goto done; }
+    if (shingle_buffers(&hv, &ov, &docs) < 0) goto done;
+    Py_ssize_t room = limit < 4096 ? limit : 4096;  /* grows with the texts that have that many keys */
+    offsets = PyMem_Malloc((size_t)(docs + 1) * sizeof(int64_t));
+    keys = PyMem_Malloc((size_t)room * sizeof(uint64_t));
+    if (!offsets || !keys) { PyErr_NoMemory(); goto done; }
+    const uint64_t *hashes = hv.buf;
+    const int64_t *off = ov.buf;
+    offsets[0] = 0;
+    for (Py_ssize_t d = 0; d < docs; d++) {
+        Py_ssize_t m = 0, have = 0;
+        uint64_t previous = 0;
+        for (Py_ssize_t e = off[d]; e < off[d + 1] && m < limit; e++) {
+            uint64_t x = hashes[e];
+            if (x >= below) continue;
+            if (have) {
+                if (m == room) {
+                    Py_ssize_t bigger = room * 2 < limit ? room * 2 : limit;
+                    uint64_t *grown = PyMem_Realloc(keys, (size_t)bigger * sizeof(uint64_t));
+                    if (!grown) { PyErr_NoMemory(); goto done; }
+                    keys = grown;
+                    room = bigger;
+                }
+                keys[m++] = sh_fmix64((previous * SH_BAND_BASE + SH_ANCHOR_TAG + x) * SH_BAND_BASE) >> SH_KEY_SHIFT;
+            }
+            previous = x;
+            have = 1;
+        }
+        if (u64_reserve(&out, m) < 0) goto done;
+        if (m <= 64) {  /* each key's first occurrence, by looking back */
+            for (Py_ssize_t i = 0; i < m; i++) {
+                Py_ssize_t j = 0;
+                while (j < i && keys[j] != keys[i]) j++;
+                if (j == i) out.data[out.size++] = keys[i];
+            }
+        } else {  /* by sorting (key, place): the first of each run of equal keys stays */
+            KeyAt *grown = PyMem_Realloc(order, (size_t)m * sizeof(KeyAt));
+            if (!grown) { PyErr_NoMemory(); goto done; }
+            order = grown;
+            for (Py_ssize_t i = 0; i < m; i++) order[i] = (KeyAt){keys[i], i};
+            qsort(order, (size_t)m, sizeof(KeyAt), key_at_order);
+            unsigned char *repeat = (unsigned char *)PyMem_Calloc((size_t)m, 1);
+            if (!repeat) { PyErr_NoMemory(); goto done; }
+            for (Py_ssize_t i = 1; i < m; i++) repeat[order[i].at] = order[i].key == order[i - 1].key;
+            for (Py_ssize_t i = 0; i < m; i++) if (!repeat[i]) out.data[out.size++] = keys[i];
+            PyMem_Free(repeat);
+        }
+        offsets[d + 1] = out.size;
+    }
+    result = values_and_offsets(&out, offsets, docs);
+done:
+    PyBuffer_Release(&hv);
+    PyBuffer_Release(&ov);
+    PyMem_Free(out.data);
+    PyMem_Free(offsets);
+    PyMem_Free(keys);
+    PyMem_Free(order);
+    return result;
+}
+
+/* Ascending sort of uint64 values: quicksort (median of three, Hoare's partition: runs of equal values split
+ * evenly), insertion sort below 24 values, heapsort past a depth of 2 log2(n) (no quadratic case). */
+static void sift_down(uint64_t *a, Py_ssize_t at, Py_ssize_t n) {
+    uint64_t x = a[at];
+    for (Py_ssize_t child; (child = 2 * at + 1) < n; at = child) {
+        if (child + 1 < n && a[child + 1] > a[child]) child++;
+        if (a[child] <= x) break;
+        a[at] = a[child];
+    }
+    a[at] = x;
+}
+
+static void sort_u64(uint64_t *a, Py_ssize_t n, int depth) {
+    while (n > 24) {
+        if (depth-- == 0) {
+            for (Py_ssize_t i = n / 2 - 1; i >= 0; i--) sift_down(a, i, n);
+            for (Py_ssize_t i = n - 1; i > 0; i--) {
+                uint64_t t = a[0]; a[0] = a[i]; a[i] = t;
+                sift_down(a, 0, i);
+            }
+            return;
+        }
+        uint64_t x = a[0], y = a[n / 2], z = a[n - 1];
+        uint64_t pivot = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+        Py_ssize_t i = -1, j = n;
+        for (;;) {
+            do i++; while (a[i] < pivot);
+            do j--; while (a[j] > pivot);
+            if (i >= j) break;
+            uint64_t t = a[i]; a[i] = a[j]; a[j] = t;
+        }
+        /* a[0..j] <= pivot <= a[j+1..n) */
+        if (j + 1 < n - j - 1) { sort_u64(a, j + 1, depth); a += j + 1; n -= j + 1; }
+        else { sort_u64(a + j + 1, n - j - 1, depth); n = j + 1; }
+    }
+    for (Py_ssize_t i = 1; i < n; i++) {
+        uint64_t x = a[i];
+        Py_ssize_t j = i;
+        for (; j > 0 && a[j - 1] > x; j--) a[j] = a[j - 1];
+        a[j] = x;
+    }
+}
+
+static int sort_depth(Py_ssize_t n) {
+    int depth = 0;
+    while (n > 1) { n >>= 1; depth += 2; }
+    return depth;
+}
+
+/* Sorted distinct values of a[0..n) moved to its front; their count. */
+static Py_ssize_t sort_distinct(uint64_t *a, Py_ssize_t n) {
+    if (n < 2) return n;
+    sort_u64(a, n, sort_depth(n));
+    Py_ssize_t kept = 1;
+    for (Py_ssize_t i = 1; i < n; i++) if (a[i] != a[kept - 1]) a[kept++] = a[i];
+    return kept;
+}
+
+/* shingles.sample_shingles: (hashes uint64, offsets int64) as bytearrays: each text's ``size`` smallest distinct
+ * shingle hashes, ascending. A text of many shingles sorts only those at most a cut where about 1.25 ``size`` + 32
+ * of them are expected to fall (its hashes are uniform: fewer than ``size`` there is 5 standard deviations
+ * away), and all of them when fewer than ``size`` distinct values fall there. */
+static PyObject *sh_sample_shingles(PyObject *self, PyObject *args) {
+    Py_buffer hv, ov;
+    Py_ssize_t size, docs;
+    if (!PyArg_ParseTuple(args, "y*y*n", &hv, &ov, &size)) return NULL;
+    PyObject *result = NULL;
+    U64Vec out = {0}, scratch = {0};
+    int64_t *offsets = NULL;
+    if (size < 1) { PyErr_SetString(PyExc_ValueError, "sample_shingles: size >= 1"); goto done; }
+    if (shingle_buffers(&hv, &ov, &docs) < 0) goto done;
+    offsets = PyMem_Malloc((size_t)(docs + 1) * sizeof(int64_t));
+    if (!offsets) { PyErr_NoMemory(); goto done; }
+    const uint64_t *hashes = hv.buf;
+    const int64_t *off = ov.buf;
+    offsets[0] = 0;
+    for (Py_ssize_t d = 0; d < docs; d++) {
+        const uint64_t *x = hashes + off[d];
+        Py_ssize_t count = off[d + 1] - off[d], kept = -1;
+        scratch.size = 0;
+        if (u64_reserve(&scratch, count) < 0) goto done;
+        uint64_t *s = scratch.data;
+        double share = (1.25 * (double)size + 32.0) / (double)(count ? count : 1);
+        if (share < 0.75) {
+            uint64_t largest = 0;
+            for (Py_ssize_t e = 0; e < count; e++) if (x[e] > largest) largest = x[e];
+            double at = (double)largest * share;
+            uint64_t cut = at >= 18446744073709551615.0 ? ~0ULL : (uint64_t)at;
+            Py_ssize_t m = 0;
+            for (Py_ssize_t e = 0; e < count; e++) if (x[e] <= cut) s[m++] = x[e];
+            kept = sort_distinct(s, m);
+            if (kept < size) kept = -1;  /* too few below the cut: every value is needed */
+        }
+        if (kept < 0) {
+            memcpy(s, x, (size_t)count * sizeof(uint64_t));
+            kept = sort_distinct(s, count);
+        }
+        if (kept > size) kept = size;
+        if (u64_reserve(&out, kept) < 0) goto done;
+        memcpy(out.data + out.size, s, (size_t)kept * sizeof(uint64_t));
+        out.size += kept;
+        offsets[d + 1] = out.size;
+    }
+    result = values_and_offsets(&out, offsets, docs);
+done:
+    PyBuffer_Release(&hv);
+    PyBuffer_Release(&ov);
+    PyMem_Free(out.data);
+    PyMem_Free(scratch.data);
+    PyMem_Free(offsets);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"markup_counts", markup_counts, METH_O,
      "markup_counts(data) -> (start tags, most attributes of one, attributes): parse.markup_counts."},
@@ -1374,6 +1908,17 @@ static PyMethodDef methods[] = {
      "min_score) -> out | None: fallback.stage_scores' two ensembles and context columns in one call."},
     {"first_places", first_places, METH_VARARGS,
      "first_places(data, needles, start=0) -> list[int]: [data.find(needle, start) for needle in needles] (metadata)."},
+    {"shingle_hashes", sh_shingle_hashes, METH_VARARGS,
+     "shingle_hashes(texts, token_bits, numeric_bits, chars, n, keep_numbers, hash_bits) -> (hashes, offsets): "
+     "shingles.shingle_hashes as uint64 and int64 bytearrays."},
+    {"sign_oph", sh_sign_oph, METH_VARARGS,
+     "sign_oph(hashes, offsets, k, round_salts, slot_salts) -> bytearray: shingles._sign_oph's uint32 values."},
+    {"sign_kperm", sh_sign_kperm, METH_VARARGS,
+     "sign_kperm(hashes, offsets, k, params) -> bytearray: shingles._sign_kperm's uint32 values."},
+    {"anchor_keys", sh_anchor_keys, METH_VARARGS,
+     "anchor_keys(hashes, offsets, below, limit) -> (keys, offsets): shingles.anchor_keys as int64 bytearrays."},
+    {"sample_shingles", sh_sample_shingles, METH_VARARGS,
+     "sample_shingles(hashes, offsets, size) -> (hashes, offsets): shingles.sample_shingles as bytearrays."},
     {NULL, NULL, 0, NULL},
 };
 

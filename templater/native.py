@@ -7,7 +7,9 @@ Two extensions are built by ``pip install`` where a C compiler is at hand:
   installed lxml;
 - ``numeric``: ``templater._numeric``, the single-page classifier's numeric passes (feature matrices, text counts,
   the ensemble's forward pass) and two byte scans of the parse, in C, kept because numpy's per-call overhead makes
-  them several times slower on pages of a few hundred blocks (numpy stays their definition and test oracle).
+  them several times slower on pages of a few hundred blocks; and the near-duplicate signing path (text to shingle
+  hashes, MinHash signatures, anchor keys, bottom-k samples), several times faster in C one text at a time than
+  numpy over a batch. numpy stays the definition and test oracle of each.
 
 Every module reads ``native.walk`` / ``native.numeric`` when it runs (None: the pure path), so the choice is made
 once, here, and a test can switch the library to the pure path by setting both to None. ``STATUS`` says which path is

@@ -31,7 +31,10 @@ The steps, each a function below:
    the cut) or Jaccard; on samples (``sample_containment``, ``sample_jaccard``) or on the whole sets.
 
 Every hash is exact integer arithmetic modulo 2**64 and matches a plain-Python reference (tests/test_shingles.py).
-No Python loop runs per shingle or per token: texts are processed in batches as one code-point array.
+No Python loop runs per shingle or per token: texts are processed in batches as one code-point array. Where the
+compiled module is built (``native.numeric``), steps 2, 3, the anchor keys and the samples run in C, one text at a
+time from its characters to its signature; the numpy functions here stay their definition (``_plain``), and
+tests/test_shingles.py holds the two equal bit for bit.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 
 import numpy as np
 
-from templater import chartable
+from templater import chartable, native
 from templater.config import (SHINGLE_KIND, SHINGLE_N, HASH_BITS, PERMUTATIONS, BANDS, ROWS, SEED,
                               KEEP_NUMBERS, THRESHOLD, MEASURE, LEGACY_MEASURE, SCHEME, VERIFY, SAMPLE,
                               SAMPLE_MIN_HASHES, ANCHOR_RATE, ANCHOR_KEYS, SAME_SITE_JACCARD, CROSS_SITE_THRESHOLD,
@@ -215,11 +218,18 @@ class Signatures:
 # --- step 1: normalization ------------------------------------------------------------------------------------
 
 @functools.cache
+def _char_bits() -> tuple[bytes, bytes]:
+    """(token character?, numeric character?) for every code point as bit sets (code point c is bit c & 7 of byte
+    c >> 3): templater.chartable's, written at install (read in a millisecond) or built once per process where
+    they are missing."""
+    return chartable.load_tables()
+
+
+@functools.cache
 def _char_tables() -> tuple[np.ndarray, np.ndarray]:
-    """(token character?, numeric character?) for every code point: the bit sets of templater.chartable, written
-    at install (read in a millisecond) or built once per process where they are missing."""
+    """``_char_bits`` as one bool a code point (the numpy path's lookup tables)."""
     return tuple(np.unpackbits(np.frombuffer(bits, dtype=np.uint8), bitorder="little").view(bool)
-                 for bits in chartable.load_tables())
+                 for bits in _char_bits())
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,6 +370,16 @@ def _normalized_codes(tokens: _Tokens) -> tuple[np.ndarray, np.ndarray]:
 def shingle_hashes(texts: Sequence[str], settings: ShingleSettings | None = None) -> Shingles:
     """Hash the shingles of every text (one batch; see ``iter_batches`` for large inputs)."""
     settings = settings or ShingleSettings()
+    numeric = native.numeric
+    if numeric is None:
+        return _shingle_hashes_plain(texts, settings)
+    hashes, offsets = numeric.shingle_hashes(texts, *_char_bits(), settings.kind == "char", settings.n,
+                                             settings.keep_numbers, settings.hash_bits)
+    return Shingles(np.frombuffer(hashes, np.uint64), np.frombuffer(offsets, np.int64))
+
+
+def _shingle_hashes_plain(texts: Sequence[str], settings: ShingleSettings) -> Shingles:
+    """``shingle_hashes`` with numpy (its definition, and the path without the compiled module)."""
     tokens = _tokenize(texts, settings.keep_numbers)
     if settings.kind == "word":
         grams, gram_doc = _ngrams(_token_hashes(tokens), tokens.doc, settings.n, len(texts))
@@ -452,7 +472,28 @@ def sign_shingles(shingles: Shingles, settings: ShingleSettings, *, anchors: boo
     return Signatures(values, counts == 0, settings, anchor_keys(shingles, settings) if anchors else None)
 
 
+def _compiled(shingles: Shingles) -> tuple | None:
+    """(compiled module, uint64 hashes, int64 offsets) when the compiled path can take ``shingles`` (it is built and
+    the hashes are unsigned integers), else None."""
+    numeric = native.numeric
+    if numeric is None or shingles.hashes.dtype.kind != "u" or shingles.offsets.dtype.kind not in "iu":
+        return None
+    return (numeric, np.ascontiguousarray(shingles.hashes, dtype=np.uint64),
+            np.ascontiguousarray(shingles.offsets, dtype=np.int64))
+
+
 def _sign_oph(shingles: Shingles, settings: ShingleSettings) -> np.ndarray:
+    """``_sign_oph_plain``, compiled where it is built."""
+    compiled = _compiled(shingles)
+    if compiled is None:
+        return _sign_oph_plain(shingles, settings)
+    numeric, hashes, offsets = compiled
+    k = settings.permutations
+    values = numeric.sign_oph(hashes, offsets, k, *_oph_salts(settings.seed, k))
+    return np.frombuffer(values, np.uint32).reshape(-1, k)
+
+
+def _sign_oph_plain(shingles: Shingles, settings: ShingleSettings) -> np.ndarray:
     """Rounds of one-permutation hashing, then per-slot fallback hashes for slots still empty.
 
     Round r sends each shingle to a slot with value (r << VALUE_BITS) | 28 hash bits, so an earlier round always
@@ -507,6 +548,18 @@ def _fill_empty_slots(values: np.ndarray, shingles: Shingles, salts: np.ndarray,
 
 
 def _sign_kperm(shingles: Shingles, settings: ShingleSettings) -> np.ndarray:
+    """``_sign_kperm_plain``, compiled where it is built."""
+    compiled = _compiled(shingles)
+    if compiled is None:
+        return _sign_kperm_plain(shingles, settings)
+    numeric, hashes, offsets = compiled
+    k = settings.permutations
+    values = numeric.sign_kperm(hashes, offsets, k, _kperm_params(settings.seed, k))
+    return np.frombuffer(values, np.uint32).reshape(-1, k)
+
+
+def _sign_kperm_plain(shingles: Shingles, settings: ShingleSettings) -> np.ndarray:
+    """Slot j of a text: min over its shingles of hash function j (``_kperm_params``), chunk by chunk."""
     k, docs = settings.permutations, len(shingles.offsets) - 1
     a1, a2, b = _kperm_params(settings.seed, k)
     values = np.full((docs, k), EMPTY_SLOT, dtype=np.uint32)
@@ -551,6 +604,18 @@ def anchor_keys(shingles: Shingles, settings: ShingleSettings) -> Shingles:
     docs = len(counts)
     if settings.anchor_rate == 0 or settings.anchor_keys == 0 or not len(shingles.hashes):
         return Shingles(np.empty(0, np.int64), np.zeros(docs + 1, np.int64))
+    below = ((1 << settings.hash_bits) - 1) // settings.anchor_rate
+    compiled = _compiled(shingles)
+    if compiled is not None:
+        numeric, hashes, offsets = compiled
+        keys, offsets = numeric.anchor_keys(hashes, offsets, below, settings.anchor_keys)
+        return Shingles(np.frombuffer(keys, np.int64), np.frombuffer(offsets, np.int64))
+    return _anchor_keys_plain(shingles, settings)
+
+
+def _anchor_keys_plain(shingles: Shingles, settings: ShingleSettings) -> Shingles:
+    """``anchor_keys`` with numpy (its definition, and the path without the compiled module)."""
+    docs = len(shingles.counts)
     hashes = shingles.hashes.astype(np.uint64, copy=False)
     chosen = np.flatnonzero(hashes < _U64(((1 << settings.hash_bits) - 1) // settings.anchor_rate))
     doc = np.searchsorted(shingles.offsets, chosen, side="right") - 1
@@ -612,7 +677,18 @@ def exact_jaccard(a: np.ndarray, b: np.ndarray) -> float:
 
 def sample_shingles(shingles: Shingles, size: int) -> Shingles:
     """Each text's ``size`` smallest distinct shingle hashes, ascending: a bottom-k sample of its set (the whole
-    set when it has fewer). One sort of the batch, no loop per text."""
+    set when it has fewer). One sort of the batch, no loop per text (numpy), or a sort of each text's smallest
+    hashes (compiled)."""
+    compiled = _compiled(shingles)
+    if compiled is not None:
+        numeric, hashes, offsets = compiled
+        hashes, offsets = numeric.sample_shingles(hashes, offsets, size)
+        return Shingles(np.frombuffer(hashes, np.uint64), np.frombuffer(offsets, np.int64))
+    return _sample_shingles_plain(shingles, size)
+
+
+def _sample_shingles_plain(shingles: Shingles, size: int) -> Shingles:
+    """``sample_shingles`` with numpy (its definition, and the path without the compiled module)."""
     counts = shingles.counts
     if not len(shingles.hashes):
         return Shingles(shingles.hashes.astype(np.uint64), np.zeros(len(counts) + 1, np.int64))

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import unicodedata
 
 import numpy as np
 import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
-from templater import shingles as sh
+from templater import native, shingles as sh
 from templater.errors import InputError
 from templater.shingles import ShingleSettings, Shingles
 
@@ -438,3 +439,150 @@ def test_site_of_and_thresholds_by_site():
     settings = ShingleSettings()
     assert settings.threshold_for(np.array([True, False])).tolist() == [0.8, 0.75]
     assert ShingleSettings(threshold=0.6).cross_site_threshold == 0.6  # never above the threshold
+
+
+# --- the compiled path (templater._numeric) against its numpy definition; today's signatures pinned ---------
+
+compiled_only = pytest.mark.skipif(native.numeric is None, reason="templater._numeric is not built (pure path)")
+
+WIDE_CHARS = list("abcXYZ éßÀÞ09½२ि्,.-\n\t┌★😀İΣσςΟΔ'") + ["\ud800", "\U00010400", "\u0345", "ǅ"]
+WIDE_TEXT = st.text(alphabet=st.sampled_from(WIDE_CHARS), max_size=80)
+
+
+@compiled_only
+@hsettings(max_examples=200, deadline=None)
+@given(texts=st.lists(st.one_of(WIDE_TEXT, st.text(max_size=60)), min_size=0, max_size=6),
+       kind=st.sampled_from(["word", "char"]), n=st.integers(1, 6), keep=st.booleans(), bits=st.sampled_from([32, 64]))
+def test_compiled_shingle_hashes_equal_the_numpy_definition(texts, kind, n, keep, bits):
+    s = ShingleSettings(kind=kind, n=n, keep_numbers=keep, hash_bits=bits)
+    got, want = sh.shingle_hashes(texts, s), sh._shingle_hashes_plain(texts, s)
+    assert got.hashes.dtype == want.hashes.dtype == np.uint64 and got.offsets.dtype == want.offsets.dtype
+    assert got.hashes.tolist() == want.hashes.tolist() and got.offsets.tolist() == want.offsets.tolist()
+
+
+@compiled_only
+def test_compiled_lower_case_is_str_lower_for_every_code_point():
+    """The compiled tokenizer lower-cases character by character (Py_UNICODE_TOLOWER) except in texts holding
+    U+0130 or U+03A3, which go through str.lower: every code point of this Python's Unicode database, in a text of
+    each width, gives what the numpy path (str.lower) gives."""
+    s = ShingleSettings(kind="char", n=1, hash_bits=64)
+    for first in range(0, 0x110000, 0x10000):
+        for pad in ("\u0100", "\U00010400", "é"):
+            last = min(first + 0x10000, 0x100 if pad == "é" else 0x110000)  # é: one byte a character
+            texts = [pad + chr(c) + pad + chr(c) for c in range(first, last)]
+            if not texts:
+                continue
+            got, want = sh.shingle_hashes(texts, s), sh._shingle_hashes_plain(texts, s)
+            assert np.array_equal(got.hashes, want.hashes) and np.array_equal(got.offsets, want.offsets), hex(first)
+    assert [c for c in range(0x110000) if len(chr(c).lower()) != 1] == [0x130]  # the one the C code knows of
+
+
+HASH = st.integers(0, 2**32 - 1) | st.integers(0, 2**64 - 1) | st.sampled_from([0, 5, 2**32 - 1])
+SHINGLE_SETS = st.lists(st.lists(HASH, max_size=300), max_size=6)
+
+
+def as_shingles(sets: list[list[int]]) -> Shingles:
+    return Shingles(np.array([h for s in sets for h in s], dtype=np.uint64),
+                    np.concatenate(([0], np.cumsum([len(s) for s in sets]))).astype(np.int64))
+
+
+@compiled_only
+@hsettings(max_examples=120, deadline=None)
+@given(sets=SHINGLE_SETS, k=st.sampled_from([1, 3, 64, 128]), seed=st.integers(0, 2**64 - 1),
+       repeat=st.integers(1, 3))
+def test_compiled_signatures_equal_the_numpy_definition(sets, k, seed, repeat):
+    shingles = as_shingles([s * repeat for s in sets])
+    s = ShingleSettings(permutations=k, bands=1, rows=1, seed=seed)
+    assert sh._sign_oph(shingles, s).tolist() == sh._sign_oph_plain(shingles, s).tolist()
+    assert sh._sign_kperm(shingles, s).tolist() == sh._sign_kperm_plain(shingles, s).tolist()
+
+
+@compiled_only
+@hsettings(max_examples=120, deadline=None)
+@given(sets=SHINGLE_SETS, rate=st.integers(1, 8), keys=st.integers(1, 80), bits=st.sampled_from([32, 64]),
+       repeat=st.integers(1, 3))
+def test_compiled_anchor_keys_equal_the_numpy_definition(sets, rate, keys, bits, repeat):
+    shingles = as_shingles([s * repeat for s in sets])  # repeats: keys met twice within a text
+    s = ShingleSettings(anchor_rate=rate, anchor_keys=keys, hash_bits=bits)
+    got, want = sh.anchor_keys(shingles, s), sh._anchor_keys_plain(shingles, s)
+    assert got.hashes.dtype == want.hashes.dtype == np.int64
+    assert got.hashes.tolist() == want.hashes.tolist() and got.offsets.tolist() == want.offsets.tolist()
+
+
+@compiled_only
+@hsettings(max_examples=120, deadline=None)
+@given(sets=SHINGLE_SETS, size=st.integers(1, 40), repeat=st.integers(1, 3), narrow=st.booleans())
+def test_compiled_samples_equal_the_numpy_definition(sets, size, repeat, narrow):
+    """Texts of many shingles take the compiled path's cut (a text of more than (1.25 size + 32) / 0.75
+    shingles), the others a sort of all; 32-bit and 64-bit hashes."""
+    shingles = as_shingles([[h & 0xFFFFFFFF if narrow else h for h in s] * repeat for s in sets])
+    got, want = sh.sample_shingles(shingles, size), sh._sample_shingles_plain(shingles, size)
+    assert got.hashes.dtype == want.hashes.dtype == np.uint64
+    assert got.hashes.tolist() == want.hashes.tolist() and got.offsets.tolist() == want.offsets.tolist()
+
+
+@compiled_only
+def test_compiled_samples_of_uniform_hashes_take_the_cut_and_of_skewed_ones_sort_all():
+    rng = np.random.default_rng(4)
+    uniform = rng.integers(0, 2**32, size=5000, dtype=np.uint64)
+    skewed = np.concatenate((np.full(4000, 7, np.uint64), rng.integers(0, 2**32, size=1000, dtype=np.uint64)))
+    big = rng.integers(2**63, 2**64 - 1, size=3000, dtype=np.uint64, endpoint=True)
+    shingles = as_shingles([uniform.tolist(), skewed.tolist(), big.tolist(), [], [3]])
+    for size in (1, 256, 4000):
+        got, want = sh.sample_shingles(shingles, size), sh._sample_shingles_plain(shingles, size)
+        assert got.hashes.tolist() == want.hashes.tolist() and got.offsets.tolist() == want.offsets.tolist()
+
+
+@compiled_only
+def test_compiled_kernels_refuse_inconsistent_arrays():
+    numeric = native.numeric
+    hashes = np.arange(4, dtype=np.uint64)
+    salts = sh._oph_salts(1, 4)
+    with pytest.raises(ValueError, match="offsets"):
+        numeric.sign_oph(hashes, np.array([0, 5], np.int64), 4, *salts)  # past the hashes
+    with pytest.raises(ValueError, match="offsets"):
+        numeric.sample_shingles(hashes, np.array([0, 3, 2], np.int64), 4)  # falling
+    with pytest.raises(ValueError):
+        numeric.sign_oph(hashes, np.array([0, 4], np.int64), 4, salts[0], salts[1][:3])  # a salt short
+    with pytest.raises(TypeError):
+        numeric.shingle_hashes(["a", 3], *sh._char_bits(), False, 3, True, 32)
+    # other integer kinds go through the compiled path as uint64; signed ones take the numpy path
+    s = ShingleSettings(permutations=8, bands=1, rows=1)
+    narrow = Shingles(np.array([5, 9, 2**32 - 1], np.uint32), np.array([0, 3], np.int32))
+    assert sh._sign_oph(narrow, s).tolist() == sh._sign_oph_plain(narrow, s).tolist()
+
+
+# Today's signatures, anchor keys, shingle hashes and samples of a few texts (computed by the numpy path of
+# 1a61856): an index built before keeps matching what is signed now, on either path.
+PINNED_TEXTS = ["The quick brown fox jumps over the lazy dog, again and again, in 2017 and 1990s: ½ of it.",
+                "İstanbul'da ΟΔΥΣΣΕΥΣ και ΣΟΦΟΣ; Straße MASSE ǅemal — “quoted” text… café naïve",
+                "数据 去重 测试 文本 😀 emoji 😀 mixed with e\u0301 combining marks and \U00010400 Deseret",
+                "word", "two words", "", "  \t\n ;; ", "123 456 789", "a\ud800b lone surrogate c d e f",
+                " ".join(f"token{i % 97} w{i % 13}" for i in range(3000))]
+PINNED = {
+    "default": ({}, "a1a536fb04a75e13670271d298fccabe4440f35b4f780c6f11812429da6e6041"),
+    "char5": (dict(kind="char", n=5), "88d1418f86c7135660d105bd265dd5e90f13436baaee63008afb1f1f5b1e77ad"),
+    "kperm": (dict(scheme="kperm"), "5b61f841f10c17faf970afc3c4d677786c27db22fc4c4af010afb8f04686c549"),
+    "bits64": (dict(hash_bits=64, n=4), "b7669d2142fe3b3e764272f1b573ed883fb4a25a88eefc784348be0465af7c1a"),
+    "nonumbers": (dict(keep_numbers=False, n=2, permutations=64, bands=16, rows=4, seed=7),
+                  "f78c2f2dab3d545d24f127752aedbb91097c0af0dcd607c2a12d1d55844aebb9"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PINNED))
+@pytest.mark.parametrize("compiled", [True, False])
+def test_signatures_are_pinned(name, compiled, monkeypatch):
+    if compiled and native.numeric is None:
+        pytest.skip("templater._numeric is not built (pure path)")
+    if not compiled:
+        monkeypatch.setattr(native, "numeric", None)
+    settings, expected = PINNED[name]
+    s = ShingleSettings(**settings)
+    sig = sh.sign(PINNED_TEXTS, s)
+    shingles = sh.shingle_hashes(PINNED_TEXTS, s)
+    sample = sh.verification_sets(shingles, s)
+    digest = hashlib.sha256()
+    for part in (sig.values, sig.empty, sig.anchors.hashes, sig.anchors.offsets, shingles.hashes,
+                 shingles.offsets, sample.hashes, sample.offsets):
+        digest.update(np.ascontiguousarray(part).tobytes())
+    assert digest.hexdigest() == expected
