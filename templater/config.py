@@ -308,7 +308,7 @@ REGION_BASE = 0.3  # a block adds (score - this) x its characters to the content
 REGION_INSIDE = 0.4  # inside the content region, blocks scoring above this are kept
 REGION_OUTSIDE = 0.7  # outside it, only blocks scoring above this
 SIDE_FORM_SHARE = 0.25  # a form apart from the headline holding this share of a page's text (a registration form's
-# terms) adds nothing to the content region's sum and is not kept outside it (fallback.side_forms)
+# terms) adds nothing to the content region's sum and is never kept (fallback.side_forms)
 ALLOWED_THRESHOLD = 0.3  # behind a site template, allowed blocks scoring above this are kept
 TRUSTED_THRESHOLD = 0.05  # inside the template's trusted content region, a block scoring at most this is dropped ...
 REGION_CHROME_GROUPS = ("nav", "related", "share", "account", "ad", "comment", "hidden")  # ... only when it sits in

@@ -338,21 +338,21 @@ def _stage_scores_c(seg: Segmented, tree: Tree, features: np.ndarray, first_stag
 def _keep_region(seg: Segmented, tree: Tree, scores: np.ndarray) -> np.ndarray:
     """The content region (the subtree whose blocks' scores, less REGION_BASE, weighted by their text length,
     sum highest; a side form's blocks add nothing to it), its blocks scoring above REGION_INSIDE, and any block
-    elsewhere scoring above REGION_OUTSIDE but those of a side form (side_forms)."""
+    elsewhere scoring above REGION_OUTSIDE; never a side form's blocks (side_forms)."""
     chars = seg.block_chars().astype(np.float64)
     form = side_forms(seg, tree, chars)[tree.owner]
     per_element = np.zeros(len(tree.parent))
     np.add.at(per_element, tree.owner, np.where(form, 0.0, chars * (scores - REGION_BASE)))
     region = np.zeros(len(tree.parent), dtype=bool)
     region[int(np.argmax(sum_up(tree, per_element)))] = True
-    return (inside(tree, region)[tree.owner] & (scores > REGION_INSIDE)) | ((scores > REGION_OUTSIDE) & ~form)
+    return ((inside(tree, region)[tree.owner] & (scores > REGION_INSIDE)) | (scores > REGION_OUTSIDE)) & ~form
 
 
 def side_forms(seg: Segmented, tree: Tree, chars: np.ndarray | None = None) -> np.ndarray:
-    """Per element: inside a form (FORM_TAGS) that does not hold the page's headline (find_headline) and holds at
+    """Per element: inside a form (FORM_TAG_GROUP) that does not hold the page's headline (find_headline) and holds at
     least SIDE_FORM_SHARE of the page's text: a registration form with its terms and conditions, a long sign-up or
     survey form beside the article. Its sentences score as prose, and added to the region's sum they move the region
-    from the article up to a wrapper of both. A form that holds the headline wraps the page (ASP.NET pages hold
+    from the article up to a wrapper of both; a form's text is not the page's content. A form that holds the headline wraps the page (ASP.NET pages hold
     all their content in one <form>); a smaller form never moves the region (a comment form under a post), and
     leaving its text out of the sum there moved the region onto wider wrappers on the dev corpus. No headline: no
     side form."""
