@@ -338,3 +338,11 @@ def test_a_line_that_does_not_name_the_page_stays_a_byline():
     seg = manual_page(7, "prune-all", "Remove unreachable objects")
     assert name_line(seg, np.ones(len(seg.blocks), dtype=bool)).tolist().index(True) == 2
     assert not name_line(seg, np.zeros(len(seg.blocks), dtype=bool)).any()
+
+
+def test_rules_explain_names_the_name_line():
+    pages = [manual_page(n, name, summary) for n, (name, summary) in enumerate(COMMANDS[:6])]
+    compiled = CompiledTemplate(learn_template(pages, site="tools.example.com/docs/"))
+    seg = manual_page(6, *COMMANDS[6])
+    line = next(b for b in explain_blocks(seg, compiled).blocks if b.text.startswith("tool-tag-it - "))
+    assert line.kept and line.reason == "name line" and "name line" in line.why
