@@ -312,12 +312,17 @@ def manual_page(n: int, name: str, summary: str, *, dash: str = " - ") -> Segmen
     return segment(parse_html(markup), Page(f"tool-{name}", url, markup))
 
 
+def manual_template() -> CompiledTemplate:
+    """The template of six manual pages of COMMANDS."""
+    pages = [manual_page(n, name, summary) for n, (name, summary) in enumerate(COMMANDS[:6])]
+    return CompiledTemplate(learn_template(pages, site="tools.example.com/docs/"))
+
+
 def test_a_manual_pages_name_line_in_the_header_is_kept():
     """The NAME line ("tool-frob - Frobnicate ...") sits in the page header beside the title, outside the content
     division, one short varying line a page: a shape rule learns its tag path as a byline's; the page's name line
     (extract.name_line) still goes through the shape rule and the region, with the classifier or without."""
-    pages = [manual_page(n, name, summary) for n, (name, summary) in enumerate(COMMANDS[:6])]
-    compiled = CompiledTemplate(learn_template(pages, site="tools.example.com/docs/"))
+    compiled = manual_template()
     assert any(r.action == "drop-shape" and r.tag_path.endswith("/div/p") for r in compiled.template.rules)
     for n, (name, summary) in enumerate(COMMANDS[6:], start=6):
         seg = manual_page(n, name, summary)
@@ -330,8 +335,7 @@ def test_a_manual_pages_name_line_in_the_header_is_kept():
 def test_a_line_that_does_not_name_the_page_stays_a_byline():
     """Under the title, a short varying line that does not begin with the page's name and a dash (a byline, a
     date) is still dropped by its shape rule and the region."""
-    pages = [manual_page(n, name, summary) for n, (name, summary) in enumerate(COMMANDS[:6])]
-    compiled = CompiledTemplate(learn_template(pages, site="tools.example.com/docs/"))
+    compiled = manual_template()
     seg = manual_page(7, "prune-all", "by Jo Writer", dash=" ")
     assert name_line(seg, np.ones(len(seg.blocks), dtype=bool)).sum() == 0
     assert "Jo Writer" not in extract_page(seg, compiled).text
@@ -341,8 +345,7 @@ def test_a_line_that_does_not_name_the_page_stays_a_byline():
 
 
 def test_rules_explain_names_the_name_line():
-    pages = [manual_page(n, name, summary) for n, (name, summary) in enumerate(COMMANDS[:6])]
-    compiled = CompiledTemplate(learn_template(pages, site="tools.example.com/docs/"))
+    compiled = manual_template()
     seg = manual_page(6, *COMMANDS[6])
     line = next(b for b in explain_blocks(seg, compiled).blocks if b.text.startswith("tool-tag-it - "))
     assert line.kept and line.reason == "name line" and "name line" in line.why
