@@ -175,20 +175,23 @@ def name_line(seg: Segmented, candidates: np.ndarray) -> np.ndarray:
     documentation (asciidoc, man2html, mandoc) prints in the page's header beside its title, outside the content
     division, one short varying line a page (the shape of a byline). It is the page's own first line."""
     out = np.zeros(len(seg.blocks), dtype=bool)
-    if not candidates.any():
-        return out
     name = _name_of(seg.title)
-    if name is None:
-        return out
+    if name is None or not any(_names(seg.blocks[i].text, name) for i in np.flatnonzero(candidates).tolist()):
+        return out  # (most pages: no candidate begins with the page's name and a dash)
     heading = next((b.index for b in seg.blocks if b.tag in HEADING_TAGS and _name_of(b.text) == name), None)
     if heading is None:
         return out
     for i in range(heading + 1, min(heading + 1 + NAME_LINE_BLOCKS, len(seg.blocks))):
-        found = _NAME_LINE.match(seg.blocks[i].text)
-        if found is not None and found.group(1).lower() == name:
+        if _names(seg.blocks[i].text, name):
             out[i] = bool(candidates[i])
             break
     return out
+
+
+def _names(text: str, name: str) -> bool:
+    """Whether a block's text begins with ``name``, a dash and more words ("git-stage - Add file ...")."""
+    found = _NAME_LINE.match(text)
+    return found is not None and found.group(1).lower() == name
 
 
 def _name_of(text: str) -> str | None:
