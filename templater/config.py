@@ -135,6 +135,7 @@ OWN_CONTENT_GAP = 3  # this many blocks of static and shape rules between two tr
 # content from what lies past the site's chrome (3, LINK_RUN; 10 measured the same on the dev suites)
 OWN_CONTENT_LINKS = 0.5  # a paragraph of the page's own content is at most this share link text
 TEXT_STRUCTURE_PATHS = ("/dl/", "/pre/")  # definition lists and code (not tables: old sites lay pages out in them)
+NAME_LINE_BLOCKS = 3  # a manual page's name line ("name - summary") is looked for this many blocks after the headline
 REPEAT_MIN_CHARS = 100  # a kept block this long whose text was already kept is a repeat, not more content
 LIST_ITEMS = frozenset({("ul", "li"), ("ol", "li"), ("dl", "dt"), ("dl", "dd")})  # a shape rule on these (list,
 # item) steps also drops the link-heavy entries of lists nested in that list (extract.nested_entries)
@@ -306,6 +307,8 @@ ANN_THRESHOLD = 0.5  # the line network keeps blocks whose probability is above 
 REGION_BASE = 0.3  # a block adds (score - this) x its characters to the content region's sum
 REGION_INSIDE = 0.4  # inside the content region, blocks scoring above this are kept
 REGION_OUTSIDE = 0.7  # outside it, only blocks scoring above this
+SIDE_FORM_SHARE = 0.25  # a form apart from the headline holding this share of a page's text (a registration form's
+# terms) adds nothing to the content region's sum and is never kept (fallback.side_forms)
 ALLOWED_THRESHOLD = 0.3  # behind a site template, allowed blocks scoring above this are kept
 TRUSTED_THRESHOLD = 0.05  # inside the template's trusted content region, a block scoring at most this is dropped ...
 REGION_CHROME_GROUPS = ("nav", "related", "share", "account", "ad", "comment", "hidden")  # ... only when it sits in

@@ -17,7 +17,7 @@ from lxml import etree
 
 from . import document, fallback, native
 from .align import lcs_length_masks, match_masks
-from .config import LIST_ITEMS, REPEAT_MIN_CHARS, TEXT_STRUCTURE_PATHS, LearnSettings
+from .config import LIST_ITEMS, NAME_LINE_BLOCKS, REPEAT_MIN_CHARS, TEXT_STRUCTURE_PATHS, LearnSettings
 from .errors import RuleError
 from .grouping import host_of
 from .headline import find_headline
@@ -94,7 +94,7 @@ def match_regions(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarra
         if compiled.nested:
             shaped |= nested_entries(seg, compiled.nested, settings)
         if shaped.any():
-            shaped &= ~terms_of_text(seg, shaped, settings)
+            shaped &= ~(terms_of_text(seg, shaped, settings) | name_line(seg, shaped))
         allowed &= ~shaped
         aligned = static | shaped  # what the rules learned from the pages' aligned sequence drop
     else:
@@ -110,7 +110,10 @@ def match_regions(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarra
                                                                                 settings)):
             trusted_region = allowed & region
             in_region = own_content(seg, trusted_region, aligned, settings)
+        named = name_line(seg, allowed & ~region) if not region.all() else region[:0]
         allowed &= region
+        if named.any():
+            allowed |= named
     return allowed, coverage, in_region, trusted_region
 
 
@@ -158,6 +161,43 @@ def _outside_chrome_tags(tag_path: str) -> bool:
     """Whether no step of a tag path is one of CHROME_TAGS (a page's blocks repeat a few tag paths many times)."""
     path = tag_path + "/"
     return not any(f"/{tag}/" in path for tag in CHROME_TAGS)
+
+
+_NAME_LINE = re.compile(r"\s*(\S+)\s+[-\u2010-\u2015]\s+\S")  # "git-stage - Add file contents ...": name, dash, summary
+_LEADING_TERM = re.compile(r"\s*([^\s(]+)")  # a headline's first word, without a manual section: "git-stage(1)"
+
+
+def name_line(seg: Segmented, candidates: np.ndarray) -> np.ndarray:
+    """The page's name line among ``candidates``: within NAME_LINE_BLOCKS blocks after the first heading that
+    begins with the page's name (the first word of its <title>, without a manual section: "git-stage" of
+    "git-stage(1)"), the first block that begins with that name, a dash and what it is ("git-stage - Add file
+    contents to the staging area" under "git-stage(1) Manual Page"): a manual page's NAME section, which generated
+    documentation (asciidoc, man2html, mandoc) prints in the page's header beside its title, outside the content
+    division, one short varying line a page (the shape of a byline). It is the page's own first line."""
+    out = np.zeros(len(seg.blocks), dtype=bool)
+    name = _name_of(seg.title)
+    if name is None or not any(_names(seg.blocks[i].text, name) for i in np.flatnonzero(candidates).tolist()):
+        return out  # (most pages: no candidate begins with the page's name and a dash)
+    heading = next((b.index for b in seg.blocks if b.tag in HEADING_TAGS and _name_of(b.text) == name), None)
+    if heading is None:
+        return out
+    for i in range(heading + 1, min(heading + 1 + NAME_LINE_BLOCKS, len(seg.blocks))):
+        if _names(seg.blocks[i].text, name):
+            out[i] = bool(candidates[i])
+            break
+    return out
+
+
+def _names(text: str, name: str) -> bool:
+    """Whether a block's text begins with ``name``, a dash and more words ("git-stage - Add file ...")."""
+    found = _NAME_LINE.match(text)
+    return found is not None and found.group(1).lower() == name
+
+
+def _name_of(text: str) -> str | None:
+    """A title's or heading's first word, lower-cased, without a manual section ("git-stage(1)" -> "git-stage")."""
+    found = _LEADING_TERM.match(text or "")
+    return found.group(1).lower() if found else None
 
 
 def nested_lists(shapes: frozenset[str]) -> dict[str, str]:
@@ -358,6 +398,8 @@ def extract_content(seg: Segmented, compiled: CompiledTemplate | None = None, *,
                                q=q, links=links)
     keep = allowed if method == NO_CLASSIFIER or without_paragraphs(seg, settings) else fallback.select_blocks(
         seg, method=method, allowed=allowed, trusted=in_region, weights=weights, q=q, settings=settings)
+    if compiled.shapes and method != NO_CLASSIFIER:  # the name line the template let through: the classifier,
+        keep = keep | name_line(seg, allowed & ~keep)  # taught on prose, scores one short line as a byline
     return _extraction(seg, keep, site=site or compiled.template.site, method="template", template=compiled.name,
                        coverage=round(coverage, 4), links=links, trusted=in_region, settings=settings)
 

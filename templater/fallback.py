@@ -34,25 +34,27 @@ import numpy as np
 
 from . import ann, config, native
 from .errors import InputError
-from .features import (CLASS_GROUPS, CONTEXT_NAMES, FEATURE_NAMES, Tree, block_features, context_features, inside,
-                       line_features, number_tree, sum_up)
-from .headline import keep_headline
+from .features import (CLASS_GROUPS, CONTEXT_NAMES, FEATURE_NAMES, TAG_GROUPS, Tree, block_features,
+                       context_features, inside, line_features, number_tree, sum_up)
+from .headline import find_headline, keep_headline
 from .template import link_runs
 from .datatypes import Segmented
 from .config import (ALLOWED_THRESHOLD, ANN_THRESHOLD, DENSITY_BOUNDS, DENSITY_ITERATIONS, DENSITY_MIN_SPREAD,
                      DENSITY_TOLERANCE, DENSITY_WINDOW, PROTECTED_TAGS, REGION_BASE, REGION_CHROME_GROUPS,
-                     REGION_CHROME_TAGS, REGION_INSIDE, REGION_LINK_DENSITY, REGION_OUTSIDE, TRUSTED_THRESHOLD,
-                     LearnSettings)
+                     REGION_CHROME_TAGS, REGION_INSIDE, REGION_LINK_DENSITY, REGION_OUTSIDE, SIDE_FORM_SHARE,
+                     TRUSTED_THRESHOLD, LearnSettings)
 
 METHODS = ("density", "ann", "fdr", "auto")
 DEFAULT_METHOD = "auto"
 
 FDR_Q = config.FDR_Q  # default false-discovery rate of the fdr method
+FORM_TAG_GROUP = "in_form"  # features.TAG_GROUPS' group of form elements (form, fieldset, label, ...): side_forms
 CAPTION_PATH = "/figcaption"  # blocks whose tag path holds this are captions, never kept by the classifier
 OUTSIDE_TRUSTED = "(outside a trusted content region)"  # drop_reasons' words for an allowed block the region does not
 # vouch for
 WEIGHTS_FILE = "ann_weights.npz"
 _TAG_PATH = operator.attrgetter("tag_path")
+_FORM_BITS = np.uint32(sum(1 << n for n, (name, _) in enumerate(TAG_GROUPS) if name == FORM_TAG_GROUP))
 _REGION_CHROME_BITS = np.uint32(sum(1 << [name for name, _ in CLASS_GROUPS].index(g) for g in REGION_CHROME_GROUPS))
 
 
@@ -334,12 +336,42 @@ def _stage_scores_c(seg: Segmented, tree: Tree, features: np.ndarray, first_stag
 
 
 def _keep_region(seg: Segmented, tree: Tree, scores: np.ndarray) -> np.ndarray:
+    """The content region (the subtree whose blocks' scores, less REGION_BASE, weighted by their text length,
+    sum highest; a side form's blocks add nothing to it), its blocks scoring above REGION_INSIDE, and any block
+    elsewhere scoring above REGION_OUTSIDE; never a side form's blocks (side_forms)."""
     chars = seg.block_chars().astype(np.float64)
+    form = side_forms(seg, tree, chars)[tree.owner]
     per_element = np.zeros(len(tree.parent))
-    np.add.at(per_element, tree.owner, chars * (scores - REGION_BASE))
+    np.add.at(per_element, tree.owner, np.where(form, 0.0, chars * (scores - REGION_BASE)))
     region = np.zeros(len(tree.parent), dtype=bool)
     region[int(np.argmax(sum_up(tree, per_element)))] = True
-    return (inside(tree, region)[tree.owner] & (scores > REGION_INSIDE)) | (scores > REGION_OUTSIDE)
+    return ((inside(tree, region)[tree.owner] & (scores > REGION_INSIDE)) | (scores > REGION_OUTSIDE)) & ~form
+
+
+def side_forms(seg: Segmented, tree: Tree, chars: np.ndarray | None = None) -> np.ndarray:
+    """Per element: inside a form (FORM_TAG_GROUP) that does not hold the page's headline (find_headline) and holds at
+    least SIDE_FORM_SHARE of the page's text: a registration form with its terms and conditions, a long sign-up or
+    survey form beside the article. Its sentences score as prose, and added to the region's sum they move the region
+    from the article up to a wrapper of both; a form's text is not the page's content. A form that holds the headline wraps the page (ASP.NET pages hold
+    all their content in one <form>); a smaller form never moves the region (a comment form under a post), and
+    leaving its text out of the sum there moved the region onto wider wrappers on the dev corpus. No headline: no
+    side form."""
+    out = np.zeros(len(tree.parent), dtype=bool)
+    forms = (tree.tag_bits & _FORM_BITS) != 0
+    if not forms.any():
+        return out
+    headline = find_headline(seg)
+    if headline is None:
+        return out
+    chars = seg.block_chars().astype(np.float64) if chars is None else chars
+    per_element = np.zeros(len(tree.parent))
+    np.add.at(per_element, tree.owner, chars)
+    forms &= sum_up(tree, per_element) >= SIDE_FORM_SHARE * chars.sum()
+    node = int(tree.owner[headline])
+    while node >= 0 and forms.any():  # the headline's ancestors hold it
+        forms[node] = False
+        node = int(tree.parent[node])
+    return inside(tree, forms) if forms.any() else out
 
 
 def p_values(scores: np.ndarray, null_scores: np.ndarray) -> np.ndarray:

@@ -25,6 +25,7 @@ OUTSIDE_REGION = "region"  # the block lies outside the learned content region
 TEMPLATE_REASONS = (RuleAction.DROP, RuleAction.DROP_SHAPE, RuleAction.DROP_XPATH, PINNED_RULE, OUTSIDE_REGION)
 CLASSIFIER = "classifier"
 TEMPLATE_ONLY = "template"
+NAME_LINE = "name line"  # kept: the page's name line under its title, past shape rules and the region
 FALLBACK_PREFIX = "fallback:"
 
 

@@ -33,14 +33,14 @@ from store import pins as pin_store
 from . import config
 from .config import PIN_SAMPLE_PAGES, REPORT_MAX_PAGES, SAMPLE_CHARS, LearnSettings
 from .errors import InputError, RuleError
-from .extract import (CompiledTemplate, container_mask, extract_page, match_regions, nested_rule, pinned_mask,
-                      without_paragraphs)
+from .extract import (CompiledTemplate, container_mask, extract_page, match_regions, name_line, nested_rule,
+                      pinned_mask, without_paragraphs)
 from .fallback import OUTSIDE_TRUSTED, drop_reasons, select_blocks
 from .metadata import META_ACTIONS
 from .pipeline import Progress, TemplateIndex, now, segment_file, stored_segment
 from .template import content_ancestry, link_runs, repeated_chrome, varying_rows
-from .report import (CLASSIFIER, FALLBACK_PREFIX, OUTSIDE_REGION, PINNED_RULE, TEMPLATE_ONLY, BlockDecision,
-                     PageCoverage, PageExplanation, ReportData, TemplateSummary, render_report, shorten)
+from .report import (CLASSIFIER, FALLBACK_PREFIX, NAME_LINE, OUTSIDE_REGION, PINNED_RULE, TEMPLATE_ONLY,
+                     BlockDecision, PageCoverage, PageExplanation, ReportData, TemplateSummary, render_report, shorten)
 from .datatypes import MATCH_ACTIONS, Rule, RuleAction, RuleMatch, Segmented, Skip
 
 if TYPE_CHECKING:  # annotations only: a store opens without sqlite-utils (store.db.Database)
@@ -267,7 +267,9 @@ def explain_blocks(seg: Segmented, compiled: CompiledTemplate | None, *, method:
         why = [w[: -len(OUTSIDE_TRUSTED)] + OUTSIDE_OWN if region[i] and w.endswith(OUTSIDE_TRUSTED) else w
                for i, w in enumerate(why)]
         survivor = TEMPLATE_ONLY if method == "none" or without_paragraphs(seg, compiled.settings) else CLASSIFIER
-        decisions = tuple(_decision(b, bool(kept[b.index]), survivor, why=why[b.index]) if allowed[b.index]
+        named = name_line(seg, allowed & kept) if compiled.shapes else kept[:0]
+        decisions = tuple(_decision(b, True, NAME_LINE, why=NAME_LINE_WHY) if len(named) and named[b.index]
+                          else _decision(b, bool(kept[b.index]), survivor, why=why[b.index]) if allowed[b.index]
                           else _decision(b, False, *causes[b.index], rules=compiled.template.rules)
                           for b in seg.blocks)
     return PageExplanation(url=seg.page.url, site=result.site if compiled else None, template=result.template,
@@ -349,6 +351,8 @@ def _template_causes(seg: Segmented, compiled: CompiledTemplate, allowed: np.nda
     return causes
 
 
+NAME_LINE_WHY = ("the page's name line under its title (\"name - summary\", a manual page's NAME): kept past shape "
+                 "rules and the content region")
 OUTSIDE_OWN = ("(in the trusted content region, but not among the page's own content: past a run of the site's "
                "repeated blocks before its first or after its last paragraph)")
 _WHY = {RuleAction.DROP_XPATH: "under a container named like comments or related articles",

@@ -290,3 +290,41 @@ def test_unreadable_weights_name_the_file(tmp_path):
     path.write_bytes(b"not an archive")
     with pytest.raises(InputError, match="broken.npz"):
         fallback.load_weights(path)
+
+
+TERMS = [f"Clause {n}. The operator of this website collects the personal information you provide when you "
+         f"register, keeps it for as long as your account exists and shares it with the information providers "
+         f"whose articles you read, as the privacy statement of this service describes in section {n}."
+         for n in range(8)]
+
+
+def registration_page(*, form_holds_article: bool = False) -> str:
+    """A one-page article with a registration form (its terms and conditions in a box) beside it, longer than the
+    article; or an ASP.NET-style page whose one <form> holds everything, the article too."""
+    terms = "".join(f"<p>{t}</p>" for t in TERMS)
+    article = (f'<div class="story"><h1>Floods close the lower town</h1>'
+               + "".join(f"<p>{t}</p>" for t in ARTICLE) + "</div>")
+    form = (f'<form action="/register"><div class="terms"><h3>Terms and Conditions</h3>{terms}</div>'
+            f'<label>I have read and agree to the terms</label></form>')
+    body = f"<form id='aspnetForm'>{article}{terms}</form>" if form_holds_article else f"<div>{article}</div>{form}"
+    return f"<html><head><title>Floods close the lower town</title></head><body>{body}</body></html>"
+
+
+def test_a_registration_forms_terms_beside_the_article_are_not_kept():
+    """The terms of a form apart from the headline, holding more text than the article, score as prose: they
+    neither pull the content region up to a wrapper of both nor are kept outside it (fallback.side_forms)."""
+    seg = segmented(registration_page(), "form-1")
+    kept = kept_texts(seg, fallback.select_blocks(seg))
+    assert all(t in kept for t in ARTICLE)
+    assert not any(t in kept for t in TERMS)
+    tree = fallback.number_tree(seg)
+    inside_form = fallback.side_forms(seg, tree)[tree.owner]
+    assert [b.text for b, f in zip(seg.blocks, inside_form) if f and b.text in TERMS] == TERMS
+
+
+def test_a_form_that_holds_the_headline_is_the_page_not_a_side_form():
+    """An ASP.NET page holds all its content in one <form>: it holds the headline, so it is no side form."""
+    seg = segmented(registration_page(form_holds_article=True), "form-2")
+    tree = fallback.number_tree(seg)
+    assert not fallback.side_forms(seg, tree).any()
+    assert all(t in kept_texts(seg, fallback.select_blocks(seg)) for t in ARTICLE)

@@ -7,7 +7,7 @@ import re
 import numpy as np
 
 from templater.extract import (REPEAT_MIN_CHARS, CompiledTemplate, drop_repeats, extract_page, match_regions,
-                               match_template)
+                               match_template, name_line)
 from templater.fallback import among_own_text, region_chrome
 from templater.features import number_tree
 from templater.rule_inspect import explain_blocks
@@ -15,7 +15,7 @@ from templater.blocks import segment
 from templater.parse import parse_html
 from templater.config import REGION_CHROME_SHARE, WRAPPER_DEPTH
 from templater.template import learn_template
-from templater.datatypes import Page
+from templater.datatypes import Page, Segmented
 
 from sitegen import (COLOPHON, INTERFACE_REPEATED, REPEATED_CONTENT, feed_html, feed_pages, guide_pages,
                      interface_pages, list_page, reference_html, reference_pages, site_pages)
@@ -287,3 +287,65 @@ def test_a_heading_over_an_aside_of_other_stories_does_not_extend_the_pages_own_
     feed = [b.index for b in seg.blocks if b.tag == "h4"]
     assert paragraphs and feed and allowed[feed].all() and any(b.text == "Latest in Daily Example" for b in seg.blocks)
     assert own[paragraphs].all() and not own[feed].any()
+
+
+COMMANDS = [("frob", "Frobnicate the working tree"), ("twiddle", "Twiddle the index bits"),
+            ("scan-refs", "List references in a local repository"), ("mend", "Rewrite the history of a branch"),
+            ("pack-blobs", "Pack loose objects into one archive"), ("show-log", "Show commit logs"),
+            ("tag-it", "Create, list or delete a tag object"), ("prune-all", "Remove unreachable objects")]
+
+
+def manual_page(n: int, name: str, summary: str, *, dash: str = " - ") -> Segmented:
+    """An asciidoc-like manual page: the title and the NAME section in div#header, the sections in div#content."""
+    body = " ".join(f"The {name} command reads option {k} and writes what it found to the standard output, "
+                    f"one record a line, in the order the objects were written." for k in range(3))
+    markup = (f"<html><head><title>tool-{name}(1)</title></head><body class='manpage'>"
+              f"<div id='header'><h1>tool-{name}(1) Manual Page</h1><h2>NAME</h2>"
+              f"<div class='sectionbody'><p>tool-{name}{dash}{summary}</p></div></div>"
+              f"<div id='content'><div class='sect1'><h2>SYNOPSIS</h2><div class='sectionbody'>"
+              f"<pre>tool {name} [--verbose] [--dry-run] &lt;path&gt;{n}</pre></div></div>"
+              f"<div class='sect1'><h2>DESCRIPTION</h2><div class='sectionbody'><p>{body}</p></div></div>"
+              f"<div class='sect1'><h2>OPTIONS</h2><div class='sectionbody'><dl><dt>--verbose</dt>"
+              f"<dd>Say more about what {name} does with page {n}.</dd></dl></div></div></div>"
+              f"<div id='footer'><div id='footer-text'>Last updated 2024-05-31</div></div></body></html>")
+    url = f"https://tools.example.com/docs/tool-{name}.html"
+    return segment(parse_html(markup), Page(f"tool-{name}", url, markup))
+
+
+def manual_template() -> CompiledTemplate:
+    """The template of six manual pages of COMMANDS."""
+    pages = [manual_page(n, name, summary) for n, (name, summary) in enumerate(COMMANDS[:6])]
+    return CompiledTemplate(learn_template(pages, site="tools.example.com/docs/"))
+
+
+def test_a_manual_pages_name_line_in_the_header_is_kept():
+    """The NAME line ("tool-frob - Frobnicate ...") sits in the page header beside the title, outside the content
+    division, one short varying line a page: a shape rule learns its tag path as a byline's; the page's name line
+    (extract.name_line) still goes through the shape rule and the region, with the classifier or without."""
+    compiled = manual_template()
+    assert any(r.action == "drop-shape" and r.tag_path.endswith("/div/p") for r in compiled.template.rules)
+    for n, (name, summary) in enumerate(COMMANDS[6:], start=6):
+        seg = manual_page(n, name, summary)
+        for method in ("auto", "none"):
+            result = extract_page(seg, compiled, method=method)
+            assert f"tool-{name} - {summary}" in result.text
+            assert f"The {name} command reads option 2" in result.text and "Last updated" not in result.text
+
+
+def test_a_line_that_does_not_name_the_page_stays_a_byline():
+    """Under the title, a short varying line that does not begin with the page's name and a dash (a byline, a
+    date) is still dropped by its shape rule and the region."""
+    compiled = manual_template()
+    seg = manual_page(7, "prune-all", "by Jo Writer", dash=" ")
+    assert name_line(seg, np.ones(len(seg.blocks), dtype=bool)).sum() == 0
+    assert "Jo Writer" not in extract_page(seg, compiled).text
+    seg = manual_page(7, "prune-all", "Remove unreachable objects")
+    assert name_line(seg, np.ones(len(seg.blocks), dtype=bool)).tolist().index(True) == 2
+    assert not name_line(seg, np.zeros(len(seg.blocks), dtype=bool)).any()
+
+
+def test_rules_explain_names_the_name_line():
+    compiled = manual_template()
+    seg = manual_page(6, *COMMANDS[6])
+    line = next(b for b in explain_blocks(seg, compiled).blocks if b.text.startswith("tool-tag-it - "))
+    assert line.kept and line.reason == "name line" and "name line" in line.why
