@@ -338,11 +338,12 @@ def movable_paragraphs(doc: Doc) -> list:
     article's text slots themselves are not: writing one paragraph's words into another's first slot put them
     into a link, a table cell or a sidebar slot whose words matched the gold text.)"""
     blocks = [doc.slots[doc.paragraphs[k][0]].block for k in body_paragraphs(doc)]
-    parents = Counter(id(b.getparent()) for b in blocks if b.getparent() is not None)
-    if not parents:
+    parents = [b.getparent() for b in blocks]  # held: lxml keeps one proxy per element only while it is referenced
+    held = [p for n, p in enumerate(parents) if p is not None and all(p is not q for q in parents[:n])]
+    if not held:
         return []
-    body = parents.most_common(1)[0][0]
-    return [b for b in blocks if b.getparent() is not None and id(b.getparent()) == body]
+    body = max(held, key=lambda p: sum(q is p for q in parents))  # the first of the most common
+    return [b for b, p in zip(blocks, parents) if p is body]
 
 
 def reorder(doc: Doc, rng) -> None:

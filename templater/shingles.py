@@ -376,19 +376,17 @@ def shingle_hashes(texts: Sequence[str], settings: ShingleSettings | None = None
     their shingles), and a line shorter than n gives one shingle of all of it."""
     settings = settings or ShingleSettings()
     tokens = _tokenize(texts, settings.keep_numbers)
-    if settings.lines:
-        group, group_doc = _lines(tokens)
-    else:
-        group, group_doc = tokens.doc, np.arange(len(texts), dtype=np.int64)
+    group, group_doc = _lines(tokens) if settings.lines else (tokens.doc, None)
+    groups = len(texts) if group_doc is None else len(group_doc)
     if settings.kind == "word":
-        grams, gram_group = _ngrams(_token_hashes(tokens), group, settings.n, len(group_doc))
+        grams, gram_group = _ngrams(_token_hashes(tokens), group, settings.n, groups)
     else:
         codes, code_group = _normalized_codes(tokens, group)
-        grams, gram_group = _ngrams(codes, code_group, settings.n, len(group_doc))
+        grams, gram_group = _ngrams(codes, code_group, settings.n, groups)
     hashes = fmix64(grams)
     if settings.hash_bits == 32:
         hashes &= MASK32
-    gram_doc = group_doc[gram_group]
+    gram_doc = gram_group if group_doc is None else group_doc[gram_group]
     offsets = np.concatenate(([0], np.cumsum(np.bincount(gram_doc, minlength=len(texts)))))
     return Shingles(hashes, offsets.astype(np.int64))
 
