@@ -320,7 +320,8 @@ def pair_measures(texts: dict[str, str], pairs: list[tuple[str, str]], settings:
     ids = sorted({x for pair in pairs for x in pair if x in texts})
     position = {x: i for i, x in enumerate(ids)}
     shingles = shingle_hashes([texts[x] for x in ids], ShingleSettings(kind=settings.kind, n=settings.n, hash_bits=64,
-                                                                        keep_numbers=settings.keep_numbers))
+                                                                        keep_numbers=settings.keep_numbers,
+                                                                        lines=settings.lines))
     sets = [sorted_set(shingles.of(i)) for i in range(len(ids))]
     out = []
     for a, b in pairs:

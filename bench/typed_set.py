@@ -16,7 +16,8 @@ Positive edit types (the copy goes under another URL of the same site, the page'
     replace-1/2/3       that share of the article's words replaced by random words of the gold corpus, scattered
     cut-end-10/20/30    that share of the article's words cut from its end (whole text slots, then part of one)
     cut-start-10/20/30  the same from its start (the headline goes first)
-    reorder             the article's paragraphs shuffled
+    reorder             the article's body paragraphs (sibling elements after the headline, byline and date; at
+                        least REORDER_MIN_PARAGRAPHS) shuffled in place, each with its markup
     boilerplate         the headline (and <title>) rewritten, and half of the
                         page's boilerplate text slots (menus, related links, footers) rewritten
     syndicated          the story on another site: a page of another site (3+ pages) keeps its template and
@@ -69,6 +70,7 @@ HEADLINE_WORDS = 20  # a first content paragraph this short is the headline
 BOILERPLATE_SHARE = 0.5  # share of boilerplate slots rewritten by the "boilerplate" edit
 LAST_SHARE = 0.15  # a syndicated story's replaced last paragraph is at most this share of its words
 FOLLOW_UP_SHARE = 0.3
+REORDER_MIN_PARAGRAPHS = 3  # a base for "paragraphs reordered" has at least this many body paragraphs to move
 SERIES_PAGES = 3
 SERIES_SHARE = 0.25
 NATURAL_CONTAINMENT = 0.8
@@ -328,13 +330,40 @@ def insert_paragraphs(doc: Doc, at: int, texts: list[list[str]]) -> None:
         previous = element
 
 
+def movable_paragraphs(doc: Doc) -> list:
+    """The article's paragraph elements that "paragraphs reordered" shuffles: of its body paragraphs
+    (``body_paragraphs``: after the headline, byline and date), those that are children of the one element holding
+    most of them, in document order. Elements move whole,
+    with their markup (links, emphasis); only such siblings can swap places as a reader sees paragraphs move. (The
+    article's text slots themselves are not: writing one paragraph's words into another's first slot put them
+    into a link, a table cell or a sidebar slot whose words matched the gold text.)"""
+    blocks = [doc.slots[doc.paragraphs[k][0]].block for k in body_paragraphs(doc)]
+    parents = [b.getparent() for b in blocks]  # held: lxml keeps one proxy per element only while it is referenced
+    held = [p for n, p in enumerate(parents) if p is not None and all(p is not q for q in parents[:n])]
+    if not held:
+        return []
+    body = max(held, key=lambda p: sum(q is p for q in parents))  # the first of the most common
+    return [b for b, p in zip(blocks, parents) if p is body]
+
+
 def reorder(doc: Doc, rng) -> None:
-    groups = article_paragraphs(doc)
-    texts = paragraph_texts(doc, groups)
-    order = rng.permutation(len(texts))
-    while len(texts) > 1 and (order == np.arange(len(texts))).all():
-        order = rng.permutation(len(texts))
-    write_paragraphs(doc, groups, [texts[j] for j in order.tolist()])
+    """Shuffle the article's body paragraphs (``movable_paragraphs``) in place: each paragraph element takes
+    another's position among its siblings; text between them (tails) stays where it was."""
+    members = movable_paragraphs(doc)
+    if len(members) < 2:
+        return
+    parent = members[0].getparent()
+    positions = [parent.index(b) for b in members]
+    tails = [b.tail for b in members]
+    order = rng.permutation(len(members))
+    while (order == np.arange(len(members))).all():
+        order = rng.permutation(len(members))
+    for b in members:
+        b.tail = None
+        parent.remove(b)
+    for position, j, tail in zip(positions, order.tolist(), tails):
+        members[j].tail = tail
+        parent.insert(position, members[j])
 
 
 HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
@@ -567,7 +596,8 @@ def build(corpus: Path, *, per_type: int, seed: int) -> TypedSet:
     for kind in EDITS:
         for _ in range(per_type):
             i = next(stream)
-            while kind == "syndicated" and originals[i].site not in templated:
+            while (kind == "syndicated" and originals[i].site not in templated) or \
+                    (kind == "reorder" and len(movable_paragraphs(parsed[i])) < REORDER_MIN_PARAGRAPHS):
                 i = next(stream)
             base, doc = originals[i], parsed[i]
             if kind == "syndicated":

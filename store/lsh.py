@@ -57,9 +57,9 @@ from templater.config import (BUCKET_CAP, ID_CHUNK, CACHE_KIB, CHECKPOINT_BYTES,
                               FILTER_FIRST_KEYS, RECENT_FILTER_KEYS, INSERT_WIDTH)  # noqa: F401
 from templater.errors import InputError, SettingsMismatchError
 from templater.unionfind import UnionFind
-from templater.shingles import (ALGORITHM_VERSION, LEGACY_MEASURE, ShingleSettings, Shingles, Signatures, band_keys,
-                                comparable_set, estimate_similarity, set_jaccard, set_similarity, sorted_set,
-                                verification_sets)
+from templater.shingles import (ALGORITHM_VERSION, LEGACY_LINES, LEGACY_MEASURE, ShingleSettings, Shingles,
+                                Signatures, band_keys, comparable_set, estimate_similarity, set_jaccard, set_similarity,
+                                sorted_set, verification_sets)
 
 if TYPE_CHECKING:  # annotations only: a store opens without sqlite-utils (store.db.Database)
     import sqlite_utils
@@ -238,6 +238,7 @@ def load_settings(db: sqlite_utils.Database) -> ShingleSettings | None:
         raise SettingsMismatchError(
             f"the near-duplicate index in {db_name(db)} was built by signature algorithm version "
             f"{values.get('algorithm')}, this templater makes version {ALGORITHM_VERSION}: rebuild it in a new --db")
+    values.setdefault("lines", LEGACY_LINES)  # stored before ``lines`` was a setting: its shingles crossed lines
     return ShingleSettings.from_dict(values)
 
 

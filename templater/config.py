@@ -217,6 +217,8 @@ MIN_STD = 1e-6  # an input whose spread is below this is only centred, not scale
 # --- shingles (templater/shingles.py): the near-duplicate index's defaults (persisted with each index; an index
 # refuses data made with other settings) and signing -----------------------------------------------------
 SHINGLE_KIND = "word"  # "word" n-grams, or "char" n-grams of the normalized text
+SHINGLE_LINES = False  # n-grams stay inside a line (a paragraph of an extracted text)
+LEGACY_LINES = False  # what an index stored before ``lines`` was a setting did: its n-grams crossed lines
 SHINGLE_N = 3  # word 3-grams: one replaced word in 100 costs 3% of the shingles, not 5% (docs/near-duplicates.md)
 HASH_BITS = 32  # shingle hash width: 32 (the default: exact verification stores 4 bytes a shingle) or 64
 PERMUTATIONS = 128  # signature slots

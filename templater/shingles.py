@@ -48,8 +48,9 @@ import numpy as np
 
 from templater import chartable, native
 from templater.config import (SHINGLE_KIND, SHINGLE_N, HASH_BITS, PERMUTATIONS, BANDS, ROWS, SEED,
-                              KEEP_NUMBERS, THRESHOLD, MEASURE, LEGACY_MEASURE, SCHEME, VERIFY, SAMPLE,
-                              SAMPLE_MIN_HASHES, ANCHOR_RATE, ANCHOR_KEYS, SAME_SITE_JACCARD, CROSS_SITE_THRESHOLD,
+                              KEEP_NUMBERS, THRESHOLD, MEASURE, LEGACY_LINES, LEGACY_MEASURE, SCHEME, VERIFY, SAMPLE,
+                              SAMPLE_MIN_HASHES, SHINGLE_LINES, ANCHOR_RATE, ANCHOR_KEYS, SAME_SITE_JACCARD,
+                              CROSS_SITE_THRESHOLD,
                               BATCH_CHARS, OPH_ROUNDS, KPERM_CHUNK)  # noqa: F401
 from templater.errors import InputError
 
@@ -77,6 +78,8 @@ MASK64 = (1 << 64) - 1
 MASK32 = np.uint64(0xFFFFFFFF)
 SPACE = 32  # the code point that separates tokens in the normalized text (character n-grams)
 SEPARATOR = "\x00"  # joins the texts of a batch; never part of a token
+LINE_BREAKS = np.array([0x0A, 0x0B, 0x0C, 0x0D, 0x85, 0x2028, 0x2029], dtype=np.uint32)  # what str.splitlines
+# splits at, but the separators of files, groups and records (0x1C-0x1E)
 
 _U64 = np.uint64
 
@@ -104,6 +107,7 @@ class ShingleSettings:
     cross_site_threshold: float | None = None  # None: CROSS_SITE_THRESHOLD (never above ``threshold``)
     same_site_jaccard: float = SAME_SITE_JACCARD
     sample_min_hashes: int = SAMPLE_MIN_HASHES
+    lines: bool = SHINGLE_LINES
 
     def __post_init__(self) -> None:
         if self.measure is None:
@@ -170,6 +174,7 @@ def _setting_problems(s: ShingleSettings) -> list[str]:
          f"same_site_jaccard must be in [0, 1], not {s.same_site_jaccard!r}"),
         (isinstance(s.sample_min_hashes, int) and s.sample_min_hashes >= 0,
          f"sample_min_hashes must be a non-negative integer, not {s.sample_min_hashes!r}"),
+        (isinstance(s.lines, bool), f"lines must be true or false, not {s.lines!r}"),
         (s.measure == "jaccard" or s.verify != "estimate",
          "measure 'containment' needs the shingle sets: verify 'sample' or 'exact' (or measure 'jaccard' with "
          "verify 'estimate')"),
@@ -322,56 +327,66 @@ def _token_hashes(tokens: _Tokens) -> np.ndarray:
     return fmix64(spans ^ (tokens.ends - tokens.starts).astype(np.uint64))
 
 
-def _ngrams(values: np.ndarray, doc: np.ndarray, n: int, docs: int) -> tuple[np.ndarray, np.ndarray]:
-    """Horner-combined n-grams of ``values`` that stay inside one text; a text with 1..n-1 values gives one."""
+def _ngrams(values: np.ndarray, group: np.ndarray, n: int, groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """Horner-combined n-grams of ``values`` that stay inside one group (a text, or a line of one); a group with
+    1..n-1 values gives one of them all. ``group`` is ascending; the n-grams come in value order."""
     count = len(values) - n + 1
     grams = np.empty(0, dtype=np.uint64)
-    gram_doc = np.empty(0, dtype=np.int64)
+    gram_group = np.empty(0, dtype=np.int64)
     if count > 0:
         grams = values[:count].copy()
         for k in range(1, n):
             grams *= _U64(NGRAM_BASE)
             grams += values[k:count + k]
-        inside = doc[:count] == doc[n - 1:]
-        grams, gram_doc = grams[inside], doc[:count][inside]
-    per_doc = np.bincount(doc, minlength=docs)
-    short = np.flatnonzero((per_doc > 0) & (per_doc < n))
+        inside = group[:count] == group[n - 1:]
+        grams, gram_group = grams[inside], group[:count][inside]
+    per_group = np.bincount(group, minlength=groups)
+    short = np.flatnonzero((per_group > 0) & (per_group < n))
     if len(short):
-        first = np.searchsorted(doc, short)
-        extra = np.array([_horner(values[f:f + c]) for f, c in zip(first.tolist(), per_doc[short].tolist())],
-                         dtype=np.uint64)
+        first = np.searchsorted(group, short)
+        sizes = per_group[short]
+        extra = values[first].astype(np.uint64)  # Horner over each short group's 1..n-1 values, vectorized
+        for k in range(1, n - 1):
+            more = sizes > k
+            extra[more] = extra[more] * _U64(NGRAM_BASE) + values[first[more] + k]
         grams = np.concatenate((grams, extra))
-        gram_doc = np.concatenate((gram_doc, short))
-        order = np.argsort(gram_doc, kind="stable")
-        grams, gram_doc = grams[order], gram_doc[order]
-    return grams, gram_doc
+        gram_group = np.concatenate((gram_group, short))
+        order = np.argsort(gram_group, kind="stable")
+        grams, gram_group = grams[order], gram_group[order]
+    return grams, gram_group
 
 
-def _horner(values: np.ndarray) -> np.uint64:
-    acc = 0
-    for v in values.tolist():
-        acc = (acc * NGRAM_BASE + v) & MASK64
-    return np.uint64(acc)
-
-
-def _normalized_codes(tokens: _Tokens) -> tuple[np.ndarray, np.ndarray]:
-    """Code points of each text's normalized form (its tokens joined by one space) and their text index."""
+def _normalized_codes(tokens: _Tokens, group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Code points of each group's normalized form (its tokens joined by one space; a group is a text, or a line
+    of one) and their group."""
     lengths = tokens.ends - tokens.starts
-    last = np.append(tokens.doc[1:] != tokens.doc[:-1], True) if len(lengths) else np.empty(0, bool)
-    width = lengths + (~last).astype(np.int64)  # a space follows each token but the last of its text
+    last = np.append(group[1:] != group[:-1], True) if len(lengths) else np.empty(0, bool)
+    width = lengths + (~last).astype(np.int64)  # a space follows each token but the last of its group
     owner = np.repeat(np.arange(len(lengths)), width)
     position = np.arange(int(width.sum())) - np.repeat(np.cumsum(width) - width, width)
     is_space = position == lengths[owner]
     source = np.minimum(tokens.starts[owner] + position, len(tokens.codes) - 1)
     codes = np.where(is_space, np.uint32(SPACE), tokens.codes[source]).astype(np.uint64)
-    return codes, tokens.doc[owner]
+    return codes, group[owner]
+
+
+def _lines(tokens: _Tokens) -> tuple[np.ndarray, np.ndarray]:
+    """(each token's line, numbered across the batch; each line's text): a line ends at a line break or at the end
+    of its text, so lines are ascending with the texts and none spans two texts."""
+    ends = np.flatnonzero(np.isin(tokens.codes, LINE_BREAKS) | (tokens.codes == ord(SEPARATOR)))
+    line = np.searchsorted(ends, tokens.starts)
+    line_doc = np.zeros(len(ends) + 1, dtype=np.int64)
+    line_doc[line] = tokens.doc
+    return line, line_doc
 
 
 def shingle_hashes(texts: Sequence[str], settings: ShingleSettings | None = None) -> Shingles:
-    """Hash the shingles of every text (one batch; see ``iter_batches`` for large inputs)."""
+    """Hash the shingles of every text (one batch; see ``iter_batches`` for large inputs), in text order. With
+    ``settings.lines`` an n-gram stays inside a line (a paragraph of an extracted text: paragraphs that move keep
+    their shingles), and a line shorter than n gives one shingle of all of it."""
     settings = settings or ShingleSettings()
     numeric = native.numeric
-    if numeric is None:
+    if numeric is None or settings.lines:  # the compiled pass knows no line bounds: numpy is the one definition
         return _shingle_hashes_plain(texts, settings)
     hashes, offsets = numeric.shingle_hashes(texts, *_char_bits(), settings.kind == "char", settings.n,
                                              settings.keep_numbers, settings.hash_bits)
@@ -381,14 +396,17 @@ def shingle_hashes(texts: Sequence[str], settings: ShingleSettings | None = None
 def _shingle_hashes_plain(texts: Sequence[str], settings: ShingleSettings) -> Shingles:
     """``shingle_hashes`` with numpy (its definition, and the path without the compiled module)."""
     tokens = _tokenize(texts, settings.keep_numbers)
+    group, group_doc = _lines(tokens) if settings.lines else (tokens.doc, None)
+    groups = len(texts) if group_doc is None else len(group_doc)
     if settings.kind == "word":
-        grams, gram_doc = _ngrams(_token_hashes(tokens), tokens.doc, settings.n, len(texts))
+        grams, gram_group = _ngrams(_token_hashes(tokens), group, settings.n, groups)
     else:
-        codes, doc = _normalized_codes(tokens)
-        grams, gram_doc = _ngrams(codes, doc, settings.n, len(texts))
+        codes, code_group = _normalized_codes(tokens, group)
+        grams, gram_group = _ngrams(codes, code_group, settings.n, groups)
     hashes = fmix64(grams)
     if settings.hash_bits == 32:
         hashes &= MASK32
+    gram_doc = gram_group if group_doc is None else group_doc[gram_group]
     offsets = np.concatenate(([0], np.cumsum(np.bincount(gram_doc, minlength=len(texts)))))
     return Shingles(hashes, offsets.astype(np.int64))
 

@@ -315,3 +315,33 @@ def test_an_index_with_row_tables_of_keys_migrates_to_runs_and_filters(tmp_path,
     assert list(zip(np.frombuffer(keys, np.int64).tolist(), np.frombuffer(docs, np.int64).tolist())) == recent
     assert lsh._filters(db).may_hold(np.array([k for k, _ in bands], dtype=np.int64)).all()
     queried_and_extended(db, monkeypatch)
+
+
+def test_line_shingles_are_a_stored_setting_and_older_indexes_keep_crossing_lines(tmp_path):
+    """``lines`` is persisted like every setting: an index built with it refuses texts signed without it, and an
+    index stored before the setting existed (tests/fixtures/lsh_v4.db, written by 3cf8f85) loads lines=False, what
+    its shingles were, and refuses lines=True with the difference named."""
+    import shutil
+    from dataclasses import replace
+    from pathlib import Path
+
+    rng = np.random.default_rng(31)
+    paragraphs = [" ".join(article(rng, 40)) for _ in range(8)]
+    moved = paragraphs[4:] + paragraphs[:4]
+    lined = open_db(tmp_path / "lines.db")
+    dedup.index_texts(lined, [TextItem("a", "http://example.org/a", "\n".join(paragraphs)),
+                              TextItem("b", "http://example.org/b", "\n".join(moved))], ShingleSettings(lines=True))
+    assert dedup.describe_settings(lined)["lines"] is True
+    assert clusters(lined) == {frozenset({"a", "b"})}
+    row = next(r for r in dedup.iter_duplicates(lined) if r["id"] == "b")
+    assert row["similarity"] == 1.0  # every shingle stays inside its paragraph
+    with pytest.raises(SettingsMismatchError, match="lines: True != False"):
+        dedup.index_texts(lined, [TextItem("c", "http://example.org/c", paragraphs[0])], ShingleSettings(lines=False))
+    path = tmp_path / "v4.db"
+    shutil.copy(Path(__file__).parent / "fixtures" / "lsh_v4.db", path)
+    old = open_db(path)
+    assert dedup.describe_settings(old)["lines"] is False
+    assert "lines" not in {name for (name,) in old.conn.execute("SELECT name FROM lsh_settings")}
+    with pytest.raises(SettingsMismatchError, match="lines: False != True"):
+        dedup.index_texts(old, [TextItem("c", "http://example.org/c", paragraphs[0])],
+                          replace(lsh.load_settings(old), lines=True))

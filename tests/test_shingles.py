@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import unicodedata
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -55,7 +57,13 @@ def ref_token_hash(token: str) -> int:
     return ref_fmix(h ^ len(token))
 
 
+REF_LINE_BREAKS = "\n\x0b\x0c\r\x85\u2028\u2029"
+
+
 def ref_shingles(text: str, s: ShingleSettings) -> list[int]:
+    if s.lines:  # each line on its own, in order
+        return [h for line in re.split(f"[{REF_LINE_BREAKS}]", text)
+                for h in ref_shingles(line, replace(s, lines=False))]
     tokens = ref_tokens(text, s.keep_numbers)
     units = [ref_token_hash(t) for t in tokens] if s.kind == "word" else [ord(c) for c in " ".join(tokens)]
     if not units:
@@ -122,14 +130,14 @@ def test_combining_marks_stay_inside_words():
 
 # --- the numpy path against plain Python integers ----------------------------------------------------------
 
-TEXT = st.text(alphabet=st.sampled_from(list("abcXYZ éß09½२ि्,.-\n\t┌★😀") + ["\ud800"]), max_size=80)
+TEXT = st.text(alphabet=st.sampled_from(list("abcXYZ éß09½२ि्,.-\n\t┌★😀\r\u2028\x1e") + ["\ud800"]), max_size=80)
 
 
-@hsettings(max_examples=150, deadline=None)
+@hsettings(max_examples=200, deadline=None)
 @given(texts=st.lists(TEXT, min_size=1, max_size=6), kind=st.sampled_from(["word", "char"]),
-       n=st.integers(1, 6), keep=st.booleans(), bits=st.sampled_from([32, 64]))
-def test_shingle_hashes_match_python_integers(texts, kind, n, keep, bits):
-    s = ShingleSettings(kind=kind, n=n, keep_numbers=keep, hash_bits=bits)
+       n=st.integers(1, 6), keep=st.booleans(), bits=st.sampled_from([32, 64]), lines=st.booleans())
+def test_shingle_hashes_match_python_integers(texts, kind, n, keep, bits, lines):
+    s = ShingleSettings(kind=kind, n=n, keep_numbers=keep, hash_bits=bits, lines=lines)
     got = sh.shingle_hashes(texts, s)
     for i, text in enumerate(texts):
         assert got.of(i).tolist() == ref_shingles(text, s)
@@ -586,3 +594,22 @@ def test_signatures_are_pinned(name, compiled, monkeypatch):
                  shingles.offsets, sample.hashes, sample.offsets):
         digest.update(np.ascontiguousarray(part).tobytes())
     assert digest.hexdigest() == expected
+@hsettings(max_examples=100, deadline=None)
+@given(paragraphs=st.lists(st.lists(st.sampled_from("alpha beta gamma delta eps zeta eta theta".split()), max_size=12),
+                           min_size=1, max_size=8),
+       n=st.integers(1, 5), kind=st.sampled_from(["word", "char"]), seed=st.integers(0, 2**32 - 1))
+def test_line_shingles_do_not_depend_on_the_order_of_lines(paragraphs, n, kind, seed):
+    """With ``lines`` an n-gram never spans two lines: paragraphs moved around keep every shingle (the multiset is
+    the same); without it, the shingles that span two lines change."""
+    lines = [" ".join(words) for words in paragraphs]
+    moved = [lines[i] for i in np.random.default_rng(seed).permutation(len(lines))]
+    s = ShingleSettings(kind=kind, n=n, lines=True)
+    got = sh.shingle_hashes(["\n".join(lines), "\n".join(moved)], s)
+    assert sorted(got.of(0).tolist()) == sorted(got.of(1).tolist())
+    assert got.of(0).tolist() == [h for line in lines for h in sh.shingle_hashes([line], s).of(0).tolist()]
+
+
+def test_lines_is_a_validated_setting():
+    assert ShingleSettings().lines is sh.SHINGLE_LINES
+    with pytest.raises(InputError, match="lines"):
+        ShingleSettings(lines="yes")

@@ -5,6 +5,7 @@ import sys
 
 import lxml.html
 import numpy as np
+from hypothesis import given, settings as hsettings, strategies as st
 
 from conftest import ROOT
 
@@ -77,3 +78,55 @@ def test_the_hosts_own_text_outside_its_article_is_rewritten_and_the_template_ke
     assert comment != COMMENT and len(comment.split()) == len(COMMENT.split())
     assert text_of(html, "//nav") == "Home News Sport Weather Contact"  # on both pages: the template's
     assert text_of(html, "//div[@id='main']/p") == " ".join(BODY)  # the article is not touched here
+
+
+def test_reordering_moves_the_body_paragraphs_whole_among_themselves():
+    """"Paragraphs reordered" moves the article's body paragraph elements (with their links) among their own
+    positions: the headline, byline, comments and sidebar stay, and no words go into another element."""
+    body = [BODY[0], BODY[1].replace("steel cables", "<a href='/cables'>steel cables</a>"), BODY[2],
+            "Residents of both banks said the reopening would cut their journeys to work by half an hour or more."]
+    html = page(HEADLINE, body, COMMENT)
+    plain = [" ".join(lxml.html.fragment_fromstring(f"<p>{p}</p>").text_content().split()) for p in body]
+    doc = typed_set.parse_doc(html, HEADLINE + " By Ann Smith " + " ".join(plain))
+    assert [" ".join(b.text_content().split()) for b in typed_set.movable_paragraphs(doc)] == plain
+    typed_set.reorder(doc, np.random.default_rng(3))
+    out = lxml.html.document_fromstring(doc.html())
+    moved = [" ".join(p.text_content().split()) for p in out.xpath("//div[@id='main']/p")]
+    assert sorted(moved) == sorted(plain) and moved != plain
+    assert out.xpath("//div[@id='main']/p/a/text()") == ["steel cables"]  # the link moved with its paragraph
+    assert text_of(doc.html(), "//div[@id='main']/h1") == HEADLINE
+    assert text_of(doc.html(), "//div[@class='byline']") == "By Ann Smith"
+    assert text_of(doc.html(), "//div[@class='comments']") == COMMENT
+    assert out.xpath("//div[@id='main']/*[1]")[0].tag == "h1"
+
+
+def test_a_page_with_fewer_than_two_body_paragraphs_is_left_as_it_is():
+    html = page(HEADLINE, [" ".join(BODY)], COMMENT)
+    doc = typed_set.parse_doc(html, HEADLINE + " By Ann Smith " + " ".join(BODY))
+    before = doc.html()
+    typed_set.reorder(doc, np.random.default_rng(1))
+    assert doc.html() == before
+
+
+@hsettings(max_examples=40, deadline=None)
+@given(count=st.integers(2, 8), seed=st.integers(0, 2**32 - 1), between=st.booleans())
+def test_reordering_is_a_permutation_of_the_body_paragraphs_in_their_places(count, seed, between):
+    """Any number of body paragraphs, with or without text between them (tails): the paragraphs come out in
+    another order, each whole, in the same positions; everything else of the page is unchanged."""
+    words = "river bank council bridge cable deck crew winter traffic mayor works harbour".split()
+    rng = np.random.default_rng(seed)
+    body = [" ".join(rng.choice(words, 25).tolist()) + f" paragraph {n}" for n in range(count)]
+    html = page(HEADLINE, body, COMMENT)
+    if between:
+        html = html.replace("</p><p>", "</p>and then<p>")
+    doc = typed_set.parse_doc(html, HEADLINE + " By Ann Smith " + " ".join(body))
+    typed_set.reorder(doc, rng)
+    out = lxml.html.document_fromstring(doc.html())
+    moved = [" ".join(p.text_content().split()) for p in out.xpath("//div[@id='main']/p")]
+    assert sorted(moved) == sorted(body) and moved != body
+    main = out.xpath("//div[@id='main']")[0]
+    assert [child.tag for child in main] == ["h1", "div"] + ["p"] * count
+    tails = [" ".join((p.tail or "").split()) for p in main.xpath("p")]
+    assert tails == (["and then"] * (count - 1) + [""] if between else [""] * count)
+    for xpath in ("//nav", "//div[@class='comments']", "//aside", "//div[@class='byline']", "//h1"):
+        assert text_of(doc.html(), xpath) == text_of(html, xpath)
