@@ -137,6 +137,14 @@ def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray,
     for k in np.flatnonzero(placed & path_mask(seg, _no_link_step)[where]).tolist():  # (a test of the tag path
         block = blocks[where[k]]  # alone: made once a distinct path)
         heading[k] = block.tag in HEADING_TAGS and in_declared_main(block)
+    return _own_stretch(seg, trusted, chrome, where, text, placed, heading, settings)
+
+
+def _own_stretch(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray, where: np.ndarray, text: np.ndarray,
+                 placed: np.ndarray, heading: np.ndarray, settings: LearnSettings) -> np.ndarray:
+    """own_content from the trusted blocks' placement (``placed``: outside CHROME_TAGS) and their section headings
+    in the declared main content (``heading``), both over ``where``, the trusted blocks' indexes."""
+    chars = seg.block_chars()
     heading[:-1] &= text[where[1:]] & placed[1:]  # ... over the page's own text (not over a list of links, nor
     heading[-1:] = False  # an <aside> of other stories: "Latest in Gear")
     strong = np.flatnonzero(((chars[where] >= settings.paragraph_chars) | heading) & text[where])

@@ -51,20 +51,7 @@ def own_content_plain(seg, trusted, chrome, settings=LearnSettings()):
                          count=len(where))
     heading = np.fromiter((b.tag in HEADING_TAGS and "/a/" not in b.tag_path and extract.in_declared_main(b)
                            for b in trusted_blocks), dtype=bool, count=len(where)) & placed
-    heading[:-1] &= text[where[1:]] & placed[1:]
-    heading[-1:] = False
-    strong = np.flatnonzero(((chars[where] >= settings.paragraph_chars) | heading) & text[where])
-    if not len(strong):
-        return trusted
-    gaps = np.diff(np.cumsum(chrome)[where])
-    first, last = strong[0], strong[-1]
-    cut = np.flatnonzero(gaps[:first] >= settings.own_content_gap)
-    start = cut[-1] + 1 if len(cut) else 0
-    cut = np.flatnonzero(gaps[last:] >= settings.own_content_gap)
-    end = last + cut[0] + 1 if len(cut) else len(where)
-    out = np.zeros_like(trusted)
-    out[where[start:end]] = True
-    return out
+    return extract._own_stretch(seg, trusted, chrome, where, text, placed, heading, settings)
 
 
 def keep_headline_plain(seg, features, keep):
