@@ -11,6 +11,7 @@ makes segmentation cost about as much as the parse and not three times more.
 from __future__ import annotations
 
 import re
+import weakref
 import zlib
 from collections import Counter
 from collections.abc import Sequence
@@ -176,6 +177,31 @@ def head_title(root: etree._Element) -> etree._Element | None:
     if native.walk is not None and isinstance(root, etree._Element):
         return native.walk.head_title(root)
     return root.find("head/title")
+
+
+_last_index: tuple = (None, None)  # (weak reference to a page, its tag_path_index): asked for by several steps in turn
+
+
+def tag_path_index(seg: Segmented) -> tuple[list[str], np.ndarray]:
+    """(the page's distinct tag paths in order of first appearance, per block the index of its tag path in that
+    list as intp). A page's blocks share a few tag paths: a test of the tag path alone is made once a path
+    (``path_mask``), not once a block. The last page's index is kept (held weakly, as document.find_title's)."""
+    global _last_index
+    last = _last_index
+    if last[0] is not None and last[0]() is seg:
+        return last[1]
+    ids: dict[str, int] = {}
+    of = np.fromiter((ids.setdefault(b.tag_path, len(ids)) for b in seg.blocks), dtype=np.intp,
+                     count=len(seg.blocks))
+    found = (list(ids), of)
+    _last_index = (weakref.ref(seg), found)
+    return found
+
+
+def path_mask(seg: Segmented, test) -> np.ndarray:
+    """``[bool(test(b.tag_path)) for b in seg.blocks]`` as a bool array, ``test`` called once a distinct path."""
+    paths, of = tag_path_index(seg)
+    return np.fromiter(map(test, paths), dtype=bool, count=len(paths))[of]
 
 
 def fill_xpaths(blocks: Sequence[Block]) -> None:

@@ -223,7 +223,8 @@ def _exact_headline(seg: Segmented, titles: list[str]) -> int | None:
     host = _host_labels(seg.page.url)
     wanted = {form for t in dict.fromkeys(titles) for form in _title_forms(t, host)}  # og:title is often <title>
     longest = min(max(map(len, wanted)) + len(PERMALINK_MARKS), HEADLINE_MAX_CHARS)
-    found = [b for b in seg.blocks if len(b.text) <= longest and b.text.rstrip(PERMALINK_MARKS).lower() in wanted]
+    found = [seg.blocks[i] for i in _title_sized(seg, longest, min(map(len, wanted)))
+             if seg.blocks[i].text.rstrip(PERMALINK_MARKS).lower() in wanted]
     found = [b for b in found if not _names_site(b.text, host)] or found
     headings = [b for b in found if b.tag in HEADING_LEVELS]
     whole_headings = [b for b in headings if b.text.rstrip(PERMALINK_MARKS).lower() in whole]
@@ -232,6 +233,18 @@ def _exact_headline(seg: Segmented, titles: list[str]) -> int | None:
     ranked = ([b for b in headings if b.link_chars * 2 < len(b.text)], headings,
               [b for b in found if b.link_chars * 2 < len(b.text)])
     return next((max(group, key=lambda b: (len(b.text), -b.index)).index for group in ranked if group), None)
+
+
+def _title_sized(seg: Segmented, longest: int, shortest: int) -> list[int]:
+    """Indexes of the blocks, in order, of at most ``longest`` characters whose text, right-stripped and
+    lower-cased, may be ``shortest`` characters or more: str.lower() gives one character for each but U+0130
+    (two), so a shorter block is one only where it holds that letter. The length tests are made on the walk's
+    counts at once, not block by block."""
+    chars = seg.block_chars()
+    within = chars <= longest
+    sized = np.flatnonzero(within & (chars >= shortest)).tolist()
+    dotted = [i for i in np.flatnonzero(within & (chars < shortest)).tolist() if "\u0130" in seg.blocks[i].text]
+    return sorted(sized + dotted) if dotted else sized
 
 
 def strip_site_name(title: str, *, from_start: bool = False) -> str:

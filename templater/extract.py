@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import operator
 import re
 
 import numpy as np
@@ -17,6 +16,7 @@ from lxml import etree
 
 from . import document, fallback, native
 from .align import lcs_length_masks, match_masks
+from .blocks import path_mask
 from .config import LIST_ITEMS, NAME_LINE_BLOCKS, REPEAT_MIN_CHARS, TEXT_STRUCTURE_PATHS, LearnSettings
 from .errors import RuleError
 from .grouping import host_of
@@ -89,8 +89,7 @@ def match_regions(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarra
         coverage = lcs_length_masks(compiled.static_masks, len(compiled.static_seq), vector.tolist()) / len(
             compiled.static_seq)
     if compiled.shapes:
-        shaped = np.fromiter(map(compiled.shapes.__contains__, map(_TAG_PATH, seg.blocks)), dtype=bool,
-                             count=len(seg.blocks))
+        shaped = path_mask(seg, compiled.shapes.__contains__)
         if compiled.nested:
             shaped |= nested_entries(seg, compiled.nested, settings)
         if shaped.any():
@@ -135,11 +134,20 @@ def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray,
         return trusted
     chars = seg.block_chars()
     text = (seg.block_links() <= settings.own_content_links * chars) & (chars > 0)
-    trusted_blocks = [seg.blocks[i] for i in where.tolist()]  # only the trusted blocks are judged below
-    placed = np.fromiter(map(_outside_chrome_tags, [b.tag_path for b in trusted_blocks]), dtype=bool,
-                         count=len(where))
-    heading = np.fromiter((b.tag in HEADING_TAGS and "/a/" not in b.tag_path and in_declared_main(b)
-                           for b in trusted_blocks), dtype=bool, count=len(where)) & placed
+    placed = path_mask(seg, _outside_chrome_tags)[where]  # only the trusted blocks are judged below
+    heading = np.zeros(len(where), dtype=bool)
+    blocks = seg.blocks
+    for k in np.flatnonzero(placed & path_mask(seg, _no_link_step)[where]).tolist():  # (a test of the tag path
+        block = blocks[where[k]]  # alone: made once a distinct path)
+        heading[k] = block.tag in HEADING_TAGS and in_declared_main(block)
+    return _own_stretch(seg, trusted, chrome, where, text, placed, heading, settings)
+
+
+def _own_stretch(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray, where: np.ndarray, text: np.ndarray,
+                 placed: np.ndarray, heading: np.ndarray, settings: LearnSettings) -> np.ndarray:
+    """own_content from the trusted blocks' placement (``placed``: outside CHROME_TAGS) and their section headings
+    in the declared main content (``heading``), both over ``where``, the trusted blocks' indexes."""
+    chars = seg.block_chars()
     heading[:-1] &= text[where[1:]] & placed[1:]  # ... over the page's own text (not over a list of links, nor
     heading[-1:] = False  # an <aside> of other stories: "Latest in Gear")
     strong = np.flatnonzero(((chars[where] >= settings.paragraph_chars) | heading) & text[where])
@@ -154,6 +162,10 @@ def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray,
     out = np.zeros_like(trusted)
     out[where[start:end]] = True
     return out
+
+
+def _no_link_step(tag_path: str) -> bool:
+    return "/a/" not in tag_path
 
 
 @functools.lru_cache(maxsize=8192)
@@ -217,18 +229,19 @@ def nested_entries(seg: Segmented, nested: dict[str, str], settings: LearnSettin
     sections' subsections under each section; the rule is learned from the top entries, on most pages, while a
     nested level is on few)."""
     prefixes = tuple(nested)
-    out = np.zeros(len(seg.blocks), dtype=bool)
-    for i, block in enumerate(seg.blocks):
-        if block.tag_path.startswith(prefixes) and nested_rule(block, nested, settings) is not None:
-            out[i] = True
-    return out
+    listed = path_mask(seg, lambda path: path.startswith(prefixes) and _nested_path(path, nested) is not None)
+    return listed & (seg.block_links() > settings.shape_max_link_density * seg.block_chars())
 
 
 def nested_rule(block, nested: dict[str, str], settings: LearnSettings = LearnSettings()) -> str | None:
     """The tag path of the shape rule whose list the block is a nested, link-heavy entry of, or None."""
-    path = block.tag_path
     if block.link_chars <= settings.shape_max_link_density * len(block.text):
         return None
+    return _nested_path(block.tag_path, nested)
+
+
+def _nested_path(path: str, nested: dict[str, str]) -> str | None:
+    """nested_rule's test of the tag path alone: the shape rule's tag path whose list ``path`` is nested in."""
     for prefix, item in nested.items():
         if path.startswith(prefix) and path.endswith("/" + item) and path.count("/") > prefix.count("/"):
             return prefix + item
@@ -252,13 +265,15 @@ def terms_of_text(seg: Segmented, shaped: np.ndarray, settings: LearnSettings = 
     (TEXT_STRUCTURE_PATHS) and mostly not link text. A shape rule is learned from a tag path's blocks on most
     pages, link-heavy there (a chapter's table of contents as a <dl>); a definition list of the page's own at the
     same tag path is not a list of links."""
-    out = np.zeros(len(seg.blocks), dtype=bool)
-    for i in np.flatnonzero(shaped):
-        block = seg.blocks[i]
-        if (any(p in block.tag_path + "/" for p in TEXT_STRUCTURE_PATHS) and "/a/" not in block.tag_path
-                and block.link_chars <= settings.shape_max_link_density * len(block.text)):
-            out[i] = True
-    return out
+    if not shaped.any():
+        return np.zeros(len(seg.blocks), dtype=bool)
+    return (shaped & path_mask(seg, _text_structure)
+            & (seg.block_links() <= settings.shape_max_link_density * seg.block_chars()))
+
+
+def _text_structure(tag_path: str) -> bool:
+    """terms_of_text's test of the tag path: in a definition list or <pre>, not in a link."""
+    return any(p in tag_path + "/" for p in TEXT_STRUCTURE_PATHS) and "/a/" not in tag_path
 
 
 def holds_little_chrome(seg: Segmented, region: np.ndarray, allowed: np.ndarray, static: np.ndarray,
@@ -279,8 +294,6 @@ def _members(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
     place = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
     return sorted_set[place] == values
 
-
-_TAG_PATH = operator.attrgetter("tag_path")
 
 
 def pinned_mask(seg: Segmented, rule: Rule, xpath: etree.XPath) -> np.ndarray:

@@ -42,9 +42,10 @@ def keep_headline(seg: Segmented, features: np.ndarray, keep: np.ndarray) -> np.
         return keep
     first = int(np.argmax(keep))
     overlap = features[:first, TITLE_OVERLAP_COLUMN]
-    found = [i for i in range(first)
-             if seg.blocks[i].tag in HEADLINE_TAGS and overlap[i] >= HEADLINE_MIN_OVERLAP]
-    if found:
-        keep = keep.copy()
-        keep[found[-1]] = True
+    blocks = seg.blocks
+    for i in np.flatnonzero(overlap >= HEADLINE_MIN_OVERLAP)[::-1].tolist():  # the last such heading
+        if blocks[i].tag in HEADLINE_TAGS:
+            keep = keep.copy()
+            keep[i] = True
+            break
     return keep
