@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from templater import config
 from templater.errors import StoreError
 
+from . import templates as template_store
 from .db import migrate
 
 if TYPE_CHECKING:  # annotations only: a store opens without sqlite-utils (store.db.Database)
@@ -347,14 +348,16 @@ class Version:
     page_count: int
     rule_count: int
     layout_shapes: bytes
+    layout_match: float  # the share of its layout a page must hold to be given it (saved with its settings)
 
 
 _VERSION_COLUMNS = ("id, site, group_key, version, current, stale, learned_at, reason, page_count, rule_count,"
-                    " layout_shapes")
+                    " layout_shapes, settings")
 
 
 def _version(r: tuple) -> Version:
-    return Version(r[0], r[1], r[2], r[3], bool(r[4]), bool(r[5]), r[6], r[7], r[8], r[9], r[10])
+    return Version(r[0], r[1], r[2], r[3], bool(r[4]), bool(r[5]), r[6], r[7], r[8], r[9], r[10],
+                   template_store.layout_match(r[11]))
 
 
 def versions_after(db: sqlite_utils.Database, group: str, template_id: int) -> list[Version]:

@@ -17,12 +17,12 @@ from lxml import etree
 
 from . import document, fallback, native
 from .align import lcs_length_masks, match_masks
-from .config import LIST_ITEMS, REPEAT_MIN_CHARS, TEXT_STRUCTURE_PATHS, LearnSettings
+from .config import LearnSettings
 from .errors import RuleError
 from .grouping import host_of
 from .headline import find_headline
 from .metadata import META_ACTIONS, read_metadata
-from .template import CHROME_TAGS, HEADING_TAGS, RELATED_SIZE_TEST, contains, fits, size_limit
+from .template import RELATED_SIZE_TEST, contains, fits, size_limit
 from .datatypes import Extraction, Rule, RuleAction, Segmented, Template
 
 NO_CLASSIFIER = "none"  # --fallback none: the template's rules alone (the whole text where there is no template)
@@ -44,7 +44,7 @@ class CompiledTemplate:
         self.static_set = np.array(sorted(set(self.static_seq)), dtype=np.uint32)
         self.static_masks = match_masks(self.static_seq)
         self.shapes = frozenset(r.tag_path for r in template.rules if r.action == RuleAction.DROP_SHAPE)
-        self.nested = nested_lists(self.shapes)
+        self.nested = nested_lists(self.shapes, settings)
         regions = [r for r in template.rules if r.action == RuleAction.CONTENT and not r.pinned]
         self.region = _compile(regions[0])[1] if regions else None
         # a region right under <body> may be the page's wrapper: it bounds what is kept, and earns trust only on
@@ -121,7 +121,7 @@ def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray,
     sequence, the site's chrome between them); the stretch from the first to the last paragraph or section
     heading (a block of paragraph_chars or more, or a heading not in a link inside the element the page declares
     its main content, <main> or [role=main], whose next trusted block is not mostly links, neither under <nav>,
-    <aside>, <header>, <footer> or <form> (CHROME_TAGS); not mostly links itself:
+    <aside>, <header>, <footer> or <form> (chrome_tags); not mostly links itself:
     a reference page's sections go on past a summary table the template cut, while a news page's sidebar boxes and
     lists of other stories have headings too), with what follows or precedes it up to such a gap, keeps the
     trust. What lies before the page's first paragraph or beyond its last, past the site's chrome (a chapter's
@@ -133,9 +133,9 @@ def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray,
     chars = seg.block_chars()
     text = (seg.block_links() <= settings.own_content_links * chars) & (chars > 0)
     trusted_blocks = [seg.blocks[i] for i in where.tolist()]  # only the trusted blocks are judged below
-    placed = np.fromiter(map(_outside_chrome_tags, [b.tag_path for b in trusted_blocks]), dtype=bool,
-                         count=len(where))
-    heading = np.fromiter((b.tag in HEADING_TAGS and "/a/" not in b.tag_path and in_declared_main(b)
+    placed = np.fromiter((_outside_chrome_tags(b.tag_path, settings.chrome_tags) for b in trusted_blocks),
+                         dtype=bool, count=len(where))
+    heading = np.fromiter((b.tag in settings.heading_tags and "/a/" not in b.tag_path and in_declared_main(b)
                            for b in trusted_blocks), dtype=bool, count=len(where)) & placed
     heading[:-1] &= text[where[1:]] & placed[1:]  # ... over the page's own text (not over a list of links, nor
     heading[-1:] = False  # an <aside> of other stories: "Latest in Gear")
@@ -154,19 +154,19 @@ def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray,
 
 
 @functools.lru_cache(maxsize=8192)
-def _outside_chrome_tags(tag_path: str) -> bool:
-    """Whether no step of a tag path is one of CHROME_TAGS (a page's blocks repeat a few tag paths many times)."""
+def _outside_chrome_tags(tag_path: str, chrome_tags: frozenset[str]) -> bool:
+    """Whether no step of a tag path is one of chrome_tags (a page's blocks repeat a few tag paths many times)."""
     path = tag_path + "/"
-    return not any(f"/{tag}/" in path for tag in CHROME_TAGS)
+    return not any(f"/{tag}/" in path for tag in chrome_tags)
 
 
-def nested_lists(shapes: frozenset[str]) -> dict[str, str]:
+def nested_lists(shapes: frozenset[str], settings: LearnSettings = LearnSettings()) -> dict[str, str]:
     """{the list's tag path with a trailing '/': its item tag} of the shape rules whose tag path ends in a list's
-    item (LIST_ITEMS: ul/li, ol/li, dl/dt, dl/dd)."""
+    item (settings.list_items: ul/li, ol/li, dl/dt, dl/dd)."""
     out = {}
     for path in shapes:
         steps = path.rsplit("/", 2)
-        if len(steps) == 3 and (steps[1], steps[2]) in LIST_ITEMS:
+        if len(steps) == 3 and (steps[1], steps[2]) in settings.list_items:
             out[f"{steps[0]}/{steps[1]}/"] = steps[2]
     return out
 
@@ -209,13 +209,13 @@ def in_declared_main(block) -> bool:
 
 def terms_of_text(seg: Segmented, shaped: np.ndarray, settings: LearnSettings = LearnSettings()) -> np.ndarray:
     """Blocks a shape rule names that are terms or code of the page's text: in a definition list or <pre>
-    (TEXT_STRUCTURE_PATHS) and mostly not link text. A shape rule is learned from a tag path's blocks on most
+    (settings.text_structure_paths) and mostly not link text. A shape rule is learned from a tag path's blocks on most
     pages, link-heavy there (a chapter's table of contents as a <dl>); a definition list of the page's own at the
     same tag path is not a list of links."""
     out = np.zeros(len(seg.blocks), dtype=bool)
     for i in np.flatnonzero(shaped):
         block = seg.blocks[i]
-        if (any(p in block.tag_path + "/" for p in TEXT_STRUCTURE_PATHS) and "/a/" not in block.tag_path
+        if (any(p in block.tag_path + "/" for p in settings.text_structure_paths) and "/a/" not in block.tag_path
                 and block.link_chars <= settings.shape_max_link_density * len(block.text)):
             out[i] = True
     return out
@@ -385,7 +385,7 @@ def drop_repeats(seg: Segmented, keep: np.ndarray, trusted: np.ndarray | None = 
     there in the page's declared main content (lone_repeats: a reference page's summary line said again in its
     details)."""
     seen: set[str] = set()
-    long = keep & (seg.block_chars() >= REPEAT_MIN_CHARS)
+    long = keep & (seg.block_chars() >= settings.repeat_min_chars)
     repeat = np.zeros(len(keep), dtype=bool)
     for i in np.flatnonzero(long):
         text = seg.blocks[i].text
@@ -401,7 +401,7 @@ def drop_repeats(seg: Segmented, keep: np.ndarray, trusted: np.ndarray | None = 
 
 def lone_repeats(seg: Segmented, long: np.ndarray, repeat: np.ndarray, trusted: np.ndarray) -> np.ndarray:
     """Repeats in the trusted region, inside the element the page declares its main content (<main>,
-    [role=main]), between two kept long blocks (REPEAT_MIN_CHARS) that are not repeats: one line said again among
+    [role=main]), between two kept long blocks (repeat_min_chars) that are not repeats: one line said again among
     the page's own text (a method's summary sentence in its details, before its parameters), not an article
     printed twice (a run of repeated paragraphs), a news page's lede printed over its story (pages without <main>)
     nor its first paragraph quoted again in a share-by-email box after the story."""

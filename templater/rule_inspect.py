@@ -38,7 +38,7 @@ from .extract import (CompiledTemplate, container_mask, extract_page, match_regi
 from .fallback import OUTSIDE_TRUSTED, drop_reasons, select_blocks
 from .metadata import META_ACTIONS
 from .pipeline import Progress, TemplateIndex, now, segment_file, stored_segment
-from .template import content_ancestry, link_runs, repeated_chrome, varying_rows
+from .template import content_ancestry, declared_content, link_runs, repeated_chrome, varying_rows
 from .report import (CLASSIFIER, FALLBACK_PREFIX, OUTSIDE_REGION, PINNED_RULE, TEMPLATE_ONLY, BlockDecision,
                      PageCoverage, PageExplanation, ReportData, TemplateSummary, render_report, shorten)
 from .datatypes import MATCH_ACTIONS, Rule, RuleAction, RuleMatch, Segmented, Skip
@@ -213,18 +213,19 @@ def _keyed(rules: Sequence[Rule]) -> dict[tuple, tuple[int, Rule]]:
 
 # --- explain and test ---------------------------------------------------------------------------------------
 
-def explain_page(db: sqlite_utils.Database, target: str, *, url: str | None = None, method: str = "auto",
-                 settings: LearnSettings = LearnSettings()) -> PageExplanation:
+def explain_page(db: sqlite_utils.Database, target: str, *, url: str | None = None,
+                 method: str = "auto") -> PageExplanation:
     """Each block of a stored page (by URL) or of a local .html file, kept or dropped, and what decided it.
 
-    A file is matched to a template by ``url`` (else its file:// URL), the way a new page of a known site is.
+    A file is matched to a template by ``url`` (else its file:// URL), the way a new page of a known site is (each
+    template's saved layout_match); the template's saved settings explain it.
     """
     pin_store.ensure_schema(db)
     if not Path(target).exists() and re.match(r"^[a-z][a-z0-9+.-]*://", target, re.IGNORECASE):
         seg, site = _stored_page(db, target)
     else:
         seg, site = segment_file(Path(target), url=url), None
-    return explain_blocks(seg, TemplateIndex(db).find(seg, site, threshold=settings.layout_match), method=method)
+    return explain_blocks(seg, TemplateIndex(db).find(seg, site), method=method)
 
 
 def test_rules(db: sqlite_utils.Database, site: str, path: str | Path, *, url: str | None = None,
@@ -359,7 +360,7 @@ def _content_roots(seg: Segmented, compiled: CompiledTemplate) -> list:
     """The page's content containers as the template sees them: its learned region, <main>, <article> and
     [role=main]."""
     roots = [e for e in compiled.region(seg.root) if isinstance(e, etree._Element)][:1] if compiled.region else []
-    return roots + seg.root.xpath("//main | //article | //*[@role='main']")
+    return roots + declared_content(seg.root, compiled.settings)
 
 
 # --- export, import, remove ---------------------------------------------------------------------------------
