@@ -5,12 +5,13 @@
 DB is a store templater built (`templater run ... --db DB`, or ingest + build). For each compiled function
 (templater/_walk.pyx, templater/_numeric.c) the Python function that dispatches to it (native.walk or
 native.numeric, read at each call) is wrapped, one at a time, and the stored pages are extracted with their
-templates (`pipeline.extract_stored_page`: parse, segment, template, classifier, metadata). Every call of the
+templates (`pipeline.extract_stored_page`: parse, segment, template, classifier, metadata), each site's first
+pages are parsed and learned from, and the classifier's stages are run step by step (FLOWS). Every call of the
 wrapped function runs twice on the same arguments, compiled and with its part of templater.native set to None (its
 pure definition: numpy, lxml, the regexes), the order alternating from call to call; the CPU time of each side is
 summed (time.process_time_ns). A pure run takes the pure path all the way down (what dropping that compiled code
-would cost); the compiled result is the one extraction goes on with. Prints per function: calls, compiled and
-pure ms per page, and pure / compiled.
+would cost); the compiled result is the one the flow goes on with. Prints per function and flow: calls, compiled
+and pure ms per stored page, and pure / compiled.
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ WRAPPERS = [
     ("_numeric.markup_counts", "parse", "markup_counts", "numeric"),
     ("_numeric.utf8_controls_to_space", "parse", "clean_text", "numeric"),
     ("_numeric.text_matrix", "features", "_text_columns", "numeric"),
-    ("_numeric.tree_distances", "features", "_distances", "numeric"),
     ("_numeric.tree_inside", "features", "inside", "numeric"),
     ("_numeric.tree_sum_up", "features", "sum_up", "numeric"),
     ("_numeric.block_features (+ text_matrix)", "features", "block_features", "numeric"),
@@ -105,6 +105,58 @@ def patch(module_name: str, name: str, timed: Timed) -> list:
     return done
 
 
+def extract_flow(stored, index) -> None:
+    """The stored pages extracted with their templates, as `templater extract` does."""
+    from templater import pipeline
+
+    for page in stored:
+        pipeline.extract_stored_page(page, index, method="auto")
+
+
+def learn_flow(stored, index) -> None:
+    """Each site's first eight stored pages parsed from their HTML with the page limits checked (as ingest does)
+    and learned from (as build does)."""
+    from templater.blocks import segment
+    from templater.datatypes import Page
+    from templater.parse import parse_checked
+    from templater.template import learn_template
+
+    by_site: dict[str, list] = {}
+    for page in stored:
+        by_site.setdefault(page.site or page.group_key or "", []).append(page)
+    for site, pages in sorted(by_site.items()):
+        segs = []
+        for page in pages[:8]:
+            root, _ = parse_checked(page.html)
+            if root is not None:
+                segs.append(segment(root, Page(id=page.id, url=page.url, html=page.html_bytes)))
+        if len(segs) >= 3:
+            learn_template(segs, site=site)
+
+
+def steps_flow(stored, index) -> None:
+    """The default classifier's two stages step by step (stage_scores' numpy path: the first ensemble, the
+    context columns), on each stored page's allowed blocks: ensemble and context_features outside two_stage."""
+    from templater import ann, features, fallback, pipeline
+    from templater.extract import apply_template
+
+    weights = fallback.default_weights()
+    for page in stored:
+        seg = pipeline.stored_segment(page)
+        if not getattr(seg, "blocks", None):
+            continue
+        compiled = index.find(seg, page.site)
+        tree = features.number_tree(seg)
+        feats = features.block_features(seg, tree)
+        first = ann.predict_mean(weights.first, feats)
+        if compiled is not None:
+            first = first * apply_template(seg, compiled)[0]
+        features.context_features(seg, tree, first)
+
+
+FLOWS = {"extract": extract_flow, "learn": learn_flow, "steps": steps_flow}
+
+
 def run(db_path: Path, limit: int, only: str | None) -> tuple[int, list[tuple]]:
     import importlib
 
@@ -118,22 +170,24 @@ def run(db_path: Path, limit: int, only: str | None) -> tuple[int, list[tuple]]:
     stored = list(page_store.load_pages(db, ids))
     index = pipeline.TemplateIndex(db)
     pipeline.warm_models()
-    for page in stored[:20]:  # warm caches (compiled templates, the language model) before any timing
-        pipeline.extract_stored_page(page, index, method="auto")
+    for flow in FLOWS.values():  # warm caches (compiled templates, the language model) before any timing
+        flow(stored[:20], index)
     rows = []
     for label, module_name, name, part in WRAPPERS:
         if only and only not in label:
             continue
         module = importlib.import_module(f"templater.{module_name}")
-        timed = Timed(getattr(module, name), part)
-        bound = patch(module_name, name, timed)
-        try:
-            for page in stored:
-                pipeline.extract_stored_page(page, index, method="auto")
-        finally:
-            for owner, attr in bound:
-                setattr(owner, attr, timed.function)
-        rows.append((label, f"{module_name}.{name}", timed.calls, timed.compiled_ns, timed.pure_ns))
+        for flow_name, flow in FLOWS.items():
+            timed = Timed(getattr(module, name), part)
+            bound = patch(module_name, name, timed)
+            try:
+                flow(stored, index)
+            finally:
+                for owner, attr in bound:
+                    setattr(owner, attr, timed.function)
+            if timed.calls:
+                rows.append((label, f"{module_name}.{name}", flow_name, timed.calls, timed.compiled_ns,
+                             timed.pure_ns))
     db.conn.close()
     return len(stored), rows
 
@@ -145,21 +199,22 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="passes over the pages; medians are shown")
     parser.add_argument("--only", default=None, help="only the functions whose label holds this")
     args = parser.parse_args()
-    results: dict[str, list] = {}
+    results: dict[tuple, list] = {}
     pages = 0
     for _ in range(args.rounds):
         pages, rows = run(args.db, args.limit, args.only)
-        for label, wrapper, calls, compiled_ns, pure_ns in rows:
-            results.setdefault(label, []).append((wrapper, calls, compiled_ns, pure_ns))
-    print("| compiled function | wraps | calls a page | compiled ms/page | pure ms/page | pure / compiled |")
-    print("| --- | --- | ---: | ---: | ---: | ---: |")
-    for label, runs in results.items():
-        wrapper, calls = runs[0][0], runs[0][1]
-        compiled = statistics.median(r[2] for r in runs) / 1e6 / pages
-        pure = statistics.median(r[3] for r in runs) / 1e6 / pages
+        for label, wrapper, flow, calls, compiled_ns, pure_ns in rows:
+            results.setdefault((label, wrapper, flow), []).append((calls, compiled_ns, pure_ns))
+    print("| compiled function | wraps | flow | calls a page | compiled ms/page | pure ms/page | pure / compiled |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: |")
+    for (label, wrapper, flow), runs in results.items():
+        calls = runs[0][0]
+        compiled = statistics.median(r[1] for r in runs) / 1e6 / pages
+        pure = statistics.median(r[2] for r in runs) / 1e6 / pages
         ratio = f"{pure / compiled:.2f}x" if compiled else "-"
-        print(f"| {label} | `{wrapper}` | {calls / pages:.2f} | {compiled:.4f} | {pure:.4f} | {ratio} |")
-    print(f"\n{pages} stored pages, {args.rounds} rounds (medians), CPU time, in-flow A/B")
+        print(f"| {label} | `{wrapper}` | {flow} | {calls / pages:.2f} | {compiled:.4f} | {pure:.4f} | {ratio} |")
+    print(f"\n{pages} stored pages, {args.rounds} rounds (medians), CPU time, in-flow A/B; flows: "
+          + "; ".join(f"{name}: {flow.__doc__.split(chr(10))[0]}" for name, flow in FLOWS.items()))
     return 0
 
 
