@@ -433,7 +433,8 @@ def template_history(db: sqlite_utils.Database, site: str) -> list[HistoryRow]:
         rows = db.execute(f"SELECT {columns}, e.at, e.detail FROM templates t LEFT JOIN template_events e"
                           " ON e.site = t.site AND e.version = t.version AND e.event = 'stale' WHERE t.site = ?"
                           " ORDER BY t.version", [site]).fetchall()
-    return [HistoryRow(_version(r[:11]), r[11], r[12]) for r in rows]
+    width = len(_VERSION_COLUMNS.split(","))
+    return [HistoryRow(_version(r[:width]), r[width], r[width + 1]) for r in rows]
 
 
 def sites_like(db: sqlite_utils.Database, site: str) -> list[str]:

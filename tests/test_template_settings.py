@@ -232,3 +232,17 @@ def test_a_build_that_changes_only_the_settings_saves_a_new_version(tmp_path):
 def feed_html_pages(count: int) -> list[str]:
     from sitegen import feed_html
     return [feed_html(seed)[0] for seed in range(count)]
+
+
+def test_the_history_shows_each_versions_saved_layout_match(tmp_path):
+    from store import runs as run_store
+
+    segs = [seg for seg, _ in guide_pages(6)]
+    db = pipeline.open_store(tmp_path / "t.db")
+    for share in (0.25, 0.75):
+        template = learn_template(segs, site="s/", settings=dataclasses.replace(LearnSettings(), layout_match=share))
+        template_store.save_template(db, template, group_key="s/", layout_shapes=np.zeros(0, dtype=np.uint32))
+    history = run_store.template_history(db, "s/")
+    assert [(row.version.version, row.version.layout_match, row.stale_at) for row in history] == [
+        (1, 0.25, None), (2, 0.75, None)]
+    assert [v.layout_match for v in run_store.current_versions(db, "s/")] == [0.75]
