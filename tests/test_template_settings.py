@@ -92,18 +92,24 @@ def test_the_store_keeps_a_templates_settings_and_extraction_reads_them_back(mak
     assert not written
 
 
+def opened_fixture(fixture: Path, tmp_path: Path):
+    """(its stored extractions' texts by page, its templates' settings as saved, the store opened by templater
+    (migrated), the settings after the migrations) of a copy of an old store."""
+    db_file = tmp_path / "old.db"
+    shutil.copy(fixture, db_file)
+    conn = sqlite3.connect(db_file)
+    before = dict(conn.execute("SELECT page_id, text FROM extractions"))
+    old = [json.loads(s) for (s,) in conn.execute("SELECT settings FROM templates ORDER BY id")]
+    conn.close()
+    db = pipeline.open_store(db_file)
+    return before, old, db, [json.loads(s) for (s,) in db.execute("SELECT settings FROM templates ORDER BY id")]
+
+
 def test_an_old_store_gets_the_settings_its_templates_were_applied_with_and_extracts_as_before(tmp_path):
     """tests/fixtures/templates_v1.db (tests/fixtures/make_templates_v1.py, the code of 3cf8f85): templates saved
     without the extraction thresholds, and the extractions that code made with them."""
-    db_file = tmp_path / "old.db"
-    shutil.copy(FIXTURE, db_file)
-    conn = sqlite3.connect(db_file)
-    before = dict(conn.execute("SELECT page_id, text FROM extractions"))
-    old = [json.loads(s) for (s,) in conn.execute("SELECT settings FROM templates")]
-    conn.close()
+    before, old, db, saved = opened_fixture(FIXTURE, tmp_path)  # migrations 2 and 3 of the templates component
     assert old and all("wrapper_depth" not in s for s in old)
-    db = pipeline.open_store(db_file)  # migrations 2 and 3 of the templates component
-    saved = [json.loads(s) for (s,) in db.execute("SELECT settings FROM templates")]
     assert all(s == {**template_store.V2_SETTINGS, **template_store.V3_SETTINGS} for s in saved)
     again = {r.id: r.text for r in pipeline.iter_crawl_extractions(db, sorted(before))}
     assert again == before
@@ -120,15 +126,8 @@ def test_the_migrations_record_every_setting_with_the_value_of_today():
 def test_a_store_of_schema_2_gets_the_settings_of_migration_3_and_extracts_as_before(tmp_path):
     """tests/fixtures/templates_v2.db (tests/fixtures/make_templates_v2.py, the code of 1a61856): templates saved
     with the settings of migration 2 only, and the extractions that code made with them."""
-    db_file = tmp_path / "old.db"
-    shutil.copy(FIXTURE_V2, db_file)
-    conn = sqlite3.connect(db_file)
-    before = dict(conn.execute("SELECT page_id, text FROM extractions"))
-    old = [json.loads(s) for (s,) in conn.execute("SELECT settings FROM templates")]
-    conn.close()
+    before, old, db, saved = opened_fixture(FIXTURE_V2, tmp_path)  # migration 3
     assert old and all(set(s) == set(template_store.V2_SETTINGS) for s in old)
-    db = pipeline.open_store(db_file)
-    saved = [json.loads(s) for (s,) in db.execute("SELECT settings FROM templates")]
     assert all(s == {**old_s, **template_store.V3_SETTINGS} for s, old_s in zip(saved, old))
     assert all(t.settings == LearnSettings() for _, _, t in template_store.iter_current(db))
     again = {r.id: r.text for r in pipeline.iter_crawl_extractions(db, sorted(before))}
