@@ -104,10 +104,11 @@ def stage_breakdown(db) -> dict[str, float]:
         tree = step("number tree", features.number_tree, seg)
         feats = step("features", features.block_features, seg, tree)
         scores = step("score (two-stage MLP)", fallback._score, seg, tree, feats, weights, allowed)
-        keep = step("keep + headline", lambda: headline.keep_headline(seg, feats, _keep(seg, tree, scores, allowed,
-                                                                                        in_region)))
+        keep = step("keep + headline", lambda: headline.keep_headline(
+            seg, feats, _keep(seg, tree, scores, allowed, in_region, compiled.settings)))
         result = step("text + repeats", extract_mod._extraction, seg, keep, site=stored.site, method="template",
-                      template=compiled.name, coverage=round(coverage, 4), trusted=in_region)
+                      template=compiled.name, coverage=round(coverage, 4), trusted=in_region,
+                      settings=compiled.settings)
         step("metadata (declared, rules, shown, language)", metadata.read_metadata, seg, rules=compiled.meta,
              text=result.text)
         return CLOCK()
@@ -121,14 +122,14 @@ def stage_breakdown(db) -> dict[str, float]:
     return spent
 
 
-def _keep(seg, tree, scores, allowed, trusted):
-    """fallback.classify_blocks' choice behind a template, from the scores already computed."""
+def _keep(seg, tree, scores, allowed, trusted, settings):
+    """fallback.classify_blocks' choice behind a template (with its settings), from the scores already computed."""
     from templater import fallback
 
-    keep = (scores > fallback.ALLOWED_THRESHOLD) & allowed
+    keep = (scores > settings.allowed_threshold) & allowed
     if trusted.any():
-        chrome = fallback.region_chrome(seg, tree, trusted)
-        keep |= trusted & allowed & ~((scores <= fallback.TRUSTED_THRESHOLD) & chrome)
+        chrome = fallback.region_chrome(seg, tree, trusted, settings)
+        keep |= trusted & allowed & ~((scores <= settings.trusted_threshold) & chrome)
     return keep & ~fallback.captions(seg)
 
 

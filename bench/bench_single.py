@@ -146,7 +146,6 @@ def run_with_templates(pages: list[dict], out: Path) -> tuple[dict[str, float], 
     classify; not learning) and the number of pages a template covers."""
     from store import pages as page_store
     from templater import pipeline
-    from templater.config import LearnSettings
     from templater.extract import extract_page
 
     speeds = {}
@@ -160,7 +159,6 @@ def run_with_templates(pages: list[dict], out: Path) -> tuple[dict[str, float], 
         pipeline.build(db)
         index = pipeline.TemplateIndex(db)
         stored = list(page_store.load_pages(db, [pid for pid, _, _ in page_store.iter_page_keys(db)]))
-    threshold = LearnSettings().layout_match
     covered = 0
     for method in ("none", *fallback.METHODS):
         name = "template-only" if method == "none" else f"template+{method}"
@@ -170,7 +168,7 @@ def run_with_templates(pages: list[dict], out: Path) -> tuple[dict[str, float], 
             seg = pipeline.stored_segment(page)
             if not hasattr(seg, "blocks"):
                 continue
-            compiled = index.find(seg, page.site, threshold=threshold)
+            compiled = index.find(seg, page.site)
             covered += method == "none" and compiled is not None
             results.append(extract_page(seg, compiled, site=page.site, method=method if compiled else "auto"))
         speeds[name] = len(results) / (time.perf_counter() - start)

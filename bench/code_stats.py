@@ -10,7 +10,8 @@
   1-10, 11-20, 21-30, 31-50, 51-100, over 100 lines;
 - README.md's size in bytes;
 - the import graph of templater/, store/ and cli.py (module level and inside functions, as tests/test_layering.py
-  reads it): modules per layer and edges, where the commit states its layers (templater.APPLICATION_MODULES).
+  reads it): modules per layer, edges, edges between layers and how many run upward, where the commit states its
+  layers (templater.APPLICATION_MODULES).
 Without --rev the working tree is read; with it, the commit's files (git show), so a before/after pair comes from
 one command each.
 """
@@ -23,6 +24,7 @@ import json
 import math
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,6 +68,9 @@ def percentile(values: list[int], share: float) -> int:
     return values[max(0, math.ceil(len(values) * share) - 1)] if values else 0
 
 
+LAYERS = ("core", "store", "application", "cli")  # bottom to top: an edge from a layer to one after it is upward
+
+
 def import_graph(sources: dict[str, str]) -> dict | None:
     """Modules per layer and the edges between our modules, where templater/__init__.py names its layers."""
     init = sources.get("templater/__init__.py", "")
@@ -94,8 +99,12 @@ def import_graph(sources: dict[str, str]) -> dict | None:
     store = [m for m in ours if m.startswith("store.")]
     app = [m for m in ours if m.startswith("templater.") and m.split(".")[1] in application]
     core = [m for m in ours if m.startswith("templater.") and m not in app]
+    layer = {**{m: "core" for m in core}, **{m: "store" for m in store}, **{m: "application" for m in app},
+             "cli": "cli"}
+    between = Counter(f"{layer[a]} -> {layer[b]}" for a, b in edges)
+    upward = sum(1 for a, b in edges if LAYERS.index(layer[a]) < LAYERS.index(layer[b]))
     return {"core": len(core), "store": len(store), "application": len(app), "cli": int("cli" in ours),
-            "edges": len(edges)}
+            "edges": len(edges), "layer_edges": dict(sorted(between.items())), "upward": upward}
 
 
 def stats(rev: str | None) -> dict:
@@ -135,6 +144,9 @@ def main() -> int:
     graph = s["import_graph"]
     print("  import graph: " + (f"{graph['core']} core, {graph['store']} store, {graph['application']} application "
                                 f"modules + cli, {graph['edges']} edges" if graph else "no layers stated"))
+    if graph:
+        print("  edges by layer: " + ", ".join(f"{k} {v}" for k, v in graph["layer_edges"].items())
+              + f"; upward {graph['upward']}")
     return 0
 
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from templater import config
 from templater.errors import StoreError
 
+from . import templates as template_store
 from .db import migrate
 
 if TYPE_CHECKING:  # annotations only: a store opens without sqlite-utils (store.db.Database)
@@ -347,14 +348,16 @@ class Version:
     page_count: int
     rule_count: int
     layout_shapes: bytes
+    layout_match: float  # the share of its layout a page must hold to be given it (saved with its settings)
 
 
 _VERSION_COLUMNS = ("id, site, group_key, version, current, stale, learned_at, reason, page_count, rule_count,"
-                    " layout_shapes")
+                    " layout_shapes, settings")
 
 
 def _version(r: tuple) -> Version:
-    return Version(r[0], r[1], r[2], r[3], bool(r[4]), bool(r[5]), r[6], r[7], r[8], r[9], r[10])
+    return Version(r[0], r[1], r[2], r[3], bool(r[4]), bool(r[5]), r[6], r[7], r[8], r[9], r[10],
+                   template_store.layout_match(r[11]))
 
 
 def versions_after(db: sqlite_utils.Database, group: str, template_id: int) -> list[Version]:
@@ -430,7 +433,8 @@ def template_history(db: sqlite_utils.Database, site: str) -> list[HistoryRow]:
         rows = db.execute(f"SELECT {columns}, e.at, e.detail FROM templates t LEFT JOIN template_events e"
                           " ON e.site = t.site AND e.version = t.version AND e.event = 'stale' WHERE t.site = ?"
                           " ORDER BY t.version", [site]).fetchall()
-    return [HistoryRow(_version(r[:11]), r[11], r[12]) for r in rows]
+    width = len(_VERSION_COLUMNS.split(","))
+    return [HistoryRow(_version(r[:width]), r[width], r[width + 1]) for r in rows]
 
 
 def sites_like(db: sqlite_utils.Database, site: str) -> list[str]:

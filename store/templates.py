@@ -52,13 +52,40 @@ V2_SETTINGS = {
 
 def _v2(db: sqlite_utils.Database) -> None:
     """Every template's settings complete: what it lacks, the values it was made and applied with (V2_SETTINGS)."""
+    _complete_settings(db, V2_SETTINGS)
+
+
+def _complete_settings(db: sqlite_utils.Database, values: dict) -> None:
+    """Each template's saved settings with ``values`` where it lacks them."""
     rows = db.execute("SELECT id, settings FROM templates").fetchall()
     db.conn.executemany("UPDATE templates SET settings = ? WHERE id = ?",
-                        [(json.dumps({**V2_SETTINGS, **settings_dict(text)}, sort_keys=True), template_id)
+                        [(json.dumps({**values, **settings_dict(text)}, sort_keys=True), template_id)
                          for template_id, text in rows])
 
 
-MIGRATIONS = [_v1, _v2]
+# What templates saved before migration 3 were chosen, applied and learned with besides (the layout match already
+# was saved): the single-page classifier's thresholds behind a template, the repeat length, the tag lists learning
+# and extraction read, the related boxes' share and the layout signature's, as config.py had them on the day of
+# migration 3 (literals, as V2_SETTINGS)
+V3_SETTINGS = {
+    "repeat_min_chars": 100, "text_structure_paths": ["/dl/", "/pre/"],
+    "list_items": [["dl", "dd"], ["dl", "dt"], ["ol", "li"], ["ul", "li"]], "allowed_threshold": 0.3,
+    "trusted_threshold": 0.05, "region_link_density": 0.5,
+    "region_chrome_groups": ["nav", "related", "share", "account", "ad", "comment", "hidden"],
+    "region_chrome_tags": ["aside", "footer", "form", "header", "nav"], "protected_tags": ["dl", "pre", "table"],
+    "chrome_tags": ["aside", "footer", "form", "header", "nav"], "heading_tags": ["h1", "h2", "h3", "h4", "h5", "h6"],
+    "label_tags": ["caption", "dt", "h1", "h2", "h3", "h4", "h5", "h6", "legend", "summary", "th"],
+    "content_tags": ["article", "main"], "structure_tags": ["dl", "pre", "table"], "list_tags": ["menu", "ol", "ul"],
+    "nav_paths": ["/nav/", "/aside/"], "related_max_share": 0.3, "layout_shape_share": 0.5,
+}
+
+
+def _v3(db: sqlite_utils.Database) -> None:
+    """Every template's settings complete again: what it lacks, the values of V3_SETTINGS."""
+    _complete_settings(db, V3_SETTINGS)
+
+
+MIGRATIONS = [_v1, _v2, _v3]
 
 
 def ensure_schema(db: sqlite_utils.Database) -> None:
@@ -143,12 +170,19 @@ def iter_current(db: sqlite_utils.Database) -> Iterator[tuple[str, np.ndarray, T
         yield row[2], blob_vector(row[9]), _template(db, row)
 
 
-def iter_current_heads(db: sqlite_utils.Database) -> Iterator[tuple[str, np.ndarray, str, int]]:
-    """(group_key, layout shape set, site, template id) of every site's current version, in ``iter_current``
-    order, without the rules (``load_template`` reads them)."""
-    for group, blob, site, template_id in db.execute(
-            "SELECT group_key, layout_shapes, site, id FROM templates WHERE current = 1 ORDER BY site"):
-        yield group, blob_vector(blob), site, template_id
+def iter_current_heads(db: sqlite_utils.Database) -> Iterator[tuple[str, np.ndarray, str, int, float]]:
+    """(group_key, layout shape set, site, template id, its layout_match: the share of its layout a page must hold
+    to be given it) of every site's current version, in ``iter_current`` order, without the rules
+    (``load_template`` reads them)."""
+    for group, blob, site, template_id, text in db.execute(
+            "SELECT group_key, layout_shapes, site, id, settings FROM templates WHERE current = 1 ORDER BY site"):
+        yield group, blob_vector(blob), site, template_id, layout_match(text)
+
+
+def layout_match(text: str | None) -> float:
+    """The layout_match a template saved (``text``: its settings), LearnSettings' default where it saved none."""
+    value = settings_dict(text).get("layout_match")
+    return LearnSettings.layout_match if value is None else value
 
 
 def load_template(db: sqlite_utils.Database, template_id: int) -> Template:

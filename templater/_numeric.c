@@ -27,38 +27,6 @@ static int get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, Py_ss
     return 0;
 }
 
-/* features._distances: int64 (elements x count): levels up to the nearest element carrying each flag. */
-static PyObject *tree_distances(PyObject *self, PyObject *args) {
-    PyObject *parent_obj, *bits_obj;
-    Py_ssize_t n, count;
-    long long far;
-    if (!PyArg_ParseTuple(args, "OOnnL", &parent_obj, &bits_obj, &n, &count, &far)) return NULL;
-    Py_buffer pv, bv;
-    if (get_buffer(parent_obj, &pv, 8, n) < 0) return NULL;
-    if (get_buffer(bits_obj, &bv, 4, n) < 0) { PyBuffer_Release(&pv); return NULL; }
-    PyObject *result = PyBytes_FromStringAndSize(NULL, n * count * 8);
-    if (result) {
-        const int64_t *parent = pv.buf;
-        const uint32_t *bits = bv.buf;
-        int64_t *out = (int64_t *)PyBytes_AS_STRING(result);
-        for (Py_ssize_t e = 0; e < n; e++) {
-            int64_t up = parent[e];
-            for (Py_ssize_t k = 0; k < count; k++) {
-                int own = (bits[e] >> k) & 1;
-                if (own) out[e * count + k] = 0;
-                else if (up < 0) out[e * count + k] = far;
-                else {
-                    int64_t above = out[up * count + k] + 1;
-                    out[e * count + k] = above < far ? above : far;
-                }
-            }
-        }
-    }
-    PyBuffer_Release(&pv);
-    PyBuffer_Release(&bv);
-    return result;
-}
-
 /* features.inside: bool per element, itself or an ancestor marked. */
 static PyObject *tree_inside(PyObject *self, PyObject *args) {
     PyObject *parent_obj, *marked_obj;
@@ -1894,7 +1862,6 @@ static PyMethodDef methods[] = {
     {"ensemble", ensemble, METH_VARARGS,
      "ensemble(packed, inputs, out, rows, width, hidden, networks, portable=False): ann.predict_mean of a packed "
      "ensemble."},
-    {"tree_distances", tree_distances, METH_VARARGS, "tree_distances(parent, bits, n, count, far) -> bytes"},
     {"tree_inside", tree_inside, METH_VARARGS, "tree_inside(parent, marked, n) -> bytes"},
     {"tree_sum_up", tree_sum_up, METH_VARARGS, "tree_sum_up(parent, depth, values, n) -> bytes | None"},
     {"block_features", block_features, METH_VARARGS,

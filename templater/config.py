@@ -372,16 +372,19 @@ REPORT_SAMPLE_CHARS = 90  # characters of a rule's sample shown in the report
 
 @dataclass(frozen=True, slots=True)
 class LearnSettings:
-    """Settings of a template: the thresholds learning reads and those extraction reads when it applies the
-    template's rules (the content region's trust, the page's own content, rows of links, ...). Saved with each
-    template they shaped (``store.templates``, JSON) and read back with it, so a template extracts as it was learned
-    to whatever config.py says later; shown by ``templater rules show`` and ``rules export``. A store's templates
-    saved before a field existed get the value of that day by a store migration (store.templates)."""
+    """Settings of a template: the thresholds and tag lists learning reads, the share of its layout a page must
+    hold to be given the template (layout_match), and those extraction reads when it applies the template's rules
+    (the content region's trust, the page's own content, rows of links, repeats, the single-page classifier's
+    thresholds behind a template, ...). Saved with each template they shaped (``store.templates``, JSON: tag sets as
+    sorted lists) and read back with it, so a template is chosen and extracts as it was learned to whatever
+    config.py says later; shown by ``templater rules show`` and ``rules export``. A store's templates saved before a
+    field existed get the value of that day by a store migration (store.templates). The module constants of the
+    same names are the defaults: code that applies a template reads its settings, not them."""
 
     min_group_pages: int = MIN_GROUP_PAGES
     min_template_pages: int = MIN_TEMPLATE_PAGES
     layout_similarity: float = LAYOUT_SIMILARITY
-    layout_match: float = LAYOUT_MATCH
+    layout_match: float = LAYOUT_MATCH  # (learning, and choosing a template for a page: the template's own)
     static_support: float = STATIC_SUPPORT
     min_static_pages: int = MIN_STATIC_PAGES
     shape_support: float = SHAPE_SUPPORT
@@ -410,13 +413,47 @@ class LearnSettings:
     paragraph_chars: int = PARAGRAPH_CHARS
     own_content_gap: int = OWN_CONTENT_GAP
     own_content_links: float = OWN_CONTENT_LINKS
+    repeat_min_chars: int = REPEAT_MIN_CHARS
+    text_structure_paths: tuple[str, ...] = TEXT_STRUCTURE_PATHS
+    list_items: frozenset[tuple[str, str]] = LIST_ITEMS
+    allowed_threshold: float = ALLOWED_THRESHOLD  # the single-page classifier behind the template (fallback.py)
+    trusted_threshold: float = TRUSTED_THRESHOLD
+    region_link_density: float = REGION_LINK_DENSITY
+    region_chrome_groups: tuple[str, ...] = REGION_CHROME_GROUPS
+    region_chrome_tags: frozenset[str] = REGION_CHROME_TAGS
+    protected_tags: frozenset[str] = PROTECTED_TAGS
+    chrome_tags: frozenset[str] = CHROME_TAGS  # from here on: the tag lists learning reads (the first two
+    heading_tags: frozenset[str] = HEADING_TAGS  # extraction too), and the shares it writes into what it saves
+    label_tags: frozenset[str] = LABEL_TAGS
+    content_tags: frozenset[str] = CONTENT_TAGS
+    structure_tags: frozenset[str] = STRUCTURE_TAGS
+    list_tags: frozenset[str] = LIST_TAGS
+    nav_paths: tuple[str, ...] = NAV_PATHS
+    related_max_share: float = RELATED_MAX_SHARE  # (in the related-box rules' XPath)
+    layout_shape_share: float = LAYOUT_SHAPE_SHARE  # (the layout signature a template is chosen by)
 
     def to_dict(self) -> dict:
-        """The settings as saved with a template."""
-        return asdict(self)
+        """The settings as saved with a template (JSON's types: a tag set as a sorted list)."""
+        return {name: _json_value(value) for name, value in asdict(self).items()}
 
     @classmethod
     def from_stored(cls, values: dict) -> LearnSettings:
         """Settings from a saved template's values: fields it lacks (saved by an older version) take their
-        defaults, names no longer known are left out."""
-        return cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})
+        defaults, names no longer known are left out; lists become the field's tuple or set."""
+        return cls(**{f.name: _field_value(f.default, values[f.name]) for f in fields(cls) if f.name in values})
+
+
+def _json_value(value):
+    if isinstance(value, frozenset):
+        return sorted(_json_value(v) for v in value)
+    if isinstance(value, tuple):
+        return [_json_value(v) for v in value]
+    return value
+
+
+def _field_value(default, value):
+    """A saved value as the type of the field's default (a list as a tuple or a frozenset, of tuples for pairs)."""
+    if isinstance(default, (tuple, frozenset)) and isinstance(value, list):
+        items = (tuple(v) if isinstance(v, list) else v for v in value)
+        return frozenset(items) if isinstance(default, frozenset) else tuple(items)
+    return value

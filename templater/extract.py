@@ -17,12 +17,12 @@ from lxml import etree
 from . import document, fallback, native
 from .align import lcs_length_masks, match_masks
 from .blocks import path_mask
-from .config import LIST_ITEMS, NAME_LINE_BLOCKS, REPEAT_MIN_CHARS, TEXT_STRUCTURE_PATHS, LearnSettings
+from .config import NAME_LINE_BLOCKS, LearnSettings
 from .errors import RuleError
 from .grouping import host_of
 from .headline import find_headline
 from .metadata import META_ACTIONS, read_metadata
-from .template import CHROME_TAGS, HEADING_TAGS, RELATED_SIZE_TEST, contains, fits, size_limit
+from .template import RELATED_SIZE_TEST, contains, fits, size_limit
 from .datatypes import Extraction, Rule, RuleAction, Segmented, Template
 
 NO_CLASSIFIER = "none"  # --fallback none: the template's rules alone (the whole text where there is no template)
@@ -44,7 +44,7 @@ class CompiledTemplate:
         self.static_set = np.array(sorted(set(self.static_seq)), dtype=np.uint32)
         self.static_masks = match_masks(self.static_seq)
         self.shapes = frozenset(r.tag_path for r in template.rules if r.action == RuleAction.DROP_SHAPE)
-        self.nested = nested_lists(self.shapes)
+        self.nested = nested_lists(self.shapes, settings)
         regions = [r for r in template.rules if r.action == RuleAction.CONTENT and not r.pinned]
         self.region = _compile(regions[0])[1] if regions else None
         # a region right under <body> may be the page's wrapper: it bounds what is kept, and earns trust only on
@@ -93,7 +93,7 @@ def match_regions(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarra
         if compiled.nested:
             shaped |= nested_entries(seg, compiled.nested, settings)
         if shaped.any():
-            shaped &= ~(terms_of_text(seg, shaped, settings) | name_line(seg, shaped))
+            shaped &= ~(terms_of_text(seg, shaped, settings) | name_line(seg, shaped, settings))
         allowed &= ~shaped
         aligned = static | shaped  # what the rules learned from the pages' aligned sequence drop
     else:
@@ -109,7 +109,7 @@ def match_regions(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarra
                                                                                 settings)):
             trusted_region = allowed & region
             in_region = own_content(seg, trusted_region, aligned, settings)
-        named = name_line(seg, allowed & ~region) if not region.all() else region[:0]
+        named = name_line(seg, allowed & ~region, settings) if not region.all() else region[:0]
         allowed &= region
         if named.any():
             allowed |= named
@@ -123,7 +123,7 @@ def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray,
     sequence, the site's chrome between them); the stretch from the first to the last paragraph or section
     heading (a block of paragraph_chars or more, or a heading not in a link inside the element the page declares
     its main content, <main> or [role=main], whose next trusted block is not mostly links, neither under <nav>,
-    <aside>, <header>, <footer> or <form> (CHROME_TAGS); not mostly links itself:
+    <aside>, <header>, <footer> or <form> (chrome_tags); not mostly links itself:
     a reference page's sections go on past a summary table the template cut, while a news page's sidebar boxes and
     lists of other stories have headings too), with what follows or precedes it up to such a gap, keeps the
     trust. What lies before the page's first paragraph or beyond its last, past the site's chrome (a chapter's
@@ -134,18 +134,18 @@ def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray,
         return trusted
     chars = seg.block_chars()
     text = (seg.block_links() <= settings.own_content_links * chars) & (chars > 0)
-    placed = path_mask(seg, _outside_chrome_tags)[where]  # only the trusted blocks are judged below
+    placed = path_mask(seg, lambda path: _outside_chrome_tags(path, settings.chrome_tags))[where]  # only the trusted blocks are judged below
     heading = np.zeros(len(where), dtype=bool)
     blocks = seg.blocks
     for k in np.flatnonzero(placed & path_mask(seg, _no_link_step)[where]).tolist():  # (a test of the tag path
         block = blocks[where[k]]  # alone: made once a distinct path)
-        heading[k] = block.tag in HEADING_TAGS and in_declared_main(block)
+        heading[k] = block.tag in settings.heading_tags and in_declared_main(block)
     return _own_stretch(seg, trusted, chrome, where, text, placed, heading, settings)
 
 
 def _own_stretch(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray, where: np.ndarray, text: np.ndarray,
                  placed: np.ndarray, heading: np.ndarray, settings: LearnSettings) -> np.ndarray:
-    """own_content from the trusted blocks' placement (``placed``: outside CHROME_TAGS) and their section headings
+    """own_content from the trusted blocks' placement (``placed``: outside settings.chrome_tags) and their section headings
     in the declared main content (``heading``), both over ``where``, the trusted blocks' indexes."""
     chars = seg.block_chars()
     heading[:-1] &= text[where[1:]] & placed[1:]  # ... over the page's own text (not over a list of links, nor
@@ -169,17 +169,17 @@ def _no_link_step(tag_path: str) -> bool:
 
 
 @functools.lru_cache(maxsize=8192)
-def _outside_chrome_tags(tag_path: str) -> bool:
-    """Whether no step of a tag path is one of CHROME_TAGS (a page's blocks repeat a few tag paths many times)."""
+def _outside_chrome_tags(tag_path: str, chrome_tags: frozenset[str]) -> bool:
+    """Whether no step of a tag path is one of chrome_tags (a page's blocks repeat a few tag paths many times)."""
     path = tag_path + "/"
-    return not any(f"/{tag}/" in path for tag in CHROME_TAGS)
+    return not any(f"/{tag}/" in path for tag in chrome_tags)
 
 
 _NAME_LINE = re.compile(r"\s*(\S+)\s+[-\u2010-\u2015]\s+\S")  # "git-stage - Add file contents ...": name, dash, summary
 _LEADING_TERM = re.compile(r"\s*([^\s(]+)")  # a headline's first word, without a manual section: "git-stage(1)"
 
 
-def name_line(seg: Segmented, candidates: np.ndarray) -> np.ndarray:
+def name_line(seg: Segmented, candidates: np.ndarray, settings: LearnSettings = LearnSettings()) -> np.ndarray:
     """The page's name line among ``candidates``: within NAME_LINE_BLOCKS blocks after the first heading that
     begins with the page's name (the first word of its <title>, without a manual section: "git-stage" of
     "git-stage(1)"), the first block that begins with that name, a dash and what it is ("git-stage - Add file
@@ -190,7 +190,7 @@ def name_line(seg: Segmented, candidates: np.ndarray) -> np.ndarray:
     name = _name_of(seg.title)
     if name is None or not any(_names(seg.blocks[i].text, name) for i in np.flatnonzero(candidates).tolist()):
         return out  # (most pages: no candidate begins with the page's name and a dash)
-    heading = next((b.index for b in seg.blocks if b.tag in HEADING_TAGS and _name_of(b.text) == name), None)
+    heading = next((b.index for b in seg.blocks if b.tag in settings.heading_tags and _name_of(b.text) == name), None)
     if heading is None:
         return out
     for i in range(heading + 1, min(heading + 1 + NAME_LINE_BLOCKS, len(seg.blocks))):
@@ -212,13 +212,13 @@ def _name_of(text: str) -> str | None:
     return found.group(1).lower() if found else None
 
 
-def nested_lists(shapes: frozenset[str]) -> dict[str, str]:
+def nested_lists(shapes: frozenset[str], settings: LearnSettings = LearnSettings()) -> dict[str, str]:
     """{the list's tag path with a trailing '/': its item tag} of the shape rules whose tag path ends in a list's
-    item (LIST_ITEMS: ul/li, ol/li, dl/dt, dl/dd)."""
+    item (settings.list_items: ul/li, ol/li, dl/dt, dl/dd)."""
     out = {}
     for path in shapes:
         steps = path.rsplit("/", 2)
-        if len(steps) == 3 and (steps[1], steps[2]) in LIST_ITEMS:
+        if len(steps) == 3 and (steps[1], steps[2]) in settings.list_items:
             out[f"{steps[0]}/{steps[1]}/"] = steps[2]
     return out
 
@@ -262,18 +262,18 @@ def in_declared_main(block) -> bool:
 
 def terms_of_text(seg: Segmented, shaped: np.ndarray, settings: LearnSettings = LearnSettings()) -> np.ndarray:
     """Blocks a shape rule names that are terms or code of the page's text: in a definition list or <pre>
-    (TEXT_STRUCTURE_PATHS) and mostly not link text. A shape rule is learned from a tag path's blocks on most
+    (settings.text_structure_paths) and mostly not link text. A shape rule is learned from a tag path's blocks on most
     pages, link-heavy there (a chapter's table of contents as a <dl>); a definition list of the page's own at the
     same tag path is not a list of links."""
     if not shaped.any():
         return np.zeros(len(seg.blocks), dtype=bool)
-    return (shaped & path_mask(seg, _text_structure)
+    return (shaped & path_mask(seg, lambda path: _text_structure(path, settings.text_structure_paths))
             & (seg.block_links() <= settings.shape_max_link_density * seg.block_chars()))
 
 
-def _text_structure(tag_path: str) -> bool:
-    """terms_of_text's test of the tag path: in a definition list or <pre>, not in a link."""
-    return any(p in tag_path + "/" for p in TEXT_STRUCTURE_PATHS) and "/a/" not in tag_path
+def _text_structure(tag_path: str, structure_paths) -> bool:
+    """terms_of_text's test of the tag path: in a definition list or <pre> (structure_paths), not in a link."""
+    return any(p in tag_path + "/" for p in structure_paths) and "/a/" not in tag_path
 
 
 def holds_little_chrome(seg: Segmented, region: np.ndarray, allowed: np.ndarray, static: np.ndarray,
@@ -412,7 +412,7 @@ def extract_content(seg: Segmented, compiled: CompiledTemplate | None = None, *,
     keep = allowed if method == NO_CLASSIFIER or without_paragraphs(seg, settings) else fallback.select_blocks(
         seg, method=method, allowed=allowed, trusted=in_region, weights=weights, q=q, settings=settings)
     if compiled.shapes and method != NO_CLASSIFIER:  # the name line the template let through: the classifier,
-        keep = keep | name_line(seg, allowed & ~keep)  # taught on prose, scores one short line as a byline
+        keep = keep | name_line(seg, allowed & ~keep, settings)  # taught on prose, scores one short line as a byline
     return _extraction(seg, keep, site=site or compiled.template.site, method="template", template=compiled.name,
                        coverage=round(coverage, 4), links=links, trusted=in_region, settings=settings)
 
@@ -440,7 +440,7 @@ def drop_repeats(seg: Segmented, keep: np.ndarray, trusted: np.ndarray | None = 
     there in the page's declared main content (lone_repeats: a reference page's summary line said again in its
     details)."""
     seen: set[str] = set()
-    long = keep & (seg.block_chars() >= REPEAT_MIN_CHARS)
+    long = keep & (seg.block_chars() >= settings.repeat_min_chars)
     repeat = np.zeros(len(keep), dtype=bool)
     for i in np.flatnonzero(long):
         text = seg.blocks[i].text
@@ -456,7 +456,7 @@ def drop_repeats(seg: Segmented, keep: np.ndarray, trusted: np.ndarray | None = 
 
 def lone_repeats(seg: Segmented, long: np.ndarray, repeat: np.ndarray, trusted: np.ndarray) -> np.ndarray:
     """Repeats in the trusted region, inside the element the page declares its main content (<main>,
-    [role=main]), between two kept long blocks (REPEAT_MIN_CHARS) that are not repeats: one line said again among
+    [role=main]), between two kept long blocks (repeat_min_chars) that are not repeats: one line said again among
     the page's own text (a method's summary sentence in its details, before its parameters), not an article
     printed twice (a run of repeated paragraphs), a news page's lede printed over its story (pages without <main>)
     nor its first paragraph quoted again in a share-by-email box after the story."""

@@ -39,10 +39,9 @@ from .features import (CLASS_GROUPS, CONTEXT_NAMES, FEATURE_NAMES, TAG_GROUPS, T
 from .headline import find_headline, keep_headline
 from .template import link_runs
 from .datatypes import Segmented
-from .config import (ALLOWED_THRESHOLD, ANN_THRESHOLD, DENSITY_BOUNDS, DENSITY_ITERATIONS, DENSITY_MIN_SPREAD,
-                     DENSITY_TOLERANCE, DENSITY_WINDOW, PROTECTED_TAGS, REGION_BASE, REGION_CHROME_GROUPS,
-                     REGION_CHROME_TAGS, REGION_INSIDE, REGION_LINK_DENSITY, REGION_OUTSIDE, SIDE_FORM_SHARE,
-                     TRUSTED_THRESHOLD, LearnSettings)
+from .config import (ANN_THRESHOLD, DENSITY_BOUNDS, DENSITY_ITERATIONS, DENSITY_MIN_SPREAD, DENSITY_TOLERANCE,
+                     DENSITY_WINDOW, REGION_BASE, REGION_INSIDE, REGION_OUTSIDE, SIDE_FORM_SHARE,
+                     LearnSettings)
 
 METHODS = ("density", "ann", "fdr", "auto")
 DEFAULT_METHOD = "auto"
@@ -55,7 +54,13 @@ OUTSIDE_TRUSTED = "(outside a trusted content region)"  # drop_reasons' words fo
 WEIGHTS_FILE = "ann_weights.npz"
 _TAG_PATH = operator.attrgetter("tag_path")
 _FORM_BITS = np.uint32(sum(1 << n for n, (name, _) in enumerate(TAG_GROUPS) if name == FORM_TAG_GROUP))
-_REGION_CHROME_BITS = np.uint32(sum(1 << [name for name, _ in CLASS_GROUPS].index(g) for g in REGION_CHROME_GROUPS))
+
+
+@functools.lru_cache(maxsize=64)
+def _group_bits(groups: tuple[str, ...]) -> np.uint32:
+    """The CLASS_GROUPS bits of the named groups (a template's region_chrome_groups)."""
+    names = [name for name, _ in CLASS_GROUPS]
+    return np.uint32(sum(1 << names.index(g) for g in groups if g in names))
 
 
 def select_blocks(seg: Segmented, *, method: str = DEFAULT_METHOD, allowed: np.ndarray | None = None,
@@ -64,8 +69,8 @@ def select_blocks(seg: Segmented, *, method: str = DEFAULT_METHOD, allowed: np.n
     """Per block of ``seg``, True where it is main content by ``method``; blocks not ``allowed`` stay False.
 
     ``trusted`` (with ``allowed``) marks blocks inside the site template's trusted content region: the default
-    classifier drops those only when it is nearly sure (TRUSTED_THRESHOLD) and the block looks like chrome
-    (region_chrome, with the template's ``settings``)."""
+    classifier drops those only when it is nearly sure (trusted_threshold) and the block looks like chrome
+    (region_chrome); the thresholds behind a template are the template's ``settings``."""
     if method not in METHODS:
         raise InputError(f"unknown fallback method {method!r} for {seg.page.url}; choose one of {', '.join(METHODS)}")
     if allowed is not None and len(allowed) != len(seg.blocks):
@@ -162,44 +167,47 @@ def classify_blocks(seg: Segmented, weights: ann.Weights, *, allowed: np.ndarray
     """The default method's choice. On a page of its own: the content region (the subtree whose blocks'
     scores, less REGION_BASE, weighted by their text length, sum highest), the blocks inside it that score
     above REGION_INSIDE, and any block elsewhere that scores above REGION_OUTSIDE. Behind a site template:
-    the allowed blocks that score above ALLOWED_THRESHOLD (the template already found the region); inside the
-    template's trusted content region, every allowed block but those scoring at most TRUSTED_THRESHOLD that look
-    like chrome (region_chrome). Then the headline, where the classifier left it out."""
+    the allowed blocks that score above the template's allowed_threshold (the template already found the region);
+    inside the template's trusted content region, every allowed block but those scoring at most its
+    trusted_threshold that look like chrome (region_chrome). Then the headline, where the classifier left it out."""
     tree = number_tree(seg)
     features = block_features(seg, tree)
     scores = _score(seg, tree, features, weights, allowed)
     if allowed is None:
         keep = _keep_region(seg, tree, scores)
     else:
-        keep = (scores > ALLOWED_THRESHOLD) & allowed
+        keep = (scores > settings.allowed_threshold) & allowed
         if trusted is not None and trusted.any():
-            keep |= trusted & allowed & ~((scores <= TRUSTED_THRESHOLD) & region_chrome(seg, tree, trusted, settings))
+            keep |= trusted & allowed & ~((scores <= settings.trusted_threshold)
+                                          & region_chrome(seg, tree, trusted, settings))
     return keep_headline(seg, features, keep & ~captions(seg))
 
 
 def region_chrome(seg: Segmented, tree: Tree, trusted: np.ndarray,
                   settings: LearnSettings = LearnSettings()) -> np.ndarray:
     """Blocks that look like chrome even inside the trusted content region: under an element whose class or id
-    names REGION_CHROME_GROUPS, mostly link text (above REGION_LINK_DENSITY), or under one of REGION_CHROME_TAGS
-    below the region; never a block in code, a table or a definition list below the region (PROTECTED_TAGS)."""
-    named = inside(tree, (tree.class_bits & _REGION_CHROME_BITS) != 0)[tree.owner]
+    names one of region_chrome_groups, mostly link text (above region_link_density), or under one of
+    region_chrome_tags below the region; never a block in code, a table or a definition list below the region
+    (protected_tags): the template's ``settings``."""
+    named = inside(tree, (tree.class_bits & _group_bits(settings.region_chrome_groups)) != 0)[tree.owner]
     chars = seg.block_chars()
     links = seg.block_links()
     below = _below_region(seg, trusted)
     position = np.zeros(len(seg.blocks), dtype=bool)  # only trusted blocks are judged by their place
-    position[np.flatnonzero(trusted)] = [not REGION_CHROME_TAGS.isdisjoint(tags) for tags in below]
-    linked = (links > REGION_LINK_DENSITY * chars) & ~among_own_text(seg, trusted, links)
+    position[np.flatnonzero(trusted)] = [not settings.region_chrome_tags.isdisjoint(tags) for tags in below]
+    linked = (links > settings.region_link_density * chars) & ~among_own_text(seg, trusted, links, settings)
     return (named | linked | position) & ~protected_blocks(seg, trusted, below, settings=settings)
 
 
-def among_own_text(seg: Segmented, trusted: np.ndarray, links: np.ndarray | None = None) -> np.ndarray:
+def among_own_text(seg: Segmented, trusted: np.ndarray, links: np.ndarray | None = None,
+                   settings: LearnSettings = LearnSettings()) -> np.ndarray:
     """Trusted blocks with the page's own text (trusted blocks mostly not links) both before and after them: a
     list of links there (the sections a chapter lists under its headings) sits among the page's content, not at
     its edges where tables of contents and "see also" lists stand."""
     chars = seg.block_chars()
     if links is None:
         links = seg.block_links()
-    own = trusted & (chars > 0) & (links <= REGION_LINK_DENSITY * chars)
+    own = trusted & (chars > 0) & (links <= settings.region_link_density * chars)
     before = np.cumsum(own) - own
     after = own.sum() - np.cumsum(own)
     return trusted & (before > 0) & (after > 0)
@@ -207,7 +215,7 @@ def among_own_text(seg: Segmented, trusted: np.ndarray, links: np.ndarray | None
 
 def protected_blocks(seg: Segmented, trusted: np.ndarray, below: list[list[str]] | None = None, *,
                      settings: LearnSettings = LearnSettings()) -> np.ndarray:
-    """Trusted blocks in code, a table or a definition list below the trusted region (PROTECTED_TAGS), but not
+    """Trusted blocks in code, a table or a definition list below the trusted region (protected_tags), but not
     a definition list's terms in a run of links (template.link_runs: a table of contents marked up as <dl>)."""
     if not trusted.any():
         return np.zeros(len(seg.blocks), dtype=bool)
@@ -215,12 +223,12 @@ def protected_blocks(seg: Segmented, trusted: np.ndarray, below: list[list[str]]
     where = np.flatnonzero(trusted)
     runs = link_runs(seg, settings)[where].tolist()
     out = np.zeros(len(seg.blocks), dtype=bool)  # only trusted blocks are judged
-    out[where] = [_protected(tags, run) for tags, run in zip(below, runs)]
+    out[where] = [_protected(tags, run, settings.protected_tags) for tags, run in zip(below, runs)]
     return out
 
 
-def _protected(tags: list[str], run: bool) -> bool:
-    return not PROTECTED_TAGS.isdisjoint(tags) and not (run and "dl" in tags and "table" not in tags
+def _protected(tags: list[str], run: bool, protected_tags: frozenset[str]) -> bool:
+    return not protected_tags.isdisjoint(tags) and not (run and "dl" in tags and "table" not in tags
                                                         and "pre" not in tags)
 
 
@@ -257,12 +265,12 @@ def drop_reasons(seg: Segmented, *, allowed: np.ndarray, trusted: np.ndarray,
         elif caption[i]:
             reasons.append("image caption")
         elif not trusted[i]:
-            reasons.append(f"score {scores[i]:.2f} <= {ALLOWED_THRESHOLD} {OUTSIDE_TRUSTED}")
+            reasons.append(f"score {scores[i]:.2f} <= {settings.allowed_threshold} {OUTSIDE_TRUSTED}")
         else:
-            why = [n for n in REGION_CHROME_GROUPS if bits[i] & (1 << names.index(n))]
-            why = f"class/id '{why[0]}'" if why else ("mostly links" if block.link_chars > REGION_LINK_DENSITY * len(
-                block.text) else "chrome position")
-            reasons.append(f"score {scores[i]:.2f} <= {TRUSTED_THRESHOLD} and {why}" if chrome[i] else "")
+            why = [n for n in settings.region_chrome_groups if n in names and bits[i] & (1 << names.index(n))]
+            why = f"class/id '{why[0]}'" if why else ("mostly links" if block.link_chars > (
+                settings.region_link_density * len(block.text)) else "chrome position")
+            reasons.append(f"score {scores[i]:.2f} <= {settings.trusted_threshold} and {why}" if chrome[i] else "")
     return reasons
 
 

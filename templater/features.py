@@ -207,11 +207,8 @@ def _is_hint(element) -> bool:
 
 
 def _distances(tree: Tree, bits: np.ndarray, count: int) -> np.ndarray:
-    """Per element and flag: levels up to the nearest element (itself = 0) carrying the flag, else FAR."""
-    numeric = native.numeric
-    if numeric is not None and _parents_first(tree) and bits.dtype == np.uint32:
-        found = numeric.tree_distances(tree.parent, np.ascontiguousarray(bits), len(bits), count, FAR)
-        return np.frombuffer(found, dtype=np.int64).reshape(len(bits), count).copy()
+    """Per element and flag: levels up to the nearest element (itself = 0) carrying the flag, else FAR (numpy
+    only: _block_features_numpy is its one caller; _numeric.block_features computes the same in its own pass)."""
     own = ((bits[:, None] >> np.arange(count, dtype=np.uint32)) & 1).astype(bool)
     distance = np.where(own, 0, FAR)
     for level in tree.levels()[1:]:

@@ -423,7 +423,8 @@ def _adopt_strays(labels: list[int], sets: list[np.ndarray], settings: LearnSett
     """Pages of clusters too small for a template join the large cluster whose layout they contain, if any."""
     sizes = Counter(labels)
     large = [label for label, n in sorted(sizes.items()) if n >= settings.min_template_pages]
-    signatures = {label: layout_signature([s for s, x in zip(sets, labels) if x == label]) for label in large}
+    signatures = {label: layout_signature([s for s, x in zip(sets, labels) if x == label], settings)
+                  for label in large}
     adopted = list(labels)
     for i, (label, shapes) in enumerate(zip(labels, sets)):
         if sizes[label] >= settings.min_template_pages or not large:
@@ -448,7 +449,8 @@ def _learn_cluster(db: sqlite_utils.Database, group: str, layout: int, ids: list
         return None
     db.execute("BEGIN IMMEDIATE")
     try:
-        _, written = template_store.save_template(db, template, group_key=group, layout_shapes=layout_signature(sets))
+        _, written = template_store.save_template(db, template, group_key=group,
+                                                  layout_shapes=layout_signature(sets, settings))
         db.execute("COMMIT")
     except BaseException:
         if db.conn.in_transaction:  # SQLite ends it itself on some errors (a full disk)
@@ -496,10 +498,10 @@ def learn_cluster(group: str, layout: int, segs: Sequence[Segmented | Skip], set
     return learn_template(segs, site=site_name(group, layout), layout=layout, settings=settings, reason=reason)
 
 
-def layout_signature(sets: list[np.ndarray]) -> np.ndarray:
-    """Tag paths on at least config.LAYOUT_SHAPE_SHARE of a cluster's pages: what a new page is matched against."""
+def layout_signature(sets: list[np.ndarray], settings: LearnSettings) -> np.ndarray:
+    """Tag paths on at least settings.layout_shape_share of a cluster's pages: what a new page is matched against."""
     counts = Counter(x for s in sets for x in s.tolist())
-    need = config.LAYOUT_SHAPE_SHARE * len(sets)
+    need = settings.layout_shape_share * len(sets)
     return np.array(sorted(x for x, n in counts.items() if n >= need), dtype=np.uint32)
 
 
@@ -525,11 +527,11 @@ def segment_file(path: Path, *, url: str | None = None) -> Segmented:
     return seg
 
 
-def extract_file(db: sqlite_utils.Database, path: Path, *, url: str | None = None, method: str = "auto",
-                 settings: LearnSettings = LearnSettings()) -> Extraction:
+def extract_file(db: sqlite_utils.Database, path: Path, *, url: str | None = None,
+                 method: str = "auto") -> Extraction:
     """Extract a local .html file with the template of the site its URL (or layout) matches; nothing is stored."""
     seg = segment_file(path, url=url)
-    return extract_page(seg, TemplateIndex(db).find(seg, None, threshold=settings.layout_match), method=method)
+    return extract_page(seg, TemplateIndex(db).find(seg, None), method=method)
 
 
 class TemplateIndex:
@@ -545,12 +547,14 @@ class TemplateIndex:
         self.db, self.cache_size = db, cache_size
         self.cache: OrderedDict[str, CompiledTemplate] = OrderedDict()
         self.sources: dict[str, int | Template] = {}  # site -> its template id in db, or the template itself
-        self.layouts: dict[str, list[tuple[np.ndarray, str]]] = defaultdict(list)  # group -> [(signature, site)]
-        heads = ((group, shapes, template.site, template) for group, shapes, template in entries) \
+        # group -> [(layout signature, site, the share of it a page must hold: the template's layout_match)]
+        self.layouts: dict[str, list[tuple[np.ndarray, str, float]]] = defaultdict(list)
+        heads = ((group, shapes, template.site, template, template.settings.layout_match)
+                 for group, shapes, template in entries) \
             if entries is not None else template_store.iter_current_heads(db)
-        for group, shapes, site, source in heads:
+        for group, shapes, site, source, threshold in heads:
             self.sources[site] = source
-            self.layouts[group].append((shapes, site))
+            self.layouts[group].append((shapes, site, threshold))
         self.layouts = dict(self.layouts)
 
     def compiled(self, site: str) -> CompiledTemplate | None:
@@ -573,28 +577,29 @@ class TemplateIndex:
         """Every site's compiled template (all read now: for inspection and tests, not for a crawl)."""
         return {site: self.compiled(site) for site in self.sources}
 
-    def find(self, seg: Segmented, site: str | None, *, threshold: float) -> CompiledTemplate | None:
-        """The page's template: the one its build assigned, else the best layout of its longest known prefix."""
+    def find(self, seg: Segmented, site: str | None) -> CompiledTemplate | None:
+        """The page's template: the one its build assigned, else the best layout of its longest known prefix
+        where the page holds the share of it that template saved (its settings' layout_match)."""
         if site in self.sources:
             return self.compiled(site)
         group = match_prefix(seg.page.url, self.layouts, seg.page.id)
         if group is None:
             return None
-        best = best_layout(seg, self.layouts[group], threshold=threshold)
+        best = best_layout(seg, self.layouts[group])
         return None if best is None else self.compiled(best)
 
 
-def best_layout(seg: Segmented, layouts: Sequence[tuple[np.ndarray, T]], *, threshold: float) -> T | None:
-    """Of a group's (layout signature, template or site) pairs, the one whose layout the page fits best (the
-    first of equals), if it fits."""
+def best_layout(seg: Segmented, layouts: Sequence[tuple[np.ndarray, T, float]]) -> T | None:
+    """Of a group's (layout signature, template or site, threshold) triples, the one whose layout the page fits
+    best (the first of equals), if the page holds its threshold's share of that layout."""
     shapes = shape_set(block_shapes(seg))
-    scored = [(layout_containment(layout, shapes), item) for layout, item in layouts]
-    score, best = max(scored, key=lambda sc: sc[0])
+    scored = [(layout_containment(layout, shapes), item, threshold) for layout, item, threshold in layouts]
+    score, best, threshold = max(scored, key=lambda sc: sc[0])
     return best if score >= threshold else None
 
 
 def extract(db: sqlite_utils.Database, *, method: str = "auto", ids: Sequence[str] | None = None,
-            settings: LearnSettings = LearnSettings(), index: bool = False, progress: Progress | None = None,
+            index: bool = False, progress: Progress | None = None,
             weights: fallback.ann.Weights | None = None, q: float = fallback.FDR_Q,
             skipped: Counter | None = None, jobs: int = 1, links: bool = False) -> Iterator[Extraction]:
     """Extract every stored page (or the given ids) with its template, store the result, and yield it.
@@ -606,16 +611,16 @@ def extract(db: sqlite_utils.Database, *, method: str = "auto", ids: Sequence[st
     extract while this process alone writes: the same results, stored and yielded in the same order, as
     ``jobs=1``. ``weights`` and ``q`` go to the single-page classifier (``extract.extract_page``). A page that fails
     (over the time budget, an exception) is recorded as a skip and counted in ``skipped``. With ``links``, each
-    result's document carries its links' URLs.
+    result's document carries its links' URLs. Each template is chosen and applied with the settings saved with it
+    (``Template.settings``: what it was learned with).
     """
-    for result, _ in _extracted(db, method=method, ids=ids, settings=settings, index=index, progress=progress,
+    for result, _ in _extracted(db, method=method, ids=ids, index=index, progress=progress,
                                 weights=weights, q=q, skipped=skipped, jobs=jobs, links=links):
         yield result
 
 
 def extract_rendered(db: sqlite_utils.Database, render: Callable[[Extraction], str] | None, *, method: str = "auto",
-                     ids: Sequence[str] | None = None, settings: LearnSettings = LearnSettings(),
-                     index: bool = False, progress: Progress | None = None,
+                     ids: Sequence[str] | None = None, index: bool = False, progress: Progress | None = None,
                      weights: fallback.ann.Weights | None = None, q: float = fallback.FDR_Q,
                      skipped: Counter | None = None, jobs: int = 1,
                      links: bool = False) -> Iterator[tuple[Extraction, str | None]]:
@@ -623,12 +628,12 @@ def extract_rendered(db: sqlite_utils.Database, render: Callable[[Extraction], s
     page; None without ``render``), made where the page was extracted (in the workers with ``jobs`` above 1: the
     writing process only writes). With ``render``, the results carry no ``document`` (it is rendered): the same
     for any ``jobs``. ``render`` must be picklable where workers are spawned rather than forked."""
-    yield from _extracted(db, method=method, ids=ids, settings=settings, index=index, progress=progress,
+    yield from _extracted(db, method=method, ids=ids, index=index, progress=progress,
                           weights=weights, q=q, skipped=skipped, jobs=jobs, links=links, render=render)
 
 
-def _extracted(db: sqlite_utils.Database, *, method: str, ids: Sequence[str] | None, settings: LearnSettings,
-               index: bool, progress: Progress | None, weights: fallback.ann.Weights | None, q: float,
+def _extracted(db: sqlite_utils.Database, *, method: str, ids: Sequence[str] | None, index: bool,
+               progress: Progress | None, weights: fallback.ann.Weights | None, q: float,
                skipped: Counter | None, jobs: int, links: bool,
                render: Callable[[Extraction], str] | None = None) -> Iterator[tuple[Extraction, str | None]]:
     ids = [pid for pid, _, _ in page_store.iter_page_keys(db)] if ids is None else list(dict.fromkeys(ids))
@@ -639,7 +644,7 @@ def _extracted(db: sqlite_utils.Database, *, method: str, ids: Sequence[str] | N
     signed: list[dedup.SignedText] = []
     with GrowingBatch(db) as batch:
         for done, (digest, result, signature, rendered) in enumerate(iter_extracted(
-                db, ids, method=method, settings=settings, classifier=classifier, jobs=jobs, signing=signing,
+                db, ids, method=method, classifier=classifier, jobs=jobs, signing=signing,
                 render=render), 1):
             if isinstance(result, Skip):
                 batch.begin()
@@ -722,13 +727,11 @@ def skip_report(db: sqlite_utils.Database, *, reason: str | None = None,
 
 
 def iter_crawl_extractions(db: sqlite_utils.Database, ids: Sequence[str], *, method: str = "auto",
-                           links: bool = False, settings: LearnSettings = LearnSettings(),
-                           jobs: int = 1) -> Iterator[Extraction]:
+                           links: bool = False, jobs: int = 1) -> Iterator[Extraction]:
     """The extractions of the given stored pages made again from the store with their templates, nothing written:
     what `recrawl --output` writes (title, structure and metadata included, each page once, in the order given;
     on ``jobs`` worker processes above 1)."""
-    for _, result, _, _ in iter_extracted(db, list(ids), method=method, settings=settings,
-                                          classifier={"links": links}, jobs=jobs):
+    for _, result, _, _ in iter_extracted(db, list(ids), method=method, classifier={"links": links}, jobs=jobs):
         if not isinstance(result, Skip):
             yield result
 
@@ -756,14 +759,14 @@ def _utc_iso(text: str) -> str:
 
 
 def extract_stored_page(stored: page_store.StoredPage, index: TemplateIndex, *, method: str,
-                        settings: LearnSettings, classifier: dict | None = None) -> Extraction | Skip:
+                        classifier: dict | None = None) -> Extraction | Skip:
     """One stored page extracted with its template; a Skip when it fails or goes over the time budget."""
     started = page_clock()
     seg = stored_segment(stored, started=started)
     if isinstance(seg, Skip):
         return seg
     try:
-        compiled = index.find(seg, stored.site, threshold=settings.layout_match)
+        compiled = index.find(seg, stored.site)
         result = extract_page(seg, compiled, site=stored.site or stored.group_key, method=method,
                               **(classifier or {}))
     except Exception as exc:  # noqa: BLE001 -- one page's failure is its skip
@@ -796,17 +799,16 @@ class _ChunkExtractor:
     ``signing``, signs the extracted texts for the near-duplicate index too, and with ``render``, renders each
     result as it will be written (so the writer only stores and writes them)."""
 
-    def __init__(self, db: sqlite_utils.Database, method: str, settings: LearnSettings,
-                 classifier: dict | None = None, signing: ShingleSettings | None = None,
-                 render: Callable[[Extraction], str] | None = None) -> None:
-        self.db, self.method, self.settings, self.index = db, method, settings, TemplateIndex(db)
+    def __init__(self, db: sqlite_utils.Database, method: str, classifier: dict | None = None,
+                 signing: ShingleSettings | None = None, render: Callable[[Extraction], str] | None = None) -> None:
+        self.db, self.method, self.index = db, method, TemplateIndex(db)
         self.classifier, self.signing, self.render = classifier, signing, render
 
     def __call__(self, ids: Sequence[str]) -> list[Extracted]:
         """(content hash, extraction or Skip, signed text or None, rendered text or None) of each stored page of
         ``ids``, in order."""
         rows = [(stored.content_hash, extract_stored_page(stored, self.index, method=self.method,
-                                                          settings=self.settings, classifier=self.classifier))
+                                                          classifier=self.classifier))
                 for stored in page_store.load_pages(self.db, ids)]
         done = [r for _, r in rows if not isinstance(r, Skip)]
         signed = iter(dedup.sign_each([r.text for r in done], self.signing) if self.signing else [None] * len(done))
@@ -822,7 +824,7 @@ class _ChunkExtractor:
             dataclasses.replace(result, document=None)
 
 
-def iter_extracted(db: sqlite_utils.Database, ids: Sequence[str], *, method: str, settings: LearnSettings,
+def iter_extracted(db: sqlite_utils.Database, ids: Sequence[str], *, method: str,
                    classifier: dict | None = None, jobs: int = 1, signing: ShingleSettings | None = None,
                    render: Callable[[Extraction], str] | None = None) -> Iterator[Extracted]:
     """(content hash, extraction or Skip, its text signed with ``signing`` or None, ``render`` of it or None) of
@@ -836,7 +838,7 @@ def iter_extracted(db: sqlite_utils.Database, ids: Sequence[str], *, method: str
         path = db_path(db)  # pages are read through a connection of their own: the writer's cache (sized for the
         reader = open_reader(path) if path else db  # index) would otherwise keep every page read, up to its size
         try:
-            extractor = _ChunkExtractor(reader, method, settings, classifier, signing, render)
+            extractor = _ChunkExtractor(reader, method, classifier, signing, render)
             for chunk in chunks:
                 yield from extractor(chunk)
         finally:
@@ -844,7 +846,7 @@ def iter_extracted(db: sqlite_utils.Database, ids: Sequence[str], *, method: str
                 reader.conn.close()
         return
     warm_models()
-    with workers.pool(jobs, _ChunkExtractor, db, method, settings, classifier, signing, render) as pool:
+    with workers.pool(jobs, _ChunkExtractor, db, method, classifier, signing, render) as pool:
         for results in workers.imap_ordered(pool, chunks, ahead=WORK_AHEAD * jobs):
             yield from results
 

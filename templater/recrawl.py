@@ -112,7 +112,7 @@ def recrawl(db: sqlite_utils.Database, inputs: Sequence[str | Path], *, retire_m
         crawl.finish_pending()
         if jobs > 1 and crawl.run.stage == "records":
             pipeline.warm_models()
-            crawl.pool = stack.enter_context(workers.pool(jobs, _Classifier, db, settings, method))
+            crawl.pool = stack.enter_context(workers.pool(jobs, _Classifier, db, method))
             crawl.jobs = jobs
         crawl.process(records, progress)
         crawl.retire(retire_missing)
@@ -161,8 +161,8 @@ class _Classifier:
     (templates generation, the stored state of the records' ids, records) into (classification, the state it
     looked up, the URL groups it looked up) for the writer to check against its own state (``_Crawl._take``)."""
 
-    def __init__(self, db: sqlite_utils.Database, settings: LearnSettings, method: str) -> None:
-        self.db, self.settings, self.method = db, settings, method
+    def __init__(self, db: sqlite_utils.Database, method: str) -> None:
+        self.db, self.method = db, method
         self.signing = pipeline.index_settings(db)  # what the extracted texts are signed with for the index
         self.load_templates()
         self.groups = run_store.group_keys(db)
@@ -172,7 +172,9 @@ class _Classifier:
 
     def load_templates(self) -> None:
         self.index = pipeline.TemplateIndex(self.db)
-        self.layouts = {site: shapes for layouts in self.index.layouts.values() for shapes, site in layouts}
+        # site -> (its layout signature, the share of it a page must hold: its template's layout_match)
+        self.layouts = {site: (shapes, threshold) for layouts in self.index.layouts.values()
+                        for shapes, site, threshold in layouts}
 
     def __call__(self, task: tuple[int, dict, list]) -> list[tuple[_Fetched, tuple | None, list]]:
         generation, state, records = task
@@ -229,9 +231,10 @@ class _Classifier:
         stored = self.index.compiled(site) if site else None
         if stored is not None:
             shapes = shape_set(pipeline.block_shapes(seg))
-            if layout_containment(self.layouts[site], shapes) >= self.settings.layout_match:
+            layout, threshold = self.layouts[site]
+            if layout_containment(layout, shapes) >= threshold:
                 return stored
-        return self.index.find(seg, None, threshold=self.settings.layout_match) or stored
+        return self.index.find(seg, None) or stored
 
     def group_of(self, url: str, page_id: str) -> str:
         """The longest known URL-prefix group of a new page, else its host's group (known from now on)."""
@@ -252,7 +255,7 @@ class _Crawl:
         self.db, self.settings, self.method, self.batch_size = db, settings, method, batch_size
         self.clock, self.checkpoint = clock, checkpoint
         self.summary = Summary()
-        self.classifier = _Classifier(db, settings, method)
+        self.classifier = _Classifier(db, method)
         self.generation = 0  # the templates in force: counted up at each reload, so workers reload theirs
         self.pool, self.jobs = None, 1  # worker processes classifying records (--jobs)
         self.run: run_store.Run | None = None
@@ -529,15 +532,16 @@ class _Crawl:
 
     def _fit_layouts(self, group: str, ids: list[str], sites: set[str]) -> dict[str, str]:
         """Of the given pages, those whose stored layout fits one of the named sites' new layouts, with that site."""
-        layouts = [(v.site, blob_vector(v.layout_shapes)) for v in run_store.current_versions(self.db, group)
-                   if v.site in sites]
+        layouts = [(v.site, blob_vector(v.layout_shapes), v.layout_match)
+                   for v in run_store.current_versions(self.db, group) if v.site in sites]
         if not layouts:
             return {}
+        threshold = {site: share for site, _, share in layouts}  # each template's own layout_match
         fitted = {}
         for pid, shapes in page_store.page_shapes(self.db, ids).items():
             page_set = shape_set(shapes)
-            score, site = max((layout_containment(layout, page_set), site) for site, layout in layouts)
-            if score >= self.settings.layout_match:
+            score, site = max((layout_containment(layout, page_set), site) for site, layout, _ in layouts)
+            if score >= threshold[site]:
                 fitted[pid] = site
         return dict(sorted(fitted.items()))
 
@@ -552,7 +556,7 @@ class _Crawl:
                     continue
                 site = sites[stored.id]
                 try:
-                    compiled = self.index.find(seg, site, threshold=self.settings.layout_match)
+                    compiled = self.index.find(seg, site)
                     result = extract_page(seg, compiled, site=site or stored.site or stored.group_key,
                                           method=self.method)
                 except Exception as exc:  # noqa: BLE001 -- the page keeps its last extraction

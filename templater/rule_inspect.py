@@ -38,7 +38,7 @@ from .extract import (CompiledTemplate, container_mask, extract_page, match_regi
 from .fallback import OUTSIDE_TRUSTED, drop_reasons, select_blocks
 from .metadata import META_ACTIONS
 from .pipeline import Progress, TemplateIndex, now, segment_file, stored_segment
-from .template import content_ancestry, link_runs, repeated_chrome, varying_rows
+from .template import content_ancestry, declared_content, link_runs, repeated_chrome, varying_rows
 from .report import (CLASSIFIER, FALLBACK_PREFIX, NAME_LINE, OUTSIDE_REGION, PINNED_RULE, TEMPLATE_ONLY,
                      BlockDecision, PageCoverage, PageExplanation, ReportData, TemplateSummary, render_report, shorten)
 from .datatypes import MATCH_ACTIONS, Rule, RuleAction, RuleMatch, Segmented, Skip
@@ -213,18 +213,19 @@ def _keyed(rules: Sequence[Rule]) -> dict[tuple, tuple[int, Rule]]:
 
 # --- explain and test ---------------------------------------------------------------------------------------
 
-def explain_page(db: sqlite_utils.Database, target: str, *, url: str | None = None, method: str = "auto",
-                 settings: LearnSettings = LearnSettings()) -> PageExplanation:
+def explain_page(db: sqlite_utils.Database, target: str, *, url: str | None = None,
+                 method: str = "auto") -> PageExplanation:
     """Each block of a stored page (by URL) or of a local .html file, kept or dropped, and what decided it.
 
-    A file is matched to a template by ``url`` (else its file:// URL), the way a new page of a known site is.
+    A file is matched to a template by ``url`` (else its file:// URL), the way a new page of a known site is (each
+    template's saved layout_match); the template's saved settings explain it.
     """
     pin_store.ensure_schema(db)
     if not Path(target).exists() and re.match(r"^[a-z][a-z0-9+.-]*://", target, re.IGNORECASE):
         seg, site = _stored_page(db, target)
     else:
         seg, site = segment_file(Path(target), url=url), None
-    return explain_blocks(seg, TemplateIndex(db).find(seg, site, threshold=settings.layout_match), method=method)
+    return explain_blocks(seg, TemplateIndex(db).find(seg, site), method=method)
 
 
 def test_rules(db: sqlite_utils.Database, site: str, path: str | Path, *, url: str | None = None,
@@ -267,7 +268,7 @@ def explain_blocks(seg: Segmented, compiled: CompiledTemplate | None, *, method:
         why = [w[: -len(OUTSIDE_TRUSTED)] + OUTSIDE_OWN if region[i] and w.endswith(OUTSIDE_TRUSTED) else w
                for i, w in enumerate(why)]
         survivor = TEMPLATE_ONLY if method == "none" or without_paragraphs(seg, compiled.settings) else CLASSIFIER
-        named = name_line(seg, allowed & kept) if compiled.shapes else kept[:0]
+        named = name_line(seg, allowed & kept, compiled.settings) if compiled.shapes else kept[:0]
         decisions = tuple(_decision(b, True, NAME_LINE, why=NAME_LINE_WHY) if len(named) and named[b.index]
                           else _decision(b, bool(kept[b.index]), survivor, why=why[b.index]) if allowed[b.index]
                           else _decision(b, False, *causes[b.index], rules=compiled.template.rules)
@@ -363,7 +364,7 @@ def _content_roots(seg: Segmented, compiled: CompiledTemplate) -> list:
     """The page's content containers as the template sees them: its learned region, <main>, <article> and
     [role=main]."""
     roots = [e for e in compiled.region(seg.root) if isinstance(e, etree._Element)][:1] if compiled.region else []
-    return roots + seg.root.xpath("//main | //article | //*[@role='main']")
+    return roots + declared_content(seg.root, compiled.settings)
 
 
 # --- export, import, remove ---------------------------------------------------------------------------------

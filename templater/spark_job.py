@@ -333,7 +333,7 @@ def plan_group(group: str, members: Iterable[tuple[str, np.ndarray]],
             plans.append((group, None, cluster, [], None))
         else:
             plans.append((group, layout, cluster, pipeline.learn_sample(cluster, settings),
-                          pipeline.layout_signature(sets)))
+                          pipeline.layout_signature(sets, settings)))
     return plans
 
 
@@ -381,14 +381,14 @@ def _extract(sc, pages, assigned, entries: list[tuple], options: JobOptions, par
     ``TemplateIndex.find`` gives it. ``assigned`` ((id, (group, site)), partitioned as ``pages`` are) joins the
     pages where they are; the templates go to the executors as a broadcast when they fit in
     ``options.broadcast_bytes``, else they are joined with the pages (salted keys)."""
-    method, threshold = options.method, options.learn.layout_match
+    method = options.method
     # (id, (row, group, site)); assigned is partitioned as the pages are: no shuffle of pages
     keyed = assigned.join(pages, parts).mapValues(lambda gs_row: (gs_row[1], gs_row[0][0], gs_row[0][1]))
     packed = pickle.dumps(entries, protocol=pickle.HIGHEST_PROTOCOL)
     if len(packed) <= options.broadcast_bytes:
         templates = (os.urandom(8).hex(), sc.broadcast(packed))  # a worker caches its compiled index by the token
         return keyed.values().mapPartitions(lambda items: _extract_partition(
-            ((row, group, site, None) for row, group, site in items), templates, method, threshold))
+            ((row, group, site, None) for row, group, site in items), templates, method))
     template_groups = sc.parallelize(sorted({group for group, _, _ in entries}), parts).map(lambda g: (g, True))
     unassigned = keyed.filter(lambda kv: kv[1][2] is None).mapValues(lambda rgs: rgs[0].url)
     longest = (unassigned.flatMap(lambda iu: ((p, (iu[0], depth))
@@ -403,7 +403,7 @@ def _extract(sc, pages, assigned, entries: list[tuple], options: JobOptions, par
     with_lists = by_key.filter(lambda kv: kv[0][0] is not None).join(lists, parts).values()
     without = by_key.filter(lambda kv: kv[0][0] is None).values().map(lambda rgs: (rgs, []))
     return with_lists.union(without).mapPartitions(lambda items: _extract_partition(
-        ((row, group, site, layouts) for (row, group, site), layouts in items), None, method, threshold))
+        ((row, group, site, layouts) for (row, group, site), layouts in items), None, method))
 
 
 def _template_lists(entries: list[tuple]) -> list[tuple]:
@@ -429,8 +429,7 @@ def _broadcast_index(templates: tuple) -> pipeline.TemplateIndex:
     return _BROADCAST_INDEX[token]
 
 
-def _extract_partition(items, templates, method: str,
-                       threshold: float) -> Iterator[tuple[tuple, Extraction | None]]:
+def _extract_partition(items, templates, method: str) -> Iterator[tuple[tuple, Extraction | None]]:
     """Each (row, group, site, joined templates) -> (page metadata row, extraction), by ``TemplateIndex.find``:
     over the broadcast templates, or over the templates joined with the page (its site's, or its longest template
     prefix's layouts)."""
@@ -449,7 +448,7 @@ def _extract_partition(items, templates, method: str,
                 compiled[key] = pipeline.TemplateIndex(None, entries=layouts)
             index = compiled[key]
         try:
-            yield meta, extract_page(seg, index.find(seg, site, threshold=threshold), site=site or group,
+            yield meta, extract_page(seg, index.find(seg, site), site=site or group,
                                      method=method)
         except Exception as exc:  # noqa: BLE001 -- one page's failure leaves it unextracted, not the job stopped
             log.warning("%s: %s while extracting it: %s", row.url, type(exc).__name__, exc)

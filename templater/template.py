@@ -27,8 +27,7 @@ from . import metadata, native
 from .align import lcs_length, lcs_pairs
 from .blocks import fill_xpaths
 from .config import BLOCK_TAGS as _BLOCK_TAGS
-from .config import (CHROME_TAGS, CONTENT_TAGS, HEADING_TAGS, LABEL_TAGS, LIST_TAGS,  # noqa: F401 (read as template.X)
-                     NAV_PATHS, RELATED_MAX_SHARE, STRUCTURE_TAGS, LearnSettings)
+from .config import RELATED_MAX_SHARE, LearnSettings
 from .datatypes import Block, Rule, RuleAction, Segmented, Template
 from .headline import find_headline
 
@@ -39,9 +38,17 @@ COMMENT_NAME = re.compile(
 RELATED_NAME = re.compile(
     r"(?i)(?:most-?)?popular(?:[-_][a-z]+)*|related(?:[-_][a-z]+)*|recommended(?:[-_][a-z]+)*|trending(?:[-_][a-z]+)*"
     r"|outbrain\w*|taboola\w*|more-?stories|also-?like")
-RELATED_SIZE_TEST = (f"string-length(normalize-space(.)) < {RELATED_MAX_SHARE} * "
-                     "string-length(normalize-space(/html/body))")
+
+
+def related_size_test(share: float) -> str:
+    """The XPath test a related-box rule ends with: the box holds less than ``share`` of the page's text (the
+    template's related_max_share, written into the rule)."""
+    return f"string-length(normalize-space(.)) < {share} * string-length(normalize-space(/html/body))"
+
+
+RELATED_SIZE_TEST = related_size_test(RELATED_MAX_SHARE)  # config's: the form extraction evaluates without XPath
 _SIZE_LIMIT = etree.XPath(f"{RELATED_MAX_SHARE} * string-length(normalize-space(/html/body))")
+_SHARE_LIMIT = etree.XPath("$share * string-length(normalize-space(/html/body))")  # another template's share
 _SIZE = etree.XPath("string-length(normalize-space(.))")
 _NAMED = etree.XPath("//body//*[@id or @class][not(self::body)]")
 # A positional path whose every step is an element name XPath can spell: markup cut inside a script makes libxml2
@@ -156,10 +163,10 @@ def dynamic_rules(pages: Sequence[Segmented], dropped: Sequence[np.ndarray], hea
         link_share = 1.0 if "/a/" in tag_path else sum(b.link_chars for b in blocks) / max(chars, 1)
         short = float(np.median([len(b.text) for b in blocks])) <= settings.shape_max_chars
         per_page = len(blocks) / pages_with[tag_path]
-        if blocks[0].tag in HEADING_TAGS and not (link_share > settings.shape_max_link_density
+        if blocks[0].tag in settings.heading_tags and not (link_share > settings.shape_max_link_density
                                                   and per_page >= settings.linked_headings_per_page):
             continue  # a page's headline, unless several linked headings a page: a list of other articles
-        aside = any(p in tag_path + "/" for p in NAV_PATHS)
+        aside = any(p in tag_path + "/" for p in settings.nav_paths)
         brief = short and per_page <= 2 and max(len(b.text) for b in blocks) < 2 * settings.shape_max_chars
         if link_share > settings.shape_max_link_density or aside or brief:
             rules.append(Rule(xpath="/" + tag_path.lstrip("/"), action=RuleAction.DROP_SHAPE,
@@ -176,14 +183,14 @@ def container_rules(pages: Sequence[Segmented], headlines: Sequence[int | None],
     Comments and "most popular" / "related" boxes vary from page to page like the article itself, so neither
     repetition nor shape finds them; the site's own markup names them. A container that holds the page's
     headline is never taken for either; a related-articles container must also hold less than
-    RELATED_MAX_SHARE of the page's text (the rule's XPath says so, so it holds at extraction too).
+    related_max_share of the page's text (the rule's XPath says so, so it holds at extraction too).
     """
     found: Counter = Counter()
     samples: dict[str, str] = {}
     for seg, headline in zip(pages, headlines):
         keep_out = seg.blocks[headline].element if headline is not None else None
         containers = _named_containers(seg.root, COMMENT_NAME, keep_out, anchors=True)
-        containers += _named_containers(seg.root, RELATED_NAME, keep_out)
+        containers += _named_containers(seg.root, RELATED_NAME, keep_out, share=settings.related_max_share)
         for xpath, element in containers:
             samples.setdefault(xpath, " ".join("".join(element.itertext()).split())[:120])
         found.update({xpath for xpath, _ in containers})
@@ -192,14 +199,15 @@ def container_rules(pages: Sequence[Segmented], headlines: Sequence[int | None],
             for xpath, n in sorted(found.items()) if n >= need]
 
 
-def _named_containers(root, name: re.Pattern, keep_out=None, *, anchors: bool = False) -> list[tuple[str, object]]:
+def _named_containers(root, name: re.Pattern, keep_out=None, *, anchors: bool = False,
+                      share: float = RELATED_MAX_SHARE) -> list[tuple[str, object]]:
     """(generalized XPath, element) of the outermost elements whose id or a class ``name`` matches, less those
-    holding ``keep_out`` (the headline) and, unless ``anchors``, those holding RELATED_MAX_SHARE of the page's
+    holding ``keep_out`` (the headline) and, unless ``anchors``, those holding ``share`` of the page's
     text: inside such an element, the inner containers are looked for.
 
     With ``anchors``, an empty element with such an id (<a id="comments"></a> of old blog engines) stands for
     what follows it, when it comes after the headline."""
-    size_test = "" if anchors else f"[{RELATED_SIZE_TEST}]"
+    size_test = "" if anchors else f"[{related_size_test(share)}]"
     limit = None
     out = []
     for element in _NAMED(root):
@@ -215,7 +223,7 @@ def _named_containers(root, name: re.Pattern, keep_out=None, *, anchors: bool = 
         if keep_out is not None and contains(element, keep_out):
             continue
         if size_test:
-            limit = size_limit(root) if limit is None else limit
+            limit = size_limit(root, share) if limit is None else limit
             if not fits(element, limit):
                 continue  # too large for a box of links: look inside
         if token is not None:
@@ -229,14 +237,14 @@ def _named_containers(root, name: re.Pattern, keep_out=None, *, anchors: bool = 
     return out
 
 
-def size_limit(root) -> float:
-    """The right side of RELATED_SIZE_TEST on this page, computed once (as the rule's XPath does: in C where
-    templater._walk is built, by libxml2 otherwise)."""
+def size_limit(root, share: float = RELATED_MAX_SHARE) -> float:
+    """The right side of related_size_test(share) on this page, computed once (as the rule's XPath does: in C
+    where templater._walk is built, by libxml2 otherwise)."""
     if native.walk is not None:
         chars = native.walk.normalized_length(root, True)
         if chars is not None:
-            return RELATED_MAX_SHARE * float(chars)
-    return float(_SIZE_LIMIT(root))
+            return share * float(chars)
+    return float(_SIZE_LIMIT(root) if share == RELATED_MAX_SHARE else _SHARE_LIMIT(root, share=share))
 
 
 def fits(element, limit: float) -> bool:
@@ -467,7 +475,7 @@ def content_containers(seg: Segmented, dropped: np.ndarray, region: Rule | None,
     labels do not count: only lists of links and what sits under <nav>, <aside>, <header>, <footer> or <form>
     (near-identical interface pages repeat most of their text, "Modifier and Type" header cells among it; the
     blurbs of a news wrapper's sidebars are short labels)."""
-    candidates = seg.root.xpath("//main | //article | //*[@role='main']")
+    candidates = declared_content(seg.root, settings)
     if region is not None:
         candidates += [e for e in etree.XPath(region.xpath)(seg.root) if isinstance(e, etree._Element)][:1]
     chars = seg.block_chars()
@@ -482,6 +490,12 @@ def content_containers(seg: Segmented, dropped: np.ndarray, region: Rule | None,
         if kept and chrome <= settings.region_chrome_share * kept:
             out.append(element)
     return out
+
+
+def declared_content(root, settings: LearnSettings = LearnSettings()) -> list:
+    """The elements the page declares its own content: those of content_tags (<main>, <article>) and
+    [role=main], in document order."""
+    return root.xpath(" | ".join([*(f"//{tag}" for tag in sorted(settings.content_tags)), "//*[@role='main']"]))
 
 
 def content_ancestry(element, containers: Sequence) -> list[str] | None:
@@ -511,14 +525,14 @@ def chrome_shape(block: Block, ancestry: list[str] | None, settings: LearnSettin
     outside code, tables and definition lists)."""
     if ancestry is None:
         return "outside the page's content"
-    position = sorted(CHROME_TAGS.intersection(ancestry))
+    position = sorted(settings.chrome_tags.intersection(ancestry))
     if position:
         return f"under <{position[0]}>"
     short = len(block.text) <= settings.shape_max_chars
-    structure = not STRUCTURE_TAGS.isdisjoint(ancestry)
+    structure = not settings.structure_tags.isdisjoint(ancestry)
     if _link_share(block) > settings.shape_max_link_density:
-        return "" if structure or not (short or not LIST_TAGS.isdisjoint(ancestry)) else "links"
-    return "" if not short or structure or block.tag in LABEL_TAGS else SHORT_LABEL
+        return "" if structure or not (short or not settings.list_tags.isdisjoint(ancestry)) else "links"
+    return "" if not short or structure or block.tag in settings.label_tags else SHORT_LABEL
 
 
 def varying_rows(seg: Segmented, dropped: np.ndarray, settings: LearnSettings = LearnSettings()) -> set:
@@ -538,17 +552,17 @@ def varying_rows(seg: Segmented, dropped: np.ndarray, settings: LearnSettings = 
             if len(b.text) > 2 * settings.shape_max_chars:
                 long_cells.add(parent)
     return {(parent, tag) for (parent, tag), n in cells.items()
-            if n >= settings.row_cells and parent not in long_cells} | section_bodies(seg)
+            if n >= settings.row_cells and parent not in long_cells} | section_bodies(seg, settings)
 
 
-def section_bodies(seg: Segmented) -> set:
+def section_bodies(seg: Segmented, settings: LearnSettings = LearnSettings()) -> set:
     """(parent, tag) of the blocks that are the whole text of a section under its heading: right after a heading
-    (HEADING_TAGS) and the only other block of the deepest element holding both (a manual's "GIT" section whose one
+    (heading_tags) and the only other block of the deepest element holding both (a manual's "GIT" section whose one
     line is "Part of the git(1) suite"). Such a short line is what the heading titles, not a lone label."""
     out = set()
     elements = {id(b.element) for b in seg.blocks if b.element is not None}
     for before, block in zip(seg.blocks, seg.blocks[1:]):
-        if before.tag not in HEADING_TAGS or block.element is None or before.element is None:
+        if before.tag not in settings.heading_tags or block.element is None or before.element is None:
             continue
         section = block.element.getparent()
         while section is not None and not contains(section, before.element):

@@ -204,8 +204,7 @@ def samples(tmp_path_factory):
     out = []
     for stored in page_store.load_pages(db, [pid for pid, _, _ in page_store.iter_page_keys(db)]):
         seg = pipeline.stored_segment(stored)
-        out.append((seg, extract_page(seg, index.find(seg, stored.site, threshold=0.6), site=stored.site,
-                                      links=True)))
+        out.append((seg, extract_page(seg, index.find(seg, stored.site), site=stored.site, links=True)))
     return out
 
 

@@ -8,6 +8,7 @@ inside functions) of templater/, store/ and cli.py.
 from __future__ import annotations
 
 import ast
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -166,3 +167,10 @@ def test_library_never_prints(path: Path):
     calls = [node.lineno for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"]
     assert not calls, f"{path.parent.name}/{path.name} prints at lines {calls}: log, or return values to cli.py"
+
+
+def test_no_module_is_named_like_a_standard_library_one():
+    """A module named like one of the standard library's (types, inspect) shadows it where its folder comes first
+    on sys.path (spark-submit runs cli.py as a script): none of ours is."""
+    names = {path.stem for path in OURS.values()} | {"templater", "store", "cli"}
+    assert not names & set(sys.stdlib_module_names)

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from conftest import SAMPLES  # noqa: F401  (the samples' folder: the fixtures below read them)
 from templater import blocks, document, extract, headline
-from templater.config import HEADING_TAGS, TEXT_STRUCTURE_PATHS, LearnSettings
+from templater.config import LearnSettings
 from templater.datatypes import Block, Page, Segmented
 from templater.parse import parse_html
 from test_speedups import TRICKY, nested_markup, sample_pages
@@ -34,7 +34,7 @@ def terms_of_text_plain(seg, shaped, settings=LearnSettings()):
     out = np.zeros(len(seg.blocks), dtype=bool)
     for i in np.flatnonzero(shaped):
         block = seg.blocks[i]
-        if (any(p in block.tag_path + "/" for p in TEXT_STRUCTURE_PATHS) and "/a/" not in block.tag_path
+        if (any(p in block.tag_path + "/" for p in settings.text_structure_paths) and "/a/" not in block.tag_path
                 and block.link_chars <= settings.shape_max_link_density * len(block.text)):
             out[i] = True
     return out
@@ -47,9 +47,9 @@ def own_content_plain(seg, trusted, chrome, settings=LearnSettings()):
     chars = seg.block_chars()
     text = (seg.block_links() <= settings.own_content_links * chars) & (chars > 0)
     trusted_blocks = [seg.blocks[i] for i in where.tolist()]
-    placed = np.fromiter(map(extract._outside_chrome_tags, [b.tag_path for b in trusted_blocks]), dtype=bool,
-                         count=len(where))
-    heading = np.fromiter((b.tag in HEADING_TAGS and "/a/" not in b.tag_path and extract.in_declared_main(b)
+    placed = np.fromiter((extract._outside_chrome_tags(b.tag_path, settings.chrome_tags) for b in trusted_blocks),
+                         dtype=bool, count=len(where))
+    heading = np.fromiter((b.tag in settings.heading_tags and "/a/" not in b.tag_path and extract.in_declared_main(b)
                            for b in trusted_blocks), dtype=bool, count=len(where)) & placed
     return extract._own_stretch(seg, trusted, chrome, where, text, placed, heading, settings)
 

@@ -6,8 +6,8 @@ import re
 
 import numpy as np
 
-from templater.extract import (REPEAT_MIN_CHARS, CompiledTemplate, drop_repeats, extract_page, match_regions,
-                               match_template, name_line)
+from templater.config import REPEAT_MIN_CHARS
+from templater.extract import CompiledTemplate, drop_repeats, extract_page, match_regions, match_template, name_line
 from templater.fallback import among_own_text, region_chrome
 from templater.features import number_tree
 from templater.rule_inspect import explain_blocks

@@ -163,11 +163,9 @@ def test_c_tree_passes_match_the_plain_passes(monkeypatch):
         tree = features.number_tree(seg)
         marked = rng.random(len(tree.parent)) < 0.1
         values = rng.normal(size=len(tree.parent)) * 1e3
-        cases.append((tree, marked, values, features._distances(tree, tree.class_bits, len(features.CLASS_GROUPS)),
-                      features.inside(tree, marked), features.sum_up(tree, values)))
+        cases.append((tree, marked, values, features.inside(tree, marked), features.sum_up(tree, values)))
     plain_tree_passes(monkeypatch)
-    for tree, marked, values, distances, inside, summed in cases:
-        assert distances.tobytes() == features._distances(tree, tree.class_bits, len(features.CLASS_GROUPS)).tobytes()
+    for tree, marked, values, inside, summed in cases:
         assert inside.tobytes() == features.inside(tree, marked).tobytes()
         assert summed.tobytes() == features.sum_up(tree, values).tobytes()
 
