@@ -850,9 +850,10 @@ def iter_extracted(db: sqlite_utils.Database, ids: Sequence[str], *, method: str
 
 
 def warm_models() -> None:
-    """Load the language detector's model (read once a process, about 0.5 s CPU) before worker processes are
-    forked: they share it instead of each loading its own, and no worker's first page has the load counted in its
-    time budget (on a loaded machine that made pages "over-time")."""
+    """Load the language detector's model (read once a process, about 0.5 s CPU) and the classifier's shipped
+    weights before worker processes are forked: they share them instead of each loading its own, and no worker's
+    first page has the load counted in its time budget (on a loaded machine that made pages "over-time")."""
     metadata.detect_language("warm " * (metadata.LANG_MIN_CHARS // 5 + 1))
+    fallback.default_weights()
 
 
