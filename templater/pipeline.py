@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import random
 import sqlite3
 import time
 from collections import Counter, OrderedDict, defaultdict, deque
@@ -27,7 +26,7 @@ from store import signature_index as sig_store
 from store import templates as template_store
 from store.db import db_path, describe_error, open_db, open_reader  # noqa: F401 -- describe_error: for the CLI
 
-from . import config, dedup, fallback, metadata, signature_run, workers
+from . import config, dedup, fallback, metadata, workers
 from .blocks import segment
 from .config import LearnSettings
 from .encoding import decode_page
@@ -482,6 +481,8 @@ def learn_sample(ids: list[str], settings: LearnSettings) -> list[str]:
     ``max_learn_pages``."""
     sample = sorted(ids)
     if len(sample) > settings.max_learn_pages:
+        import random  # (build alone samples: an extract does not import it)
+
         sample = sorted(random.Random(settings.learn_seed).sample(sample, settings.max_learn_pages))
     return sample
 
@@ -785,6 +786,8 @@ def _index(db: sqlite_utils.Database, results: list[Extraction], signed: list[de
     items = [dedup.TextItem(r.id, r.url, r.text, r.boilerplate_chars, fetched.get(r.id)) for r in results]
     dedup.index_signed(db, items, signed, settings)
     if sig_store.methods(db):  # (signature_run and its methods load only for a database that has such an index)
+        from . import signature_run
+
         signature_run.add_to_signature_indexes(db, items)
 
 
