@@ -50,7 +50,10 @@ def _pages(path, n=3):
 
 @pytest.fixture
 def older(tmp_path):
-    script = tmp_path / "older-templater"
+    folder = tmp_path / "older" / "bin"  # laid out as an installation: its python beside its templater
+    folder.mkdir(parents=True)
+    (folder / "python").symlink_to(sys.executable)
+    script = folder / "templater"
     script.write_text(f"#!{sys.executable}\n" + OLDER.format(templater=str(bench_commands.BIN / "templater")))
     script.chmod(0o755)
     return script
