@@ -1193,6 +1193,20 @@ def main() -> None:
     except Interrupted:
         err.print(INTERRUPTED_LINE, highlight=False, soft_wrap=True, markup=False)
         sys.exit(130)
+    finally:
+        before_teardown()
+
+
+def before_teardown() -> None:
+    """The command is over and the process ends: what is garbage now is collected once (a store's connection left
+    in a reference cycle is closed here, as the teardown would close it: its WAL is checkpointed), and every object
+    left is frozen out of the cyclic garbage collector, whose collections in the interpreter's teardown otherwise
+    traverse all of numpy's, lxml's, typer's and our modules' objects (~50 ms, a sixth of a 3-page extract's CPU).
+    Objects are still freed as their last reference goes and atexit handlers run as before."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 if __name__ == "__main__":

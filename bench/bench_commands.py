@@ -18,8 +18,9 @@ for templater, the near-duplicate index and the stores are all counted:
 Start-up is timed the same way on the first STARTUP_PAGES pages: `templater --help`, `templater extract` of those
 pages (its own database, ingested and built before the rounds) and the two loops on them; `--baseline
 OTHER/bin/templater` adds another installation's two start-up commands and its `templater extract` (and each
-variant) to the same rounds, on the same database (e.g. the main branch's checkout, to compare a change in one run),
-and `--startup-only` times the start-up rows alone. Before the rounds the
+variant) to the same rounds (e.g. the main branch's checkout, to compare a change in one run), each installation on
+a database of its own that its own `ingest` + `build` filled (not timed): an older installation refuses a newer
+schema, so an A/B across a migration cannot share one. `--startup-only` times the start-up rows alone. Before the rounds the
 project's modules are compiled to bytecode (what pip does when it installs a package; an editable install under
 PYTHONDONTWRITEBYTECODE would otherwise compile them from source in every process), the baseline's into a bytecode
 folder of the bench's own (PYTHONPYCACHEPREFIX), so nothing is written into the other checkout.
@@ -170,12 +171,22 @@ def compile_project() -> None:
     subprocess.run([sys.executable, "-c", COMPILE_PROJECT, *PROJECT_MODULES], check=True, stdout=subprocess.DEVNULL)
 
 
-def prepare_db(pages: Path, db: Path, env: dict[str, str]) -> None:
-    """Ingest and build once (not timed): the stored pages and templates every extract round starts from."""
-    templater = str(BIN / "templater")
+def prepare_db(pages: Path, db: Path, env: dict[str, str], templater: Path | None = None) -> None:
+    """Ingest and build once with ``templater`` (default: ours; not timed): the stored pages and templates every
+    extract round of that installation starts from."""
+    templater = str(templater or BIN / "templater")
     for argv in ([templater, "ingest", str(pages), "--db", str(db), "--quiet"],
                  [templater, "build", "--db", str(db), "--quiet"]):
         timed_process(argv, env=env)
+
+
+BASELINE_PREFIX = "baseline "  # the baseline installation's contestants are named so
+
+
+def database_of(name: str, ours: Path, baselines: Path | None) -> Path:
+    """The database a contestant's rounds start from: the baseline installation's own for its contestants (filled
+    by its own ingest + build, in the schema it knows), ours for the others."""
+    return baselines if name.startswith(BASELINE_PREFIX) and baselines is not None else ours
 
 
 def fresh_db(base: Path, target: Path) -> None:
@@ -211,14 +222,22 @@ def main() -> int:
         pages = limited_copy(corpus, args.limit, folder)
         n = count_pages(pages, None)
         limit = str(n)
+        envs: dict[str, dict[str, str]] = {}
+        theirs_env = baseline_env(args.baseline, folder, env) if args.baseline else None
         base = folder / "base.db"
+        their_base = folder / "baseline-base.db" if args.baseline else None
         if not args.startup_only:
             prepare_db(pages, base, env)
+            if args.baseline:
+                prepare_db(pages, their_base, theirs_env, args.baseline)
         small_folder = folder / "startup"
         small_folder.mkdir()
         small_pages = limited_copy(pages, STARTUP_PAGES, small_folder)
         small_base, small_db = small_folder / "base.db", small_folder / "round.db"
         prepare_db(small_pages, small_base, env)
+        their_small_base = small_folder / "baseline-base.db" if args.baseline else None
+        if args.baseline:
+            prepare_db(small_pages, their_small_base, theirs_env, args.baseline)
         small = str(STARTUP_PAGES)
         startup = {
             "templater --help": ([str(BIN / "templater"), "--help"], None),
@@ -228,13 +247,12 @@ def main() -> int:
                                                   str(small_folder / "out.jsonl"), small], None),
             f"lxml loop, {small} pages": ([sys.executable, "-c", LXML_LOOP, str(small_pages), os.devnull, small], None),
         }
-        envs = {}
         if args.baseline:
-            startup["baseline templater --help"] = ([str(args.baseline), "--help"], None)
-            startup[f"baseline templater extract, {small} pages"] = (
-                [str(args.baseline), *startup[f"templater extract, {small} pages"][0][1:]], small_base)
-            envs = dict.fromkeys(("baseline templater --help", f"baseline templater extract, {small} pages"),
-                                 baseline_env(args.baseline, folder, env))
+            startup[f"{BASELINE_PREFIX}templater --help"] = ([str(args.baseline), "--help"], None)
+            startup[f"{BASELINE_PREFIX}templater extract, {small} pages"] = (
+                [str(args.baseline), *startup[f"templater extract, {small} pages"][0][1:]], their_small_base)
+            envs = dict.fromkeys((f"{BASELINE_PREFIX}templater --help",
+                                  f"{BASELINE_PREFIX}templater extract, {small} pages"), theirs_env)
             for name in envs:  # warm-up runs (not timed): the bytecode of every module they import is written
                 argv, start_db = startup[name]
                 if start_db is not None:
@@ -249,12 +267,12 @@ def main() -> int:
             "trafilatura loop": [sys.executable, "-c", TRAFILATURA_LOOP, str(pages), str(out), limit],
             "lxml loop": [sys.executable, "-c", LXML_LOOP, str(pages), str(out), limit],
         }
-        if args.baseline:  # the other installation's extract (and each variant) on the same database, same rounds
+        if args.baseline:  # the other installation's extract (and each variant) on its own database, same rounds
             theirs = [str(args.baseline), *templater[1:]]
-            contestants.update({"baseline templater extract": theirs,
-                                **{f"baseline templater extract {v}": theirs + shlex.split(v) for v in args.variant}})
-            envs.update(dict.fromkeys([name for name in contestants if name.startswith("baseline ")],
-                                      envs[f"baseline templater extract, {small} pages"]))
+            contestants.update({f"{BASELINE_PREFIX}templater extract": theirs,
+                                **{f"{BASELINE_PREFIX}templater extract {v}": theirs + shlex.split(v)
+                                   for v in args.variant}})
+            envs.update(dict.fromkeys([name for name in contestants if name.startswith(BASELINE_PREFIX)], theirs_env))
         if args.startup_only:
             contestants = {}
         runs = {name: Runs(name) for name in contestants}
@@ -264,7 +282,7 @@ def main() -> int:
         for round_number in range(args.rounds):
             shift = round_number % max(len(names), 1)
             for name in names[shift:] + names[:shift]:
-                fresh_db(base, db)
+                fresh_db(database_of(name, base, their_base), db)
                 wall, cpu, rss = timed_process(contestants[name], env=envs.get(name, env))
                 runs[name].wall.append(wall)
                 runs[name].cpu.append(cpu)

@@ -1065,10 +1065,15 @@ def _identifier():
     except (ImportError, OSError, KeyError, ValueError, EOFError):
         return langid._get_identifier()  # another model layout: the package's own loader
     kind = _with_compiled_walk(langid.LanguageIdentifier)
-    identifier = kind(arrays["ptc"], arrays["pc"], arrays["classes"].tolist(), memoryview(arrays["nextmove"]),
-                      arrays["out_feat"].tolist(), tk_row=memoryview(arrays["nextmove_row"]))
-    if kind is not langid.LanguageIdentifier:
-        identifier.tables = (arrays["nextmove"], arrays["nextmove_row"], arrays["out_feat"])
+    if kind is langid.LanguageIdentifier:
+        return kind(arrays["ptc"], arrays["pc"], arrays["classes"].tolist(), memoryview(arrays["nextmove"]),
+                    arrays["out_feat"].tolist(), tk_row=memoryview(arrays["nextmove_row"]))
+    # the lists the package's own walk reads (its row offsets pre-shifted, its outputs: 100k entries each, ~15 ms of
+    # every start) are made at its first use (``Identifier.package_tables``): the compiled walk reads the tables
+    identifier = kind(arrays["ptc"], arrays["pc"], arrays["classes"].tolist(), memoryview(arrays["nextmove"]), [],
+                      tk_row=[])
+    identifier.tk_row, identifier.outputs = memoryview(arrays["nextmove_row"]), arrays["out_feat"]
+    identifier.tables = (arrays["nextmove"], arrays["nextmove_row"], arrays["out_feat"])
     return identifier
 
 
@@ -1083,14 +1088,25 @@ def _with_compiled_walk(package_class):
         return package_class
 
     class Identifier(package_class):
-        __slots__ = ("tables",)
+        __slots__ = ("tables", "outputs")
 
         def _raw_score(self, data):
             walk = getattr(native.walk, "dfa_visits", None)
             if walk is None or not isinstance(data, bytes) or getattr(self, "tables", None) is None:
-                return super()._raw_score(data)
+                return self.package_walk(data)
             visits = walk(*self.tables, data)
-            return self._sparse_score(visits, self.nb_ptc) if visits else super()._raw_score(data)
+            return self._sparse_score(visits, self.nb_ptc) if visits else self.package_walk(data)
+
+        def package_walk(self, data):
+            """The package's own _raw_score."""
+            self.package_tables()
+            return super()._raw_score(data)
+
+        def package_tables(self) -> None:
+            """The lists the package's walk reads, as its __init__ makes them, made at their first use."""
+            if not self._rowbase and getattr(self, "outputs", None) is not None:
+                self._rowbase = [row << 8 for row in self.tk_row]
+                self.tk_output = self.outputs.tolist()
 
     return Identifier
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import random
 import sqlite3
 import time
 from collections import Counter, OrderedDict, defaultdict, deque
@@ -27,7 +26,7 @@ from store import signature_index as sig_store
 from store import templates as template_store
 from store.db import db_path, describe_error, open_db, open_reader  # noqa: F401 -- describe_error: for the CLI
 
-from . import config, dedup, fallback, metadata, signature_run, workers
+from . import config, dedup, fallback, metadata, workers
 from .blocks import segment
 from .config import LearnSettings
 from .encoding import decode_page
@@ -484,6 +483,8 @@ def learn_sample(ids: list[str], settings: LearnSettings) -> list[str]:
     ``max_learn_pages``."""
     sample = sorted(ids)
     if len(sample) > settings.max_learn_pages:
+        import random  # (build alone samples: an extract does not import it)
+
         sample = sorted(random.Random(settings.learn_seed).sample(sample, settings.max_learn_pages))
     return sample
 
@@ -788,6 +789,8 @@ def _index(db: sqlite_utils.Database, results: list[Extraction], signed: list[de
     items = [dedup.TextItem(r.id, r.url, r.text, r.boilerplate_chars, fetched.get(r.id)) for r in results]
     dedup.index_signed(db, items, signed, settings)
     if sig_store.methods(db):  # (signature_run and its methods load only for a database that has such an index)
+        from . import signature_run
+
         signature_run.add_to_signature_indexes(db, items)
 
 
@@ -852,9 +855,10 @@ def iter_extracted(db: sqlite_utils.Database, ids: Sequence[str], *, method: str
 
 
 def warm_models() -> None:
-    """Load the language detector's model (read once a process, about 0.5 s CPU) before worker processes are
-    forked: they share it instead of each loading its own, and no worker's first page has the load counted in its
-    time budget (on a loaded machine that made pages "over-time")."""
+    """Load the language detector's model (read once a process, about 0.5 s CPU) and the classifier's shipped
+    weights before worker processes are forked: they share them instead of each loading its own, and no worker's
+    first page has the load counted in its time budget (on a loaded machine that made pages "over-time")."""
     metadata.detect_language("warm " * (metadata.LANG_MIN_CHARS // 5 + 1))
+    fallback.default_weights()
 
 

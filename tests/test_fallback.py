@@ -3,6 +3,7 @@
 import dataclasses
 import gzip
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -328,3 +329,41 @@ def test_a_form_that_holds_the_headline_is_the_page_not_a_side_form():
     tree = fallback.number_tree(seg)
     assert not fallback.side_forms(seg, tree).any()
     assert all(t in kept_texts(seg, fallback.select_blocks(seg)) for t in ARTICLE)
+
+
+def test_weights_are_read_as_numpy_load_reads_them(tmp_path):
+    """ann.read_weights reads numpy.savez archives without numpy.load (a start-up cost): the same arrays bit for bit,
+    writable, each of its dtype and shape; archives it does not know (another .npy version, Fortran order, a member
+    that is not an array) go to numpy.load, and the weights read are the same either way."""
+    from templater import ann
+
+    arrays = {"a": np.arange(12, dtype="<f8").reshape(3, 4) / 7, "b": np.array(2.5), "c": np.array(["x", "yz"]),
+              "d": np.arange(5, dtype=np.int32), "e": np.zeros((0, 3)), "f": np.array([True, False]),
+              "g": np.arange(6, dtype=">f4").reshape(2, 3)}
+    path = tmp_path / "plain.npz"
+    np.savez_compressed(path, **arrays)
+    read = ann._plain_npz(path)
+    assert sorted(read.files) == sorted(arrays)
+    with np.load(path, allow_pickle=False) as reference:
+        for name in arrays:
+            assert read[name].dtype == reference[name].dtype and read[name].shape == reference[name].shape
+            assert read[name].tobytes() == reference[name].tobytes() and read[name].flags.writeable
+    with open(path, "rb") as handle:
+        assert sorted(ann._plain_npz(handle).files) == sorted(arrays)
+    np.savez(tmp_path / "fortran.npz", a=np.asfortranarray(np.ones((2, 3))))
+    assert ann._plain_npz(tmp_path / "fortran.npz") is None
+    (tmp_path / "other.npz").write_bytes(b"not an archive")
+    assert ann._plain_npz(tmp_path / "other.npz") is None
+    shipped = Path(fallback.__file__).parent / "data" / fallback.WEIGHTS_FILE
+    fast = ann.read_weights(shipped)
+    with np.load(shipped, allow_pickle=False) as loaded:
+        slow = ann._weights_from(loaded)
+    assert fast.features == slow.features and fast.info == slow.info
+    for mine, theirs in zip([fast.line, *fast.first, *fast.second, *fast.expert_first, *fast.expert_second],
+                            [slow.line, *slow.first, *slow.second, *slow.expert_first, *slow.expert_second],
+                            strict=True):
+        for field in dataclasses.fields(mine):
+            assert np.array_equal(getattr(mine, field.name), getattr(theirs, field.name))
+    assert np.array_equal(fast.null_scores, slow.null_scores)
+    with open(shipped, "rb") as handle:  # a file object: read whole by either reader
+        assert ann.read_weights(handle).features == slow.features

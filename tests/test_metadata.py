@@ -396,6 +396,7 @@ def test_compiled_language_walk_gives_the_packages_counts_and_answers(text):
     if tables is None or native.walk is None:
         pytest.skip("the package's own walk (another py3langid layout, or the compiled part not built)")
     data = identifier._encode(text)
+    identifier.package_tables()
     expected = langid.visit_counts(identifier.tk_nextmove, identifier._rowbase, identifier.tk_output, data)
     found = native.walk.dfa_visits(*tables, data)
     assert (found is None) == (expected is None)
@@ -407,6 +408,28 @@ def test_compiled_language_walk_gives_the_packages_counts_and_answers(text):
         assert identifier.classify(text) == fast
     finally:
         identifier.tables = tables
+
+
+def test_the_packages_walk_lists_are_made_at_its_first_use_as_its_own_loader_makes_them():
+    """The identifier starts without the package walk's lists (a start-up cost); the package's walk (no compiled
+    walk, or a text it found no feature in) makes them first, the lists py3langid's own loader makes."""
+    from py3langid import langid
+
+    from templater import native
+
+    fresh = metadata._identifier.__wrapped__()
+    if getattr(fresh, "tables", None) is None:
+        pytest.skip("the package's own identifier (another py3langid layout)")
+    assert fresh._rowbase == [] and fresh.tk_output == []
+    own = langid._get_identifier()
+    text = "Die Händler trugen, was sie konnten, in die oberen Stockwerke. " * 3
+    answer = fresh.classify(text)
+    assert answer == own.classify(text)
+    if native.walk is not None:
+        assert fresh._rowbase == []  # the compiled walk did without them
+    fresh.tables = None  # the package's walk
+    assert fresh.classify(text) == answer
+    assert fresh._rowbase == own._rowbase and fresh.tk_output == own.tk_output
 
 
 def test_compiled_language_walk_refuses_tables_it_cannot_walk():

@@ -82,3 +82,13 @@ def test_samples_run_end_to_end(tmp_path):
     results = {r.id: r for r in pipeline.extract(db)}
     assert len(results) == 38
     assert sum(r.method == "template" for r in results.values()) >= 25
+
+
+def test_the_models_workers_share_are_loaded_before_they_are_forked():
+    from templater import fallback, metadata
+
+    fallback.default_weights.cache_clear()
+    metadata._identifier.cache_clear()
+    pipeline.warm_models()
+    assert fallback.default_weights.cache_info().currsize == 1  # the shipped weights: read once, in the parent
+    assert metadata._identifier.cache_info().currsize == 1  # the language model
