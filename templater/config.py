@@ -286,8 +286,17 @@ FILTER_FIRST_KEYS = 1 << 18  # keys of the first filter part (a power of two); e
 RECENT_FILTER_KEYS = 1 << 21  # keys of the recent runs' Bloom filter (in memory only, 2 MiB): most keys of a batch
 # are in no run, and probing the filter costs less than a binary search of every tier (two thirds of an insert's
 # numpy time without it)
-INSERT_WIDTH = 256  # (key, doc) rows per INSERT statement of a merge into lsh_bands (0.8 s CPU for 1.4M rows, against
-# 2.7 s one row a statement)
+INSERT_WIDTH = 256  # (key, doc) rows per INSERT statement of migration 5's merge into the row table lsh_bands (0.8 s
+# CPU for 1.4M rows, against 2.7 s one row a statement)
+SEGMENT_BLOCK_ROWS = 256  # (key, doc) rows per block of a segment of the band index (4 KiB of BLOB: a key found by
+# its segment's filter costs one small read; the blocks' first keys, 8 bytes a block, stay in memory)
+SEGMENT_FANOUT = 4  # segments of one level merged into one of the next level: each key row is rewritten about
+# log4(pages / RECENT_PAGES) times (4 times at 10M pages) and a lookup probes at most 3 segments a level
+SEGMENT_SLICE_ROWS = 1 << 20  # key rows a merge (or a scan of every candidate pair) holds at once, about: it reads
+# every segment one key range at a time, so memory stays bounded whatever the size of the index
+FILTER_MEMORY_BYTES = 192 * 2**20  # the segments' Bloom filters together take at most about this much memory: a
+# segment whose filter at FILTER_BITS_PER_KEY would pass it gets a smaller one (more false "maybe" answers, each a
+# block read, but memory that does not grow with the crawl)
 ROUND_LIMITS = (1, 4, 16, 64, 256, 1 << 62)  # candidates verified per (page, cluster) before giving up, cumulative
 REFERENCE_MEMBERS = 1_000  # a cluster's reference pages (its longest text per site, which a page joining it must
 # pass with) are chosen among its this many longest members: a popular cluster costs a bounded read
