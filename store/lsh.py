@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import groupby
@@ -56,7 +55,7 @@ from store.db import MIGRATIONS_TABLE, db_name, migrate, transaction
 from templater.config import (BUCKET_CAP, ID_CHUNK, CACHE_KIB, CHECKPOINT_BYTES, WAL_KEEP_BYTES, RECENT_PAGES,
                               ROUND_LIMITS, REFERENCE_MEMBERS, FILTER_BITS_PER_KEY, FILTER_HASHES,
                               FILTER_FIRST_KEYS, RECENT_FILTER_KEYS, SEGMENT_BLOCK_ROWS, SEGMENT_FANOUT,
-                              SEGMENT_SLICE_ROWS, FILTER_MEMORY_BYTES)  # noqa: F401
+                              SEGMENT_SLICE_ROWS, SEGMENT_FILTER_BITS, FILTER_MEMORY_BYTES)  # noqa: F401
 from templater.errors import InputError, SettingsMismatchError
 from templater.unionfind import UnionFind
 from templater.shingles import (ALGORITHM_VERSION, LEGACY_MEASURE, ShingleSettings, Shingles, Signatures, band_keys,
@@ -586,29 +585,40 @@ def _drop_recent(db: sqlite_utils.Database, docs: Sequence[int]) -> None:
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))
 
 
-def _bloom_positions(keys: np.ndarray, log_bits: int) -> np.ndarray:
-    """(FILTER_HASHES, keys) bit positions in a filter of 2**log_bits bits (double hashing of the key, already
-    uniform)."""
+def _bloom_positions(keys: np.ndarray, size: int) -> np.ndarray:
+    """(FILTER_HASHES, keys) bit positions in a filter of ``size`` bits (below 2**32): double hashing of the key
+    (already uniform), each hash's top 32 bits scaled to the size (multiply and shift), so a filter may take any
+    number of bytes."""
     u = keys.astype(np.uint64)
     h1, h2 = u * _MIX[0], (u * _MIX[1]) | np.uint64(1)
     steps = np.arange(FILTER_HASHES, dtype=np.uint64)[:, None]
-    return ((h1 + steps * h2) >> np.uint64(64 - log_bits)).astype(np.intp)  # (an intp index gathers fastest)
+    return ((((h1 + steps * h2) >> np.uint64(32)) * np.uint64(size)) >> np.uint64(32)).astype(np.intp)
+
+
+BLOOM_CHUNK = 1 << 16  # keys whose bit positions are made at once (five int64 positions a key, and temporaries)
 
 
 def _bloom_add(bits: np.ndarray, keys: np.ndarray) -> None:
-    """Set the bits of ``keys`` in the filter ``bits`` (uint8, a power of two bytes): one fancy assignment per bit
-    of a byte, whose repeated positions all write the same value (``np.bitwise_or.at`` was 10% of a batch)."""
-    if not len(keys):
-        return
-    at = _bloom_positions(keys, (len(bits) * 8).bit_length() - 1).ravel()
-    low = at & 7
-    for bit in range(8):
-        where = at[low == bit] >> 3
-        bits[where] |= np.uint8(1 << bit)
+    """Set the bits of ``keys`` in the filter ``bits`` (uint8), BLOOM_CHUNK keys at a time: positions grouped by
+    their bit in a byte (a radix sort of 8 values), one fancy assignment per group, whose repeated bytes all
+    write the same value (``np.bitwise_or.at`` was 10% of a batch)."""
+    for start in range(0, len(keys), BLOOM_CHUNK):
+        at = _bloom_positions(keys[start:start + BLOOM_CHUNK], len(bits) * 8).ravel()
+        low = (at & 7).astype(np.uint8)
+        at = at[np.argsort(low, kind="stable")]
+        ends = np.cumsum(np.bincount(low, minlength=8)).tolist()
+        for bit, (first, end) in enumerate(zip([0, *ends[:-1]], ends)):
+            bits[at[first:end] >> 3] |= np.uint8(1 << bit)
 
 
-def _bloom_has(bits: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    at = _bloom_positions(keys, (len(bits) * 8).bit_length() - 1)
+def _bloom_has(bits: np.ndarray, keys: np.ndarray, positions: dict[int, np.ndarray] | None = None) -> np.ndarray:
+    """Whether the filter ``bits`` may hold each key (``positions``: the keys' positions by filter size, kept
+    between calls on the same keys)."""
+    size = len(bits) * 8
+    if positions is None:
+        at = _bloom_positions(keys, size)
+    elif (at := positions.get(size)) is None:
+        at = positions[size] = _bloom_positions(keys, size)
     return (((bits[at >> 3] >> (at & 7).astype(np.uint8)) & 1) == 1).all(axis=0)
 
 
@@ -676,18 +686,19 @@ class _Segment:
     level: int
     rows: int
     fences: np.ndarray  # int64: the first key of each block
-    bits: np.ndarray  # uint8: the filter of its keys (a power of two bytes)
+    bits: np.ndarray  # uint8: the Bloom filter of its keys
 
     @property
     def base(self) -> int:
         return self.segment << BLOCK_ID_SHIFT
 
-    def blocks_of(self, keys: np.ndarray, cap: int | None) -> tuple[np.ndarray, np.ndarray]:
+    def blocks_of(self, keys: np.ndarray, cap: int | None,
+                  positions: dict[int, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(the keys its filter may hold and that lie in its key range, the distinct blocks that hold their rows;
-        with ``cap``, enough blocks for each key's first ``cap`` rows)."""
+        with ``cap``, enough blocks for each key's first ``cap`` rows). ``positions``: see ``_bloom_has``."""
         if not len(self.fences) or not len(keys):
             return keys[:0], np.empty(0, np.int64)
-        keys = keys[_bloom_has(self.bits, keys)]
+        keys = keys[_bloom_has(self.bits, keys, positions)]
         first = np.maximum(np.searchsorted(self.fences, keys, side="left") - 1, 0)
         last = np.searchsorted(self.fences, keys, side="right") - 1  # (-1: below the first key, not here)
         if cap is not None:
@@ -732,12 +743,10 @@ def _segments(db: sqlite_utils.Database) -> _Segments:
 
 
 def _filter_size(rows: int, others: int) -> int:
-    """Bytes of a new segment's filter: FILTER_BITS_PER_KEY bits a row (the nearest power of two), halved while
-    all filters together would pass FILTER_MEMORY_BYTES (down to 1 KiB)."""
-    size = 1 << max(10, round(math.log2(max(rows, 1) * FILTER_BITS_PER_KEY / 8)))
-    while size > 1024 and size + others > FILTER_MEMORY_BYTES:
-        size >>= 1
-    return size
+    """Bytes of a new segment's filter: SEGMENT_FILTER_BITS bits a row, less when all filters together would pass
+    FILTER_MEMORY_BYTES (at least 1 KiB, at most 2**29 bytes: positions are 32-bit)."""
+    size = min(max(rows, 1) * SEGMENT_FILTER_BITS // 8, max(FILTER_MEMORY_BYTES - others, 0), 1 << 29)
+    return max(1024, size // 8 * 8)
 
 
 class _SegmentWriter:
@@ -867,8 +876,9 @@ def _segment_rows(db: sqlite_utils.Database, keys: np.ndarray, cap: int | None =
     ``cap`` docs of each segment), unordered. Only the blocks of keys that a segment's filter may hold are read,
     all in one statement."""
     wanted = []
+    positions: dict[int, np.ndarray] = {}  # segments with filters of one size probe the same bits
     for s in _segments(db).items:
-        sought, blocks = s.blocks_of(keys, cap)
+        sought, blocks = s.blocks_of(keys, cap, positions)
         if len(blocks):
             wanted.append((s, sought, blocks))
     if not wanted:
@@ -957,8 +967,10 @@ def _merge_recent(db: sqlite_utils.Database, added: int, *, limit: int | None = 
         return
     held = _recent(db)
     keys, docs = held.rows()
-    order = np.lexsort((docs, keys))
-    _add_segment(db, keys[order], docs[order])
+    if ((keys[1:] == keys[:-1]) & (docs[1:] < docs[:-1])).any():  # (docs come in order unless pages were re-indexed)
+        order = np.lexsort((docs, keys))
+        keys, docs = keys[order], docs[order]
+    _add_segment(db, keys, docs)
     db.conn.execute("DELETE FROM lsh_runs")
     held.clear()
     held.token = _token_after(held.token, keys, -docs)

@@ -446,6 +446,25 @@ def test_filters_never_miss_a_key_and_grow_in_parts(monkeypatch):
     assert filters.may_hold(absent).mean() < 0.1  # at most a few percent a part (2.2% when full)
 
 
+def test_a_segment_filter_of_any_size_never_misses_a_key_and_is_made_the_same_in_chunks(monkeypatch):
+    rng = np.random.default_rng(8)
+    stored = rng.integers(0, 2**47, size=30_000)
+    size = lsh._filter_size(len(stored), 0)
+    assert size % 8 == 0 and size == len(stored) * lsh.SEGMENT_FILTER_BITS // 8 // 8 * 8  # not a power of two
+    whole = np.zeros(size, np.uint8)
+    lsh._bloom_add(whole, stored)
+    monkeypatch.setattr(lsh, "BLOOM_CHUNK", 1000)
+    chunked = np.zeros(size, np.uint8)
+    for part in np.array_split(stored, 3):
+        lsh._bloom_add(chunked, part)
+    assert np.array_equal(whole, chunked)
+    assert lsh._bloom_has(whole, stored).all()
+    absent = rng.integers(0, 2**47, size=50_000)
+    assert lsh._bloom_has(whole, absent).mean() < 0.02  # 0.9% expected at 10 bits a key, 5 hashes
+    monkeypatch.setattr(lsh, "FILTER_MEMORY_BYTES", 3000)
+    assert lsh._filter_size(len(stored), 1000) == 2000 and lsh._filter_size(len(stored), 5000) == 1024
+
+
 def test_a_rolled_back_batch_leaves_no_trace_in_memory_or_on_disk(tmp_path, monkeypatch):
     """The recent runs and filters held in memory follow the database: after a rollback (a failed batch, or a
     savepoint of a caller's transaction) they are read again, and the index equals one that never saw the batch."""
