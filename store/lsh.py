@@ -9,14 +9,17 @@ Tables (component "lsh"):
                     a page alone has cluster = doc; a partial index holds only pages whose cluster != doc),
                     fetched_at (when the page was fetched, UTC ISO-8601, NULL when unknown; added by migration 2),
                     anchors (its anchor keys as int64 bytes, NULL without any; added by migration 3)
-    lsh_bands       (key, doc) WITHOUT ROWID: one 47-bit key per band, and one per anchor key
+    lsh_segments    segment -> level, rows, fences (int64 BLOB: the first key of each block), filter (a Bloom filter
+                    of its keys, SEGMENT_FILTER_BITS a row within FILTER_MEMORY_BYTES): the band index, one 47-bit key
+                    per band and one per anchor key, as a few immutable segments of (key, doc) rows sorted by key
+                    then doc (migration 6; until then the row table lsh_bands, with lsh_filter's filters)
+    lsh_blocks      id (segment << 32 | block) -> keys, docs (int64 BLOBs): a segment's rows, SEGMENT_BLOCK_ROWS a
+                    block
     lsh_runs        run -> keys, docs (int64 BLOBs, sorted by key then doc): the (key, doc) rows of the pages added
-                    since the last merge (at most about RECENT_PAGES pages), one run per batch (one INSERT), held in
-                    memory as a few sorted arrays (``_Recent``) that every lookup reads beside lsh_bands; they move
-                    into lsh_bands in one sorted pass when RECENT_PAGES pages have come (migration 5; migration 3's
+                    since the last flush (at most about RECENT_PAGES pages), one run per batch (one INSERT), held in
+                    memory as a few sorted arrays (``_Recent``) that every lookup reads beside the segments; they
+                    become a new segment of level 0 when RECENT_PAGES pages have come (migration 5; migration 3's
                     row table lsh_recent cost one B-tree insert per key row, its rows become one run)
-    lsh_filter      part -> capacity, keys, bits: Bloom filters of the keys of lsh_bands (``_Filters``), so that a
-                    batch seeks lsh_bands only for the few keys that may be there (migration 5)
     lsh_links       (doc, other) WITHOUT ROWID, both directions: a spanning forest of every cluster, the verified
                     pairs that joined it; removing a page whose links leave one piece needs no re-verification
     lsh_shingles    doc -> the page's verification set, 4 or 8 bytes a hash: its bottom-k sample (verify =
@@ -33,11 +36,13 @@ BUCKET_CAP pages (by doc number) as candidates: such buckets hold near-identical
 popular page from costing a quadratic number of comparisons.
 
 Adding a batch (``add_signatures``, one transaction): its distinct keys are looked up in the recent runs (numpy,
-in memory) and, where lsh_bands' Bloom filters say they may be there, in lsh_bands (``_band_buckets``: the capped
-buckets of the keys found); the batch's own sorted keys give the candidates within it; the keys go in as one run,
-candidates are verified (by sample, all shingles or signature), and the clusters are updated. Per key row a batch
-costs numpy work and a filter probe, not a B-tree insert and seek; lsh_bands is written only by the merges, in key
-order, RECENT_PAGES pages at a time.
+in memory) and in the segments (``_segment_rows``: only the keys a segment's filter may hold, whose blocks its
+fences name, all blocks in one statement); the batch's own sorted keys give the candidates within it; the keys go
+in as one run, candidates are verified (by sample, all shingles or signature), and the clusters are updated. Per
+key row a batch costs numpy work and filter probes, not a B-tree insert and seek. The segments are written only
+by flushes and merges, as BLOBs in key order: SEGMENT_FANOUT segments of one level merge into one of the next
+(``_add_segment``, one key range at a time), so a row is rewritten once a level, log(pages) times in all, where
+the row table lsh_bands took every flush's random keys into nearly every leaf (a cost that grew with the index).
 """
 
 from __future__ import annotations
