@@ -297,27 +297,33 @@ def test_an_index_written_before_the_reference_clustering_keeps_working(tmp_path
     queried_and_extended(db, monkeypatch)
 
 
-def test_an_index_with_row_tables_of_keys_migrates_to_runs_and_filters(tmp_path, monkeypatch):
-    """tests/fixtures/lsh_v4.db (made by make_lsh_v4.py with the code of 3cf8f85: keys in the row tables lsh_bands
-    and lsh_recent): migration 5 turns lsh_recent into one run and builds lsh_bands' filters; lookups, clusters,
-    new pages and the next merge work as on an index built today."""
+def migrated_fixture(tmp_path, name: str, *queries: str) -> tuple:
+    """(a copy of tests/fixtures/NAME opened again, then each query's rows as the file held them before): any read
+    migrates it, keeping its clusters and recording every migration of the lsh component."""
     import shutil
     from pathlib import Path
 
-    path = tmp_path / "v4.db"
-    shutil.copy(Path(__file__).parent / "fixtures" / "lsh_v4.db", path)
+    path = tmp_path / name
+    shutil.copy(Path(__file__).parent / "fixtures" / name, path)
     old = open_db(path)
-    recent = old.conn.execute("SELECT key, doc FROM lsh_recent ORDER BY key, doc").fetchall()
-    bands = old.conn.execute("SELECT key, doc FROM lsh_bands ORDER BY key, doc").fetchall()
+    before = [old.conn.execute(sql).fetchall() for sql in queries]
     old.conn.close()
-    assert recent and bands
+    assert all(before)
     db = open_db(path)
     assert clusters(db) == {frozenset({"a", "b"})}  # any read migrates
-    conn = db.conn
-    assert {row[0] for row in conn.execute("SELECT version FROM schema_migrations WHERE component = 'lsh'")} == \
+    assert {row[0] for row in db.conn.execute("SELECT version FROM schema_migrations WHERE component = 'lsh'")} == \
         {1, 2, 3, 4, 5, 6}
+    return (db, *before)
+
+
+def test_an_index_with_row_tables_of_keys_migrates_to_runs_and_filters(tmp_path, monkeypatch):
+    """tests/fixtures/lsh_v4.db (made by make_lsh_v4.py with the code of 3cf8f85: keys in the row tables lsh_bands
+    and lsh_recent): migration 5 turns lsh_recent into one run (and migration 6 lsh_bands into a segment);
+    lookups, clusters, new pages and the next flush work as on an index built today."""
+    db, recent, bands = migrated_fixture(tmp_path, "lsh_v4.db", "SELECT key, doc FROM lsh_recent ORDER BY key, doc",
+                                         "SELECT key, doc FROM lsh_bands ORDER BY key, doc")
     assert "lsh_recent" not in db.table_names()
-    (keys, docs), = conn.execute("SELECT keys, docs FROM lsh_runs").fetchall()
+    (keys, docs), = db.conn.execute("SELECT keys, docs FROM lsh_runs").fetchall()
     assert list(zip(np.frombuffer(keys, np.int64).tolist(), np.frombuffer(docs, np.int64).tolist())) == recent
     assert segment_rows(db) == bands  # migration 6: lsh_bands became one segment
     queried_and_extended(db, monkeypatch)
@@ -328,23 +334,10 @@ def test_an_index_with_a_row_table_of_band_keys_migrates_to_segments(tmp_path, m
     lsh_bands with Bloom filters in lsh_filter, recent keys in lsh_runs): migration 6 makes lsh_bands one segment
     of sorted blocks (its filter holding every key), drops lsh_bands and lsh_filter, keeps the runs; lookups,
     clusters, new pages and the next flush work as on an index built today."""
-    import shutil
-    from pathlib import Path
-
-    path = tmp_path / "v5.db"
-    shutil.copy(Path(__file__).parent / "fixtures" / "lsh_v5.db", path)
-    old = open_db(path)
-    bands = old.conn.execute("SELECT key, doc FROM lsh_bands ORDER BY key, doc").fetchall()
-    runs = old.conn.execute("SELECT run, keys, docs FROM lsh_runs ORDER BY run").fetchall()
-    old.conn.close()
-    assert bands and runs
-    db = open_db(path)
-    assert clusters(db) == {frozenset({"a", "b"})}  # any read migrates
-    conn = db.conn
-    assert {row[0] for row in conn.execute("SELECT version FROM schema_migrations WHERE component = 'lsh'")} == \
-        {1, 2, 3, 4, 5, 6}
+    db, bands, runs = migrated_fixture(tmp_path, "lsh_v5.db", "SELECT key, doc FROM lsh_bands ORDER BY key, doc",
+                                       "SELECT run, keys, docs FROM lsh_runs ORDER BY run")
     assert not {"lsh_bands", "lsh_filter"} & set(db.table_names())
-    assert conn.execute("SELECT run, keys, docs FROM lsh_runs ORDER BY run").fetchall() == runs
+    assert db.conn.execute("SELECT run, keys, docs FROM lsh_runs ORDER BY run").fetchall() == runs
     assert segment_rows(db) == bands
     (segment,) = lsh._segments(db).items
     assert segment.rows == len(bands) and segment.level == 0
