@@ -590,14 +590,21 @@ def _drop_recent(db: sqlite_utils.Database, docs: Sequence[int]) -> None:
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))
 
 
+BLOOM_BLOCK_BITS = 512  # a key's bits all lie in one block of this many bits (a 64-byte cache line)
+
+
 def _bloom_positions(keys: np.ndarray, size: int) -> np.ndarray:
-    """(FILTER_HASHES, keys) bit positions in a filter of ``size`` bits (below 2**32): double hashing of the key
-    (already uniform), each hash's top 32 bits scaled to the size (multiply and shift), so a filter may take any
-    number of bytes."""
+    """(FILTER_HASHES, keys) bit positions in a filter of ``size`` bits (a multiple of BLOOM_BLOCK_BITS, below
+    2**32): a blocked Bloom filter, every bit of a key in one block, so a probe or an add costs one cache miss, not
+    FILTER_HASHES. The block is the key's top 32 bits (of 47) scaled to the blocks (multiply and shift): keys in
+    order (a merge's, a batch's sorted keys) walk the filter in order. The bits in it are 9-bit slices of the top
+    of the key times an odd constant."""
     u = keys.astype(np.uint64)
-    h1, h2 = u * _MIX[0], (u * _MIX[1]) | np.uint64(1)
-    steps = np.arange(FILTER_HASHES, dtype=np.uint64)[:, None]
-    return ((((h1 + steps * h2) >> np.uint64(32)) * np.uint64(size)) >> np.uint64(32)).astype(np.intp)
+    blocks = np.uint64(size // BLOOM_BLOCK_BITS)
+    block = (((u >> np.uint64(15)) & np.uint64(0xFFFFFFFF)) * blocks) >> np.uint64(32)
+    mixed = u * _MIX[0]
+    shifts = np.uint64(55) - np.uint64(9) * np.arange(FILTER_HASHES, dtype=np.uint64)[:, None]
+    return (block * np.uint64(BLOOM_BLOCK_BITS) + ((mixed >> shifts) & np.uint64(511))).astype(np.intp)
 
 
 BLOOM_CHUNK = 1 << 16  # keys whose bit positions are made at once (five int64 positions a key, and temporaries)
@@ -650,7 +657,8 @@ class _Filters:
         while len(keys):
             if not self.parts or self.parts[-1][1] >= self.parts[-1][0]:
                 capacity = max(self.first or FILTER_FIRST_KEYS, sum(p[0] for p in self.parts))
-                self.parts.append([capacity, 0, np.zeros(capacity * FILTER_BITS_PER_KEY // 8, dtype=np.uint8)])
+                size = -(-capacity * FILTER_BITS_PER_KEY // BLOOM_BLOCK_BITS) * BLOOM_BLOCK_BITS // 8  # whole blocks
+                self.parts.append([capacity, 0, np.zeros(size, dtype=np.uint8)])
             part = self.parts[-1]
             take, keys = keys[:part[0] - part[1]], keys[part[0] - part[1]:]
             _bloom_add(part[2], take)
@@ -749,9 +757,9 @@ def _segments(db: sqlite_utils.Database) -> _Segments:
 
 def _filter_size(rows: int, others: int) -> int:
     """Bytes of a new segment's filter: SEGMENT_FILTER_BITS bits a row, less when all filters together would pass
-    FILTER_MEMORY_BYTES (at least 1 KiB, at most 2**29 bytes: positions are 32-bit)."""
+    FILTER_MEMORY_BYTES (whole blocks; at least 1 KiB, at most 2**29 bytes: positions are 32-bit)."""
     size = min(max(rows, 1) * SEGMENT_FILTER_BITS // 8, max(FILTER_MEMORY_BYTES - others, 0), 1 << 29)
-    return max(1024, size // 8 * 8)
+    return max(1024, size // (BLOOM_BLOCK_BITS // 8) * (BLOOM_BLOCK_BITS // 8))
 
 
 class _SegmentWriter:

@@ -450,7 +450,7 @@ def test_a_segment_filter_of_any_size_never_misses_a_key_and_is_made_the_same_in
     rng = np.random.default_rng(8)
     stored = rng.integers(0, 2**47, size=30_000)
     size = lsh._filter_size(len(stored), 0)
-    assert size % 8 == 0 and size == len(stored) * lsh.SEGMENT_FILTER_BITS // 8 // 8 * 8  # not a power of two
+    assert size % 64 == 0 and size == len(stored) * lsh.SEGMENT_FILTER_BITS // 8 // 64 * 64  # not a power of two
     whole = np.zeros(size, np.uint8)
     lsh._bloom_add(whole, stored)
     monkeypatch.setattr(lsh, "BLOOM_CHUNK", 1000)
@@ -460,9 +460,12 @@ def test_a_segment_filter_of_any_size_never_misses_a_key_and_is_made_the_same_in
     assert np.array_equal(whole, chunked)
     assert lsh._bloom_has(whole, stored).all()
     absent = rng.integers(0, 2**47, size=50_000)
-    assert lsh._bloom_has(whole, absent).mean() < 0.02  # 0.9% expected at 10 bits a key, 5 hashes
+    assert lsh._bloom_has(whole, absent).mean() < 0.02  # 0.9% for a plain filter of 10 bits a key, 5 hashes
+    at = lsh._bloom_positions(np.sort(stored), size * 8)
+    assert (np.diff(at[0] // lsh.BLOOM_BLOCK_BITS) >= 0).all()  # keys in order walk the blocks in order
+    assert (at // lsh.BLOOM_BLOCK_BITS == at[0] // lsh.BLOOM_BLOCK_BITS).all()  # a key's bits in one block
     monkeypatch.setattr(lsh, "FILTER_MEMORY_BYTES", 3000)
-    assert lsh._filter_size(len(stored), 1000) == 2000 and lsh._filter_size(len(stored), 5000) == 1024
+    assert lsh._filter_size(len(stored), 1000) == 1984 and lsh._filter_size(len(stored), 5000) == 1024
 
 
 def test_a_rolled_back_batch_leaves_no_trace_in_memory_or_on_disk(tmp_path, monkeypatch):
