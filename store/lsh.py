@@ -802,10 +802,10 @@ class _SegmentWriter:
             self.db.conn.executemany("INSERT INTO lsh_blocks (id, keys, docs) VALUES (?, ?, ?)",
                                      [(base + i, keys[i * size:(i + 1) * size].tobytes(),
                                        docs[i * size:(i + 1) * size].tobytes()) for i in range(count)])
-            self.fences.append(keys[:whole:size])
+            self.fences.append(keys[:whole:size].copy())  # (a view would keep every row of the merge alive)
             self.blocks += count
             self.rows += whole
-        self.keys, self.docs = ([keys[whole:]], [docs[whole:]]) if whole < len(keys) else ([], [])
+        self.keys, self.docs = ([keys[whole:].copy()], [docs[whole:].copy()]) if whole < len(keys) else ([], [])
         self.pending = len(keys) - whole
 
     def close(self) -> _Segment:
