@@ -7,12 +7,24 @@ lookups. Two checkouts that give the same file find the same candidates and buil
 N pages in batches of 200 inside extract's growing transactions, RECENT_PAGES as given (small: many flushes and
 merges of segments), and halfway a few pages removed (their rows leave the band index).
 """
-import sys, json, hashlib, tempfile
+import argparse
+import hashlib
+import json
+import sys
+import tempfile
 from pathlib import Path
-checkout, n, recent, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-sys.path.insert(0, checkout); sys.path.insert(0, checkout + "/bench")
-import numpy as np
-from store import lsh
+
+parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+parser.add_argument("checkout", help="the checkout whose store.lsh (and bench/bench_index.py) is used")
+parser.add_argument("n", type=int, help="pages (a multiple of 200)")
+parser.add_argument("recent_pages", type=int, help="RECENT_PAGES for this run")
+parser.add_argument("out", help="JSON file of the digests")
+cli = parser.parse_args()
+checkout, n, recent, out = cli.checkout, cli.n, cli.recent_pages, cli.out
+sys.path.insert(0, checkout)
+sys.path.insert(0, checkout + "/bench")
+import numpy as np  # noqa: E402
+from store import lsh  # noqa: E402
 from store.db import open_db
 from store.lsh import IndexedPage
 from templater.pipeline import GrowingBatch
