@@ -60,7 +60,8 @@ from store.db import MIGRATIONS_TABLE, db_name, migrate, transaction
 from templater.config import (BUCKET_CAP, ID_CHUNK, CACHE_KIB, CHECKPOINT_BYTES, WAL_KEEP_BYTES, RECENT_PAGES,
                               ROUND_LIMITS, REFERENCE_MEMBERS, FILTER_BITS_PER_KEY, FILTER_HASHES,
                               FILTER_FIRST_KEYS, RECENT_FILTER_KEYS, SEGMENT_BLOCK_ROWS, SEGMENT_FANOUT,
-                              SEGMENT_SLICE_ROWS, SEGMENT_FILTER_BITS, FILTER_MEMORY_BYTES)  # noqa: F401
+                              SEGMENT_SLICE_ROWS, SEGMENT_FILTER_BITS, FILTER_MEMORY_BYTES,
+                              BLOOM_CHUNK_KEYS)  # noqa: F401
 from templater.errors import InputError, SettingsMismatchError
 from templater.unionfind import UnionFind
 from templater.shingles import (ALGORITHM_VERSION, LEGACY_MEASURE, ShingleSettings, Shingles, Signatures, band_keys,
@@ -607,15 +608,12 @@ def _bloom_positions(keys: np.ndarray, size: int) -> np.ndarray:
     return (block * np.uint64(BLOOM_BLOCK_BITS) + ((mixed >> shifts) & np.uint64(511))).astype(np.intp)
 
 
-BLOOM_CHUNK = 1 << 16  # keys whose bit positions are made at once (five int64 positions a key, and temporaries)
-
-
 def _bloom_add(bits: np.ndarray, keys: np.ndarray) -> None:
-    """Set the bits of ``keys`` in the filter ``bits`` (uint8), BLOOM_CHUNK keys at a time: positions grouped by
+    """Set the bits of ``keys`` in the filter ``bits`` (uint8), BLOOM_CHUNK_KEYS keys at a time: positions grouped by
     their bit in a byte (a radix sort of 8 values), one fancy assignment per group, whose repeated bytes all
     write the same value (``np.bitwise_or.at`` was 10% of a batch)."""
-    for start in range(0, len(keys), BLOOM_CHUNK):
-        at = _bloom_positions(keys[start:start + BLOOM_CHUNK], len(bits) * 8).ravel()
+    for start in range(0, len(keys), BLOOM_CHUNK_KEYS):
+        at = _bloom_positions(keys[start:start + BLOOM_CHUNK_KEYS], len(bits) * 8).ravel()
         low = (at & 7).astype(np.uint8)
         at = at[np.argsort(low, kind="stable")]
         ends = np.cumsum(np.bincount(low, minlength=8)).tolist()

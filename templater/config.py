@@ -295,6 +295,8 @@ SEGMENT_SLICE_ROWS = 1 << 20  # key rows a merge (or a scan of every candidate p
 # every segment one key range at a time, so memory stays bounded whatever the size of the index
 SEGMENT_FILTER_BITS = 10  # Bloom filter bits per key row of a segment: with FILTER_HASHES = 5 its filter answers
 # "maybe" for 0.9% of absent keys (2.2% at 8 bits, with a segment probed per level and a batch's 5,000 keys)
+BLOOM_CHUNK_KEYS = 1 << 16  # keys whose filter bit positions are made at once (five int64 positions a key and their
+# temporaries: a merge's whole slice at once took ~200 MB)
 FILTER_MEMORY_BYTES = 192 * 2**20  # the segments' Bloom filters together take at most about this much memory: a
 # segment whose filter at FILTER_BITS_PER_KEY would pass it gets a smaller one (more false "maybe" answers, each a
 # block read, but memory that does not grow with the crawl)

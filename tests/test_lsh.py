@@ -453,7 +453,7 @@ def test_a_segment_filter_of_any_size_never_misses_a_key_and_is_made_the_same_in
     assert size % 64 == 0 and size == len(stored) * lsh.SEGMENT_FILTER_BITS // 8 // 64 * 64  # not a power of two
     whole = np.zeros(size, np.uint8)
     lsh._bloom_add(whole, stored)
-    monkeypatch.setattr(lsh, "BLOOM_CHUNK", 1000)
+    monkeypatch.setattr(lsh, "BLOOM_CHUNK_KEYS", 1000)
     chunked = np.zeros(size, np.uint8)
     for part in np.array_split(stored, 3):
         lsh._bloom_add(chunked, part)
@@ -488,7 +488,8 @@ def test_a_rolled_back_batch_leaves_no_trace_in_memory_or_on_disk(tmp_path, monk
     assert not lsh.query(failed, values[0], SETTINGS) or all(
         m.page_id.startswith("p") for m, _ in lsh.query(failed, values[0], SETTINGS))
     dump = lambda db: {t: db.conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()  # noqa: E731
-                       for t in ("lsh_signatures", "lsh_segments", "lsh_blocks", "lsh_runs", "lsh_links", "dup_clusters")}
+                       for t in ("lsh_signatures", "lsh_segments", "lsh_blocks", "lsh_runs", "lsh_links",
+                                 "dup_clusters")}
     state = lambda db: dict(db.conn.execute("SELECT name, value FROM lsh_state WHERE name != 'generation'"))  # noqa
     assert dump(failed) == dump(clean) and state(failed) == state(clean)
 
