@@ -258,7 +258,8 @@ def prepare(db: sqlite_utils.Database) -> None:
     conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
     conn.execute(f"PRAGMA wal_autocheckpoint = {CHECKPOINT_BYTES // page_size}")
     conn.execute(f"PRAGMA journal_size_limit = {WAL_KEEP_BYTES}")
-    conn.execute("PRAGMA temp_store = MEMORY")
+    # (no temp_store = MEMORY: inside a caller's transaction a merge runs in a savepoint whose journal of the pages it
+    # rewrites then sat in memory, +120 MB for a 12M-row merge; it now goes to a temporary file)
 
 
 def load_settings(db: sqlite_utils.Database) -> ShingleSettings | None:
