@@ -162,6 +162,7 @@ def insert_all(db, args, settings: ShingleSettings) -> tuple[int, list[float], l
     rng = np.random.default_rng(SEED)
     pool = Pool(settings.permutations, args.set_size)
     batch_times, cpu_times, planted, own_bytes = [], [], 0, 0
+    reported = 0  # batches timed at the last progress line
     growing = GrowingBatch(db) if args.commit == "growing" else None
     for start in range(0, args.n, args.batch):
         count = min(args.batch, args.n - start)
@@ -184,8 +185,12 @@ def insert_all(db, args, settings: ShingleSettings) -> tuple[int, list[float], l
         pool.push(values, sets)
         done = start + count
         if len(batch_times) % max(1, len(range(0, args.n, args.batch)) // 10) == 0 or done == args.n:
+            step = len(batch_times) - reported
             print(f"  {done:>9,} pages  {done / sum(batch_times):>8,.0f} docs/s so far  "
-                  f"(last batch {count / batch_times[-1]:,.0f} docs/s)", flush=True)
+                  f"(last batch {count / batch_times[-1]:,.0f} docs/s); per CPU second {done / sum(cpu_times):,.0f} so "
+                  f"far, {args.batch * step / sum(cpu_times[-step:]):,.0f} since the last line; max RSS "
+                  f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB", flush=True)
+            reported = len(batch_times)
     return planted, batch_times, cpu_times, own_bytes
 
 

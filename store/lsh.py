@@ -9,14 +9,17 @@ Tables (component "lsh"):
                     a page alone has cluster = doc; a partial index holds only pages whose cluster != doc),
                     fetched_at (when the page was fetched, UTC ISO-8601, NULL when unknown; added by migration 2),
                     anchors (its anchor keys as int64 bytes, NULL without any; added by migration 3)
-    lsh_bands       (key, doc) WITHOUT ROWID: one 47-bit key per band, and one per anchor key
+    lsh_segments    segment -> level, rows, fences (int64 BLOB: the first key of each block), filter (a Bloom filter
+                    of its keys, SEGMENT_FILTER_BITS a row within FILTER_MEMORY_BYTES): the band index, one 47-bit key
+                    per band and one per anchor key, as a few immutable segments of (key, doc) rows sorted by key
+                    then doc (migration 6; until then the row table lsh_bands, with lsh_filter's filters)
+    lsh_blocks      id (segment << 32 | block) -> keys, docs (int64 BLOBs): a segment's rows, SEGMENT_BLOCK_ROWS a
+                    block
     lsh_runs        run -> keys, docs (int64 BLOBs, sorted by key then doc): the (key, doc) rows of the pages added
-                    since the last merge (at most about RECENT_PAGES pages), one run per batch (one INSERT), held in
-                    memory as a few sorted arrays (``_Recent``) that every lookup reads beside lsh_bands; they move
-                    into lsh_bands in one sorted pass when RECENT_PAGES pages have come (migration 5; migration 3's
+                    since the last flush (at most about RECENT_PAGES pages), one run per batch (one INSERT), held in
+                    memory as a few sorted arrays (``_Recent``) that every lookup reads beside the segments; they
+                    become a new segment of level 0 when RECENT_PAGES pages have come (migration 5; migration 3's
                     row table lsh_recent cost one B-tree insert per key row, its rows become one run)
-    lsh_filter      part -> capacity, keys, bits: Bloom filters of the keys of lsh_bands (``_Filters``), so that a
-                    batch seeks lsh_bands only for the few keys that may be there (migration 5)
     lsh_links       (doc, other) WITHOUT ROWID, both directions: a spanning forest of every cluster, the verified
                     pairs that joined it; removing a page whose links leave one piece needs no re-verification
     lsh_shingles    doc -> the page's verification set, 4 or 8 bytes a hash: its bottom-k sample (verify =
@@ -33,11 +36,13 @@ BUCKET_CAP pages (by doc number) as candidates: such buckets hold near-identical
 popular page from costing a quadratic number of comparisons.
 
 Adding a batch (``add_signatures``, one transaction): its distinct keys are looked up in the recent runs (numpy,
-in memory) and, where lsh_bands' Bloom filters say they may be there, in lsh_bands (``_band_buckets``: the capped
-buckets of the keys found); the batch's own sorted keys give the candidates within it; the keys go in as one run,
-candidates are verified (by sample, all shingles or signature), and the clusters are updated. Per key row a batch
-costs numpy work and a filter probe, not a B-tree insert and seek; lsh_bands is written only by the merges, in key
-order, RECENT_PAGES pages at a time.
+in memory) and in the segments (``_segment_rows``: only the keys a segment's filter may hold, whose blocks its
+fences name, all blocks in one statement); the batch's own sorted keys give the candidates within it; the keys go
+in as one run, candidates are verified (by sample, all shingles or signature), and the clusters are updated. Per
+key row a batch costs numpy work and filter probes, not a B-tree insert and seek. The segments are written only
+by flushes and merges, as BLOBs in key order: SEGMENT_FANOUT segments of one level merge into one of the next
+(``_add_segment``, one key range at a time), so a row is rewritten once a level, log(pages) times in all, where
+the row table lsh_bands took every flush's random keys into nearly every leaf (a cost that grew with the index).
 """
 
 from __future__ import annotations
@@ -54,7 +59,9 @@ import numpy as np
 from store.db import MIGRATIONS_TABLE, db_name, migrate, transaction
 from templater.config import (BUCKET_CAP, ID_CHUNK, CACHE_KIB, CHECKPOINT_BYTES, WAL_KEEP_BYTES, RECENT_PAGES,
                               ROUND_LIMITS, REFERENCE_MEMBERS, FILTER_BITS_PER_KEY, FILTER_HASHES,
-                              FILTER_FIRST_KEYS, RECENT_FILTER_KEYS, INSERT_WIDTH)  # noqa: F401
+                              FILTER_FIRST_KEYS, RECENT_FILTER_KEYS, SEGMENT_BLOCK_ROWS, SEGMENT_FANOUT,
+                              SEGMENT_SLICE_ROWS, SEGMENT_FILTER_BITS, FILTER_MEMORY_BYTES,
+                              BLOOM_CHUNK_KEYS)  # noqa: F401
 from templater.errors import InputError, SettingsMismatchError
 from templater.unionfind import UnionFind
 from templater.shingles import (ALGORITHM_VERSION, LEGACY_LINES, LEGACY_MEASURE, ShingleSettings, Shingles,
@@ -208,7 +215,34 @@ def _runs_and_filters(db: sqlite_utils.Database) -> None:
     _store_filters(db, filters, range(len(filters.parts)))
 
 
-STEPS = [_create_tables, _add_fetch_times, _add_anchors, _add_sample_min, _runs_and_filters]
+def _segments_from_bands(db: sqlite_utils.Database) -> None:
+    """Migration 6: the band index as segments of sorted blocks (``lsh_segments``, ``lsh_blocks``): the rows of the
+    row table lsh_bands become one segment (of the level its page count reaches), and lsh_bands and its filters
+    (lsh_filter) go."""
+    db.execute("CREATE TABLE lsh_segments (segment INTEGER PRIMARY KEY, level INTEGER NOT NULL, rows INTEGER NOT NULL,"
+               " fences BLOB NOT NULL, filter BLOB NOT NULL)")
+    db.execute("CREATE TABLE lsh_blocks (id INTEGER PRIMARY KEY, keys BLOB NOT NULL, docs BLOB NOT NULL)")
+    rows = db.execute("SELECT count(*) FROM lsh_bands").fetchone()[0]
+    pages = db.execute("SELECT count(*) FROM lsh_signatures").fetchone()[0]
+    held = _Segments(0, [])
+    if rows:
+        level = 0
+        while pages >= RECENT_PAGES * SEGMENT_FANOUT ** (level + 1):
+            level += 1
+        writer = _SegmentWriter(db, 1, level, rows, 0)
+        cursor = db.execute("SELECT key, doc FROM lsh_bands ORDER BY key, doc")
+        while chunk := cursor.fetchmany(SEGMENT_SLICE_ROWS):
+            block = np.array(chunk, dtype=np.int64)
+            writer.write(np.ascontiguousarray(block[:, 0]), np.ascontiguousarray(block[:, 1]))
+        held.items.append(writer.close())
+    db.execute("DROP TABLE lsh_bands")
+    db.execute("DROP TABLE lsh_filter")
+    db.execute("DELETE FROM lsh_state WHERE name = 'filter_token'")
+    db.execute("INSERT INTO lsh_state (name, value) VALUES ('segments_token', 0)")
+    held.changed(db)
+
+
+STEPS = [_create_tables, _add_fetch_times, _add_anchors, _add_sample_min, _runs_and_filters, _segments_from_bands]
 
 
 def held(db: sqlite_utils.Database) -> bool:
@@ -224,8 +258,8 @@ def prepare(db: sqlite_utils.Database) -> None:
     conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
     conn.execute(f"PRAGMA wal_autocheckpoint = {CHECKPOINT_BYTES // page_size}")
     conn.execute(f"PRAGMA journal_size_limit = {WAL_KEEP_BYTES}")
-    conn.execute("PRAGMA temp_store = MEMORY")
-    conn.execute("CREATE TEMP TABLE IF NOT EXISTS lsh_hits (key INTEGER PRIMARY KEY)")
+    # (no temp_store = MEMORY: inside a caller's transaction a merge runs in a savepoint whose journal of the pages it
+    # rewrites then sat in memory, +120 MB for a 12M-row merge; it now goes to a temporary file)
 
 
 def load_settings(db: sqlite_utils.Database) -> ShingleSettings | None:
@@ -559,30 +593,62 @@ def _drop_recent(db: sqlite_utils.Database, docs: Sequence[int]) -> None:
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))
 
 
+BLOOM_BLOCK_BITS = 512  # a key's bits all lie in one block of this many bits (a 64-byte cache line)
+
+
+def _bloom_positions(keys: np.ndarray, size: int) -> np.ndarray:
+    """(FILTER_HASHES, keys) bit positions in a filter of ``size`` bits (a multiple of BLOOM_BLOCK_BITS, below
+    2**32): a blocked Bloom filter, every bit of a key in one block, so a probe or an add costs one cache miss, not
+    FILTER_HASHES. The block is the key's top 32 bits (of 47) scaled to the blocks (multiply and shift): keys in
+    order (a merge's, a batch's sorted keys) walk the filter in order. The bits in it are 9-bit slices of the top
+    of the key times an odd constant."""
+    u = keys.astype(np.uint64)
+    blocks = np.uint64(size // BLOOM_BLOCK_BITS)
+    block = (((u >> np.uint64(15)) & np.uint64(0xFFFFFFFF)) * blocks) >> np.uint64(32)
+    mixed = u * _MIX[0]
+    shifts = np.uint64(55) - np.uint64(9) * np.arange(FILTER_HASHES, dtype=np.uint64)[:, None]
+    return (block * np.uint64(BLOOM_BLOCK_BITS) + ((mixed >> shifts) & np.uint64(511))).astype(np.intp)
+
+
+def _bloom_add(bits: np.ndarray, keys: np.ndarray) -> None:
+    """Set the bits of ``keys`` in the filter ``bits`` (uint8), BLOOM_CHUNK_KEYS keys at a time: positions grouped by
+    their bit in a byte (a radix sort of 8 values), one fancy assignment per group, whose repeated bytes all
+    write the same value (``np.bitwise_or.at`` was 10% of a batch)."""
+    for start in range(0, len(keys), BLOOM_CHUNK_KEYS):
+        at = _bloom_positions(keys[start:start + BLOOM_CHUNK_KEYS], len(bits) * 8).ravel()
+        low = (at & 7).astype(np.uint8)
+        at = at[np.argsort(low, kind="stable")]
+        ends = np.cumsum(np.bincount(low, minlength=8)).tolist()
+        for bit, (first, end) in enumerate(zip([0, *ends[:-1]], ends)):
+            bits[at[first:end] >> 3] |= np.uint8(1 << bit)
+
+
+def _bloom_has(bits: np.ndarray, keys: np.ndarray, positions: dict[int, np.ndarray] | None = None) -> np.ndarray:
+    """Whether the filter ``bits`` may hold each key (``positions``: the keys' positions by filter size, kept
+    between calls on the same keys)."""
+    size = len(bits) * 8
+    if positions is None:
+        at = _bloom_positions(keys, size)
+    elif (at := positions.get(size)) is None:
+        at = positions[size] = _bloom_positions(keys, size)
+    return (((bits[at >> 3] >> (at & 7).astype(np.uint8)) & 1) == 1).all(axis=0)
+
+
 class _Filters:
-    """Bloom filters over the keys of lsh_bands: part i holds ``capacity`` keys in capacity * FILTER_BITS_PER_KEY
-    bits, FILTER_HASHES bits a key (double hashing of the key, already uniform); a full part is followed by one as
-    large as all before it (at least FILTER_FIRST_KEYS), so no part is ever rebuilt and a probe reads a few parts.
-    Keys taken out of lsh_bands stay in: a filter may only say "maybe"."""
+    """Bloom filters in parts: part i holds ``capacity`` keys in capacity * FILTER_BITS_PER_KEY bits, FILTER_HASHES
+    bits a key; a full part is followed by one as large as all before it (at least ``first`` keys), so no part is
+    ever rebuilt and a probe reads a few parts. The recent runs' keys (in memory), and migration 5's filters of the
+    row table lsh_bands (gone since migration 6). A filter may only say "maybe"."""
 
     def __init__(self, token: int, parts: list[list], *, first: int | None = None):
         self.token = token
         self.parts = parts  # [capacity, keys, bits (uint8)]
         self.first = first  # the first part's capacity (None: FILTER_FIRST_KEYS)
 
-    @staticmethod
-    def _positions(keys: np.ndarray, bits: int) -> np.ndarray:
-        """(FILTER_HASHES, keys) bit positions in a part of 2**bits bits."""
-        u = keys.astype(np.uint64)
-        h1, h2 = u * _MIX[0], (u * _MIX[1]) | np.uint64(1)
-        steps = np.arange(FILTER_HASHES, dtype=np.uint64)[:, None]
-        return ((h1 + steps * h2) >> np.uint64(64 - bits)).astype(np.intp)  # (an intp index gathers fastest)
-
     def may_hold(self, keys: np.ndarray) -> np.ndarray:
         found = np.zeros(len(keys), dtype=bool)
-        for capacity, _, bits in self.parts:
-            at = self._positions(keys, (capacity * FILTER_BITS_PER_KEY).bit_length() - 1)
-            found |= (((bits[at >> 3] >> (at & 7).astype(np.uint8)) & 1) == 1).all(axis=0)
+        for _, _, bits in self.parts:
+            found |= _bloom_has(bits, keys)
         return found
 
     def add(self, keys: np.ndarray) -> list[int]:
@@ -591,38 +657,22 @@ class _Filters:
         while len(keys):
             if not self.parts or self.parts[-1][1] >= self.parts[-1][0]:
                 capacity = max(self.first or FILTER_FIRST_KEYS, sum(p[0] for p in self.parts))
-                self.parts.append([capacity, 0, np.zeros(capacity * FILTER_BITS_PER_KEY // 8, dtype=np.uint8)])
+                size = -(-capacity * FILTER_BITS_PER_KEY // BLOOM_BLOCK_BITS) * BLOOM_BLOCK_BITS // 8  # whole blocks
+                self.parts.append([capacity, 0, np.zeros(size, dtype=np.uint8)])
             part = self.parts[-1]
             take, keys = keys[:part[0] - part[1]], keys[part[0] - part[1]:]
-            at = self._positions(take, (part[0] * FILTER_BITS_PER_KEY).bit_length() - 1).ravel()
-            np.bitwise_or.at(part[2], at >> 3, np.left_shift(1, at & 7).astype(np.uint8))
+            _bloom_add(part[2], take)
             part[1] += len(take)
             changed.append(len(self.parts) - 1)
         return sorted(set(changed))
 
 
 def _store_filters(db: sqlite_utils.Database, filters: _Filters, parts: Sequence[int]) -> None:
+    """Migration 5's filters of lsh_bands into lsh_filter (both dropped by migration 6)."""
     for i in parts:
         capacity, count, bits = filters.parts[i]
         db.execute("INSERT OR REPLACE INTO lsh_filter (part, capacity, keys, bits) VALUES (?, ?, ?, ?)",
                    [i, capacity, count, bits.tobytes()])
-
-
-def _filters(db: sqlite_utils.Database) -> _Filters:
-    """lsh_bands' filters in memory, read again when lsh_state's token says they changed."""
-    token = _state(db, "filter_token")
-    held = vars(db).get("_lsh_filters")
-    if held is None or held.token != token:
-        held = _Filters(token, [[capacity, count, np.frombuffer(bits, dtype=np.uint8).copy()] for capacity, count, bits
-                                in db.conn.execute("SELECT capacity, keys, bits FROM lsh_filter ORDER BY part")])
-        vars(db)["_lsh_filters"] = held
-    return held
-
-
-@functools.cache
-def _buckets_sql(cap: int, table: str) -> str:
-    return (f"SELECT h.key, b.doc FROM temp.lsh_hits h JOIN {table} b ON b.key = h.key WHERE b.doc IN"
-            f" (SELECT doc FROM {table} WHERE key = h.key ORDER BY doc LIMIT {cap}) ORDER BY h.key, b.doc")
 
 
 def _capped(rows: np.ndarray, cap: int) -> np.ndarray:
@@ -635,22 +685,254 @@ def _capped(rows: np.ndarray, cap: int) -> np.ndarray:
     return rows[rank < cap]
 
 
-def _band_buckets(db: sqlite_utils.Database, keys: np.ndarray, cap: int = BUCKET_CAP) -> np.ndarray:
-    """(key, doc) of the first ``cap`` docs of each of the distinct ``keys`` in lsh_bands: only the keys its
-    filters may hold are sought."""
-    keys = keys[_filters(db).may_hold(keys)] if len(keys) else keys
-    if not len(keys):
+# --- the band index on disk: segments of sorted blocks, merged by level ----------------------------------------
+
+BLOCK_ID_SHIFT = 32  # a block's row id in lsh_blocks: segment << 32 | block number
+
+
+@dataclass(slots=True)
+class _Segment:
+    """A segment of the band index as held in memory: its blocks' first keys and its Bloom filter (the key rows
+    stay on disk, in lsh_blocks, SEGMENT_BLOCK_ROWS rows a block sorted by key then doc)."""
+
+    segment: int
+    level: int
+    rows: int
+    fences: np.ndarray  # int64: the first key of each block
+    bits: np.ndarray  # uint8: the Bloom filter of its keys
+
+    @property
+    def base(self) -> int:
+        return self.segment << BLOCK_ID_SHIFT
+
+    def blocks_of(self, keys: np.ndarray, cap: int | None,
+                  positions: dict[int, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(the keys its filter may hold and that lie in its key range, the distinct blocks that hold their rows;
+        with ``cap``, enough blocks for each key's first ``cap`` rows). ``positions``: see ``_bloom_has``."""
+        if not len(self.fences) or not len(keys):
+            return keys[:0], np.empty(0, np.int64)
+        keys = keys[_bloom_has(self.bits, keys, positions)]
+        first = np.maximum(np.searchsorted(self.fences, keys, side="left") - 1, 0)
+        last = np.searchsorted(self.fences, keys, side="right") - 1  # (-1: below the first key, not here)
+        if cap is not None:
+            last = np.minimum(last, first + cap // SEGMENT_BLOCK_ROWS + 1)
+        inside = last >= first
+        keys, first, last = keys[inside], first[inside], last[inside]
+        sizes = last - first + 1
+        blocks = np.repeat(first - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
+        return keys, np.unique(blocks)
+
+
+class _Segments:
+    """lsh_segments in memory (oldest first), read again when lsh_state's token says they changed."""
+
+    def __init__(self, token: int, items: list[_Segment]):
+        self.token, self.items = token, items
+
+    def next_id(self) -> int:
+        return max((s.segment for s in self.items), default=0) + 1
+
+    def filter_bytes(self, leaving: Sequence[_Segment] = ()) -> int:
+        gone = {s.segment for s in leaving}
+        return sum(len(s.bits) for s in self.items if s.segment not in gone)
+
+    def changed(self, db: sqlite_utils.Database) -> None:
+        """Record a change (a token made from the segments' ids and sizes)."""
+        shape = np.array([v for s in self.items for v in (s.segment, s.level, s.rows)], dtype=np.int64)
+        self.token = _token_after(self.token, shape, shape[::-1].copy())
+        _set_state(db, "segments_token", self.token)
+
+
+def _segments(db: sqlite_utils.Database) -> _Segments:
+    token = _state(db, "segments_token")
+    held = vars(db).get("_lsh_segments")
+    if held is None or held.token != token:
+        held = _Segments(token, [_Segment(s, level, rows, np.frombuffer(fences, dtype=np.int64),
+                                          np.frombuffer(bits, dtype=np.uint8))
+                                 for s, level, rows, fences, bits in db.conn.execute(
+                                     "SELECT segment, level, rows, fences, filter FROM lsh_segments ORDER BY segment")])
+        vars(db)["_lsh_segments"] = held
+    return held
+
+
+def _filter_size(rows: int, others: int) -> int:
+    """Bytes of a new segment's filter: SEGMENT_FILTER_BITS bits a row, less when all filters together would pass
+    FILTER_MEMORY_BYTES (whole blocks; at least 1 KiB, at most 2**29 bytes: positions are 32-bit)."""
+    size = min(max(rows, 1) * SEGMENT_FILTER_BITS // 8, max(FILTER_MEMORY_BYTES - others, 0), 1 << 29)
+    return max(1024, size // (BLOOM_BLOCK_BITS // 8) * (BLOOM_BLOCK_BITS // 8))
+
+
+class _SegmentWriter:
+    """Writes one segment from (key, doc) rows given in (key, doc) order, in as many calls as wanted: blocks of
+    SEGMENT_BLOCK_ROWS rows (one INSERT each), their first keys, and the filter of the keys."""
+
+    def __init__(self, db: sqlite_utils.Database, segment: int, level: int, rows: int, others: int):
+        self.db, self.segment, self.level = db, segment, level
+        self.bits = np.zeros(_filter_size(rows, others), dtype=np.uint8)
+        self.keys: list[np.ndarray] = []
+        self.docs: list[np.ndarray] = []
+        self.fences: list[np.ndarray] = []
+        self.blocks = self.rows = self.pending = 0
+        self.last: tuple[int, int] | None = None
+
+    def write(self, keys: np.ndarray, docs: np.ndarray) -> None:
+        if not len(keys):
+            return
+        again = np.r_[False, (keys[1:] == keys[:-1]) & (docs[1:] == docs[:-1])]  # a row given twice is kept once
+        again[0] = self.last == (int(keys[0]), int(docs[0]))
+        keys, docs = keys[~again], docs[~again]
+        if not len(keys):
+            return
+        self.last = int(keys[-1]), int(docs[-1])
+        _bloom_add(self.bits, keys)
+        self.keys.append(keys)
+        self.docs.append(docs)
+        self.pending += len(keys)
+        if self.pending >= SEGMENT_BLOCK_ROWS * 256:
+            self._blocks(final=False)
+
+    def _blocks(self, *, final: bool) -> None:
+        empty = [np.empty(0, np.int64)]
+        keys, docs = np.concatenate(self.keys or empty), np.concatenate(self.docs or empty)
+        size = SEGMENT_BLOCK_ROWS
+        whole = len(keys) if final else len(keys) // size * size
+        count = -(-whole // size)
+        if count:
+            base = (self.segment << BLOCK_ID_SHIFT) + self.blocks
+            self.db.conn.executemany("INSERT INTO lsh_blocks (id, keys, docs) VALUES (?, ?, ?)",
+                                     [(base + i, keys[i * size:(i + 1) * size].tobytes(),
+                                       docs[i * size:(i + 1) * size].tobytes()) for i in range(count)])
+            self.fences.append(keys[:whole:size].copy())  # (a view would keep every row of the merge alive)
+            self.blocks += count
+            self.rows += whole
+        self.keys, self.docs = ([keys[whole:].copy()], [docs[whole:].copy()]) if whole < len(keys) else ([], [])
+        self.pending = len(keys) - whole
+
+    def close(self) -> _Segment:
+        self._blocks(final=True)
+        fences = np.concatenate(self.fences) if self.fences else np.empty(0, np.int64)
+        self.db.conn.execute("INSERT INTO lsh_segments (segment, level, rows, fences, filter) VALUES (?, ?, ?, ?, ?)",
+                             [self.segment, self.level, self.rows, fences.tobytes(), self.bits.tobytes()])
+        return _Segment(self.segment, self.level, self.rows, fences, self.bits)
+
+
+def _read_blocks(db: sqlite_utils.Database, segment: _Segment, first: int, last: int) -> tuple[np.ndarray, np.ndarray]:
+    rows = db.conn.execute("SELECT keys, docs FROM lsh_blocks WHERE id BETWEEN ? AND ? ORDER BY id",
+                           [segment.base + first, segment.base + last]).fetchall()
+    return (np.frombuffer(b"".join(r[0] for r in rows), dtype=np.int64),
+            np.frombuffer(b"".join(r[1] for r in rows), dtype=np.int64))
+
+
+def _range_rows(db: sqlite_utils.Database, segment: _Segment, low: int | None,
+                high: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """A segment's rows whose key is in [low, high) (None: no bound), in (key, doc) order."""
+    fences = segment.fences
+    first = 0 if low is None else max(int(np.searchsorted(fences, low, side="left")) - 1, 0)
+    last = len(fences) - 1 if high is None else int(np.searchsorted(fences, high, side="left")) - 1
+    if last < first:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    keys, docs = _read_blocks(db, segment, first, last)
+    keep = np.ones(len(keys), dtype=bool)
+    if low is not None:
+        keep &= keys >= low
+    if high is not None:
+        keep &= keys < high
+    return keys[keep], docs[keep]
+
+
+def _key_ranges(segments: Sequence[_Segment], extra: int, rows: int) -> list[tuple[int | None, int | None]]:
+    """[low, high) key ranges that cut ``segments`` (and ``extra`` rows more) into pieces of about ``rows`` rows:
+    the first keys of evenly spaced blocks of the largest segment (keys are uniform hashes)."""
+    total = sum(s.rows for s in segments) + extra
+    largest = max(segments, key=lambda s: s.rows, default=None)
+    pieces = -(-total // max(rows, 1))
+    if largest is None or pieces < 2 or len(largest.fences) < 2:
+        return [(None, None)]
+    at = np.linspace(0, len(largest.fences), min(pieces, len(largest.fences)) + 1)[1:-1].astype(np.int64)
+    cuts = np.unique(largest.fences[at]).tolist()
+    return list(zip([None, *cuts], [*cuts, None]))
+
+
+def _merge_segments(db: sqlite_utils.Database, held: _Segments, merged: list[_Segment], level: int) -> _Segment:
+    """One segment of ``level`` from the rows of ``merged`` (one key range at a time); theirs go."""
+    writer = _SegmentWriter(db, held.next_id(), level, sum(s.rows for s in merged), held.filter_bytes(merged))
+    for low, high in _key_ranges(merged, 0, SEGMENT_SLICE_ROWS):
+        parts = [_range_rows(db, s, low, high) for s in merged]
+        keys, docs = np.concatenate([k for k, _ in parts]), np.concatenate([d for _, d in parts])
+        order = np.lexsort((docs, keys))
+        writer.write(keys[order], docs[order])
+    made = writer.close()
+    for s in merged:
+        db.conn.execute("DELETE FROM lsh_blocks WHERE id BETWEEN ? AND ?", [s.base, s.base + (1 << BLOCK_ID_SHIFT) - 1])
+        db.conn.execute("DELETE FROM lsh_segments WHERE segment = ?", [s.segment])
+    gone = {s.segment for s in merged}
+    held.items = [s for s in held.items if s.segment not in gone] + [made]
+    return made
+
+
+def _add_segment(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) -> None:
+    """Rows in (key, doc) order as a new segment of level 0; then every level holding SEGMENT_FANOUT segments
+    merges them into one of the next level (each row is rewritten once a level: log(pages) times in all)."""
+    held = _segments(db)
+    writer = _SegmentWriter(db, held.next_id(), 0, len(keys), held.filter_bytes())
+    writer.write(keys, docs)
+    held.items.append(writer.close())
+    level = 0
+    while len(same := [s for s in held.items if s.level == level]) >= SEGMENT_FANOUT:
+        _merge_segments(db, held, same, level + 1)
+        level += 1
+    held.changed(db)
+
+
+def _segment_rows(db: sqlite_utils.Database, keys: np.ndarray, cap: int | None = BUCKET_CAP) -> np.ndarray:
+    """(key, doc) rows of the distinct sorted ``keys`` in the segments (with ``cap``: at least each key's first
+    ``cap`` docs of each segment), unordered. Only the blocks of keys that a segment's filter may hold are read,
+    all in one statement."""
+    wanted = []
+    positions: dict[int, np.ndarray] = {}  # segments with filters of one size probe the same bits
+    for s in _segments(db).items:
+        sought, blocks = s.blocks_of(keys, cap, positions)
+        if len(blocks):
+            wanted.append((s, sought, blocks))
+    if not wanted:
         return np.empty((0, 2), np.int64)
-    conn = db.conn
-    conn.execute("DELETE FROM temp.lsh_hits")
-    conn.executemany("INSERT INTO temp.lsh_hits (key) VALUES (?)", [(k,) for k in keys.tolist()])
-    return np.array(conn.execute(_buckets_sql(cap, "lsh_bands")).fetchall(), dtype=np.int64).reshape(-1, 2)
+    fetched = {row[0]: row[1:] for row in _select_in(db, "SELECT id, keys, docs FROM lsh_blocks WHERE id IN ({ids})",
+                                                     [s.base + b for s, _, blocks in wanted for b in blocks.tolist()])}
+    parts = [np.empty((0, 2), np.int64)]
+    for s, sought, blocks in wanted:
+        got = [fetched[s.base + b] for b in blocks.tolist()]
+        block_keys = np.frombuffer(b"".join(g[0] for g in got), dtype=np.int64)
+        block_docs = np.frombuffer(b"".join(g[1] for g in got), dtype=np.int64)
+        at = _gather(sought, block_keys)
+        parts.append(np.stack((block_keys[at], block_docs[at]), axis=1))
+    return np.concatenate(parts)
+
+
+def _drop_segment_rows(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) -> None:
+    """Take the (key, doc) rows out of the segments: the blocks that hold any are rewritten (their first keys
+    stay bounds, the filters may still say "maybe")."""
+    held = _segments(db)
+    gone = set(zip(keys.tolist(), docs.tolist()))
+    changed = False
+    for s in held.items:
+        _, blocks = s.blocks_of(sorted_set(keys), None)
+        for block in blocks.tolist():
+            block_keys, block_docs = _read_blocks(db, s, block, block)
+            drop = np.array([(k, d) in gone for k, d in zip(block_keys.tolist(), block_docs.tolist())], dtype=bool)
+            if drop.any():
+                db.conn.execute("UPDATE lsh_blocks SET keys = ?, docs = ? WHERE id = ?",
+                                [block_keys[~drop].tobytes(), block_docs[~drop].tobytes(), s.base + block])
+                s.rows -= int(drop.sum())
+                db.conn.execute("UPDATE lsh_segments SET rows = ? WHERE segment = ?", [s.rows, s.segment])
+                changed = True
+    if changed:
+        held.changed(db)
 
 
 def _bucket_rows(db: sqlite_utils.Database, keys: np.ndarray, cap: int = BUCKET_CAP) -> np.ndarray:
-    """(key, doc) of the first ``cap`` docs of each of the distinct ``keys``, from lsh_bands and the recent runs,
+    """(key, doc) of the first ``cap`` docs of each of the distinct ``keys``, from the segments and the recent runs,
     sorted by key then doc."""
-    rows = np.concatenate((_band_buckets(db, keys, cap), _recent(db).find(keys)))
+    rows = np.concatenate((_segment_rows(db, keys, cap), _recent(db).find(keys)))
     rows = rows[np.lexsort((rows[:, 1], rows[:, 0]))]
     return _capped(rows, cap)
 
@@ -691,37 +973,22 @@ def _candidate_pairs(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarr
 
 
 def _merge_recent(db: sqlite_utils.Database, added: int, *, limit: int | None = None) -> None:
-    """Count ``added`` pages into the recent runs; when they hold RECENT_PAGES (``limit``), move their rows into
-    lsh_bands in key order (and their keys into its filters) and empty them."""
+    """Count ``added`` pages into the recent runs; when they hold RECENT_PAGES (``limit``), write their rows as a
+    new segment (``_add_segment``: the levels merge as they fill) and empty them."""
     recent = _next(db, "recent_docs", added) + added
     if recent < (RECENT_PAGES if limit is None else limit):
         return
     held = _recent(db)
     keys, docs = held.rows()
-    conn = db.conn
-    _insert_bands(db, keys, docs)
-    filters = _filters(db)
-    _store_filters(db, filters, filters.add(sorted_set(keys)))
-    filters.token = _token_after(filters.token, keys, docs)
-    _set_state(db, "filter_token", filters.token)
-    conn.execute("DELETE FROM lsh_runs")
+    if ((keys[1:] == keys[:-1]) & (docs[1:] < docs[:-1])).any():  # (docs come in order unless pages were re-indexed)
+        order = np.lexsort((docs, keys))
+        keys, docs = keys[order], docs[order]
+    _add_segment(db, keys, docs)
+    db.conn.execute("DELETE FROM lsh_runs")
     held.clear()
     held.token = _token_after(held.token, keys, -docs)
     _set_state(db, "recent_token", held.token)
     _set_state(db, "recent_docs", 0)
-
-
-def _insert_bands(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) -> None:
-    """(key, doc) rows into lsh_bands, INSERT_WIDTH rows a statement (binding rows one by one took three times as
-    long: most of a merge)."""
-    whole = len(keys) // INSERT_WIDTH * INSERT_WIDTH
-    conn = db.conn
-    if whole:
-        rows = np.stack((keys[:whole], docs[:whole]), axis=1).reshape(-1, 2 * INSERT_WIDTH)
-        conn.executemany(f"INSERT OR IGNORE INTO lsh_bands (key, doc) VALUES {','.join(['(?, ?)'] * INSERT_WIDTH)}",
-                         (row.tolist() for row in rows))  # one statement's Python ints at a time
-    conn.executemany("INSERT OR IGNORE INTO lsh_bands (key, doc) VALUES (?, ?)",
-                     zip(keys[whole:].tolist(), docs[whole:].tolist()))
 
 
 def _stored_partners(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
@@ -932,7 +1199,7 @@ def _remove_docs(db: sqlite_utils.Database, docs: list[int], settings: ShingleSe
     keys, key_docs = _band_rows(band_keys(values, settings), np.array([r[0] for r in rows], dtype=np.int64),
                                 [_anchors_of(r[3]) for r in rows])
     conn = db.conn
-    conn.executemany("DELETE FROM lsh_bands WHERE key = ? AND doc = ?", zip(keys.tolist(), key_docs.tolist()))
+    _drop_segment_rows(db, keys, key_docs)
     _drop_recent(db, docs)
     for doc in docs:
         neighbours = [n for (n,) in conn.execute("SELECT other FROM lsh_links WHERE doc = ?", [doc])]
@@ -1050,12 +1317,7 @@ def query(db: sqlite_utils.Database, signature: np.ndarray, settings: ShingleSet
     keys = band_keys(signature[None, :], settings)[0].tolist()
     if anchors is not None:
         keys += [k for k in anchors.tolist() if k not in keys]
-    keys = np.array(keys, dtype=np.int64)
-    sought = keys[_filters(db).may_hold(keys)].tolist()
-    found = np.concatenate((np.array(db.conn.execute(_lookup_sql(len(sought), BUCKET_CAP, "lsh_bands"),
-                                                     sought).fetchall() if sought else [], dtype=np.int64).reshape(-1, 2),
-                            _recent(db).find(sorted_set(keys))))
-    capped = _capped(found[np.lexsort((found[:, 1], found[:, 0]))], BUCKET_CAP)
+    capped = _bucket_rows(db, sorted_set(np.array(keys, dtype=np.int64)))
     docs = sorted(set(capped[:, 1].tolist()) - {exclude})
     columns = "doc, page_id, url, signature, first_seen, boilerplate_chars, text_chars, fetched_at"
     rows = _select_in(db, f"SELECT {columns} FROM lsh_signatures WHERE doc IN ({{ids}}) ORDER BY doc", docs)
@@ -1074,13 +1336,6 @@ def query(db: sqlite_utils.Database, signature: np.ndarray, settings: ShingleSet
         source.settings = replace(settings, same_site_jaccard=0.0)  # no sets: the floor cannot be checked
     found = [(m, float(s)) for m, s, ok in zip(members, sims, source.passing(me, them, sims)) if ok]
     return sorted(found, key=lambda pair: (-pair[1], pair[0].doc))
-
-
-@functools.cache
-def _lookup_sql(keys: int, cap: int, table: str) -> str:
-    """(key, doc) of the first ``cap`` docs of each of ``keys`` keys in ``table``, in one statement."""
-    bucket = f"SELECT * FROM (SELECT key, doc FROM {table} WHERE key = ? ORDER BY doc LIMIT {cap})"
-    return " UNION ALL ".join([bucket] * keys)
 
 
 def iter_clusters(db: sqlite_utils.Database) -> Iterator[tuple[int, list[Member]]]:
@@ -1108,41 +1363,22 @@ def stored_sets(db: sqlite_utils.Database, docs: Sequence[int], settings: Shingl
             for doc, blob in _select_in(db, "SELECT doc, hashes FROM lsh_shingles WHERE doc IN ({ids})", list(docs))}
 
 
-SHARED_KEYS_SQL = ("SELECT key, doc FROM lsh_bands WHERE key IN (SELECT key FROM lsh_bands GROUP BY key"
-                   " HAVING count(*) > 1 UNION SELECT value FROM json_each(?)) ORDER BY key, doc")
-# one streaming pass finds the shared keys of lsh_bands (a window count over the whole table took three times as
-# long), with every key of the recent runs (one JSON list: rows inserted into a temp table outside a transaction
-# cost 30 us each): their rows come in key order
-
-
-def iter_candidate_pairs(db: sqlite_utils.Database, *, chunk_rows: int = 1 << 20) -> Iterator[np.ndarray]:
+def iter_candidate_pairs(db: sqlite_utils.Database, *, chunk_rows: int = SEGMENT_SLICE_ROWS) -> Iterator[np.ndarray]:
     """Every candidate pair of the index as (n, 2) arrays of doc numbers (a < b; a pair sharing several bands
-    repeats). The rows of shared keys in key order (``SHARED_KEYS_SQL``, merged with the recent runs' rows); a
-    bucket offers its first BUCKET_CAP pages, as on insert.
+    repeats). One key range at a time (``_key_ranges``: about ``chunk_rows`` rows), the rows of every segment and of
+    the recent runs in that range, sorted by key then doc; a bucket offers its first BUCKET_CAP pages, as on insert.
     """
     prepare(db)
     recent_keys, recent_docs = _recent(db).rows()
-    rows = db.conn.execute(SHARED_KEYS_SQL, [json.dumps(sorted_set(recent_keys).tolist())])
-    carry = np.empty((0, 2), np.int64)
-    taken = 0  # recent rows merged so far (those of keys below the last cut)
-
-    def merged(block: np.ndarray, below: int | None) -> np.ndarray:
-        nonlocal taken
-        upto = len(recent_keys) if below is None else int(np.searchsorted(recent_keys, below, side="left"))
-        block = np.concatenate((block, np.stack((recent_keys[taken:upto], recent_docs[taken:upto]), axis=1)))
-        taken = upto
-        return block[np.lexsort((block[:, 1], block[:, 0]))]
-
-    while batch := rows.fetchmany(chunk_rows):
-        block = np.concatenate((carry, np.array(batch, dtype=np.int64)))
-        last = np.flatnonzero(block[:, 0] != block[-1, 0])
-        cut = last[-1] + 1 if len(last) else 0  # the last bucket may continue in the next chunk
-        carry = block[cut:]
-        done = merged(block[:cut], int(block[-1, 0]))
-        yield bucket_pairs(done[:, 0], done[:, 1])
-    done = merged(carry, None)
-    if len(done):
-        yield bucket_pairs(done[:, 0], done[:, 1])
+    segments = list(_segments(db).items)
+    for low, high in _key_ranges(segments, len(recent_keys), chunk_rows):
+        parts = [_range_rows(db, s, low, high) for s in segments]
+        start = 0 if low is None else int(np.searchsorted(recent_keys, low, side="left"))
+        end = len(recent_keys) if high is None else int(np.searchsorted(recent_keys, high, side="left"))
+        parts.append((recent_keys[start:end], recent_docs[start:end]))
+        keys, docs = np.concatenate([k for k, _ in parts]), np.concatenate([d for _, d in parts])
+        order = np.lexsort((docs, keys))
+        yield bucket_pairs(keys[order], docs[order])
 
 
 def bucket_pairs(keys: np.ndarray, docs: np.ndarray, *, cap: int = BUCKET_CAP) -> np.ndarray:

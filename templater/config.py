@@ -280,17 +280,29 @@ RECENT_PAGES = 50_000  # pages whose keys wait in lsh_runs before one sorted mer
 # at every commit and cost grew with the index (issue: 4.4k docs per CPU second at 200k pages); small inserts now
 # touch only the small table, and the big one takes a batch of RECENT_PAGES pages at once, as 50,000-page
 # batches did (bench/bench_index.py, docs/near-duplicates.md)
-FILTER_BITS_PER_KEY = 8  # Bloom filter bits per key of lsh_bands (a power of two): with FILTER_HASHES = 5 a full part
-# answers "maybe" for 2.2% of absent keys, so a batch seeks lsh_bands for its few stored keys and a few percent more
-# instead of all of them; memory and disk 1 byte a key row (~28 MB a million pages)
+FILTER_BITS_PER_KEY = 8  # Bloom filter bits per key of the recent runs' filter (and of migration 5's parts): with
+# FILTER_HASHES = 5 a full part answers "maybe" for 2.2% of absent keys
 FILTER_HASHES = 5  # bits set and probed per key
 FILTER_FIRST_KEYS = 1 << 18  # keys of the first filter part (a power of two); each next part holds as many as all
 # before it, so no part is ever rebuilt and a probe reads about log2(keys / FILTER_FIRST_KEYS) parts
 RECENT_FILTER_KEYS = 1 << 21  # keys of the recent runs' Bloom filter (in memory only, 2 MiB): most keys of a batch
 # are in no run, and probing the filter costs less than a binary search of every tier (two thirds of an insert's
 # numpy time without it)
-INSERT_WIDTH = 256  # (key, doc) rows per INSERT statement of a merge into lsh_bands (0.8 s CPU for 1.4M rows, against
-# 2.7 s one row a statement)
+INSERT_WIDTH = 256  # (key, doc) rows per INSERT statement of migration 5's merge into the row table lsh_bands (0.8 s
+# CPU for 1.4M rows, against 2.7 s one row a statement)
+SEGMENT_BLOCK_ROWS = 256  # (key, doc) rows per block of a segment of the band index (4 KiB of BLOB: a key found by
+# its segment's filter costs one small read; the blocks' first keys, 8 bytes a block, stay in memory)
+SEGMENT_FANOUT = 4  # segments of one level merged into one of the next level: each key row is rewritten about
+# log4(pages / RECENT_PAGES) times (4 times at 10M pages) and a lookup probes at most 3 segments a level
+SEGMENT_SLICE_ROWS = 1 << 20  # key rows a merge (or a scan of every candidate pair) holds at once, about: it reads
+# every segment one key range at a time, so memory stays bounded whatever the size of the index
+SEGMENT_FILTER_BITS = 10  # Bloom filter bits per key row of a segment: with FILTER_HASHES = 5 its filter answers
+# "maybe" for 0.9% of absent keys (2.2% at 8 bits, with a segment probed per level and a batch's 5,000 keys)
+BLOOM_CHUNK_KEYS = 1 << 16  # keys whose filter bit positions are made at once (five int64 positions a key and their
+# temporaries: a merge's whole slice at once took ~200 MB)
+FILTER_MEMORY_BYTES = 192 * 2**20  # the segments' Bloom filters together take at most about this much memory: a
+# segment whose filter at FILTER_BITS_PER_KEY would pass it gets a smaller one (more false "maybe" answers, each a
+# block read, but memory that does not grow with the crawl)
 ROUND_LIMITS = (1, 4, 16, 64, 256, 1 << 62)  # candidates verified per (page, cluster) before giving up, cumulative
 REFERENCE_MEMBERS = 1_000  # a cluster's reference pages (its longest text per site, which a page joining it must
 # pass with) are chosen among its this many longest members: a popular cluster costs a bounded read

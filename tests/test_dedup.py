@@ -216,7 +216,7 @@ def test_the_old_index_settings_are_kept_and_new_defaults_refused(tmp_path):
     described = dedup.describe_settings(db)
     assert (described["measure"], described["n"], described["rows"]) == ("jaccard", 5, 6)
     migrated = {row[0] for row in db.conn.execute("SELECT version FROM schema_migrations WHERE component = 'lsh'")}
-    assert migrated == {1, 2, 3, 4, 5}
+    assert migrated == {1, 2, 3, 4, 5, 6}
     assert {"fetched_at", "anchors"} <= {row[1] for row in db.conn.execute("PRAGMA table_info(lsh_signatures)")}
     # what it was built with: no anchor keys, one threshold for every pair, no Jaccard floor
     assert (described["anchor_rate"], described["anchor_keys"], described["same_site_jaccard"]) == (0, 0, 0.0)
@@ -260,8 +260,8 @@ def test_a_short_page_inside_a_longer_one_of_its_own_site_is_not_a_copy(db):
 
 
 def queried_and_extended(db, monkeypatch) -> None:
-    """A fixture index (a, c, then b a cut copy of a) finds b's copy, takes two new pages that merge into
-    lsh_bands at once, and clusters them."""
+    """A fixture index (a, c, then b a cut copy of a) finds b's copy, takes two new pages that go into a new
+    segment of the band index at once (with the recent runs), and clusters them."""
     assert [r["id"] for r in dedup.find_similar_page(db, "b")] == ["a"]
     monkeypatch.setattr(lsh, "RECENT_PAGES", 2)
     words = article(np.random.default_rng(9))
@@ -269,7 +269,13 @@ def queried_and_extended(db, monkeypatch) -> None:
                            TextItem("e", "http://example.org/e", " ".join(words[:250]))])
     assert clusters(db) == {frozenset({"a", "b"}), frozenset({"d", "e"})}
     assert db.conn.execute("SELECT count(*) FROM lsh_runs").fetchone()[0] == 0
-    assert db.conn.execute("SELECT count(DISTINCT doc) FROM lsh_bands").fetchone()[0] == 5
+    assert len(segment_rows(db)) and len({doc for _, doc in segment_rows(db)}) == 5
+
+
+def segment_rows(db) -> list[tuple[int, int]]:
+    """Every (key, doc) row of the band index's segments, in block order."""
+    return [pair for keys, docs in db.conn.execute("SELECT keys, docs FROM lsh_blocks ORDER BY id")
+            for pair in zip(np.frombuffer(keys, np.int64).tolist(), np.frombuffer(docs, np.int64).tolist())]
 
 
 def test_an_index_written_before_the_reference_clustering_keeps_working(tmp_path, monkeypatch):
@@ -285,35 +291,57 @@ def test_an_index_written_before_the_reference_clustering_keeps_working(tmp_path
     assert dedup.describe_settings(db)["anchor_rate"] == ShingleSettings().anchor_rate
     conn = db.conn
     assert {row[0] for row in conn.execute("SELECT version FROM schema_migrations WHERE component = 'lsh'")} == \
-        {1, 2, 3, 4, 5}
+        {1, 2, 3, 4, 5, 6}
     assert dedup.describe_settings(db)["sample_min_hashes"] == 0  # verifies as it was built to
     assert clusters(db) == {frozenset({"a", "b"})}
     queried_and_extended(db, monkeypatch)
 
 
-def test_an_index_with_row_tables_of_keys_migrates_to_runs_and_filters(tmp_path, monkeypatch):
-    """tests/fixtures/lsh_v4.db (made by make_lsh_v4.py with the code of 3cf8f85: keys in the row tables lsh_bands
-    and lsh_recent): migration 5 turns lsh_recent into one run and builds lsh_bands' filters; lookups, clusters,
-    new pages and the next merge work as on an index built today."""
+def migrated_fixture(tmp_path, name: str, *queries: str) -> tuple:
+    """(a copy of tests/fixtures/NAME opened again, then each query's rows as the file held them before): any read
+    migrates it, keeping its clusters and recording every migration of the lsh component."""
     import shutil
     from pathlib import Path
 
-    path = tmp_path / "v4.db"
-    shutil.copy(Path(__file__).parent / "fixtures" / "lsh_v4.db", path)
+    path = tmp_path / name
+    shutil.copy(Path(__file__).parent / "fixtures" / name, path)
     old = open_db(path)
-    recent = old.conn.execute("SELECT key, doc FROM lsh_recent ORDER BY key, doc").fetchall()
-    bands = old.conn.execute("SELECT key, doc FROM lsh_bands ORDER BY key, doc").fetchall()
+    before = [old.conn.execute(sql).fetchall() for sql in queries]
     old.conn.close()
-    assert recent and bands
+    assert all(before)
     db = open_db(path)
     assert clusters(db) == {frozenset({"a", "b"})}  # any read migrates
-    conn = db.conn
-    assert {row[0] for row in conn.execute("SELECT version FROM schema_migrations WHERE component = 'lsh'")} == \
-        {1, 2, 3, 4, 5}
+    assert {row[0] for row in db.conn.execute("SELECT version FROM schema_migrations WHERE component = 'lsh'")} == \
+        {1, 2, 3, 4, 5, 6}
+    return (db, *before)
+
+
+def test_an_index_with_row_tables_of_keys_migrates_to_runs_and_filters(tmp_path, monkeypatch):
+    """tests/fixtures/lsh_v4.db (made by make_lsh_v4.py with the code of 3cf8f85: keys in the row tables lsh_bands
+    and lsh_recent): migration 5 turns lsh_recent into one run (and migration 6 lsh_bands into a segment);
+    lookups, clusters, new pages and the next flush work as on an index built today."""
+    db, recent, bands = migrated_fixture(tmp_path, "lsh_v4.db", "SELECT key, doc FROM lsh_recent ORDER BY key, doc",
+                                         "SELECT key, doc FROM lsh_bands ORDER BY key, doc")
     assert "lsh_recent" not in db.table_names()
-    (keys, docs), = conn.execute("SELECT keys, docs FROM lsh_runs").fetchall()
+    (keys, docs), = db.conn.execute("SELECT keys, docs FROM lsh_runs").fetchall()
     assert list(zip(np.frombuffer(keys, np.int64).tolist(), np.frombuffer(docs, np.int64).tolist())) == recent
-    assert lsh._filters(db).may_hold(np.array([k for k, _ in bands], dtype=np.int64)).all()
+    assert segment_rows(db) == bands  # migration 6: lsh_bands became one segment
+    queried_and_extended(db, monkeypatch)
+
+
+def test_an_index_with_a_row_table_of_band_keys_migrates_to_segments(tmp_path, monkeypatch):
+    """tests/fixtures/lsh_v5.db (made by make_lsh_v5.py with the code of 1a61856: band keys in the row table
+    lsh_bands with Bloom filters in lsh_filter, recent keys in lsh_runs): migration 6 makes lsh_bands one segment
+    of sorted blocks (its filter holding every key), drops lsh_bands and lsh_filter, keeps the runs; lookups,
+    clusters, new pages and the next flush work as on an index built today."""
+    db, bands, runs = migrated_fixture(tmp_path, "lsh_v5.db", "SELECT key, doc FROM lsh_bands ORDER BY key, doc",
+                                       "SELECT run, keys, docs FROM lsh_runs ORDER BY run")
+    assert not {"lsh_bands", "lsh_filter"} & set(db.table_names())
+    assert db.conn.execute("SELECT run, keys, docs FROM lsh_runs ORDER BY run").fetchall() == runs
+    assert segment_rows(db) == bands
+    (segment,) = lsh._segments(db).items
+    assert segment.rows == len(bands) and segment.level == 0
+    assert lsh._bloom_has(segment.bits, np.array([k for k, _ in bands], dtype=np.int64)).all()
     queried_and_extended(db, monkeypatch)
 
 

@@ -116,7 +116,9 @@ def check_invariants(db, bands: int = SETTINGS.bands, anchors: bool = False) -> 
     rows = conn.execute("SELECT a.cluster, b.cluster FROM lsh_links l JOIN lsh_signatures a ON a.doc = l.doc"
                         " JOIN lsh_signatures b ON b.doc = l.other").fetchall()
     assert all(x == y for x, y in rows)
-    rows = conn.execute("SELECT count(*) FROM lsh_bands").fetchone()[0] + len(lsh._recent(db).rows()[0])
+    rows = sum(s.rows for s in lsh._segments(db).items) + len(lsh._recent(db).rows()[0])
+    assert sum(s.rows for s in lsh._segments(db).items) == sum(
+        len(blob) // 8 for (blob,) in conn.execute("SELECT keys FROM lsh_blocks"))
     pages = conn.execute("SELECT count(*) FROM lsh_signatures").fetchone()[0]
     assert rows >= pages * bands if anchors else rows == pages * bands
 
@@ -349,7 +351,7 @@ def test_recent_keys_merge_into_the_band_index_and_lookups_read_both(tmp_path, m
     check_invariants(db)
     conn = db.conn
     recent = sorted_set(lsh._recent(db).rows()[1])
-    assert conn.execute("SELECT count(*) FROM lsh_bands").fetchone()[0] and 0 < len(recent) < 7
+    assert conn.execute("SELECT count(*) FROM lsh_blocks").fetchone()[0] and 0 < len(recent) < 7
     doc, signature = conn.execute("SELECT doc, signature FROM lsh_signatures WHERE doc = ?",
                                   [int(recent[0])]).fetchone()
     assert doc in {m.doc for m, _ in lsh.query(db, np.frombuffer(signature, dtype=np.uint32), SETTINGS)}
@@ -382,15 +384,21 @@ def test_select_in_pads_its_lists_to_few_statements_with_the_same_rows(tmp_path_
 
 @hsettings(max_examples=30, deadline=None)
 @given(batches=st.lists(st.integers(1, 9), min_size=1, max_size=8), recent=st.integers(1, 12),
-       first=st.sampled_from([1, 4, 64]), seed=st.integers(0, 2**32 - 1))
-def test_the_stored_keys_give_the_candidates_of_brute_force_banding(tmp_path_factory, batches, recent, first, seed):
-    """Whatever the batches, merges (RECENT_PAGES) and filter parts (FILTER_FIRST_KEYS), the index's buckets, the
-    candidates it finds on insert and all its candidate pairs are those of banding every page by brute force."""
+       block=st.sampled_from([1, 2, 8, 256]), fanout=st.integers(2, 4), memory=st.sampled_from([0, 1 << 30]),
+       seed=st.integers(0, 2**32 - 1))
+def test_the_stored_keys_give_the_candidates_of_brute_force_banding(tmp_path_factory, batches, recent, block, fanout,
+                                                                    memory, seed):
+    """Whatever the batches, flushes of the recent runs (RECENT_PAGES), blocks (SEGMENT_BLOCK_ROWS), merges of
+    segments (SEGMENT_FANOUT) and filter sizes (FILTER_MEMORY_BYTES 0: the smallest filters), the index's buckets
+    (whole, and capped), the candidates it finds on insert and all its candidate pairs are those of banding every
+    page by brute force."""
     import pytest as _pytest
 
     with _pytest.MonkeyPatch.context() as patch:
         patch.setattr(lsh, "RECENT_PAGES", recent)
-        patch.setattr(lsh, "FILTER_FIRST_KEYS", first)
+        patch.setattr(lsh, "SEGMENT_BLOCK_ROWS", block)
+        patch.setattr(lsh, "SEGMENT_FANOUT", fanout)
+        patch.setattr(lsh, "FILTER_MEMORY_BYTES", memory)
         db = open_db(tmp_path_factory.mktemp("band") / "index.db")
         rng = np.random.default_rng(seed)
         values = make_signatures(rng, sum(batches), 4, 0.6)
@@ -415,6 +423,11 @@ def test_the_stored_keys_give_the_candidates_of_brute_force_banding(tmp_path_fac
         rows = lsh._bucket_rows(db, probe, cap=10**6)
         expected = sorted((int(k), d + 1) for d in range(n) for k in np.unique(keys[d]).tolist())
         assert sorted(map(tuple, rows.tolist())) == expected
+        heads = {}
+        for k, d in expected:
+            heads.setdefault(k, []).append(d)
+        capped = lsh._bucket_rows(db, probe, cap=2)
+        assert sorted(map(tuple, capped.tolist())) == [(k, d) for k, ds in sorted(heads.items()) for d in ds[:2]]
         pairs = {tuple(p) for chunk in lsh.iter_candidate_pairs(db, chunk_rows=7) for p in chunk.tolist()}
         assert pairs == {(b, a) for a, b in shared}
 
@@ -433,6 +446,28 @@ def test_filters_never_miss_a_key_and_grow_in_parts(monkeypatch):
     assert filters.may_hold(absent).mean() < 0.1  # at most a few percent a part (2.2% when full)
 
 
+def test_a_segment_filter_of_any_size_never_misses_a_key_and_is_made_the_same_in_chunks(monkeypatch):
+    rng = np.random.default_rng(8)
+    stored = rng.integers(0, 2**47, size=30_000)
+    size = lsh._filter_size(len(stored), 0)
+    assert size % 64 == 0 and size == len(stored) * lsh.SEGMENT_FILTER_BITS // 8 // 64 * 64  # not a power of two
+    whole = np.zeros(size, np.uint8)
+    lsh._bloom_add(whole, stored)
+    monkeypatch.setattr(lsh, "BLOOM_CHUNK_KEYS", 1000)
+    chunked = np.zeros(size, np.uint8)
+    for part in np.array_split(stored, 3):
+        lsh._bloom_add(chunked, part)
+    assert np.array_equal(whole, chunked)
+    assert lsh._bloom_has(whole, stored).all()
+    absent = rng.integers(0, 2**47, size=50_000)
+    assert lsh._bloom_has(whole, absent).mean() < 0.02  # 0.9% for a plain filter of 10 bits a key, 5 hashes
+    at = lsh._bloom_positions(np.sort(stored), size * 8)
+    assert (np.diff(at[0] // lsh.BLOOM_BLOCK_BITS) >= 0).all()  # keys in order walk the blocks in order
+    assert (at // lsh.BLOOM_BLOCK_BITS == at[0] // lsh.BLOOM_BLOCK_BITS).all()  # a key's bits in one block
+    monkeypatch.setattr(lsh, "FILTER_MEMORY_BYTES", 3000)
+    assert lsh._filter_size(len(stored), 1000) == 1984 and lsh._filter_size(len(stored), 5000) == 1024
+
+
 def test_a_rolled_back_batch_leaves_no_trace_in_memory_or_on_disk(tmp_path, monkeypatch):
     """The recent runs and filters held in memory follow the database: after a rollback (a failed batch, or a
     savepoint of a caller's transaction) they are read again, and the index equals one that never saw the batch."""
@@ -444,7 +479,7 @@ def test_a_rolled_back_batch_leaves_no_trace_in_memory_or_on_disk(tmp_path, monk
     clean, failed = open_db(tmp_path / "clean.db"), open_db(tmp_path / "failed.db")
     for start in range(0, 30, 4):
         add(clean, names[start:start + 4], values[start:start + 4])
-        if start in (8, 20):  # 20: the batch that fails ends with a merge into lsh_bands
+        if start in (8, 20):  # 20: the batch that fails ends with a new segment and a merge of segments
             with pytest.raises(RuntimeError), transaction(failed):
                 add(failed, ["x1", "x2"], values[start:start + 2])
                 add(failed, ["x3", "x4"], values[start + 2:start + 4])
@@ -453,14 +488,16 @@ def test_a_rolled_back_batch_leaves_no_trace_in_memory_or_on_disk(tmp_path, monk
     assert not lsh.query(failed, values[0], SETTINGS) or all(
         m.page_id.startswith("p") for m, _ in lsh.query(failed, values[0], SETTINGS))
     dump = lambda db: {t: db.conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()  # noqa: E731
-                       for t in ("lsh_signatures", "lsh_bands", "lsh_runs", "lsh_filter", "lsh_links", "dup_clusters")}
+                       for t in ("lsh_signatures", "lsh_segments", "lsh_blocks", "lsh_runs", "lsh_links",
+                                 "dup_clusters")}
     state = lambda db: dict(db.conn.execute("SELECT name, value FROM lsh_state WHERE name != 'generation'"))  # noqa
     assert dump(failed) == dump(clean) and state(failed) == state(clean)
 
 
 def _index_in_child(path, batches, values, kill_at: int | None) -> int:
     """Index ``batches`` (skipping those already stored) in a forked child that SIGKILLs itself at the
-    ``kill_at``-th write of the key storage (a run, a merge into lsh_bands, a filter part); its wait status."""
+    ``kill_at``-th write of the key storage (a run, a segment's blocks, a whole segment, a merge of segments); its
+    wait status."""
     import os
     import signal
 
@@ -468,16 +505,18 @@ def _index_in_child(path, batches, values, kill_at: int | None) -> int:
     if pid == 0:
         try:
             count = [0]
-            for name in ("_append_run", "_insert_bands", "_store_filters"):
-                real = getattr(lsh, name)
+            for owner, name in ((lsh, "_append_run"), (lsh._SegmentWriter, "close"), (lsh, "_merge_segments"),
+                                (lsh._SegmentWriter, "_blocks")):
+                real = getattr(owner, name)
 
                 def wrapped(*args, _real=real, **kwargs):
-                    _real(*args, **kwargs)
+                    result = _real(*args, **kwargs)
                     count[0] += 1
                     if count[0] == kill_at:
                         os.kill(os.getpid(), signal.SIGKILL)
+                    return result
 
-                setattr(lsh, name, wrapped)
+                setattr(owner, name, wrapped)
             db = open_db(path)
             done = db.conn.execute("SELECT count(*) FROM lsh_signatures").fetchone()[0] if lsh.held(db) else 0
             start = 0
@@ -495,17 +534,19 @@ def test_killed_while_writing_keys_and_resumed_equals_an_uninterrupted_index(tmp
     import os
 
     monkeypatch.setattr(lsh, "RECENT_PAGES", 5)
-    monkeypatch.setattr(lsh, "FILTER_FIRST_KEYS", 16)
+    monkeypatch.setattr(lsh, "SEGMENT_FANOUT", 2)  # merges after the 2nd and 4th segments, a second level after the 4th
+    monkeypatch.setattr(lsh, "SEGMENT_BLOCK_ROWS", 8)
     values = make_signatures(np.random.default_rng(6), 34, 4, 0.5)
     names = [f"p{i:02d}" for i in range(34)]
     batches = [names[i:i + 3] for i in range(0, 34, 3)]  # merges after 6, 12, ... 30 pages; 4 left in runs
     assert _index_in_child(tmp_path / "whole.db", batches, values, None) == 0
     dump = lambda path: {t: open_db(path).conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()  # noqa: E731
-                         for t in ("lsh_signatures", "lsh_bands", "lsh_runs", "lsh_filter", "lsh_links",
+                         for t in ("lsh_signatures", "lsh_segments", "lsh_blocks", "lsh_runs", "lsh_links",
                                    "dup_clusters")}
     expected = dump(tmp_path / "whole.db")
-    assert expected["lsh_bands"] and expected["lsh_runs"] and len(expected["lsh_filter"]) > 1
-    for kill_at in (1, 3, 4, 5, 7, 9, 13, 17):  # 3, 7: inside a merge, after lsh_bands took the rows
+    assert expected["lsh_blocks"] and expected["lsh_runs"] and len(expected["lsh_segments"]) == 2
+    assert sorted(row[1] for row in expected["lsh_segments"]) == [0, 2]  # 5 flushes: 2 merges into level 1, 1 into 2
+    for kill_at in range(1, 32):  # all 31 writes: 12 runs, 7 segments made (blocks, then the row), 3 merges
         path = tmp_path / f"killed{kill_at}.db"
         status = _index_in_child(path, batches, values, kill_at)
         assert os.WIFSIGNALED(status)
