@@ -3,7 +3,8 @@
 Tables (component "lsh"):
 
     lsh_settings    name -> JSON value of every ShingleSettings field; data made with other settings is refused
-    lsh_state       counters: next_doc (internal page numbers are never reused), generation (one per add call)
+    lsh_state       counters: next_doc (internal page numbers are never reused), generation (one per add call
+                    that adds pages)
     lsh_signatures  doc INTEGER PK, page_id UNIQUE, url, signature BLOB (uint32 slots), first_seen (generation),
                     boilerplate_chars, text_chars, cluster (a cluster's label is the doc number of one member;
                     a page alone has cluster = doc; a partial index holds only pages whose cluster != doc),
@@ -396,7 +397,6 @@ def add_signatures(db: sqlite_utils.Database, pages: Sequence[IndexedPage], sign
     _check_batch(pages, signatures, settings, shingles)
     positions = _last_nonempty(pages, signatures)
     with transaction(db, name="lsh"):
-        generation = _next(db, "generation")
         known = {row[0]: row[1:] for row in _select_in(
             db, "SELECT page_id, doc, signature, first_seen FROM lsh_signatures WHERE page_id IN ({ids})",
             [pages[i].page_id for i in positions])}
@@ -404,6 +404,9 @@ def add_signatures(db: sqlite_utils.Database, pages: Sequence[IndexedPage], sign
                 and known[pages[i].page_id][1] == signatures.values[i].tobytes()]
         changed = sorted(set(i for i in positions if pages[i].page_id in known) - set(same))
         fresh = [i for i in positions if pages[i].page_id not in known]
+        # a generation is counted only by a call that adds pages: a batch indexed again after a kill (all of it
+        # known, same signatures) leaves the counters as an uninterrupted run leaves them
+        generation = _next(db, "generation") if fresh else 0
         _refresh(db, [pages[i] for i in same])
         _remove_docs(db, [known[pages[i].page_id][0] for i in changed], settings)
         order = changed + fresh

@@ -183,6 +183,20 @@ def test_unchanged_pages_keep_first_seen_and_refresh_url(db):
     assert (member.url, member.boilerplate_chars, member.first_seen) == ("http://new/a", 7, 1)
 
 
+def test_a_batch_indexed_again_leaves_the_counters_as_they_were(db):
+    """A resumed run indexes again the batch a kill cut off after the index committed it: nothing is added, and the
+    counters (generation, next_doc) stay those of an uninterrupted run, so the next new page's first_seen too."""
+    rng = np.random.default_rng(5)
+    values = make_signatures(rng, 4, 2, 0.1)
+    add(db, ["a", "b"], values[:2])
+    state = lambda: dict(db.conn.execute("SELECT name, value FROM lsh_state"))  # noqa: E731
+    before = state()
+    assert add(db, ["a", "b"], values[:2]).unchanged == 2
+    assert state() == before
+    add(db, ["c", "d"], values[2:])
+    assert lsh.page_row(db, "c").first_seen == before["generation"]  # (the next generation to give)
+
+
 def test_restart_between_inserts_gives_the_same_clusters(tmp_path):
     rng = np.random.default_rng(5)
     values = make_signatures(rng, 240, 30, 0.5)
