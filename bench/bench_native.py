@@ -37,7 +37,6 @@ WRAPPERS = [
     ("_walk.normalized_length (size_limit)", "template", "size_limit", "walk"),
     ("_walk.normalized_length (fits)", "template", "fits", "walk"),
     ("_walk.dfa_visits", "metadata", "detect_language", "walk"),
-    ("_walk.declared_elements", "metadata", "declared_elements", "walk"),
     ("_walk.may_be_named_author", "metadata", "looks_like_byline", "walk"),
     ("_walk.named_candidates", "metadata", "named_candidates", "walk"),
     ("_walk.short_text", "metadata", "_short_text", "walk"),

@@ -540,7 +540,7 @@ cdef class _Segment:
     cdef list tags  # ... tag names ...
     cdef Buffer shapes  # ... CRC32 of the tag path (uint32) ...
     cdef Buffer prefixes  # ... and CRC32 of the tag path and the separator (uint32)
-    cdef bint collect  # declared_elements' lists gathered on the way (False: not, or given up)
+    cdef bint collect  # metadata.declared_elements_plain's lists gathered on the way (False: not, or given up)
     cdef list declared
     cdef list props
 
@@ -625,7 +625,7 @@ cdef class _Segment:
 
 def segment(root):
     """blocks.segment's walk (the definition: blocks.segment_plain): (blocks, hashes, chars, link chars, what
-    ``declared_elements(root)`` gives, gathered on the way while the tree is in the cache), or None."""
+    ``metadata.declared_elements_plain(root)`` gives, gathered on the way while the tree is in the cache), or None."""
     if _block_class is None or not isinstance(root, _Element):
         return None
     cdef xmlNode *c_root = (<_Element>root)._c_node
@@ -1305,7 +1305,7 @@ def dfa_visits(const uint32_t[::1] nextmove, const unsigned short[::1] rows, con
     return found or None
 
 
-# --- metadata.declared_elements ---------------------------------------------------------------------------------
+# --- metadata.declared_elements_plain, in the segmentation walk ----------------------------------------------------
 cdef bint _whole_document(xmlNode *c_root) noexcept:
     """Whether the element is its document's one top-level element (beside a DTD): XPath's // starts at the document,
     root.iter at the element, and they see the same elements only then."""
@@ -1322,7 +1322,7 @@ cdef bint _whole_document(xmlNode *c_root) noexcept:
 
 
 cdef bint _note_declared(list declared, list props, _Document doc, xmlNode *cur, bint in_body) except -1:
-    """declared_elements' look at one element (``in_body``: below a <body>): appended to ``declared`` when it is a
+    """the segmentation walk's look at one element (``in_body``: below a <body>): appended to ``declared`` when it is a
     <meta>, <link> or <time>, to ``props`` when it has an itemprop attribute and is no <meta>; False where the element
     or its itemprop attribute is namespaced (the walk does not mirror that)."""
     cdef xmlAttr *a
@@ -1344,43 +1344,6 @@ cdef bint _note_declared(list declared, list props, _Document doc, xmlNode *cur,
         if prop:
             props.append(elementFactory(doc, cur))
     return True
-
-
-def declared_elements(root):
-    """metadata.declared_elements_plain: (root's <meta>, <link> and <time> descendants in document order, as
-    ``root.iter("meta", "link", "time")`` gives them; the elements with an itemprop attribute below a <body>, <meta>s
-    aside, in document order, as ``//body//*[@itemprop][not(self::meta)]`` selects them), in one walk; None where
-    root is not the document's one top-level element, or the tree holds a namespaced element or itemprop attribute,
-    an entity reference or an XInclude node. (The segmentation walk gathers the same on its way: ``segment``.)"""
-    if not isinstance(root, _Element):
-        return None
-    cdef xmlNode *c_root = (<_Element>root)._c_node
-    if not _whole_document(c_root):
-        return None
-    cdef _Document doc = (<_Element>root)._doc
-    cdef list declared = []
-    cdef list props = []
-    cdef Py_ssize_t in_body = 0
-    cdef xmlNode *cur = c_root
-    while True:
-        if cur.type == tree.XML_ELEMENT_NODE:
-            if not _note_declared(declared, props, doc, cur, in_body > 0):
-                return None
-            if cur.children is not NULL:
-                if strcmp(<const char *>cur.name, "body") == 0:
-                    in_body += 1
-                cur = cur.children
-                continue
-        elif (cur.type == tree.XML_ENTITY_REF_NODE or cur.type == tree.XML_XINCLUDE_START
-              or cur.type == tree.XML_XINCLUDE_END):
-            return None
-        while cur is not c_root and cur.next is NULL:
-            cur = cur.parent
-            if cur.type == tree.XML_ELEMENT_NODE and cur.ns is NULL and strcmp(<const char *>cur.name, "body") == 0:
-                in_body -= 1
-        if cur is c_root:
-            return declared, props
-        cur = cur.next
 
 
 # --- metadata.named_candidates ------------------------------------------------------------------------------------

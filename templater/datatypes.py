@@ -180,7 +180,7 @@ class Segmented:
     root: Any = field(default=None, compare=False, repr=False)  # the parsed lxml tree the blocks point into
     chars: np.ndarray | None = field(default=None, compare=False, repr=False)  # int64 len(text) per block
     links: np.ndarray | None = field(default=None, compare=False, repr=False)  # int64 link_chars per block
-    # metadata.declared_elements(root) (the <meta>, <link>, <time> and microdata elements), gathered by the
+    # metadata.declared_elements_plain(root) (the <meta>, <link>, <time> and microdata elements), gathered by the
     # segmentation walk while the tree is in the cache; None: metadata finds them itself
     declared: tuple | None = field(default=None, compare=False, repr=False)
 

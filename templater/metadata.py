@@ -180,7 +180,7 @@ def read_metadata(seg: Segmented, *, rules: Sequence[Rule] = (), text: str = "")
 def declared_metadata(root, html: str | bytes, url: str, *, times: list | None = None, elements: tuple | None = None,
                       ) -> dict[str, str | tuple[str, ...] | None]:
     """Fields as the page declares them (JSON-LD first, then <meta>, microdata, <link>, <html lang>); ``times``, a
-    list, gets the page's <time> elements (in document order) on the way; ``elements``: ``declared_elements(root)``
+    list, gets the page's <time> elements (in document order) on the way; ``elements``: ``declared_elements_plain(root)``
     where the caller has it (the segmentation walk gathers it: ``Segmented.declared``)."""
     found: dict = dict.fromkeys(METADATA_FIELDS)
     for key, value in jsonld_metadata(html).items():
@@ -204,7 +204,7 @@ def _declared_fields(root, html: str | bytes, *, times: list | None = None, elem
     ``times`` when given), then (where the markup spells "itemprop") the body's microdata elements declare. The
     <meta>s, a page's most, are read here, in one loop; ``_element_fields`` reads the others."""
     yield from _element_fields(root)
-    found = elements if elements is not None else declared_elements(root)
+    found = elements  # (gathered by the segmentation walk; None: read here)
     declared, props = found if found is not None else (root.iter("meta", "link", "time"), None)
     for element in declared:
         if element.tag == "meta":
@@ -237,16 +237,10 @@ def _may_declare_link(element) -> bool:
     return "canonical" in rel or "image_src" in rel
 
 
-def declared_elements(root) -> tuple[list, list] | None:
-    """``declared_elements_plain(root)`` from the compiled walk; None where it is not built or declines."""
-    walk = native.walk
-    return walk.declared_elements(root) if walk is not None else None
-
-
 def declared_elements_plain(root) -> tuple[list, list]:
     """(root's <meta>, <link> and <time> elements; the elements with an itemprop attribute below a <body>, <meta>s
-    aside), each in document order: the definition the compiled walks (``_walk.declared_elements``, and the
-    segmentation walk's ``Segmented.declared``) are tested against."""
+    aside), each in document order: the definition the compiled segmentation walk's ``Segmented.declared`` is
+    tested against."""
     return list(root.iter("meta", "link", "time")), _ITEMPROPS(root)
 
 

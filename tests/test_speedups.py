@@ -954,7 +954,7 @@ META_PIECES = st.one_of(
 @needs_walk
 @settings(max_examples=300, deadline=None)
 @given(st.lists(META_PIECES, max_size=40), st.booleans())
-def test_c_declared_elements_match_lxml(pieces, wrap):
+def test_walk_declared_elements_match_lxml(pieces, wrap):
     from templater import metadata
 
     body = "".join(pieces)
@@ -962,9 +962,6 @@ def test_c_declared_elements_match_lxml(pieces, wrap):
     root = parse_html(markup)
     if root is None:
         return
-    found = native.walk.declared_elements(root)
-    if found is not None:
-        assert_same_declared(found, root)
     seg = blocks.segment(root, Page("p", "https://a.example/p", markup))
     if seg.declared is not None:
         assert_same_declared(seg.declared, root)
@@ -978,20 +975,6 @@ def test_c_declared_elements_match_lxml(pieces, wrap):
         assert metadata.declared_metadata(root, markup, "https://a.example/p") == plain
     finally:
         native.walk = native_walk
-
-
-@needs_walk
-def test_c_declared_elements_decline_what_they_do_not_mirror():
-    from lxml import etree
-
-    two = parse_html("<html><body><p>a</p></body></html><html><body><p itemprop=x>b</p></body></html>")
-    if two is not None and len(list(two.itersiblings())):  # two top-level elements: XPath's // sees both
-        assert native.walk.declared_elements(two) is None
-    xml = etree.fromstring('<html xmlns:m="urn:m"><body><m:time/><p itemprop="a">x</p></body></html>')
-    assert native.walk.declared_elements(xml) is None
-    inner = parse_html("<html><body><div><meta name=a content=b><p itemprop=x>y</p></div></body></html>")
-    assert native.walk.declared_elements(inner.find(".//div")) is None  # not the document's top element
-    assert native.walk.declared_elements("not an element") is None
 
 
 def test_microdata_is_read_only_where_the_markup_spells_itemprop():
