@@ -76,7 +76,7 @@ V3_SETTINGS = {
     "chrome_tags": ["aside", "footer", "form", "header", "nav"], "heading_tags": ["h1", "h2", "h3", "h4", "h5", "h6"],
     "label_tags": ["caption", "dt", "h1", "h2", "h3", "h4", "h5", "h6", "legend", "summary", "th"],
     "content_tags": ["article", "main"], "structure_tags": ["dl", "pre", "table"], "list_tags": ["menu", "ol", "ul"],
-    "nav_paths": ["/nav/", "/aside/"], "related_max_share": 0.3, "layout_shape_share": 0.5,
+    "nav_paths": ["/nav/", "/aside/"], "related_max_share": 0.3, "layout_shape_share": 0.5, "name_line_blocks": 3,
 }
 
 

@@ -443,6 +443,7 @@ class LearnSettings:
     nav_paths: tuple[str, ...] = NAV_PATHS
     related_max_share: float = RELATED_MAX_SHARE  # (in the related-box rules' XPath)
     layout_shape_share: float = LAYOUT_SHAPE_SHARE  # (the layout signature a template is chosen by)
+    name_line_blocks: int = NAME_LINE_BLOCKS  # (extract.name_line: a manual page's NAME line after its heading)
 
     def to_dict(self) -> dict:
         """The settings as saved with a template (JSON's types: a tag set as a sorted list)."""

@@ -17,7 +17,7 @@ from lxml import etree
 from . import document, fallback, native
 from .align import lcs_length_masks, match_masks
 from .blocks import path_mask
-from .config import NAME_LINE_BLOCKS, LearnSettings
+from .config import LearnSettings
 from .errors import RuleError
 from .grouping import host_of
 from .headline import find_headline
@@ -180,7 +180,7 @@ _LEADING_TERM = re.compile(r"\s*([^\s(]+)")  # a headline's first word, without 
 
 
 def name_line(seg: Segmented, candidates: np.ndarray, settings: LearnSettings = LearnSettings()) -> np.ndarray:
-    """The page's name line among ``candidates``: within NAME_LINE_BLOCKS blocks after the first heading that
+    """The page's name line among ``candidates``: within the template's name_line_blocks blocks after the first heading that
     begins with the page's name (the first word of its <title>, without a manual section: "git-stage" of
     "git-stage(1)"), the first block that begins with that name, a dash and what it is ("git-stage - Add file
     contents to the staging area" under "git-stage(1) Manual Page"): a manual page's NAME section, which generated
@@ -193,7 +193,7 @@ def name_line(seg: Segmented, candidates: np.ndarray, settings: LearnSettings = 
     heading = next((b.index for b in seg.blocks if b.tag in settings.heading_tags and _name_of(b.text) == name), None)
     if heading is None:
         return out
-    for i in range(heading + 1, min(heading + 1 + NAME_LINE_BLOCKS, len(seg.blocks))):
+    for i in range(heading + 1, min(heading + 1 + settings.name_line_blocks, len(seg.blocks))):
         if _names(seg.blocks[i].text, name):
             out[i] = bool(candidates[i])
             break

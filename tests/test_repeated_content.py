@@ -344,6 +344,23 @@ def test_a_line_that_does_not_name_the_page_stays_a_byline():
     assert not name_line(seg, np.zeros(len(seg.blocks), dtype=bool)).any()
 
 
+def test_the_name_line_is_looked_for_as_far_as_the_templates_setting_says():
+    """name_line_blocks is saved with the template (LearnSettings): 0 looks for no name line, and extraction with
+    the template's rules and that setting drops the line as its shape rule says."""
+    import dataclasses
+
+    from templater.config import LearnSettings
+    seg = manual_page(7, "prune-all", "Remove unreachable objects")
+    everything = np.ones(len(seg.blocks), dtype=bool)
+    assert name_line(seg, everything, LearnSettings()).any()
+    assert not name_line(seg, everything, dataclasses.replace(LearnSettings(), name_line_blocks=0)).any()
+    compiled = manual_template()
+    none = dataclasses.replace(compiled.template.settings, name_line_blocks=0)
+    without = CompiledTemplate(dataclasses.replace(compiled.template, settings=none))
+    assert "tool-prune-all - Remove" in extract_page(seg, compiled).text
+    assert "tool-prune-all - Remove" not in extract_page(seg, without).text
+
+
 def test_rules_explain_names_the_name_line():
     compiled = manual_template()
     seg = manual_page(6, *COMMANDS[6])
