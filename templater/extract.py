@@ -134,7 +134,8 @@ def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray,
         return trusted
     chars = seg.block_chars()
     text = (seg.block_links() <= settings.own_content_links * chars) & (chars > 0)
-    placed = path_mask(seg, lambda path: _outside_chrome_tags(path, settings.chrome_tags))[where]  # only the trusted blocks are judged below
+    chrome_tags = settings.chrome_tags  # only the trusted blocks are judged below
+    placed = path_mask(seg, lambda path: _outside_chrome_tags(path, chrome_tags))[where]
     heading = np.zeros(len(where), dtype=bool)
     blocks = seg.blocks
     for k in np.flatnonzero(placed & path_mask(seg, _no_link_step)[where]).tolist():  # (a test of the tag path
@@ -145,8 +146,8 @@ def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray,
 
 def _own_stretch(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray, where: np.ndarray, text: np.ndarray,
                  placed: np.ndarray, heading: np.ndarray, settings: LearnSettings) -> np.ndarray:
-    """own_content from the trusted blocks' placement (``placed``: outside settings.chrome_tags) and their section headings
-    in the declared main content (``heading``), both over ``where``, the trusted blocks' indexes."""
+    """own_content from the trusted blocks' placement (``placed``: outside settings.chrome_tags) and their section
+    headings in the declared main content (``heading``), both over ``where``, the trusted blocks' indexes."""
     chars = seg.block_chars()
     heading[:-1] &= text[where[1:]] & placed[1:]  # ... over the page's own text (not over a list of links, nor
     heading[-1:] = False  # an <aside> of other stories: "Latest in Gear")
@@ -180,8 +181,8 @@ _LEADING_TERM = re.compile(r"\s*([^\s(]+)")  # a headline's first word, without 
 
 
 def name_line(seg: Segmented, candidates: np.ndarray, settings: LearnSettings = LearnSettings()) -> np.ndarray:
-    """The page's name line among ``candidates``: within the template's name_line_blocks blocks after the first heading that
-    begins with the page's name (the first word of its <title>, without a manual section: "git-stage" of
+    """The page's name line among ``candidates``: within the template's name_line_blocks blocks after the first
+    heading that begins with the page's name (the first word of its <title>, without a manual section: "git-stage" of
     "git-stage(1)"), the first block that begins with that name, a dash and what it is ("git-stage - Add file
     contents to the staging area" under "git-stage(1) Manual Page"): a manual page's NAME section, which generated
     documentation (asciidoc, man2html, mandoc) prints in the page's header beside its title, outside the content
@@ -190,7 +191,8 @@ def name_line(seg: Segmented, candidates: np.ndarray, settings: LearnSettings = 
     name = _name_of(seg.title)
     if name is None or not any(_names(seg.blocks[i].text, name) for i in np.flatnonzero(candidates).tolist()):
         return out  # (most pages: no candidate begins with the page's name and a dash)
-    heading = next((b.index for b in seg.blocks if b.tag in settings.heading_tags and _name_of(b.text) == name), None)
+    heading = next((b.index for b in seg.blocks if b.tag in settings.heading_tags and _name_of(b.text) == name),
+                   None)
     if heading is None:
         return out
     for i in range(heading + 1, min(heading + 1 + settings.name_line_blocks, len(seg.blocks))):
@@ -262,8 +264,8 @@ def in_declared_main(block) -> bool:
 
 def terms_of_text(seg: Segmented, shaped: np.ndarray, settings: LearnSettings = LearnSettings()) -> np.ndarray:
     """Blocks a shape rule names that are terms or code of the page's text: in a definition list or <pre>
-    (settings.text_structure_paths) and mostly not link text. A shape rule is learned from a tag path's blocks on most
-    pages, link-heavy there (a chapter's table of contents as a <dl>); a definition list of the page's own at the
+    (settings.text_structure_paths) and mostly not link text. A shape rule is learned from a tag path's blocks on
+    most pages, link-heavy there (a chapter's table of contents as a <dl>); a definition list of the page's own at the
     same tag path is not a list of links."""
     if not shaped.any():
         return np.zeros(len(seg.blocks), dtype=bool)
@@ -293,7 +295,6 @@ def _members(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
         return np.zeros(len(values), dtype=bool)
     place = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
     return sorted_set[place] == values
-
 
 
 def pinned_mask(seg: Segmented, rule: Rule, xpath: etree.XPath) -> np.ndarray:

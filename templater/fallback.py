@@ -360,10 +360,10 @@ def side_forms(seg: Segmented, tree: Tree, chars: np.ndarray | None = None) -> n
     """Per element: inside a form (FORM_TAG_GROUP) that does not hold the page's headline (find_headline) and holds at
     least SIDE_FORM_SHARE of the page's text: a registration form with its terms and conditions, a long sign-up or
     survey form beside the article. Its sentences score as prose, and added to the region's sum they move the region
-    from the article up to a wrapper of both; a form's text is not the page's content. A form that holds the headline wraps the page (ASP.NET pages hold
-    all their content in one <form>); a smaller form never moves the region (a comment form under a post), and
-    leaving its text out of the sum there moved the region onto wider wrappers on the dev corpus. No headline: no
-    side form."""
+    from the article up to a wrapper of both; a form's text is not the page's content. A form that holds the headline
+    wraps the page (ASP.NET pages hold all their content in one <form>); a smaller form never moves the region (a
+    comment form under a post), and leaving its text out of the sum there moved the region onto wider wrappers on the
+    dev corpus. No headline: no side form."""
     out = np.zeros(len(tree.parent), dtype=bool)
     forms = (tree.tag_bits & _FORM_BITS) != 0
     if not forms.any():

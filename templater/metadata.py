@@ -180,8 +180,9 @@ def read_metadata(seg: Segmented, *, rules: Sequence[Rule] = (), text: str = "")
 def declared_metadata(root, html: str | bytes, url: str, *, times: list | None = None, elements: tuple | None = None,
                       ) -> dict[str, str | tuple[str, ...] | None]:
     """Fields as the page declares them (JSON-LD first, then <meta>, microdata, <link>, <html lang>); ``times``, a
-    list, gets the page's <time> elements (in document order) on the way; ``elements``: ``declared_elements_plain(root)``
-    where the caller has it (the segmentation walk gathers it: ``Segmented.declared``)."""
+    list, gets the page's <time> elements (in document order) on the way; ``elements``:
+    ``declared_elements_plain(root)`` where the caller has it (the segmentation walk gathers it:
+    ``Segmented.declared``)."""
     found: dict = dict.fromkeys(METADATA_FIELDS)
     for key, value in jsonld_metadata(html).items():
         found[key] = value
