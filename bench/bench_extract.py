@@ -96,7 +96,7 @@ def stage_breakdown(db) -> dict[str, float]:
             return CLOCK()
         page = Page(stored.id, stored.url, stored.html_bytes, stored.fetched_at, stored.encoding or "utf-8")
         seg = step("segment", segment, root, page)
-        compiled = step("find template", index.find, seg, stored.site, threshold=pipeline.LearnSettings().layout_match)
+        compiled = step("find template", index.find, seg, stored.site)
         if compiled is None or not seg.blocks:
             step("fallback pages (all steps)", extract_mod.extract_page, seg, None, site=stored.site)
             return CLOCK()
