@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
+from templater import codecache
+
+codecache.install()  # first: the patterns and dataclass methods of the modules imported below come compiled
+
+import contextlib  # noqa: E402 -- (and every import below) after the cache is installed
 import copy
 import gzip
 import importlib.util
@@ -1194,6 +1198,7 @@ def main() -> None:
         err.print(INTERRUPTED_LINE, highlight=False, soft_wrap=True, markup=False)
         sys.exit(130)
     finally:
+        codecache.save()
         before_teardown()
 
 

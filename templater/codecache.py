@@ -1,0 +1,221 @@
+"""Code compiled at run time, kept between processes: the regular expressions and the dataclass methods that every
+start compiles again.
+
+Python keeps a module's bytecode (``__pycache__``) but not what the module makes when it runs: each ``re.compile``
+parses its pattern and compiles it to the regular expression engine's code in pure Python, and each ``@dataclass``
+writes the source of ``__init__``, ``__repr__``, ``__eq__``, ... and compiles it with ``exec``. A short command pays
+for all of it at every start (the modules of a 3-page ``templater extract`` compile ~140 patterns and ~210 dataclass
+methods: about a sixth of its CPU). ``install()`` keeps the results in one file of the user's cache folder, written
+by the first process that compiled them and read by the next ones:
+
+- a pattern's engine code (what ``re._compiler.compile`` hands to ``_sre.compile``), keyed by the pattern and its
+  flags, given to ``_sre.compile`` as compiled;
+- a dataclass method's code object, keyed by the source text ``dataclasses`` generated, run by ``exec`` as that
+  text would be.
+
+Both are what the interpreter would compute from the same key, so nothing behaves otherwise: the file is named
+after the interpreter's version, bytecode tag, optimisation level and the engine's magic number, a file that does
+not check out (its CRC, its layout) is ignored, a miss compiles as Python does, and anything unexpected in the
+interpreter's internals leaves them unpatched. Only the process that installed the cache writes it (never a forked
+worker), by an atomic rename, and only when it compiled something new; the file holds at most
+``config.CODE_CACHE_ENTRIES`` entries. ``TEMPLATER_CODE_CACHE=0`` turns it off. The folder is the language model's
+cache folder ($TEMPLATER_CACHE, else $XDG_CACHE_HOME/templater, else ~/.cache/templater).
+
+Imported by the command line before anything else (it needs only the standard library's modules that are loaded
+at every start); the library itself never installs it.
+"""
+
+from __future__ import annotations
+
+import _thread
+import marshal
+import os
+import sys
+import zlib
+
+ENV = "TEMPLATER_CODE_CACHE"  # "0": no cache (every start compiles, as Python does)
+FORMAT = 1  # the file's layout: crc32 of the payload (4 bytes, little-endian), then marshal((FORMAT, entries))
+
+
+def cache_file() -> str:
+    """The cache file of this interpreter: one per Python version, bytecode tag, optimisation level, marshal version
+    and regular expression engine."""
+    import _sre
+
+    root = os.environ.get("TEMPLATER_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "templater")
+    tag = (f"{sys.implementation.cache_tag}-{sys.hexversion:x}-O{sys.flags.optimize}-m{marshal.version}"
+           f"-sre{_sre.MAGIC}")
+    return os.path.join(root, f"code-{tag}.bin")
+
+
+class CodeCache:
+    """The entries read from ``path`` and those compiled since (``added``); ``save`` writes them back."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.entries: dict = read_entries(path)
+        self.added = 0
+        self.owner = os.getpid()
+        self.hits = 0
+
+    def get(self, key):
+        found = self.entries.get(key)
+        if found is not None:
+            self.hits += 1
+        return found
+
+    def add(self, key, value) -> None:
+        if key not in self.entries:
+            self.entries[key] = value
+            self.added += 1
+
+    def save(self) -> bool:
+        """Write the entries when this process compiled anything new (and is the one that installed the cache):
+        at most ``config.CODE_CACHE_ENTRIES``, the newest kept. Returns whether the file was written; a folder that
+        cannot be written is no error (the next start compiles again)."""
+        if not self.added or os.getpid() != self.owner:
+            return False
+        from templater.config import CODE_CACHE_ENTRIES
+
+        entries = self.entries
+        if len(entries) > CODE_CACHE_ENTRIES:
+            entries = dict(list(entries.items())[-CODE_CACHE_ENTRIES:])
+        try:
+            payload = marshal.dumps((FORMAT, entries))
+        except ValueError:  # an entry marshal cannot write (not expected: patterns, engine code, code objects)
+            return False
+        temporary = f"{self.path}.{os.getpid()}.tmp"
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            with open(temporary, "wb") as f:
+                f.write(zlib.crc32(payload).to_bytes(4, "little"))
+                f.write(payload)
+            os.replace(temporary, self.path)
+        except OSError:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+            return False
+        self.added = 0
+        return True
+
+
+def read_entries(path: str) -> dict:
+    """The entries of a cache file; empty when it is missing, unreadable, corrupt or of another layout."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return {}
+    if len(data) < 4 or zlib.crc32(data[4:]) != int.from_bytes(data[:4], "little"):
+        return {}
+    try:
+        found = marshal.loads(data[4:])
+    except (ValueError, EOFError, TypeError):
+        return {}
+    if not (isinstance(found, tuple) and len(found) == 2 and found[0] == FORMAT and isinstance(found[1], dict)):
+        return {}
+    return found[1]
+
+
+_active: CodeCache | None = None
+
+
+def install() -> CodeCache | None:
+    """Read the cache and route the regular expression compiler and dataclasses' ``exec`` through it (once a
+    process); None when turned off or already installed."""
+    global _active
+    if _active is not None or os.environ.get(ENV) == "0":
+        return None
+    try:
+        cache = CodeCache(cache_file())
+    except Exception:  # noqa: BLE001 -- an interpreter without the expected parts: no cache, nothing changes
+        return None
+    _patch_regex_compiler(cache)
+    _patch_dataclasses(cache)
+    _active = cache
+    return cache
+
+
+def save() -> bool:
+    """Write the installed cache if this process compiled something new (see ``CodeCache.save``)."""
+    return _active.save() if _active is not None else False
+
+
+def _patch_regex_compiler(cache: CodeCache) -> None:
+    """``re._compiler.compile`` answered from the cache: on a miss, the real compiler runs with ``_sre`` seen
+    through a recorder, so the arguments it gives ``_sre.compile`` (the pattern's flags, engine code, group count
+    and names) are kept under (pattern, flags); on a hit, ``_sre.compile`` gets them at once."""
+    import re
+
+    compiler = getattr(re, "_compiler", None)
+    engine = getattr(compiler, "_sre", None)
+    original = getattr(compiler, "compile", None)
+    if engine is None or original is None or getattr(original, "code_cache", None) is not None:
+        return
+    debug = re.DEBUG.value
+    lock = _thread.allocate_lock()
+    seen: list = []
+
+    class Recorder:
+        """``_sre`` with ``compile`` recording its arguments."""
+
+        def __getattr__(self, name):
+            return getattr(engine, name)
+
+        @staticmethod
+        def compile(*args):
+            seen.append(args)
+            return engine.compile(*args)
+
+    recorder = Recorder()
+
+    def compile(p, flags=0):
+        kind = type(p)
+        if (kind is not str and kind is not bytes) or type(flags) is not int or flags & debug:
+            return original(p, flags)
+        key = ("re", p, flags)
+        found = cache.get(key)
+        if found is not None:
+            return engine.compile(p, *found)
+        with lock:
+            seen.clear()
+            compiler._sre = recorder
+            try:
+                result = original(p, flags)
+            finally:
+                compiler._sre = engine
+            if len(seen) == 1 and len(seen[0]) == 6 and seen[0][0] is p:
+                _, final_flags, code, groups, groupindex, indexgroup = seen[0]
+                # (the engine's opcodes are int subclasses, which marshal does not write: kept as the ints they are)
+                cache.add(key, (int(final_flags), [int(c) for c in code], int(groups),
+                                {name: int(number) for name, number in groupindex.items()}, tuple(indexgroup)))
+        return result
+
+    compile.code_cache = cache
+    compiler.compile = compile
+
+
+def _patch_dataclasses(cache: CodeCache) -> None:
+    """``exec`` as dataclasses calls it (a module global shadowing the builtin, in that module only): the source
+    text it generated, compiled once and kept; the code object is run in the same namespaces."""
+    import builtins
+    import dataclasses
+
+    if "exec" in vars(dataclasses):  # patched already, or dataclasses defines an exec of its own
+        return
+
+    def exec(source, globals=None, locals=None, /):  # noqa: A001 -- stands in for the builtin in dataclasses
+        if type(source) is not str:
+            return builtins.exec(source, globals, locals)
+        key = ("py", source)
+        code = cache.get(key)
+        if code is None:
+            code = compile(source, "<string>", "exec", dont_inherit=True)
+            cache.add(key, code)
+        return builtins.exec(code, globals, locals)
+
+    exec.code_cache = cache
+    dataclasses.exec = exec

@@ -1,0 +1,131 @@
+"""templater.codecache: patterns and dataclass methods compiled once and kept, behaving as freshly compiled ones.
+
+Each case runs in a process of its own (the cache patches the interpreter's regular expression compiler and
+dataclasses' exec for the whole process), twice over one cache folder: the first run compiles and writes, the second
+reads; both must give what a process without the cache gives."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from templater import codecache
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PROBE = r'''
+import json, sys
+from templater import codecache
+cache = codecache.install()
+import dataclasses, re
+
+PATTERNS = [("(?P<y>(?:19|20)\\d\\d)-(?P<m>[01]?\\d)", 0), ("caf\u00e9|na\u00efve", re.IGNORECASE),
+            (b"<script\\b[^>]*>(.*?)</script\\s*>", re.IGNORECASE | re.DOTALL), ("^\\s*(\\w+)$", re.MULTILINE),
+            ("(?i)author|byline", 0), ("[\\W_]+", 0), ("(a)(b)?(?P<c>c)", 0)]
+TEXTS = ["2024-05 and 1999-1", "CAF\u00c9 NA\u00cfVE", b"<SCRIPT type=x>a\nb</script >", "  word\nx y\n", "By line",
+         "a_b-c", "ac abc"]
+out = {"patterns": []}
+for (pattern, flags), text in zip(PATTERNS, TEXTS):
+    compiled = re.compile(pattern, flags)
+    found = [m.group(0) for m in compiled.finditer(text)]
+    out["patterns"].append([compiled.flags, compiled.groups, dict(compiled.groupindex),
+                            [f.decode("latin-1") if isinstance(f, bytes) else f for f in found]])
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Frozen:
+    a: int
+    b: str = "x"
+    c: tuple = dataclasses.field(default_factory=tuple)
+
+@dataclasses.dataclass(order=True)
+class Ordered:
+    n: int
+    name: str
+
+f = Frozen(1)
+try:
+    f.a = 2
+    frozen = False
+except dataclasses.FrozenInstanceError:
+    frozen = True
+out["dataclasses"] = [repr(f), f == Frozen(1, "x", ()), hash(Frozen(1, "y")) == hash(Frozen(1, "y")), frozen,
+                      sorted([Ordered(2, "b"), Ordered(1, "z")]) == [Ordered(1, "z"), Ordered(2, "b")],
+                      repr(Ordered(3, "q"))]
+if cache is not None:
+    out["hits"], out["saved"] = cache.hits, codecache.save()
+print(json.dumps(out))
+'''
+
+
+def probe(tmp_path: Path, **env) -> dict:
+    environment = {name: value for name, value in os.environ.items() if name != codecache.ENV}
+    environment.update(TEMPLATER_CACHE=str(tmp_path), **env)
+    done = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=environment, capture_output=True, text=True,
+                          check=True)
+    return json.loads(done.stdout)
+
+
+def without_counts(result: dict) -> dict:
+    return {k: v for k, v in result.items() if k not in ("hits", "saved")}
+
+
+def cache_files(folder: Path) -> list[Path]:
+    return sorted(folder.glob("code-*.bin"))
+
+
+def test_cached_patterns_and_dataclasses_behave_as_freshly_compiled_ones(tmp_path):
+    plain = probe(tmp_path / "off", **{codecache.ENV: "0"})
+    assert "hits" not in plain and not cache_files(tmp_path / "off")
+    first = probe(tmp_path)
+    assert first["saved"] is True and len(cache_files(tmp_path)) == 1
+    second = probe(tmp_path)
+    assert second["hits"] > 0 and second["saved"] is False  # everything came from the file; nothing new to write
+    assert without_counts(first) == without_counts(second) == plain
+    assert plain["dataclasses"][1:5] == [True, True, True, True]
+
+
+def test_a_corrupt_or_foreign_file_is_ignored_and_rewritten(tmp_path):
+    probe(tmp_path)
+    [file] = cache_files(tmp_path)
+    reference = without_counts(probe(tmp_path))
+    for damaged in (file.read_bytes()[:-7], b"", b"\x00" * 40, file.read_bytes()[:4] + b"x" * 100):
+        file.write_bytes(damaged)
+        assert codecache.read_entries(str(file)) == {}
+        result = probe(tmp_path)
+        assert result["hits"] == 0 and result["saved"] is True
+        assert without_counts(result) == reference
+        assert codecache.read_entries(str(file))
+
+
+def test_save_writes_only_new_entries_of_the_installing_process_and_at_most_the_limit(tmp_path, monkeypatch):
+    path = str(tmp_path / "code.bin")
+    cache = codecache.CodeCache(path)
+    assert cache.entries == {} and cache.save() is False  # nothing compiled: nothing written
+    assert not os.path.exists(path)
+    monkeypatch.setattr("templater.config.CODE_CACHE_ENTRIES", 3)
+    for n in range(5):
+        cache.add(("py", f"x = {n}"), compile(f"x = {n}", "<string>", "exec"))
+    cache.owner = os.getpid() + 1  # as in a forked worker: never writes
+    assert cache.save() is False and not os.path.exists(path)
+    cache.owner = os.getpid()
+    assert cache.save() is True
+    kept = codecache.read_entries(path)
+    assert list(kept) == [("py", "x = 2"), ("py", "x = 3"), ("py", "x = 4")]  # the newest
+    assert cache.save() is False  # written already
+
+
+def test_an_unwritable_folder_is_no_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    cache = codecache.CodeCache(str(blocker / "sub" / "code.bin"))
+    cache.add(("py", "x = 1"), compile("x = 1", "<string>", "exec"))
+    assert cache.save() is False
+
+
+def test_the_cli_installs_the_cache_before_its_imports():
+    source = (ROOT / "cli.py").read_text(encoding="utf-8")
+    assert source.index("codecache.install()") < source.index("import typer")
+    assert source.index("codecache.install()") < source.index("import json")
