@@ -19,6 +19,8 @@ from sitegen import article_html
 OURS = [sys.executable, "-c", "import cli; cli.main()"]
 TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00")
 WITHOUT = [sys.executable, "-c", "import cli; cli.before_teardown = lambda: None; cli.main()"]  # as before
+# as the console script runs it (argv[0] named templater): the cyclic collector paused while modules load
+PROGRAM = [sys.executable, "-c", "import sys; sys.argv[0] = 'templater'; import cli; cli.main()"]
 
 
 def _pages(path, count=8):
@@ -40,7 +42,7 @@ def _run(argv, cwd):
 def test_every_command_leaves_the_files_and_output_it_left_before(tmp_path, jobs):
     pages = _pages(tmp_path / "pages.jsonl.gz")
     left = {}
-    for name, argv in (("ours", OURS), ("before", WITHOUT)):
+    for name, argv in (("ours", OURS), ("program", PROGRAM), ("before", WITHOUT)):
         folder = tmp_path / name
         folder.mkdir()
         files, outputs = [], []
@@ -51,7 +53,7 @@ def test_every_command_leaves_the_files_and_output_it_left_before(tmp_path, jobs
             files.append(sorted(p.name for p in folder.iterdir()))
         outputs += [(folder / "out.jsonl").read_text(), (folder / "run.jsonl").read_text()]
         left[name] = files, outputs
-    assert left["ours"] == left["before"]
+    assert left["ours"] == left["program"] == left["before"]
     writers = left["ours"][0][:4]  # ingest, build, extract, run: their WAL checkpointed as their connection closed
     assert all(not name.endswith(("-wal", "-shm")) for names in writers for name in names)
     assert len(left["ours"][1][-2].splitlines()) == 8
@@ -74,3 +76,27 @@ def test_before_teardown_collects_the_garbage_then_freezes_what_is_left():
         assert gc.get_freeze_count() > frozen and kept not in gc.get_objects()  # frozen: out of the collections
     finally:
         gc.unfreeze()
+
+
+PAUSED_PROBE = """
+import gc, sys
+sys.argv[0] = {name!r}
+import cli
+at_import = gc.isenabled()
+with cli.handled_errors():
+    in_body = gc.isenabled()
+print(cli.PAUSED_COLLECTOR, at_import, in_body)
+"""
+
+
+def test_the_collector_is_paused_while_the_program_loads_and_on_in_a_command_body():
+    def probe(name):
+        done = subprocess.run([sys.executable, "-c", PAUSED_PROBE.format(name=name)], capture_output=True, text=True,
+                              check=True, timeout=120)
+        return done.stdout.split()
+
+    assert probe("/usr/local/bin/templater") == ["True", "False", "True"]
+    assert probe("-c") == ["False", "True", "True"]  # imported by another program: left as it is
+    enabled, frozen = gc.isenabled(), gc.get_freeze_count()
+    with cli.handled_errors():  # (this test process: not paused, nothing frozen)
+        assert gc.isenabled() == enabled and gc.get_freeze_count() == frozen
