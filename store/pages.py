@@ -10,7 +10,6 @@ with its magic number, a zlib stream never does), and a page rewritten by a late
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import threading
@@ -90,12 +89,16 @@ class StoredPage:
 
 
 def content_hash(html: str) -> str:
+    import hashlib  # (here, not at the top: a command that hashes no page does not load OpenSSL, ~6 ms)
+
     return hashlib.sha1(html.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def encode_page(html: str) -> tuple[bytes, str]:
     """(the UTF-8 bytes the store keeps of a page's HTML, its ``content_hash``), the text encoded once when it can
     be. Unencodable characters (lone surrogates) are stored replaced, but hashed as they are."""
+    import hashlib
+
     try:
         data = html.encode("utf-8")
     except UnicodeEncodeError:

@@ -18,7 +18,6 @@ The steps of ``build_document``:
 
 from __future__ import annotations
 
-import hashlib
 import html
 import re
 import weakref
@@ -628,5 +627,7 @@ def _html_inline(node: DocNode, text: str, links: bool) -> str:
 def file_name(page_id: str, extension: str) -> str:
     """A safe file name for a page: its id's letters, digits, dots and dashes (the rest as _), cut to
     FILE_STEM_CHARS, and 8 hex digits of the id's SHA-1, so that two ids never share a name."""
+    import hashlib  # (here: only written files' names need it, and it loads OpenSSL)
+
     stem = re.sub(r"[^A-Za-z0-9.-]+", "_", page_id).strip("._-")[:FILE_STEM_CHARS].rstrip("._-") or "page"
     return f"{stem}-{hashlib.sha1(page_id.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}.{extension}"
