@@ -37,16 +37,41 @@ ENV = "TEMPLATER_CODE_CACHE"  # "0": no cache (every start compiles, as Python d
 FORMAT = 1  # the file's layout: crc32 of the payload (4 bytes, little-endian), then marshal((FORMAT, entries))
 
 
+def cache_folder() -> str:
+    """The user's cache folder of templater: $TEMPLATER_CACHE, else $XDG_CACHE_HOME/templater, else
+    ~/.cache/templater (made when something is written there)."""
+    return os.environ.get("TEMPLATER_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "templater")
+
+
 def cache_file() -> str:
     """The cache file of this interpreter: one per Python version, bytecode tag, optimisation level, marshal version
     and regular expression engine."""
     import _sre
 
-    root = os.environ.get("TEMPLATER_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "templater")
     tag = (f"{sys.implementation.cache_tag}-{sys.hexversion:x}-O{sys.flags.optimize}-m{marshal.version}"
            f"-sre{_sre.MAGIC}")
-    return os.path.join(root, f"code-{tag}.bin")
+    return os.path.join(cache_folder(), f"code-{tag}.bin")
+
+
+def write_atomically(path: str, parts) -> bool:
+    """Write the byte strings ``parts`` to ``path`` through a private temporary file renamed into place (a reader
+    sees the old file or the whole new one; writers race safely). False, and nothing left behind, when the folder
+    cannot be written."""
+    temporary = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(temporary, "wb") as f:
+            for part in parts:
+                f.write(part)
+        os.replace(temporary, path)
+    except OSError:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        return False
+    return True
 
 
 class CodeCache:
@@ -85,18 +110,7 @@ class CodeCache:
             payload = marshal.dumps((FORMAT, entries))
         except ValueError:  # an entry marshal cannot write (not expected: patterns, engine code, code objects)
             return False
-        temporary = f"{self.path}.{os.getpid()}.tmp"
-        try:
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            with open(temporary, "wb") as f:
-                f.write(zlib.crc32(payload).to_bytes(4, "little"))
-                f.write(payload)
-            os.replace(temporary, self.path)
-        except OSError:
-            try:
-                os.unlink(temporary)
-            except OSError:
-                pass
+        if not write_atomically(self.path, (zlib.crc32(payload).to_bytes(4, "little"), payload)):
             return False
         self.added = 0
         return True

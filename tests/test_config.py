@@ -16,6 +16,7 @@ FORMAT_NAMES = {
     "store/lsh.py": {"PAD_KEY", "PAIR_SHIFT",  # the band key packing
                      "BLOCK_ID_SHIFT", "BLOOM_BLOCK_BITS"},  # lsh_blocks' row ids, the segment filters' layout
     "templater/chartable.py": {"UNICODE_SIZE", "TABLE_BYTES", "FORMAT_VERSION"},  # the table file's layout
+    "templater/ann.py": {"WEIGHTS_CACHE_FORMAT"},  # the cached archive's layout
     "templater/codecache.py": {"FORMAT"},  # the cache file's layout
     "templater/rule_inspect.py": {"EXPORT_FORMAT"},
     "templater/shingles.py": {"ALGORITHM_VERSION", "VALUE_BITS", "GOLDEN", "MIX1", "MIX2", "CHAR_PRIME",

@@ -367,3 +367,49 @@ def test_weights_are_read_as_numpy_load_reads_them(tmp_path):
     assert np.array_equal(fast.null_scores, slow.null_scores)
     with open(shipped, "rb") as handle:  # a file object: read whole by either reader
         assert ann.read_weights(handle).features == slow.features
+
+
+def test_weights_come_from_a_checked_uncompressed_copy_in_the_cache_folder(tmp_path, monkeypatch):
+    """ann.read_weights keeps an uncompressed copy of each archive it read in the user's cache folder (unzipping the
+    shipped weights is a start-up cost): read from the copy, the arrays are _plain_npz's bit for bit (writable); a
+    damaged copy, or one of another archive under the same name, is not used but written afresh; an unwritable
+    folder only means no copy; what _plain_npz does not read is not copied."""
+    from templater import ann
+
+    monkeypatch.setenv("TEMPLATER_CACHE", str(tmp_path / "cache"))
+    arrays = {"a": np.arange(12, dtype="<f8").reshape(3, 4) / 7, "b": np.array(2.5), "c": np.array(["x", "yz"]),
+              "e": np.zeros((0, 3)), "g": np.arange(6, dtype=">f4").reshape(2, 3)}
+    path = tmp_path / "w.npz"
+    np.savez_compressed(path, **arrays)
+    reference = ann._plain_npz(path)
+
+    def same(read):
+        assert list(read) == list(reference)
+        for name, array in reference.items():
+            assert read[name].dtype == array.dtype and read[name].shape == array.shape
+            assert read[name].tobytes() == array.tobytes() and read[name].flags.writeable
+
+    same(ann._cached_npz(path))  # written
+    [copy] = (tmp_path / "cache").iterdir()
+    written = copy.read_bytes()
+    monkeypatch.setattr(ann, "_plain_npz", lambda source: pytest.fail("read from the archive, not the copy"))
+    with open(path, "rb") as handle:
+        same(ann._cached_npz(handle))  # from the copy alone
+    monkeypatch.undo()
+    monkeypatch.setenv("TEMPLATER_CACHE", str(tmp_path / "cache"))
+    for damaged in (written[:-9], written[:4] + b"\x00" + written[5:], b""):
+        copy.write_bytes(damaged)
+        same(ann._cached_npz(path))
+        assert copy.read_bytes() == written  # written afresh
+    other = tmp_path / "other.npz"
+    np.savez(other, a=np.ones(3))
+    ann._cached_npz(other)
+    [other_copy] = [p for p in (tmp_path / "cache").iterdir() if p != copy]
+    copy.write_bytes(other_copy.read_bytes())  # another archive's copy under this one's name
+    same(ann._cached_npz(path))
+    assert copy.read_bytes() == written
+    monkeypatch.setenv("TEMPLATER_CACHE", str(path / "not-a-folder"))
+    same(ann._cached_npz(path))
+    (tmp_path / "plain.bin").write_bytes(b"not an archive")
+    monkeypatch.setenv("TEMPLATER_CACHE", str(tmp_path / "cache2"))
+    assert ann._cached_npz(tmp_path / "plain.bin") is None and not (tmp_path / "cache2").exists()
