@@ -18,13 +18,10 @@ codecache.install()  # first: the patterns and dataclass methods of the modules 
 
 import contextlib  # noqa: E402 -- (and every import below) after the cache is installed
 import copy
-import gzip
 import importlib.util
 import json
-import logging
 import re
 import signal
-import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -274,8 +271,12 @@ def progress_bar(description: str, quiet: bool) -> Iterator[pipeline.Progress | 
 
 @contextlib.contextmanager
 def handled_errors() -> Iterator[None]:
-    """Turn templater's errors into a message on stderr and exit status 1, never a traceback."""
+    """Turn templater's errors into a message on stderr and exit status 1, never a traceback. (Entered first by
+    every command's body: the collector and the log are set up here, see ``imports_done`` and ``stderr_log``.)"""
+    import sqlite3
+
     imports_done()
+    stderr_log()
     try:
         yield
     except TemplaterError as e:
@@ -355,6 +356,8 @@ def log_to_file(path: Optional[Path]) -> Iterator[None]:
     if path is None:
         yield
         return
+    import logging
+
     path.parent.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(path, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
@@ -513,6 +516,8 @@ def write_without(held, write, dropped: set[str]) -> int:
 
 def read_labelled(path: Path) -> list[dict]:
     """JSON Lines records of a training file; a line that is not JSON is a clear error."""
+    import gzip
+
     path = sources.check_input(path)
     opener = gzip.open if path.name.endswith(".gz") else open
     records = []
@@ -1211,8 +1216,22 @@ def command_app(argv: list[str]) -> typer.Typer:
     return one
 
 
+_STDERR_LOG_WANTED: list[bool] = []  # main() asks for stderr_log; a test's runner leaves the logging as it is
+
+
+def stderr_log() -> None:
+    """The program's log on stderr (warnings and above, as "LEVEL logger: message"), set up once as a command's body
+    starts (``handled_errors``) when main() asked for it: --help and usage errors, which log nothing, do not import
+    logging (with traceback, string and threading: ~4% of --help)."""
+    if _STDERR_LOG_WANTED:
+        _STDERR_LOG_WANTED.clear()
+        import logging
+
+        logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+
+
 def main() -> None:
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    _STDERR_LOG_WANTED.append(True)
     signal.signal(signal.SIGINT, _interrupted)
     try:
         command_app(sys.argv[1:])()

@@ -100,3 +100,17 @@ def test_the_collector_is_paused_while_the_program_loads_and_on_in_a_command_bod
     enabled, frozen = gc.isenabled(), gc.get_freeze_count()
     with cli.handled_errors():  # (this test process: not paused, nothing frozen)
         assert gc.isenabled() == enabled and gc.get_freeze_count() == frozen
+
+
+def test_the_program_logs_warnings_on_stderr_in_its_format_and_help_does_without_logging():
+    """main() sets up the stderr log as a command's body starts (handled_errors), not before: --help does not
+    import logging."""
+    def run(script):
+        return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+
+    done = run("import sys\nsys.argv = ['templater', '--help']\nimport cli\ntry:\n    cli.main()\n"
+               "except SystemExit:\n    pass\nprint('logging' in sys.modules, file=sys.stderr)")
+    assert done.stderr == "False\n" and done.stdout.startswith("Usage: ")
+    done = run("import cli\ncli._STDERR_LOG_WANTED.append(True)  # (as main() does)\nfrom templater import pipeline\n"
+               "with cli.handled_errors():\n    pipeline.log.warning('a warning from %s', 'the library')\n")
+    assert done.stderr == "WARNING templater.pipeline: a warning from the library\n"
