@@ -34,7 +34,8 @@ import sys
 import zlib
 
 ENV = "TEMPLATER_CODE_CACHE"  # "0": no cache (every start compiles, as Python does)
-FORMAT = 1  # the file's layout: crc32 of the payload (4 bytes, little-endian), then marshal((FORMAT, entries))
+FORMAT = 2  # the file's layout: crc32 of the payload (4 bytes, little-endian), then marshal((FORMAT, entries)), each
+# entry's value itself marshalled (read when it is used: --help reads few of the entries an extract wrote)
 
 
 def cache_folder() -> str:
@@ -85,14 +86,20 @@ class CodeCache:
         self.hits = 0
 
     def get(self, key):
-        found = self.entries.get(key)
-        if found is not None:
-            self.hits += 1
+        """The value kept under ``key``, or None."""
+        raw = self.entries.get(key)
+        if raw is None:
+            return None
+        try:
+            found = marshal.loads(raw)
+        except (ValueError, EOFError, TypeError):
+            return None
+        self.hits += 1
         return found
 
     def add(self, key, value) -> None:
         if key not in self.entries:
-            self.entries[key] = value
+            self.entries[key] = marshal.dumps(value)
             self.added += 1
 
     def save(self) -> bool:
@@ -170,6 +177,7 @@ def _patch_regex_compiler(cache: CodeCache) -> None:
     if engine is None or original is None or getattr(original, "code_cache", None) is not None:
         return
     debug = re.DEBUG.value
+    native_words = engine.CODESIZE == 4 and memoryview(bytes(4)).cast("I").itemsize == 4
     lock = _thread.allocate_lock()
     seen: list = []
 
@@ -193,7 +201,9 @@ def _patch_regex_compiler(cache: CodeCache) -> None:
         key = ("re", p, flags)
         found = cache.get(key)
         if found is not None:
-            return engine.compile(p, *found)
+            final_flags, code, groups, groupindex, indexgroup = found
+            return engine.compile(p, final_flags, memoryview(code).cast("I").tolist(), groups, groupindex,
+                                  indexgroup)
         with lock:
             seen.clear()
             compiler._sre = recorder
@@ -201,11 +211,13 @@ def _patch_regex_compiler(cache: CodeCache) -> None:
                 result = original(p, flags)
             finally:
                 compiler._sre = engine
-            if len(seen) == 1 and len(seen[0]) == 6 and seen[0][0] is p:
+            if len(seen) == 1 and len(seen[0]) == 6 and seen[0][0] is p and native_words:
                 _, final_flags, code, groups, groupindex, indexgroup = seen[0]
-                # (the engine's opcodes are int subclasses, which marshal does not write: kept as the ints they are)
-                cache.add(key, (int(final_flags), [int(c) for c in code], int(groups),
-                                {name: int(number) for name, number in groupindex.items()}, tuple(indexgroup)))
+                # the engine's code as native unsigned ints (one bytes object, not an int object each), the rest
+                # as the ints they are (the engine's opcodes are int subclasses, which marshal does not write)
+                cache.add(key, (int(final_flags), b"".join(int(c).to_bytes(4, sys.byteorder) for c in code),
+                                int(groups), {name: int(number) for name, number in groupindex.items()},
+                                tuple(indexgroup)))
         return result
 
     compile.code_cache = cache
