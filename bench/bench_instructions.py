@@ -5,8 +5,12 @@ installation and optionally another one, on the same pages.
     python bench/bench_instructions.py [CORPUS.jsonl.gz] [--limit 300] [--baseline OTHER/.venv/bin/templater]
 
 Default corpus: the dev corpus's `all` suite (bench/suites.py). Each installation ingests and builds the first
---limit pages into a database of its own (not counted: each writes the schema it knows), then its `extract` runs
-under callgrind with every child process traced; the instructions of all its processes are summed. A count does not
+--limit pages into a database of its own (not counted: each writes the schema it knows) and extracts a copy of it
+once (not counted: what a first start writes, bytecode and the user's cache folder's copies, is written), then its
+`extract` runs under callgrind with every child process traced; the instructions of all its processes are summed.
+The project's modules are compiled to bytecode first, the baseline's into a folder of the bench's own
+(PYTHONPYCACHEPREFIX, as bench_commands.py does): where PYTHONDONTWRITEBYTECODE is set, an installation without
+bytecode would otherwise be counted compiling its sources. A count does not
 move with the load of a shared machine, so two installations compare like for like where timed rounds cannot; it
 weighs every instruction alike (a cache miss costs no more than an add), so it is a check beside the timed
 benchmarks (bench_commands.py, bench_extract.py), not a replacement. The outputs of the two installations are
@@ -25,19 +29,24 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_commands import BIN, ONE_THREAD, limited_copy  # noqa: E402
+from bench_commands import BIN, ONE_THREAD, baseline_env, compile_project, limited_copy  # noqa: E402
 from suites import suite_file  # noqa: E402
 
 COLLECTED = re.compile(r"Collected : (\d+)")
 
 
-def count(templater: str, pages: Path, folder: Path) -> tuple[int, Path]:
-    """(instructions of `extract --jobs 1` over ``pages``, its output file) for one installation."""
+def count(templater: str, pages: Path, folder: Path, env: dict[str, str]) -> tuple[int, Path]:
+    """(instructions of `extract --jobs 1` over ``pages``, its output file) for one installation, after an
+    uncounted extract of a copy of the same database (what a start writes once, the bytecode of the modules it
+    imports and the user's cache folder's copies, is written by then: the count is a user's next run's)."""
     folder.mkdir(parents=True)
     db, out = folder / "bench.db", folder / "out.jsonl"
-    env = {**os.environ, **ONE_THREAD}
     for argv in ([templater, "ingest", str(pages)], [templater, "build"]):
         subprocess.run([*argv, "--db", str(db), "--jobs", "1", "--quiet"], check=True, env=env)
+    warm = folder / "warm-up.db"
+    shutil.copyfile(db, warm)
+    subprocess.run([templater, "extract", "--db", str(warm), "--jobs", "1", "--output", os.devnull, "--quiet"],
+                   check=True, env=env)
     run = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", "--trace-children=yes",
                           templater, "extract", "--db", str(db), "--jobs", "1", "--output", str(out), "--quiet"],
                          env=env, capture_output=True, text=True)
@@ -57,10 +66,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-instructions-") as tmp:
         folder = Path(tmp)
         pages = limited_copy(args.corpus or suite_file("all"), args.limit, folder)
-        ours, our_out = count(str(BIN / "templater"), pages, folder / "ours")
+        env = {**os.environ, **ONE_THREAD}
+        compile_project()  # our bytecode beside the sources, the baseline's in a folder of the bench's own
+        ours, our_out = count(str(BIN / "templater"), pages, folder / "ours", env)
         print(f"templater extract --jobs 1, {args.limit} pages: {ours:,} instructions ({ours / args.limit:,.0f} a page)")
         if args.baseline:
-            theirs, their_out = count(args.baseline, pages, folder / "baseline")
+            theirs, their_out = count(args.baseline, pages, folder / "baseline",
+                                      baseline_env(Path(args.baseline), folder, env))
             same = our_out.read_bytes() == their_out.read_bytes()
             print(f"baseline {args.baseline}: {theirs:,} instructions ({theirs / args.limit:,.0f} a page)")
             print(f"ours / baseline: {ours / theirs:.3f} ({100 * (ours / theirs - 1):+.1f}%); "

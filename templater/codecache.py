@@ -5,7 +5,7 @@ Python keeps a module's bytecode (``__pycache__``) but not what the module makes
 parses its pattern and compiles it to the regular expression engine's code in pure Python, and each ``@dataclass``
 writes the source of ``__init__``, ``__repr__``, ``__eq__``, ... and compiles it with ``exec``. A short command pays
 for all of it at every start (the modules of a 3-page ``templater extract`` compile ~140 patterns and ~210 dataclass
-methods: about a sixth of its CPU). ``install()`` keeps the results in one file of the user's cache folder, written
+methods: a quarter of its instructions). ``install()`` keeps the results in one file of the user's cache folder, written
 by the first process that compiled them and read by the next ones:
 
 - a pattern's engine code (what ``re._compiler.compile`` hands to ``_sre.compile``), keyed by the pattern and its
