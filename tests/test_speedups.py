@@ -906,8 +906,10 @@ def test_has_controls_finds_exactly_the_bytes_clean_utf8_replaces():
     """A page without control characters is handed on as it is (no translation); one byte of any of them, at any
     place, is found."""
     for value in range(256):
-        for data in (bytes([value]), b"<p>" + bytes([value]) + b"</p>" * 50, b"x" * 5000 + bytes([value])):
+        for data in (bytes([value]), b"<p>" + bytes([value]) + b"</p>" * 50, b"x" * 5000 + bytes([value]),
+                     b"x" * 4095 + bytes([value]) + b"x" * 4096, b"x" * 4096 + bytes([value])):
             assert parse.has_controls(data) == (data.translate(parse._CONTROL_TO_SPACE) != data)
+            assert parse.has_controls(data) == any(control in data for control in parse._CONTROL_BYTES)  # plain
     page = "<p>caf\u00e9\t\r\n</p>".encode("utf-8") * 100
     assert parse.clean_utf8(page) is page
 
