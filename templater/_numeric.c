@@ -423,6 +423,30 @@ static PyObject *utf8_controls_to_space(PyObject *self, PyObject *text) {
 }
 
 
+/* --- parse.has_controls ------------------------------------------------------------------------------------------ */
+/* has_controls(data) -> whether the bytes hold an ASCII control character but \t \n \r (what parse.clean_utf8 turns
+ * into spaces): one pass, in blocks of CONTROL_STRIDE bytes whose test has no branch (the compiler vectorises it),
+ * where parse.has_controls' plain form makes one memchr pass a control character. */
+#define CONTROL_STRIDE 4096
+
+static PyObject *has_controls(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *d = view.buf;
+    Py_ssize_t n = view.len;
+    unsigned char found = 0;
+    for (Py_ssize_t start = 0; start < n && !found; start += CONTROL_STRIDE) {
+        Py_ssize_t end = n - start > CONTROL_STRIDE ? start + CONTROL_STRIDE : n;
+        for (Py_ssize_t i = start; i < end; i++) {
+            unsigned char c = d[i];
+            found |= (unsigned char)((c < 32) & (c != 9) & (c != 10) & (c != 13)) | (unsigned char)(c == 127);
+        }
+    }
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(found);
+}
+
+
 /* --- features._text_columns: the blocks' text counts as the (blocks x 10) float64 matrix ------------------------ */
 /* Per text, the counts of features._text_columns_plain's regexes, from the code points' classes (C_* bits of
  * features._CLASS_TABLE): one pass over the text for punctuation, digits, whitespace-split words and their
@@ -1858,6 +1882,8 @@ static PyMethodDef methods[] = {
      "markup_counts(data) -> (start tags, most attributes of one, attributes): parse.markup_counts."},
     {"utf8_controls_to_space", utf8_controls_to_space, METH_O,
      "utf8_controls_to_space(text) -> bytes: parse.clean_text's encode-and-translate step."},
+    {"has_controls", has_controls, METH_O,
+     "has_controls(data) -> bool: parse.has_controls (an ASCII control character but tab, newline, return)."},
     {"text_matrix", text_matrix, METH_VARARGS,
      "text_matrix(blocks, title_words, table, fill) -> bytearray | None: features._text_columns' float64 matrix"},
     {"ensemble", ensemble, METH_VARARGS,

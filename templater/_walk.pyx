@@ -23,6 +23,7 @@ import_lxml__etree()
 
 
 cdef extern from "Python.h":
+    uint32_t Py_UNICODE_TOLOWER(uint32_t ch)  # the simple lower-case mapping (str.lower's where it is one code point)
     ctypedef int (*_descrsetfunc)(PyObject *, PyObject *, PyObject *) except -1
     ctypedef PyObject *(*_descrgetfunc)(PyObject *, PyObject *, PyObject *) except NULL
     ctypedef struct _TypeSlots "PyTypeObject":  # the slots the block maker and reader call (CPython's type slots)
@@ -146,18 +147,19 @@ def fast_blocks():
     return _fast_blocks
 
 
-def configure_tree(pairs, words_bits, Py_ssize_t cache_size):
-    """features' tag flags per tag name, features._words_bits, and how many (class, id) pairs to remember (the
-    largest power of two not above it, at most 65,536)."""
+def configure_tree(pairs, word_bits, Py_ssize_t cache_size):
+    """features' tag flags per tag name, features._word_bits (one class/id word's group bit), and how many
+    (class, id) pairs and words to remember (each: the largest power of two not above it, at most 65,536)."""
     global _words_function
-    if not callable(words_bits) or cache_size < 1:
-        raise ValueError("words_bits must be callable and the cache size positive")
+    if not callable(word_bits) or cache_size < 1:
+        raise ValueError("word_bits must be callable and the cache size positive")
     _set_tags(&_tag_bits, pairs)
-    _words_function = words_bits
+    _words_function = word_bits
     cdef Py_ssize_t size = 1
     while size * 2 <= max(2, min(cache_size, 1 << 16)):
         size *= 2
-    _words_reset(size)
+    _words_reset(&_words, &_words_mask, size)
+    _words_reset(&_single_words, &_single_mask, size)
 
 
 # --- a growable byte buffer ------------------------------------------------------------------------------------
@@ -277,6 +279,76 @@ cdef bint _ends_with_space(const Buffer *b) noexcept:
     cdef const unsigned char *p = <const unsigned char *>b.data + i
     cdef uint32_t c = _utf8_next(&p)
     return Py_UNICODE_ISSPACE(c)
+
+
+cdef inline void _put_utf8(unsigned char *o, Py_ssize_t *at, uint32_t c) noexcept:
+    """Write the code point as UTF-8 at o[at], moving at past it."""
+    cdef Py_ssize_t i = at[0]
+    if c < 0x80:
+        o[i] = c
+        at[0] = i + 1
+    elif c < 0x800:
+        o[i] = 0xC0 | (c >> 6)
+        o[i + 1] = 0x80 | (c & 0x3F)
+        at[0] = i + 2
+    elif c < 0x10000:
+        o[i] = 0xE0 | (c >> 12)
+        o[i + 1] = 0x80 | ((c >> 6) & 0x3F)
+        o[i + 2] = 0x80 | (c & 0x3F)
+        at[0] = i + 3
+    else:
+        o[i] = 0xF0 | (c >> 18)
+        o[i + 1] = 0x80 | ((c >> 12) & 0x3F)
+        o[i + 2] = 0x80 | ((c >> 6) & 0x3F)
+        o[i + 3] = 0x80 | (c & 0x3F)
+        at[0] = i + 4
+
+
+cdef int _lower_utf8(const unsigned char *s, Py_ssize_t n, Buffer *out) except -1:
+    """text.lower().encode("utf-8") of the (valid) UTF-8 s[:n] into out, one code point at a time by its simple
+    lower-case mapping; 0 (out left unfinished) where str.lower does more than that: U+0130 (İ, which lowers to
+    two code points) and U+03A3 (Σ, final or medial sigma by its neighbours), the only two code points where the
+    simple mapping is not str.lower's (test_speedups checks every code point)."""
+    cdef const unsigned char *p = s
+    cdef const unsigned char *end = s + n
+    cdef uint32_t c
+    cdef Py_ssize_t at = 0
+    out.size = 0
+    if out.capacity < 2 * n:  # a lower-case code point takes at most a byte more than its capital (Ⱥ: 2 -> 3)
+        _reserve(out, 2 * n)
+    while p < end:
+        c = _utf8_next(&p)
+        if c == 0x130 or c == 0x3A3:
+            return 0
+        _put_utf8(<unsigned char *>out.data, &at, Py_UNICODE_TOLOWER(c))
+    out.size = at
+    return 1
+
+
+cdef int _reserve(Buffer *b, Py_ssize_t n) except -1:
+    """Room for at least n bytes in the buffer (its bytes kept)."""
+    cdef char *grown
+    if n > b.capacity:
+        grown = <char *>realloc(b.data, n)
+        if grown is NULL:
+            raise MemoryError
+        b.data = grown
+        b.capacity = n
+    return 0
+
+
+def lower_text(str text):
+    """text.lower() as the segmentation walk computes it for a block's hash, or None where the walk leaves it to
+    str.lower (the tests compare the two)."""
+    data = text.encode("utf-8")
+    cdef Buffer out
+    memset(&out, 0, sizeof(Buffer))
+    try:
+        if not _lower_utf8(<const unsigned char *><char *>data, len(data), &out):
+            return None
+        return out.data[:out.size].decode("utf-8")
+    finally:
+        free(out.data)
 
 
 # --- CRC-32 (zlib.crc32's: the reflected polynomial 0xEDB88320), eight bytes a step ("slicing by 8") ---------------
@@ -525,6 +597,12 @@ cdef int _numbers_grow(Numbers *m) except -1:
 
 
 # --- blocks.segment ---------------------------------------------------------------------------------------------
+DEF KIND_MEMO = 64  # the element names whose kind (block tag, splitting tag) one walk remembers, by the name's pointer
+DEF KIND_BLOCK = 1
+DEF KIND_SPLIT = 2
+DEF KIND_LINK = 4  # an <a>
+
+
 cdef class _Segment:
     """One page's walk: the blocks closed so far (with their hashes and lengths), the owners' tag paths, and the
     text of the block being read."""
@@ -534,12 +612,18 @@ cdef class _Segment:
     cdef Buffer chars
     cdef Buffer links
     cdef Buffer text
+    cdef Buffer lowered  # the text lower-cased, where it is not ASCII
     cdef Buffer scratch
     cdef Numbers owners  # owner element -> its row in paths, tags, shapes, prefixes
+    cdef dict path_ids  # the distinct tag paths, numbered in the order of their first block
+    cdef Buffer owner_paths  # per owner row, its tag path's number (int64)
+    cdef Buffer block_paths  # per block, its tag path's number (intp: blocks.tag_path_index's)
     cdef list paths  # the owners' tag paths ...
     cdef list tags  # ... tag names ...
     cdef Buffer shapes  # ... CRC32 of the tag path (uint32) ...
     cdef Buffer prefixes  # ... and CRC32 of the tag path and the separator (uint32)
+    cdef const unsigned char *memo_names[KIND_MEMO]  # a name's pointer (NULL: empty; the object starts zeroed) ...
+    cdef unsigned char memo_kinds[KIND_MEMO]  # ... and its KIND_BLOCK | KIND_SPLIT bits
     cdef bint collect  # metadata.declared_elements_plain's lists gathered on the way (False: not, or given up)
     cdef list declared
     cdef list props
@@ -548,6 +632,7 @@ cdef class _Segment:
         self.doc = doc
         self.blocks = []
         self.paths = []
+        self.path_ids = {}
         self.tags = []
         self.declared = []
         self.props = []
@@ -557,11 +642,28 @@ cdef class _Segment:
         free(self.chars.data)
         free(self.links.data)
         free(self.text.data)
+        free(self.lowered.data)
+        free(self.owner_paths.data)
+        free(self.block_paths.data)
         free(self.scratch.data)
         free(self.shapes.data)
         free(self.prefixes.data)
         free(self.owners.keys)
         free(self.owners.values)
+
+    cdef inline unsigned char kind(self, xmlNode *n) noexcept:
+        """Whether the node is an element whose tag owns blocks (KIND_BLOCK), splits them (KIND_SPLIT) or is a link
+        (KIND_LINK), remembered
+        by the name's pointer for the walk (the nodes, and so their names, live until it returns)."""
+        if n.type != tree.XML_ELEMENT_NODE:
+            return 0
+        cdef size_t slot = (<size_t>n.name >> 3) & (KIND_MEMO - 1)
+        if self.memo_names[slot] is not n.name:
+            self.memo_names[slot] = n.name
+            self.memo_kinds[slot] = ((KIND_BLOCK if _tag_value(&_block_tags, n) else 0)
+                                     | (KIND_SPLIT if _tag_value(&_split_tags, n) else 0)
+                                     | (KIND_LINK if _is_named(n, "a") else 0))
+        return self.memo_kinds[slot]
 
     cdef Py_ssize_t owner_row(self, xmlNode *owner) except -1:
         """The owner's row in the owner columns, added on its first block."""
@@ -571,7 +673,10 @@ cdef class _Segment:
             i = _slot(&self.owners, owner)
             if self.owners.keys[i] is not NULL:
                 return self.owners.values[i]
-        self.paths.append(_tag_path(owner, &self.scratch))  # its UTF-8 left in scratch
+        path = _tag_path(owner, &self.scratch)  # its UTF-8 left in scratch
+        self.paths.append(path)
+        cdef int64_t number = self.path_ids.setdefault(path, len(self.path_ids))
+        _add(&self.owner_paths, &number, 8)
         shape = _crc32(<const unsigned char *>self.scratch.data, self.scratch.size, 0)
         prefix = _crc32(<const unsigned char *>"\x1f", 1, shape)
         self.tags.append(_tag_name(owner.name))
@@ -586,10 +691,11 @@ cdef class _Segment:
         return self.owners.count - 1
 
     cdef result(self):
-        return (self.blocks, PyBytes_FromStringAndSize(self.hashes.data, self.hashes.size),
-                PyBytes_FromStringAndSize(self.chars.data, self.chars.size),
-                PyBytes_FromStringAndSize(self.links.data, self.links.size),
-                (self.declared, self.props) if self.collect else None)
+        return (self.blocks, PyByteArray_FromStringAndSize(self.hashes.data, self.hashes.size),
+                PyByteArray_FromStringAndSize(self.chars.data, self.chars.size),
+                PyByteArray_FromStringAndSize(self.links.data, self.links.size),
+                (self.declared, self.props) if self.collect else None,
+                (list(self.path_ids), PyByteArray_FromStringAndSize(self.block_paths.data, self.block_paths.size)))
 
     cdef close(self, xmlNode *owner, Py_ssize_t link_chars, Py_ssize_t markup):
         """blocks._close, of the text read since the last block"""
@@ -610,6 +716,8 @@ cdef class _Segment:
                 if 65 <= q[i] <= 90:
                     q[i] += 32
             digest = _crc32(q, self.text.size, prefix)
+        elif _lower_utf8(q, self.text.size, &self.lowered):
+            digest = _crc32(<const unsigned char *>self.lowered.data, self.lowered.size, prefix)
         else:
             lowered = text.lower().encode("utf-8", "surrogatepass")
             digest = _crc32(<const unsigned char *>lowered, len(lowered), prefix)
@@ -621,6 +729,8 @@ cdef class _Segment:
         _add(&self.hashes, &digest, 4)
         _add(&self.chars, &length, 8)
         _add(&self.links, &linked, 8)
+        cdef Py_ssize_t path_number = (<int64_t *>self.owner_paths.data)[row]
+        _add(&self.block_paths, &path_number, sizeof(Py_ssize_t))
 
 
 def segment(root):
@@ -648,6 +758,7 @@ cdef _segment(_Segment walk, xmlNode *cur):
     cdef xmlNode *up
     cdef Py_ssize_t link_chars = 0, markup = 0, in_body = 0
     cdef bint is_tail, boundary, in_link
+    cdef unsigned char kind
     cdef Py_ssize_t parts = 0
     while cur is not NULL:
         if cur.type == tree.XML_ELEMENT_NODE:
@@ -672,7 +783,7 @@ cdef _segment(_Segment walk, xmlNode *cur):
             is_tail = previous is not NULL
             boundary = False
             if is_tail:
-                boundary = _tag_value(&_split_tags, previous)
+                boundary = (walk.kind(previous) & KIND_SPLIT) != 0
                 parent = _parent_element(previous)
             else:
                 parent = cur.parent
@@ -685,9 +796,10 @@ cdef _segment(_Segment walk, xmlNode *cur):
                 in_link = False
                 owner = parent
                 while True:
-                    if _is_named(owner, "a"):
+                    kind = walk.kind(owner)
+                    if kind & KIND_LINK:
                         in_link = True
-                    if _tag_value(&_block_tags, owner):
+                    if kind & KIND_BLOCK:
                         break
                     up = _parent_element(owner)
                     if up is NULL:
@@ -870,17 +982,107 @@ cdef uint32_t _class_bits(const Attributes *found, Buffer *scratch) except? 0xFF
         return other.bits
     if entry.key is not NULL and other.key is NULL:
         entry = other
-    class_text, id_text = scratch.data[:scratch.size].decode("utf-8").split("\0")
-    cdef uint32_t bits = _words_function(class_text, id_text)
-    cdef char *key = <char *>malloc(scratch.size or 1)
+    cdef uint32_t bits = _class_words_bits(<const unsigned char *>scratch.data, scratch.size)
+    _remember(entry, hash, scratch.data, scratch.size, bits)
+    return bits
+
+
+cdef int _remember(WordsEntry *entry, uint64_t hash, const char *data, Py_ssize_t size, uint32_t bits) except -1:
+    """Put a key's bits into its table slot (the key it held forgotten)."""
+    cdef char *key = <char *>malloc(size or 1)
     if key is NULL:
         raise MemoryError
-    memcpy(key, scratch.data, scratch.size)
+    memcpy(key, data, size)
     free(entry.key)
     entry.key = key
     entry.hash = hash
-    entry.size = scratch.size
+    entry.size = size
     entry.bits = bits
+    return 0
+
+
+cdef inline bint _ascii_upper(unsigned char c) noexcept:
+    return 65 <= c <= 90
+
+
+cdef inline bint _ascii_lower(unsigned char c) noexcept:
+    return 97 <= c <= 122
+
+
+cdef inline bint _ascii_digit(unsigned char c) noexcept:
+    return 48 <= c <= 57
+
+
+cdef uint32_t _class_words_bits(const unsigned char *s, Py_ssize_t n) except? 0xFFFFFFFF:
+    """features._words_bits of a (class, id) pair's UTF-8 bytes (class, NUL, id): the words
+    features._CLASS_WORDS finds (``[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+x[0-9]+``, tried in that order at each
+    position as re.findall tries them; ASCII only, so the bytes are scanned as they are and the NUL parts the two
+    values as the space does), each word's bit by _word_bits."""
+    cdef Py_ssize_t i = 0, j, k
+    cdef unsigned char c
+    cdef uint32_t bits = 0
+    while i < n:
+        c = s[i]
+        if _ascii_lower(c) or (_ascii_upper(c) and i + 1 < n and _ascii_lower(s[i + 1])):  # [A-Z]?[a-z]+
+            j = i + 1
+            while j < n and _ascii_lower(s[j]):
+                j += 1
+        elif _ascii_upper(c):  # [A-Z]+(?![a-z]): the run, less its last letter where a lower-case one follows
+            j = i + 1
+            while j < n and _ascii_upper(s[j]):
+                j += 1
+            if j < n and _ascii_lower(s[j]):
+                j -= 1  # at least one letter stays: the run's first is not followed by a lower-case one
+        elif _ascii_digit(c):  # [0-9]+x[0-9]+, else no word starts here
+            j = i + 1
+            while j < n and _ascii_digit(s[j]):
+                j += 1
+            if j + 1 < n and s[j] == c'x' and _ascii_digit(s[j + 1]):
+                j += 2
+                while j < n and _ascii_digit(s[j]):
+                    j += 1
+            else:
+                i += 1
+                continue
+        else:
+            i += 1
+            continue
+        bits |= _word_bits(s + i, j - i)
+        i = j
+    return bits
+
+
+def words_bits(str class_, str id_):
+    """features._words_bits(class_, id_) as number_tree computes it where a pair is not in its table (the C
+    tokenizer and the word table; tests compare it with the regex definition)."""
+    if _words_function is None:
+        raise RuntimeError("configure_tree was not called")
+    data = class_.encode("utf-8", "surrogatepass") + b"\0" + id_.encode("utf-8", "surrogatepass")
+    return _class_words_bits(<const unsigned char *><char *>data, len(data))
+
+
+DEF LONGEST_WORD = 64  # longer words are looked up without the table
+
+
+cdef uint32_t _word_bits(const unsigned char *word, Py_ssize_t n) except? 0xFFFFFFFF:
+    """features._word_bits of an ASCII word, remembered by its lower-case bytes (the function lowers it first)."""
+    cdef unsigned char lowered[LONGEST_WORD]
+    cdef Py_ssize_t i
+    if n > LONGEST_WORD:
+        return _words_function(word[:n].decode("ascii"))
+    for i in range(n):
+        lowered[i] = word[i] + 32 if _ascii_upper(word[i]) else word[i]
+    cdef uint64_t hash = _fnv1a(lowered, n)
+    cdef WordsEntry *entry = &_single_words[hash & _single_mask]
+    cdef WordsEntry *other = &_single_words[(hash & _single_mask) ^ 1]
+    if entry.key is not NULL and entry.hash == hash and entry.size == n and memcmp(entry.key, lowered, n) == 0:
+        return entry.bits
+    if other.key is not NULL and other.hash == hash and other.size == n and memcmp(other.key, lowered, n) == 0:
+        return other.bits
+    if entry.key is not NULL and other.key is NULL:
+        entry = other
+    cdef uint32_t bits = _words_function((<char *>lowered)[:n].decode("ascii"))
+    _remember(entry, hash, <const char *>lowered, n, bits)
     return bits
 
 
@@ -895,19 +1097,20 @@ cdef struct WordsEntry:
 
 cdef WordsEntry *_words = NULL
 cdef Py_ssize_t _words_mask = 0
+cdef WordsEntry *_single_words = NULL  # the same for single words (lower-cased): _word_bits
+cdef Py_ssize_t _single_mask = 0
 
 
-cdef int _words_reset(Py_ssize_t size) except -1:
+cdef int _words_reset(WordsEntry **table, Py_ssize_t *mask, Py_ssize_t size) except -1:
     cdef Py_ssize_t i
-    if _words is not NULL:
-        for i in range(_words_mask + 1):
-            free(_words[i].key)
-        free(_words)
-    global _words, _words_mask
-    _words = <WordsEntry *>calloc(size, sizeof(WordsEntry))
-    if _words is NULL:
+    if table[0] is not NULL:
+        for i in range(mask[0] + 1):
+            free(table[0][i].key)
+        free(table[0])
+    table[0] = <WordsEntry *>calloc(size, sizeof(WordsEntry))
+    if table[0] is NULL:
         raise MemoryError
-    _words_mask = size - 1
+    mask[0] = size - 1
     return 0
 
 

@@ -78,10 +78,11 @@ def segment(root: etree._Element, page: Page) -> Segmented:
     walked = walk.segment(root) if walk is not None else None
     if walked is None:
         return _segment_plain(root, page)
-    blocks, hashes, chars, links, declared = walked
-    return Segmented(page=page, blocks=tuple(blocks), vector=np.frombuffer(hashes, dtype=np.uint32).copy(),
-                     title=_title(root), root=root, chars=np.frombuffer(chars, dtype=np.int64).copy(),
-                     links=np.frombuffer(links, dtype=np.int64).copy(), declared=declared)
+    blocks, hashes, chars, links, declared, (paths, path_of) = walked  # bytearrays: writable arrays
+    return Segmented(page=page, blocks=tuple(blocks), vector=np.frombuffer(hashes, dtype=np.uint32),
+                     title=_title(root), root=root, chars=np.frombuffer(chars, dtype=np.int64),
+                     links=np.frombuffer(links, dtype=np.int64), declared=declared,
+                     path_index=(paths, np.frombuffer(path_of, dtype=np.intp)))
 
 
 def _segment_plain(root: etree._Element, page: Page) -> Segmented:
@@ -185,7 +186,10 @@ _last_index: tuple = (None, None)  # (weak reference to a page, its tag_path_ind
 def tag_path_index(seg: Segmented) -> tuple[list[str], np.ndarray]:
     """(the page's distinct tag paths in order of first appearance, per block the index of its tag path in that
     list as intp). A page's blocks share a few tag paths: a test of the tag path alone is made once a path
-    (``path_mask``), not once a block. The last page's index is kept (held weakly, as document.find_title's)."""
+    (``path_mask``), not once a block. The compiled walk counts it while it segments (``Segmented.path_index``);
+    else the last page's index is kept (held weakly, as document.find_title's)."""
+    if seg.path_index is not None:
+        return seg.path_index
     global _last_index
     last = _last_index
     if last[0] is not None and last[0]() is seg:

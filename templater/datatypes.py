@@ -183,6 +183,9 @@ class Segmented:
     # metadata.declared_elements_plain(root) (the <meta>, <link>, <time> and microdata elements), gathered by the
     # segmentation walk while the tree is in the cache; None: metadata finds them itself
     declared: tuple | None = field(default=None, compare=False, repr=False)
+    # blocks.tag_path_index(self) (the distinct tag paths in order, per block its path's number as intp), counted by
+    # the segmentation walk; None: blocks.tag_path_index counts it
+    path_index: tuple | None = field(default=None, compare=False, repr=False)
 
     def block_chars(self) -> np.ndarray:
         """len(text) of each block as int64: counted by the segmentation walk, else here."""

@@ -24,10 +24,8 @@ then decides among those only.
 from __future__ import annotations
 
 import functools
-import operator
 import os
 import zipfile
-from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +34,7 @@ from . import ann, config, native
 from .errors import InputError
 from .features import (CLASS_GROUPS, CONTEXT_NAMES, FEATURE_NAMES, TAG_GROUPS, Tree, block_features,
                        context_features, inside, line_features, number_tree, sum_up)
+from .blocks import path_mask
 from .headline import find_headline, keep_headline
 from .template import link_runs
 from .datatypes import Segmented
@@ -52,7 +51,6 @@ CAPTION_PATH = "/figcaption"  # blocks whose tag path holds this are captions, n
 OUTSIDE_TRUSTED = "(outside a trusted content region)"  # drop_reasons' words for an allowed block the region does not
 # vouch for
 WEIGHTS_FILE = "ann_weights.npz"
-_TAG_PATH = operator.attrgetter("tag_path")
 _FORM_BITS = np.uint32(sum(1 << n for n, (name, _) in enumerate(TAG_GROUPS) if name == FORM_TAG_GROUP))
 
 
@@ -285,8 +283,11 @@ def _ancestor_bits(tree: Tree) -> np.ndarray:
 def captions(seg: Segmented) -> np.ndarray:
     """Blocks inside a <figcaption>: image captions and credits, which no benchmark's gold counts as main text
     (on the dev corpus, dropping them costs no dataset any recall)."""
-    paths = map(_TAG_PATH, seg.blocks)
-    return np.fromiter(map(str.__contains__, paths, repeat(CAPTION_PATH)), dtype=bool, count=len(seg.blocks))
+    return path_mask(seg, _caption_path)
+
+
+def _caption_path(tag_path: str) -> bool:
+    return CAPTION_PATH in tag_path
 
 
 def score_blocks(seg: Segmented, weights: ann.Weights, *, allowed: np.ndarray | None = None) -> np.ndarray:

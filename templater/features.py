@@ -192,8 +192,9 @@ def _word_bits(word: str) -> int:
     return 1 << int(found.lastgroup[1:]) if found else 0
 
 
-if native.walk is not None:  # the compiled numbering's tag flags, and the class/id words' (remembered there)
-    native.walk.configure_tree(sorted(_TAG_BITS.items()), _words_bits, CLASS_CACHE_SIZE)
+if native.walk is not None:  # the compiled numbering's tag flags, and each class/id word's bit (the numbering cuts
+    # a pair into words as _CLASS_WORDS does, and remembers pairs and words)
+    native.walk.configure_tree(sorted(_TAG_BITS.items()), _word_bits, CLASS_CACHE_SIZE)
 
 
 def _tag_bits(tag) -> int:

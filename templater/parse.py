@@ -67,9 +67,11 @@ def clean_utf8(data: bytes) -> bytes:
 
 
 def has_controls(data: bytes) -> bool:
-    """Whether bytes hold a control character that ``clean_utf8`` turns into a space. Pages rarely do: one memchr
-    pass a control character costs a third of ``bytes.translate``, which reads and copies every byte through its
-    table."""
+    """Whether bytes hold a control character that ``clean_utf8`` turns into a space. Pages rarely do: one pass in C
+    where compiled, else one memchr pass a control character (a third of ``bytes.translate``, which reads and copies
+    every byte through its table)."""
+    if native.numeric is not None:
+        return native.numeric.has_controls(data)
     return any(control in data for control in _CONTROL_BYTES)
 
 

@@ -71,6 +71,12 @@ def assert_same_segmentation(markup):
     assert fast.chars.tolist() == plain.chars.tolist() == [len(b.text) for b in plain.blocks]
     assert fast.links.dtype == plain.links.dtype == np.int64
     assert fast.links.tolist() == plain.links.tolist() == [b.link_chars for b in plain.blocks]
+    assert plain.path_index is None
+    if fast.path_index is not None:  # counted by the walk: what tag_path_index counts from the blocks
+        paths, of = fast.path_index
+        plain_paths, plain_of = blocks.tag_path_index(plain)
+        assert paths == plain_paths and of.dtype == plain_of.dtype == np.intp and of.tolist() == plain_of.tolist()
+        assert blocks.path_mask(fast, lambda path: "/p" in path).tolist() == ["/p" in b.tag_path for b in plain.blocks]
     assert plain.declared is None
     if fast.declared is not None:  # what the segmentation walk gathers for the metadata
         assert_same_declared(fast.declared, root)
@@ -397,7 +403,7 @@ def test_c_numbering_matches_the_plain_numbering_on_generated_markup(body):
 def test_c_class_words_cache_forgets_without_changing_the_bits():
     """The C table of (class, id) bits, emptied every few pairs: the same bits as the plain numbering."""
     walk = native.walk
-    configure = (sorted(features._TAG_BITS.items()), features._words_bits)
+    configure = (sorted(features._TAG_BITS.items()), features._word_bits)
     try:
         walk.configure_tree(*configure, 3)
         for seg in sample_pages(limit=8):
@@ -406,6 +412,34 @@ def test_c_class_words_cache_forgets_without_changing_the_bits():
         walk.configure_tree(*configure, features.CLASS_CACHE_SIZE)
     for seg in sample_pages(limit=8):
         assert_same_numbering(seg)
+
+
+# What the class/id tokenizer meets: both cases (upper-case runs before a lower-case letter), "x" between digits,
+# separators, a stem's ends ("fb", "ads", "signup", "sr"), non-ASCII letters (never part of a word).
+CLASS_CHARS = "aAbBxXsSzZ0123456789x -_/:\u00e9\u00c9\u0130\u212a\ufb01\U0001d400"
+class_texts = st.lists(st.sampled_from(CLASS_CHARS) | st.characters() | st.sampled_from(
+    ["fb", "ADS", "Ad", "signUp", "sr", "navBar", "HTMLNav", "300x250", "mainContent", "comment"]),
+    max_size=20).map("".join)
+
+
+@needs_walk
+@settings(max_examples=500, deadline=None)
+@given(class_texts, class_texts)
+def test_c_class_words_match_the_regex_definition(class_, id_):
+    """The numbering's C tokenizer and word table give features._words_bits (the regexes) for any pair."""
+    assert native.walk.words_bits(class_, id_) == features._words_bits(class_, id_)
+
+
+@needs_walk
+def test_c_lowering_is_str_lower_on_every_code_point():
+    """The walk lowers a block's text for its hash by each code point's simple lower-case mapping: str.lower's on
+    every code point but U+0130 and U+03A3, whose text it leaves to str.lower."""
+    lower = native.walk.lower_text
+    every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF and c not in (0x130, 0x3A3))
+    assert lower(every) == every.lower()
+    for text in ("\u0130stanbul", "\u039f\u0394\u039f\u03a3 x", "a\u03a3", "\u03a3"):
+        assert lower(text) is None  # str.lower decides (İ lowers to two code points, Σ by its neighbours)
+    assert lower("\u023a\u1e9e\u00c9t\u00c9 \u2019Quote\u201d") == "\u023a\u1e9e\u00c9t\u00c9 \u2019Quote\u201d".lower()
 
 
 def lxml_rule_elements(seg, rules):
@@ -906,8 +940,10 @@ def test_has_controls_finds_exactly_the_bytes_clean_utf8_replaces():
     """A page without control characters is handed on as it is (no translation); one byte of any of them, at any
     place, is found."""
     for value in range(256):
-        for data in (bytes([value]), b"<p>" + bytes([value]) + b"</p>" * 50, b"x" * 5000 + bytes([value])):
+        for data in (bytes([value]), b"<p>" + bytes([value]) + b"</p>" * 50, b"x" * 5000 + bytes([value]),
+                     b"x" * 4095 + bytes([value]) + b"x" * 4096, b"x" * 4096 + bytes([value])):
             assert parse.has_controls(data) == (data.translate(parse._CONTROL_TO_SPACE) != data)
+            assert parse.has_controls(data) == any(control in data for control in parse._CONTROL_BYTES)  # plain
     page = "<p>caf\u00e9\t\r\n</p>".encode("utf-8") * 100
     assert parse.clean_utf8(page) is page
 
