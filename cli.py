@@ -349,8 +349,12 @@ def log_to_file(path: Optional[Path]) -> Iterator[None]:
         handler.close()
 
 
+JSON_LINE = json.JSONEncoder(ensure_ascii=False).encode  # json.dumps(record, ensure_ascii=False), its encoder made
+# once (dumps makes one a call where any option differs from its defaults)
+
+
 def write_jsonl(stream, record: dict) -> None:
-    stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+    stream.write(JSON_LINE(record) + "\n")
 
 
 def cores(jobs: Optional[int]) -> int:
@@ -405,7 +409,7 @@ class Rendering:
     def text(self, result) -> str:
         """What is written of one extraction: its JSON line, or its page (Markdown, text, HTML)."""
         if self.format == "jsonl":
-            return json.dumps(self.record(result), ensure_ascii=False) + "\n"
+            return JSON_LINE(self.record(result)) + "\n"
         return self.render(result)
 
     def record(self, result) -> dict:
