@@ -140,7 +140,8 @@ def _find_title(seg: Segmented) -> tuple[str | None, int | None]:
     that hold at least HEADLINE_MIN_WORDS of the declared headline's words (not a section name, "Politics", that
     the <title> also carries); else the first declared social title, else the <title> less its site name; with no
     declared title at all, the first <h1>."""
-    declared = [" ".join(t.split()) for t in declared_titles(seg.root)] if seg.root is not None else []
+    declared = [" ".join(t.split()) for t in declared_titles(
+        seg.root, seg.declared[0] if seg.declared is not None else None)] if seg.root is not None else []
     declared = [t for t in declared if t]
     titles = [*declared, seg.title] if seg.title else declared
     if not titles:
@@ -158,20 +159,37 @@ def _find_title(seg: Segmented) -> tuple[str | None, int | None]:
     return strip_site_name(strip_site_name(title), from_start=True) or None, None
 
 
-def declared_titles(root) -> list[str]:
+def declared_titles(root, elements: list | None = None) -> list[str]:
     """The content of every <meta> under the document's <html>/<head> whose property or name is one of SOCIAL_TITLES,
     in document order: what the XPath "/html/head/meta[@property='og:title' or @name='og:title' or
     @name='twitter:title' or @property='twitter:title']/@content" selects, read by walking the few children of
-    <html> and <head> (an XPath evaluation costs more than the whole walk)."""
+    <html> and <head> (an XPath evaluation costs more than the whole walk). ``elements``: ``root``'s <meta>s in
+    document order (with any other elements), where the caller has them (``Segmented.declared[0]``, gathered by the
+    segmentation walk): those are read instead, and only a title's <meta> has its parents looked at."""
     top = root.getroottree().getroot()
     if top is None or top.tag != "html":
         return []
+    if elements is not None and root is top:
+        return _head_titles(top, elements)
     found = []
     for head in top.iterchildren("head"):
         for meta in head.iterchildren("meta"):
             if meta.get("property") in SOCIAL_TITLES or meta.get("name") in SOCIAL_TITLES:
                 content = meta.get("content")
                 if content is not None:
+                    found.append(content)
+    return found
+
+
+def _head_titles(top, elements) -> list[str]:
+    """``declared_titles(top)`` read from ``elements``, ``top``'s <meta>s (and other elements) in document order."""
+    found = []
+    for meta in elements:
+        if meta.tag == "meta" and (meta.get("property") in SOCIAL_TITLES or meta.get("name") in SOCIAL_TITLES):
+            content = meta.get("content")
+            if content is not None:
+                head = meta.getparent()
+                if head is not None and head.tag == "head" and head.getparent() is top:
                     found.append(content)
     return found
 
@@ -223,8 +241,12 @@ def _exact_headline(seg: Segmented, titles: list[str]) -> int | None:
     host = _host_labels(seg.page.url)
     wanted = {form for t in dict.fromkeys(titles) for form in _title_forms(t, host)}  # og:title is often <title>
     longest = min(max(map(len, wanted)) + len(PERMALINK_MARKS), HEADLINE_MAX_CHARS)
-    found = [seg.blocks[i] for i in _title_sized(seg, longest, min(map(len, wanted)))
-             if seg.blocks[i].text.rstrip(PERMALINK_MARKS).lower() in wanted]
+    lengths = {len(form) for form in wanted}  # a text lower-cased is as long as it was but for each U+0130 in it:
+    found = []  # one whose length is no form's (and has none) is lower-cased for nothing
+    for i in _title_sized(seg, longest, min(lengths)):
+        text = seg.blocks[i].text.rstrip(PERMALINK_MARKS)
+        if (len(text) in lengths or "\u0130" in text) and text.lower() in wanted:
+            found.append(seg.blocks[i])
     found = [b for b in found if not _names_site(b.text, host)] or found
     headings = [b for b in found if b.tag in HEADING_LEVELS]
     whole_headings = [b for b in headings if b.text.rstrip(PERMALINK_MARKS).lower() in whole]
@@ -238,13 +260,11 @@ def _exact_headline(seg: Segmented, titles: list[str]) -> int | None:
 def _title_sized(seg: Segmented, longest: int, shortest: int) -> list[int]:
     """Indexes of the blocks, in order, of at most ``longest`` characters whose text, right-stripped and
     lower-cased, may be ``shortest`` characters or more: str.lower() gives one character for each but U+0130
-    (two), so a shorter block is one only where it holds that letter. The length tests are made on the walk's
-    counts at once, not block by block."""
+    (two), so a block of fewer than half that many never is (one of fewer than ``shortest`` is one only where it
+    holds that letter: the caller's test of its text decides). The length tests are made on the walk's counts at
+    once, not block by block."""
     chars = seg.block_chars()
-    within = chars <= longest
-    sized = np.flatnonzero(within & (chars >= shortest)).tolist()
-    dotted = [i for i in np.flatnonzero(within & (chars < shortest)).tolist() if "\u0130" in seg.blocks[i].text]
-    return sorted(sized + dotted) if dotted else sized
+    return np.flatnonzero((chars <= longest) & (2 * chars >= shortest)).tolist()
 
 
 def strip_site_name(title: str, *, from_start: bool = False) -> str:
@@ -446,15 +466,23 @@ def render_text(document: Document) -> str:
 
 
 _MD_SPECIAL = re.compile(r"([\\`*\[\]<>|])")
-_MD_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")  # an underscore that could open or close emphasis
-_MD_LINE_START = re.compile(r"^(#{1,6}(?=\s|$)|[-+=](?=\s|$)|[-=_]{3,}|(\d+)([.)])(?=\s|$)|~~~)")
+# an underscore that could open or close emphasis: one not between two letters or digits (the underscore first, so
+# that the regex engine looks for it as a literal, not tries the lookbehind at every character)
+_MD_UNDERSCORE = re.compile(r"_(?:(?<![^\W_]_)|(?![^\W_]))")
+_MD_LINE_START = re.compile(r"(#{1,6}(?=\s|$)|[-+=](?=\s|$)|[-=_]{3,}|(\d+)([.)])(?=\s|$)|~~~)")  # (matched at 0)
 
 
 def md_escape(text: str) -> str:
     """Inline text made literal for Markdown (CommonMark): punctuation that would start emphasis, code, links,
-    HTML or a table cell is backslash-escaped, and so is a line start that would make a heading, list or rule."""
-    text = _MD_UNDERSCORE.sub(r"\\_", _MD_SPECIAL.sub(r"\\\1", text))
-    return _MD_LINE_START.sub(_escape_line_start, text)
+    HTML or a table cell is backslash-escaped, and so is a line start that would make a heading, list or rule.
+    (Each substitution runs only where the text holds one of its characters: most text holds none.)"""
+    if ("\\" in text or "`" in text or "*" in text or "[" in text or "]" in text or "<" in text or ">" in text
+            or "|" in text):
+        text = _MD_SPECIAL.sub(r"\\\1", text)
+    if "_" in text:
+        text = _MD_UNDERSCORE.sub(r"\\_", text)
+    found = _MD_LINE_START.match(text)
+    return text if found is None else _escape_line_start(found) + text[found.end():]
 
 
 def _escape_line_start(found: re.Match) -> str:

@@ -349,6 +349,9 @@ def test_declared_titles_are_what_the_xpath_selects_on_the_samples():
         if root is not None:
             assert document.declared_titles(root) == [str(t) for t in DECLARED_TITLES_XPATH(root)]
             found += bool(document.declared_titles(root))
+            seg = segment(root, Page(record["id"], record["url"], record["html"]))  # the walk's <meta>s
+            assert seg.declared is None or document.declared_titles(root, seg.declared[0]) == document.declared_titles(
+                root)
     assert found > 5
 
 
@@ -367,6 +370,8 @@ def test_declared_titles_are_what_the_xpath_selects(parts, top):
                 meta.set(name, value)
     for element in root.iter():
         assert document.declared_titles(element) == [str(t) for t in DECLARED_TITLES_XPATH(element)]
+        assert document.declared_titles(element, list(element.iter("meta", "link", "time"))) == [
+            str(t) for t in DECLARED_TITLES_XPATH(element)]
 
 
 def test_declared_titles_skip_namespaced_elements_and_attributes():
@@ -374,7 +379,23 @@ def test_declared_titles_skip_namespaced_elements_and_attributes():
                             '<meta x:property="og:title" content="no"/><meta name="twitter:title" x:content="no"/>'
                             '<meta property="og:title" content="yes"/></head></html>')
     assert document.declared_titles(root) == [str(t) for t in DECLARED_TITLES_XPATH(root)] == ["yes"]
+    assert document.declared_titles(root, list(root.iter("meta", "{*}meta", "link"))) == ["yes"]
     for markup in ('<h:html xmlns:h="urn:h"><h:head><meta property="og:title" content="no"/></h:head></h:html>',
                    '<html xmlns="urn:d"><head><meta property="og:title" content="no"/></head></html>'):
         root = etree.fromstring(markup)
         assert document.declared_titles(root) == [str(t) for t in DECLARED_TITLES_XPATH(root)] == []
+        assert document.declared_titles(root, list(root.iter("{*}meta"))) == []
+
+
+def _md_escape_by_regexes(text: str) -> str:
+    """md_escape's definition as three regex substitutions over the whole text (what md_escape, which skips those
+    that cannot match, must equal)."""
+    text = re.sub(r"(?<![^\W_])_|_(?![^\W_])", r"\\_", re.sub(r"([\\`*\[\]<>|])", r"\\\1", text))
+    return re.sub(r"^(#{1,6}(?=\s|$)|[-+=](?=\s|$)|[-=_]{3,}|(\d+)([.)])(?=\s|$)|~~~)", document._escape_line_start,
+                  text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="ab1_ -+=#~.)\n\\`*[]<>|éİ_\u00a0", max_size=16) | st.text(max_size=16))
+def test_md_escape_is_its_regex_definition(text):
+    assert document.md_escape(text) == _md_escape_by_regexes(text)
