@@ -349,12 +349,8 @@ def log_to_file(path: Optional[Path]) -> Iterator[None]:
         handler.close()
 
 
-JSON_LINE = json.JSONEncoder(ensure_ascii=False).encode  # json.dumps(record, ensure_ascii=False), its encoder made
-# once (dumps makes one a call where any option differs from its defaults)
-
-
 def write_jsonl(stream, record: dict) -> None:
-    stream.write(JSON_LINE(record) + "\n")
+    stream.write(document.json_line(record) + "\n")  # json.dumps(record, ensure_ascii=False), escaped in C
 
 
 def cores(jobs: Optional[int]) -> int:
@@ -409,7 +405,7 @@ class Rendering:
     def text(self, result) -> str:
         """What is written of one extraction: its JSON line, or its page (Markdown, text, HTML)."""
         if self.format == "jsonl":
-            return JSON_LINE(self.record(result)) + "\n"
+            return document.json_line(self.record(result)) + "\n"
         return self.render(result)
 
     def record(self, result) -> dict:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import html
+import json
 import re
 import weakref
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from urllib.parse import urljoin, urlsplit
 import numpy as np
 from lxml import etree
 
+from . import native
 from .config import (BLOCK_TAGS, FILE_STEM_CHARS, HEADLINE_MAX_CHARS, HEADLINE_MIN_WORDS, MIN_TABLE_CELLS,
                      SITE_LABEL_CHARS, SITE_LABEL_SHARE, SITE_NAME_CUTS, SITE_NAME_WORDS)
 from .headline import find_headline
@@ -658,3 +660,26 @@ def file_name(page_id: str, extension: str) -> str:
     FILE_STEM_CHARS, and 8 hex digits of the id's SHA-1, so that two ids never share a name."""
     stem = re.sub(r"[^A-Za-z0-9.-]+", "_", page_id).strip("._-")[:FILE_STEM_CHARS].rstrip("._-") or "page"
     return f"{stem}-{hashlib.sha1(page_id.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}.{extension}"
+
+
+# --- the JSON line ----------------------------------------------------------------------------------------------------
+
+_JSON_ENCODER = json.JSONEncoder(ensure_ascii=False)  # json.dumps(..., ensure_ascii=False)'s, made once
+try:
+    from _json import make_encoder as _c_make_encoder
+except ImportError:  # (an interpreter without json's C accelerator)
+    _c_make_encoder = None
+
+
+def json_line(record: dict) -> str:
+    """``json.dumps(record, ensure_ascii=False)``: a result's JSON line (less its line break), the same text. Its
+    strings are escaped by the compiled ``json_string`` (templater._numeric) where it is built, in json's own C
+    encoder (which escapes a string reading each character at any width, twice: most of a line's cost); by json's
+    own escape otherwise."""
+    numeric = native.numeric
+    escape = getattr(numeric, "json_string", None) if numeric is not None else None
+    if escape is None or _c_make_encoder is None or not isinstance(record, dict):
+        return _JSON_ENCODER.encode(record)
+    encoder = _JSON_ENCODER
+    return "".join(_c_make_encoder({}, encoder.default, escape, None, encoder.key_separator, encoder.item_separator,
+                                   False, False, True)(record, 0))
