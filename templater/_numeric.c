@@ -1319,6 +1319,59 @@ static PyObject *first_places(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* first_place_folded(data, needle, start=0) -> int: the first place at or after start where data holds needle, ASCII
+ * letters in either case (what re.compile(re.escape(needle), re.IGNORECASE).search(data, start) finds in bytes), or
+ * -1. Anchored, as first_place is, on the needle's rarest byte that is no letter (memchr), else tried at each place. */
+static inline unsigned char ascii_fold(unsigned char c) { return c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c; }
+
+static int folded_equal(const unsigned char *a, const unsigned char *b, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (ascii_fold(a[i]) != ascii_fold(b[i])) return 0;
+    return 1;
+}
+
+static PyObject *first_place_folded(PyObject *self, PyObject *args) {
+    Py_buffer data, needle;
+    Py_ssize_t start = 0;
+    if (!PyArg_ParseTuple(args, "y*y*|n", &data, &needle, &start)) return NULL;
+    Py_ssize_t found = -1;
+    const unsigned char *d = data.buf, *w = needle.buf;
+    Py_ssize_t n = data.len, size = needle.len;
+    if (start < 0) {
+        PyBuffer_Release(&data);
+        PyBuffer_Release(&needle);
+        PyErr_SetString(PyExc_ValueError, "first_place_folded: start must not be negative");
+        return NULL;
+    }
+    if (size == 0) {
+        found = start <= n ? start : n;  /* (as a regex search, whose start is at most the end) */
+    } else if (start <= n - size) {
+        Py_ssize_t shift = -1;  /* the anchor: a byte no case folding changes */
+        for (Py_ssize_t o = 0; o < size; o++)
+            if (ascii_fold(w[o]) == w[o] && !(w[o] >= 'a' && w[o] <= 'z')
+                    && (shift < 0 || byte_weight(w[o]) < byte_weight(w[shift]))) shift = o;
+        if (shift < 0) {
+            for (Py_ssize_t at = start; at <= n - size && found < 0; at++)
+                if (folded_equal(d + at, w, size)) found = at;
+        } else {
+            Py_ssize_t from = start + shift, last = n - size + shift;
+            while (from <= last) {
+                const unsigned char *hit = memchr(d + from, w[shift], (size_t)(last - from + 1));
+                if (!hit) break;
+                Py_ssize_t at = hit - d - shift;
+                if (folded_equal(d + at, w, size)) {
+                    found = at;
+                    break;
+                }
+                from = hit - d + 1;
+            }
+        }
+    }
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&needle);
+    return PyLong_FromSsize_t(found);
+}
+
 /* --- MinHash signing (templater.shingles): texts -> shingle hashes -> OPH / k-permutation signatures, anchor
  * keys and bottom-k samples. Each function computes what its numpy definition in shingles.py computes (named in
  * its comment), bit for bit: every hash is uint64 arithmetic with wrap-around, as numpy's; the constants are
@@ -1955,6 +2008,9 @@ static PyMethodDef methods[] = {
      "min_score) -> out | None: fallback.stage_scores' two ensembles and context columns in one call."},
     {"first_places", first_places, METH_VARARGS,
      "first_places(data, needles, start=0) -> list[int]: [data.find(needle, start) for needle in needles] (metadata)."},
+    {"first_place_folded", first_place_folded, METH_VARARGS,
+     "first_place_folded(data, needle, start=0) -> int: the first place of needle at or after start, ASCII letters "
+     "in either case, or -1 (metadata)."},
     {"json_string", json_string, METH_O,
      "json_string(text) -> str: json.encoder.encode_basestring(text), the string as json.dumps(..., "
      "ensure_ascii=False) writes it (cli.JSON_LINE)."},

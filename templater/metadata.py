@@ -334,7 +334,7 @@ def _jsonld_objects(html: str | bytes) -> Iterable[dict]:
     if isinstance(html, bytes):
         if find_in(html, b"ld+json") < 0 and find_in(html, b"LD+JSON") < 0:
             return
-        blocks = (m.group(1).decode("utf-8", "replace") for m in _JSONLD.finditer(html))
+        blocks = (m.group(1).decode("utf-8", "replace") for m in _jsonld_scripts(html))
     else:
         if "ld+json" not in html and "LD+JSON" not in html:
             return
@@ -349,6 +349,41 @@ def _jsonld_objects(html: str | bytes) -> Iterable[dict]:
         except (ValueError, RecursionError):
             continue
         yield from _flatten(data)
+
+
+def _jsonld_scripts(html: bytes) -> Iterable[re.Match]:
+    """``_JSONLD.finditer(html)``, the regex searched only from near each place the markup says application/ld+json
+    (in any case): a match holds one, with no ">" between its start and it, so none starts before the last ">" ahead
+    of the first such place after the last match (the regex, tried at every "<" of a page, costs more than the
+    rest of the metadata)."""
+    cursor = 0
+    while True:
+        place = find_folded(html, _JSONLD_TYPE, cursor)
+        if place < 0:
+            return
+        found = _JSONLD.search(html, max(cursor, html.rfind(b">", cursor, place) + 1))
+        if found is None:
+            return
+        yield found
+        cursor = found.end()
+
+
+_JSONLD_TYPE = b"application/ld+json"
+
+
+def find_folded(html: bytes, needle: bytes, start: int = 0) -> int:
+    """Where ``html`` holds ``needle`` first at or after ``start`` (not negative), ASCII letters in either case; -1
+    where nowhere: in C where built (_numeric.first_place_folded), else a regex."""
+    numeric = native.numeric
+    if numeric is not None:
+        return numeric.first_place_folded(html, needle, start)
+    found = _folded(needle).search(html, start)
+    return -1 if found is None else found.start()
+
+
+@functools.lru_cache(maxsize=16)
+def _folded(needle: bytes) -> re.Pattern:
+    return re.compile(re.escape(needle), re.IGNORECASE)
 
 
 def _flatten(data, depth: int = 0) -> Iterable[dict]:

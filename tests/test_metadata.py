@@ -573,3 +573,47 @@ def test_this_year_is_today_s():
     from datetime import date
 
     assert metadata._this_year() == date.today().year
+
+
+# --- JSON-LD scripts found from where the markup names their type, against the regex over the whole page ------------
+
+_LD_PIECES = st.sampled_from([b"<script", b"<SCRIPT", b"<script ", b'type="application/ld+json"', b"APPLICATION/LD+JSON",
+                              b"application/Ld+Json", b"application/ld+json", b">", b"</script>", b"</script >",
+                              b"</SCRIPT>", b'{"@type": "Article"}', b"<p>", b"a", b" ", b"\n", b"ld+json", b"<",
+                              b'data-x="<script a>"', b"\xc3\xa9"])
+_LD_MARKUP = st.lists(_LD_PIECES, max_size=14).map(b"".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_LD_MARKUP)
+def test_jsonld_scripts_are_the_regex_matches(html):
+    from templater import native
+
+    expected = [m.span() for m in metadata._JSONLD.finditer(html)]
+    assert [m.span() for m in metadata._jsonld_scripts(html)] == expected
+    saved = native.numeric
+    native.numeric = None  # the pure path
+    try:
+        assert [m.span() for m in metadata._jsonld_scripts(html)] == expected
+    finally:
+        native.numeric = saved
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from([b"a", b"A", b"+", b"/", b"b", b"\xc3", b"Z", b"z", b"@", b"["]), max_size=12).map(
+    b"".join), st.lists(st.sampled_from([b"a", b"A", b"+", b"/", b"b", b"z", b"@", b"["]), max_size=4).map(b"".join),
+    st.integers(0, 14))
+def test_find_folded_is_a_case_blind_regex_search(html, needle, start):
+    import re as re_module
+
+    from templater import native
+
+    found = re_module.compile(re_module.escape(needle), re_module.IGNORECASE).search(html, start)
+    expected = -1 if found is None else found.start()
+    assert metadata.find_folded(html, needle, start) == expected
+    saved = native.numeric
+    native.numeric = None
+    try:
+        assert metadata.find_folded(html, needle, start) == expected
+    finally:
+        native.numeric = saved
