@@ -379,7 +379,7 @@ def log_to_file(path: Optional[Path]) -> Iterator[None]:
 
 
 def write_jsonl(stream, record: dict) -> None:
-    stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+    stream.write(document.json_line(record) + "\n")  # json.dumps(record, ensure_ascii=False), escaped in C
 
 
 def cores(jobs: Optional[int]) -> int:
@@ -434,7 +434,7 @@ class Rendering:
     def text(self, result) -> str:
         """What is written of one extraction: its JSON line, or its page (Markdown, text, HTML)."""
         if self.format == "jsonl":
-            return json.dumps(self.record(result), ensure_ascii=False) + "\n"
+            return document.json_line(self.record(result)) + "\n"
         return self.render(result)
 
     def record(self, result) -> dict:

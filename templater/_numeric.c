@@ -1343,6 +1343,59 @@ static PyObject *first_places(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* first_place_folded(data, needle, start=0) -> int: the first place at or after start where data holds needle, ASCII
+ * letters in either case (what re.compile(re.escape(needle), re.IGNORECASE).search(data, start) finds in bytes), or
+ * -1. Anchored, as first_place is, on the needle's rarest byte that is no letter (memchr), else tried at each place. */
+static inline unsigned char ascii_fold(unsigned char c) { return c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c; }
+
+static int folded_equal(const unsigned char *a, const unsigned char *b, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (ascii_fold(a[i]) != ascii_fold(b[i])) return 0;
+    return 1;
+}
+
+static PyObject *first_place_folded(PyObject *self, PyObject *args) {
+    Py_buffer data, needle;
+    Py_ssize_t start = 0;
+    if (!PyArg_ParseTuple(args, "y*y*|n", &data, &needle, &start)) return NULL;
+    Py_ssize_t found = -1;
+    const unsigned char *d = data.buf, *w = needle.buf;
+    Py_ssize_t n = data.len, size = needle.len;
+    if (start < 0) {
+        PyBuffer_Release(&data);
+        PyBuffer_Release(&needle);
+        PyErr_SetString(PyExc_ValueError, "first_place_folded: start must not be negative");
+        return NULL;
+    }
+    if (size == 0) {
+        found = start <= n ? start : n;  /* (as a regex search, whose start is at most the end) */
+    } else if (start <= n - size) {
+        Py_ssize_t shift = -1;  /* the anchor: a byte no case folding changes */
+        for (Py_ssize_t o = 0; o < size; o++)
+            if (ascii_fold(w[o]) == w[o] && !(w[o] >= 'a' && w[o] <= 'z')
+                    && (shift < 0 || byte_weight(w[o]) < byte_weight(w[shift]))) shift = o;
+        if (shift < 0) {
+            for (Py_ssize_t at = start; at <= n - size && found < 0; at++)
+                if (folded_equal(d + at, w, size)) found = at;
+        } else {
+            Py_ssize_t from = start + shift, last = n - size + shift;
+            while (from <= last) {
+                const unsigned char *hit = memchr(d + from, w[shift], (size_t)(last - from + 1));
+                if (!hit) break;
+                Py_ssize_t at = hit - d - shift;
+                if (folded_equal(d + at, w, size)) {
+                    found = at;
+                    break;
+                }
+                from = hit - d + 1;
+            }
+        }
+    }
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&needle);
+    return PyLong_FromSsize_t(found);
+}
+
 /* --- MinHash signing (templater.shingles): texts -> shingle hashes -> OPH / k-permutation signatures, anchor
  * keys and bottom-k samples. Each function computes what its numpy definition in shingles.py computes (named in
  * its comment), bit for bit: every hash is uint64 arithmetic with wrap-around, as numpy's; the constants are
@@ -1877,6 +1930,85 @@ done:
     return result;
 }
 
+/* --- the JSON line (cli.JSON_LINE) ---------------------------------------------------------------------------------
+ * json_string(text) -> str: json.encoder.encode_basestring(text) (what json.dumps(..., ensure_ascii=False) makes of a
+ * string): the text in double quotes, '"' and '\\' backslash-escaped, \b \f \n \r \t as such, the other characters
+ * below U+0020 as \u00xx (lower-case hex), every other character as it is. The same two passes as CPython's (size,
+ * then copy), each a loop over one character width with a table look per character, not a read of any width. */
+static const unsigned char json_extra[128] = {  /* characters more than the one each character takes */
+    5, 5, 5, 5, 5, 5, 5, 5, 1, 1, 1, 5, 1, 1, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5,
+    0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+
+#define JSON_EXTRA(c) ((c) < 128 ? json_extra[(c)] : 0)
+
+#define JSON_WRITE(TYPE)                                                                                              \
+    do {                                                                                                              \
+        const TYPE *in = (const TYPE *)data;                                                                          \
+        TYPE *o = (TYPE *)PyUnicode_DATA(out);                                                                        \
+        *o++ = '"';                                                                                                   \
+        for (Py_ssize_t i = 0; i < n; i++) {                                                                          \
+            Py_UCS4 c = in[i];                                                                                        \
+            if (!JSON_EXTRA(c)) { *o++ = (TYPE)c; continue; }                                                         \
+            *o++ = '\\';                                                                                              \
+            switch (c) {                                                                                              \
+                case '\\': case '"': *o++ = (TYPE)c; break;                                                           \
+                case '\b': *o++ = 'b'; break;                                                                         \
+                case '\f': *o++ = 'f'; break;                                                                         \
+                case '\n': *o++ = 'n'; break;                                                                         \
+                case '\r': *o++ = 'r'; break;                                                                         \
+                case '\t': *o++ = 't'; break;                                                                         \
+                default:                                                                                              \
+                    *o++ = 'u'; *o++ = '0'; *o++ = '0';                                                               \
+                    *o++ = (TYPE)"0123456789abcdef"[c >> 4]; *o++ = (TYPE)"0123456789abcdef"[c & 0xf];                \
+            }                                                                                                         \
+        }                                                                                                             \
+        *o = '"';                                                                                                     \
+    } while (0)
+
+static PyObject *json_string(PyObject *self, PyObject *text) {
+    if (!PyUnicode_Check(text)) {
+        PyErr_Format(PyExc_TypeError, "first argument must be a string, not %.80s", Py_TYPE(text)->tp_name);
+        return NULL;
+    }
+    if (PyUnicode_READY(text) < 0) return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), extra = 0;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *in = data;
+        for (Py_ssize_t i = 0; i < n; i++) extra += JSON_EXTRA(in[i]);
+    } else if (kind == PyUnicode_2BYTE_KIND) {
+        const Py_UCS2 *in = data;
+        for (Py_ssize_t i = 0; i < n; i++) extra += JSON_EXTRA(in[i]);
+    } else {
+        const Py_UCS4 *in = data;
+        for (Py_ssize_t i = 0; i < n; i++) extra += JSON_EXTRA(in[i]);
+    }
+    if (n > PY_SSIZE_T_MAX - 2 - extra) {
+        PyErr_SetString(PyExc_OverflowError, "string is too long to escape");
+        return NULL;
+    }
+    PyObject *out = PyUnicode_New(n + extra + 2, PyUnicode_MAX_CHAR_VALUE(text));
+    if (out == NULL) return NULL;
+    if (kind == PyUnicode_1BYTE_KIND) {
+        if (!extra) {  /* nothing to escape: the text as it is, quoted */
+            Py_UCS1 *o = PyUnicode_1BYTE_DATA(out);
+            o[0] = '"';
+            memcpy(o + 1, data, (size_t)n);
+            o[n + 1] = '"';
+        } else {
+            JSON_WRITE(Py_UCS1);
+        }
+    } else if (kind == PyUnicode_2BYTE_KIND) {
+        JSON_WRITE(Py_UCS2);
+    } else {
+        JSON_WRITE(Py_UCS4);
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"markup_counts", markup_counts, METH_O,
      "markup_counts(data) -> (start tags, most attributes of one, attributes): parse.markup_counts."},
@@ -1902,6 +2034,12 @@ static PyMethodDef methods[] = {
      "min_score) -> out | None: fallback.stage_scores' two ensembles and context columns in one call."},
     {"first_places", first_places, METH_VARARGS,
      "first_places(data, needles, start=0) -> list[int]: [data.find(needle, start) for needle in needles] (metadata)."},
+    {"first_place_folded", first_place_folded, METH_VARARGS,
+     "first_place_folded(data, needle, start=0) -> int: the first place of needle at or after start, ASCII letters "
+     "in either case, or -1 (metadata)."},
+    {"json_string", json_string, METH_O,
+     "json_string(text) -> str: json.encoder.encode_basestring(text), the string as json.dumps(..., "
+     "ensure_ascii=False) writes it (cli.JSON_LINE)."},
     {"shingle_hashes", sh_shingle_hashes, METH_VARARGS,
      "shingle_hashes(texts, token_bits, numeric_bits, chars, n, keep_numbers, hash_bits) -> (hashes, offsets): "
      "shingles.shingle_hashes as uint64 and int64 bytearrays."},

@@ -1570,9 +1570,27 @@ _AUTHOR_PATHS[6] = "/staff"
 _AUTHOR_PATHS[7] = "/journalist"
 
 
-cdef bint _holds_word(const unsigned char *s, const char **words, Py_ssize_t count, bint any_case) noexcept:
+cdef unsigned char _NAMING_STARTS[256]  # 1 for a byte that starts one of _NAMING_WORDS (in either ASCII case)
+cdef unsigned char _PATH_STARTS[256]  # ... of _AUTHOR_PATHS (as it is)
+cdef unsigned char _AUTHOR_STARTS[256]  # ... of _AUTHOR_WORDS (in either ASCII case)
+
+
+cdef void _word_starts(unsigned char *starts, const char **words, Py_ssize_t count, bint any_case) noexcept:
+    cdef Py_ssize_t i
+    cdef unsigned char c
+    memset(starts, 0, 256)
+    for i in range(count):
+        c = <unsigned char>words[i][0]
+        starts[c] = 1
+        if any_case and 97 <= c <= 122:
+            starts[c - 32] = 1
+
+
+cdef bint _holds_word(const unsigned char *s, const char **words, Py_ssize_t count, bint any_case,
+                      const unsigned char *starts) noexcept:
     """Whether s holds one of the words (ASCII letters; with any_case, in any ASCII case), or, with any_case, any
-    byte outside ASCII (where Unicode case folding may make one: left to the caller's regex)."""
+    byte outside ASCII (where Unicode case folding may make one: left to the caller's regex). ``starts``: the
+    words' first bytes (``_word_starts``): a byte that starts none is passed by one look."""
     cdef const unsigned char *p
     cdef const unsigned char *w
     cdef const unsigned char *q
@@ -1581,11 +1599,13 @@ cdef bint _holds_word(const unsigned char *s, const char **words, Py_ssize_t cou
     p = s
     while p[0]:
         c = p[0]
-        if any_case:
-            if c >= 0x80:
-                return True
-            if 65 <= c <= 90:
-                c += 32
+        if any_case and c >= 0x80:
+            return True
+        if not starts[c]:
+            p += 1
+            continue
+        if any_case and 65 <= c <= 90:
+            c += 32
         for i in range(count):
             w = <const unsigned char *>words[i]
             if c != w[0]:
@@ -1616,9 +1636,9 @@ cdef bint _may_be_named(xmlNode *n) noexcept:
                 return True  # a value of several pieces: the caller reads it
             if t is not NULL and t.content is not NULL:
                 if name[0] == b'h':
-                    if _holds_word(t.content, _AUTHOR_PATHS, 8, False):
+                    if _holds_word(t.content, _AUTHOR_PATHS, 8, False, _PATH_STARTS):
                         return True
-                elif _holds_word(t.content, _NAMING_WORDS, 8, True):
+                elif _holds_word(t.content, _NAMING_WORDS, 8, True, _NAMING_STARTS):
                     return True
         a = a.next
     return False
@@ -1632,6 +1652,9 @@ _AUTHOR_WORDS[3] = "writer"
 _AUTHOR_WORDS[4] = "contributor"
 _AUTHOR_WORDS[5] = "reporter"
 _AUTHOR_WORDS[6] = "creator"
+_word_starts(_NAMING_STARTS, _NAMING_WORDS, 8, True)
+_word_starts(_PATH_STARTS, _AUTHOR_PATHS, 8, False)
+_word_starts(_AUTHOR_STARTS, _AUTHOR_WORDS, 7, True)
 
 
 def may_be_named_author(element, Py_ssize_t levels):
@@ -1660,7 +1683,8 @@ def may_be_named_author(element, Py_ssize_t levels):
                     t = a.children
                     if t is not NULL and (t.next is not NULL or t.type != tree.XML_TEXT_NODE):
                         return True
-                    if t is not NULL and t.content is not NULL and _holds_word(t.content, _AUTHOR_WORDS, 7, True):
+                    if t is not NULL and t.content is not NULL and _holds_word(t.content, _AUTHOR_WORDS, 7, True,
+                                                                               _AUTHOR_STARTS):
                         return True
                 a = a.next
         elif node.type != tree.XML_COMMENT_NODE and node.type != tree.XML_PI_NODE:

@@ -19,6 +19,7 @@ The steps of ``build_document``:
 from __future__ import annotations
 
 import html
+import json
 import re
 import weakref
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from urllib.parse import urljoin, urlsplit
 import numpy as np
 from lxml import etree
 
+from . import native
 from .config import (BLOCK_TAGS, FILE_STEM_CHARS, HEADLINE_MAX_CHARS, HEADLINE_MIN_WORDS, MIN_TABLE_CELLS,
                      SITE_LABEL_CHARS, SITE_LABEL_SHARE, SITE_NAME_CUTS, SITE_NAME_WORDS)
 from .headline import find_headline
@@ -139,7 +141,8 @@ def _find_title(seg: Segmented) -> tuple[str | None, int | None]:
     that hold at least HEADLINE_MIN_WORDS of the declared headline's words (not a section name, "Politics", that
     the <title> also carries); else the first declared social title, else the <title> less its site name; with no
     declared title at all, the first <h1>."""
-    declared = [" ".join(t.split()) for t in declared_titles(seg.root)] if seg.root is not None else []
+    declared = [" ".join(t.split()) for t in declared_titles(
+        seg.root, seg.declared[0] if seg.declared is not None else None)] if seg.root is not None else []
     declared = [t for t in declared if t]
     titles = [*declared, seg.title] if seg.title else declared
     if not titles:
@@ -157,20 +160,37 @@ def _find_title(seg: Segmented) -> tuple[str | None, int | None]:
     return strip_site_name(strip_site_name(title), from_start=True) or None, None
 
 
-def declared_titles(root) -> list[str]:
+def declared_titles(root, elements: list | None = None) -> list[str]:
     """The content of every <meta> under the document's <html>/<head> whose property or name is one of SOCIAL_TITLES,
     in document order: what the XPath "/html/head/meta[@property='og:title' or @name='og:title' or
     @name='twitter:title' or @property='twitter:title']/@content" selects, read by walking the few children of
-    <html> and <head> (an XPath evaluation costs more than the whole walk)."""
+    <html> and <head> (an XPath evaluation costs more than the whole walk). ``elements``: ``root``'s <meta>s in
+    document order (with any other elements), where the caller has them (``Segmented.declared[0]``, gathered by the
+    segmentation walk): those are read instead, and only a title's <meta> has its parents looked at."""
     top = root.getroottree().getroot()
     if top is None or top.tag != "html":
         return []
+    if elements is not None and root is top:
+        return _head_titles(top, elements)
     found = []
     for head in top.iterchildren("head"):
         for meta in head.iterchildren("meta"):
             if meta.get("property") in SOCIAL_TITLES or meta.get("name") in SOCIAL_TITLES:
                 content = meta.get("content")
                 if content is not None:
+                    found.append(content)
+    return found
+
+
+def _head_titles(top, elements) -> list[str]:
+    """``declared_titles(top)`` read from ``elements``, ``top``'s <meta>s (and other elements) in document order."""
+    found = []
+    for meta in elements:
+        if meta.tag == "meta" and (meta.get("property") in SOCIAL_TITLES or meta.get("name") in SOCIAL_TITLES):
+            content = meta.get("content")
+            if content is not None:
+                head = meta.getparent()
+                if head is not None and head.tag == "head" and head.getparent() is top:
                     found.append(content)
     return found
 
@@ -222,8 +242,12 @@ def _exact_headline(seg: Segmented, titles: list[str]) -> int | None:
     host = _host_labels(seg.page.url)
     wanted = {form for t in dict.fromkeys(titles) for form in _title_forms(t, host)}  # og:title is often <title>
     longest = min(max(map(len, wanted)) + len(PERMALINK_MARKS), HEADLINE_MAX_CHARS)
-    found = [seg.blocks[i] for i in _title_sized(seg, longest, min(map(len, wanted)))
-             if seg.blocks[i].text.rstrip(PERMALINK_MARKS).lower() in wanted]
+    lengths = {len(form) for form in wanted}  # a text lower-cased is as long as it was but for each U+0130 in it:
+    found = []  # one whose length is no form's (and has none) is lower-cased for nothing
+    for i in _title_sized(seg, longest, min(lengths)):
+        text = seg.blocks[i].text.rstrip(PERMALINK_MARKS)
+        if (len(text) in lengths or "\u0130" in text) and text.lower() in wanted:
+            found.append(seg.blocks[i])
     found = [b for b in found if not _names_site(b.text, host)] or found
     headings = [b for b in found if b.tag in HEADING_LEVELS]
     whole_headings = [b for b in headings if b.text.rstrip(PERMALINK_MARKS).lower() in whole]
@@ -237,13 +261,11 @@ def _exact_headline(seg: Segmented, titles: list[str]) -> int | None:
 def _title_sized(seg: Segmented, longest: int, shortest: int) -> list[int]:
     """Indexes of the blocks, in order, of at most ``longest`` characters whose text, right-stripped and
     lower-cased, may be ``shortest`` characters or more: str.lower() gives one character for each but U+0130
-    (two), so a shorter block is one only where it holds that letter. The length tests are made on the walk's
-    counts at once, not block by block."""
+    (two), so a block of fewer than half that many never is (one of fewer than ``shortest`` is one only where it
+    holds that letter: the caller's test of its text decides). The length tests are made on the walk's counts at
+    once, not block by block."""
     chars = seg.block_chars()
-    within = chars <= longest
-    sized = np.flatnonzero(within & (chars >= shortest)).tolist()
-    dotted = [i for i in np.flatnonzero(within & (chars < shortest)).tolist() if "\u0130" in seg.blocks[i].text]
-    return sorted(sized + dotted) if dotted else sized
+    return np.flatnonzero((chars <= longest) & (2 * chars >= shortest)).tolist()
 
 
 def strip_site_name(title: str, *, from_start: bool = False) -> str:
@@ -445,15 +467,23 @@ def render_text(document: Document) -> str:
 
 
 _MD_SPECIAL = re.compile(r"([\\`*\[\]<>|])")
-_MD_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")  # an underscore that could open or close emphasis
-_MD_LINE_START = re.compile(r"^(#{1,6}(?=\s|$)|[-+=](?=\s|$)|[-=_]{3,}|(\d+)([.)])(?=\s|$)|~~~)")
+# an underscore that could open or close emphasis: one not between two letters or digits (the underscore first, so
+# that the regex engine looks for it as a literal, not tries the lookbehind at every character)
+_MD_UNDERSCORE = re.compile(r"_(?:(?<![^\W_]_)|(?![^\W_]))")
+_MD_LINE_START = re.compile(r"(#{1,6}(?=\s|$)|[-+=](?=\s|$)|[-=_]{3,}|(\d+)([.)])(?=\s|$)|~~~)")  # (matched at 0)
 
 
 def md_escape(text: str) -> str:
     """Inline text made literal for Markdown (CommonMark): punctuation that would start emphasis, code, links,
-    HTML or a table cell is backslash-escaped, and so is a line start that would make a heading, list or rule."""
-    text = _MD_UNDERSCORE.sub(r"\\_", _MD_SPECIAL.sub(r"\\\1", text))
-    return _MD_LINE_START.sub(_escape_line_start, text)
+    HTML or a table cell is backslash-escaped, and so is a line start that would make a heading, list or rule.
+    (Each substitution runs only where the text holds one of its characters: most text holds none.)"""
+    if ("\\" in text or "`" in text or "*" in text or "[" in text or "]" in text or "<" in text or ">" in text
+            or "|" in text):
+        text = _MD_SPECIAL.sub(r"\\\1", text)
+    if "_" in text:
+        text = _MD_UNDERSCORE.sub(r"\\_", text)
+    found = _MD_LINE_START.match(text)
+    return text if found is None else _escape_line_start(found) + text[found.end():]
 
 
 def _escape_line_start(found: re.Match) -> str:
@@ -631,3 +661,26 @@ def file_name(page_id: str, extension: str) -> str:
 
     stem = re.sub(r"[^A-Za-z0-9.-]+", "_", page_id).strip("._-")[:FILE_STEM_CHARS].rstrip("._-") or "page"
     return f"{stem}-{hashlib.sha1(page_id.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}.{extension}"
+
+
+# --- the JSON line ----------------------------------------------------------------------------------------------------
+
+_JSON_ENCODER = json.JSONEncoder(ensure_ascii=False)  # json.dumps(..., ensure_ascii=False)'s, made once
+try:
+    from _json import make_encoder as _c_make_encoder
+except ImportError:  # (an interpreter without json's C accelerator)
+    _c_make_encoder = None
+
+
+def json_line(record: dict) -> str:
+    """``json.dumps(record, ensure_ascii=False)``: a result's JSON line (less its line break), the same text. Its
+    strings are escaped by the compiled ``json_string`` (templater._numeric) where it is built, in json's own C
+    encoder (which escapes a string reading each character at any width, twice: most of a line's cost); by json's
+    own escape otherwise."""
+    numeric = native.numeric
+    escape = getattr(numeric, "json_string", None) if numeric is not None else None
+    if escape is None or _c_make_encoder is None or not isinstance(record, dict):
+        return _JSON_ENCODER.encode(record)
+    encoder = _JSON_ENCODER
+    return "".join(_c_make_encoder({}, encoder.default, escape, None, encoder.key_separator, encoder.item_separator,
+                                   False, False, True)(record, 0))

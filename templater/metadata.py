@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import time
 import warnings
 from collections.abc import Iterable, Sequence
 from datetime import date, datetime
@@ -86,7 +87,10 @@ _MONTHS = {name: number for number, names in enumerate((
     "oct october octobre oktober octubre ottobre outubro",
     "nov november novembre noviembre novembro",
     "dec december decembre décembre dezember diciembre dicembre dezembro"), 1) for name in names.split()}
-_MONTH = r"(?P<month>" + "|".join(sorted(map(re.escape, _MONTHS), key=len, reverse=True)) + r")\.?"
+# (led by a lookahead for a month's first letter: the regex engine tries every name at every place otherwise, the
+# IGNORECASE names' alternation being a branch it cannot skip by its first character)
+_MONTH = (r"(?=[" + "".join(sorted({name[0] for name in _MONTHS})) + r"])(?P<month>" +
+          "|".join(sorted(map(re.escape, _MONTHS), key=len, reverse=True)) + r")\.?")
 _ISO = re.compile(r"(?P<y>(?:19|20)\d\d)-(?P<m>[01]?\d)-(?P<d>[0-3]?\d)"
                   r"(?:[T ](?P<H>[0-2]\d):(?P<M>[0-5]\d)(?::(?P<S>[0-5]\d)(?:\.\d+)?)?"
                   r"\s*(?P<tz>Z|[+-][0-2]\d:?[0-5]\d)?)?")
@@ -95,6 +99,11 @@ _YMD = re.compile(r"\b(?P<y>(?:19|20)\d\d)[/.](?P<m>[01]?\d)[/.](?P<d>[0-3]?\d)\
 _DMY_NUM = re.compile(r"\b(?P<a>[0-3]?\d)[/.](?P<b>[0-3]?\d)[/.](?P<y>(?:19|20)\d\d)\b")
 _MDY = re.compile(_MONTH + r",?\s+(?P<d>[0-3]?\d)(?:st|nd|rd|th)?(?:\s*,\s*|\s+)(?P<y>(?:19|20)\d\d)\b",
                   re.IGNORECASE)  # "Mar 21, 2017", "Mar 21,2017", "Mar, 21 2017"
+# what follows a month's last letter in an _MDY date: where it is nowhere, _MDY matches nowhere (searched first, at a
+# fraction of the names' cost); where it is, no _MDY match starts more than a month name's length before it
+_MDY_TAIL = re.compile(r"[^\W\d_]\.?,?\s+(?P<d>[0-3]?\d)(?:st|nd|rd|th)?(?:\s*,\s*|\s+)(?P<y>(?:19|20)\d\d)\b",
+                       re.IGNORECASE)
+_MONTH_CHARS = max(map(len, _MONTHS))
 _DMY = re.compile(r"\b(?P<d>[0-3]?\d)(?:st|nd|rd|th|\.|er)?\s+(?:de\s+)?" + _MONTH +
                   r"(?:\s+de)?(?:\s*,\s*|\s+)(?P<y>(?:19|20)\d\d)\b", re.IGNORECASE)  # "7 Apr , 2017"
 # parts of the keys scripts give publication dates under (datePublished, publish_date, published_at, pubDate,
@@ -325,7 +334,7 @@ def _jsonld_objects(html: str | bytes) -> Iterable[dict]:
     if isinstance(html, bytes):
         if find_in(html, b"ld+json") < 0 and find_in(html, b"LD+JSON") < 0:
             return
-        blocks = (m.group(1).decode("utf-8", "replace") for m in _JSONLD.finditer(html))
+        blocks = (m.group(1).decode("utf-8", "replace") for m in _jsonld_scripts(html))
     else:
         if "ld+json" not in html and "LD+JSON" not in html:
             return
@@ -340,6 +349,41 @@ def _jsonld_objects(html: str | bytes) -> Iterable[dict]:
         except (ValueError, RecursionError):
             continue
         yield from _flatten(data)
+
+
+def _jsonld_scripts(html: bytes) -> Iterable[re.Match]:
+    """``_JSONLD.finditer(html)``, the regex searched only from near each place the markup says application/ld+json
+    (in any case): a match holds one, with no ">" between its start and it, so none starts before the last ">" ahead
+    of the first such place after the last match (the regex, tried at every "<" of a page, costs more than the
+    rest of the metadata)."""
+    cursor = 0
+    while True:
+        place = find_folded(html, _JSONLD_TYPE, cursor)
+        if place < 0:
+            return
+        found = _JSONLD.search(html, max(cursor, html.rfind(b">", cursor, place) + 1))
+        if found is None:
+            return
+        yield found
+        cursor = found.end()
+
+
+_JSONLD_TYPE = b"application/ld+json"
+
+
+def find_folded(html: bytes, needle: bytes, start: int = 0) -> int:
+    """Where ``html`` holds ``needle`` first at or after ``start`` (not negative), ASCII letters in either case; -1
+    where nowhere: in C where built (_numeric.first_place_folded), else a regex."""
+    numeric = native.numeric
+    if numeric is not None:
+        return numeric.first_place_folded(html, needle, start)
+    found = _folded(needle).search(html, start)
+    return -1 if found is None else found.start()
+
+
+@functools.lru_cache(maxsize=16)
+def _folded(needle: bytes) -> re.Pattern:
+    return re.compile(re.escape(needle), re.IGNORECASE)
 
 
 def _flatten(data, depth: int = 0) -> Iterable[dict]:
@@ -397,7 +441,10 @@ def _string(value) -> str | None:
 
 
 def _split_tags(value: str) -> list[str]:
-    return [t.strip() for t in re.split(r"[,;]", value) if t.strip()]
+    return [t.strip() for t in _TAG_SPLIT.split(value) if t.strip()]
+
+
+_TAG_SPLIT = re.compile(r"[,;]")
 
 
 def _normalized(found: dict, url: str) -> dict:
@@ -439,8 +486,12 @@ def normalize_language(value) -> str | None:
     """``en-US``, ``en_GB``, ``EN`` -> ``en``; None for what does not look like a language tag."""
     if not isinstance(value, str):
         return None
-    code = re.split(r"[-_]", value.strip().lower(), maxsplit=1)[0]
-    return code if re.fullmatch(r"[a-z]{2,3}", code) else None
+    code = _LANGUAGE_SPLIT.split(value.strip().lower(), maxsplit=1)[0]
+    return code if _LANGUAGE_CODE.fullmatch(code) else None
+
+
+_LANGUAGE_SPLIT = re.compile(r"[-_]")
+_LANGUAGE_CODE = re.compile(r"[a-z]{2,3}")
 
 
 # --- dates ------------------------------------------------------------------------------------------------------
@@ -479,7 +530,21 @@ def _day(year, month, day) -> str | None:
 
 
 def _checked(day: date) -> str | None:
-    return day.isoformat() if MIN_YEAR <= day.year <= date.today().year + MAX_FUTURE_YEARS else None
+    return day.isoformat() if MIN_YEAR <= day.year <= _this_year() + MAX_FUTURE_YEARS else None
+
+
+_year: tuple[int, float] = (0, 0.0)  # (this year, the time its next year starts): date.today() at most once a year
+
+
+def _this_year() -> int:
+    """``date.today().year``, read again only once the (local) new year it was read before has come: a call of
+    date.today() (the clock and the local time zone) costs several times a whole date check."""
+    global _year
+    year, ends = _year
+    if time.time() >= ends:
+        year = date.today().year
+        _year = (year, datetime(year + 1, 1, 1).timestamp())
+    return year
 
 
 def find_date(text: str) -> str | None:
@@ -490,10 +555,12 @@ def find_date(text: str) -> str | None:
         found = pattern.search(text)
         if found:
             return _day(found["y"], found["m"], found["d"])
-    for pattern in (_MDY, _DMY):
-        found = pattern.search(text)
-        if found:
-            return _day(found["y"], _MONTHS.get(found["month"].lower().rstrip(".")), found["d"])
+    tail = _MDY_TAIL.search(text)
+    found = _MDY.search(text, max(0, tail.start() + 1 - _MONTH_CHARS)) if tail else None
+    if found is None:
+        found = _DMY.search(text)
+    if found:
+        return _day(found["y"], _MONTHS.get(found["month"].lower().rstrip(".")), found["d"])
     found = _DMY_NUM.search(text)
     if found:  # day first where it must be or dots say so, else month first (the US order of most English pages)
         a, b = int(found["a"]), int(found["b"])

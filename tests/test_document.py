@@ -1,6 +1,7 @@
 """templater.document: the headline apart, the body's structure read from the kept blocks' elements, and its
 renderings (text, Markdown that a Markdown parser reads back as such, clean HTML)."""
 
+import json
 import re
 
 import numpy as np
@@ -349,6 +350,9 @@ def test_declared_titles_are_what_the_xpath_selects_on_the_samples():
         if root is not None:
             assert document.declared_titles(root) == [str(t) for t in DECLARED_TITLES_XPATH(root)]
             found += bool(document.declared_titles(root))
+            seg = segment(root, Page(record["id"], record["url"], record["html"]))  # the walk's <meta>s
+            assert seg.declared is None or document.declared_titles(root, seg.declared[0]) == document.declared_titles(
+                root)
     assert found > 5
 
 
@@ -367,6 +371,8 @@ def test_declared_titles_are_what_the_xpath_selects(parts, top):
                 meta.set(name, value)
     for element in root.iter():
         assert document.declared_titles(element) == [str(t) for t in DECLARED_TITLES_XPATH(element)]
+        assert document.declared_titles(element, list(element.iter("meta", "link", "time"))) == [
+            str(t) for t in DECLARED_TITLES_XPATH(element)]
 
 
 def test_declared_titles_skip_namespaced_elements_and_attributes():
@@ -374,7 +380,74 @@ def test_declared_titles_skip_namespaced_elements_and_attributes():
                             '<meta x:property="og:title" content="no"/><meta name="twitter:title" x:content="no"/>'
                             '<meta property="og:title" content="yes"/></head></html>')
     assert document.declared_titles(root) == [str(t) for t in DECLARED_TITLES_XPATH(root)] == ["yes"]
+    assert document.declared_titles(root, list(root.iter("meta", "{*}meta", "link"))) == ["yes"]
     for markup in ('<h:html xmlns:h="urn:h"><h:head><meta property="og:title" content="no"/></h:head></h:html>',
                    '<html xmlns="urn:d"><head><meta property="og:title" content="no"/></head></html>'):
         root = etree.fromstring(markup)
         assert document.declared_titles(root) == [str(t) for t in DECLARED_TITLES_XPATH(root)] == []
+        assert document.declared_titles(root, list(root.iter("{*}meta"))) == []
+
+
+def _md_escape_by_regexes(text: str) -> str:
+    """md_escape's definition as three regex substitutions over the whole text (what md_escape, which skips those
+    that cannot match, must equal)."""
+    text = re.sub(r"(?<![^\W_])_|_(?![^\W_])", r"\\_", re.sub(r"([\\`*\[\]<>|])", r"\\\1", text))
+    return re.sub(r"^(#{1,6}(?=\s|$)|[-+=](?=\s|$)|[-=_]{3,}|(\d+)([.)])(?=\s|$)|~~~)", document._escape_line_start,
+                  text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="ab1_ -+=#~.)\n\\`*[]<>|éİ_\u00a0", max_size=16) | st.text(max_size=16))
+def test_md_escape_is_its_regex_definition(text):
+    assert document.md_escape(text) == _md_escape_by_regexes(text)
+
+
+# --- the JSON line: json_line (its strings escaped by the compiled json_string) against json.dumps -------------------
+
+_JSON_TEXTS = st.text(alphabet=st.characters(max_codepoint=0x7f), max_size=40) | st.text(max_size=40) | st.text(
+    alphabet="\\\"\b\f\n\r\t\x00\x1f\x7f a\u00e9\u2028\u20ac\U0001f600", max_size=40)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_JSON_TEXTS)
+def test_compiled_json_string_is_json_s_escape(text):
+    from json.encoder import py_encode_basestring
+
+    from templater import native
+
+    if native.numeric is None:
+        pytest.skip("the compiled part is not built")
+    assert native.numeric.json_string(text) == py_encode_basestring(text) == json.dumps(text, ensure_ascii=False)
+
+
+def test_compiled_json_string_takes_every_character_and_only_strings():
+    from templater import native
+
+    if native.numeric is None:
+        pytest.skip("the compiled part is not built")
+    every = "".join(map(chr, range(0x110000)))  # lone surrogates too: json passes them as they are
+    assert native.numeric.json_string(every) == json.dumps(every, ensure_ascii=False)
+    for text in ("", "\x00", "\ud800", "\U0010ffff\n"):
+        assert native.numeric.json_string(text) == json.dumps(text, ensure_ascii=False)
+    with pytest.raises(TypeError):
+        native.numeric.json_string(b"bytes")
+
+
+_JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | _JSON_TEXTS,
+                            lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_JSON_TEXTS, inner, max_size=4),
+                            max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(_JSON_TEXTS, _JSON_VALUES, max_size=8))
+def test_json_line_is_json_dumps(record):
+    from templater import native
+
+    expected = json.dumps(record, ensure_ascii=False)
+    assert document.json_line(record) == expected
+    saved = native.numeric
+    native.numeric = None  # the pure path
+    try:
+        assert document.json_line(record) == expected
+    finally:
+        native.numeric = saved

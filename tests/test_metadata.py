@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -523,3 +524,96 @@ def test_language_model_cache_removes_a_killed_writers_half_copy(tmp_path, monke
     os.utime(stale, (old, old))
     assert metadata._cached_model() is not None
     assert not stale.exists() and fresh.exists()
+
+
+# --- the date patterns' shortcuts against their plain definitions --------------------------------------------------
+
+_PLAIN_MONTH = r"(?P<month>" + "|".join(sorted(map(re.escape, metadata._MONTHS), key=len, reverse=True)) + r")\.?"
+_DATE_WORDS = st.sampled_from([*metadata._MONTHS, "MAY", "Mar.", "SePt", "\u017fept", "\u0130", "\u0131", "\u212a",
+                               "x", "3", "21st", "2ND", "31", "2017", "1999", "2017,", ",", "de", "on", "|", "12:30",
+                               "Jane", "05.03.2017", "3/4/2017", "2017-05-03"])
+_DATE_TEXTS = st.lists(st.tuples(_DATE_WORDS, st.sampled_from([" ", "", ", ", ". ", ",", "  "])), max_size=8).map(
+    lambda parts: "".join(word + gap for word, gap in parts))
+
+
+def _find_date_plain(text: str) -> str | None:
+    """find_date's definition: each pattern searched over the whole text, the month names without their lookahead."""
+    if not metadata._YEAR.search(text):
+        return None
+    for pattern in (metadata._ISO, metadata._YMD):
+        found = pattern.search(text)
+        if found:
+            return metadata._day(found["y"], found["m"], found["d"])
+    for pattern in (metadata._MDY, metadata._DMY):
+        found = re.compile(pattern.pattern.replace(metadata._MONTH, _PLAIN_MONTH), re.IGNORECASE).search(text)
+        if found:
+            return metadata._day(found["y"], metadata._MONTHS.get(found["month"].lower().rstrip(".")), found["d"])
+    found = metadata._DMY_NUM.search(text)
+    if found:
+        a, b = int(found["a"]), int(found["b"])
+        day_first = a > 12 or ("." in found.group(0) and b <= 12)
+        return metadata._day(found["y"], b, a) if day_first else metadata._day(found["y"], a, b)
+    return None
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_DATE_TEXTS | st.text(max_size=30))
+def test_find_date_is_its_plain_definition(text):
+    assert metadata.find_date(text) == _find_date_plain(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_DATE_TEXTS)
+def test_author_cut_with_the_month_lookahead_is_the_plain_cut(text):
+    plain = re.compile(metadata._NAME_CUT.pattern.replace(metadata._MONTH, _PLAIN_MONTH), re.IGNORECASE)
+    assert metadata._NAME_CUT.sub("", text) == plain.sub("", text)
+
+
+def test_this_year_is_today_s():
+    from datetime import date
+
+    assert metadata._this_year() == date.today().year
+
+
+# --- JSON-LD scripts found from where the markup names their type, against the regex over the whole page ------------
+
+_LD_PIECES = st.sampled_from([b"<script", b"<SCRIPT", b"<script ", b'type="application/ld+json"', b"APPLICATION/LD+JSON",
+                              b"application/Ld+Json", b"application/ld+json", b">", b"</script>", b"</script >",
+                              b"</SCRIPT>", b'{"@type": "Article"}', b"<p>", b"a", b" ", b"\n", b"ld+json", b"<",
+                              b'data-x="<script a>"', b"\xc3\xa9"])
+_LD_MARKUP = st.lists(_LD_PIECES, max_size=14).map(b"".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_LD_MARKUP)
+def test_jsonld_scripts_are_the_regex_matches(html):
+    from templater import native
+
+    expected = [m.span() for m in metadata._JSONLD.finditer(html)]
+    assert [m.span() for m in metadata._jsonld_scripts(html)] == expected
+    saved = native.numeric
+    native.numeric = None  # the pure path
+    try:
+        assert [m.span() for m in metadata._jsonld_scripts(html)] == expected
+    finally:
+        native.numeric = saved
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from([b"a", b"A", b"+", b"/", b"b", b"\xc3", b"Z", b"z", b"@", b"["]), max_size=12).map(
+    b"".join), st.lists(st.sampled_from([b"a", b"A", b"+", b"/", b"b", b"z", b"@", b"["]), max_size=4).map(b"".join),
+    st.integers(0, 14))
+def test_find_folded_is_a_case_blind_regex_search(html, needle, start):
+    import re as re_module
+
+    from templater import native
+
+    found = re_module.compile(re_module.escape(needle), re_module.IGNORECASE).search(html, start)
+    expected = -1 if found is None else found.start()
+    assert metadata.find_folded(html, needle, start) == expected
+    saved = native.numeric
+    native.numeric = None
+    try:
+        assert metadata.find_folded(html, needle, start) == expected
+    finally:
+        native.numeric = saved
