@@ -266,15 +266,26 @@ def prepare(db: sqlite_utils.Database) -> None:
 def load_settings(db: sqlite_utils.Database) -> ShingleSettings | None:
     """The settings the index was built with, or None for an empty index."""
     prepare(db)
-    values = {name: json.loads(value) for name, value in db.conn.execute("SELECT name, value FROM lsh_settings")}
-    if not values:
+    rows = tuple(db.conn.execute("SELECT name, value FROM lsh_settings ORDER BY name"))
+    if not rows:
         return None
-    if values.get("algorithm") != ALGORITHM_VERSION:
+    algorithm, settings = _parsed_settings(rows)
+    if settings is None:
         raise SettingsMismatchError(
             f"the near-duplicate index in {db_name(db)} was built by signature algorithm version "
-            f"{values.get('algorithm')}, this templater makes version {ALGORITHM_VERSION}: rebuild it in a new --db")
+            f"{algorithm}, this templater makes version {ALGORITHM_VERSION}: rebuild it in a new --db")
+    return settings
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed_settings(rows: tuple[tuple[str, str], ...]) -> tuple[object, ShingleSettings | None]:
+    """(the stored algorithm version, the settings; None when made by another algorithm) of the stored rows: read
+    on every ``load_settings``, parsed once per distinct rows."""
+    values = {key: json.loads(value) for key, value in rows}
+    if values.get("algorithm") != ALGORITHM_VERSION:
+        return values.get("algorithm"), None
     values.setdefault("lines", LEGACY_LINES)  # stored before ``lines`` was a setting: its shingles crossed lines
-    return ShingleSettings.from_dict(values)
+    return ALGORITHM_VERSION, ShingleSettings.from_dict(values)
 
 
 def ensure_settings(db: sqlite_utils.Database, settings: ShingleSettings | None = None) -> ShingleSettings:
@@ -415,7 +426,7 @@ def add_signatures(db: sqlite_utils.Database, pages: Sequence[IndexedPage], sign
                         dtype=np.int64)
         seen = [known[pages[i].page_id][2] for i in changed] + [generation] * len(fresh)
         sets = stored_form(shingles, order, settings) if settings.verify != "estimate" else None
-        anchors = [signatures.anchors_of(i) for i in order]
+        anchors = _anchor_lists(signatures, order)
         joined = _insert_docs(db, docs, [pages[i] for i in order], signatures.values[order], seen, settings, sets,
                               anchors)
     return AddResult(added=len(fresh), updated=len(changed), unchanged=len(same),
@@ -467,9 +478,13 @@ def _band_rows(keys: np.ndarray, docs: np.ndarray,
     return flat_keys[fresh], flat_docs[fresh]
 
 
-def anchors_blob(anchors: np.ndarray) -> bytes | None:
-    """A page's anchor keys as stored (None without any)."""
-    return anchors.astype(np.int64).tobytes() if len(anchors) else None
+def _anchor_lists(signatures: Signatures, order: list[int]) -> list[np.ndarray]:
+    """The anchor keys (int64) of the pages at ``order``: views of one converted array (``Signatures.anchors_of``
+    converts each page's keys on its own)."""
+    if signatures.anchors is None:
+        return [np.empty(0, np.int64)] * len(order)
+    flat, offsets = signatures.anchors.hashes.astype(np.int64), signatures.anchors.offsets.tolist()
+    return [flat[offsets[i]:offsets[i + 1]] for i in order]
 
 
 def _anchors_of(blob: bytes | None) -> np.ndarray:
@@ -952,17 +967,30 @@ def _insert_docs(db: sqlite_utils.Database, docs: np.ndarray, pages: list[Indexe
     edges, sizes = _verified_edges(db, pairs, docs, source)
     labels, links, merged = _merge(docs, edges, sizes, {d: p.text_chars for d, p in zip(docs.tolist(), pages)},
                                    source)
+    doc_list = docs.tolist()
     db.conn.executemany(
         "INSERT INTO lsh_signatures (doc, page_id, url, signature, first_seen, boilerplate_chars, text_chars,"
         " cluster, fetched_at, anchors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [(d, p.page_id, p.url, v.tobytes(), s, p.boilerplate_chars, p.text_chars, labels.get(d, d), p.fetched_at,
-          anchors_blob(a)) for d, p, v, s, a in zip(docs.tolist(), pages, values, first_seen, anchors)])
+        [(d, p.page_id, p.url, v, s, p.boilerplate_chars, p.text_chars, labels.get(d, d), p.fetched_at, a or None)
+         for d, p, v, s, a in zip(doc_list, pages, _blobs(values), first_seen, _blobs(anchors))])
     if sets is not None:
-        db.conn.executemany("INSERT INTO lsh_shingles (doc, hashes) VALUES (?, ?)",
-                            [(d, s.tobytes()) for d, s in zip(docs.tolist(), sets)])
+        db.conn.executemany("INSERT INTO lsh_shingles (doc, hashes) VALUES (?, ?)", zip(doc_list, _blobs(sets)))
     _relabel(db, merged)
     _add_links(db, links)
     return len(links)
+
+
+def _blobs(arrays: np.ndarray | Sequence[np.ndarray]) -> list[bytes]:
+    """Each row of a 2-D array, or each array of a list of 1-D arrays of one dtype, as bytes (``tobytes``): cut from
+    one bytes object of them all, not converted one by one."""
+    if isinstance(arrays, np.ndarray) and arrays.ndim == 2:
+        data, width = np.ascontiguousarray(arrays).tobytes(), arrays.shape[1] * arrays.itemsize
+        return [data[i:i + width] for i in range(0, len(data), width)] if width else [b""] * len(arrays)
+    if not len(arrays):
+        return []
+    data = np.concatenate(arrays).tobytes()
+    ends = (np.cumsum([len(a) for a in arrays]) * arrays[0].itemsize).tolist()
+    return [data[start:end] for start, end in zip([0, *ends[:-1]], ends)]
 
 
 def _candidate_pairs(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
@@ -1019,7 +1047,13 @@ def _verified_edges(db: sqlite_utils.Database, pairs: np.ndarray, docs: np.ndarr
         return [], {}
     x, y = codes >> PAIR_SHIFT, codes & ((1 << PAIR_SHIFT) - 1)
     old = sorted_set(y[~np.isin(y, docs)])
-    cluster_of = dict(_select_in(db, "SELECT doc, cluster FROM lsh_signatures WHERE doc IN ({ids})", old.tolist()))
+    cluster_of: dict[int, int] = {}
+    for doc, cluster, url in _select_in(db, "SELECT doc, cluster, url FROM lsh_signatures WHERE doc IN ({ids})",
+                                        old.tolist()):
+        cluster_of[doc] = cluster
+        source.sites.setdefault(doc, site_of(url))  # read with the clusters: verification needs every partner's site
+    if source.settings.verify != "estimate":  # and the partners' sets: one statement, not one per round
+        source.sets.update(stored_sets(db, [d for d in old.tolist() if d not in source.sets], source.settings))
     group = np.array([cluster_of.get(d, d) for d in y.tolist()], dtype=np.int64)
     sizes = _cluster_sizes(db, sorted(set(cluster_of.values())))
     found = _first_passing(x, group, y, shared, source)
@@ -1102,6 +1136,22 @@ def _compatible(mine: References, theirs: References, source: _SignatureSource) 
     return bool(source.passing(a, b).all())
 
 
+class _NewReferences(dict):
+    """References by group: the stored clusters' as given, and a new page's (itself, on its site) made when first
+    needed (most pages of a batch have no verified edge: their sites are never read)."""
+
+    def __init__(self, references: dict[int, References], new: set[int], chars: dict[int, int],
+                 source: _SignatureSource):
+        super().__init__(references)
+        self.new, self.chars, self.source = new, chars, source
+
+    def __missing__(self, doc: int) -> References:
+        if doc not in self.new:
+            raise KeyError(doc)
+        refs = self[doc] = {self.source.site_list(np.array([doc], dtype=np.int64))[0]: (doc, self.chars.get(doc, 0))}
+        return refs
+
+
 def _join(docs: np.ndarray, edges: list[tuple[int, int, int]], references: dict[int, References],
           chars: dict[int, int], source: _SignatureSource) -> tuple[UnionFind, list[tuple[int, int]]]:
     """Join the new pages (in doc order) to the groups their verified edges (new page, group, partner) reach.
@@ -1113,9 +1163,7 @@ def _join(docs: np.ndarray, edges: list[tuple[int, int, int]], references: dict[
     instead of chaining them.
     """
     uf = UnionFind()
-    refs = dict(references)
-    sites = source.site_list(docs)
-    refs.update({d: {site: (d, chars.get(d, 0))} for d, site in zip(docs.tolist(), sites)})
+    refs = _NewReferences(references, set(docs.tolist()), chars, source)
     links: list[tuple[int, int]] = []
     for x, items in groupby(sorted(edges), key=lambda e: e[0]):
         options: dict[int, int] = {}
