@@ -345,6 +345,10 @@ class _SignatureSource:
         self.sites: dict[int, str] = {}
         self.sets = dict(shingle_sets or {})  # as stored
         self.sorted: dict[int, np.ndarray] = {}  # comparable sets, made when first verified
+        # (a, b) -> the pair's similarity / Jaccard, computed once: clustering asks again for pairs verification
+        # (and the reference checks) asked for, a new page against a cluster's longest page most often
+        self.pair_similarity: dict[tuple[int, int], float] = {}
+        self.pair_jaccard: dict[tuple[int, int], float] = {}
 
     def signatures(self, docs: np.ndarray) -> np.ndarray:
         missing = [d for d in set(docs.tolist()) if d not in self.rows]
@@ -376,8 +380,18 @@ class _SignatureSource:
         return accepted(self.settings, self.same(a, b), sims, lambda mask: self._jaccard(a[mask], b[mask]))
 
     def _jaccard(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return np.array([set_jaccard(self.sorted[x], self.sorted[y], self.settings)
-                         for x, y in zip(a.tolist(), b.tolist())])
+        return self._pairs(a, b, self.pair_jaccard, set_jaccard)
+
+    def _pairs(self, a: np.ndarray, b: np.ndarray, known: dict[tuple[int, int], float],
+               measure: Callable[[np.ndarray, np.ndarray, ShingleSettings], float]) -> np.ndarray:
+        """``measure`` of the comparable sets of each pair (a[i], b[i]), each pair computed once (``known``)."""
+        out = np.empty(len(a))
+        for i, pair in enumerate(zip(a.tolist(), b.tolist())):
+            value = known.get(pair)
+            if value is None:
+                value = known[pair] = measure(self.sorted[pair[0]], self.sorted[pair[1]], self.settings)
+            out[i] = value
+        return out
 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         if self.settings.verify == "estimate":
@@ -389,9 +403,7 @@ class _SignatureSource:
         self.sets.update(stored_sets(self.db, [d for d in docs if d not in self.sets], self.settings))
         for doc in docs - self.sorted.keys():
             self.sorted[doc] = comparable_set(self.sets[doc], self.settings)
-        settings = self.settings
-        return np.array([set_similarity(self.sorted[x], self.sorted[y], settings)
-                         for x, y in zip(a.tolist(), b.tolist())])
+        return self._pairs(a, b, self.pair_similarity, set_similarity)
 
 
 # --- adding pages ----------------------------------------------------------------------------------------------
