@@ -5,6 +5,9 @@
                                 [--page-size 0] [--verify sample|exact|estimate] [--set-size 1000] [--sample 256]
                                 [--anchor-rate 16] [--anchor-keys 12]
                                 [--keep]
+                                [--phases]
+    python bench/bench_index.py --merge-rows 1400000
+
 
 Synthetic signatures (default settings: 128 slots, 16 bands x 6 rows, threshold 0.8) with planted near-duplicates:
 ``--dup-share`` of the pages copy an earlier page (from a rolling pool of recent originals) with each slot
@@ -26,6 +29,12 @@ Phases, each timed on its own:
   lookup    ``store.lsh.query`` for ``--lookups`` random indexed pages, one at a time: p50 and p99 latency (wall, and
             CPU: on a shared machine the wall clock measures the load)
 Then the bytes per page on disk (database file after a checkpoint) and the process's peak resident memory.
+``--phases`` prints where the inserts' CPU went: each step of ``add_signatures`` timed by CPU (nested steps count in
+their callers too) and the commits.
+``--merge-rows N`` times one merge of the band index alone instead: SEGMENT_FANOUT - 1 segments of level 0 with N
+random (key, doc) rows each, then the N rows of a flush, inside a caller's transaction (the merge runs in the
+savepoint ``add_signatures`` makes): CPU per merged row, and by part (ordering the rows, setting the new segment's
+filter, writing its blocks, reading the merged ones), then the commit and the checkpoint.
 ``--page-size`` creates the database with that SQLite page size before ``open_db`` (0: open_db's default).
 """
 
@@ -226,6 +235,115 @@ def time_lookups(db, settings: ShingleSettings, n: int, lookups: int) -> None:
           f"p99 {np.percentile(cpu_ms, 99):.2f} ms")
 
 
+PHASES = {  # store.lsh's steps of an insert, by function (nested: a step's time counts in its callers' too)
+    "add_signatures": "add_signatures (the whole call)",
+    "_insert_docs": "  _insert_docs (after the known pages' lookup)",
+    "_candidate_pairs": "    candidates: batch's keys, lookups, new run",
+    "_stored_partners": "      lookups of the batch's keys",
+    "_segment_rows": "        in the segments (filters, blocks)",
+    "find": "        in the recent runs",
+    "_append_run": "      the batch's run (INSERT, memory, filter)",
+    "_merge_recent": "      flushes and merges of segments",
+    "_verified_edges": "    verification of candidates",
+    "_merge": "    clustering (references, joins)",
+    "_relabel": "    relabelled clusters",
+    "_band_rows": "    band rows of the batch",
+}
+
+
+def timed_phases() -> dict[str, list]:
+    """Wrap PHASES' functions with CPU timers: name -> [seconds, calls]."""
+    spent: dict[str, list] = {name: [0.0, 0] for name in PHASES}
+
+    def wrap(name, function):
+        def run(*args, **kwargs):
+            began = time.process_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent[name][0] += time.process_time() - began
+                spent[name][1] += 1
+        return run
+
+    for name in PHASES:
+        owner = lsh._Recent if name == "find" else lsh
+        setattr(owner, name, wrap(name, getattr(owner, name)))
+    return spent
+
+
+def print_phases(spent: dict[str, list], total_cpu: float, pages: int) -> None:
+    print(f"phases (CPU; of the timed inserts, {total_cpu:.1f} s):")
+    for name, label in PHASES.items():
+        seconds, calls = spent[name]
+        print(f"  {label:<50} {seconds:8.2f} s {100 * seconds / total_cpu:5.1f}%  {seconds / pages * 1e6:6.1f} us a page "
+              f"({calls:,} calls)")
+    children = ("_candidate_pairs", "_verified_edges", "_merge", "_relabel", "_band_rows")
+    for label, seconds in (
+            ("    the pages' rows (INSERT lsh_signatures, lsh_shingles), rest",
+             spent["_insert_docs"][0] - sum(spent[name][0] for name in children)),
+            ("  known pages' lookup, verification sets, rest", spent["add_signatures"][0] - spent["_insert_docs"][0])):
+        print(f"  {label:<50} {seconds:8.2f} s {100 * seconds / total_cpu:5.1f}%  {seconds / pages * 1e6:6.1f} us a page")
+    rest = total_cpu - spent["add_signatures"][0]
+    print(f"  {'commits (GrowingBatch) and the timing itself':<50} {rest:8.2f} s {100 * rest / total_cpu:5.1f}%  "
+          f"{rest / pages * 1e6:6.1f} us a page")
+
+
+def time_merge(rows: int) -> None:
+    import functools
+    from store.db import transaction
+    db = open_db(Path(tempfile.mkdtemp(prefix="bench-merge-")) / "merge.db")
+    lsh.prepare(db)
+    rng = np.random.default_rng(SEED)
+    spent: dict[str, float] = {}
+
+    def timed(name, function):
+        @functools.wraps(function)
+        def run(*args, **kwargs):
+            began = time.process_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.process_time() - began
+        return run
+
+    def flush(first_doc: int) -> None:  # a flush's rows: a page's 28 keys under one doc, in (key, doc) order
+        keys, docs = rng.integers(0, 2**47, size=rows), first_doc + np.arange(rows) // 28
+        order = np.lexsort((docs, keys))
+        lsh._add_segment(db, keys[order], docs[order])
+
+    db.conn.execute("BEGIN IMMEDIATE")
+    for i in range(lsh.SEGMENT_FANOUT - 1):
+        flush(1 + i * rows)
+    db.conn.execute("COMMIT")
+    parts = {"_row_order": "ordering the rows", "_bloom_add": "setting filters", "_range_rows": "reading blocks"}
+    for name, label in parts.items():
+        if hasattr(lsh, name):
+            setattr(lsh, name, timed(label, getattr(lsh, name)))
+    if not hasattr(lsh, "_row_order"):  # an older store.lsh (a checkout linked in for a comparison): np.lexsort
+        proxy = type(np)("numpy_timed")
+        proxy.__dict__.update(np.__dict__)
+        proxy.lexsort = timed("ordering the rows", np.lexsort)
+        lsh.np = proxy
+    lsh._SegmentWriter._blocks = timed("writing blocks", lsh._SegmentWriter._blocks)
+    db.conn.execute("BEGIN IMMEDIATE")
+    began = time.process_time()
+    with transaction(db, name="lsh"):
+        flush(1 + (lsh.SEGMENT_FANOUT - 1) * rows)
+    merge = time.process_time() - began
+    began = time.process_time()
+    db.conn.execute("COMMIT")
+    commit = time.process_time() - began
+    began = time.process_time()
+    db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    checkpoint = time.process_time() - began
+    merged = rows * lsh.SEGMENT_FANOUT
+    shares = ", ".join(f"{label} {seconds:.2f} s" for label, seconds in sorted(spent.items(), key=lambda i: -i[1]))
+    levels = [(s.level, s.rows) for s in lsh._segments(db).items]
+    print(f"merge: {rows:,} rows flushed, then {merged:,} rows merged in {merge:.2f} s CPU ({merge / merged * 1e9:.0f} "
+          f"ns a merged row; {shares}); commit {commit:.2f} s, checkpoint {checkpoint:.2f} s CPU; segments (level, "
+          f"rows) {levels}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=1_000_000)
@@ -246,7 +364,13 @@ def main() -> None:
     parser.add_argument("--anchor-keys", type=int, default=ShingleSettings().anchor_keys,
                         help="anchor keys a page keeps at most")
     parser.add_argument("--keep", action="store_true", help="keep the database file")
+    parser.add_argument("--phases", action="store_true", help="print where the inserts' CPU went, by step")
+    parser.add_argument("--merge-rows", type=int, default=0,
+                        help="time one merge of segments of this many rows instead (see above)")
     args = parser.parse_args()
+    if args.merge_rows:
+        time_merge(args.merge_rows)
+        return
     path = args.db or Path(tempfile.mkdtemp(prefix="bench-index-")) / "index.db"
     if path.exists():
         sys.exit(f"{path} exists: give a new --db path")
@@ -261,8 +385,11 @@ def main() -> None:
           f"{f' ({args.sample} of {args.set_size} shingles a page)' if args.verify == 'sample' else ''}"
           f"{f' ({args.set_size} shingles a page)' if args.verify == 'exact' else ''}; SQLite page size {page_size}; "
           f"{path}")
+    spent = timed_phases() if args.phases else None
     began = time.perf_counter()
     planted, batch_times, cpu_times, own_bytes = insert_all(db, args, settings)
+    if spent is not None:
+        print_phases(spent, sum(cpu_times), args.n)
     wall = time.perf_counter() - began
     last = max(1, len(batch_times) // 10)
     tail, tail_cpu = sum(batch_times[-last:]), sum(cpu_times[-last:])

@@ -1,6 +1,8 @@
 """Index bench_index.py's synthetic pages with the store.lsh of CHECKOUT and print (and write to OUT.json) digests of
 what the index gives: every candidate pair row, the verified pairs, the clusters, the links, the stored pages and 200
-lookups. Two checkouts that give the same file find the same candidates and build the same clusters.
+lookups, and of every stored row (pages with their signatures, anchor keys and verification sets, clusters, counters;
+the band index's segments, blocks and recent runs: the same bytes, not only the same answers). Two checkouts that give
+the same file find the same candidates and build the same clusters.
 
     python bench/index_identity.py CHECKOUT N RECENT_PAGES OUT.json
 
@@ -63,9 +65,20 @@ for doc in rng2.integers(1, n, size=200).tolist():
         queries.append([doc, [(m.doc, round(s, 9)) for m, s in lsh.query(db, np.frombuffer(row[0], np.uint32), settings,
                        shingle_set=lsh.stored_sets(db, [doc], settings).get(doc), exclude=doc)]])
 h = lambda x: hashlib.sha256(json.dumps(x).encode()).hexdigest()[:16]
+def table_h(sql):
+    digest = hashlib.sha256()
+    for row in db.conn.execute(sql):
+        digest.update(repr(row).encode())
+    return digest.hexdigest()[:16]
+
+
+stored_h = table_h("SELECT * FROM lsh_signatures ORDER BY doc") + table_h("SELECT * FROM lsh_shingles ORDER BY doc") \
+    + table_h("SELECT * FROM dup_clusters ORDER BY cluster") + table_h("SELECT * FROM lsh_state ORDER BY name")
+band_h = table_h("SELECT * FROM lsh_segments ORDER BY segment") + table_h("SELECT * FROM lsh_blocks ORDER BY id") \
+    + table_h("SELECT * FROM lsh_runs ORDER BY run")
 res = {"candidate_rows": len(codes), "candidates": hashlib.sha256(codes.tobytes()).hexdigest()[:16],
        "distinct": int(len(np.unique(codes))), "verified": len(verified), "verified_h": h(verified),
        "clusters": len(clusters), "clusters_h": h(clusters), "links_h": h(links), "signatures_h": h(sig),
-       "queries_h": h(queries), "stats": lsh.stats(db)}
+       "queries_h": h(queries), "stored_h": stored_h, "band_index_h": band_h, "stats": lsh.stats(db)}
 json.dump(res, open(out, "w"), indent=1)
 print(res)

@@ -62,7 +62,7 @@ from templater.config import (BUCKET_CAP, ID_CHUNK, CACHE_KIB, CHECKPOINT_BYTES,
                               ROUND_LIMITS, REFERENCE_MEMBERS, FILTER_BITS_PER_KEY, FILTER_HASHES,
                               FILTER_FIRST_KEYS, RECENT_FILTER_KEYS, SEGMENT_BLOCK_ROWS, SEGMENT_FANOUT,
                               SEGMENT_SLICE_ROWS, SEGMENT_FILTER_BITS, FILTER_MEMORY_BYTES,
-                              BLOOM_CHUNK_KEYS)  # noqa: F401
+                              BLOOM_CHUNK_KEYS, BLOOM_DENSE_SPAN)  # noqa: F401
 from templater.errors import InputError, SettingsMismatchError
 from templater.unionfind import UnionFind
 from templater.shingles import (ALGORITHM_VERSION, LEGACY_LINES, LEGACY_MEASURE, ShingleSettings, Shingles,
@@ -266,15 +266,26 @@ def prepare(db: sqlite_utils.Database) -> None:
 def load_settings(db: sqlite_utils.Database) -> ShingleSettings | None:
     """The settings the index was built with, or None for an empty index."""
     prepare(db)
-    values = {name: json.loads(value) for name, value in db.conn.execute("SELECT name, value FROM lsh_settings")}
-    if not values:
+    rows = tuple(db.conn.execute("SELECT name, value FROM lsh_settings ORDER BY name"))
+    if not rows:
         return None
-    if values.get("algorithm") != ALGORITHM_VERSION:
+    algorithm, settings = _parsed_settings(rows)
+    if settings is None:
         raise SettingsMismatchError(
             f"the near-duplicate index in {db_name(db)} was built by signature algorithm version "
-            f"{values.get('algorithm')}, this templater makes version {ALGORITHM_VERSION}: rebuild it in a new --db")
+            f"{algorithm}, this templater makes version {ALGORITHM_VERSION}: rebuild it in a new --db")
+    return settings
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed_settings(rows: tuple[tuple[str, str], ...]) -> tuple[object, ShingleSettings | None]:
+    """(the stored algorithm version, the settings; None when made by another algorithm) of the stored rows: read
+    on every ``load_settings``, parsed once per distinct rows."""
+    values = {key: json.loads(value) for key, value in rows}
+    if values.get("algorithm") != ALGORITHM_VERSION:
+        return values.get("algorithm"), None
     values.setdefault("lines", LEGACY_LINES)  # stored before ``lines`` was a setting: its shingles crossed lines
-    return ShingleSettings.from_dict(values)
+    return ALGORITHM_VERSION, ShingleSettings.from_dict(values)
 
 
 def ensure_settings(db: sqlite_utils.Database, settings: ShingleSettings | None = None) -> ShingleSettings:
@@ -334,6 +345,10 @@ class _SignatureSource:
         self.sites: dict[int, str] = {}
         self.sets = dict(shingle_sets or {})  # as stored
         self.sorted: dict[int, np.ndarray] = {}  # comparable sets, made when first verified
+        # (a, b) -> the pair's similarity / Jaccard, computed once: clustering asks again for pairs verification
+        # (and the reference checks) asked for, a new page against a cluster's longest page most often
+        self.pair_similarity: dict[tuple[int, int], float] = {}
+        self.pair_jaccard: dict[tuple[int, int], float] = {}
 
     def signatures(self, docs: np.ndarray) -> np.ndarray:
         missing = [d for d in set(docs.tolist()) if d not in self.rows]
@@ -365,8 +380,18 @@ class _SignatureSource:
         return accepted(self.settings, self.same(a, b), sims, lambda mask: self._jaccard(a[mask], b[mask]))
 
     def _jaccard(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return np.array([set_jaccard(self.sorted[x], self.sorted[y], self.settings)
-                         for x, y in zip(a.tolist(), b.tolist())])
+        return self._pairs(a, b, self.pair_jaccard, set_jaccard)
+
+    def _pairs(self, a: np.ndarray, b: np.ndarray, known: dict[tuple[int, int], float],
+               measure: Callable[[np.ndarray, np.ndarray, ShingleSettings], float]) -> np.ndarray:
+        """``measure`` of the comparable sets of each pair (a[i], b[i]), each pair computed once (``known``)."""
+        out = np.empty(len(a))
+        for i, pair in enumerate(zip(a.tolist(), b.tolist())):
+            value = known.get(pair)
+            if value is None:
+                value = known[pair] = measure(self.sorted[pair[0]], self.sorted[pair[1]], self.settings)
+            out[i] = value
+        return out
 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         if self.settings.verify == "estimate":
@@ -378,9 +403,7 @@ class _SignatureSource:
         self.sets.update(stored_sets(self.db, [d for d in docs if d not in self.sets], self.settings))
         for doc in docs - self.sorted.keys():
             self.sorted[doc] = comparable_set(self.sets[doc], self.settings)
-        settings = self.settings
-        return np.array([set_similarity(self.sorted[x], self.sorted[y], settings)
-                         for x, y in zip(a.tolist(), b.tolist())])
+        return self._pairs(a, b, self.pair_similarity, set_similarity)
 
 
 # --- adding pages ----------------------------------------------------------------------------------------------
@@ -415,7 +438,7 @@ def add_signatures(db: sqlite_utils.Database, pages: Sequence[IndexedPage], sign
                         dtype=np.int64)
         seen = [known[pages[i].page_id][2] for i in changed] + [generation] * len(fresh)
         sets = stored_form(shingles, order, settings) if settings.verify != "estimate" else None
-        anchors = [signatures.anchors_of(i) for i in order]
+        anchors = _anchor_lists(signatures, order)
         joined = _insert_docs(db, docs, [pages[i] for i in order], signatures.values[order], seen, settings, sets,
                               anchors)
     return AddResult(added=len(fresh), updated=len(changed), unchanged=len(same),
@@ -467,9 +490,13 @@ def _band_rows(keys: np.ndarray, docs: np.ndarray,
     return flat_keys[fresh], flat_docs[fresh]
 
 
-def anchors_blob(anchors: np.ndarray) -> bytes | None:
-    """A page's anchor keys as stored (None without any)."""
-    return anchors.astype(np.int64).tobytes() if len(anchors) else None
+def _anchor_lists(signatures: Signatures, order: list[int]) -> list[np.ndarray]:
+    """The anchor keys (int64) of the pages at ``order``: views of one converted array (``Signatures.anchors_of``
+    converts each page's keys on its own)."""
+    if signatures.anchors is None:
+        return [np.empty(0, np.int64)] * len(order)
+    flat, offsets = signatures.anchors.hashes.astype(np.int64), signatures.anchors.offsets.tolist()
+    return [flat[offsets[i]:offsets[i + 1]] for i in order]
 
 
 def _anchors_of(blob: bytes | None) -> np.ndarray:
@@ -483,6 +510,20 @@ def _token_after(token: int, keys: np.ndarray, docs: np.ndarray) -> int:
     that write the same rows write the same token, and a token read back tells whether memory still matches."""
     return hash((token, len(keys), int(keys.sum()) if len(keys) else 0, int(docs.sum()) if len(docs) else 0,
                  int(np.bitwise_xor.reduce(keys)) if len(keys) else 0)) & ((1 << 62) - 1)
+
+
+def _row_order(keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
+    """The order that sorts (key, doc) rows by key then doc, as ``np.lexsort((docs, keys))`` gives it. Rows that
+    come as runs sorted by (key, doc) with each key's docs ascending from run to run (a merge's segments, oldest
+    first; a lookup's parts) need only one stable sort of their keys, which merges the runs in about linear time;
+    lexsort sorts the docs first, in no order across keys, then the keys again: two full sorts (a merge of 5.6M
+    rows spent half its CPU there). Other rows fall back to lexsort."""
+    order = np.argsort(keys, kind="stable")
+    if len(order) > 1:
+        sorted_keys, sorted_docs = keys[order], docs[order]
+        if ((sorted_keys[1:] == sorted_keys[:-1]) & (sorted_docs[1:] < sorted_docs[:-1])).any():
+            return np.lexsort((docs, keys))
+    return order
 
 
 def _by_key(keys: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -614,11 +655,23 @@ def _bloom_positions(keys: np.ndarray, size: int) -> np.ndarray:
 
 
 def _bloom_add(bits: np.ndarray, keys: np.ndarray) -> None:
-    """Set the bits of ``keys`` in the filter ``bits`` (uint8), BLOOM_CHUNK_KEYS keys at a time: positions grouped by
-    their bit in a byte (a radix sort of 8 values), one fancy assignment per group, whose repeated bytes all
-    write the same value (``np.bitwise_or.at`` was 10% of a batch)."""
+    """Set the bits of ``keys`` in the filter ``bits`` (uint8), BLOOM_CHUNK_KEYS keys at a time. Keys in order (a
+    segment's, written by a flush or a merge) touch one run of blocks a chunk: its bits are set in a boolean array of
+    that span, packed (least significant bit first, as a position p is bit p & 7 of byte p >> 3) and OR-ed into the
+    filter's slice, three passes in all (a merge spent a third of its CPU in the sparse way). Keys spread over the
+    whole filter (a batch's keys into the recent runs' large filter): positions grouped by their bit in a byte (a
+    radix sort of 8 values), one fancy assignment per group, whose repeated bytes all write the same value
+    (``np.bitwise_or.at`` was 10% of a batch)."""
     for start in range(0, len(keys), BLOOM_CHUNK_KEYS):
         at = _bloom_positions(keys[start:start + BLOOM_CHUNK_KEYS], len(bits) * 8).ravel()
+        low_block, high_block = int(at.min()) // BLOOM_BLOCK_BITS, int(at.max()) // BLOOM_BLOCK_BITS + 1
+        span = (high_block - low_block) * BLOOM_BLOCK_BITS
+        if span <= BLOOM_DENSE_SPAN * len(at):
+            hit = np.zeros(span, dtype=bool)
+            hit[at - low_block * BLOOM_BLOCK_BITS] = True
+            first = low_block * BLOOM_BLOCK_BITS // 8
+            bits[first:first + span // 8] |= np.packbits(hit, bitorder="little")
+            continue
         low = (at & 7).astype(np.uint8)
         at = at[np.argsort(low, kind="stable")]
         ends = np.cumsum(np.bincount(low, minlength=8)).tolist()
@@ -862,7 +915,7 @@ def _merge_segments(db: sqlite_utils.Database, held: _Segments, merged: list[_Se
     for low, high in _key_ranges(merged, 0, SEGMENT_SLICE_ROWS):
         parts = [_range_rows(db, s, low, high) for s in merged]
         keys, docs = np.concatenate([k for k, _ in parts]), np.concatenate([d for _, d in parts])
-        order = np.lexsort((docs, keys))
+        order = _row_order(keys, docs)
         writer.write(keys[order], docs[order])
     made = writer.close()
     for s in merged:
@@ -952,17 +1005,30 @@ def _insert_docs(db: sqlite_utils.Database, docs: np.ndarray, pages: list[Indexe
     edges, sizes = _verified_edges(db, pairs, docs, source)
     labels, links, merged = _merge(docs, edges, sizes, {d: p.text_chars for d, p in zip(docs.tolist(), pages)},
                                    source)
+    doc_list = docs.tolist()
     db.conn.executemany(
         "INSERT INTO lsh_signatures (doc, page_id, url, signature, first_seen, boilerplate_chars, text_chars,"
         " cluster, fetched_at, anchors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [(d, p.page_id, p.url, v.tobytes(), s, p.boilerplate_chars, p.text_chars, labels.get(d, d), p.fetched_at,
-          anchors_blob(a)) for d, p, v, s, a in zip(docs.tolist(), pages, values, first_seen, anchors)])
+        [(d, p.page_id, p.url, v, s, p.boilerplate_chars, p.text_chars, labels.get(d, d), p.fetched_at, a or None)
+         for d, p, v, s, a in zip(doc_list, pages, _blobs(values), first_seen, _blobs(anchors))])
     if sets is not None:
-        db.conn.executemany("INSERT INTO lsh_shingles (doc, hashes) VALUES (?, ?)",
-                            [(d, s.tobytes()) for d, s in zip(docs.tolist(), sets)])
+        db.conn.executemany("INSERT INTO lsh_shingles (doc, hashes) VALUES (?, ?)", zip(doc_list, _blobs(sets)))
     _relabel(db, merged)
     _add_links(db, links)
     return len(links)
+
+
+def _blobs(arrays: np.ndarray | Sequence[np.ndarray]) -> list[bytes]:
+    """Each row of a 2-D array, or each array of a list of 1-D arrays of one dtype, as bytes (``tobytes``): cut from
+    one bytes object of them all, not converted one by one."""
+    if isinstance(arrays, np.ndarray) and arrays.ndim == 2:
+        data, width = np.ascontiguousarray(arrays).tobytes(), arrays.shape[1] * arrays.itemsize
+        return [data[i:i + width] for i in range(0, len(data), width)] if width else [b""] * len(arrays)
+    if not len(arrays):
+        return []
+    data = np.concatenate(arrays).tobytes()
+    ends = (np.cumsum([len(a) for a in arrays]) * arrays[0].itemsize).tolist()
+    return [data[start:end] for start, end in zip([0, *ends[:-1]], ends)]
 
 
 def _candidate_pairs(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
@@ -1019,7 +1085,13 @@ def _verified_edges(db: sqlite_utils.Database, pairs: np.ndarray, docs: np.ndarr
         return [], {}
     x, y = codes >> PAIR_SHIFT, codes & ((1 << PAIR_SHIFT) - 1)
     old = sorted_set(y[~np.isin(y, docs)])
-    cluster_of = dict(_select_in(db, "SELECT doc, cluster FROM lsh_signatures WHERE doc IN ({ids})", old.tolist()))
+    cluster_of: dict[int, int] = {}
+    for doc, cluster, url in _select_in(db, "SELECT doc, cluster, url FROM lsh_signatures WHERE doc IN ({ids})",
+                                        old.tolist()):
+        cluster_of[doc] = cluster
+        source.sites.setdefault(doc, site_of(url))  # read with the clusters: verification needs every partner's site
+    if source.settings.verify != "estimate":  # and the partners' sets: one statement, not one per round
+        source.sets.update(stored_sets(db, [d for d in old.tolist() if d not in source.sets], source.settings))
     group = np.array([cluster_of.get(d, d) for d in y.tolist()], dtype=np.int64)
     sizes = _cluster_sizes(db, sorted(set(cluster_of.values())))
     found = _first_passing(x, group, y, shared, source)
@@ -1102,6 +1174,22 @@ def _compatible(mine: References, theirs: References, source: _SignatureSource) 
     return bool(source.passing(a, b).all())
 
 
+class _NewReferences(dict):
+    """References by group: the stored clusters' as given, and a new page's (itself, on its site) made when first
+    needed (most pages of a batch have no verified edge: their sites are never read)."""
+
+    def __init__(self, references: dict[int, References], new: set[int], chars: dict[int, int],
+                 source: _SignatureSource):
+        super().__init__(references)
+        self.new, self.chars, self.source = new, chars, source
+
+    def __missing__(self, doc: int) -> References:
+        if doc not in self.new:
+            raise KeyError(doc)
+        refs = self[doc] = {self.source.site_list(np.array([doc], dtype=np.int64))[0]: (doc, self.chars.get(doc, 0))}
+        return refs
+
+
 def _join(docs: np.ndarray, edges: list[tuple[int, int, int]], references: dict[int, References],
           chars: dict[int, int], source: _SignatureSource) -> tuple[UnionFind, list[tuple[int, int]]]:
     """Join the new pages (in doc order) to the groups their verified edges (new page, group, partner) reach.
@@ -1113,9 +1201,7 @@ def _join(docs: np.ndarray, edges: list[tuple[int, int, int]], references: dict[
     instead of chaining them.
     """
     uf = UnionFind()
-    refs = dict(references)
-    sites = source.site_list(docs)
-    refs.update({d: {site: (d, chars.get(d, 0))} for d, site in zip(docs.tolist(), sites)})
+    refs = _NewReferences(references, set(docs.tolist()), chars, source)
     links: list[tuple[int, int]] = []
     for x, items in groupby(sorted(edges), key=lambda e: e[0]):
         options: dict[int, int] = {}
@@ -1380,7 +1466,7 @@ def iter_candidate_pairs(db: sqlite_utils.Database, *, chunk_rows: int = SEGMENT
         end = len(recent_keys) if high is None else int(np.searchsorted(recent_keys, high, side="left"))
         parts.append((recent_keys[start:end], recent_docs[start:end]))
         keys, docs = np.concatenate([k for k, _ in parts]), np.concatenate([d for _, d in parts])
-        order = np.lexsort((docs, keys))
+        order = _row_order(keys, docs)
         yield bucket_pairs(keys[order], docs[order])
 
 

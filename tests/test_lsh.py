@@ -568,3 +568,35 @@ def test_killed_while_writing_keys_and_resumed_equals_an_uninterrupted_index(tmp
         got = dump(path)
         got["lsh_signatures"] = [r[:4] + r[5:] for r in got["lsh_signatures"]]  # first_seen: the generation
         assert got == {**expected, "lsh_signatures": [r[:4] + r[5:] for r in expected["lsh_signatures"]]}, kill_at
+
+
+@pytest.mark.parametrize("in_order", [True, False])
+def test_a_filter_set_as_packed_slices_has_the_bits_set_position_by_position(monkeypatch, in_order):
+    """Keys in order (a segment's) are set in one packed slice per chunk, keys spread over the filter one position at
+    a time: the two ways give the same bytes, whatever the chunk size and filter size."""
+    rng = np.random.default_rng(9)
+    keys = rng.integers(0, 2**47, size=20_000)
+    keys = np.sort(keys) if in_order else keys
+    for size in (lsh._filter_size(len(keys), 0), 1 << 16, 1024):
+        monkeypatch.setattr(lsh, "BLOOM_CHUNK_KEYS", 3_000)
+        dense, sparse = np.zeros(size, np.uint8), np.zeros(size, np.uint8)
+        monkeypatch.setattr(lsh, "BLOOM_DENSE_SPAN", 1 << 40)
+        lsh._bloom_add(dense, keys)
+        monkeypatch.setattr(lsh, "BLOOM_DENSE_SPAN", 0)
+        lsh._bloom_add(sparse, keys)
+        assert np.array_equal(dense, sparse)
+        assert lsh._bloom_has(dense, keys).all()
+
+
+@hsettings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 30)), max_size=12), max_size=5))
+def test_rows_are_ordered_by_key_then_doc_as_lexsort_orders_them(runs):
+    """``_row_order`` gives lexsort's order for any rows: runs sorted by (key, doc) with docs rising from run to
+    run (its fast path), runs whose docs do not (a re-indexed page's old doc number: the fallback), repeated rows."""
+    parts = [sorted(run) for run in runs]
+    rows = [row for run in parts for row in run]
+    keys = np.array([k for k, _ in rows], dtype=np.int64)
+    docs = np.array([d for _, d in rows], dtype=np.int64)
+    order = lsh._row_order(keys, docs)
+    assert np.array_equal(keys[order], keys[np.lexsort((docs, keys))])
+    assert np.array_equal(docs[order], docs[np.lexsort((docs, keys))])
