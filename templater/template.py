@@ -27,7 +27,7 @@ from . import metadata, native
 from .align import lcs_length, lcs_pairs
 from .blocks import fill_xpaths
 from .config import BLOCK_TAGS as _BLOCK_TAGS
-from .config import RELATED_MAX_SHARE, LearnSettings
+from .config import NEAR_COPY_SIZE, RELATED_MAX_SHARE, LearnSettings
 from .datatypes import Block, Rule, RuleAction, Segmented, Template
 from .headline import find_headline
 from .shingles import ShingleSettings, containment_of_sets, shingle_hashes, sorted_set
@@ -66,7 +66,8 @@ def learn_template(pages: Sequence[Segmented], *, site: str, version: int = 1, l
     page_count = len(pages)
     for seg in pages:
         fill_xpaths(seg.blocks)  # linear in the blocks: the XPaths are read for every block below
-    pages = distinct_pages(pages, settings)
+    every = pages
+    pages = distinct_pages(pages, settings)  # near-copies count once toward what looks like boilerplate
     hashes = static_hashes(pages, settings)
     reference, support = align_static(pages, hashes, settings)
     static = [(_static_rule(block, share), block) for block, share in zip(reference, support)
@@ -80,16 +81,17 @@ def learn_template(pages: Sequence[Segmented], *, site: str, version: int = 1, l
     if region is not None:
         rules.append(region)
     rules += container_rules(pages, headlines, settings)
-    rules += metadata_rules(pages, settings)
+    rules += metadata_rules(every, settings)  # every page: a copy repeats its original's values, which must vary
     return Template(site=site, version=version, rules=tuple(rules), page_count=page_count,
                     learned_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), layout=layout,
                     reason=reason, settings=settings)
 
 
-def distinct_pages(pages: Sequence[Segmented], settings: LearnSettings = LearnSettings()) -> list[Segmented]:
+def distinct_pages(pages: Sequence[Segmented], settings: LearnSettings = LearnSettings(), *,
+                   size: float = NEAR_COPY_SIZE) -> list[Segmented]:
     """The pages less near-copies: a page whose own text (its long blocks, less those most pages share) mostly
     (settings.near_copy of the smaller set of word 3-grams) is a kept page's own text, or the other way round, is
-    left out, when the smaller text has at least settings.near_copy_size of the larger's 3-grams.
+    left out, when the smaller text has at least ``size`` of the larger's 3-grams.
 
     Two copies of one article (a syndicated story, a page under two URLs, a print version, a recrawl with a few
     words changed) would otherwise make the article's text look like boilerplate the site repeats. Shingles, not
@@ -106,19 +108,18 @@ def distinct_pages(pages: Sequence[Segmented], settings: LearnSettings = LearnSe
     sets: list[np.ndarray] = []
     for i, seg in enumerate(pages):
         own = sorted_set(shingles.of(i))
-        if len(own) and any(_near_copy(own, other, settings) for other in sets):
+        if len(own) and any(_near_copy(own, other, settings.near_copy, size) for other in sets):
             continue
         kept.append(seg)
         sets.append(own)
     return kept
 
 
-def _near_copy(a: np.ndarray, b: np.ndarray, settings: LearnSettings) -> bool:
-    """Whether two pages' own-text shingle sets (sorted) are one article's: the smaller mostly inside the larger,
-    and not a small part of it."""
+def _near_copy(a: np.ndarray, b: np.ndarray, threshold: float, size: float) -> bool:
+    """Whether two pages' own-text shingle sets (sorted) are one article's: the smaller mostly (``threshold``)
+    inside the larger, and not a small part of it (at least ``size`` of it)."""
     small, large = sorted((len(a), len(b)))
-    return bool(small) and small >= settings.near_copy_size * large and \
-        containment_of_sets(a, b) >= settings.near_copy
+    return bool(small) and small >= size * large and containment_of_sets(a, b) >= threshold
 
 
 def static_hashes(pages: Sequence[Segmented], settings: LearnSettings) -> set[int]:
