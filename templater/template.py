@@ -89,9 +89,9 @@ def learn_template(pages: Sequence[Segmented], *, site: str, version: int = 1, l
 
 def distinct_pages(pages: Sequence[Segmented], settings: LearnSettings = LearnSettings(), *,
                    size: float = NEAR_COPY_SIZE) -> list[Segmented]:
-    """The pages less near-copies: a page whose own text (its long blocks, less those most pages share) mostly
-    (settings.near_copy of the smaller set of word 3-grams) is a kept page's own text, or the other way round, is
-    left out, when the smaller text has at least ``size`` of the larger's 3-grams.
+    """The pages less near-copies: a page whose own text (the word 3-grams of its long blocks, less the blocks and the
+    3-grams most pages share) is mostly (settings.near_copy of the smaller set) a kept page's own text, or the other
+    way round, is left out, when the smaller text has at least ``size`` of the larger's 3-grams.
 
     Two copies of one article (a syndicated story, a page under two URLs, a print version, a recrawl with a few
     words changed) would otherwise make the article's text look like boilerplate the site repeats. Shingles, not
@@ -101,13 +101,18 @@ def distinct_pages(pages: Sequence[Segmented], settings: LearnSettings = LearnSe
     longs = [{b.hash: b.text for b in seg.blocks if len(b.text) >= settings.near_copy_chars} for seg in pages]
     need = max(settings.near_copy_common_pages, len(pages) / 2)
     common = {h for h, n in Counter(h for blocks in longs for h in blocks).items() if n >= need}
-    # long blocks most pages share are the site's, not the article's
+    # long blocks most pages share are the site's, not the article's; so are the 3-grams most pages' own texts
+    # share (the prose of generated pages that differ by a name)
     texts = ["\n".join(text for h, text in blocks.items() if h not in common) for blocks in longs]
     shingles = shingle_hashes(texts, NEAR_COPY_SHINGLES)
+    owns = [sorted_set(shingles.of(i)) for i in range(len(pages))]
+    values, counts = np.unique(np.concatenate(owns), return_counts=True) if owns else (None, None)
+    if values is not None and (counts >= need).any():
+        shared = values[counts >= need]
+        owns = [own[~np.isin(own, shared, assume_unique=True)] for own in owns]
     kept: list[Segmented] = []
     sets: list[np.ndarray] = []
-    for i, seg in enumerate(pages):
-        own = sorted_set(shingles.of(i))
+    for seg, own in zip(pages, owns):
         if len(own) and any(_near_copy(own, other, settings.near_copy, size) for other in sets):
             continue
         kept.append(seg)
