@@ -144,10 +144,14 @@ LIST_ITEMS = frozenset({("ul", "li"), ("ol", "li"), ("dl", "dt"), ("dl", "dd")})
 
 # --- template (templater/template.py) --------------------------------------------------------------------------
 REFERENCE_CANDIDATES = 15  # pages tried as the alignment reference
-NEAR_COPY = 0.8  # containment of long-block sets (shared / the smaller set) above which two pages count as one when
-# learning: a copy cut short keeps a subset of the original's paragraphs
-NEAR_COPY_CHARS = 80  # blocks this long (paragraphs, not menu items) decide whether two pages are copies
+NEAR_COPY = 0.8  # containment (shared / the smaller set) of two pages' own texts' word 3-grams above which they count
+# as one page when learning: a copy cut short keeps most of the original's shingles, one with a few words replaced
+# (which changes its paragraphs' block hashes) most of them
+NEAR_COPY_CHARS = 80  # blocks this long (paragraphs, not menu items) make a page's own text
 NEAR_COPY_COMMON_PAGES = 3  # ... unless this many pages (and half of them) have them: then they are the site's
+NEAR_COPY_SIZE = 0.3  # ... and the smaller own text has at least this share of the larger's shingles (a page whose
+# own text is a rotating sidebar block or two is not a copy of every page that shows them; learning's alone, not
+# saved with a template)
 REGION_TEXT_SHARE = 0.8  # the content region holds at least this share of a page's remaining text
 REGION_PAGE_SHARE = 0.5  # ... on at least this share of the pages
 NAV_PATHS = ("/nav/", "/aside/")  # a varying block inside <nav> (breadcrumbs, section menus) or <aside> is not the

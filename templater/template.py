@@ -27,9 +27,10 @@ from . import metadata, native
 from .align import lcs_length, lcs_pairs
 from .blocks import fill_xpaths
 from .config import BLOCK_TAGS as _BLOCK_TAGS
-from .config import RELATED_MAX_SHARE, LearnSettings
+from .config import NEAR_COPY_SIZE, RELATED_MAX_SHARE, LearnSettings
 from .datatypes import Block, Rule, RuleAction, Segmented, Template
 from .headline import find_headline
+from .shingles import ShingleSettings, containment_of_sets, shingle_hashes, sorted_set
 
 COMMENT_NAME = re.compile(
     r"(?i)comments?|comment-?list|comments?-(?:area|section|wrap|wrapper|container|block|box|thread|holder)"
@@ -54,6 +55,7 @@ _NAMED = etree.XPath("//body//*[@id or @class][not(self::body)]")
 # A positional path whose every step is an element name XPath can spell: markup cut inside a script makes libxml2
 # name elements "j.length;i++)..." or "i<j", which spell no step (an XPath that does not compile, or a comparison)
 _ELEMENT_PATH = re.compile(r"(?:/[^\W\d][\w.-]*(?:\[\d+\])?)+")
+NEAR_COPY_SHINGLES = ShingleSettings(kind="word", n=3, hash_bits=64)  # what distinct_pages compares (no collisions)
 SHORT_LABEL = "short label"  # chrome_shape's word for a short block that titles nothing ...
 
 
@@ -64,7 +66,8 @@ def learn_template(pages: Sequence[Segmented], *, site: str, version: int = 1, l
     page_count = len(pages)
     for seg in pages:
         fill_xpaths(seg.blocks)  # linear in the blocks: the XPaths are read for every block below
-    pages = distinct_pages(pages, settings)
+    every = pages
+    pages = distinct_pages(pages, settings)  # near-copies count once toward what looks like boilerplate
     hashes = static_hashes(pages, settings)
     reference, support = align_static(pages, hashes, settings)
     static = [(_static_rule(block, share), block) for block, share in zip(reference, support)
@@ -78,32 +81,50 @@ def learn_template(pages: Sequence[Segmented], *, site: str, version: int = 1, l
     if region is not None:
         rules.append(region)
     rules += container_rules(pages, headlines, settings)
-    rules += metadata_rules(pages, settings)
+    rules += metadata_rules(every, settings)  # every page: a copy repeats its original's values, which must vary
     return Template(site=site, version=version, rules=tuple(rules), page_count=page_count,
                     learned_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), layout=layout,
                     reason=reason, settings=settings)
 
 
-def distinct_pages(pages: Sequence[Segmented], settings: LearnSettings = LearnSettings()) -> list[Segmented]:
-    """The pages less near-copies: a page whose long blocks mostly (settings.near_copy of the smaller set) are a
-    kept page's, or the other way round, is left out.
+def distinct_pages(pages: Sequence[Segmented], settings: LearnSettings = LearnSettings(), *,
+                   size: float = NEAR_COPY_SIZE) -> list[Segmented]:
+    """The pages less near-copies: a page whose own text (the word 3-grams of its long blocks, less the blocks and the
+    3-grams most pages share) is mostly (settings.near_copy of the smaller set) a kept page's own text, or the other
+    way round, is left out, when the smaller text has at least ``size`` of the larger's 3-grams.
 
-    Two copies of one article (a syndicated story, a page under two URLs) would otherwise make the article's
-    text look like boilerplate the site repeats.
+    Two copies of one article (a syndicated story, a page under two URLs, a print version, a recrawl with a few
+    words changed) would otherwise make the article's text look like boilerplate the site repeats. Shingles, not
+    block hashes: one replaced word changes its paragraph's hash, and a copy with a new sidebar or a few words
+    changed shares few whole blocks with the original.
     """
-    longs = [{b.hash for b in seg.blocks if len(b.text) >= settings.near_copy_chars} for seg in pages]
+    longs = [{b.hash: b.text for b in seg.blocks if len(b.text) >= settings.near_copy_chars} for seg in pages]
     need = max(settings.near_copy_common_pages, len(pages) / 2)
-    common = {h for h, n in Counter(h for s in longs for h in s).items() if n >= need}
+    common = {h for h, n in Counter(h for blocks in longs for h in blocks).items() if n >= need}
+    # long blocks most pages share are the site's, not the article's; so are the 3-grams most pages' own texts
+    # share (the prose of generated pages that differ by a name)
+    texts = ["\n".join(text for h, text in blocks.items() if h not in common) for blocks in longs]
+    shingles = shingle_hashes(texts, NEAR_COPY_SHINGLES)
+    owns = [sorted_set(shingles.of(i)) for i in range(len(pages))]
+    values, counts = np.unique(np.concatenate(owns), return_counts=True) if owns else (None, None)
+    if values is not None and (counts >= need).any():
+        shared = values[counts >= need]
+        owns = [own[~np.isin(own, shared, assume_unique=True)] for own in owns]
     kept: list[Segmented] = []
-    sets: list[set[int]] = []
-    for seg, blocks in zip(pages, longs):
-        blocks = blocks - common  # long blocks most pages share are the site's, not the article's
-        if blocks and any(len(blocks & other) >= settings.near_copy * min(len(blocks), len(other))
-                          for other in sets if other):
+    sets: list[np.ndarray] = []
+    for seg, own in zip(pages, owns):
+        if len(own) and any(_near_copy(own, other, settings.near_copy, size) for other in sets):
             continue
         kept.append(seg)
-        sets.append(blocks)
+        sets.append(own)
     return kept
+
+
+def _near_copy(a: np.ndarray, b: np.ndarray, threshold: float, size: float) -> bool:
+    """Whether two pages' own-text shingle sets (sorted) are one article's: the smaller mostly (``threshold``)
+    inside the larger, and not a small part of it (at least ``size`` of it)."""
+    small, large = sorted((len(a), len(b)))
+    return bool(small) and small >= size * large and containment_of_sets(a, b) >= threshold
 
 
 def static_hashes(pages: Sequence[Segmented], settings: LearnSettings) -> set[int]:

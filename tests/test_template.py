@@ -1,5 +1,9 @@
+from collections import Counter
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from templater.config import LearnSettings
 from templater.extract import CompiledTemplate, apply_template
@@ -302,3 +306,71 @@ def test_markup_that_starts_inside_a_script_learns_rules_that_compile(cut):
     seg, text = pages[0]
     allowed, _ = apply_template(seg, CompiledTemplate(template))
     assert text.split("\n")[1] in kept_text(seg, allowed)
+
+
+def _page(html: str, seed: str):
+    from templater.blocks import segment
+    from templater.datatypes import Page
+    from templater.parse import parse_html
+
+    return segment(parse_html(html), Page(f"c{seed}", f"https://news.example.com/story/c{seed}.html", html))
+
+
+def test_a_copy_with_a_word_changed_counts_once():
+    """A recrawl that changed one word of the article changes that paragraph's block hash; the other paragraphs
+    still repeat on two of three pages (enough support to be static) unless the pages count as one."""
+    from templater.template import distinct_pages
+
+    from sitegen import article_html
+
+    pages = [s for s, _ in site_pages(2)]
+    html, text = article_html(1)
+    first = text.split("\n")[1]
+    words = first.split()
+    edited = " ".join(words[:3] + ["zebra"] + words[4:])
+    copy = _page(html.replace(first, edited), "1")
+    assert len(distinct_pages(pages + [copy])) == 2
+    template = learn_template(pages + [copy], site="s")
+    for seg in (pages[1], copy):
+        allowed, _ = apply_template(seg, CompiledTemplate(template))
+        assert all(line in kept_text(seg, allowed) for line in text.split("\n")[2:])
+
+
+def test_a_page_quoting_one_paragraph_is_not_a_copy():
+    """A page whose own text is one paragraph of another page's (a quote, a teaser, a sidebar block both show)
+    is contained in it but is not a copy: the smaller text must be NEAR_COPY_SIZE of the larger."""
+    from templater.template import distinct_pages
+
+    from sitegen import article_html
+
+    pages = [s for s, _ in site_pages(4, start=10)]
+    html, text = article_html(30, paragraphs=6)
+    long_page = _page(html, "long")
+    quote_html, quote_text = article_html(20, paragraphs=1)
+    quote = _page(quote_html.replace(quote_text.split("\n")[1], text.split("\n")[1]), "quote")
+    assert len(distinct_pages(pages + [long_page, quote])) == 6
+    assert len(distinct_pages(pages + [long_page, quote], size=0.0)) == 5
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.booleans()), min_size=1, max_size=9))
+def test_distinct_pages_keeps_the_first_page_of_each_article(draws):
+    """Pages of up to seven articles, each at most twice (a second page of an article is a copy, with one word
+    changed or not): distinct_pages keeps exactly the first page of each article, in order."""
+    from templater.template import distinct_pages
+
+    from sitegen import article_html
+
+    pages, seen = [], Counter()
+    for seed, edit in draws:
+        if seen[seed] == 2:
+            continue
+        seen[seed] += 1
+        html, text = article_html(seed)
+        if seen[seed] == 2 and edit:
+            words = text.split("\n")[2].split()
+            html = html.replace(text.split("\n")[2], " ".join(words[:5] + ["zebra"] + words[6:]))
+        pages.append((seed, _page(html, f"{seed}-{len(pages)}")))
+    kept = distinct_pages([seg for _, seg in pages])
+    firsts = [seg for i, (seed, seg) in enumerate(pages) if seed not in {s for s, _ in pages[:i]}]
+    assert [seg.page.id for seg in kept] == [seg.page.id for seg in firsts]
