@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from lxml import etree
@@ -30,19 +31,29 @@ NO_CLASSIFIER = "none"  # --fallback none: the template's rules alone (the whole
 
 class CompiledTemplate:
     """A template prepared for fast application: hash sets and sequences built once; ``settings`` are the
-    thresholds saved with it (what it was learned with: it is applied with them, whatever config says now)."""
+    thresholds saved with it (what it was learned with: it is applied with them, whatever config says now).
 
-    __slots__ = ("template", "name", "static_seq", "static_set", "static_masks", "shapes", "nested", "region",
-                 "region_trusted", "pinned", "containers", "meta", "settings")
+    Built from a whole template, or from one read without its static rules (``static``: their hashes in order,
+    ``template.rules`` the other rules; what a crawl's extraction needs, TemplateIndex), where ``load`` gives the
+    whole template when ``template`` is asked for (rules explain, the report)."""
 
-    def __init__(self, template: Template) -> None:
-        self.template = template
+    __slots__ = ("_template", "_load", "site", "name", "static_seq", "static_set", "static_keys", "static_table",
+                 "_static_masks", "shapes", "nested", "region", "region_trusted", "pinned", "containers", "fast_rules",
+                 "meta", "settings")
+
+    def __init__(self, template: Template, *, static: Sequence[int] | None = None,
+                 load: Callable[[], Template] | None = None) -> None:
+        self._template, self._load = template, load if static is not None else None
         self.settings = settings = template.settings
+        self.site = template.site
         self.name = f"{template.site}@v{template.version}"
-        static = [r for r in template.rules if r.action == RuleAction.DROP and r.hash is not None]
-        self.static_seq = [r.hash for r in static]
-        self.static_set = np.array(sorted(set(self.static_seq)), dtype=np.uint32)
-        self.static_masks = match_masks(self.static_seq)
+        if static is None:
+            static = [r.hash for r in template.rules if r.action == RuleAction.DROP and r.hash is not None]
+        self.static_seq = list(static)
+        sequence = np.array(self.static_seq, dtype=np.uint32)
+        self.static_set = np.unique(sequence)
+        self.static_keys, self.static_table = static_table(sequence, self.static_set)
+        self._static_masks = None
         self.shapes = frozenset(r.tag_path for r in template.rules if r.action == RuleAction.DROP_SHAPE)
         self.nested = nested_lists(self.shapes, settings)
         regions = [r for r in template.rules if r.action == RuleAction.CONTENT and not r.pinned]
@@ -54,6 +65,50 @@ class CompiledTemplate:
         self.meta = tuple(r for r in template.rules if r.action in META_ACTIONS)  # where bylines and dates sit
         self.containers = tuple(_compile(r)[1] for r in template.rules
                                 if r.action == RuleAction.DROP_XPATH and not r.pinned)
+        self.fast_rules = rule_forms(self.containers)
+
+    @property
+    def template(self) -> Template:
+        """The whole template (read now where it was built without its static rules)."""
+        if self._load is not None:
+            self._template, self._load = self._load(), None
+        return self._template
+
+    @property
+    def static_masks(self) -> dict[int, int]:
+        """align.match_masks of the static sequence (the pure path's LCS), made when first asked for."""
+        if self._static_masks is None:
+            self._static_masks = match_masks(self.static_seq)
+        return self._static_masks
+
+
+def static_table(sequence: np.ndarray, keys: np.ndarray) -> tuple[bytes, bytes | None]:
+    """(the sorted distinct static hashes as uint32 bytes, per hash the match mask of its positions in ``sequence``
+    (uint32) as (len(sequence) + 63) // 64 uint64 words) for native.numeric.static_match; (keys, None) without
+    it."""
+    if native.numeric is None or not len(sequence):
+        return keys.tobytes(), None
+    words = (len(sequence) + 63) // 64
+    table = np.zeros((len(keys), words), dtype=np.uint64)
+    positions = np.arange(len(sequence))
+    rows = np.searchsorted(keys, sequence)
+    np.bitwise_or.at(table, (rows, positions // 64), np.left_shift(np.uint64(1), (positions % 64).astype(np.uint64)))
+    return keys.tobytes(), table.tobytes()
+
+
+def match_static(vector: np.ndarray, compiled: CompiledTemplate) -> tuple[np.ndarray, float]:
+    """(the blocks the template's static rules name, the template's coverage of the page: the share of its static
+    sequence the page's block vector holds in order, by LCS; 1.0 without static rules)."""
+    size = len(compiled.static_seq)
+    if compiled.static_table is not None and native.numeric is not None:
+        static = np.zeros(len(vector), dtype=bool)
+        length = native.numeric.static_match(np.ascontiguousarray(vector, dtype=np.uint32), compiled.static_keys,
+                                             compiled.static_table, size, static)
+        return static, length / size
+    static = _members(vector, compiled.static_set)
+    if not size:
+        return static, 1.0
+    return static, lcs_length_masks(compiled.static_masks, size, vector.tolist()) / size
 
 
 def _compile(rule: Rule) -> tuple[Rule, etree.XPath]:
@@ -81,13 +136,9 @@ def match_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarr
 def match_regions(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
     """(allowed, coverage, in_region, trusted_region): as match_template, plus every allowed block of the
     trusted region, among the page's own content or not (for `rules explain`)."""
-    vector, settings = seg.vector, compiled.settings
-    static = _members(vector, compiled.static_set)
+    settings = compiled.settings
+    static, coverage = match_static(seg.vector, compiled)
     allowed = ~static
-    coverage = 1.0
-    if compiled.static_seq:
-        coverage = lcs_length_masks(compiled.static_masks, len(compiled.static_seq), vector.tolist()) / len(
-            compiled.static_seq)
     if compiled.shapes:
         shaped = path_mask(seg, compiled.shapes.__contains__)
         if compiled.nested:
@@ -99,7 +150,7 @@ def match_regions(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarra
     else:
         aligned = static
     if compiled.containers:
-        allowed &= ~container_mask(seg, compiled.containers)
+        allowed &= ~container_mask(seg, compiled.containers, compiled.fast_rules)
     for rule, xpath in compiled.pinned:
         allowed &= pinned_mask(seg, rule, xpath)
     in_region = trusted_region = np.zeros(len(seg.blocks), dtype=bool)
@@ -303,34 +354,56 @@ def pinned_mask(seg: Segmented, rule: Rule, xpath: etree.XPath) -> np.ndarray:
     return inside if rule.action == RuleAction.CONTENT else ~inside
 
 
-def container_mask(seg: Segmented, rules: tuple[etree.XPath, ...]) -> np.ndarray:
-    """Blocks under elements that learned container rules match (never a container holding the headline)."""
-    elements = _rule_elements(seg, rules)
+def container_mask(seg: Segmented, rules: tuple[etree.XPath, ...], forms: RuleForms | None = None) -> np.ndarray:
+    """Blocks under elements that learned container rules match (never a container holding the headline);
+    ``forms``: rule_forms(rules), made once a template."""
+    elements = _rule_elements(seg, rules, forms)
     headline = find_headline(seg) if elements else None
     if headline is not None:
         elements = [e for e in elements if not contains(e, seg.blocks[headline].element)]
     return _inside(seg, elements)
 
 
-def _rule_elements(seg: Segmented, rules: tuple[etree.XPath, ...]) -> list:
-    """The elements the rules' XPaths select. The two plain forms template.py writes for named containers
-    (by id, by class token; the related boxes' size test then applied with the page's side computed once) are
-    evaluated in one compiled walk (templater._walk, Cython) where it is built; any other form (the comment anchors, a
-    hand-written rule) goes to lxml."""
-    slow = list(rules)
+@dataclasses.dataclass(frozen=True)
+class RuleForms:
+    """Container rules sorted by how they are evaluated: ``fast`` the (tag, id, class token) of the forms
+    _walk.match_rules evaluates, ``sized`` whether each of those carries the related boxes' size test, ``slow``
+    the XPaths lxml evaluates."""
+
+    fast: tuple[tuple[str | None, str | None, str | None], ...]
+    sized: tuple[bool, ...]
+    slow: tuple[etree.XPath, ...]
+
+
+def rule_forms(rules: tuple[etree.XPath, ...]) -> RuleForms:
+    """The rules' RuleForms (all slow where the compiled walk is not built)."""
+    if native.walk is None:
+        return RuleForms((), (), tuple(rules))
+    specs = [(xpath, _fast_rule(xpath.path)) for xpath in rules]
+    fast = [spec for _, spec in specs if spec is not None]
+    return RuleForms(tuple(spec[:3] for spec in fast), tuple(spec[3] for spec in fast),
+                     tuple(xpath for xpath, spec in specs if spec is None))
+
+
+def _rule_elements(seg: Segmented, rules: tuple[etree.XPath, ...], forms: RuleForms | None = None) -> list:
+    """The elements the rules' XPaths select (``forms``: rule_forms(rules), made once a template). The two plain
+    forms template.py writes for named containers (by id, by class token; the related boxes' size test then applied
+    with the page's side computed once) are evaluated in one compiled walk (templater._walk, Cython) where it is
+    built; any other form (the comment anchors, a hand-written rule) goes to lxml."""
+    forms = rule_forms(rules) if forms is None else forms
+    slow = forms.slow
     elements: list = []
-    if native.walk is not None and rules:
-        fast = [(xpath, spec) for xpath, spec in ((x, _fast_rule(x.path)) for x in rules) if spec is not None]
-        found = native.walk.match_rules(seg.root, [spec[:3] for _, spec in fast]) if fast else None
-        if found is not None:
+    if forms.fast:
+        found = native.walk.match_rules(seg.root, forms.fast) if native.walk is not None else None
+        if found is None:
+            slow = rules
+        else:
             limit = None
-            for (_, spec), matches in zip(fast, found):
-                if spec[3] and matches:  # the related boxes' size test, with the page's side computed once
+            for sized, matches in zip(forms.sized, found):
+                if sized and matches:  # the related boxes' size test, with the page's side computed once
                     limit = size_limit(seg.root) if limit is None else limit
                     matches = [e for e in matches if fits(e, limit)]
                 elements += matches
-            done = {id(xpath) for xpath, _ in fast}
-            slow = [xpath for xpath in rules if id(xpath) not in done]
     return elements + [e for xpath in slow for e in xpath(seg.root) if isinstance(e, etree._Element)]
 
 
@@ -408,13 +481,13 @@ def extract_content(seg: Segmented, compiled: CompiledTemplate | None = None, *,
     if leaves_nothing(seg, allowed, settings):
         # the template knows this page's paragraphs as boilerplate (it was learned from copies of the article):
         # the page is extracted as if the site had no template
-        return extract_content(seg, None, site=site or compiled.template.site, method=method, weights=weights,
+        return extract_content(seg, None, site=site or compiled.site, method=method, weights=weights,
                                q=q, links=links)
     keep = allowed if method == NO_CLASSIFIER or without_paragraphs(seg, settings) else fallback.select_blocks(
         seg, method=method, allowed=allowed, trusted=in_region, weights=weights, q=q, settings=settings)
     if compiled.shapes and method != NO_CLASSIFIER:  # the name line the template let through: the classifier,
         keep = keep | name_line(seg, allowed & ~keep, settings)  # taught on prose, scores one short line as a byline
-    return _extraction(seg, keep, site=site or compiled.template.site, method="template", template=compiled.name,
+    return _extraction(seg, keep, site=site or compiled.site, method="template", template=compiled.name,
                        coverage=round(coverage, 4), links=links, trusted=in_region, settings=settings)
 
 

@@ -1,0 +1,131 @@
+"""Template matching's fast paths give what their plain definitions give: the static rules in C against the
+binary search and the bit-parallel LCS in Python, a template compiled from a lean read against one compiled
+whole, the per-template tag path tests against the tests they stand for."""
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from store import pins as pin_store
+from store import templates as template_store
+from templater import extract, native, pipeline
+from templater.align import lcs_length
+from templater.datatypes import Rule, RuleAction, Template
+
+from sitegen import article_html
+
+needs_numeric = pytest.mark.skipif(native.numeric is None, reason="the compiled numeric code is not built here")
+SITE = "news.example.com/story/"
+
+
+def compiled_of(sequence):
+    rules = tuple(Rule(xpath=f"/html/body/p[{i + 1}]", action=RuleAction.DROP, support=1.0, tag_path="/html/body/p",
+                       hash=h) for i, h in enumerate(sequence))
+    return extract.CompiledTemplate(Template(site="s/", version=1, rules=rules, page_count=3, learned_at="now"))
+
+
+@needs_numeric
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=6), max_size=200),
+       st.lists(st.integers(min_value=0, max_value=8), max_size=200), st.booleans())
+def test_static_match_in_c_is_the_binary_search_and_the_lcs(sequence, page, wide):
+    """Small alphabets (many matches, long carries) over sequences that cross 64-bit words; ``wide`` moves the
+    symbols to the top of uint32's range."""
+    if wide:
+        sequence, page = [2**32 - 1 - s for s in sequence], [2**32 - 1 - s for s in page]
+    compiled = compiled_of(sequence)
+    vector = np.array(page, dtype=np.uint32)
+    fast, coverage = extract.match_static(vector, compiled)
+    assert fast.tolist() == np.isin(vector, np.array(sequence, dtype=np.uint32)).tolist()
+    assert coverage == (lcs_length(sequence, page) / len(sequence) if sequence else 1.0)
+    plain = extract._members(vector, compiled.static_set)
+    assert plain.tolist() == fast.tolist()
+
+
+@needs_numeric
+def test_static_match_pure_path_gives_the_same(monkeypatch):
+    rng = np.random.default_rng(3)
+    sequence = rng.integers(0, 40, size=300).tolist()
+    page = rng.integers(0, 50, size=500).astype(np.uint32)
+    fast = extract.match_static(page, compiled_of(sequence))
+    monkeypatch.setattr(native, "numeric", None)
+    plain = extract.match_static(page, compiled_of(sequence))
+    assert fast[0].tolist() == plain[0].tolist() and fast[1] == plain[1]
+    assert fast[1] == lcs_length(sequence, page.tolist()) / len(sequence)
+
+
+@needs_numeric
+def test_static_match_refuses_buffers_of_the_wrong_sizes():
+    with pytest.raises(ValueError):
+        native.numeric.static_match(np.zeros(3, dtype=np.uint32), np.zeros(2, dtype=np.uint32).tobytes(),
+                                    b"\0" * 8, 64, np.zeros(2, dtype=bool))
+
+
+def write_site(path, seeds):
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        for seed in seeds:
+            html, _ = article_html(seed)
+            html = html.replace('<div class="related">', f'<div id="comments"><p>Reader {seed} says hello there, '
+                                'a comment of some length.</p></div><div class="related">')
+            f.write(json.dumps({"id": f"p{seed}", "url": f"https://news.example.com/story/{seed}.html",
+                                "html": html}) + "\n")
+
+
+@pytest.fixture
+def site_db(tmp_path):
+    write_site(tmp_path / "site.jsonl.gz", range(6))
+    db = pipeline.open_store(tmp_path / "t.db")
+    pipeline.ingest(db, [tmp_path / "site.jsonl.gz"])
+    pipeline.build(db)
+    pin_store.ensure_schema(db)
+    return db
+
+
+def compiled_fields(compiled):
+    return (compiled.site, compiled.name, compiled.settings, compiled.static_seq, compiled.static_set.tolist(),
+            compiled.static_keys, compiled.static_table, compiled.shapes, compiled.nested,
+            None if compiled.region is None else compiled.region.path, compiled.region_trusted,
+            [(rule, xpath.path) for rule, xpath in compiled.pinned], compiled.meta,
+            [xpath.path for xpath in compiled.containers], compiled.fast_rules.fast, compiled.fast_rules.sized,
+            [xpath.path for xpath in compiled.fast_rules.slow])
+
+
+def test_a_template_read_lean_compiles_as_the_whole_template(site_db):
+    index = pipeline.TemplateIndex(site_db)
+    lean = index.compiled(SITE)
+    template_id = index.sources[SITE]
+    whole = extract.CompiledTemplate(template_store.load_template(site_db, template_id))
+    # static, shape, container (fast and sized forms) and region rules and metadata rules, read whole when asked for
+    assert lean.static_seq and lean.shapes and lean.containers and lean.region is not None and lean.meta
+    assert any(lean.fast_rules.sized) and lean.template.rules
+    assert compiled_fields(lean) == compiled_fields(whole)
+    assert lean.template == whole.template
+    assert lean.static_masks == whole.static_masks
+
+
+def test_a_pinned_site_is_compiled_from_its_pins(site_db):
+    index = pipeline.TemplateIndex(site_db)
+    learned = index.compiled(SITE).template.rules
+    pinned = (Rule(xpath="//div[@id='comments']", action=RuleAction.DROP, support=0.0, pinned=True),
+              learned[0])
+    pin_store.save_pins(site_db, SITE, [(rule, "") for rule in pinned], now="now")
+    compiled = pipeline.TemplateIndex(site_db).compiled(SITE)
+    assert compiled.template.rules == pinned and compiled.template.reason == pin_store.PINNED_REASON
+    assert compiled.static_seq == ([learned[0].hash] if learned[0].action == RuleAction.DROP
+                                   and learned[0].hash is not None else [])
+
+
+def test_extraction_is_the_same_from_a_lean_and_a_whole_template(site_db):
+    index = pipeline.TemplateIndex(site_db)
+    whole = extract.CompiledTemplate(template_store.load_template(site_db, index.sources[SITE]))
+    pages = list(pipeline.page_store.load_pages(site_db, [f"p{i}" for i in range(6)]))
+    assert len(pages) == 6
+    for stored in pages:
+        seg = pipeline.stored_segment(stored)
+        lean = index.find(seg, stored.site)
+        assert extract.match_regions(seg, lean)[1] == extract.match_regions(seg, whole)[1]
+        assert extract.extract_page(seg, lean) == extract.extract_page(seg, whole)
