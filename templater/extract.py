@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from lxml import etree
 
-from . import document, fallback, native
+from . import config, document, fallback, native
 from .align import lcs_length_masks, match_masks
-from .blocks import path_mask
+from .blocks import path_mask, tag_path_index
 from .config import LearnSettings
 from .errors import RuleError
 from .grouping import host_of
@@ -39,7 +39,7 @@ class CompiledTemplate:
 
     __slots__ = ("_template", "_load", "site", "name", "static_seq", "static_set", "static_keys", "static_table",
                  "_static_masks", "shapes", "nested", "region", "region_trusted", "pinned", "containers", "fast_rules",
-                 "meta", "settings")
+                 "meta", "settings", "paths")
 
     def __init__(self, template: Template, *, static: Sequence[int] | None = None,
                  load: Callable[[], Template] | None = None) -> None:
@@ -66,6 +66,7 @@ class CompiledTemplate:
         self.containers = tuple(_compile(r)[1] for r in template.rules
                                 if r.action == RuleAction.DROP_XPATH and not r.pinned)
         self.fast_rules = rule_forms(self.containers)
+        self.paths = PathTests(self.shapes, self.nested, settings)
 
     @property
     def template(self) -> Template:
@@ -118,6 +119,43 @@ def _compile(rule: Rule) -> tuple[Rule, etree.XPath]:
         raise RuleError(f"rule XPath {rule.xpath!r} does not compile: {e}; fix it in the rules file") from None
 
 
+# A tag path's tests in match_regions, as bits (PathTests): a shape rule's path, an entry of a list nested in one
+# (nested_entries), in a definition list or <pre> outside a link (terms_of_text), outside settings.chrome_tags and
+# with no link step (own_content)
+SHAPE_PATH, NESTED_PATH, STRUCTURE_PATH, PLACED_PATH, NO_LINK_PATH = 1, 2, 4, 8, 16
+
+
+class PathTests:
+    """A template's tests of tag paths, made once a distinct path its pages have and kept (up to
+    config.PATH_TESTS_KEPT paths): a site's pages share most of their tag paths."""
+
+    __slots__ = ("bits", "shapes", "nested", "prefixes", "structure", "chrome")
+
+    def __init__(self, shapes: frozenset[str], nested: dict[str, str], settings: LearnSettings) -> None:
+        self.bits: dict[str, int] = {}
+        self.shapes, self.nested, self.prefixes = shapes, nested, tuple(nested)
+        self.structure, self.chrome = settings.text_structure_paths, settings.chrome_tags
+
+    def test(self, path: str) -> int:
+        """The path's bits (computed, and kept while there is room)."""
+        bits = ((SHAPE_PATH if path in self.shapes else 0)
+                | (NESTED_PATH if self.nested and path.startswith(self.prefixes)
+                   and _nested_path(path, self.nested) is not None else 0)
+                | (STRUCTURE_PATH if _text_structure(path, self.structure) else 0)
+                | (PLACED_PATH if _outside_chrome_tags(path, self.chrome) else 0)
+                | (NO_LINK_PATH if _no_link_step(path) else 0))
+        if len(self.bits) < config.PATH_TESTS_KEPT:
+            self.bits[path] = bits
+        return bits
+
+    def codes(self, seg: Segmented) -> np.ndarray:
+        """Each block's tag path bits (uint8)."""
+        paths, of = tag_path_index(seg)
+        known, test = self.bits, self.test
+        return np.fromiter([known[p] if p in known else test(p) for p in paths], dtype=np.uint8,
+                           count=len(paths))[of]
+
+
 def apply_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarray, float]:
     """Mask of blocks the template allows (True = not boilerplate), and the template's coverage of the page."""
     allowed, coverage, _ = match_template(seg, compiled)
@@ -139,12 +177,13 @@ def match_regions(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarra
     settings = compiled.settings
     static, coverage = match_static(seg.vector, compiled)
     allowed = ~static
+    codes = compiled.paths.codes(seg)
     if compiled.shapes:
-        shaped = path_mask(seg, compiled.shapes.__contains__)
+        shaped = (codes & SHAPE_PATH).astype(bool)
         if compiled.nested:
-            shaped |= nested_entries(seg, compiled.nested, settings)
+            shaped |= nested_entries(seg, compiled.nested, settings, codes)
         if shaped.any():
-            shaped &= ~(terms_of_text(seg, shaped, settings) | name_line(seg, shaped, settings))
+            shaped &= ~(terms_of_text(seg, shaped, settings, codes) | name_line(seg, shaped, settings))
         allowed &= ~shaped
         aligned = static | shaped  # what the rules learned from the pages' aligned sequence drop
     else:
@@ -159,7 +198,7 @@ def match_regions(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarra
         if not region.all() and (compiled.region_trusted or holds_little_chrome(seg, region, allowed, static,
                                                                                 settings)):
             trusted_region = allowed & region
-            in_region = own_content(seg, trusted_region, aligned, settings)
+            in_region = own_content(seg, trusted_region, aligned, settings, codes)
         named = name_line(seg, allowed & ~region, settings) if not region.all() else region[:0]
         allowed &= region
         if named.any():
@@ -168,7 +207,7 @@ def match_regions(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarra
 
 
 def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray,
-                settings: LearnSettings = LearnSettings()) -> np.ndarray:
+                settings: LearnSettings = LearnSettings(), codes: np.ndarray | None = None) -> np.ndarray:
     """The trusted blocks among the page's own content: the region's allowed blocks fall into stretches split
     by at least own_content_gap blocks of the template's static and shape rules (``chrome``: in the aligned
     sequence, the site's chrome between them); the stretch from the first to the last paragraph or section
@@ -179,18 +218,24 @@ def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray,
     lists of other stories have headings too), with what follows or precedes it up to such a gap, keeps the
     trust. What lies before the page's first paragraph or beyond its last, past the site's chrome (a chapter's
     table of contents cut by its shape rules, a feed of other stories after the article), is judged as any
-    allowed block."""
+    allowed block. ``codes``: the page's PathTests.codes of a template with these settings."""
     where = np.flatnonzero(trusted)
     if not len(where):
         return trusted
     chars = seg.block_chars()
     text = (seg.block_links() <= settings.own_content_links * chars) & (chars > 0)
-    chrome_tags = settings.chrome_tags  # only the trusted blocks are judged below
-    placed = path_mask(seg, lambda path: _outside_chrome_tags(path, chrome_tags))[where]
+    if codes is None:
+        chrome_tags = settings.chrome_tags  # only the trusted blocks are judged below
+        placed = path_mask(seg, lambda path: _outside_chrome_tags(path, chrome_tags))[where]
+        unlinked = placed & path_mask(seg, _no_link_step)[where]
+    else:
+        placed_codes = codes[where]
+        placed = (placed_codes & PLACED_PATH).astype(bool)
+        unlinked = (placed_codes & (PLACED_PATH | NO_LINK_PATH)) == (PLACED_PATH | NO_LINK_PATH)
     heading = np.zeros(len(where), dtype=bool)
     blocks = seg.blocks
-    for k in np.flatnonzero(placed & path_mask(seg, _no_link_step)[where]).tolist():  # (a test of the tag path
-        block = blocks[where[k]]  # alone: made once a distinct path)
+    for k in np.flatnonzero(unlinked).tolist():  # (a test of the tag path alone: made once a distinct path)
+        block = blocks[where[k]]
         heading[k] = block.tag in settings.heading_tags and in_declared_main(block)
     return _own_stretch(seg, trusted, chrome, where, text, placed, heading, settings)
 
@@ -276,13 +321,17 @@ def nested_lists(shapes: frozenset[str], settings: LearnSettings = LearnSettings
     return out
 
 
-def nested_entries(seg: Segmented, nested: dict[str, str], settings: LearnSettings = LearnSettings()) -> np.ndarray:
+def nested_entries(seg: Segmented, nested: dict[str, str], settings: LearnSettings = LearnSettings(),
+                   codes: np.ndarray | None = None) -> np.ndarray:
     """Blocks that are entries of a list nested inside a list a shape rule drops: the same item tag deeper under
     the list's tag path, and link-heavy like the rule's entries (a chapter's table of contents lists its
     sections' subsections under each section; the rule is learned from the top entries, on most pages, while a
-    nested level is on few)."""
-    prefixes = tuple(nested)
-    listed = path_mask(seg, lambda path: path.startswith(prefixes) and _nested_path(path, nested) is not None)
+    nested level is on few). ``codes``: the page's PathTests.codes of a template with these nested lists."""
+    if codes is None:
+        prefixes = tuple(nested)
+        listed = path_mask(seg, lambda path: path.startswith(prefixes) and _nested_path(path, nested) is not None)
+    else:
+        listed = (codes & NESTED_PATH).astype(bool)
     return listed & (seg.block_links() > settings.shape_max_link_density * seg.block_chars())
 
 
@@ -313,14 +362,17 @@ def in_declared_main(block) -> bool:
     return False
 
 
-def terms_of_text(seg: Segmented, shaped: np.ndarray, settings: LearnSettings = LearnSettings()) -> np.ndarray:
+def terms_of_text(seg: Segmented, shaped: np.ndarray, settings: LearnSettings = LearnSettings(),
+                  codes: np.ndarray | None = None) -> np.ndarray:
     """Blocks a shape rule names that are terms or code of the page's text: in a definition list or <pre>
     (settings.text_structure_paths) and mostly not link text. A shape rule is learned from a tag path's blocks on
     most pages, link-heavy there (a chapter's table of contents as a <dl>); a definition list of the page's own at the
-    same tag path is not a list of links."""
+    same tag path is not a list of links. ``codes``: the page's PathTests.codes of a template with these settings."""
     if not shaped.any():
         return np.zeros(len(seg.blocks), dtype=bool)
-    return (shaped & path_mask(seg, lambda path: _text_structure(path, settings.text_structure_paths))
+    structure = path_mask(seg, lambda path: _text_structure(path, settings.text_structure_paths)) if codes is None \
+        else (codes & STRUCTURE_PATH).astype(bool)
+    return (shaped & structure
             & (seg.block_links() <= settings.shape_max_link_density * seg.block_chars()))
 
 

@@ -129,3 +129,56 @@ def test_extraction_is_the_same_from_a_lean_and_a_whole_template(site_db):
         lean = index.find(seg, stored.site)
         assert extract.match_regions(seg, lean)[1] == extract.match_regions(seg, whole)[1]
         assert extract.extract_page(seg, lean) == extract.extract_page(seg, whole)
+
+
+# --- a template's tag path tests (PathTests) against the path_mask definitions -----------------------------------
+
+from hypothesis import strategies as hst  # noqa: E402
+
+from templater.config import LearnSettings  # noqa: E402
+from test_path_tests import segment_markup  # noqa: E402
+from test_speedups import nested_markup  # noqa: E402
+
+
+def assert_codes_match(seg, draw_bits, settings_used):
+    paths = sorted({b.tag_path for b in seg.blocks})
+    shapes = frozenset(p for k, p in enumerate(paths) if draw_bits(k))
+    shapes |= frozenset(p.rsplit("/", 1)[0] + "/ul/li" for p in shapes)
+    nested = extract.nested_lists(shapes, settings_used)
+    tests = extract.PathTests(shapes, nested, settings_used)
+    for _ in range(2):  # computed, then kept
+        codes = tests.codes(seg)
+        assert ((codes & extract.SHAPE_PATH) > 0).tolist() == [b.tag_path in shapes for b in seg.blocks]
+        if nested:
+            assert extract.nested_entries(seg, nested, settings_used, codes).tolist() == \
+                extract.nested_entries(seg, nested, settings_used).tolist()
+        n = len(seg.blocks)
+        shaped = np.array([draw_bits(n + i) for i in range(n)], dtype=bool)
+        assert extract.terms_of_text(seg, shaped, settings_used, codes).tolist() == \
+            extract.terms_of_text(seg, shaped, settings_used).tolist()
+        trusted = np.array([draw_bits(2 * n + i) for i in range(n)], dtype=bool)
+        chrome = np.array([draw_bits(3 * n + i) for i in range(n)], dtype=bool)
+        assert extract.own_content(seg, trusted, chrome, settings_used, codes).tolist() == \
+            extract.own_content(seg, trusted, chrome, settings_used).tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(nested_markup(), hst.randoms(use_true_random=False), hst.booleans())
+def test_path_tests_codes_match_the_path_masks(body, random, other):
+    body = body.replace("<span>", "<dl><dt>").replace("</span>", "</dt></dl>")  # definition lists too
+    body = body.replace("<p>", "<nav><p>", 1).replace("</p>", "</p></nav>", 1) if other else body
+    seg = segment_markup(body)
+    used = LearnSettings(paragraph_chars=10, own_content_gap=1, chrome_tags=frozenset({"nav"})) if other \
+        else LearnSettings()
+    if seg is not None:
+        assert_codes_match(seg, lambda k: random.random() < 0.5, used)
+
+
+def test_path_tests_keep_at_most_their_share_of_paths(monkeypatch):
+    from templater import config
+    monkeypatch.setattr(config, "PATH_TESTS_KEPT", 2)
+    seg = segment_markup("<p>one</p><div>two</div><ul><li>three</li></ul><pre>four</pre>")
+    tests = extract.PathTests(frozenset({"/html/body/p"}), {}, LearnSettings())
+    first = tests.codes(seg)
+    assert len(tests.bits) == 2 and tests.codes(seg).tolist() == first.tolist()
+    assert first[0] & extract.SHAPE_PATH and not first[1] & extract.SHAPE_PATH
