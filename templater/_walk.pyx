@@ -1202,9 +1202,10 @@ cdef list _match_rules(_Document doc, xmlNode *cur, Rule *rules, Py_ssize_t coun
 
 
 # --- string-length(normalize-space(.)) ---------------------------------------------------------------------------
-cdef Py_ssize_t _normalized_chars(xmlNode *top) noexcept:
+cdef Py_ssize_t _normalized_chars(xmlNode *top, Py_ssize_t stop=-1) noexcept:
     """string-length(normalize-space()) of the element's string value (its descendant text and CDATA in document
-    order); -1 where an entity reference is inside."""
+    order); -1 where an entity reference is inside. With ``stop`` >= 0 the count ends as soon as it is above
+    ``stop``: what it has counted then (above stop, at most the whole count; an entity reference later unseen)."""
     cdef Py_ssize_t chars = 0
     cdef bint pending = False
     cdef const unsigned char *s
@@ -1224,6 +1225,8 @@ cdef Py_ssize_t _normalized_chars(xmlNode *top) noexcept:
                             chars += 1
                             pending = False
                         chars += 1
+                        if chars > stop >= 0:
+                            return chars
         elif cur.type == tree.XML_ENTITY_REF_NODE or cur.type == tree.XML_ENTITY_NODE:
             return -1
         elif cur.type == tree.XML_ELEMENT_NODE and cur.children is not NULL:
@@ -1237,9 +1240,10 @@ cdef Py_ssize_t _normalized_chars(xmlNode *top) noexcept:
     return chars
 
 
-def normalized_length(element, bint body=False):
+def normalized_length(element, bint body=False, Py_ssize_t stop=-1):
     """string-length(normalize-space(.)) of the element as libxml2's XPath computes it, or None; with body=True
-    the same of the page's /html/body (0 where there is none)."""
+    the same of the page's /html/body (0 where there is none). With ``stop`` >= 0, a count above ``stop`` may be
+    what was counted when it passed stop (at most the whole count: template.fitting's early end)."""
     if not isinstance(element, _Element):
         return None
     cdef xmlNode *node = (<_Element>element)._c_node
@@ -1264,7 +1268,7 @@ def normalized_length(element, bint body=False):
         if found is NULL:
             return 0
         node = found
-    cdef Py_ssize_t chars = _normalized_chars(node)
+    cdef Py_ssize_t chars = _normalized_chars(node, stop)
     return None if chars < 0 else chars
 
 

@@ -23,7 +23,7 @@ from .errors import RuleError
 from .grouping import host_of
 from .headline import find_headline
 from .metadata import META_ACTIONS, read_metadata
-from .template import RELATED_SIZE_TEST, contains, fits, size_limit
+from .template import RELATED_SIZE_TEST, contains, fitting
 from .datatypes import Extraction, Rule, RuleAction, Segmented, Template
 
 NO_CLASSIFIER = "none"  # --fallback none: the template's rules alone (the whole text where there is no template)
@@ -449,13 +449,11 @@ def _rule_elements(seg: Segmented, rules: tuple[etree.XPath, ...], forms: RuleFo
         found = native.walk.match_rules(seg.root, forms.fast) if native.walk is not None else None
         if found is None:
             slow = rules
-        else:
-            limit = None
+        else:  # the related boxes' size test, over every sized rule's elements at once (the page's side once)
+            tested = [e for sized, matches in zip(forms.sized, found) if sized for e in matches]
+            fit = {id(e) for e in fitting(seg.root, tested)} if tested else set()
             for sized, matches in zip(forms.sized, found):
-                if sized and matches:  # the related boxes' size test, with the page's side computed once
-                    limit = size_limit(seg.root) if limit is None else limit
-                    matches = [e for e in matches if fits(e, limit)]
-                elements += matches
+                elements += [e for e in matches if id(e) in fit] if sized else matches
     return elements + [e for xpath in slow for e in xpath(seg.root) if isinstance(e, etree._Element)]
 
 

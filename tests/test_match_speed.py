@@ -182,3 +182,45 @@ def test_path_tests_keep_at_most_their_share_of_paths(monkeypatch):
     first = tests.codes(seg)
     assert len(tests.bits) == 2 and tests.codes(seg).tolist() == first.tolist()
     assert first[0] & extract.SHAPE_PATH and not first[1] & extract.SHAPE_PATH
+
+
+# --- the related boxes' size test, reading the body only as far as needed (template.fitting) ------------------------
+
+from templater import template  # noqa: E402
+from templater.parse import parse_html  # noqa: E402
+
+needs_walk = pytest.mark.skipif(native.walk is None, reason="the compiled walk is not built here")
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(hst.lists(hst.tuples(hst.integers(min_value=0, max_value=40), hst.sampled_from(["a b ", "xyz", "  \n", "é "])),
+                 min_size=1, max_size=12),
+       hst.sampled_from([0.3, 0.05, 0.5, 0.9]), hst.booleans())
+def test_fitting_is_the_size_test_of_each_element(parts, share, script):
+    body = "".join(f'<div class="box" id="b{i}">{text * count}</div>' for i, (count, text) in enumerate(parts))
+    if script:
+        body += "<script>var a = 'a long script of the page, counted as text';</script>"
+    root = parse_html(f"<html><body>{body}<p>tail text of the page</p></body></html>")
+    elements = [e for e in root.iter("div")]
+    expected = [e for e in elements if template.fits(e, template.size_limit(root, share))]
+    assert template.fitting(root, elements, share) == expected
+    assert template.fitting(root, elements[:1], share) == [e for e in elements[:1] if e in expected]
+
+
+@needs_walk
+def test_normalized_length_stops_above_stop_with_a_lower_bound():
+    root = parse_html("<html><body><p>hello   world</p><div> again and again </div></body></html>")
+    whole = native.walk.normalized_length(root, True)
+    assert whole == len("hello world again and again")
+    for stop in range(0, whole + 3):
+        counted = native.walk.normalized_length(root, True, stop)
+        assert counted == whole if whole <= stop else stop < counted <= whole
+
+
+def test_fitting_without_the_walk_is_the_size_test(monkeypatch):
+    root = parse_html("<html><body><div>short</div><div>" + "long text " * 30 + "</div><p>more</p></body></html>")
+    elements = list(root.iter("div"))
+    fast = template.fitting(root, elements)
+    monkeypatch.setattr(native, "walk", None)
+    assert template.fitting(root, elements) == fast == [elements[0]]
