@@ -1167,28 +1167,89 @@ def match_rules(root, rules):
         free(scratch.data)
 
 
+cdef bint _rule_holds(xmlNode *cur, const Rule *rule, Buffer *scratch) except -1:
+    """Whether the rule selects the element (``cur``: an element node)."""
+    cdef xmlAttr *a
+    cdef bint hit = False
+    if rule.tag is not NULL and (cur.ns is not NULL or strcmp(<const char *>cur.name, rule.tag) != 0):
+        return False
+    if rule.id_ is not NULL:  # @id = 'ID': any id attribute (no namespace) with that value
+        a = cur.properties
+        while a is not NULL and not hit:
+            if a.type == tree.XML_ATTRIBUTE_NODE and a.ns is NULL and strcmp(<const char *>a.name, "id") == 0:
+                hit = _value_is(a, rule.id_)
+            a = a.next
+    if rule.token is not NULL:  # the first class attribute, normalize-space'd, between spaces
+        hit = _class_holds(_first(cur, "class"), rule.token, scratch)
+    return hit
+
+
+def match_rules_over(blocks, rules):
+    """match_rules' elements among the blocks' elements and their ancestors, the only elements under which a rule
+    can name blocks (extract.container_mask): one list per rule, each element once, in no set order; or None."""
+    cdef Py_ssize_t count = len(rules), i, r
+    cdef xmlNode *node
+    cdef PyObject *descriptor = _field_descriptors[FIELDS - 1] if _fast_blocks else NULL
+    cdef PyObject *read
+    cdef Numbers seen
+    cdef Buffer scratch
+    held = [(None if tag is None else tag.encode("utf-8", "surrogatepass"),
+             None if id_ is None else id_.encode("utf-8", "surrogatepass"),
+             None if token is None else f" {token} ".encode("utf-8", "surrogatepass")) for tag, id_, token in rules]
+    cdef Rule *c_rules = <Rule *>calloc(count or 1, sizeof(Rule))
+    if c_rules is NULL:
+        raise MemoryError
+    seen.keys = NULL
+    seen.values = NULL
+    seen.count = seen.mask = 0
+    scratch.data = NULL
+    scratch.size = scratch.capacity = 0
+    found = [[] for _ in range(count)]
+    try:
+        for i, (tag, id_, token) in enumerate(held):
+            c_rules[i].tag = <const char *>tag if tag is not None else NULL
+            c_rules[i].id_ = <const char *>id_ if id_ is not None else NULL
+            c_rules[i].token = <const char *>token if token is not None else NULL
+        for block in blocks:
+            if descriptor is not NULL and type(block) is _block_class:
+                read = Py_TYPE(descriptor).tp_descr_get(descriptor, <PyObject *>block, <PyObject *>_block_class)
+                element = <object>read
+                Py_DECREF(element)
+            else:
+                element = block.element
+            if not isinstance(element, _Element):
+                return None
+            node = (<_Element>element)._c_node
+            if node is NULL or node.type != tree.XML_ELEMENT_NODE:
+                return None
+            while node is not NULL:  # up to an element met before (its ancestors were too)
+                if seen.keys is not NULL and seen.keys[_slot(&seen, node)] is not NULL:
+                    break
+                if 2 * (seen.count + 1) > seen.mask + 1:
+                    _numbers_grow(&seen)
+                i = _slot(&seen, node)
+                seen.keys[i] = node
+                seen.values[i] = 0
+                seen.count += 1
+                for r in range(count):
+                    if _rule_holds(node, &c_rules[r], &scratch):
+                        (<list>found[r]).append(elementFactory((<_Element>element)._doc, node))
+                node = _parent_element(node)
+        return found
+    finally:
+        free(c_rules)
+        free(scratch.data)
+        free(seen.keys)
+        free(seen.values)
+
+
 cdef list _match_rules(_Document doc, xmlNode *cur, Rule *rules, Py_ssize_t count, Buffer *scratch):
     found = [[] for _ in range(count)]
-    cdef xmlAttr *a
-    cdef bint hit
     cdef Py_ssize_t i
     while cur is not NULL:
         if cur.type == tree.XML_ELEMENT_NODE:
             for i in range(count):
-                if rules[i].tag is not NULL and (cur.ns is not NULL
-                                                 or strcmp(<const char *>cur.name, rules[i].tag) != 0):
-                    continue
-                hit = False
-                if rules[i].id_ is not NULL:  # @id = 'ID': any id attribute (no namespace) with that value
-                    a = cur.properties
-                    while a is not NULL and not hit:
-                        if (a.type == tree.XML_ATTRIBUTE_NODE and a.ns is NULL
-                                and strcmp(<const char *>a.name, "id") == 0):
-                            hit = _value_is(a, rules[i].id_)
-                        a = a.next
-                if rules[i].token is not NULL:  # the first class attribute, normalize-space'd, between spaces
-                    hit = _class_holds(_first(cur, "class"), rules[i].token, scratch)
-                if hit:
+                if _rule_holds(cur, &rules[i], scratch):
                     (<list>found[i]).append(elementFactory(doc, cur))
             if cur.children is not NULL:
                 cur = cur.children

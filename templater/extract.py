@@ -408,8 +408,9 @@ def pinned_mask(seg: Segmented, rule: Rule, xpath: etree.XPath) -> np.ndarray:
 
 def container_mask(seg: Segmented, rules: tuple[etree.XPath, ...], forms: RuleForms | None = None) -> np.ndarray:
     """Blocks under elements that learned container rules match (never a container holding the headline);
-    ``forms``: rule_forms(rules), made once a template."""
-    elements = _rule_elements(seg, rules, forms)
+    ``forms``: rule_forms(rules), made once a template. Only the blocks' elements and their ancestors can hold
+    blocks: the compiled walk tests those alone (match_rules_over), not every element of the page."""
+    elements = _rule_elements(seg, rules, forms, over_blocks=True)
     headline = find_headline(seg) if elements else None
     if headline is not None:
         elements = [e for e in elements if not contains(e, seg.blocks[headline].element)]
@@ -437,16 +438,19 @@ def rule_forms(rules: tuple[etree.XPath, ...]) -> RuleForms:
                      tuple(xpath for xpath, spec in specs if spec is None))
 
 
-def _rule_elements(seg: Segmented, rules: tuple[etree.XPath, ...], forms: RuleForms | None = None) -> list:
+def _rule_elements(seg: Segmented, rules: tuple[etree.XPath, ...], forms: RuleForms | None = None, *,
+                   over_blocks: bool = False) -> list:
     """The elements the rules' XPaths select (``forms``: rule_forms(rules), made once a template). The two plain
     forms template.py writes for named containers (by id, by class token; the related boxes' size test then applied
     with the page's side computed once) are evaluated in one compiled walk (templater._walk, Cython) where it is
-    built; any other form (the comment anchors, a hand-written rule) goes to lxml."""
+    built; any other form (the comment anchors, a hand-written rule) goes to lxml. With ``over_blocks``, the
+    compiled walk gives only those among the blocks' elements and their ancestors (in no set order)."""
     forms = rule_forms(rules) if forms is None else forms
     slow = forms.slow
     elements: list = []
     if forms.fast:
-        found = native.walk.match_rules(seg.root, forms.fast) if native.walk is not None else None
+        found = None if native.walk is None else native.walk.match_rules_over(seg.blocks, forms.fast) \
+            if over_blocks else native.walk.match_rules(seg.root, forms.fast)
         if found is None:
             slow = rules
         else:  # the related boxes' size test, over every sized rule's elements at once (the page's side once)

@@ -224,3 +224,60 @@ def test_fitting_without_the_walk_is_the_size_test(monkeypatch):
     fast = template.fitting(root, elements)
     monkeypatch.setattr(native, "walk", None)
     assert template.fitting(root, elements) == fast == [elements[0]]
+
+
+# --- container rules tested over the blocks' elements and their ancestors only (match_rules_over) --------------------
+
+from templater import blocks as blocks_mod  # noqa: E402
+from templater.datatypes import Page  # noqa: E402
+from templater.headline import find_headline  # noqa: E402
+from templater.template import contains  # noqa: E402
+from test_speedups import rules_of, sample_pages  # noqa: E402
+
+
+def container_mask_by_lxml(seg, rules):
+    """container_mask's definition: every element the XPaths select (lxml), less those holding the headline."""
+    from lxml import etree
+    elements = [e for xpath in rules for e in xpath(seg.root) if isinstance(e, etree._Element)]
+    headline = find_headline(seg) if elements else None
+    if headline is not None:
+        elements = [e for e in elements if not contains(e, seg.blocks[headline].element)]
+    return extract._inside_plain(seg, elements)
+
+
+@needs_walk
+def test_container_mask_over_the_blocks_is_lxmls_on_the_samples():
+    checked = 0
+    for seg in sample_pages():
+        rules = tuple(rules_of(seg.root))
+        for start in range(0, len(rules), 3):
+            chosen = rules[start:start + 3]
+            fast = extract.container_mask(seg, chosen, extract.rule_forms(chosen))
+            assert fast.tolist() == container_mask_by_lxml(seg, chosen).tolist()
+            checked += bool(fast.any())
+    assert checked
+
+
+@needs_walk
+@settings(max_examples=200, deadline=None)
+@given(hst.lists(hst.tuples(hst.sampled_from(["div", "p", "section", "span", "ul"]),
+                            hst.text(alphabet=hst.sampled_from(" \t\nabc-"), max_size=8),
+                            hst.sampled_from(["", "text", "<p>inner</p>", "<span>x</span>", "<div><p>deep</p></div>"])),
+                 max_size=10),
+       hst.sampled_from(["a", "b", "abc", "c-a"]))
+def test_container_mask_over_the_blocks_is_lxmls_on_generated_markup(elements, token):
+    from lxml import etree
+    body = "".join(f'<{tag} class="{cls}" id="{cls.strip()}">{inner}</{tag}>' for tag, cls, inner in elements)
+    markup = f"<html><body><h1>Title of it</h1>{body}<div class='{token} z' id='{token}'><p>y</p></div></body></html>"
+    seg = blocks_mod.segment(parse_html(markup), Page("p", "https://a.example/p", markup))
+    rules = tuple(etree.XPath(p) for p in (
+        f"//*[@id='{token}']", f"//div[contains(concat(' ', normalize-space(@class), ' '), ' {token} ')]",
+        f"//span[contains(concat(' ', normalize-space(@class), ' '), ' {token} ')]",
+        f"//p[contains(concat(' ', normalize-space(@class), ' '), ' {token} ')][{template.RELATED_SIZE_TEST}]",
+        "//*[@id='a']/ancestor-or-self::*[following-sibling::*][1]/following-sibling::*"))
+    fast = extract.container_mask(seg, rules, extract.rule_forms(rules))
+    assert fast.tolist() == container_mask_by_lxml(seg, rules).tolist()
+    found = native.walk.match_rules_over(seg.blocks, extract.rule_forms(rules).fast)
+    whole = native.walk.match_rules(seg.root, extract.rule_forms(rules).fast)
+    for over, every in zip(found, whole):  # a subset of the whole walk's elements, each once
+        assert len({id(e) for e in over}) == len(over) and {id(e) for e in over} <= {id(e) for e in every}
