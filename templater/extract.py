@@ -273,6 +273,7 @@ def _outside_chrome_tags(tag_path: str, chrome_tags: frozenset[str]) -> bool:
 
 
 _NAME_LINE = re.compile(r"\s*(\S+)\s+[-\u2010-\u2015]\s+\S")  # "git-stage - Add file contents ...": name, dash, summary
+_DASHES = frozenset("-\u2010\u2011\u2012\u2013\u2014\u2015")  # the dashes of _NAME_LINE
 _LEADING_TERM = re.compile(r"\s*([^\s(]+)")  # a headline's first word, without a manual section: "git-stage(1)"
 
 
@@ -285,7 +286,14 @@ def name_line(seg: Segmented, candidates: np.ndarray, settings: LearnSettings = 
     division, one short varying line a page (the shape of a byline). It is the page's own first line."""
     out = np.zeros(len(seg.blocks), dtype=bool)
     name = _name_of(seg.title)
-    if name is None or not any(_names(seg.blocks[i].text, name) for i in np.flatnonzero(candidates).tolist()):
+    if name is None:
+        return out
+    blocks = seg.blocks
+    for i in np.flatnonzero(candidates).tolist():  # _names, inlined: it is asked of most blocks of most pages
+        words = blocks[i].text.split(None, 2)
+        if len(words) == 3 and words[1] in _DASHES and words[0].lower() == name:
+            break
+    else:
         return out  # (most pages: no candidate begins with the page's name and a dash)
     heading = next((b.index for b in seg.blocks if b.tag in settings.heading_tags and _name_of(b.text) == name),
                    None)
@@ -299,9 +307,11 @@ def name_line(seg: Segmented, candidates: np.ndarray, settings: LearnSettings = 
 
 
 def _names(text: str, name: str) -> bool:
-    """Whether a block's text begins with ``name``, a dash and more words ("git-stage - Add file ...")."""
-    found = _NAME_LINE.match(text)
-    return found is not None and found.group(1).lower() == name
+    """Whether a block's text begins with ``name``, a dash and more words ("git-stage - Add file ..."): _NAME_LINE
+    matches and its first word lowers to ``name``. The same test by str.split, which splits where the pattern's
+    \\s matches: the first word, then a word that is one dash alone, then more."""
+    words = text.split(None, 2)
+    return len(words) == 3 and words[1] in _DASHES and words[0].lower() == name
 
 
 def _name_of(text: str) -> str | None:

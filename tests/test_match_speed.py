@@ -281,3 +281,35 @@ def test_container_mask_over_the_blocks_is_lxmls_on_generated_markup(elements, t
     whole = native.walk.match_rules(seg.root, extract.rule_forms(rules).fast)
     for over, every in zip(found, whole):  # a subset of the whole walk's elements, each once
         assert len({id(e) for e in over}) == len(over) and {id(e) for e in over} <= {id(e) for e in every}
+
+
+# --- the name line's test by str.split against its pattern (extract._names) -----------------------------------------
+
+def names_by_pattern(text, name):
+    found = extract._NAME_LINE.match(text)
+    return found is not None and found.group(1).lower() == name
+
+
+NAME_CHARS = "ab-\u2010\u2013\u2015\u2016 \t\n\u00a0\u2028\u3000\x1c\x1f\u0130K\u212a\u03a3("
+
+
+@settings(max_examples=2000, deadline=None)
+@given(hst.text(alphabet=hst.sampled_from(NAME_CHARS) | hst.characters(), max_size=14),
+       hst.sampled_from(["ab", "a", "b-a", "i\u0307", "k", "\u03c3", "-"]))
+def test_names_by_split_is_the_pattern(text, name):
+    assert extract._names(text, name) == names_by_pattern(text, name)
+    seg_text = f"{name} - {text}"
+    assert extract._names(seg_text, name) == names_by_pattern(seg_text, name)
+
+
+def test_name_line_finds_the_manual_pages_name_line():
+    markup = ("<html><head><title>git-stage(1) Manual Page</title></head><body><h1>git-stage(1) Manual Page</h1>"
+              "<p>git-stage \u2013 Add file contents to the staging area</p><p>git-stage - said again later</p>"
+              "<div><p>The text of the page goes on here.</p></div></body></html>")
+    seg = blocks_mod.segment(parse_html(markup), Page("p", "https://a.example/p", markup))
+    every = np.ones(len(seg.blocks), dtype=bool)
+    assert extract.name_line(seg, every).tolist() == [False, True, False, False]
+    assert not extract.name_line(seg, ~every).any()
+    later = every.copy()
+    later[1] = False
+    assert not extract.name_line(seg, later).any()  # the first line naming the page is the name line, or none
