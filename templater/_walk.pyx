@@ -1243,6 +1243,53 @@ def match_rules_over(blocks, rules):
         free(seen.values)
 
 
+cdef xmlNode *_first_on_path(xmlNode *cur, const char **names, const long *positions, Py_ssize_t count,
+                             Py_ssize_t depth) noexcept:
+    """The first element in document order under the siblings from ``cur`` on that the path's steps from ``depth``
+    select (each step: the children of that name, all of them or the one at that position among them)."""
+    cdef long seen = 0
+    cdef xmlNode *found
+    while cur is not NULL:
+        if cur.type == tree.XML_ELEMENT_NODE and cur.ns is NULL and strcmp(<const char *>cur.name, names[depth]) == 0:
+            seen += 1
+            if positions[depth] == 0 or seen == positions[depth]:
+                if depth == count - 1:
+                    return cur
+                found = _first_on_path(cur.children, names, positions, count, depth + 1)
+                if found is not NULL or positions[depth] != 0:
+                    return found
+        cur = cur.next
+    return NULL
+
+
+def first_on_path(root, steps):
+    """The first element in document order an absolute XPath of plain steps selects (``steps``: (name, position)
+    pairs, position 0 for a step without one: /html/body/div[2] is (("html", 0), ("body", 0), ("div", 2))), as a list
+    of it or empty (what lxml's XPath gives, cut to its first element); None where root is not in a document."""
+    if not isinstance(root, _Element):
+        return None
+    cdef xmlNode *c_root = (<_Element>root)._c_node
+    if c_root is NULL or c_root.doc is NULL or not steps:
+        return None
+    cdef Py_ssize_t count = len(steps), i
+    held = [name.encode("utf-8", "surrogatepass") for name, _ in steps]
+    cdef const char **names = <const char **>calloc(count, sizeof(char *))
+    cdef long *positions = <long *>calloc(count, sizeof(long))
+    if names is NULL or positions is NULL:
+        free(names)
+        free(positions)
+        raise MemoryError
+    try:
+        for i in range(count):
+            names[i] = <const char *>held[i]
+            positions[i] = steps[i][1]
+        found = _first_on_path(<xmlNode *>c_root.doc.children, names, positions, count, 0)
+        return [] if found is NULL else [elementFactory((<_Element>root)._doc, found)]
+    finally:
+        free(names)
+        free(positions)
+
+
 cdef list _match_rules(_Document doc, xmlNode *cur, Rule *rules, Py_ssize_t count, Buffer *scratch):
     found = [[] for _ in range(count)]
     cdef Py_ssize_t i

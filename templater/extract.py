@@ -39,7 +39,7 @@ class CompiledTemplate:
 
     __slots__ = ("_template", "_load", "site", "name", "static_seq", "static_set", "static_keys", "static_table",
                  "_static_masks", "shapes", "nested", "region", "region_trusted", "pinned", "containers", "fast_rules",
-                 "meta", "settings", "paths")
+                 "meta", "settings", "paths", "region_steps")
 
     def __init__(self, template: Template, *, static: Sequence[int] | None = None,
                  load: Callable[[], Template] | None = None) -> None:
@@ -58,6 +58,7 @@ class CompiledTemplate:
         self.nested = nested_lists(self.shapes, settings)
         regions = [r for r in template.rules if r.action == RuleAction.CONTENT and not r.pinned]
         self.region = _compile(regions[0])[1] if regions else None
+        self.region_steps = plain_steps(regions[0].xpath) if regions else None
         # a region right under <body> may be the page's wrapper: it bounds what is kept, and earns trust only on
         # pages where it leaves the site's chrome outside (holds_little_chrome)
         self.region_trusted = bool(regions) and regions[0].xpath.count("/") > settings.wrapper_depth
@@ -194,7 +195,7 @@ def match_regions(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarra
         allowed &= pinned_mask(seg, rule, xpath)
     in_region = trusted_region = np.zeros(len(seg.blocks), dtype=bool)
     if compiled.region is not None:
-        region = _region_mask(seg, compiled.region, allowed, settings)
+        region = _region_mask(seg, compiled.region, allowed, settings, compiled.region_steps)
         if not region.all() and (compiled.region_trusted or holds_little_chrome(seg, region, allowed, static,
                                                                                 settings)):
             trusted_region = allowed & region
@@ -510,8 +511,36 @@ def _inside_plain(seg: Segmented, elements: list) -> np.ndarray:
     return np.fromiter((b.element in members for b in seg.blocks), dtype=bool, count=len(seg.blocks))
 
 
-def _region_mask(seg: Segmented, region: etree.XPath, allowed: np.ndarray, settings: LearnSettings) -> np.ndarray:
-    inside = _inside(seg, [e for e in region(seg.root) if isinstance(e, etree._Element)][:1])
+_PLAIN_STEP = re.compile(r"/([^\W\d][\w.-]*)(?:\[([1-9][0-9]{0,8})\])?")  # a positional XPath's step: div[2]
+
+
+def plain_steps(path: str) -> tuple[tuple[str, int], ...] | None:
+    """A positional XPath of plain steps (a learned content region: /html/body/div[2]/div) as _walk.first_on_path's
+    (name, position or 0) pairs, else None."""
+    steps = []
+    at = 0
+    while at < len(path):
+        found = _PLAIN_STEP.match(path, at)
+        if found is None:
+            return None
+        steps.append((found.group(1), int(found.group(2) or 0)))
+        at = found.end()
+    return tuple(steps) or None
+
+
+def _region_elements(seg: Segmented, region: etree.XPath, steps: tuple[tuple[str, int], ...] | None) -> list:
+    """The first element the region's XPath selects, as a list of it or empty (by _walk.first_on_path where the
+    path is plain steps and the walk is built)."""
+    if steps is not None and native.walk is not None:
+        found = native.walk.first_on_path(seg.root, steps)
+        if found is not None:
+            return found
+    return [e for e in region(seg.root) if isinstance(e, etree._Element)][:1]
+
+
+def _region_mask(seg: Segmented, region: etree.XPath, allowed: np.ndarray, settings: LearnSettings,
+                 steps: tuple[tuple[str, int], ...] | None = None) -> np.ndarray:
+    inside = _inside(seg, _region_elements(seg, region, steps))
     chars = seg.block_chars()
     total = chars[allowed].sum()
     if total and chars[allowed & inside].sum() >= settings.region_min_share * total:

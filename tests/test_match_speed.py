@@ -313,3 +313,50 @@ def test_name_line_finds_the_manual_pages_name_line():
     later = every.copy()
     later[1] = False
     assert not extract.name_line(seg, later).any()  # the first line naming the page is the name line, or none
+
+
+# --- the content region's positional XPath walked in C (_walk.first_on_path) ------------------------------------------
+
+def region_by_lxml(root, path):
+    from lxml import etree
+    return [e for e in etree.XPath(path)(root) if isinstance(e, etree._Element)][:1]
+
+
+@needs_walk
+def test_first_on_path_is_lxmls_on_the_samples():
+    checked = 0
+    for seg in sample_pages():
+        paths = {blocks_mod._element_path(e, {}) for e in seg.root.iter() if isinstance(e.tag, str)}
+        paths |= {"/".join(p.split("/")[:k]).replace("[1]", "") for p in paths for k in (3, 4, 5)}
+        for path in sorted(paths)[:300]:
+            steps = extract.plain_steps(path)
+            if steps is None:
+                continue
+            found = native.walk.first_on_path(seg.root, steps)
+            expected = region_by_lxml(seg.root, path)
+            assert len(found) == len(expected) and all(a is b for a, b in zip(found, expected)), path
+            checked += 1
+    assert checked > 100
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(nested_markup(), hst.lists(hst.tuples(hst.sampled_from(["div", "p", "span", "section", "ul", "li", "a"]),
+                                           hst.integers(min_value=0, max_value=3)), min_size=1, max_size=5))
+def test_first_on_path_is_lxmls_on_generated_markup(body, tail):
+    root = parse_html(f"<html><body>{body}</body></html>")
+    if root is None:
+        return
+    path = "/html/body" + "".join(f"/{name}[{k}]" if k else f"/{name}" for name, k in tail)
+    steps = extract.plain_steps(path)
+    assert steps is not None
+    found = native.walk.first_on_path(root, steps)
+    expected = region_by_lxml(root, path)
+    assert len(found) == len(expected) and all(a is b for a, b in zip(found, expected))
+
+
+def test_plain_steps_take_only_plain_positional_paths():
+    assert extract.plain_steps("/html/body/div[2]/div") == (("html", 0), ("body", 0), ("div", 2), ("div", 0))
+    for path in ("//div", "/html/body/div[0]", "/html/body/div[last()]", "/html/body/*", "html/body", "",
+                 "/html/body/div[@id='x']", "/html/body/div[1\u0663]"):
+        assert extract.plain_steps(path) is None
