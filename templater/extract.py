@@ -607,10 +607,17 @@ def drop_repeats(seg: Segmented, keep: np.ndarray, trusted: np.ndarray | None = 
     there in the page's declared main content (lone_repeats: a reference page's summary line said again in its
     details)."""
     seen: set[str] = set()
-    long = keep & (seg.block_chars() >= settings.repeat_min_chars)
+    chars = seg.block_chars()
+    long = keep & (chars >= settings.repeat_min_chars)
     repeat = np.zeros(len(keep), dtype=bool)
-    for i in np.flatnonzero(long):
-        text = seg.blocks[i].text
+    where = np.flatnonzero(long)
+    lengths = chars[where]
+    shared = np.unique(lengths, return_counts=True)  # only texts of a length another shares can be repeats
+    if not (shared[1] > 1).any():
+        return keep.copy()
+    blocks = seg.blocks
+    for i in where[np.isin(lengths, shared[0][shared[1] > 1])].tolist():
+        text = blocks[i].text
         repeat[i] = text in seen
         seen.add(text)
     if not repeat.any():

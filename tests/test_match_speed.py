@@ -360,3 +360,40 @@ def test_plain_steps_take_only_plain_positional_paths():
     for path in ("//div", "/html/body/div[0]", "/html/body/div[last()]", "/html/body/*", "html/body", "",
                  "/html/body/div[@id='x']", "/html/body/div[1\u0663]"):
         assert extract.plain_steps(path) is None
+
+
+# --- repeats looked for among texts of a shared length only (extract.drop_repeats) -----------------------------------
+
+def drop_repeats_plain(seg, keep, trusted=None, settings_used=LearnSettings()):
+    """drop_repeats' definition: every long kept block's text against those before it."""
+    from templater import fallback
+    seen = set()
+    long = keep & (seg.block_chars() >= settings_used.repeat_min_chars)
+    repeat = np.zeros(len(keep), dtype=bool)
+    for i in np.flatnonzero(long):
+        repeat[i] = seg.blocks[i].text in seen
+        seen.add(seg.blocks[i].text)
+    if not repeat.any():
+        return keep.copy()
+    if trusted is not None and trusted.any():
+        repeat &= ~(fallback.protected_blocks(seg, trusted, settings=settings_used)
+                    | extract.lone_repeats(seg, long, repeat, trusted))
+    return keep & ~repeat
+
+
+@settings(max_examples=300, deadline=None)
+@given(hst.lists(hst.tuples(hst.sampled_from(["x" * 6, "y" * 6, "xy" * 3, "z" * 7, "ab", "é" * 6]),
+                            hst.booleans(), hst.booleans()), max_size=14))
+def test_drop_repeats_is_its_definition(parts):
+    body = "".join(f"<p>{text}</p>" for text, _, _ in parts) or "<p>none</p>"
+    seg = segment_markup(f"<main>{body}</main>")
+    if seg is None:
+        return
+    n = len(seg.blocks)
+    keep = np.array([k for _, k, _ in parts][:n] + [True] * (n - len(parts)), dtype=bool)
+    trusted = np.array([t for _, _, t in parts][:n] + [False] * (n - len(parts)), dtype=bool)
+    short = LearnSettings(repeat_min_chars=6)
+    for used in (short, LearnSettings()):
+        assert extract.drop_repeats(seg, keep, trusted, used).tolist() == \
+            drop_repeats_plain(seg, keep, trusted, used).tolist()
+        assert extract.drop_repeats(seg, keep, None, used).tolist() == drop_repeats_plain(seg, keep, None, used).tolist()
