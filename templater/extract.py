@@ -437,6 +437,7 @@ class RuleForms:
     fast: tuple[tuple[str | None, str | None, str | None], ...]
     sized: tuple[bool, ...]
     slow: tuple[etree.XPath, ...]
+    anchors: tuple[tuple[etree.XPath, str], ...] = ()  # the slow rules of the comment anchors' form, with their id
 
 
 def rule_forms(rules: tuple[etree.XPath, ...]) -> RuleForms:
@@ -445,8 +446,9 @@ def rule_forms(rules: tuple[etree.XPath, ...]) -> RuleForms:
         return RuleForms((), (), tuple(rules))
     specs = [(xpath, _fast_rule(xpath.path)) for xpath in rules]
     fast = [spec for _, spec in specs if spec is not None]
-    return RuleForms(tuple(spec[:3] for spec in fast), tuple(spec[3] for spec in fast),
-                     tuple(xpath for xpath, spec in specs if spec is None))
+    slow = tuple(xpath for xpath, spec in specs if spec is None)
+    anchors = tuple((xpath, found.group(1)) for xpath in slow if (found := _ANCHOR_RULE.fullmatch(xpath.path)))
+    return RuleForms(tuple(spec[:3] for spec in fast), tuple(spec[3] for spec in fast), slow, anchors)
 
 
 def _rule_elements(seg: Segmented, rules: tuple[etree.XPath, ...], forms: RuleForms | None = None, *,
@@ -469,7 +471,42 @@ def _rule_elements(seg: Segmented, rules: tuple[etree.XPath, ...], forms: RuleFo
             fit = {id(e) for e in fitting(seg.root, tested)} if tested else set()
             for sized, matches in zip(forms.sized, found):
                 elements += [e for e in matches if id(e) in fit] if sized else matches
+    if over_blocks and forms.anchors and slow is forms.slow:  # the comment anchors' form, where the walk finds
+        done = set()  # the anchor: no XPath over every element
+        for xpath, ident in forms.anchors:
+            found = _anchor_elements(seg.root, ident)
+            if found is not None:
+                elements += found
+                done.add(id(xpath))
+        slow = tuple(xpath for xpath in slow if id(xpath) not in done)
     return elements + [e for xpath in slow for e in xpath(seg.root) if isinstance(e, etree._Element)]
+
+
+_ANCHOR_RULE = re.compile(r"//\*\[@id='([^'\x00]*)'\]/ancestor-or-self::\*\[following-sibling::\*\]\[1\]"
+                          r"/following-sibling::\*")  # template.py's rule for what follows a comments anchor
+
+
+def _anchor_elements(root, ident: str) -> list | None:
+    """The elements _ANCHOR_RULE selects for that id (each anchor with that id: the elements after the nearest of
+    it and its ancestors that has an element after it), as a list in no set order (an element may come twice), or
+    None where the compiled walk declines."""
+    found = native.walk.match_rules(root, [(None, ident, None)])
+    if found is None:
+        return None
+    out = []
+    for node in found[0]:
+        while node is not None and _next_element(node) is None:
+            node = node.getparent()
+        after = _next_element(node) if node is not None else None
+        while after is not None:
+            out.append(after)
+            after = _next_element(after)
+    return out
+
+
+def _next_element(element):
+    """The next sibling that is an element (not a comment, processing instruction or entity), or None."""
+    return next((e for e in element.itersiblings() if isinstance(e.tag, str)), None)
 
 
 _SIZE_SUFFIX = f"[{RELATED_SIZE_TEST}]"

@@ -397,3 +397,28 @@ def test_drop_repeats_is_its_definition(parts):
         assert extract.drop_repeats(seg, keep, trusted, used).tolist() == \
             drop_repeats_plain(seg, keep, trusted, used).tolist()
         assert extract.drop_repeats(seg, keep, None, used).tolist() == drop_repeats_plain(seg, keep, None, used).tolist()
+
+
+# --- the comment anchors' rule without XPath (extract._anchor_elements) ------------------------------------------------
+
+ANCHOR = "//*[@id='{}']/ancestor-or-self::*[following-sibling::*][1]/following-sibling::*"
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(hst.lists(hst.sampled_from(["<a id='c'></a>", "<div>", "</div>", "<p>text</p>", "<!-- note -->",
+                                   "<section><h2><a id='c'>x</a></h2></section>", "<span id='c'>y</span>", "<?pi x?>"]),
+                 max_size=14))
+def test_anchor_elements_are_xpaths(pieces):
+    from lxml import etree
+    root = parse_html(f"<html><body>{''.join(pieces)}</body></html>")
+    if root is None:
+        return
+    selected = etree.XPath(ANCHOR.format("c"))(root)  # (held: the same node gives the same proxy while it lives)
+    found = extract._anchor_elements(root, "c")
+    assert found is not None and {id(e) for e in found} == {id(e) for e in selected}
+    seg = blocks_mod.segment(root, Page("p", "https://a.example/p", ""))
+    rules = (etree.XPath(ANCHOR.format("c")),)
+    forms = extract.rule_forms(rules)
+    assert forms.anchors and extract.container_mask(seg, rules, forms).tolist() == \
+        container_mask_by_lxml(seg, rules).tolist()
