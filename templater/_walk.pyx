@@ -747,6 +747,20 @@ def head_title(root):
 DEF FEW = 16  # up to this many elements, inside compares node pointers; more go into a set
 
 
+cdef object _element_of(block, PyObject *descriptor):
+    """A block's element, read through the element slot's descriptor (``descriptor``: NULL where blocks are not of
+    the plain slots class), or the item itself where it is an element (metadata's <time> elements)."""
+    cdef PyObject *read
+    if descriptor is not NULL and type(block) is _block_class:
+        read = Py_TYPE(descriptor).tp_descr_get(descriptor, <PyObject *>block, <PyObject *>_block_class)
+        element = <object>read
+        Py_DECREF(element)
+        return element
+    if isinstance(block, _Element):
+        return block
+    return block.element
+
+
 def inside(blocks, elements):
     """extract.inside_plain: per block (bytes of bool), is its element one of ``elements`` or below one; or None.
     Each block's element is read through the element slot's descriptor (as number_tree reads it); an item that is
@@ -756,7 +770,6 @@ def inside(blocks, elements):
     cdef Py_ssize_t i, k, count = 0
     cdef bint hit
     cdef PyObject *descriptor = _field_descriptors[FIELDS - 1] if _fast_blocks else NULL
-    cdef PyObject *read
     marked = set()
     for element in elements:
         if not isinstance(element, _Element) or (<_Element>element)._c_node is NULL:
@@ -769,14 +782,7 @@ def inside(blocks, elements):
     out = bytearray(len(blocks))
     cdef unsigned char[::1] view = out
     for i, block in enumerate(blocks):
-        if descriptor is not NULL and type(block) is _block_class:
-            read = Py_TYPE(descriptor).tp_descr_get(descriptor, <PyObject *>block, <PyObject *>_block_class)
-            element = <object>read
-            Py_DECREF(element)
-        elif isinstance(block, _Element):
-            element = block  # metadata's <time> elements: the items may be elements themselves
-        else:
-            element = block.element
+        element = _element_of(block, descriptor)
         if not isinstance(element, _Element):
             return None
         node = (<_Element>element)._c_node
@@ -1190,7 +1196,6 @@ def match_rules_over(blocks, rules):
     cdef Py_ssize_t count = len(rules), i, r
     cdef xmlNode *node
     cdef PyObject *descriptor = _field_descriptors[FIELDS - 1] if _fast_blocks else NULL
-    cdef PyObject *read
     cdef Numbers seen
     cdef Buffer scratch
     held = [(None if tag is None else tag.encode("utf-8", "surrogatepass"),
@@ -1211,12 +1216,7 @@ def match_rules_over(blocks, rules):
             c_rules[i].id_ = <const char *>id_ if id_ is not None else NULL
             c_rules[i].token = <const char *>token if token is not None else NULL
         for block in blocks:
-            if descriptor is not NULL and type(block) is _block_class:
-                read = Py_TYPE(descriptor).tp_descr_get(descriptor, <PyObject *>block, <PyObject *>_block_class)
-                element = <object>read
-                Py_DECREF(element)
-            else:
-                element = block.element
+            element = _element_of(block, descriptor)
             if not isinstance(element, _Element):
                 return None
             node = (<_Element>element)._c_node
