@@ -6,6 +6,7 @@ stable order). Browsable with ordinary SQLite tools: ``sqlite-utils rows templat
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -140,6 +141,19 @@ def load_rules(db: sqlite_utils.Database, template_id: int) -> tuple[Rule, ...]:
                                      " WHERE template_id = ? ORDER BY position", [template_id]))
 
 
+def load_rules_lean(db: sqlite_utils.Database, template_id: int) -> tuple[list[int], tuple[Rule, ...]]:
+    """(the hashes of the template's static rules (drop, with a hash) in order, its other rules in order): what
+    extraction compiles, without making a Rule of each of the many static rules (``load_rules`` makes them all)."""
+    static = [r[0] for r in db.execute("SELECT hash FROM rules WHERE template_id = ? AND action = ? AND hash IS NOT"
+                                       " NULL ORDER BY position", [template_id, RuleAction.DROP])]
+    others = tuple(Rule(xpath=r[0], action=r[1], support=r[2], tag_path=r[3] or "", hash=r[4], sample=r[5] or "",
+                        pinned=bool(r[6]))
+                   for r in db.execute("SELECT xpath, action, support, tag_path, hash, sample, pinned FROM rules"
+                                       " WHERE template_id = ? AND NOT (action = ? AND hash IS NOT NULL)"
+                                       " ORDER BY position", [template_id, RuleAction.DROP]))
+    return static, others
+
+
 def settings_dict(text: str | None) -> dict:
     """A template's saved settings as a dict (empty when the text is not a JSON object)."""
     try:
@@ -149,8 +163,10 @@ def settings_dict(text: str | None) -> dict:
     return values if isinstance(values, dict) else {}
 
 
+@functools.lru_cache(maxsize=256)
 def stored_settings(text: str | None) -> LearnSettings:
-    """The settings saved with a template, as the dataclass extraction applies it with."""
+    """The settings saved with a template, as the dataclass extraction applies it with (made once a distinct
+    text: a crawl's templates mostly share theirs; LearnSettings is frozen)."""
     return LearnSettings.from_stored(settings_dict(text))
 
 
@@ -158,9 +174,9 @@ _TEMPLATE_COLUMNS = ("id, site, group_key, layout, version, page_count, learned_
                      " settings")
 
 
-def _template(db: sqlite_utils.Database, row: tuple) -> Template:
-    return Template(site=row[1], version=row[4], rules=load_rules(db, row[0]), page_count=row[5],
-                    learned_at=row[6], layout=row[3], reason=row[7], stale=bool(row[8]),
+def _template(db: sqlite_utils.Database, row: tuple, rules: tuple[Rule, ...] | None = None) -> Template:
+    return Template(site=row[1], version=row[4], rules=load_rules(db, row[0]) if rules is None else rules,
+                    page_count=row[5], learned_at=row[6], layout=row[3], reason=row[7], stale=bool(row[8]),
                     settings=stored_settings(row[10]))
 
 
@@ -189,3 +205,11 @@ def load_template(db: sqlite_utils.Database, template_id: int) -> Template:
     """One stored template version with its rules."""
     row = db.execute(f"SELECT {_TEMPLATE_COLUMNS} FROM templates WHERE id = ?", [template_id]).fetchone()
     return _template(db, row)
+
+
+def load_template_lean(db: sqlite_utils.Database, template_id: int) -> tuple[Template, list[int]]:
+    """One stored template version without its static rules: (the template with its other rules, the static
+    rules' hashes in order), as load_rules_lean reads them."""
+    row = db.execute(f"SELECT {_TEMPLATE_COLUMNS} FROM templates WHERE id = ?", [template_id]).fetchone()
+    static, others = load_rules_lean(db, template_id)
+    return _template(db, row, others), static

@@ -1396,6 +1396,73 @@ static PyObject *first_place_folded(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(found);
 }
 
+/* --- A template's static rules against a page (extract.match_static): which of the page's block hashes are in the
+ * template's sorted set of static hashes (extract._members' binary search), and the length of the longest common
+ * subsequence of the template's static sequence and the page's hashes (align.lcs_length_masks' bit-parallel rows,
+ * Allison-Dix / Hyyro, here in 64-bit words). ``table`` holds, per distinct static hash (in ``set``'s order), the
+ * match mask of its positions in the sequence, ``words`` uint64 words a hash (extract.static_table builds it). */
+
+static PyObject *static_match(PyObject *self, PyObject *args) {
+    Py_buffer vector, set, table, out;
+    Py_ssize_t size;
+    if (!PyArg_ParseTuple(args, "y*y*y*nw*", &vector, &set, &table, &size, &out)) return NULL;
+    PyObject *result = NULL;
+    uint64_t *row = NULL;
+    Py_ssize_t n = vector.len / 4, k = set.len / 4, words = (size + 63) / 64;
+    if (size < 0 || vector.len % 4 || set.len % 4 || out.len != n || table.len != k * words * 8) {
+        PyErr_SetString(PyExc_ValueError, "static_match: buffers of the wrong sizes");
+        goto done;
+    }
+    const uint32_t *b = (const uint32_t *)vector.buf, *keys = (const uint32_t *)set.buf;
+    const uint64_t *masks = (const uint64_t *)table.buf;
+    unsigned char *found = (unsigned char *)out.buf;
+    row = (uint64_t *)malloc((words ? words : 1) * sizeof(uint64_t));
+    if (!row) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t w = 0; w < words; w++) row[w] = ~(uint64_t)0;
+    uint64_t last = size % 64 ? (((uint64_t)1 << (size % 64)) - 1) : ~(uint64_t)0;  /* the top word's bits in use */
+    if (words) row[words - 1] = last;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        uint32_t symbol = b[j];
+        Py_ssize_t lo = 0, hi = k;  /* the first key >= symbol */
+        while (lo < hi) {
+            Py_ssize_t mid = lo + (hi - lo) / 2;
+            if (keys[mid] < symbol) lo = mid + 1;
+            else hi = mid;
+        }
+        if (lo == k || keys[lo] != symbol) {
+            found[j] = 0;
+            continue;
+        }
+        found[j] = 1;
+        const uint64_t *mask = masks + lo * words;
+        uint64_t carry = 0;
+        for (Py_ssize_t w = 0; w < words; w++) {  /* row = ((row + u) | (row - u)) & full, u = row & mask: u is
+                                                    * within row, so row - u is row & ~u (no borrow) */
+            uint64_t r = row[w], u = r & mask[w];
+            uint64_t sum = r + u;
+            uint64_t next = sum < r ? 1 : 0;
+            uint64_t total = sum + carry;
+            if (total < sum) next = 1;
+            row[w] = total | (r & ~u);
+            carry = next;
+        }
+        if (words) row[words - 1] &= last;
+    }
+    Py_ssize_t ones = 0;
+    for (Py_ssize_t w = 0; w < words; w++) ones += __builtin_popcountll(row[w]);
+    result = PyLong_FromSsize_t(size - ones);
+done:
+    free(row);
+    PyBuffer_Release(&vector);
+    PyBuffer_Release(&set);
+    PyBuffer_Release(&table);
+    PyBuffer_Release(&out);
+    return result;
+}
+
 /* --- MinHash signing (templater.shingles): texts -> shingle hashes -> OPH / k-permutation signatures, anchor
  * keys and bottom-k samples. Each function computes what its numpy definition in shingles.py computes (named in
  * its comment), bit for bit: every hash is uint64 arithmetic with wrap-around, as numpy's; the constants are
@@ -2049,6 +2116,8 @@ static PyMethodDef methods[] = {
      "sign_kperm(hashes, offsets, k, params) -> bytearray: shingles._sign_kperm's uint32 values."},
     {"anchor_keys", sh_anchor_keys, METH_VARARGS,
      "anchor_keys(hashes, offsets, below, limit) -> (keys, offsets): shingles.anchor_keys as int64 bytearrays."},
+    {"static_match", static_match, METH_VARARGS,
+     "static_match(vector, set, table, size, out) -> int: extract.match_static's members (into out) and LCS length."},
     {"sample_shingles", sh_sample_shingles, METH_VARARGS,
      "sample_shingles(hashes, offsets, size) -> (hashes, offsets): shingles.sample_shingles as bytearrays."},
     {NULL, NULL, 0, NULL},

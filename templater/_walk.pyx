@@ -859,6 +859,20 @@ def head_title(root):
 DEF FEW = 16  # up to this many elements, inside compares node pointers; more go into a set
 
 
+cdef object _element_of(block, PyObject *descriptor):
+    """A block's element, read through the element slot's descriptor (``descriptor``: NULL where blocks are not of
+    the plain slots class), or the item itself where it is an element (metadata's <time> elements)."""
+    cdef PyObject *read
+    if descriptor is not NULL and type(block) is _block_class:
+        read = Py_TYPE(descriptor).tp_descr_get(descriptor, <PyObject *>block, <PyObject *>_block_class)
+        element = <object>read
+        Py_DECREF(element)
+        return element
+    if isinstance(block, _Element):
+        return block
+    return block.element
+
+
 def inside(blocks, elements):
     """extract.inside_plain: per block (bytes of bool), is its element one of ``elements`` or below one; or None.
     Each block's element is read through the element slot's descriptor (as number_tree reads it); an item that is
@@ -868,7 +882,6 @@ def inside(blocks, elements):
     cdef Py_ssize_t i, k, count = 0
     cdef bint hit
     cdef PyObject *descriptor = _field_descriptors[FIELDS - 1] if _fast_blocks else NULL
-    cdef PyObject *read
     marked = set()
     for element in elements:
         if not isinstance(element, _Element) or (<_Element>element)._c_node is NULL:
@@ -881,14 +894,7 @@ def inside(blocks, elements):
     out = bytearray(len(blocks))
     cdef unsigned char[::1] view = out
     for i, block in enumerate(blocks):
-        if descriptor is not NULL and type(block) is _block_class:
-            read = Py_TYPE(descriptor).tp_descr_get(descriptor, <PyObject *>block, <PyObject *>_block_class)
-            element = <object>read
-            Py_DECREF(element)
-        elif isinstance(block, _Element):
-            element = block  # metadata's <time> elements: the items may be elements themselves
-        else:
-            element = block.element
+        element = _element_of(block, descriptor)
         if not isinstance(element, _Element):
             return None
         node = (<_Element>element)._c_node
@@ -1370,28 +1376,130 @@ def match_rules(root, rules):
         free(scratch.data)
 
 
+cdef bint _rule_holds(xmlNode *cur, const Rule *rule, Buffer *scratch) except -1:
+    """Whether the rule selects the element (``cur``: an element node)."""
+    cdef xmlAttr *a
+    cdef bint hit = False
+    if rule.tag is not NULL and (cur.ns is not NULL or strcmp(<const char *>cur.name, rule.tag) != 0):
+        return False
+    if rule.id_ is not NULL:  # @id = 'ID': any id attribute (no namespace) with that value
+        a = cur.properties
+        while a is not NULL and not hit:
+            if a.type == tree.XML_ATTRIBUTE_NODE and a.ns is NULL and strcmp(<const char *>a.name, "id") == 0:
+                hit = _value_is(a, rule.id_)
+            a = a.next
+    if rule.token is not NULL:  # the first class attribute, normalize-space'd, between spaces
+        hit = _class_holds(_first(cur, "class"), rule.token, scratch)
+    return hit
+
+
+def match_rules_over(blocks, rules):
+    """match_rules' elements among the blocks' elements and their ancestors, the only elements under which a rule
+    can name blocks (extract.container_mask): one list per rule, each element once, in no set order; or None."""
+    cdef Py_ssize_t count = len(rules), i, r
+    cdef xmlNode *node
+    cdef PyObject *descriptor = _field_descriptors[FIELDS - 1] if _fast_blocks else NULL
+    cdef Numbers seen
+    cdef Buffer scratch
+    held = [(None if tag is None else tag.encode("utf-8", "surrogatepass"),
+             None if id_ is None else id_.encode("utf-8", "surrogatepass"),
+             None if token is None else f" {token} ".encode("utf-8", "surrogatepass")) for tag, id_, token in rules]
+    cdef Rule *c_rules = <Rule *>calloc(count or 1, sizeof(Rule))
+    if c_rules is NULL:
+        raise MemoryError
+    seen.keys = NULL
+    seen.values = NULL
+    seen.count = seen.mask = 0
+    scratch.data = NULL
+    scratch.size = scratch.capacity = 0
+    found = [[] for _ in range(count)]
+    try:
+        for i, (tag, id_, token) in enumerate(held):
+            c_rules[i].tag = <const char *>tag if tag is not None else NULL
+            c_rules[i].id_ = <const char *>id_ if id_ is not None else NULL
+            c_rules[i].token = <const char *>token if token is not None else NULL
+        for block in blocks:
+            element = _element_of(block, descriptor)
+            if not isinstance(element, _Element):
+                return None
+            node = (<_Element>element)._c_node
+            if node is NULL or node.type != tree.XML_ELEMENT_NODE:
+                return None
+            while node is not NULL:  # up to an element met before (its ancestors were too)
+                if seen.keys is not NULL and seen.keys[_slot(&seen, node)] is not NULL:
+                    break
+                if 2 * (seen.count + 1) > seen.mask + 1:
+                    _numbers_grow(&seen)
+                i = _slot(&seen, node)
+                seen.keys[i] = node
+                seen.values[i] = 0
+                seen.count += 1
+                for r in range(count):
+                    if _rule_holds(node, &c_rules[r], &scratch):
+                        (<list>found[r]).append(elementFactory((<_Element>element)._doc, node))
+                node = _parent_element(node)
+        return found
+    finally:
+        free(c_rules)
+        free(scratch.data)
+        free(seen.keys)
+        free(seen.values)
+
+
+cdef xmlNode *_first_on_path(xmlNode *cur, const char **names, const long *positions, Py_ssize_t count,
+                             Py_ssize_t depth) noexcept:
+    """The first element in document order under the siblings from ``cur`` on that the path's steps from ``depth``
+    select (each step: the children of that name, all of them or the one at that position among them)."""
+    cdef long seen = 0
+    cdef xmlNode *found
+    while cur is not NULL:
+        if cur.type == tree.XML_ELEMENT_NODE and cur.ns is NULL and strcmp(<const char *>cur.name, names[depth]) == 0:
+            seen += 1
+            if positions[depth] == 0 or seen == positions[depth]:
+                if depth == count - 1:
+                    return cur
+                found = _first_on_path(cur.children, names, positions, count, depth + 1)
+                if found is not NULL or positions[depth] != 0:
+                    return found
+        cur = cur.next
+    return NULL
+
+
+def first_on_path(root, steps):
+    """The first element in document order an absolute XPath of plain steps selects (``steps``: (name, position)
+    pairs, position 0 for a step without one: /html/body/div[2] is (("html", 0), ("body", 0), ("div", 2))), as a list
+    of it or empty (what lxml's XPath gives, cut to its first element); None where root is not in a document."""
+    if not isinstance(root, _Element):
+        return None
+    cdef xmlNode *c_root = (<_Element>root)._c_node
+    if c_root is NULL or c_root.doc is NULL or not steps:
+        return None
+    cdef Py_ssize_t count = len(steps), i
+    held = [name.encode("utf-8", "surrogatepass") for name, _ in steps]
+    cdef const char **names = <const char **>calloc(count, sizeof(char *))
+    cdef long *positions = <long *>calloc(count, sizeof(long))
+    if names is NULL or positions is NULL:
+        free(names)
+        free(positions)
+        raise MemoryError
+    try:
+        for i in range(count):
+            names[i] = <const char *>held[i]
+            positions[i] = steps[i][1]
+        found = _first_on_path(<xmlNode *>c_root.doc.children, names, positions, count, 0)
+        return [] if found is NULL else [elementFactory((<_Element>root)._doc, found)]
+    finally:
+        free(names)
+        free(positions)
+
+
 cdef list _match_rules(_Document doc, xmlNode *cur, Rule *rules, Py_ssize_t count, Buffer *scratch):
     found = [[] for _ in range(count)]
-    cdef xmlAttr *a
-    cdef bint hit
     cdef Py_ssize_t i
     while cur is not NULL:
         if cur.type == tree.XML_ELEMENT_NODE:
             for i in range(count):
-                if rules[i].tag is not NULL and (cur.ns is not NULL
-                                                 or strcmp(<const char *>cur.name, rules[i].tag) != 0):
-                    continue
-                hit = False
-                if rules[i].id_ is not NULL:  # @id = 'ID': any id attribute (no namespace) with that value
-                    a = cur.properties
-                    while a is not NULL and not hit:
-                        if (a.type == tree.XML_ATTRIBUTE_NODE and a.ns is NULL
-                                and strcmp(<const char *>a.name, "id") == 0):
-                            hit = _value_is(a, rules[i].id_)
-                        a = a.next
-                if rules[i].token is not NULL:  # the first class attribute, normalize-space'd, between spaces
-                    hit = _class_holds(_first(cur, "class"), rules[i].token, scratch)
-                if hit:
+                if _rule_holds(cur, &rules[i], scratch):
                     (<list>found[i]).append(elementFactory(doc, cur))
             if cur.children is not NULL:
                 cur = cur.children
@@ -1405,9 +1513,10 @@ cdef list _match_rules(_Document doc, xmlNode *cur, Rule *rules, Py_ssize_t coun
 
 
 # --- string-length(normalize-space(.)) ---------------------------------------------------------------------------
-cdef Py_ssize_t _normalized_chars(xmlNode *top) noexcept:
+cdef Py_ssize_t _normalized_chars(xmlNode *top, Py_ssize_t stop=-1) noexcept:
     """string-length(normalize-space()) of the element's string value (its descendant text and CDATA in document
-    order); -1 where an entity reference is inside."""
+    order); -1 where an entity reference is inside. With ``stop`` >= 0 the count ends as soon as it is above
+    ``stop``: what it has counted then (above stop, at most the whole count; an entity reference later unseen)."""
     cdef Py_ssize_t chars = 0
     cdef bint pending = False
     cdef const unsigned char *s
@@ -1427,6 +1536,8 @@ cdef Py_ssize_t _normalized_chars(xmlNode *top) noexcept:
                             chars += 1
                             pending = False
                         chars += 1
+                        if chars > stop >= 0:
+                            return chars
         elif cur.type == tree.XML_ENTITY_REF_NODE or cur.type == tree.XML_ENTITY_NODE:
             return -1
         elif cur.type == tree.XML_ELEMENT_NODE and cur.children is not NULL:
@@ -1440,9 +1551,10 @@ cdef Py_ssize_t _normalized_chars(xmlNode *top) noexcept:
     return chars
 
 
-def normalized_length(element, bint body=False):
+def normalized_length(element, bint body=False, Py_ssize_t stop=-1):
     """string-length(normalize-space(.)) of the element as libxml2's XPath computes it, or None; with body=True
-    the same of the page's /html/body (0 where there is none)."""
+    the same of the page's /html/body (0 where there is none). With ``stop`` >= 0, a count above ``stop`` may be
+    what was counted when it passed stop (at most the whole count: template.fitting's early end)."""
     if not isinstance(element, _Element):
         return None
     cdef xmlNode *node = (<_Element>element)._c_node
@@ -1467,7 +1579,7 @@ def normalized_length(element, bint body=False):
         if found is NULL:
             return 0
         node = found
-    cdef Py_ssize_t chars = _normalized_chars(node)
+    cdef Py_ssize_t chars = _normalized_chars(node, stop)
     return None if chars < 0 else chars
 
 

@@ -113,6 +113,7 @@ LAYOUT_SHAPE_SHARE = 0.5  # a tag path on this share of a cluster's pages belong
 
 GROWING_PAGES = 12_800  # extract's largest transaction (pages): a killed run redoes at most this many
 TEMPLATE_CACHE = 256  # compiled templates kept per process (about 88 KB each): read again when a site comes back
+PATH_TESTS_KEPT = 2048  # tag paths whose tests a compiled template keeps (extract.PathTests; about 100 bytes each)
 # --- store (store/db.py, store/pages.py) ---------------------------------------------------------------------
 BUSY_TIMEOUT_MS = 30_000  # how long a connection waits for another process's lock before it fails
 HEAP_LIMIT_BYTES = 64 * 2**20  # SQLite's soft heap limit (process-wide): page caches give pages back above it (and

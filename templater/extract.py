@@ -10,19 +10,20 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from lxml import etree
 
-from . import document, fallback, native
+from . import config, document, fallback, native
 from .align import lcs_length_masks, match_masks
-from .blocks import path_mask
+from .blocks import path_mask, tag_path_index
 from .config import LearnSettings
 from .errors import RuleError
 from .grouping import host_of
 from .headline import find_headline
 from .metadata import META_ACTIONS, read_metadata
-from .template import RELATED_SIZE_TEST, contains, fits, size_limit
+from .template import RELATED_SIZE_TEST, contains, fitting
 from .datatypes import Extraction, Rule, RuleAction, Segmented, Template
 
 NO_CLASSIFIER = "none"  # --fallback none: the template's rules alone (the whole text where there is no template)
@@ -30,23 +31,34 @@ NO_CLASSIFIER = "none"  # --fallback none: the template's rules alone (the whole
 
 class CompiledTemplate:
     """A template prepared for fast application: hash sets and sequences built once; ``settings`` are the
-    thresholds saved with it (what it was learned with: it is applied with them, whatever config says now)."""
+    thresholds saved with it (what it was learned with: it is applied with them, whatever config says now).
 
-    __slots__ = ("template", "name", "static_seq", "static_set", "static_masks", "shapes", "nested", "region",
-                 "region_trusted", "pinned", "containers", "meta", "settings")
+    Built from a whole template, or from one read without its static rules (``static``: their hashes in order,
+    ``template.rules`` the other rules; what a crawl's extraction needs, TemplateIndex), where ``load`` gives the
+    whole template when ``template`` is asked for (rules explain, the report)."""
 
-    def __init__(self, template: Template) -> None:
-        self.template = template
+    __slots__ = ("_template", "_load", "site", "name", "static_seq", "static_set", "static_keys", "static_table",
+                 "_static_masks", "shapes", "nested", "region", "region_trusted", "pinned", "containers", "fast_rules",
+                 "meta", "settings", "paths", "region_steps")
+
+    def __init__(self, template: Template, *, static: Sequence[int] | None = None,
+                 load: Callable[[], Template] | None = None) -> None:
+        self._template, self._load = template, load if static is not None else None
         self.settings = settings = template.settings
+        self.site = template.site
         self.name = f"{template.site}@v{template.version}"
-        static = [r for r in template.rules if r.action == RuleAction.DROP and r.hash is not None]
-        self.static_seq = [r.hash for r in static]
-        self.static_set = np.array(sorted(set(self.static_seq)), dtype=np.uint32)
-        self.static_masks = match_masks(self.static_seq)
+        if static is None:
+            static = [r.hash for r in template.rules if r.action == RuleAction.DROP and r.hash is not None]
+        self.static_seq = list(static)
+        sequence = np.array(self.static_seq, dtype=np.uint32)
+        self.static_set = np.unique(sequence)
+        self.static_keys, self.static_table = static_table(sequence, self.static_set)
+        self._static_masks = None
         self.shapes = frozenset(r.tag_path for r in template.rules if r.action == RuleAction.DROP_SHAPE)
         self.nested = nested_lists(self.shapes, settings)
         regions = [r for r in template.rules if r.action == RuleAction.CONTENT and not r.pinned]
         self.region = _compile(regions[0])[1] if regions else None
+        self.region_steps = plain_steps(regions[0].xpath) if regions else None
         # a region right under <body> may be the page's wrapper: it bounds what is kept, and earns trust only on
         # pages where it leaves the site's chrome outside (holds_little_chrome)
         self.region_trusted = bool(regions) and regions[0].xpath.count("/") > settings.wrapper_depth
@@ -54,6 +66,51 @@ class CompiledTemplate:
         self.meta = tuple(r for r in template.rules if r.action in META_ACTIONS)  # where bylines and dates sit
         self.containers = tuple(_compile(r)[1] for r in template.rules
                                 if r.action == RuleAction.DROP_XPATH and not r.pinned)
+        self.fast_rules = rule_forms(self.containers)
+        self.paths = PathTests(self.shapes, self.nested, settings)
+
+    @property
+    def template(self) -> Template:
+        """The whole template (read now where it was built without its static rules)."""
+        if self._load is not None:
+            self._template, self._load = self._load(), None
+        return self._template
+
+    @property
+    def static_masks(self) -> dict[int, int]:
+        """align.match_masks of the static sequence (the pure path's LCS), made when first asked for."""
+        if self._static_masks is None:
+            self._static_masks = match_masks(self.static_seq)
+        return self._static_masks
+
+
+def static_table(sequence: np.ndarray, keys: np.ndarray) -> tuple[bytes, bytes | None]:
+    """(the sorted distinct static hashes as uint32 bytes, per hash the match mask of its positions in ``sequence``
+    (uint32) as (len(sequence) + 63) // 64 uint64 words) for native.numeric.static_match; (keys, None) without
+    it."""
+    if native.numeric is None or not len(sequence):
+        return keys.tobytes(), None
+    words = (len(sequence) + 63) // 64
+    table = np.zeros((len(keys), words), dtype=np.uint64)
+    positions = np.arange(len(sequence))
+    rows = np.searchsorted(keys, sequence)
+    np.bitwise_or.at(table, (rows, positions // 64), np.left_shift(np.uint64(1), (positions % 64).astype(np.uint64)))
+    return keys.tobytes(), table.tobytes()
+
+
+def match_static(vector: np.ndarray, compiled: CompiledTemplate) -> tuple[np.ndarray, float]:
+    """(the blocks the template's static rules name, the template's coverage of the page: the share of its static
+    sequence the page's block vector holds in order, by LCS; 1.0 without static rules)."""
+    size = len(compiled.static_seq)
+    if compiled.static_table is not None and native.numeric is not None:
+        static = np.zeros(len(vector), dtype=bool)
+        length = native.numeric.static_match(np.ascontiguousarray(vector, dtype=np.uint32), compiled.static_keys,
+                                             compiled.static_table, size, static)
+        return static, length / size
+    static = _members(vector, compiled.static_set)
+    if not size:
+        return static, 1.0
+    return static, lcs_length_masks(compiled.static_masks, size, vector.tolist()) / size
 
 
 def _compile(rule: Rule) -> tuple[Rule, etree.XPath]:
@@ -61,6 +118,43 @@ def _compile(rule: Rule) -> tuple[Rule, etree.XPath]:
         return rule, etree.XPath(rule.xpath)
     except etree.XPathSyntaxError as e:
         raise RuleError(f"rule XPath {rule.xpath!r} does not compile: {e}; fix it in the rules file") from None
+
+
+# A tag path's tests in match_regions, as bits (PathTests): a shape rule's path, an entry of a list nested in one
+# (nested_entries), in a definition list or <pre> outside a link (terms_of_text), outside settings.chrome_tags and
+# with no link step (own_content)
+SHAPE_PATH, NESTED_PATH, STRUCTURE_PATH, PLACED_PATH, NO_LINK_PATH = 1, 2, 4, 8, 16
+
+
+class PathTests:
+    """A template's tests of tag paths, made once a distinct path its pages have and kept (up to
+    config.PATH_TESTS_KEPT paths): a site's pages share most of their tag paths."""
+
+    __slots__ = ("bits", "shapes", "nested", "prefixes", "structure", "chrome")
+
+    def __init__(self, shapes: frozenset[str], nested: dict[str, str], settings: LearnSettings) -> None:
+        self.bits: dict[str, int] = {}
+        self.shapes, self.nested, self.prefixes = shapes, nested, tuple(nested)
+        self.structure, self.chrome = settings.text_structure_paths, settings.chrome_tags
+
+    def test(self, path: str) -> int:
+        """The path's bits (computed, and kept while there is room)."""
+        bits = ((SHAPE_PATH if path in self.shapes else 0)
+                | (NESTED_PATH if self.nested and path.startswith(self.prefixes)
+                   and _nested_path(path, self.nested) is not None else 0)
+                | (STRUCTURE_PATH if _text_structure(path, self.structure) else 0)
+                | (PLACED_PATH if _outside_chrome_tags(path, self.chrome) else 0)
+                | (NO_LINK_PATH if _no_link_step(path) else 0))
+        if len(self.bits) < config.PATH_TESTS_KEPT:
+            self.bits[path] = bits
+        return bits
+
+    def codes(self, seg: Segmented) -> np.ndarray:
+        """Each block's tag path bits (uint8)."""
+        paths, of = tag_path_index(seg)
+        known, test = self.bits, self.test
+        return np.fromiter([known[p] if p in known else test(p) for p in paths], dtype=np.uint8,
+                           count=len(paths))[of]
 
 
 def apply_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarray, float]:
@@ -81,34 +175,31 @@ def match_template(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarr
 def match_regions(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
     """(allowed, coverage, in_region, trusted_region): as match_template, plus every allowed block of the
     trusted region, among the page's own content or not (for `rules explain`)."""
-    vector, settings = seg.vector, compiled.settings
-    static = _members(vector, compiled.static_set)
+    settings = compiled.settings
+    static, coverage = match_static(seg.vector, compiled)
     allowed = ~static
-    coverage = 1.0
-    if compiled.static_seq:
-        coverage = lcs_length_masks(compiled.static_masks, len(compiled.static_seq), vector.tolist()) / len(
-            compiled.static_seq)
+    codes = compiled.paths.codes(seg)
     if compiled.shapes:
-        shaped = path_mask(seg, compiled.shapes.__contains__)
+        shaped = (codes & SHAPE_PATH).astype(bool)
         if compiled.nested:
-            shaped |= nested_entries(seg, compiled.nested, settings)
+            shaped |= nested_entries(seg, compiled.nested, settings, codes)
         if shaped.any():
-            shaped &= ~(terms_of_text(seg, shaped, settings) | name_line(seg, shaped, settings))
+            shaped &= ~(terms_of_text(seg, shaped, settings, codes) | name_line(seg, shaped, settings))
         allowed &= ~shaped
         aligned = static | shaped  # what the rules learned from the pages' aligned sequence drop
     else:
         aligned = static
     if compiled.containers:
-        allowed &= ~container_mask(seg, compiled.containers)
+        allowed &= ~container_mask(seg, compiled.containers, compiled.fast_rules)
     for rule, xpath in compiled.pinned:
         allowed &= pinned_mask(seg, rule, xpath)
     in_region = trusted_region = np.zeros(len(seg.blocks), dtype=bool)
     if compiled.region is not None:
-        region = _region_mask(seg, compiled.region, allowed, settings)
+        region = _region_mask(seg, compiled.region, allowed, settings, compiled.region_steps)
         if not region.all() and (compiled.region_trusted or holds_little_chrome(seg, region, allowed, static,
                                                                                 settings)):
             trusted_region = allowed & region
-            in_region = own_content(seg, trusted_region, aligned, settings)
+            in_region = own_content(seg, trusted_region, aligned, settings, codes)
         named = name_line(seg, allowed & ~region, settings) if not region.all() else region[:0]
         allowed &= region
         if named.any():
@@ -117,7 +208,7 @@ def match_regions(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarra
 
 
 def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray,
-                settings: LearnSettings = LearnSettings()) -> np.ndarray:
+                settings: LearnSettings = LearnSettings(), codes: np.ndarray | None = None) -> np.ndarray:
     """The trusted blocks among the page's own content: the region's allowed blocks fall into stretches split
     by at least own_content_gap blocks of the template's static and shape rules (``chrome``: in the aligned
     sequence, the site's chrome between them); the stretch from the first to the last paragraph or section
@@ -128,18 +219,24 @@ def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray,
     lists of other stories have headings too), with what follows or precedes it up to such a gap, keeps the
     trust. What lies before the page's first paragraph or beyond its last, past the site's chrome (a chapter's
     table of contents cut by its shape rules, a feed of other stories after the article), is judged as any
-    allowed block."""
+    allowed block. ``codes``: the page's PathTests.codes of a template with these settings."""
     where = np.flatnonzero(trusted)
     if not len(where):
         return trusted
     chars = seg.block_chars()
     text = (seg.block_links() <= settings.own_content_links * chars) & (chars > 0)
-    chrome_tags = settings.chrome_tags  # only the trusted blocks are judged below
-    placed = path_mask(seg, lambda path: _outside_chrome_tags(path, chrome_tags))[where]
+    if codes is None:
+        chrome_tags = settings.chrome_tags  # only the trusted blocks are judged below
+        placed = path_mask(seg, lambda path: _outside_chrome_tags(path, chrome_tags))[where]
+        unlinked = placed & path_mask(seg, _no_link_step)[where]
+    else:
+        placed_codes = codes[where]
+        placed = (placed_codes & PLACED_PATH).astype(bool)
+        unlinked = (placed_codes & (PLACED_PATH | NO_LINK_PATH)) == (PLACED_PATH | NO_LINK_PATH)
     heading = np.zeros(len(where), dtype=bool)
     blocks = seg.blocks
-    for k in np.flatnonzero(placed & path_mask(seg, _no_link_step)[where]).tolist():  # (a test of the tag path
-        block = blocks[where[k]]  # alone: made once a distinct path)
+    for k in np.flatnonzero(unlinked).tolist():  # (a test of the tag path alone: made once a distinct path)
+        block = blocks[where[k]]
         heading[k] = block.tag in settings.heading_tags and in_declared_main(block)
     return _own_stretch(seg, trusted, chrome, where, text, placed, heading, settings)
 
@@ -177,6 +274,7 @@ def _outside_chrome_tags(tag_path: str, chrome_tags: frozenset[str]) -> bool:
 
 
 _NAME_LINE = re.compile(r"\s*(\S+)\s+[-\u2010-\u2015]\s+\S")  # "git-stage - Add file contents ...": name, dash, summary
+_DASHES = frozenset("-\u2010\u2011\u2012\u2013\u2014\u2015")  # the dashes of _NAME_LINE
 _LEADING_TERM = re.compile(r"\s*([^\s(]+)")  # a headline's first word, without a manual section: "git-stage(1)"
 
 
@@ -189,7 +287,14 @@ def name_line(seg: Segmented, candidates: np.ndarray, settings: LearnSettings = 
     division, one short varying line a page (the shape of a byline). It is the page's own first line."""
     out = np.zeros(len(seg.blocks), dtype=bool)
     name = _name_of(seg.title)
-    if name is None or not any(_names(seg.blocks[i].text, name) for i in np.flatnonzero(candidates).tolist()):
+    if name is None:
+        return out
+    blocks = seg.blocks
+    for i in np.flatnonzero(candidates).tolist():  # _names, inlined: it is asked of most blocks of most pages
+        words = blocks[i].text.split(None, 2)
+        if len(words) == 3 and words[1] in _DASHES and words[0].lower() == name:
+            break
+    else:
         return out  # (most pages: no candidate begins with the page's name and a dash)
     heading = next((b.index for b in seg.blocks if b.tag in settings.heading_tags and _name_of(b.text) == name),
                    None)
@@ -203,9 +308,11 @@ def name_line(seg: Segmented, candidates: np.ndarray, settings: LearnSettings = 
 
 
 def _names(text: str, name: str) -> bool:
-    """Whether a block's text begins with ``name``, a dash and more words ("git-stage - Add file ...")."""
-    found = _NAME_LINE.match(text)
-    return found is not None and found.group(1).lower() == name
+    """Whether a block's text begins with ``name``, a dash and more words ("git-stage - Add file ..."): _NAME_LINE
+    matches and its first word lowers to ``name``. The same test by str.split, which splits where the pattern's
+    \\s matches: the first word, then a word that is one dash alone, then more."""
+    words = text.split(None, 2)
+    return len(words) == 3 and words[1] in _DASHES and words[0].lower() == name
 
 
 def _name_of(text: str) -> str | None:
@@ -225,13 +332,17 @@ def nested_lists(shapes: frozenset[str], settings: LearnSettings = LearnSettings
     return out
 
 
-def nested_entries(seg: Segmented, nested: dict[str, str], settings: LearnSettings = LearnSettings()) -> np.ndarray:
+def nested_entries(seg: Segmented, nested: dict[str, str], settings: LearnSettings = LearnSettings(),
+                   codes: np.ndarray | None = None) -> np.ndarray:
     """Blocks that are entries of a list nested inside a list a shape rule drops: the same item tag deeper under
     the list's tag path, and link-heavy like the rule's entries (a chapter's table of contents lists its
     sections' subsections under each section; the rule is learned from the top entries, on most pages, while a
-    nested level is on few)."""
-    prefixes = tuple(nested)
-    listed = path_mask(seg, lambda path: path.startswith(prefixes) and _nested_path(path, nested) is not None)
+    nested level is on few). ``codes``: the page's PathTests.codes of a template with these nested lists."""
+    if codes is None:
+        prefixes = tuple(nested)
+        listed = path_mask(seg, lambda path: path.startswith(prefixes) and _nested_path(path, nested) is not None)
+    else:
+        listed = (codes & NESTED_PATH).astype(bool)
     return listed & (seg.block_links() > settings.shape_max_link_density * seg.block_chars())
 
 
@@ -262,14 +373,17 @@ def in_declared_main(block) -> bool:
     return False
 
 
-def terms_of_text(seg: Segmented, shaped: np.ndarray, settings: LearnSettings = LearnSettings()) -> np.ndarray:
+def terms_of_text(seg: Segmented, shaped: np.ndarray, settings: LearnSettings = LearnSettings(),
+                  codes: np.ndarray | None = None) -> np.ndarray:
     """Blocks a shape rule names that are terms or code of the page's text: in a definition list or <pre>
     (settings.text_structure_paths) and mostly not link text. A shape rule is learned from a tag path's blocks on
     most pages, link-heavy there (a chapter's table of contents as a <dl>); a definition list of the page's own at the
-    same tag path is not a list of links."""
+    same tag path is not a list of links. ``codes``: the page's PathTests.codes of a template with these settings."""
     if not shaped.any():
         return np.zeros(len(seg.blocks), dtype=bool)
-    return (shaped & path_mask(seg, lambda path: _text_structure(path, settings.text_structure_paths))
+    structure = path_mask(seg, lambda path: _text_structure(path, settings.text_structure_paths)) if codes is None \
+        else (codes & STRUCTURE_PATH).astype(bool)
+    return (shaped & structure
             & (seg.block_links() <= settings.shape_max_link_density * seg.block_chars()))
 
 
@@ -303,35 +417,96 @@ def pinned_mask(seg: Segmented, rule: Rule, xpath: etree.XPath) -> np.ndarray:
     return inside if rule.action == RuleAction.CONTENT else ~inside
 
 
-def container_mask(seg: Segmented, rules: tuple[etree.XPath, ...]) -> np.ndarray:
-    """Blocks under elements that learned container rules match (never a container holding the headline)."""
-    elements = _rule_elements(seg, rules)
+def container_mask(seg: Segmented, rules: tuple[etree.XPath, ...], forms: RuleForms | None = None) -> np.ndarray:
+    """Blocks under elements that learned container rules match (never a container holding the headline);
+    ``forms``: rule_forms(rules), made once a template. Only the blocks' elements and their ancestors can hold
+    blocks: the compiled walk tests those alone (match_rules_over), not every element of the page."""
+    elements = _rule_elements(seg, rules, forms, over_blocks=True)
     headline = find_headline(seg) if elements else None
     if headline is not None:
         elements = [e for e in elements if not contains(e, seg.blocks[headline].element)]
     return _inside(seg, elements)
 
 
-def _rule_elements(seg: Segmented, rules: tuple[etree.XPath, ...]) -> list:
-    """The elements the rules' XPaths select. The two plain forms template.py writes for named containers
-    (by id, by class token; the related boxes' size test then applied with the page's side computed once) are
-    evaluated in one compiled walk (templater._walk, Cython) where it is built; any other form (the comment anchors, a
-    hand-written rule) goes to lxml."""
-    slow = list(rules)
+@dataclasses.dataclass(frozen=True)
+class RuleForms:
+    """Container rules sorted by how they are evaluated: ``fast`` the (tag, id, class token) of the forms
+    _walk.match_rules evaluates, ``sized`` whether each of those carries the related boxes' size test, ``slow``
+    the XPaths lxml evaluates."""
+
+    fast: tuple[tuple[str | None, str | None, str | None], ...]
+    sized: tuple[bool, ...]
+    slow: tuple[etree.XPath, ...]
+    anchors: tuple[tuple[etree.XPath, str], ...] = ()  # the slow rules of the comment anchors' form, with their id
+
+
+def rule_forms(rules: tuple[etree.XPath, ...]) -> RuleForms:
+    """The rules' RuleForms (all slow where the compiled walk is not built)."""
+    if native.walk is None:
+        return RuleForms((), (), tuple(rules))
+    specs = [(xpath, _fast_rule(xpath.path)) for xpath in rules]
+    fast = [spec for _, spec in specs if spec is not None]
+    slow = tuple(xpath for xpath, spec in specs if spec is None)
+    anchors = tuple((xpath, found.group(1)) for xpath in slow if (found := _ANCHOR_RULE.fullmatch(xpath.path)))
+    return RuleForms(tuple(spec[:3] for spec in fast), tuple(spec[3] for spec in fast), slow, anchors)
+
+
+def _rule_elements(seg: Segmented, rules: tuple[etree.XPath, ...], forms: RuleForms | None = None, *,
+                   over_blocks: bool = False) -> list:
+    """The elements the rules' XPaths select (``forms``: rule_forms(rules), made once a template). The two plain
+    forms template.py writes for named containers (by id, by class token; the related boxes' size test then applied
+    with the page's side computed once) are evaluated in one compiled walk (templater._walk, Cython) where it is
+    built; any other form (the comment anchors, a hand-written rule) goes to lxml. With ``over_blocks``, the
+    compiled walk gives only those among the blocks' elements and their ancestors (in no set order)."""
+    forms = rule_forms(rules) if forms is None else forms
+    slow = forms.slow
     elements: list = []
-    if native.walk is not None and rules:
-        fast = [(xpath, spec) for xpath, spec in ((x, _fast_rule(x.path)) for x in rules) if spec is not None]
-        found = native.walk.match_rules(seg.root, [spec[:3] for _, spec in fast]) if fast else None
-        if found is not None:
-            limit = None
-            for (_, spec), matches in zip(fast, found):
-                if spec[3] and matches:  # the related boxes' size test, with the page's side computed once
-                    limit = size_limit(seg.root) if limit is None else limit
-                    matches = [e for e in matches if fits(e, limit)]
-                elements += matches
-            done = {id(xpath) for xpath, _ in fast}
-            slow = [xpath for xpath in rules if id(xpath) not in done]
+    if forms.fast:
+        found = None if native.walk is None else native.walk.match_rules_over(seg.blocks, forms.fast) \
+            if over_blocks else native.walk.match_rules(seg.root, forms.fast)
+        if found is None:
+            slow = rules
+        else:  # the related boxes' size test, over every sized rule's elements at once (the page's side once)
+            tested = [e for sized, matches in zip(forms.sized, found) if sized for e in matches]
+            fit = {id(e) for e in fitting(seg.root, tested)} if tested else set()
+            for sized, matches in zip(forms.sized, found):
+                elements += [e for e in matches if id(e) in fit] if sized else matches
+    if over_blocks and forms.anchors and slow is forms.slow:  # the comment anchors' form, where the walk finds
+        done = set()  # the anchor: no XPath over every element
+        for xpath, ident in forms.anchors:
+            found = _anchor_elements(seg.root, ident)
+            if found is not None:
+                elements += found
+                done.add(id(xpath))
+        slow = tuple(xpath for xpath in slow if id(xpath) not in done)
     return elements + [e for xpath in slow for e in xpath(seg.root) if isinstance(e, etree._Element)]
+
+
+_ANCHOR_RULE = re.compile(r"//\*\[@id='([^'\x00]*)'\]/ancestor-or-self::\*\[following-sibling::\*\]\[1\]"
+                          r"/following-sibling::\*")  # template.py's rule for what follows a comments anchor
+
+
+def _anchor_elements(root, ident: str) -> list | None:
+    """The elements _ANCHOR_RULE selects for that id (each anchor with that id: the elements after the nearest of
+    it and its ancestors that has an element after it), as a list in no set order (an element may come twice), or
+    None where the compiled walk declines."""
+    found = native.walk.match_rules(root, [(None, ident, None)])
+    if found is None:
+        return None
+    out = []
+    for node in found[0]:
+        while node is not None and _next_element(node) is None:
+            node = node.getparent()
+        after = _next_element(node) if node is not None else None
+        while after is not None:
+            out.append(after)
+            after = _next_element(after)
+    return out
+
+
+def _next_element(element):
+    """The next sibling that is an element (not a comment, processing instruction or entity), or None."""
+    return next((e for e in element.itersiblings() if isinstance(e.tag, str)), None)
 
 
 _SIZE_SUFFIX = f"[{RELATED_SIZE_TEST}]"
@@ -373,8 +548,36 @@ def _inside_plain(seg: Segmented, elements: list) -> np.ndarray:
     return np.fromiter((b.element in members for b in seg.blocks), dtype=bool, count=len(seg.blocks))
 
 
-def _region_mask(seg: Segmented, region: etree.XPath, allowed: np.ndarray, settings: LearnSettings) -> np.ndarray:
-    inside = _inside(seg, [e for e in region(seg.root) if isinstance(e, etree._Element)][:1])
+_PLAIN_STEP = re.compile(r"/([^\W\d][\w.-]*)(?:\[([1-9][0-9]{0,8})\])?")  # a positional XPath's step: div[2]
+
+
+def plain_steps(path: str) -> tuple[tuple[str, int], ...] | None:
+    """A positional XPath of plain steps (a learned content region: /html/body/div[2]/div) as _walk.first_on_path's
+    (name, position or 0) pairs, else None."""
+    steps = []
+    at = 0
+    while at < len(path):
+        found = _PLAIN_STEP.match(path, at)
+        if found is None:
+            return None
+        steps.append((found.group(1), int(found.group(2) or 0)))
+        at = found.end()
+    return tuple(steps) or None
+
+
+def _region_elements(seg: Segmented, region: etree.XPath, steps: tuple[tuple[str, int], ...] | None) -> list:
+    """The first element the region's XPath selects, as a list of it or empty (by _walk.first_on_path where the
+    path is plain steps and the walk is built)."""
+    if steps is not None and native.walk is not None:
+        found = native.walk.first_on_path(seg.root, steps)
+        if found is not None:
+            return found
+    return [e for e in region(seg.root) if isinstance(e, etree._Element)][:1]
+
+
+def _region_mask(seg: Segmented, region: etree.XPath, allowed: np.ndarray, settings: LearnSettings,
+                 steps: tuple[tuple[str, int], ...] | None = None) -> np.ndarray:
+    inside = _inside(seg, _region_elements(seg, region, steps))
     chars = seg.block_chars()
     total = chars[allowed].sum()
     if total and chars[allowed & inside].sum() >= settings.region_min_share * total:
@@ -408,13 +611,13 @@ def extract_content(seg: Segmented, compiled: CompiledTemplate | None = None, *,
     if leaves_nothing(seg, allowed, settings):
         # the template knows this page's paragraphs as boilerplate (it was learned from copies of the article):
         # the page is extracted as if the site had no template
-        return extract_content(seg, None, site=site or compiled.template.site, method=method, weights=weights,
+        return extract_content(seg, None, site=site or compiled.site, method=method, weights=weights,
                                q=q, links=links)
     keep = allowed if method == NO_CLASSIFIER or without_paragraphs(seg, settings) else fallback.select_blocks(
         seg, method=method, allowed=allowed, trusted=in_region, weights=weights, q=q, settings=settings)
     if compiled.shapes and method != NO_CLASSIFIER:  # the name line the template let through: the classifier,
         keep = keep | name_line(seg, allowed & ~keep, settings)  # taught on prose, scores one short line as a byline
-    return _extraction(seg, keep, site=site or compiled.template.site, method="template", template=compiled.name,
+    return _extraction(seg, keep, site=site or compiled.site, method="template", template=compiled.name,
                        coverage=round(coverage, 4), links=links, trusted=in_region, settings=settings)
 
 
@@ -441,10 +644,17 @@ def drop_repeats(seg: Segmented, keep: np.ndarray, trusted: np.ndarray | None = 
     there in the page's declared main content (lone_repeats: a reference page's summary line said again in its
     details)."""
     seen: set[str] = set()
-    long = keep & (seg.block_chars() >= settings.repeat_min_chars)
+    chars = seg.block_chars()
+    long = keep & (chars >= settings.repeat_min_chars)
     repeat = np.zeros(len(keep), dtype=bool)
-    for i in np.flatnonzero(long):
-        text = seg.blocks[i].text
+    where = np.flatnonzero(long)
+    lengths = chars[where]
+    shared = np.unique(lengths, return_counts=True)  # only texts of a length another shares can be repeats
+    if not (shared[1] > 1).any():
+        return keep.copy()
+    blocks = seg.blocks
+    for i in where[np.isin(lengths, shared[0][shared[1] > 1])].tolist():
+        text = blocks[i].text
         repeat[i] = text in seen
         seen.add(text)
     if not repeat.any():

@@ -7,6 +7,7 @@ committed and a rerun continues (an unchanged page is recognised by its content 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import sqlite3
 import time
@@ -566,9 +567,15 @@ class TemplateIndex:
         source = self.sources.get(site)
         if source is None:
             return None
-        if not isinstance(source, Template):
-            source = pin_store.apply_pins(self.db, template_store.load_template(self.db, source))
-        compiled = self.cache[site] = CompiledTemplate(source)
+        if isinstance(source, Template):
+            compiled = CompiledTemplate(source)
+        elif pin_store.load_pins(self.db, site):  # pinned rules replace the learned ones: read them all
+            compiled = CompiledTemplate(pin_store.apply_pins(self.db, template_store.load_template(self.db, source)))
+        else:  # the static rules as hashes alone; the whole template read if someone asks for it
+            lean, static = template_store.load_template_lean(self.db, source)
+            compiled = CompiledTemplate(lean, static=static, load=functools.partial(
+                _whole_template, self.db, source))
+        self.cache[site] = compiled
         if len(self.cache) > self.cache_size:
             self.cache.popitem(last=False)
         return compiled
@@ -588,6 +595,11 @@ class TemplateIndex:
             return None
         best = best_layout(seg, self.layouts[group])
         return None if best is None else self.compiled(best)
+
+
+def _whole_template(db: sqlite_utils.Database, template_id: int) -> Template:
+    """A stored template with all its rules and its site's pins (what TemplateIndex compiles, read again whole)."""
+    return pin_store.apply_pins(db, template_store.load_template(db, template_id))
 
 
 def best_layout(seg: Segmented, layouts: Sequence[tuple[np.ndarray, T, float]]) -> T | None:

@@ -215,7 +215,7 @@ class _Classifier:
         kind = "new" if known is None else "revived" if known[1] else "changed"
         group = (known[2] if known else None) or self.group_of(page.url, page.id)
         compiled = self._choose_template(seg, known[3] if known else None)
-        site = compiled.template.site if compiled is not None else None
+        site = compiled.site if compiled is not None else None
         result = extract_page(seg, compiled, site=site or group, method=self.method)
         late = pipeline.over_time(page.id, page.url, started, "extract")
         if late is not None:

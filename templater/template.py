@@ -274,6 +274,25 @@ def fits(element, limit: float) -> bool:
     return float(_SIZE(element) if chars is None else chars) < limit
 
 
+def fitting(root, elements: list, share: float = RELATED_MAX_SHARE) -> list:
+    """``[e for e in elements if fits(e, size_limit(root, share))]``, reading no more of the page's body than the
+    test needs where templater._walk is built: once ``share`` times the body's length counted so far is above the
+    largest element's, every element fits (the whole length is no smaller)."""
+    if native.walk is not None and elements:
+        sizes = [native.walk.normalized_length(e) for e in elements]
+        if None not in sizes:
+            largest = float(max(sizes))
+            stop = int(largest / share) + 1
+            chars = native.walk.normalized_length(root, True, stop)
+            if chars is not None and chars <= stop:  # the whole body counted
+                limit = share * float(chars)
+                return [e for e, size in zip(elements, sizes) if float(size) < limit]
+            if chars is not None and share * float(chars) > largest:  # counted past stop: a lower bound
+                return list(elements)
+    limit = size_limit(root, share)
+    return [e for e in elements if fits(e, limit)]
+
+
 def _order(element) -> int:
     """The element's position in document order."""
     return int(element.xpath("count(preceding::*) + count(ancestor::*)"))
