@@ -873,6 +873,17 @@ cdef object _element_of(block, PyObject *descriptor):
     return block.element
 
 
+cdef xmlNode *_element_node(element):
+    """The node of ``element`` (a block's, read by ``_element_of``), or NULL where it is no element node of a tree."""
+    cdef xmlNode *node
+    if not isinstance(element, _Element):
+        return NULL
+    node = (<_Element>element)._c_node
+    if node is NULL or node.type != tree.XML_ELEMENT_NODE:
+        return NULL
+    return node
+
+
 def inside(blocks, elements):
     """extract.inside_plain: per block (bytes of bool), is its element one of ``elements`` or below one; or None.
     Each block's element is read through the element slot's descriptor (as number_tree reads it); an item that is
@@ -895,10 +906,8 @@ def inside(blocks, elements):
     cdef unsigned char[::1] view = out
     for i, block in enumerate(blocks):
         element = _element_of(block, descriptor)
-        if not isinstance(element, _Element):
-            return None
-        node = (<_Element>element)._c_node
-        if node is NULL or node.type != tree.XML_ELEMENT_NODE:
+        node = _element_node(element)
+        if node is NULL:
             return None
         hit = False
         while count and node is not NULL and not hit:
@@ -1420,10 +1429,8 @@ def match_rules_over(blocks, rules):
             c_rules[i].token = <const char *>token if token is not None else NULL
         for block in blocks:
             element = _element_of(block, descriptor)
-            if not isinstance(element, _Element):
-                return None
-            node = (<_Element>element)._c_node
-            if node is NULL or node.type != tree.XML_ELEMENT_NODE:
+            node = _element_node(element)
+            if node is NULL:
                 return None
             while node is not NULL:  # up to an element met before (its ancestors were too)
                 if seen.keys is not NULL and seen.keys[_slot(&seen, node)] is not NULL:
