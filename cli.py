@@ -1161,7 +1161,7 @@ def print_dedup_table(runs) -> None:
 def eval_extract(gold: Path = typer.Argument(..., help='Gold corpus: JSON Lines (.gz too) with "id" and "gold".'),
                  predicted: Path = typer.Argument(..., help='Predictions: JSON Lines with "id" and "text".'),
                  as_json: bool = typer.Option(False, "--json", help="Print the figures as one JSON object.")) -> None:
-    """Bag-of-tokens precision, recall and F1 per page, macro-averaged (the measure of shared/eval/score.py; a
+    """Bag-of-tokens precision, recall and F1 per page, macro-averaged (the dev corpus's measure; a
     prediction's "title" is scored with its "text", except where the gold is the body alone).
 
     A gold page with no prediction counts as an empty extraction; pages without gold text are not scored.
