@@ -151,8 +151,7 @@ NEAR_COPY = 0.8  # containment (shared / the smaller set) of two pages' own text
 NEAR_COPY_CHARS = 80  # blocks this long (paragraphs, not menu items) make a page's own text
 NEAR_COPY_COMMON_PAGES = 3  # ... unless this many pages (and half of them) have them: then they are the site's
 NEAR_COPY_SIZE = 0.3  # ... and the smaller own text has at least this share of the larger's shingles (a page whose
-# own text is a rotating sidebar block or two is not a copy of every page that shows them; learning's alone, not
-# saved with a template)
+# own text is a rotating sidebar block or two is not a copy of every page that shows them)
 REGION_TEXT_SHARE = 0.8  # the content region holds at least this share of a page's remaining text
 REGION_PAGE_SHARE = 0.5  # ... on at least this share of the pages
 NAV_PATHS = ("/nav/", "/aside/")  # a varying block inside <nav> (breadcrumbs, section menus) or <aside> is not the
@@ -424,6 +423,7 @@ class LearnSettings:
     near_copy: float = NEAR_COPY
     near_copy_chars: int = NEAR_COPY_CHARS
     near_copy_common_pages: int = NEAR_COPY_COMMON_PAGES
+    near_copy_size: float = NEAR_COPY_SIZE
     region_text_share: float = REGION_TEXT_SHARE
     region_page_share: float = REGION_PAGE_SHARE
     linked_headings_per_page: float = LINKED_HEADINGS_PER_PAGE

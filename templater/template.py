@@ -27,7 +27,7 @@ from . import metadata, native
 from .align import lcs_length, lcs_pairs
 from .blocks import fill_xpaths
 from .config import BLOCK_TAGS as _BLOCK_TAGS
-from .config import NEAR_COPY_SIZE, RELATED_MAX_SHARE, LearnSettings
+from .config import RELATED_MAX_SHARE, LearnSettings
 from .datatypes import Block, Rule, RuleAction, Segmented, Template
 from .headline import find_headline
 from .shingles import ShingleSettings, containment_of_sets, shingle_hashes, sorted_set
@@ -87,11 +87,10 @@ def learn_template(pages: Sequence[Segmented], *, site: str, version: int = 1, l
                     reason=reason, settings=settings)
 
 
-def distinct_pages(pages: Sequence[Segmented], settings: LearnSettings = LearnSettings(), *,
-                   size: float = NEAR_COPY_SIZE) -> list[Segmented]:
+def distinct_pages(pages: Sequence[Segmented], settings: LearnSettings = LearnSettings()) -> list[Segmented]:
     """The pages less near-copies: a page whose own text (the word 3-grams of its long blocks, less the blocks and the
     3-grams most pages share) is mostly (settings.near_copy of the smaller set) a kept page's own text, or the other
-    way round, is left out, when the smaller text has at least ``size`` of the larger's 3-grams.
+    way round, is left out, when the smaller text has at least settings.near_copy_size of the larger's 3-grams.
 
     Two copies of one article (a syndicated story, a page under two URLs, a print version, a recrawl with a few
     words changed) would otherwise make the article's text look like boilerplate the site repeats. Shingles, not
@@ -113,7 +112,7 @@ def distinct_pages(pages: Sequence[Segmented], settings: LearnSettings = LearnSe
     kept: list[Segmented] = []
     sets: list[np.ndarray] = []
     for seg, own in zip(pages, owns):
-        if len(own) and any(_near_copy(own, other, settings.near_copy, size) for other in sets):
+        if len(own) and any(_near_copy(own, other, settings.near_copy, settings.near_copy_size) for other in sets):
             continue
         kept.append(seg)
         sets.append(own)

@@ -338,7 +338,7 @@ def test_a_copy_with_a_word_changed_counts_once():
 
 def test_a_page_quoting_one_paragraph_is_not_a_copy():
     """A page whose own text is one paragraph of another page's (a quote, a teaser, a sidebar block both show)
-    is contained in it but is not a copy: the smaller text must be NEAR_COPY_SIZE of the larger."""
+    is contained in it but is not a copy: the smaller text must be near_copy_size of the larger."""
     from templater.template import distinct_pages
 
     from sitegen import article_html
@@ -349,7 +349,7 @@ def test_a_page_quoting_one_paragraph_is_not_a_copy():
     quote_html, quote_text = article_html(20, paragraphs=1)
     quote = _page(quote_html.replace(quote_text.split("\n")[1], text.split("\n")[1]), "quote")
     assert len(distinct_pages(pages + [long_page, quote])) == 6
-    assert len(distinct_pages(pages + [long_page, quote], size=0.0)) == 5
+    assert len(distinct_pages(pages + [long_page, quote], LearnSettings(near_copy_size=0.0))) == 5
 
 
 @settings(max_examples=25, deadline=None)
