@@ -88,16 +88,23 @@ def learn_template(pages: Sequence[Segmented], *, site: str, version: int = 1, l
 
 
 def distinct_pages(pages: Sequence[Segmented], settings: LearnSettings = LearnSettings()) -> list[Segmented]:
-    """The pages less near-copies: a page whose own text (the word 3-grams of its long blocks, less the blocks and the
-    3-grams most pages share) is mostly (settings.near_copy of the smaller set) a kept page's own text, or the other
-    way round, is left out, when the smaller text has at least settings.near_copy_size of the larger's 3-grams.
+    """The pages less near-copies: a page whose own text (the word 3-grams of its long blocks that are not mostly
+    links, less the blocks and the 3-grams most pages share) is mostly (settings.near_copy of the smaller set) a
+    kept page's own text, or the other way round, is left out, when the smaller text has at least
+    settings.near_copy_size of the larger's 3-grams. So is one that shares at least settings.near_copy_shared of
+    the smaller own text with a kept page when the rest of one of the two is mostly text other pages of the cluster
+    have too: what the two share is near_copy of what they share and what one of them alone has.
 
     Two copies of one article (a syndicated story, a page under two URLs, a print version, a recrawl with a few
     words changed) would otherwise make the article's text look like boilerplate the site repeats. Shingles, not
     block hashes: one replaced word changes its paragraph's hash, and a copy with a new sidebar or a few words
-    changed shares few whole blocks with the original.
+    changed shares few whole blocks with the original. The second test is for small clusters, where what most pages
+    share leaves out little: a page's lists of other stories, its footer or its sign-up box, which a few other pages
+    show, stay in its own text, and a copy whose boilerplate is rewritten (or that shows other headlines) has new text
+    there; such text on other pages is the site's, not the article's, and does not count against the pair.
     """
-    longs = [{b.hash: b.text for b in seg.blocks if len(b.text) >= settings.near_copy_chars} for seg in pages]
+    longs = [{b.hash: b.text for b in seg.blocks if len(b.text) >= settings.near_copy_chars
+              and b.link_chars <= settings.near_copy_links * len(b.text)} for seg in pages]
     need = max(settings.near_copy_common_pages, len(pages) / 2)
     common = {h for h, n in Counter(h for blocks in longs for h in blocks).items() if n >= need}
     # long blocks most pages share are the site's, not the article's; so are the 3-grams most pages' own texts
@@ -109,21 +116,33 @@ def distinct_pages(pages: Sequence[Segmented], settings: LearnSettings = LearnSe
     if values is not None and (counts >= need).any():
         shared = values[counts >= need]
         owns = [own[~np.isin(own, shared, assume_unique=True)] for own in owns]
-    kept: list[Segmented] = []
-    sets: list[np.ndarray] = []
-    for seg, own in zip(pages, owns):
-        if len(own) and any(_near_copy(own, other, settings.near_copy, settings.near_copy_size) for other in sets):
+        values, counts = values[counts < need], counts[counts < need]
+    # each page's 3-grams no other page has (its own text less what other pages of the cluster show too)
+    alone = values[counts == 1] if values is not None else np.empty(0, np.uint64)
+    lone = [int(np.count_nonzero(np.isin(own, alone, assume_unique=True))) for own in owns]
+    kept: list[tuple[np.ndarray, int]] = []
+    out: list[Segmented] = []
+    for seg, own, own_lone in zip(pages, owns, lone):
+        if len(own) and any(_near_copy(own, own_lone, other, other_lone, settings) for other, other_lone in kept):
             continue
-        kept.append(seg)
-        sets.append(own)
-    return kept
+        out.append(seg)
+        kept.append((own, own_lone))
+    return out
 
 
-def _near_copy(a: np.ndarray, b: np.ndarray, threshold: float, size: float) -> bool:
-    """Whether two pages' own-text shingle sets (sorted) are one article's: the smaller mostly (``threshold``)
-    inside the larger, and not a small part of it (at least ``size`` of it)."""
-    small, large = sorted((len(a), len(b)))
-    return bool(small) and small >= size * large and containment_of_sets(a, b) >= threshold
+def _near_copy(a: np.ndarray, a_lone: int, b: np.ndarray, b_lone: int, settings: LearnSettings) -> bool:
+    """Whether two pages' own-text shingle sets (sorted; ``a_lone``, ``b_lone``: how many of each no other page has)
+    are one article's: the smaller not a small part of the larger (at least near_copy_size of it), and mostly
+    (near_copy) inside it, or, sharing near_copy_shared of it with the larger, what the two share near_copy of that
+    and what one of them alone has."""
+    small, large = sorted((a, b), key=len)
+    if not len(small) or len(small) < settings.near_copy_size * len(large):
+        return False
+    shared = containment_of_sets(small, large) * len(small)
+    if shared >= settings.near_copy * len(small):
+        return True
+    return (shared >= settings.near_copy_shared * len(small)
+            and shared >= settings.near_copy * (shared + min(a_lone, b_lone)))
 
 
 def static_hashes(pages: Sequence[Segmented], settings: LearnSettings) -> set[int]:

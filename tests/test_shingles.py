@@ -439,6 +439,25 @@ def test_anchor_keys_of_a_shared_passage_are_shared_whatever_surrounds_it():
                                ShingleSettings(anchor_rate=0)).hashes)
 
 
+def test_tail_anchor_keys_are_shared_by_a_copy_cut_from_the_start():
+    """A text's last anchor_tail_keys keys besides its first anchor_keys: a copy that lost the original's first
+    two thirds shares no first key with it, but its end is the original's, and so are its last keys."""
+    from templater.shingles import anchor_keys, shingle_hashes
+    rng = np.random.default_rng(5)
+    words = [f"w{i}" for i in rng.integers(0, 50_000, size=1500)]
+    texts = [" ".join(words), " ".join(words[1000:])]
+    head = ShingleSettings()
+    first = [set(anchor_keys(shingle_hashes(texts, head), head).of(i).tolist()) for i in range(2)]
+    assert not first[0] & first[1]
+    both = ShingleSettings(anchor_tail_keys=4)
+    keys = anchor_keys(shingle_hashes(texts, both), both)
+    original, cut = (set(keys.of(i).tolist()) for i in range(2))
+    assert len(original) == head.anchor_keys + 4 and first[0] < original  # the first keys and four more
+    assert len(original & cut) >= 4
+    only_tail = ShingleSettings(anchor_keys=0, anchor_tail_keys=4)
+    assert len(anchor_keys(shingle_hashes(texts, only_tail), only_tail).of(0)) == 4
+
+
 def test_site_of_and_thresholds_by_site():
     from store.lsh import same_sites, site_of
     assert site_of("https://www.Example.com:8080/a?b") == "example.com"
@@ -507,11 +526,11 @@ def test_compiled_signatures_equal_the_numpy_definition(sets, k, seed, repeat):
 
 @compiled_only
 @hsettings(max_examples=120, deadline=None)
-@given(sets=SHINGLE_SETS, rate=st.integers(1, 8), keys=st.integers(1, 80), bits=st.sampled_from([32, 64]),
-       repeat=st.integers(1, 3))
-def test_compiled_anchor_keys_equal_the_numpy_definition(sets, rate, keys, bits, repeat):
+@given(sets=SHINGLE_SETS, rate=st.integers(1, 8), keys=st.integers(0, 80), tail=st.integers(0, 40),
+       bits=st.sampled_from([32, 64]), repeat=st.integers(1, 3))
+def test_compiled_anchor_keys_equal_the_numpy_definition(sets, rate, keys, tail, bits, repeat):
     shingles = as_shingles([s * repeat for s in sets])  # repeats: keys met twice within a text
-    s = ShingleSettings(anchor_rate=rate, anchor_keys=keys, hash_bits=bits)
+    s = ShingleSettings(anchor_rate=rate, anchor_keys=keys, anchor_tail_keys=tail, hash_bits=bits)
     got, want = sh.anchor_keys(shingles, s), sh._anchor_keys_plain(shingles, s)
     assert got.hashes.dtype == want.hashes.dtype == np.int64
     assert got.hashes.tolist() == want.hashes.tolist() and got.offsets.tolist() == want.offsets.tolist()
