@@ -377,8 +377,8 @@ def test_line_shingles_are_a_stored_setting_and_older_indexes_keep_crossing_line
 
 def test_tail_anchor_keys_are_a_stored_setting_and_older_indexes_keep_none(tmp_path):
     """``anchor_tail_keys`` is persisted like every setting: an index stored before it existed (tests/fixtures/
-    lsh_v5.db, default settings of 1a61856) loads 0, the keys its pages have, and refuses today's default with the
-    difference named; a new index stores the default and finds a copy cut from the start by its last keys alone."""
+    lsh_v5.db, default settings of 1a61856) loads 0, the keys its pages have, and refuses 4 with the difference
+    named; a new index stores its value, and with 4 finds a copy cut from the start by its last keys alone."""
     import shutil
     from dataclasses import replace
     from pathlib import Path
