@@ -363,6 +363,8 @@ def main() -> None:
                         help="one shingle in this many is an anchor (0: no anchor keys, band keys only)")
     parser.add_argument("--anchor-keys", type=int, default=ShingleSettings().anchor_keys,
                         help="anchor keys a page keeps at most")
+    parser.add_argument("--anchor-tail-keys", type=int, default=ShingleSettings().anchor_tail_keys,
+                        help="anchor keys a page keeps from its end besides (0: none)")
     parser.add_argument("--keep", action="store_true", help="keep the database file")
     parser.add_argument("--phases", action="store_true", help="print where the inserts' CPU went, by step")
     parser.add_argument("--merge-rows", type=int, default=0,
@@ -375,13 +377,13 @@ def main() -> None:
     if path.exists():
         sys.exit(f"{path} exists: give a new --db path")
     settings = ShingleSettings(verify=args.verify, sample=args.sample, anchor_rate=args.anchor_rate,
-                               anchor_keys=args.anchor_keys)
+                               anchor_keys=args.anchor_keys, anchor_tail_keys=args.anchor_tail_keys)
     db = create(path, args.page_size)
     page_size = db.conn.execute("PRAGMA page_size").fetchone()[0]
     print(f"{args.n:,} synthetic signatures in batches of {args.batch:,} ({args.commit} commits), "
           f"{args.dup_share:.0%} planted duplicates; "
           f"{settings.bands} bands x {settings.rows} rows, anchor keys 1 in {settings.anchor_rate} (up to "
-          f"{settings.anchor_keys} a page; 0: none); verify={settings.verify}"
+          f"{settings.anchor_keys} a page and its last {settings.anchor_tail_keys}; 0: none); verify={settings.verify}"
           f"{f' ({args.sample} of {args.set_size} shingles a page)' if args.verify == 'sample' else ''}"
           f"{f' ({args.set_size} shingles a page)' if args.verify == 'exact' else ''}; SQLite page size {page_size}; "
           f"{path}")

@@ -65,7 +65,7 @@ from templater.config import (BUCKET_CAP, ID_CHUNK, CACHE_KIB, CHECKPOINT_BYTES,
                               BLOOM_CHUNK_KEYS, BLOOM_DENSE_SPAN)  # noqa: F401
 from templater.errors import InputError, SettingsMismatchError
 from templater.unionfind import UnionFind
-from templater.shingles import (ALGORITHM_VERSION, LEGACY_LINES, LEGACY_MEASURE, ShingleSettings, Shingles,
+from templater.shingles import (ALGORITHM_VERSION, LEGACY_ANCHOR_TAIL_KEYS, LEGACY_LINES, LEGACY_MEASURE, ShingleSettings, Shingles,
                                 Signatures, band_keys, comparable_set, estimate_similarity, set_jaccard, set_similarity,
                                 sorted_set, verification_sets)
 
@@ -285,6 +285,7 @@ def _parsed_settings(rows: tuple[tuple[str, str], ...]) -> tuple[object, Shingle
     if values.get("algorithm") != ALGORITHM_VERSION:
         return values.get("algorithm"), None
     values.setdefault("lines", LEGACY_LINES)  # stored before ``lines`` was a setting: its shingles crossed lines
+    values.setdefault("anchor_tail_keys", LEGACY_ANCHOR_TAIL_KEYS)  # stored before it was a setting: no tail keys
     return ALGORITHM_VERSION, ShingleSettings.from_dict(values)
 
 

@@ -86,7 +86,19 @@ def _v3(db: sqlite_utils.Database) -> None:
     _complete_settings(db, V3_SETTINGS)
 
 
-MIGRATIONS = [_v1, _v2, _v3]
+# What templates saved before migration 4 were learned with besides: the share of the larger own text that the
+# smaller must have for two pages to count as one when learning (near_copy_size; config.py's value that day), and
+# no second near-copy test (near_copy_shared 1.0: only a page wholly inside the other passes it, which the first
+# test passes too), with blocks of links in the own text (near_copy_links 1.0)
+V4_SETTINGS = {"near_copy_size": 0.3, "near_copy_links": 1.0, "near_copy_shared": 1.0}
+
+
+def _v4(db: sqlite_utils.Database) -> None:
+    """Every template's settings complete again: what it lacks, the values of V4_SETTINGS."""
+    _complete_settings(db, V4_SETTINGS)
+
+
+MIGRATIONS = [_v1, _v2, _v3, _v4]
 
 
 def ensure_schema(db: sqlite_utils.Database) -> None:

@@ -1813,35 +1813,42 @@ static int key_at_order(const void *a, const void *b) {
 
 /* shingles.anchor_keys: (keys int64, offsets int64) as bytearrays. A shingle below ``below`` is an anchor; each
  * two consecutive anchors of a text make the key fmix64(((first * BAND_BASE + ANCHOR_TAG) + second) * BAND_BASE)
- * >> 17; a text keeps its first ``limit`` keys, then each key's first occurrence, in text order. */
+ * >> 17; a text keeps its first ``limit`` keys and its last ``tail`` keys (those not among the first), then each
+ * key's first occurrence, in text order. Without a tail the scan stops at the limit; with one, the last tail + 1
+ * anchors are kept in a ring as the scan goes on to the text's end. */
 static PyObject *sh_anchor_keys(PyObject *self, PyObject *args) {
     Py_buffer hv, ov;
     unsigned long long below;
-    Py_ssize_t limit, docs;
-    if (!PyArg_ParseTuple(args, "y*y*Kn", &hv, &ov, &below, &limit)) return NULL;
+    Py_ssize_t limit, docs, tail = 0;
+    if (!PyArg_ParseTuple(args, "y*y*Kn|n", &hv, &ov, &below, &limit, &tail)) return NULL;
     PyObject *result = NULL;
     U64Vec out = {0};
     int64_t *offsets = NULL;
-    uint64_t *keys = NULL;
+    uint64_t *keys = NULL, *ring = NULL;
     KeyAt *order = NULL;
-    if (limit < 1) { PyErr_SetString(PyExc_ValueError, "anchor_keys: limit >= 1"); goto done; }
+    if (limit < 0 || tail < 0 || limit + tail < 1) {
+        PyErr_SetString(PyExc_ValueError, "anchor_keys: limit, tail >= 0 and limit + tail >= 1");
+        goto done;
+    }
     if (shingle_buffers(&hv, &ov, &docs) < 0) goto done;
-    Py_ssize_t room = limit < 4096 ? limit : 4096;  /* grows with the texts that have that many keys */
+    Py_ssize_t room = limit + tail < 4096 ? limit + tail : 4096;  /* grows with the texts that have that many keys */
     offsets = PyMem_Malloc((size_t)(docs + 1) * sizeof(int64_t));
     keys = PyMem_Malloc((size_t)room * sizeof(uint64_t));
-    if (!offsets || !keys) { PyErr_NoMemory(); goto done; }
+    ring = PyMem_Malloc((size_t)(tail + 1) * sizeof(uint64_t));
+    if (!offsets || !keys || !ring) { PyErr_NoMemory(); goto done; }
     const uint64_t *hashes = hv.buf;
     const int64_t *off = ov.buf;
     offsets[0] = 0;
     for (Py_ssize_t d = 0; d < docs; d++) {
-        Py_ssize_t m = 0, have = 0;
+        Py_ssize_t m = 0, anchors = 0;
         uint64_t previous = 0;
-        for (Py_ssize_t e = off[d]; e < off[d + 1] && m < limit; e++) {
+        Py_ssize_t e = off[d];
+        for (; e < off[d + 1] && m < limit; e++) {
             uint64_t x = hashes[e];
             if (x >= below) continue;
-            if (have) {
+            if (anchors) {
                 if (m == room) {
-                    Py_ssize_t bigger = room * 2 < limit ? room * 2 : limit;
+                    Py_ssize_t bigger = room * 2 < limit + tail ? room * 2 : limit + tail;
                     uint64_t *grown = PyMem_Realloc(keys, (size_t)bigger * sizeof(uint64_t));
                     if (!grown) { PyErr_NoMemory(); goto done; }
                     keys = grown;
@@ -1849,8 +1856,30 @@ static PyObject *sh_anchor_keys(PyObject *self, PyObject *args) {
                 }
                 keys[m++] = sh_fmix64((previous * SH_BAND_BASE + SH_ANCHOR_TAG + x) * SH_BAND_BASE) >> SH_KEY_SHIFT;
             }
+            if (tail) ring[anchors % (tail + 1)] = x;
             previous = x;
-            have = 1;
+            anchors++;
+        }
+        if (tail) {
+            for (; e < off[d + 1]; e++) {  /* the rest of the text: its anchors into the ring */
+                uint64_t x = hashes[e];
+                if (x >= below) continue;
+                ring[anchors % (tail + 1)] = x;
+                anchors++;
+            }
+            Py_ssize_t total = anchors > 0 ? anchors - 1 : 0;  /* the text's keys: key i joins anchors i and i + 1 */
+            Py_ssize_t first = total - tail > m ? total - tail : m;
+            if (m + (total - first) > room) {
+                Py_ssize_t bigger = m + (total - first);
+                uint64_t *grown = PyMem_Realloc(keys, (size_t)bigger * sizeof(uint64_t));
+                if (!grown) { PyErr_NoMemory(); goto done; }
+                keys = grown;
+                room = bigger;
+            }
+            for (Py_ssize_t i = first; i < total; i++) {
+                uint64_t a = ring[i % (tail + 1)], b = ring[(i + 1) % (tail + 1)];
+                keys[m++] = sh_fmix64((a * SH_BAND_BASE + SH_ANCHOR_TAG + b) * SH_BAND_BASE) >> SH_KEY_SHIFT;
+            }
         }
         if (u64_reserve(&out, m) < 0) goto done;
         if (m <= 64) {  /* each key's first occurrence, by looking back */
@@ -1880,6 +1909,7 @@ done:
     PyMem_Free(out.data);
     PyMem_Free(offsets);
     PyMem_Free(keys);
+    PyMem_Free(ring);
     PyMem_Free(order);
     return result;
 }
@@ -2115,7 +2145,7 @@ static PyMethodDef methods[] = {
     {"sign_kperm", sh_sign_kperm, METH_VARARGS,
      "sign_kperm(hashes, offsets, k, params) -> bytearray: shingles._sign_kperm's uint32 values."},
     {"anchor_keys", sh_anchor_keys, METH_VARARGS,
-     "anchor_keys(hashes, offsets, below, limit) -> (keys, offsets): shingles.anchor_keys as int64 bytearrays."},
+     "anchor_keys(hashes, offsets, below, limit[, tail]) -> (keys, offsets): shingles.anchor_keys as int64 bytearrays."},
     {"static_match", static_match, METH_VARARGS,
      "static_match(vector, set, table, size, out) -> int: extract.match_static's members (into out) and LCS length."},
     {"sample_shingles", sh_sample_shingles, METH_VARARGS,

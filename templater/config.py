@@ -149,10 +149,17 @@ NEAR_COPY = 0.8  # containment (shared / the smaller set) of two pages' own text
 # as one page when learning: a copy cut short keeps most of the original's shingles, one with a few words replaced
 # (which changes its paragraphs' block hashes) most of them
 NEAR_COPY_CHARS = 80  # blocks this long (paragraphs, not menu items) make a page's own text
+NEAR_COPY_LINKS = 0.5  # ... unless more than this share of their text is links (lists of other stories' headlines,
+# which pages crawled on other days show otherwise); 1.0: links count (what a template learned before it was made
+# with)
 NEAR_COPY_COMMON_PAGES = 3  # ... unless this many pages (and half of them) have them: then they are the site's
 NEAR_COPY_SIZE = 0.3  # ... and the smaller own text has at least this share of the larger's shingles (a page whose
-# own text is a rotating sidebar block or two is not a copy of every page that shows them; learning's alone, not
-# saved with a template)
+# own text is a rotating sidebar block or two is not a copy of every page that shows them)
+NEAR_COPY_SHARED = 0.5  # ... or two pages share at least this share of the smaller own text, and the rest of it is
+# mostly on other pages of the cluster (NEAR_COPY of what the two share and what only the smaller has): in a cluster
+# of 3-4 pages a page's lists of other stories, footer or sign-up box are on too few pages to leave its own text,
+# and a copy with its boilerplate rewritten shares 64-73% of it with the original (docs/near-duplicates.md). 1.0:
+# this test off (what a template learned before it was made with)
 REGION_TEXT_SHARE = 0.8  # the content region holds at least this share of a page's remaining text
 REGION_PAGE_SHARE = 0.5  # ... on at least this share of the pages
 NAV_PATHS = ("/nav/", "/aside/")  # a varying block inside <nav> (breadcrumbs, section menus) or <aside> is not the
@@ -255,6 +262,10 @@ ANCHOR_RATE = 16  # one shingle in this many is an anchor (by its hash); each pa
 # either holds, so a story inside a much longer page becomes a candidate (its Jaccard is far below the S-curve).
 # 0: no anchor keys. Chosen on the typed truth set (docs/near-duplicates.md)
 ANCHOR_KEYS = 12  # anchor keys a page keeps at most: its first in text order (a page's index rows: 16 bands + these)
+ANCHOR_TAIL_KEYS = 0  # ... and its last this many (a copy cut from the start keeps the original's end, not its start).
+# Off by default: 4 found one more 30% cut of five seeds of the typed set (docs/near-duplicates.md) for 4 more index
+# rows a page (bench_index at 100,000 pages: inserts 5% fewer per CPU second, 6% more disk)
+LEGACY_ANCHOR_TAIL_KEYS = 0  # what an index stored before ``anchor_tail_keys`` was a setting kept: no tail keys
 SAME_SITE_JACCARD = 0.3  # pages of one site must also reach this Jaccard: a short extraction that sits inside a
 # longer one of its site is mostly the site's own leftovers, not a copy (pairs this far below the S-curve seldom
 # were candidates before anchor keys made them so); 0: no floor
@@ -423,7 +434,10 @@ class LearnSettings:
     reference_candidates: int = REFERENCE_CANDIDATES
     near_copy: float = NEAR_COPY
     near_copy_chars: int = NEAR_COPY_CHARS
+    near_copy_links: float = NEAR_COPY_LINKS
     near_copy_common_pages: int = NEAR_COPY_COMMON_PAGES
+    near_copy_size: float = NEAR_COPY_SIZE
+    near_copy_shared: float = NEAR_COPY_SHARED
     region_text_share: float = REGION_TEXT_SHARE
     region_page_share: float = REGION_PAGE_SHARE
     linked_headings_per_page: float = LINKED_HEADINGS_PER_PAGE

@@ -21,7 +21,8 @@ The steps, each a function below:
    mod 2**64 is uint64 wrap-around by design: no product is ever reduced by a prime that it might overflow.
 4. ``band_keys``: ``bands`` keys of ``rows`` slots each, hashed to 47-bit integers (6 bytes in SQLite);
    ``anchor_keys``: one key per pair of consecutive anchor shingles (one in ``anchor_rate``, chosen by hash), the
-   first ``anchor_keys`` of a text: a passage two texts share gives both its keys, whatever their sizes.
+   first ``anchor_keys`` and last ``anchor_tail_keys`` of a text: a passage two texts share gives both its keys,
+   whatever their sizes.
 5. ``verification_sets``: what the index stores to verify a candidate pair: with ``verify="sample"`` (the default)
    each text's ``sample`` smallest distinct shingle hashes (a bottom-k sample: ``sample_jaccard`` is exact for
    texts with fewer distinct shingles, an estimate from at least ``sample`` of the union's hashes otherwise), with
@@ -49,7 +50,8 @@ import numpy as np
 from templater import chartable, native
 from templater.config import (SHINGLE_KIND, SHINGLE_N, HASH_BITS, PERMUTATIONS, BANDS, ROWS, SEED,
                               KEEP_NUMBERS, THRESHOLD, MEASURE, LEGACY_LINES, LEGACY_MEASURE, SCHEME, VERIFY, SAMPLE,
-                              SAMPLE_MIN_HASHES, SHINGLE_LINES, ANCHOR_RATE, ANCHOR_KEYS, SAME_SITE_JACCARD,
+                              SAMPLE_MIN_HASHES, SHINGLE_LINES, ANCHOR_RATE, ANCHOR_KEYS, ANCHOR_TAIL_KEYS,
+                              LEGACY_ANCHOR_TAIL_KEYS, SAME_SITE_JACCARD,
                               CROSS_SITE_THRESHOLD,
                               BATCH_CHARS, OPH_ROUNDS, KPERM_CHUNK)  # noqa: F401
 from templater.errors import InputError
@@ -104,6 +106,7 @@ class ShingleSettings:
     measure: str | None = None  # None: MEASURE, or "jaccard" with verify "estimate" (signatures hold no sizes)
     anchor_rate: int = ANCHOR_RATE
     anchor_keys: int = ANCHOR_KEYS
+    anchor_tail_keys: int = ANCHOR_TAIL_KEYS
     cross_site_threshold: float | None = None  # None: CROSS_SITE_THRESHOLD (never above ``threshold``)
     same_site_jaccard: float = SAME_SITE_JACCARD
     sample_min_hashes: int = SAMPLE_MIN_HASHES
@@ -168,6 +171,8 @@ def _setting_problems(s: ShingleSettings) -> list[str]:
          f"anchor_rate must be a non-negative integer (0: no anchor keys), not {s.anchor_rate!r}"),
         (isinstance(s.anchor_keys, int) and s.anchor_keys >= 0,
          f"anchor_keys must be a non-negative integer, not {s.anchor_keys!r}"),
+        (isinstance(s.anchor_tail_keys, int) and s.anchor_tail_keys >= 0,
+         f"anchor_tail_keys must be a non-negative integer, not {s.anchor_tail_keys!r}"),
         (isinstance(s.cross_site_threshold, (int, float)) and 0.0 < s.cross_site_threshold <= 1.0,
          f"cross_site_threshold must be in (0, 1], not {s.cross_site_threshold!r}"),
         (isinstance(s.same_site_jaccard, (int, float)) and 0.0 <= s.same_site_jaccard <= 1.0,
@@ -616,17 +621,20 @@ def anchor_keys(shingles: Shingles, settings: ShingleSettings) -> Shingles:
     comparison a shingle; the signature's hashes mix each shingle hash again, so the two do not interact); every
     two consecutive anchors make a key. Two texts that share a passage share its keys whatever surrounds it
     (content-defined sampling, as winnowing does for plagiarism search), so containment candidates do not depend on
-    the texts' sizes. A text keeps its first ``anchor_keys`` keys (a key repeated among them counts once). The
-    shingles must be in text order (``shingle_hashes`` output)."""
+    the texts' sizes. A text keeps its first ``anchor_keys`` keys and its last ``anchor_tail_keys`` (a copy cut from
+    the start keeps the original's end; a key repeated among them counts once). The shingles must be in text order
+    (``shingle_hashes`` output)."""
     counts = shingles.counts
     docs = len(counts)
-    if settings.anchor_rate == 0 or settings.anchor_keys == 0 or not len(shingles.hashes):
+    head, tail = settings.anchor_keys, settings.anchor_tail_keys
+    if settings.anchor_rate == 0 or head + tail == 0 or not len(shingles.hashes):
         return Shingles(np.empty(0, np.int64), np.zeros(docs + 1, np.int64))
     below = ((1 << settings.hash_bits) - 1) // settings.anchor_rate
     compiled = _compiled(shingles)
     if compiled is not None:
         numeric, hashes, offsets = compiled
-        keys, offsets = numeric.anchor_keys(hashes, offsets, below, settings.anchor_keys)
+        keys, offsets = (numeric.anchor_keys(hashes, offsets, below, head, tail) if tail else
+                         numeric.anchor_keys(hashes, offsets, below, head))
         return Shingles(np.frombuffer(keys, np.int64), np.frombuffer(offsets, np.int64))
     return _anchor_keys_plain(shingles, settings)
 
@@ -643,9 +651,12 @@ def _anchor_keys_plain(shingles: Shingles, settings: ShingleSettings) -> Shingle
     acc = first * _U64(BAND_BASE) + _U64(ANCHOR_TAG)
     acc = fmix64((acc + second) * _U64(BAND_BASE))
     keys = (acc >> KEY_SHIFT).astype(np.int64)
-    # each text's first anchor_keys keys in text order (key_doc is ascending), then without repeats
+    # each text's first anchor_keys and last anchor_tail_keys keys in text order (key_doc is ascending), then
+    # without repeats
     rank = np.arange(len(keys)) - np.searchsorted(key_doc, key_doc)
-    keys, key_doc = keys[rank < settings.anchor_keys], key_doc[rank < settings.anchor_keys]
+    from_end = np.searchsorted(key_doc, key_doc, side="right") - 1 - np.arange(len(keys))
+    chosen = (rank < settings.anchor_keys) | (from_end < settings.anchor_tail_keys)
+    keys, key_doc = keys[chosen], key_doc[chosen]
     order = np.lexsort((np.arange(len(keys)), keys, key_doc))
     repeat = np.zeros(len(keys), bool)
     repeat[order[1:]] = (keys[order][1:] == keys[order][:-1]) & (key_doc[order][1:] == key_doc[order][:-1])

@@ -27,7 +27,7 @@ from . import metadata, native
 from .align import lcs_length, lcs_pairs
 from .blocks import fill_xpaths
 from .config import BLOCK_TAGS as _BLOCK_TAGS
-from .config import NEAR_COPY_SIZE, RELATED_MAX_SHARE, LearnSettings
+from .config import RELATED_MAX_SHARE, LearnSettings
 from .datatypes import Block, Rule, RuleAction, Segmented, Template
 from .headline import find_headline
 from .shingles import ShingleSettings, containment_of_sets, shingle_hashes, sorted_set
@@ -87,44 +87,97 @@ def learn_template(pages: Sequence[Segmented], *, site: str, version: int = 1, l
                     reason=reason, settings=settings)
 
 
-def distinct_pages(pages: Sequence[Segmented], settings: LearnSettings = LearnSettings(), *,
-                   size: float = NEAR_COPY_SIZE) -> list[Segmented]:
+def distinct_pages(pages: Sequence[Segmented], settings: LearnSettings = LearnSettings()) -> list[Segmented]:
     """The pages less near-copies: a page whose own text (the word 3-grams of its long blocks, less the blocks and the
     3-grams most pages share) is mostly (settings.near_copy of the smaller set) a kept page's own text, or the other
-    way round, is left out, when the smaller text has at least ``size`` of the larger's 3-grams.
+    way round, is left out, when the smaller text has at least settings.near_copy_size of the larger's 3-grams.
+    So is a page whose own prose (the same, less blocks mostly links: settings.near_copy_links) shares at least
+    settings.near_copy_shared of the smaller with a kept page's, when the rest of one of the two is mostly prose
+    other pages of the cluster have too: what the two share is near_copy of what they share and what one of them
+    alone has.
 
     Two copies of one article (a syndicated story, a page under two URLs, a print version, a recrawl with a few
     words changed) would otherwise make the article's text look like boilerplate the site repeats. Shingles, not
     block hashes: one replaced word changes its paragraph's hash, and a copy with a new sidebar or a few words
-    changed shares few whole blocks with the original.
+    changed shares few whole blocks with the original. The second test is for small clusters, where what most pages
+    share leaves out little: a page's lists of other stories (which a copy crawled another day shows otherwise), its
+    footer or its sign-up box, which one or two other pages show, stay in its own text, and a copy whose boilerplate
+    is rewritten has new text there; text other pages show is the site's, not the article's, and does not count
+    against the pair.
     """
-    longs = [{b.hash: b.text for b in seg.blocks if len(b.text) >= settings.near_copy_chars} for seg in pages]
+    longs = [{b.hash: (b.text, b.link_chars <= settings.near_copy_links * len(b.text)) for b in seg.blocks
+              if len(b.text) >= settings.near_copy_chars} for seg in pages]
     need = max(settings.near_copy_common_pages, len(pages) / 2)
     common = {h for h, n in Counter(h for blocks in longs for h in blocks).items() if n >= need}
     # long blocks most pages share are the site's, not the article's; so are the 3-grams most pages' own texts
     # share (the prose of generated pages that differ by a name)
-    texts = ["\n".join(text for h, text in blocks.items() if h not in common) for blocks in longs]
-    shingles = shingle_hashes(texts, NEAR_COPY_SHINGLES)
-    owns = [sorted_set(shingles.of(i)) for i in range(len(pages))]
+    owns = _own_sets([[text for h, (text, _) in blocks.items() if h not in common] for blocks in longs], need)
+    if settings.near_copy_shared < 1.0:  # (at 1.0 the second test passes only what the first does)
+        prose = _own_sets([[text for h, (text, few_links) in blocks.items() if h not in common and few_links]
+                           for blocks in longs], need)
+        values, counts = np.unique(np.concatenate(prose), return_counts=True) if prose else (None, None)
+        pages_with = _PagesWith(values, counts)
+        lone = [int(np.count_nonzero(pages_with(own) == 1)) for own in prose]
+    else:
+        prose, lone, pages_with = [np.empty(0, np.uint64)] * len(pages), [0] * len(pages), None
+    kept: list[tuple[np.ndarray, np.ndarray, int]] = []
+    out: list[Segmented] = []
+    for seg, own, own_prose, own_lone in zip(pages, owns, prose, lone):
+        if len(own) and any(_near_copy(own, other, settings) or _near_copy_prose(
+                own_prose, own_lone, other_prose, other_lone, pages_with, settings)
+                            for other, other_prose, other_lone in kept):
+            continue
+        out.append(seg)
+        kept.append((own, own_prose, own_lone))
+    return out
+
+
+class _PagesWith:
+    """How many pages' sets hold each of some shingles (the cluster's sorted distinct shingles and their counts)."""
+
+    def __init__(self, values: np.ndarray | None, counts: np.ndarray | None):
+        self.values = values if values is not None else np.empty(0, np.uint64)
+        self.counts = counts if counts is not None else np.empty(0, np.int64)
+
+    def __call__(self, shingles: np.ndarray) -> np.ndarray:
+        return self.counts[np.searchsorted(self.values, shingles)]  # (every shingle asked for is among the values)
+
+
+def _own_sets(texts: list[list[str]], need: float) -> list[np.ndarray]:
+    """Each page's word 3-gram set of these texts, less the 3-grams ``need`` of the pages have."""
+    shingles = shingle_hashes(["\n".join(t) for t in texts], NEAR_COPY_SHINGLES)
+    owns = [sorted_set(shingles.of(i)) for i in range(len(texts))]
     values, counts = np.unique(np.concatenate(owns), return_counts=True) if owns else (None, None)
     if values is not None and (counts >= need).any():
         shared = values[counts >= need]
         owns = [own[~np.isin(own, shared, assume_unique=True)] for own in owns]
-    kept: list[Segmented] = []
-    sets: list[np.ndarray] = []
-    for seg, own in zip(pages, owns):
-        if len(own) and any(_near_copy(own, other, settings.near_copy, size) for other in sets):
-            continue
-        kept.append(seg)
-        sets.append(own)
-    return kept
+    return owns
 
 
-def _near_copy(a: np.ndarray, b: np.ndarray, threshold: float, size: float) -> bool:
-    """Whether two pages' own-text shingle sets (sorted) are one article's: the smaller mostly (``threshold``)
-    inside the larger, and not a small part of it (at least ``size`` of it)."""
+def _near_copy(a: np.ndarray, b: np.ndarray, settings: LearnSettings) -> bool:
+    """Whether two pages' own-text shingle sets (sorted) are one article's: the smaller mostly (near_copy) inside
+    the larger, and not a small part of it (at least near_copy_size of it)."""
     small, large = sorted((len(a), len(b)))
-    return bool(small) and small >= size * large and containment_of_sets(a, b) >= threshold
+    return bool(small) and small >= settings.near_copy_size * large and containment_of_sets(
+        a, b) >= settings.near_copy
+
+
+def _near_copy_prose(a: np.ndarray, a_lone: int, b: np.ndarray, b_lone: int, pages_with: _PagesWith | None,
+                     settings: LearnSettings) -> bool:
+    """Whether two pages' own prose (sorted shingle sets; ``a_lone``, ``b_lone``: how many of each no other page of
+    the cluster has) is one article's: the smaller at least near_copy_size of the larger, and the text the two alone
+    have (no other page of the cluster) near_copy_shared of the smaller, and near_copy of itself and what one of the
+    two has alone. Text that other pages show too (the site's, on too few pages to leave the own texts) counts
+    neither for nor against the pair."""
+    small, large = sorted((a, b), key=len)
+    if pages_with is None or not len(small) or len(small) < settings.near_copy_size * len(large):
+        return False
+    if containment_of_sets(small, large) < settings.near_copy_shared:  # (what they share, with the site's: a bound)
+        return False
+    both = np.intersect1d(small, large, assume_unique=True)
+    alone = int(np.count_nonzero(pages_with(both) == 2))
+    return alone >= settings.near_copy_shared * len(small) and alone >= settings.near_copy * (
+        alone + min(a_lone, b_lone))
 
 
 def static_hashes(pages: Sequence[Segmented], settings: LearnSettings) -> set[int]:

@@ -373,3 +373,30 @@ def test_line_shingles_are_a_stored_setting_and_older_indexes_keep_crossing_line
     with pytest.raises(SettingsMismatchError, match="lines: False != True"):
         dedup.index_texts(old, [TextItem("c", "http://example.org/c", paragraphs[0])],
                           replace(lsh.load_settings(old), lines=True))
+
+
+def test_tail_anchor_keys_are_a_stored_setting_and_older_indexes_keep_none(tmp_path):
+    """``anchor_tail_keys`` is persisted like every setting: an index stored before it existed (tests/fixtures/
+    lsh_v5.db, default settings of 1a61856) loads 0, the keys its pages have, and refuses 4 with the difference
+    named; a new index stores its value, and with 4 finds a copy cut from the start by its last keys alone."""
+    import shutil
+    from dataclasses import replace
+    from pathlib import Path
+
+    path = tmp_path / "v5.db"
+    shutil.copy(Path(__file__).parent / "fixtures" / "lsh_v5.db", path)
+    old = open_db(path)
+    assert dedup.describe_settings(old)["anchor_tail_keys"] == 0
+    with pytest.raises(SettingsMismatchError, match="anchor_tail_keys: 0 != 4"):
+        dedup.index_texts(old, [TextItem("c", "http://example.org/c", "a b c d e f")],
+                          replace(lsh.load_settings(old), anchor_tail_keys=4))
+    rng = np.random.default_rng(8)
+    words = [f"w{i}" for i in rng.integers(0, 50_000, size=1500)]
+    original, cut = " ".join(words), " ".join(words[1000:])  # the last third: Jaccard 0.33, containment 1
+    settings = ShingleSettings(bands=1, rows=128, permutations=128)  # no band key can pair them: anchor keys alone
+    for tail, pairs in ((0, set()), (4, {frozenset({"a", "b"})})):
+        db = open_db(tmp_path / f"tail{tail}.db")
+        dedup.index_texts(db, [TextItem("a", "http://a.example/1", original), TextItem("b", "http://b.example/2", cut)],
+                          replace(settings, anchor_tail_keys=tail))
+        assert dedup.describe_settings(db)["anchor_tail_keys"] == tail
+        assert clusters(db) == pairs

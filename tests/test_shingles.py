@@ -426,7 +426,7 @@ def test_anchor_keys_of_a_shared_passage_are_shared_whatever_surrounds_it():
     rng = np.random.default_rng(3)
     words = [f"w{i}" for i in rng.integers(0, 50_000, size=3000)]
     passage = " ".join(words[1000:1400])
-    settings = ShingleSettings()
+    settings = ShingleSettings(anchor_tail_keys=0)  # the first keys alone (the tail's test is below)
     texts = [passage, " ".join(words[:40]) + " " + passage + " " + " ".join(words[2000:3000]),  # near its start
              " ".join(words[:400])]
     keys = anchor_keys(shingle_hashes(texts, settings), settings)
@@ -437,6 +437,25 @@ def test_anchor_keys_of_a_shared_passage_are_shared_whatever_surrounds_it():
     assert all(0 <= k < 2**47 for k in alone)
     assert not len(anchor_keys(shingle_hashes(texts, ShingleSettings(anchor_rate=0)),
                                ShingleSettings(anchor_rate=0)).hashes)
+
+
+def test_tail_anchor_keys_are_shared_by_a_copy_cut_from_the_start():
+    """A text's last anchor_tail_keys keys besides its first anchor_keys: a copy that lost the original's first
+    two thirds shares no first key with it, but its end is the original's, and so are its last keys."""
+    from templater.shingles import anchor_keys, shingle_hashes
+    rng = np.random.default_rng(5)
+    words = [f"w{i}" for i in rng.integers(0, 50_000, size=1500)]
+    texts = [" ".join(words), " ".join(words[1000:])]
+    head = ShingleSettings(anchor_tail_keys=0)
+    first = [set(anchor_keys(shingle_hashes(texts, head), head).of(i).tolist()) for i in range(2)]
+    assert not first[0] & first[1]
+    both = ShingleSettings(anchor_tail_keys=4)
+    keys = anchor_keys(shingle_hashes(texts, both), both)
+    original, cut = (set(keys.of(i).tolist()) for i in range(2))
+    assert len(original) == head.anchor_keys + 4 and first[0] < original  # the first keys and four more
+    assert len(original & cut) >= 4
+    only_tail = ShingleSettings(anchor_keys=0, anchor_tail_keys=4)
+    assert len(anchor_keys(shingle_hashes(texts, only_tail), only_tail).of(0)) == 4
 
 
 def test_site_of_and_thresholds_by_site():
@@ -507,11 +526,11 @@ def test_compiled_signatures_equal_the_numpy_definition(sets, k, seed, repeat):
 
 @compiled_only
 @hsettings(max_examples=120, deadline=None)
-@given(sets=SHINGLE_SETS, rate=st.integers(1, 8), keys=st.integers(1, 80), bits=st.sampled_from([32, 64]),
-       repeat=st.integers(1, 3))
-def test_compiled_anchor_keys_equal_the_numpy_definition(sets, rate, keys, bits, repeat):
+@given(sets=SHINGLE_SETS, rate=st.integers(1, 8), keys=st.integers(0, 80), tail=st.integers(0, 40),
+       bits=st.sampled_from([32, 64]), repeat=st.integers(1, 3))
+def test_compiled_anchor_keys_equal_the_numpy_definition(sets, rate, keys, tail, bits, repeat):
     shingles = as_shingles([s * repeat for s in sets])  # repeats: keys met twice within a text
-    s = ShingleSettings(anchor_rate=rate, anchor_keys=keys, hash_bits=bits)
+    s = ShingleSettings(anchor_rate=rate, anchor_keys=keys, anchor_tail_keys=tail, hash_bits=bits)
     got, want = sh.anchor_keys(shingles, s), sh._anchor_keys_plain(shingles, s)
     assert got.hashes.dtype == want.hashes.dtype == np.int64
     assert got.hashes.tolist() == want.hashes.tolist() and got.offsets.tolist() == want.offsets.tolist()
@@ -569,6 +588,7 @@ PINNED_TEXTS = ["The quick brown fox jumps over the lazy dog, again and again, i
                 " ".join(f"token{i % 97} w{i % 13}" for i in range(3000))]
 PINNED = {
     "default": ({}, "a1a536fb04a75e13670271d298fccabe4440f35b4f780c6f11812429da6e6041"),
+    "tail": (dict(anchor_tail_keys=4), "d123906c9a8e36a960c1b181a575261b295fa62e19b30caa43ac79c1a6813b30"),
     "char5": (dict(kind="char", n=5), "88d1418f86c7135660d105bd265dd5e90f13436baaee63008afb1f1f5b1e77ad"),
     "kperm": (dict(scheme="kperm"), "5b61f841f10c17faf970afc3c4d677786c27db22fc4c4af010afb8f04686c549"),
     "bits64": (dict(hash_bits=64, n=4), "b7669d2142fe3b3e764272f1b573ed883fb4a25a88eefc784348be0465af7c1a"),
@@ -585,7 +605,7 @@ def test_signatures_are_pinned(name, compiled, monkeypatch):
     if not compiled:
         monkeypatch.setattr(native, "numeric", None)
     settings, expected = PINNED[name]
-    s = ShingleSettings(**settings)
+    s = ShingleSettings(**{"anchor_tail_keys": 0, **settings})  # pinned before tail keys: the first keys alone
     sig = sh.sign(PINNED_TEXTS, s)
     shingles = sh.shingle_hashes(PINNED_TEXTS, s)
     sample = sh.verification_sets(shingles, s)
