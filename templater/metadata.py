@@ -994,9 +994,9 @@ def _named_candidates_each(blocks: Sequence) -> list:
     """Per block, None where named_metadata passes it by (no element, longer than twice MAX_BYLINE_CHARS, a <body> or
     <html>), else ``named_candidates`` of its element, the parent of the last block not passed by as the parent the
     blocks before offered (a second look at an element finds nothing new): in one compiled call where it is built."""
-    walk = native.walk
+    each = getattr(native.walk, "named_candidates_each", None)  # (None: not built, or built before it was written)
     elements = [b.element if len(b.text) <= MAX_BYLINE_CHARS * 2 else None for b in blocks]
-    found = walk.named_candidates_each(elements, MAX_INLINE_CHILDREN) if walk is not None else None
+    found = each(elements, MAX_INLINE_CHILDREN) if each is not None else None
     if found is not None:
         return found
     out = []
