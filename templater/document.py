@@ -217,12 +217,15 @@ def _host_labels(url: str) -> list[str]:
     return [label for label in labels if len(label) >= SITE_LABEL_CHARS and label not in _HOST_WORDS]
 
 
+_NOT_LETTERS = re.compile(r"[\W_]")
+
+
 def _names_site(text: str, labels: list[str]) -> bool:
     """Whether a short text is the site's name as its host spells it ("Joy the Baker" on joythebaker.com, "The
     Facebook Blog" on blog.facebook.com): a host label makes up at least SITE_LABEL_SHARE of its letters."""
     if not labels or len(text.split()) > SITE_NAME_WORDS:
         return False
-    squashed = re.sub(r"[\W_]", "", text.lower())
+    squashed = _NOT_LETTERS.sub("", text.lower())
     return any(label in squashed and len(label) >= SITE_LABEL_SHARE * len(squashed) for label in labels)
 
 

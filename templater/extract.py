@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -660,13 +661,13 @@ def drop_repeats(seg: Segmented, keep: np.ndarray, trusted: np.ndarray | None = 
     chars = seg.block_chars()
     long = keep & (chars >= settings.repeat_min_chars)
     repeat = np.zeros(len(keep), dtype=bool)
-    where = np.flatnonzero(long)
-    lengths = chars[where]
-    shared = np.unique(lengths, return_counts=True)  # only texts of a length another shares can be repeats
-    if not (shared[1] > 1).any():
+    where = np.flatnonzero(long).tolist()
+    lengths = chars[where].tolist()
+    counts = Counter(lengths)  # only texts of a length another shares can be repeats (a page's few long blocks: a
+    if len(counts) == len(lengths):  # Counter, not np.unique's sort and np.isin, each dearer on a few values)
         return keep.copy()
     blocks = seg.blocks
-    for i in where[np.isin(lengths, shared[0][shared[1] > 1])].tolist():
+    for i in [i for i, length in zip(where, lengths) if counts[length] > 1]:
         text = blocks[i].text
         repeat[i] = text in seen
         seen.add(text)
