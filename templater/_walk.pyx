@@ -1826,7 +1826,44 @@ def named_candidates(element, last_parent, Py_ssize_t max_inline):
         if not isinstance(last_parent, _Element):
             return None
         last = (<_Element>last_parent)._c_node
-    cdef _Document doc = (<_Element>element)._doc
+    return _named_candidates(<_Element>element, c_node, last, max_inline)
+
+
+def named_candidates_each(elements, Py_ssize_t max_inline):
+    """For each of ``elements`` (a list; None entries allowed), in order: None where it is None or a <body> or <html>
+    (no namespace), else ``named_candidates(element, last_parent, max_inline)`` with ``last_parent`` the parent of the
+    last element before it that was not None (metadata.named_metadata's loop over a page's blocks, in one call: no
+    parent made a Python object); None (for the whole list) where named_candidates declines for any of them."""
+    if _block_class is None or not isinstance(elements, list):
+        return None
+    cdef list out = []
+    cdef xmlNode *last = NULL
+    cdef xmlNode *c_node
+    cdef object found
+    for element in <list>elements:
+        if element is None:
+            out.append(None)
+            continue
+        if not isinstance(element, _Element):
+            return None
+        c_node = (<_Element>element)._c_node
+        if c_node is NULL or c_node.type != tree.XML_ELEMENT_NODE:
+            return None
+        if c_node.ns is NULL and (strcmp(<const char *>c_node.name, "body") == 0
+                                  or strcmp(<const char *>c_node.name, "html") == 0):
+            out.append(None)
+            continue
+        found = _named_candidates(<_Element>element, c_node, last, max_inline)
+        if found is None:
+            return None
+        out.append(found)
+        last = _parent_element(c_node)
+    return out
+
+
+cdef object _named_candidates(_Element element, xmlNode *c_node, xmlNode *last, Py_ssize_t max_inline):
+    """named_candidates of an element (``c_node`` its node, ``last`` the node of ``last_parent`` or NULL)."""
+    cdef _Document doc = element._doc
     cdef list found = []
     if _may_be_named(c_node):
         found.append(element)

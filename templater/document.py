@@ -38,12 +38,12 @@ HEADING_LEVELS = {f"h{n}": n for n in range(1, 7)}
 LIST_TAGS = frozenset({"ul", "ol", "menu", "dir"})
 CELL_TAGS = frozenset({"td", "th"})
 LAYOUT_TABLE_MARKS = ".//table|.//h1|.//h2|.//h3"  # a table holding these lays the page out: not a data table
+LAYOUT_TABLE_TAGS = ("table", "h1", "h2", "h3")  # the same marks, as iterdescendants' tags (layout_table)
 TITLE_SEPARATORS = re.compile(r"\s+(?:\||-|–|—|::|•|·|»|/)\s+")  # "Headline | Site name" in a <title>
 PERMALINK_MARKS = " ¶§🔗"  # a heading's permalink sign ("json — JSON encoder and decoder¶") is not its headline
 _HOST_WORDS = frozenset({"www", "blog", "blogs", "news", "home", "web", "online"})
 _DOMAIN = re.compile(r"[a-z]\.(?:com|net|org|info|gov|edu|co\.[a-z]{2})\b", re.IGNORECASE)
 SOCIAL_TITLES = ("og:title", "twitter:title")  # the <meta> property or name values that declare a page's title
-_LAYOUT_TABLE = etree.XPath(f"boolean({LAYOUT_TABLE_MARKS})")
 
 
 @dataclass(slots=True)
@@ -111,8 +111,14 @@ class _Contexts:
     def data_table(self, table) -> bool:
         found = self.data_tables.get(table)
         if found is None:
-            found = self.data_tables[table] = not _LAYOUT_TABLE(table) and table.get("role") != "presentation"
+            found = self.data_tables[table] = not layout_table(table) and table.get("role") != "presentation"
         return found
+
+
+def layout_table(table) -> bool:
+    """Whether a table holds one of LAYOUT_TABLE_MARKS: what the XPath ``boolean(LAYOUT_TABLE_MARKS)`` says of it, by
+    lxml's walk of its descendants in C (no XPath context made, and no element but the first found made a proxy)."""
+    return next(table.iterdescendants(*LAYOUT_TABLE_TAGS), None) is not None
 
 
 _last_title: tuple = (None, (None, None))  # (weak reference to a page, its find_title): the document and the metadata
@@ -211,12 +217,15 @@ def _host_labels(url: str) -> list[str]:
     return [label for label in labels if len(label) >= SITE_LABEL_CHARS and label not in _HOST_WORDS]
 
 
+_NOT_LETTERS = re.compile(r"[\W_]")
+
+
 def _names_site(text: str, labels: list[str]) -> bool:
     """Whether a short text is the site's name as its host spells it ("Joy the Baker" on joythebaker.com, "The
     Facebook Blog" on blog.facebook.com): a host label makes up at least SITE_LABEL_SHARE of its letters."""
     if not labels or len(text.split()) > SITE_NAME_WORDS:
         return False
-    squashed = re.sub(r"[\W_]", "", text.lower())
+    squashed = _NOT_LETTERS.sub("", text.lower())
     return any(label in squashed and len(label) >= SITE_LABEL_SHARE * len(squashed) for label in labels)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -21,7 +22,7 @@ from .blocks import path_mask, tag_path_index
 from .config import LearnSettings
 from .errors import RuleError
 from .grouping import host_of
-from .headline import find_headline
+from .headline import find_headline, page_memo
 from .metadata import META_ACTIONS, read_metadata
 from .template import RELATED_SIZE_TEST, contains, fitting
 from .datatypes import Extraction, Rule, RuleAction, Segmented, Template
@@ -122,20 +123,21 @@ def _compile(rule: Rule) -> tuple[Rule, etree.XPath]:
 
 # A tag path's tests in match_regions, as bits (PathTests): a shape rule's path, an entry of a list nested in one
 # (nested_entries), in a definition list or <pre> outside a link (terms_of_text), outside settings.chrome_tags and
-# with no link step (own_content)
-SHAPE_PATH, NESTED_PATH, STRUCTURE_PATH, PLACED_PATH, NO_LINK_PATH = 1, 2, 4, 8, 16
+# with no link step, ending in a heading tag (own_content)
+SHAPE_PATH, NESTED_PATH, STRUCTURE_PATH, PLACED_PATH, NO_LINK_PATH, HEADING_PATH = 1, 2, 4, 8, 16, 32
 
 
 class PathTests:
     """A template's tests of tag paths, made once a distinct path its pages have and kept (up to
     config.PATH_TESTS_KEPT paths): a site's pages share most of their tag paths."""
 
-    __slots__ = ("bits", "shapes", "nested", "prefixes", "structure", "chrome")
+    __slots__ = ("bits", "shapes", "nested", "prefixes", "structure", "chrome", "headings")
 
     def __init__(self, shapes: frozenset[str], nested: dict[str, str], settings: LearnSettings) -> None:
         self.bits: dict[str, int] = {}
         self.shapes, self.nested, self.prefixes = shapes, nested, tuple(nested)
         self.structure, self.chrome = settings.text_structure_paths, settings.chrome_tags
+        self.headings = settings.heading_tags
 
     def test(self, path: str) -> int:
         """The path's bits (computed, and kept while there is room)."""
@@ -144,7 +146,8 @@ class PathTests:
                    and _nested_path(path, self.nested) is not None else 0)
                 | (STRUCTURE_PATH if _text_structure(path, self.structure) else 0)
                 | (PLACED_PATH if _outside_chrome_tags(path, self.chrome) else 0)
-                | (NO_LINK_PATH if _no_link_step(path) else 0))
+                | (NO_LINK_PATH if _no_link_step(path) else 0)
+                | (HEADING_PATH if path.rpartition("/")[2] in self.headings else 0))
         if len(self.bits) < config.PATH_TESTS_KEPT:
             self.bits[path] = bits
         return bits
@@ -235,9 +238,14 @@ def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray,
         unlinked = (placed_codes & (PLACED_PATH | NO_LINK_PATH)) == (PLACED_PATH | NO_LINK_PATH)
     heading = np.zeros(len(where), dtype=bool)
     blocks = seg.blocks
-    for k in np.flatnonzero(unlinked).tolist():  # (a test of the tag path alone: made once a distinct path)
-        block = blocks[where[k]]
-        heading[k] = block.tag in settings.heading_tags and in_declared_main(block)
+    if codes is None:
+        for k in np.flatnonzero(unlinked).tolist():  # (a test of the tag path alone: made once a distinct path)
+            block = blocks[where[k]]
+            heading[k] = block.tag in settings.heading_tags and in_declared_main(block)
+    else:  # the blocks whose tag path ends in a heading tag alone (a block's tag ends its path)
+        for k in np.flatnonzero(unlinked & (placed_codes & HEADING_PATH).astype(bool)).tolist():
+            block = blocks[where[k]]
+            heading[k] = block.tag in settings.heading_tags and in_declared_main(block)
     return _own_stretch(seg, trusted, chrome, where, text, placed, heading, settings)
 
 
@@ -282,29 +290,35 @@ def name_line(seg: Segmented, candidates: np.ndarray, settings: LearnSettings = 
     """The page's name line among ``candidates``: within the template's name_line_blocks blocks after the first
     heading that begins with the page's name (the first word of its <title>, without a manual section: "git-stage" of
     "git-stage(1)"), the first block that begins with that name, a dash and what it is ("git-stage - Add file
-    contents to the staging area" under "git-stage(1) Manual Page"): a manual page's NAME section, which generated
-    documentation (asciidoc, man2html, mandoc) prints in the page's header beside its title, outside the content
-    division, one short varying line a page (the shape of a byline). It is the page's own first line."""
+    contents to the staging area" under "git-stage(1) Manual Page"), where it is a candidate: a manual page's NAME
+    section, which generated documentation (asciidoc, man2html, mandoc) prints in the page's header beside its
+    title, outside the content division, one short varying line a page (the shape of a byline). It is the page's
+    own first line. The line is found once a page (``headline.page_memo``): a page asks with several candidate
+    sets."""
     out = np.zeros(len(seg.blocks), dtype=bool)
+    key = ("name_line", settings.heading_tags, settings.name_line_blocks)
+    memo = page_memo(seg)
+    line = memo.get(key, False)
+    if line is False:
+        line = memo[key] = _name_line_of(seg, settings)
+    if line is not None:
+        out[line] = bool(candidates[line])
+    return out
+
+
+def _name_line_of(seg: Segmented, settings: LearnSettings) -> int | None:
+    """Index of the block name_line would name were every block a candidate, or None."""
     name = _name_of(seg.title)
     if name is None:
-        return out
+        return None
     blocks = seg.blocks
-    for i in np.flatnonzero(candidates).tolist():  # _names, inlined: it is asked of most blocks of most pages
-        words = blocks[i].text.split(None, 2)
-        if len(words) == 3 and words[1] in _DASHES and words[0].lower() == name:
-            break
-    else:
-        return out  # (most pages: no candidate begins with the page's name and a dash)
-    heading = next((b.index for b in seg.blocks if b.tag in settings.heading_tags and _name_of(b.text) == name),
-                   None)
+    heading = next((b.index for b in blocks if b.tag in settings.heading_tags and _name_of(b.text) == name), None)
     if heading is None:
-        return out
-    for i in range(heading + 1, min(heading + 1 + settings.name_line_blocks, len(seg.blocks))):
-        if _names(seg.blocks[i].text, name):
-            out[i] = bool(candidates[i])
-            break
-    return out
+        return None
+    for i in range(heading + 1, min(heading + 1 + settings.name_line_blocks, len(blocks))):
+        if _names(blocks[i].text, name):
+            return i
+    return None
 
 
 def _names(text: str, name: str) -> bool:
@@ -647,13 +661,13 @@ def drop_repeats(seg: Segmented, keep: np.ndarray, trusted: np.ndarray | None = 
     chars = seg.block_chars()
     long = keep & (chars >= settings.repeat_min_chars)
     repeat = np.zeros(len(keep), dtype=bool)
-    where = np.flatnonzero(long)
-    lengths = chars[where]
-    shared = np.unique(lengths, return_counts=True)  # only texts of a length another shares can be repeats
-    if not (shared[1] > 1).any():
+    where = np.flatnonzero(long).tolist()
+    lengths = chars[where].tolist()
+    counts = Counter(lengths)  # only texts of a length another shares can be repeats (a page's few long blocks: a
+    if len(counts) == len(lengths):  # Counter, not np.unique's sort and np.isin, each dearer on a few values)
         return keep.copy()
     blocks = seg.blocks
-    for i in where[np.isin(lengths, shared[0][shared[1] > 1])].tolist():
+    for i in [i for i, length in zip(where, lengths) if counts[length] > 1]:
         text = blocks[i].text
         repeat[i] = text in seen
         seen.add(text)

@@ -8,6 +8,8 @@ title."""
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from .config import HEADLINE_MIN_OVERLAP, HEADLINE_TAGS
@@ -24,15 +26,40 @@ def find_headline(seg: Segmented, evidence: str | None = None, *, min_words: flo
     if not title:
         return None
     best, best_score = None, HEADLINE_MIN_OVERLAP
-    for block in seg.blocks:
-        if block.tag in HEADLINE_TAGS:
-            words = set(block.text.lower().split())
-            if len(words) < min_words:
-                continue
-            score = len(words & title) / len(words) if words else 0.0
-            if score > best_score:
-                best, best_score = block.index, score
+    for index, words in heading_words(seg):
+        if len(words) < min_words:
+            continue
+        score = len(words & title) / len(words) if words else 0.0
+        if score > best_score:
+            best, best_score = index, score
     return best
+
+
+def heading_words(seg: Segmented) -> list[tuple[int, set[str]]]:
+    """(index, its lower-cased words as a set) of each HEADLINE_TAGS block, in order: made once a page (a page asks
+    find_headline twice: its containers' rules and its document's title), kept in ``page_memo``."""
+    memo = page_memo(seg)
+    found = memo.get("heading_words")
+    if found is None:
+        found = memo["heading_words"] = [(block.index, set(block.text.lower().split())) for block in seg.blocks
+                                         if block.tag in HEADLINE_TAGS]
+    return found
+
+
+_memo: tuple = (None, {})  # (weak reference to the last page asked about, its memo)
+
+
+def page_memo(seg: Segmented) -> dict:
+    """A dict of what extraction's steps work out once a page and ask again (the last page's only; held weakly, so
+    a page's tree is freed as soon as its extraction is done). Keys name what is kept, with the settings it
+    depends on; values never refer to the page itself."""
+    global _memo
+    ref, memo = _memo
+    if ref is not None and ref() is seg:
+        return memo
+    memo = {}
+    _memo = (weakref.ref(seg), memo)
+    return memo
 
 
 def keep_headline(seg: Segmented, features: np.ndarray, keep: np.ndarray) -> np.ndarray:

@@ -573,6 +573,15 @@ def _dateutil(value: str) -> str | None:
     """The date python-dateutil reads in a declared value our patterns missed (RFC 2822, "Tue May 3 2017")."""
     if len(value) > MAX_DATE_TEXT_CHARS or not re.search(r"(?:19|20)\d\d", value):
         return None
+    day = _dateutil_day(value)
+    return None if day is None else _checked(day)
+
+
+@functools.lru_cache(maxsize=1024)
+def _dateutil_day(value: str) -> date | None:
+    """The day python-dateutil reads in ``value`` (None where it reads none), kept for the values read last: a page
+    often declares one such value as its date and as its last change, and a site's pages share its form (the
+    parse costs more than all the rest of a page's metadata)."""
     from dateutil import parser
 
     try:
@@ -581,7 +590,7 @@ def _dateutil(value: str) -> str | None:
             parsed = parser.parse(value, default=datetime(2000, 1, 1))
     except (ValueError, OverflowError, TypeError, parser.ParserError):
         return None
-    return _checked(parsed.date())
+    return parsed.date()
 
 
 def script_date(html: str | bytes) -> str | None:
@@ -952,18 +961,16 @@ def named_metadata(seg: Segmented, headline: int | None | bool = False, *, times
     ``times``: the page's <time> elements, when known (``element_date``)."""
     found: dict[str, str] = {}
     byline = None
-    last_parent = None  # a parent the blocks before already offered (a second look at an element finds nothing new)
-    for block in _article_top(seg, _headline(seg) if headline is False else headline):
-        element = block.element
-        if element is None or len(block.text) > MAX_BYLINE_CHARS * 2 or element.tag in ("body", "html"):
+    top = _article_top(seg, _headline(seg) if headline is False else headline)
+    for block, candidates in zip(top, _named_candidates_each(top)):
+        if candidates is None:
             continue
+        element = block.element
         if "author" not in found and len(block.text) <= MAX_BYLINE_CHARS and _BYLINE.match(block.text) and not (
                 _in_comments(element)):  # a byline in plain words ("By Jane Doe – Professor of ..."), named or not
             author = element_author(element) or normalize_author(block.text)
             if author:
                 found["author"], byline = author, element
-        candidates = named_candidates(element, last_parent)
-        last_parent = element.getparent()
         for candidate in candidates:
             kind = _kind(candidate)
             if kind is None:
@@ -981,6 +988,26 @@ def named_metadata(seg: Segmented, headline: int | None | bool = False, *, times
     if "date" not in found and byline is not None:
         found.update(_date_beside(byline))
     return found
+
+
+def _named_candidates_each(blocks: Sequence) -> list:
+    """Per block, None where named_metadata passes it by (no element, longer than twice MAX_BYLINE_CHARS, a <body> or
+    <html>), else ``named_candidates`` of its element, the parent of the last block not passed by as the parent the
+    blocks before offered (a second look at an element finds nothing new): in one compiled call where it is built."""
+    each = getattr(native.walk, "named_candidates_each", None)  # (None: not built, or built before it was written)
+    elements = [b.element if len(b.text) <= MAX_BYLINE_CHARS * 2 else None for b in blocks]
+    found = each(elements, MAX_INLINE_CHILDREN) if each is not None else None
+    if found is not None:
+        return found
+    out = []
+    last_parent = None
+    for element in elements:
+        if element is None or element.tag in ("body", "html"):
+            out.append(None)
+            continue
+        out.append(named_candidates(element, last_parent))
+        last_parent = element.getparent()
+    return out
 
 
 def named_candidates(element, last_parent) -> list:

@@ -451,3 +451,21 @@ def test_json_line_is_json_dumps(record):
         assert document.json_line(record) == expected
     finally:
         native.numeric = saved
+
+
+# --- a layout table found by lxml's walk of the descendants, as the XPath says -------------------------------------
+
+from test_speedups import nested_markup  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(nested_markup())
+def test_layout_table_is_the_xpath(body):
+    root = parse_html(f"<html><body><table>{body}</table><table><h3>x</h3></table>{body}</body></html>")
+    if root is None:
+        return
+    xpath = etree.XPath(f"boolean({document.LAYOUT_TABLE_MARKS})")
+    tables = list(root.iter("table"))
+    assert tables
+    for table in tables:
+        assert document.layout_table(table) == xpath(table)

@@ -303,6 +303,44 @@ def test_name_line_finds_the_manual_pages_name_line():
     assert not extract.name_line(seg, later).any()  # the first line naming the page is the name line, or none
 
 
+def name_line_by_candidates(seg, candidates, settings):
+    """extract.name_line as it was written first: the candidates looked at for a name line, then the heading."""
+    out = np.zeros(len(seg.blocks), dtype=bool)
+    name = extract._name_of(seg.title)
+    if name is None:
+        return out
+    if not any(extract._names(seg.blocks[i].text, name) for i in np.flatnonzero(candidates).tolist()):
+        return out
+    heading = next((b.index for b in seg.blocks if b.tag in settings.heading_tags
+                    and extract._name_of(b.text) == name), None)
+    if heading is None:
+        return out
+    for i in range(heading + 1, min(heading + 1 + settings.name_line_blocks, len(seg.blocks))):
+        if extract._names(seg.blocks[i].text, name):
+            out[i] = bool(candidates[i])
+            break
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["h1", "h2", "p", "div", "li"]),
+                          st.sampled_from(["git-stage(1) Manual", "git-stage - Add files", "Git-Stage \u2013 more",
+                                           "other - words here", "git-stage", "text of the page"])),
+                min_size=1, max_size=12),
+       st.sampled_from(["git-stage(1) Manual Page", "Other", ""]), st.randoms(use_true_random=False),
+       st.sampled_from([1, 3]))
+def test_name_line_found_once_a_page_is_the_candidates_definition(parts, title, random, window):
+    from templater.config import LearnSettings
+    body = "".join(f"<{tag}>{text}</{tag}>" for tag, text in parts)
+    markup = f"<html><head><title>{title}</title></head><body>{body}</body></html>"
+    seg = blocks_mod.segment(parse_html(markup), Page("p", "https://a.example/p", markup))
+    used = LearnSettings(name_line_blocks=window)
+    for _ in range(3):  # several candidate sets on one page: the line is found once
+        candidates = np.array([random.random() < 0.6 for _ in seg.blocks], dtype=bool)
+        assert extract.name_line(seg, candidates, used).tolist() == \
+            name_line_by_candidates(seg, candidates, used).tolist()
+
+
 # --- the content region's positional XPath walked in C (_walk.first_on_path) ------------------------------------------
 
 def region_by_lxml(root, path):

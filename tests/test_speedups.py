@@ -1067,6 +1067,52 @@ def test_c_named_candidates_match_the_plain_list_on_the_samples():
         assert_same_named_candidates(seg.root)
 
 
+def assert_same_candidates_each(root, drop):
+    """named_candidates_each over the tree's elements (some left out as None) is named_candidates element by element,
+    each with the parent of the last element before it that was not left out, nor a <body> or <html>."""
+    from templater import metadata
+
+    elements = [e if isinstance(e.tag, str) and not drop(k) else None for k, e in enumerate(root.iter())]
+    each = native.walk.named_candidates_each(elements, metadata.MAX_INLINE_CHILDREN)
+    expected, last = [], None
+    for element in elements:
+        if element is None or element.tag in ("body", "html"):
+            expected.append(None)
+            continue
+        expected.append(native.walk.named_candidates(element, last, metadata.MAX_INLINE_CHILDREN))
+        last = element.getparent()
+    if any(e is not None and x is None for e, x in zip(elements, expected) if e is not None
+           and e.tag not in ("body", "html")):
+        assert each is None  # one declines: all do
+        return
+    assert each is not None and len(each) == len(expected)
+    for got, want in zip(each, expected):
+        assert (got is None) == (want is None)
+        if got is not None:
+            assert len(got) == len(want) and all(a is b or a == b for a, b in zip(got, want))
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(st.lists(NAMED_PIECES, max_size=40), st.randoms(use_true_random=False))
+def test_c_named_candidates_each_is_named_candidates_one_by_one(pieces, random):
+    root = parse_html(f"<html><body><div class='author'>{''.join(pieces)}</div></body></html>")
+    if root is not None:
+        assert_same_candidates_each(root, lambda k: random.random() < 0.3)
+
+
+@needs_walk
+def test_named_metadata_reads_the_same_without_the_batch(monkeypatch):
+    """named_metadata over the compiled batch (named_candidates_each) and over the element-by-element path."""
+    from templater import metadata
+
+    pages = list(sample_pages(limit=20))
+    batch = [metadata.named_metadata(seg, None) for seg in pages] + [metadata.named_metadata(seg) for seg in pages]
+    monkeypatch.setattr(native.walk, "named_candidates_each", lambda elements, limit: None, raising=False)
+    one_by_one = [metadata.named_metadata(seg, None) for seg in pages] + [metadata.named_metadata(seg) for seg in pages]
+    assert batch == one_by_one
+
+
 @needs_walk
 def test_c_named_candidates_decline_and_keep():
     from lxml import etree
