@@ -22,6 +22,15 @@ from lxml.includes.etreepublic cimport _Document, _Element, elementFactory, impo
 import_lxml__etree()
 
 
+cdef extern from "<dlfcn.h>" nogil:  # (RTLD_NOLOAD: glibc's and the BSDs', not in Cython's posix.dlfcn)
+    void *dlopen(const char *, int)
+    void *dlsym(void *, const char *)
+    int dlclose(void *)
+    enum:
+        RTLD_NOW
+        RTLD_NOLOAD
+
+
 cdef extern from "Python.h":
     uint32_t Py_UNICODE_TOLOWER(uint32_t ch)  # the simple lower-case mapping (str.lower's where it is one code point)
     ctypedef int (*_descrsetfunc)(PyObject *, PyObject *, PyObject *) except -1
@@ -922,6 +931,69 @@ def head_title(root):
                 title = title.next
         head = head.next
     return None
+
+
+# --- parse.register_ids: the ids libxml2's parser registers when it collects them, for XPath's id() ---------------
+# libxml2's own xmlIsID and xmlAddID, found in lxml's module (which exports the libxml2 it is built with): the
+# parser that collects ids calls them for each attribute it makes (xmlSAX2AttributeInternal); parse.py's parser
+# does not (collect_ids=False: the registry costs a hash insert per id and, for each id a page repeats, a logged
+# error), and an XPath that calls id() has them registered first.
+ctypedef int (*_IsId)(tree.xmlDoc *, xmlNode *, xmlAttr *) noexcept
+ctypedef void *(*_AddId)(void *, tree.xmlDoc *, const unsigned char *, xmlAttr *) noexcept
+cdef _IsId _xml_is_id = NULL
+cdef _AddId _xml_add_id = NULL
+cdef bint _ids_looked_up = False
+
+
+cdef bint _id_functions() except -1:
+    """Whether libxml2's xmlIsID and xmlAddID are at hand (looked up once, in lxml's loaded module)."""
+    global _xml_is_id, _xml_add_id, _ids_looked_up
+    cdef void *handle
+    cdef bytes path
+    if not _ids_looked_up:
+        _ids_looked_up = True
+        from lxml import etree as etree_module
+        path = etree_module.__file__.encode()
+        handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD)
+        if handle is not NULL:
+            _xml_is_id = <_IsId>dlsym(handle, "xmlIsID")
+            _xml_add_id = <_AddId>dlsym(handle, "xmlAddID")
+            dlclose(handle)  # (NOLOAD: lxml's own reference keeps the module loaded)
+    return _xml_is_id is not NULL and _xml_add_id is not NULL
+
+
+def register_ids(root):
+    """Register the ids of root's document as libxml2's parser does while it collects them (each element in
+    document order, each attribute libxml2 takes for an id whose value is one text node; a repeated id stays its
+    first element's); True when the document's ids are registered (already, or now), False where not known how."""
+    if not isinstance(root, _Element) or not _id_functions():
+        return False
+    cdef xmlNode *c_root = (<_Element>root)._c_node
+    if c_root is NULL or c_root.doc is NULL:
+        return False
+    cdef tree.xmlDoc *doc = c_root.doc
+    if doc.ids is not NULL:
+        return True
+    cdef xmlNode *cur = doc.children
+    cdef xmlAttr *attr
+    while cur is not NULL:
+        if cur.type == tree.XML_ELEMENT_NODE:
+            attr = cur.properties
+            while attr is not NULL:
+                if (attr.children is not NULL and attr.children.type == tree.XML_TEXT_NODE
+                        and attr.children.next is NULL and attr.children.content is not NULL
+                        and _xml_is_id(doc, cur, attr)):
+                    _xml_add_id(NULL, doc, attr.children.content, attr)
+                attr = attr.next
+            if cur.children is not NULL:
+                cur = cur.children
+                continue
+        while cur.next is NULL:
+            cur = cur.parent
+            if cur is NULL or <void *>cur is <void *>doc:
+                return True
+        cur = cur.next
+    return True
 
 
 DEF FEW = 16  # up to this many elements, inside compares node pointers; more go into a set
