@@ -36,8 +36,11 @@ _UNCLOSED_TITLE = re.compile(rb"(<title[^>]*>[^<\n]*)", re.IGNORECASE)
 # lxml.etree's parser, not lxml.html's: html's element classes cost a Python call per element proxy.
 # huge_tree=False (lxml's default, said here on purpose): libxml2 keeps its limits on depth (config.MAX_DEPTH) and
 # on the size of one text node.
+# collect_ids: where the compiled walk is built, the parser does not register the page's ids (a hash insert per
+# id, and for each id a page repeats a validity error lxml logs: 7% of the parse), and only an XPath that calls
+# id() has them registered, on its page, before it runs (compile_xpath); without the walk the parser collects them.
 _PARSER = etree.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True, no_network=True,
-                           default_doctype=False, huge_tree=False)
+                           default_doctype=False, huge_tree=False, collect_ids=native.walk is None)
 _ID_CALL = re.compile(r"id\s*\(")  # an XPath that may call id() (a few other expressions match too: harmless)
 
 # markup_counts' tokens (ASCII whitespace as C's isspace has it)

@@ -1220,6 +1220,23 @@ def assert_ids_like_the_collecting_parser(markup):
 
 
 @needs_walk
+def test_parser_leaves_ids_to_xpaths_that_call_id():
+    from lxml import etree
+
+    from templater import parse
+    root = parse.parse_html('<html><body><div id="main"><p id="a">one</p></div><p id="a">two</p>'
+                            '<a name="n">x</a></body></html>')
+    assert etree.XPath("id('main')")(root) == []  # not collected while parsing ...
+    assert isinstance(parse.compile_xpath("id('main')"), parse.IdXPath)
+    assert not isinstance(parse.compile_xpath("//div[@id='main']"), parse.IdXPath)
+    assert [e.text for e in parse.compile_xpath("id('a')")(root)] == ["one"]  # ... registered on demand, the first
+    assert parse.compile_xpath("id('main')")(root)[0].get("id") == "main"
+    assert parse.compile_xpath("id('main')").path == "id('main')"
+    assert_ids_like_the_collecting_parser('<html><body><div id="main"><p id="a">one</p></div><p id="a">two</p>'
+                                          '<a name="n">x</a></body></html>')
+
+
+@needs_walk
 @settings(max_examples=300, deadline=None)
 @given(st.lists(ID_PIECE, max_size=25))
 def test_ids_registered_on_demand_match_the_collecting_parser(pieces):
