@@ -573,48 +573,6 @@ cdef struct Numbers:  # the numbers given so far, by node: open addressing over 
     Py_ssize_t count, mask
 
 
-cdef struct Siblings:  # (parent element, name pointer) -> the owner row of the first owner of that name under it
-    xmlNode **parents  # NULL: empty
-    const unsigned char **names
-    int64_t *rows
-    Py_ssize_t count, mask
-
-
-cdef inline Py_ssize_t _sibling_slot(const Siblings *m, xmlNode *parent, const unsigned char *name) noexcept:
-    cdef size_t h = ((<size_t>parent >> 4) ^ (<size_t>name >> 3)) * <size_t>0x9E3779B97F4A7C15
-    cdef Py_ssize_t i = <Py_ssize_t>(h >> 20) & m.mask
-    while m.parents[i] is not NULL and (m.parents[i] is not parent or m.names[i] is not name):
-        i = (i + 1) & m.mask
-    return i
-
-
-cdef int _siblings_grow(Siblings *m) except -1:
-    cdef Siblings bigger
-    cdef Py_ssize_t i, j
-    bigger.mask = (m.mask + 1) * 2 - 1 if m.parents is not NULL else 127
-    bigger.count = m.count
-    bigger.parents = <xmlNode **>calloc(bigger.mask + 1, sizeof(xmlNode *))
-    bigger.names = <const unsigned char **>calloc(bigger.mask + 1, sizeof(unsigned char *))
-    bigger.rows = <int64_t *>calloc(bigger.mask + 1, sizeof(int64_t))
-    if bigger.parents is NULL or bigger.names is NULL or bigger.rows is NULL:
-        free(bigger.parents)
-        free(bigger.names)
-        free(bigger.rows)
-        raise MemoryError
-    if m.parents is not NULL:
-        for i in range(m.mask + 1):
-            if m.parents[i] is not NULL:
-                j = _sibling_slot(&bigger, m.parents[i], m.names[i])
-                bigger.parents[j] = m.parents[i]
-                bigger.names[j] = m.names[i]
-                bigger.rows[j] = m.rows[i]
-        free(m.parents)
-        free(m.names)
-        free(m.rows)
-    m[0] = bigger
-    return 0
-
-
 cdef inline Py_ssize_t _slot(const Numbers *m, xmlNode *key) noexcept:
     cdef size_t h = <size_t>key
     h = (h >> 4) * <size_t>0x9E3779B97F4A7C15
@@ -666,7 +624,8 @@ cdef class _Segment:
     cdef Buffer lowered  # the text lower-cased, where it is not ASCII
     cdef Buffer scratch
     cdef Numbers owners  # owner element -> its row in paths, tags, shapes, prefixes
-    cdef Siblings siblings  # an owner's parent and name -> a row with the same tag path (the columns copied from it)
+    cdef Numbers siblings  # an owner's parent -> the row of the last owner under it (the same tag path if the same name)
+    cdef Buffer owner_names  # per owner row, its name (libxml2's dictionary pointer)
     cdef dict path_ids  # the distinct tag paths, numbered in the order of their first block
     cdef Buffer owner_paths  # per owner row, its tag path's number (int64)
     cdef Buffer block_paths  # per block, its tag path's number (intp: blocks.tag_path_index's)
@@ -702,9 +661,9 @@ cdef class _Segment:
         free(self.prefixes.data)
         free(self.owners.keys)
         free(self.owners.values)
-        free(self.siblings.parents)
-        free(self.siblings.names)
-        free(self.siblings.rows)
+        free(self.siblings.keys)
+        free(self.siblings.values)
+        free(self.owner_names.data)
 
     cdef inline unsigned char kind(self, xmlNode *n) noexcept:
         """Whether the node is an element whose tag owns blocks (KIND_BLOCK), splits them (KIND_SPLIT) or is a link
@@ -731,11 +690,12 @@ cdef class _Segment:
         cdef int64_t number
         cdef xmlNode *parent = _parent_element(owner) if owner.ns is NULL else NULL
         cdef Py_ssize_t same = -1, k = 0
-        if parent is not NULL and self.siblings.parents is not NULL:
-            k = _sibling_slot(&self.siblings, parent, owner.name)
-            if self.siblings.parents[k] is not NULL:
-                same = self.siblings.rows[k]
-        if same >= 0:  # an earlier owner of the same name under the same parent: the same tag path
+        if parent is not NULL and self.siblings.keys is not NULL:
+            k = _slot(&self.siblings, parent)
+            if (self.siblings.keys[k] is not NULL
+                    and (<const unsigned char **>self.owner_names.data)[self.siblings.values[k]] is owner.name):
+                same = self.siblings.values[k]
+        if same >= 0:  # the last owner under the same parent has the same name: the same tag path
             self.paths.append(self.paths[same])
             self.tags.append(self.tags[same])
             number = (<int64_t *>self.owner_paths.data)[same]
@@ -748,14 +708,15 @@ cdef class _Segment:
             shape = _crc32(<const unsigned char *>self.scratch.data, self.scratch.size, 0)
             prefix = _crc32(<const unsigned char *>"\x1f", 1, shape)
             self.tags.append(_tag_name(owner.name))
-            if parent is not NULL:
-                if 2 * (self.siblings.count + 1) > self.siblings.mask + 1:
-                    _siblings_grow(&self.siblings)
-                k = _sibling_slot(&self.siblings, parent, owner.name)
-                self.siblings.parents[k] = parent
-                self.siblings.names[k] = owner.name
-                self.siblings.rows[k] = self.owners.count
+        if parent is not NULL:
+            if self.siblings.keys is NULL or 2 * (self.siblings.count + 1) > self.siblings.mask + 1:
+                _numbers_grow(&self.siblings)
+            k = _slot(&self.siblings, parent)
+            if self.siblings.keys[k] is NULL:
+                self.siblings.keys[k] = parent
                 self.siblings.count += 1
+            self.siblings.values[k] = self.owners.count
+        _add(&self.owner_names, &owner.name, sizeof(owner.name))
         _add(&self.owner_paths, &number, 8)
         _add(&self.shapes, &shape, 4)
         _add(&self.prefixes, &prefix, 4)
