@@ -128,8 +128,11 @@ def _keep(seg, tree, scores, allowed, trusted, settings):
 
     keep = (scores > settings.allowed_threshold) & allowed
     if trusted.any():
-        chrome = fallback.region_chrome(seg, tree, trusted, settings)
-        keep |= trusted & allowed & ~((scores <= settings.trusted_threshold) & chrome)
+        vouched = trusted & allowed
+        doubtful = vouched & (scores <= settings.trusted_threshold)
+        if doubtful.any():  # region_chrome is asked only where it can change a block
+            vouched &= ~(doubtful & fallback.region_chrome(seg, tree, trusted, settings))
+        keep |= vouched
     return keep & ~fallback.captions(seg)
 
 

@@ -22,6 +22,15 @@ from lxml.includes.etreepublic cimport _Document, _Element, elementFactory, impo
 import_lxml__etree()
 
 
+cdef extern from "<dlfcn.h>" nogil:  # (RTLD_NOLOAD: glibc's and the BSDs', not in Cython's posix.dlfcn)
+    void *dlopen(const char *, int)
+    void *dlsym(void *, const char *)
+    int dlclose(void *)
+    enum:
+        RTLD_NOW
+        RTLD_NOLOAD
+
+
 cdef extern from "Python.h":
     uint32_t Py_UNICODE_TOLOWER(uint32_t ch)  # the simple lower-case mapping (str.lower's where it is one code point)
     ctypedef int (*_descrsetfunc)(PyObject *, PyObject *, PyObject *) except -1
@@ -615,6 +624,8 @@ cdef class _Segment:
     cdef Buffer lowered  # the text lower-cased, where it is not ASCII
     cdef Buffer scratch
     cdef Numbers owners  # owner element -> its row in paths, tags, shapes, prefixes
+    cdef Numbers siblings  # an owner's parent -> the row of the last owner under it (the same tag path if the same name)
+    cdef Buffer owner_names  # per owner row, its name (libxml2's dictionary pointer)
     cdef dict path_ids  # the distinct tag paths, numbered in the order of their first block
     cdef Buffer owner_paths  # per owner row, its tag path's number (int64)
     cdef Buffer block_paths  # per block, its tag path's number (intp: blocks.tag_path_index's)
@@ -650,6 +661,9 @@ cdef class _Segment:
         free(self.prefixes.data)
         free(self.owners.keys)
         free(self.owners.values)
+        free(self.siblings.keys)
+        free(self.siblings.values)
+        free(self.owner_names.data)
 
     cdef inline unsigned char kind(self, xmlNode *n) noexcept:
         """Whether the node is an element whose tag owns blocks (KIND_BLOCK), splits them (KIND_SPLIT) or is a link
@@ -673,13 +687,37 @@ cdef class _Segment:
             i = _slot(&self.owners, owner)
             if self.owners.keys[i] is not NULL:
                 return self.owners.values[i]
-        path = _tag_path(owner, &self.scratch)  # its UTF-8 left in scratch
-        self.paths.append(path)
-        cdef int64_t number = self.path_ids.setdefault(path, len(self.path_ids))
+        cdef int64_t number
+        cdef xmlNode *parent = _parent_element(owner) if owner.ns is NULL else NULL
+        cdef Py_ssize_t same = -1, k = 0
+        if parent is not NULL and self.siblings.keys is not NULL:
+            k = _slot(&self.siblings, parent)
+            if (self.siblings.keys[k] is not NULL
+                    and (<const unsigned char **>self.owner_names.data)[self.siblings.values[k]] is owner.name):
+                same = self.siblings.values[k]
+        if same >= 0:  # the last owner under the same parent has the same name: the same tag path
+            self.paths.append(self.paths[same])
+            self.tags.append(self.tags[same])
+            number = (<int64_t *>self.owner_paths.data)[same]
+            shape = (<uint32_t *>self.shapes.data)[same]
+            prefix = (<uint32_t *>self.prefixes.data)[same]
+        else:
+            path = _tag_path(owner, &self.scratch)  # its UTF-8 left in scratch
+            self.paths.append(path)
+            number = self.path_ids.setdefault(path, len(self.path_ids))
+            shape = _crc32(<const unsigned char *>self.scratch.data, self.scratch.size, 0)
+            prefix = _crc32(<const unsigned char *>"\x1f", 1, shape)
+            self.tags.append(_tag_name(owner.name))
+        if parent is not NULL:
+            if self.siblings.keys is NULL or 2 * (self.siblings.count + 1) > self.siblings.mask + 1:
+                _numbers_grow(&self.siblings)
+            k = _slot(&self.siblings, parent)
+            if self.siblings.keys[k] is NULL:
+                self.siblings.keys[k] = parent
+                self.siblings.count += 1
+            self.siblings.values[k] = self.owners.count
+        _add(&self.owner_names, &owner.name, sizeof(owner.name))
         _add(&self.owner_paths, &number, 8)
-        shape = _crc32(<const unsigned char *>self.scratch.data, self.scratch.size, 0)
-        prefix = _crc32(<const unsigned char *>"\x1f", 1, shape)
-        self.tags.append(_tag_name(owner.name))
         _add(&self.shapes, &shape, 4)
         _add(&self.prefixes, &prefix, 4)
         if 2 * (self.owners.count + 1) > self.owners.mask + 1:
@@ -854,6 +892,69 @@ def head_title(root):
                 title = title.next
         head = head.next
     return None
+
+
+# --- parse.register_ids: the ids libxml2's parser registers when it collects them, for XPath's id() ---------------
+# libxml2's own xmlIsID and xmlAddID, found in lxml's module (which exports the libxml2 it is built with): the
+# parser that collects ids calls them for each attribute it makes (xmlSAX2AttributeInternal); parse.py's parser
+# does not (collect_ids=False: the registry costs a hash insert per id and, for each id a page repeats, a logged
+# error), and an XPath that calls id() has them registered first.
+ctypedef int (*_IsId)(tree.xmlDoc *, xmlNode *, xmlAttr *) noexcept
+ctypedef void *(*_AddId)(void *, tree.xmlDoc *, const unsigned char *, xmlAttr *) noexcept
+cdef _IsId _xml_is_id = NULL
+cdef _AddId _xml_add_id = NULL
+cdef bint _ids_looked_up = False
+
+
+cdef bint _id_functions() except -1:
+    """Whether libxml2's xmlIsID and xmlAddID are at hand (looked up once, in lxml's loaded module)."""
+    global _xml_is_id, _xml_add_id, _ids_looked_up
+    cdef void *handle
+    cdef bytes path
+    if not _ids_looked_up:
+        _ids_looked_up = True
+        from lxml import etree as etree_module
+        path = etree_module.__file__.encode()
+        handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD)
+        if handle is not NULL:
+            _xml_is_id = <_IsId>dlsym(handle, "xmlIsID")
+            _xml_add_id = <_AddId>dlsym(handle, "xmlAddID")
+            dlclose(handle)  # (NOLOAD: lxml's own reference keeps the module loaded)
+    return _xml_is_id is not NULL and _xml_add_id is not NULL
+
+
+def register_ids(root):
+    """Register the ids of root's document as libxml2's parser does while it collects them (each element in
+    document order, each attribute libxml2 takes for an id whose value is one text node; a repeated id stays its
+    first element's); True when the document's ids are registered (already, or now), False where not known how."""
+    if not isinstance(root, _Element) or not _id_functions():
+        return False
+    cdef xmlNode *c_root = (<_Element>root)._c_node
+    if c_root is NULL or c_root.doc is NULL:
+        return False
+    cdef tree.xmlDoc *doc = c_root.doc
+    if doc.ids is not NULL:
+        return True
+    cdef xmlNode *cur = doc.children
+    cdef xmlAttr *attr
+    while cur is not NULL:
+        if cur.type == tree.XML_ELEMENT_NODE:
+            attr = cur.properties
+            while attr is not NULL:
+                if (attr.children is not NULL and attr.children.type == tree.XML_TEXT_NODE
+                        and attr.children.next is NULL and attr.children.content is not NULL
+                        and _xml_is_id(doc, cur, attr)):
+                    _xml_add_id(NULL, doc, attr.children.content, attr)
+                attr = attr.next
+            if cur.children is not NULL:
+                cur = cur.children
+                continue
+        while cur.next is NULL:
+            cur = cur.parent
+            if cur is NULL or <void *>cur is <void *>doc:
+                return True
+        cur = cur.next
+    return True
 
 
 DEF FEW = 16  # up to this many elements, inside compares node pointers; more go into a set

@@ -24,6 +24,7 @@ from .errors import RuleError
 from .grouping import host_of
 from .headline import find_headline, page_memo
 from .metadata import META_ACTIONS, read_metadata
+from .parse import compile_xpath
 from .template import RELATED_SIZE_TEST, contains, fitting
 from .datatypes import Extraction, Rule, RuleAction, Segmented, Template
 
@@ -116,7 +117,7 @@ def match_static(vector: np.ndarray, compiled: CompiledTemplate) -> tuple[np.nda
 
 def _compile(rule: Rule) -> tuple[Rule, etree.XPath]:
     try:
-        return rule, etree.XPath(rule.xpath)
+        return rule, compile_xpath(rule.xpath)
     except etree.XPathSyntaxError as e:
         raise RuleError(f"rule XPath {rule.xpath!r} does not compile: {e}; fix it in the rules file") from None
 

@@ -176,8 +176,11 @@ def classify_blocks(seg: Segmented, weights: ann.Weights, *, allowed: np.ndarray
     else:
         keep = (scores > settings.allowed_threshold) & allowed
         if trusted is not None and trusted.any():
-            keep |= trusted & allowed & ~((scores <= settings.trusted_threshold)
-                                          & region_chrome(seg, tree, trusted, settings))
+            vouched = trusted & allowed
+            doubtful = vouched & (scores <= settings.trusted_threshold)
+            if doubtful.any():  # region_chrome only judges these: on a page with none it is not asked
+                vouched &= ~(doubtful & region_chrome(seg, tree, trusted, settings))
+            keep |= vouched
     return keep_headline(seg, features, keep & ~captions(seg))
 
 

@@ -35,6 +35,7 @@ from .config import (  # the thresholds are config.py's (its metadata section)
     NAMED_SCAN_BLOCKS, RULE_ELEMENTS, MAX_INLINE_CHILDREN, MAX_JSONLD_BYTES, MAX_SCRIPT_DATES, MIN_SCRIPT_NAME_WORDS,
     SCRIPT_KEY_CHARS, LANGID_STALE_SECONDS)
 from .datatypes import METADATA_FIELDS, Metadata, Rule, RuleAction, Segmented
+from .parse import compile_xpath
 
 META_AUTHOR = RuleAction.META_AUTHOR  # rule action: the element holding the page's byline
 META_DATE = RuleAction.META_DATE  # rule action: the element holding the page's publication date
@@ -713,7 +714,7 @@ def author_key(value: str) -> str:
 @functools.lru_cache(maxsize=4096)
 def compiled_xpath(xpath: str) -> etree.XPath | None:
     try:
-        return etree.XPath(xpath)
+        return compile_xpath(xpath)
     except etree.XPathSyntaxError:
         return None
 

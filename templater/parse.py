@@ -36,8 +36,12 @@ _UNCLOSED_TITLE = re.compile(rb"(<title[^>]*>[^<\n]*)", re.IGNORECASE)
 # lxml.etree's parser, not lxml.html's: html's element classes cost a Python call per element proxy.
 # huge_tree=False (lxml's default, said here on purpose): libxml2 keeps its limits on depth (config.MAX_DEPTH) and
 # on the size of one text node.
+# collect_ids: where the compiled walk is built, the parser does not register the page's ids (a hash insert per
+# id, and for each id a page repeats a validity error lxml logs: 7% of the parse), and only an XPath that calls
+# id() has them registered, on its page, before it runs (compile_xpath); without the walk the parser collects them.
 _PARSER = etree.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True, no_network=True,
-                           default_doctype=False, huge_tree=False)
+                           default_doctype=False, huge_tree=False, collect_ids=native.walk is None)
+_ID_CALL = re.compile(r"id\s*\(")  # an XPath that may call id() (a few other expressions match too: harmless)
 
 # markup_counts' tokens (ASCII whitespace as C's isspace has it)
 _TAG_NAME = re.compile(rb"[^ \t\n\r\x0b\x0c>/]*")
@@ -179,3 +183,34 @@ def _swallowed_by_title(root: etree._Element) -> bool:
     """An unclosed <title> makes the parser read the whole page as its text (real pages do this)."""
     title = head_title(root)
     return title is not None and len(title.text or "") > MAX_TITLE_CHARS
+
+
+def register_ids(root: etree._Element) -> None:
+    """Register the ids of root's document for XPath's id(), as a parser that collects ids does (the compiled walk,
+    with libxml2's own functions); nothing where the parser collected them (no compiled walk)."""
+    if native.walk is not None:
+        native.walk.register_ids(root)
+
+
+class IdXPath:
+    """An XPath that calls id(): the page's ids registered (``register_ids``) before it runs on the page."""
+
+    __slots__ = ("xpath",)
+
+    def __init__(self, xpath: etree.XPath) -> None:
+        self.xpath = xpath
+
+    @property
+    def path(self) -> str:
+        return self.xpath.path
+
+    def __call__(self, root, **variables):
+        register_ids(root)
+        return self.xpath(root, **variables)
+
+
+def compile_xpath(expression: str) -> etree.XPath | IdXPath:
+    """``etree.XPath(expression)`` for a rule's XPath run on parsed pages (its XPathSyntaxError too); an XPath that
+    may call id() comes wrapped (IdXPath) where the parser leaves the ids to be registered on demand."""
+    xpath = etree.XPath(expression)
+    return IdXPath(xpath) if native.walk is not None and _ID_CALL.search(expression) else xpath

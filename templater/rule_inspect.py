@@ -37,6 +37,7 @@ from .extract import (CompiledTemplate, container_mask, extract_page, match_regi
                       pinned_mask, without_paragraphs)
 from .fallback import OUTSIDE_TRUSTED, drop_reasons, select_blocks
 from .metadata import META_ACTIONS
+from .parse import compile_xpath
 from .pipeline import Progress, TemplateIndex, now, segment_file, stored_segment
 from .template import content_ancestry, declared_content, link_runs, repeated_chrome, varying_rows
 from .report import (CLASSIFIER, FALLBACK_PREFIX, NAME_LINE, OUTSIDE_REGION, PINNED_RULE, TEMPLATE_ONLY,
@@ -570,7 +571,7 @@ def _too_slow(source: str, number: int | None, expression: str, pages: int) -> R
 
 
 def _run_rule(pages: Sequence[Segmented], expression: str, where: str) -> tuple[int, str]:
-    xpath = etree.XPath(expression)
+    xpath = compile_xpath(expression)
     hits, sample = 0, ""
     for seg in pages:
         found = xpath(seg.root)

@@ -26,6 +26,7 @@ from lxml import etree
 from . import metadata, native
 from .align import lcs_length, lcs_pairs
 from .blocks import fill_xpaths
+from .parse import compile_xpath
 from .config import BLOCK_TAGS as _BLOCK_TAGS
 from .config import RELATED_MAX_SHARE, LearnSettings
 from .datatypes import Block, Rule, RuleAction, Segmented, Template
@@ -570,7 +571,7 @@ def content_containers(seg: Segmented, dropped: np.ndarray, region: Rule | None,
     blurbs of a news wrapper's sidebars are short labels)."""
     candidates = declared_content(seg.root, settings)
     if region is not None:
-        candidates += [e for e in etree.XPath(region.xpath)(seg.root) if isinstance(e, etree._Element)][:1]
+        candidates += [e for e in compile_xpath(region.xpath)(seg.root) if isinstance(e, etree._Element)][:1]
     chars = seg.block_chars()
     out = []
     for element in candidates:

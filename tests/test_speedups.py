@@ -1231,3 +1231,59 @@ def test_c_short_text_on_the_samples_and_what_it_declines():
     assert native.walk.short_text("not an element", 10) is False
     commented = etree.fromstring("<d>a<!-- c -->b<?p i?>c<x>d</x>e</d>")
     assert native.walk.short_text(commented, 20) == metadata._short_text_plain(commented, 20) == "a b c d e"
+
+
+# --- ids registered on demand (parse.compile_xpath) against a parser that collects them ---------------------------
+
+ID_PIECE = st.one_of(
+    st.sampled_from(["div", "p", "span", "a", "section"]).flatmap(
+        lambda tag: st.sampled_from(["x", "y", "x y", " z", ""]).map(
+            lambda value: f'<{tag} id="{value}">' if tag != "a" else f'<a name="{value}">')),
+    st.sampled_from(["</div>", "</p>", "</a>", "<b>t</b>", "text ", '<i ID="y">', "<p id>", '<p id="x" id="y">']),
+)
+
+
+def assert_ids_like_the_collecting_parser(markup):
+    """An XPath calling id() finds on a page parsed without ids what it finds on the same page parsed with them."""
+    from lxml import etree
+
+    from templater import parse
+    collecting = etree.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True, no_network=True,
+                                  default_doctype=False)
+    data = markup.encode("utf-8")
+    expected_root, root = etree.fromstring(data, collecting), parse._parse(data)
+    if expected_root is None:
+        assert root is None
+        return
+    for expression in ("id('x')", "id('y')", "id('x y z')", "count(id(' z'))", "id('')"):
+        expected = etree.XPath(expression)(expected_root)
+        found = parse.compile_xpath(expression)(root)
+        if isinstance(expected, list):
+            assert [expected_root.getroottree().getpath(e) for e in expected] == \
+                [root.getroottree().getpath(e) for e in found]
+        else:
+            assert expected == found
+
+
+@needs_walk
+def test_parser_leaves_ids_to_xpaths_that_call_id():
+    from lxml import etree
+
+    from templater import parse
+    root = parse.parse_html('<html><body><div id="main"><p id="a">one</p></div><p id="a">two</p>'
+                            '<a name="n">x</a></body></html>')
+    assert etree.XPath("id('main')")(root) == []  # not collected while parsing ...
+    assert isinstance(parse.compile_xpath("id('main')"), parse.IdXPath)
+    assert not isinstance(parse.compile_xpath("//div[@id='main']"), parse.IdXPath)
+    assert [e.text for e in parse.compile_xpath("id('a')")(root)] == ["one"]  # ... registered on demand, the first
+    assert parse.compile_xpath("id('main')")(root)[0].get("id") == "main"
+    assert parse.compile_xpath("id('main')").path == "id('main')"
+    assert_ids_like_the_collecting_parser('<html><body><div id="main"><p id="a">one</p></div><p id="a">two</p>'
+                                          '<a name="n">x</a></body></html>')
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(st.lists(ID_PIECE, max_size=25))
+def test_ids_registered_on_demand_match_the_collecting_parser(pieces):
+    assert_ids_like_the_collecting_parser("<html><body>" + "".join(pieces) + "</body></html>")
