@@ -420,8 +420,8 @@ def test_the_stored_keys_give_the_candidates_of_brute_force_banding(tmp_path_fac
         found: set[tuple[int, int]] = set()
         real = lsh._candidate_pairs
 
-        def spy(db_, batch_keys, batch_docs):
-            pairs = real(db_, batch_keys, batch_docs)
+        def spy(db_, batch_keys, batch_docs, *rest):
+            pairs = real(db_, batch_keys, batch_docs, *rest)
             found.update((int(a), int(b)) for a, b in pairs.tolist())
             return pairs
 
@@ -600,3 +600,49 @@ def test_rows_are_ordered_by_key_then_doc_as_lexsort_orders_them(runs):
     order = lsh._row_order(keys, docs)
     assert np.array_equal(keys[order], keys[np.lexsort((docs, keys))])
     assert np.array_equal(docs[order], docs[np.lexsort((docs, keys))])
+
+
+@given(st.lists(st.tuples(st.integers(0, 80), st.integers(0, 80), st.integers(0, 80)), min_size=1, max_size=12),
+       st.sampled_from(["sample", "exact"]), st.sampled_from(["containment", "jaccard"]), st.integers(0, 30),
+       st.integers(0, 2**32 - 1))
+@hsettings(max_examples=60, deadline=None)
+def test_pair_measures_of_all_pairs_at_once_equal_the_measures_pair_by_pair(shapes, verify, measure, min_hashes, seed):
+    settings = ShingleSettings(verify=verify, measure=measure, sample=24, sample_min_hashes=min_hashes)
+    rng = np.random.default_rng(seed)
+    sets_a, sets_b = [], []
+    for shared, only_a, only_b in shapes:  # small values too: pairs share hashes, samples are cut at either end
+        common = rng.integers(0, 2**32 if seed % 2 else 200, size=shared, dtype=np.uint32)
+        a = np.concatenate((common, rng.integers(0, 2**32, size=only_a, dtype=np.uint32)))
+        b = np.concatenate((common, rng.integers(0, 2**32, size=only_b, dtype=np.uint32)))
+        sets_a.append(comparable_set(a, settings))
+        sets_b.append(comparable_set(b, settings))
+    for jaccard, pair_by_pair in ((False, set_similarity), (True, set_jaccard)):
+        expected = [pair_by_pair(x, y, settings) for x, y in zip(sets_a, sets_b)]
+        assert lsh.pair_set_measures(sets_a, sets_b, settings, jaccard=jaccard).tolist() == expected
+
+
+@given(st.lists(st.lists(st.integers(0, 2**47 - 1), max_size=60), min_size=1, max_size=8), st.integers(8, 200))
+@hsettings(max_examples=40, deadline=None)
+def test_the_recent_runs_word_filter_never_misses_a_key_and_grows(runs, capacity):
+    held = lsh._WordFilter(capacity)
+    added: list[int] = []
+    for run in runs:
+        added += run
+        keys = np.array(sorted(set(run)), dtype=np.int64)
+        held.add(keys, lambda: np.array(sorted(added), dtype=np.int64))
+        assert held.may_hold(np.array(added, dtype=np.int64)).all()
+
+
+@given(st.lists(st.integers(0, 300), min_size=1, max_size=30, unique=True), st.integers(0, 2**32 - 1),
+       st.booleans(), st.booleans())
+@hsettings(max_examples=60, deadline=None)
+def test_band_rows_are_the_distinct_rows_in_lexsort_order(doc_list, seed, spread, few_keys):
+    rng = np.random.default_rng(seed)
+    docs = np.array(sorted(doc_list), dtype=np.int64) * (1_000 if spread else 1)  # spread: past 2**16, lexsort
+    keys = rng.integers(0, 40 if few_keys else 2**47, size=(len(docs), 4)).astype(np.int64)
+    anchors = [rng.integers(0, 40 if few_keys else 2**47, size=rng.integers(0, 4)).astype(np.int64) for _ in docs]
+    flat_keys = np.concatenate([keys.ravel(), *anchors])
+    flat_docs = np.concatenate([np.repeat(docs, 4), np.repeat(docs, [len(a) for a in anchors])])
+    rows = sorted(set(zip(flat_keys.tolist(), flat_docs.tolist())))
+    got_keys, got_docs = lsh._band_rows(keys, docs, anchors)
+    assert list(zip(got_keys.tolist(), got_docs.tolist())) == rows
