@@ -112,59 +112,6 @@ def accepted(settings: ShingleSettings, same: np.ndarray, similarity: np.ndarray
     return ok
 
 
-PAIRS_AT_ONCE = 8  # pairs not yet measured from which ``_SignatureSource`` measures them together (numpy), not one by one
-
-
-def pair_set_measures(sets_a: Sequence[np.ndarray], sets_b: Sequence[np.ndarray], settings: ShingleSettings, *,
-                      jaccard: bool = False) -> np.ndarray | None:
-    """``set_similarity`` (``set_jaccard`` with ``jaccard``) of every pair (sets_a[i], sets_b[i]) of
-    ``comparable_set`` arrays, in a few numpy passes over all pairs instead of a call per pair: the same values
-    (the same integer counts, then one division each). None when the sets are not 32-bit hashes (the pair number
-    and a hash share one uint64 here)."""
-    count = len(sets_a)
-    if not count or any(s.dtype != np.uint32 for s in (*sets_a, *sets_b)):
-        return None if count else np.empty(0)
-    size = settings.sample
-    len_a = np.fromiter((len(s) for s in sets_a), dtype=np.int64, count=count)
-    len_b = np.fromiter((len(s) for s in sets_b), dtype=np.int64, count=count)
-    flat_a, flat_b = np.concatenate(sets_a).astype(np.uint64), np.concatenate(sets_b).astype(np.uint64)
-    pair_a, pair_b = np.repeat(np.arange(count, dtype=np.uint64), len_a), np.repeat(np.arange(count, dtype=np.uint64),
-                                                                                    len_b)
-    keep_a, keep_b = len_a, len_b  # hashes of each set that are compared (a prefix: the sets are sorted)
-    zero = np.zeros(count, dtype=bool)  # no verdict (too few hashes below the cut)
-    if settings.verify == "sample":
-        end_a, end_b = np.cumsum(len_a) - 1, np.cumsum(len_b) - 1
-        top = np.uint64(1 << 32)
-        last_a = np.where(len_a >= size, flat_a[np.maximum(end_a, 0)] if len(flat_a) else top, top)
-        last_b = np.where(len_b >= size, flat_b[np.maximum(end_b, 0)] if len(flat_b) else top, top)
-        cut = np.minimum(last_a, last_b)  # top: neither sample is full, nothing is cut
-        full = cut < top
-        keep_a = np.bincount(pair_a[flat_a <= cut[pair_a]].astype(np.intp), minlength=count)
-        keep_b = np.bincount(pair_b[flat_b <= cut[pair_b]].astype(np.intp), minlength=count)
-        if not jaccard and settings.measure == "containment":
-            first_a = (keep_a < keep_b) | ((keep_a == keep_b) & (len_a <= len_b))  # min((below, len)) of the two
-            small, whole = np.where(first_a, keep_a, keep_b), np.where(first_a, len_a, len_b)
-            zero = full & (small < settings.sample_min_hashes) & (small < whole)
-        keep_a, keep_b = np.where(full, keep_a, len_a), np.where(full, keep_b, len_b)
-    start_a, start_b = np.cumsum(len_a) - len_a, np.cumsum(len_b) - len_b
-    in_a = np.arange(len(flat_a)) - np.repeat(start_a, len_a) < np.repeat(keep_a, len_a)
-    in_b = np.arange(len(flat_b)) - np.repeat(start_b, len_b) < np.repeat(keep_b, len_b)
-    tagged_a = (pair_a[in_a] << np.uint64(32)) | flat_a[in_a]  # in order: pairs ascending, each set ascending
-    tagged_b = (pair_b[in_b] << np.uint64(32)) | flat_b[in_b]
-    inter = np.zeros(count, dtype=np.int64)
-    if len(tagged_a) and len(tagged_b):
-        at = np.minimum(np.searchsorted(tagged_b, tagged_a), len(tagged_b) - 1)
-        hit = tagged_b[at] == tagged_a
-        inter = np.bincount((tagged_a[hit] >> np.uint64(32)).astype(np.intp), minlength=count)
-    both = (keep_a > 0) & (keep_b > 0)
-    measure = "jaccard" if jaccard else settings.measure
-    denominator = np.minimum(keep_a, keep_b) if measure == "containment" else keep_a + keep_b - inter
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.where(both, inter / np.where(both, denominator, 1), (keep_a == keep_b).astype(float))
-    out[zero] = 0.0
-    return out
-
-
 @dataclass(frozen=True, slots=True)
 class IndexedPage:
     """What the index keeps about a page besides its signature."""
@@ -434,32 +381,19 @@ class _SignatureSource:
         sims = self.similarity(a, b) if sims is None else sims
         return accepted(self.settings, self.same(a, b), sims, lambda mask: self._jaccard(a[mask], b[mask]))
 
-    def prefetch(self, a: np.ndarray, b: np.ndarray) -> None:
-        """Measure the pairs now, all together, for later ``passing`` and ``similarity`` calls: their similarity and,
-        where ``accepted`` may ask for it (pairs of one site), their Jaccard."""
-        self.similarity(a, b)
-        settings = self.settings
-        if settings.measure == "containment" and settings.same_site_jaccard > 0 and settings.verify != "estimate":
-            same = self.same(a, b)
-            self._jaccard(a[same], b[same])
-
     def _jaccard(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return self._pairs(a, b, self.pair_jaccard, set_jaccard)
 
     def _pairs(self, a: np.ndarray, b: np.ndarray, known: dict[tuple[int, int], float],
                measure: Callable[[np.ndarray, np.ndarray, ShingleSettings], float]) -> np.ndarray:
         """``measure`` of the comparable sets of each pair (a[i], b[i]), each pair computed once (``known``)."""
-        pairs = list(zip(a.tolist(), b.tolist()))
-        missing = list(dict.fromkeys(p for p in pairs if p not in known))
-        if len(missing) >= PAIRS_AT_ONCE:
-            values = pair_set_measures([self.sorted[x] for x, _ in missing], [self.sorted[y] for _, y in missing],
-                                       self.settings, jaccard=measure is set_jaccard)
-            if values is not None:
-                known.update(zip(missing, values.tolist()))
-        for x, y in missing:
-            if (x, y) not in known:
-                known[x, y] = measure(self.sorted[x], self.sorted[y], self.settings)
-        return np.array([known[p] for p in pairs], dtype=float)
+        out = np.empty(len(a))
+        for i, pair in enumerate(zip(a.tolist(), b.tolist())):
+            value = known.get(pair)
+            if value is None:
+                value = known[pair] = measure(self.sorted[pair[0]], self.sorted[pair[1]], self.settings)
+            out[i] = value
+        return out
 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         if self.settings.verify == "estimate":
@@ -1326,23 +1260,6 @@ class _NewReferences(dict):
         return refs
 
 
-def _prefetch_joins(edges: list[tuple[int, int, int]], refs: _NewReferences, source: _SignatureSource) -> None:
-    """Measure together (``_SignatureSource.prefetch``) the pairs ``_join`` asks about first: each new page with
-    the longest page of each group it reaches, and with the group's reference page of its own site. Later questions
-    (groups joined meanwhile) are measured when asked; the answers are the same either way."""
-    if not edges or source.settings.verify == "estimate":
-        return
-    pairs = []
-    for x, group, _ in edges:
-        mine, theirs = refs[x], refs[group]
-        pairs.append((_longest(mine), _longest(theirs)))
-        pairs += [(mine[site][0], theirs[site][0]) for site in mine.keys() & theirs.keys()]
-    pairs = [(a, b) for a, b in dict.fromkeys(pairs) if a != b]
-    if pairs:
-        a, b = (np.array(side, dtype=np.int64) for side in zip(*pairs))
-        source.prefetch(a, b)
-
-
 def _join(docs: np.ndarray, edges: list[tuple[int, int, int]], references: dict[int, References],
           chars: dict[int, int], source: _SignatureSource) -> tuple[UnionFind, list[tuple[int, int]]]:
     """Join the new pages (in doc order) to the groups their verified edges (new page, group, partner) reach.
@@ -1356,7 +1273,6 @@ def _join(docs: np.ndarray, edges: list[tuple[int, int, int]], references: dict[
     uf = UnionFind()
     refs = _NewReferences(references, set(docs.tolist()), chars, source)
     links: list[tuple[int, int]] = []
-    _prefetch_joins(edges, refs, source)
     for x, items in groupby(sorted(edges), key=lambda e: e[0]):
         options: dict[int, int] = {}
         for _, group, partner in items:
