@@ -602,25 +602,6 @@ def test_rows_are_ordered_by_key_then_doc_as_lexsort_orders_them(runs):
     assert np.array_equal(docs[order], docs[np.lexsort((docs, keys))])
 
 
-@given(st.lists(st.tuples(st.integers(0, 80), st.integers(0, 80), st.integers(0, 80)), min_size=1, max_size=12),
-       st.sampled_from(["sample", "exact"]), st.sampled_from(["containment", "jaccard"]), st.integers(0, 30),
-       st.integers(0, 2**32 - 1))
-@hsettings(max_examples=60, deadline=None)
-def test_pair_measures_of_all_pairs_at_once_equal_the_measures_pair_by_pair(shapes, verify, measure, min_hashes, seed):
-    settings = ShingleSettings(verify=verify, measure=measure, sample=24, sample_min_hashes=min_hashes)
-    rng = np.random.default_rng(seed)
-    sets_a, sets_b = [], []
-    for shared, only_a, only_b in shapes:  # small values too: pairs share hashes, samples are cut at either end
-        common = rng.integers(0, 2**32 if seed % 2 else 200, size=shared, dtype=np.uint32)
-        a = np.concatenate((common, rng.integers(0, 2**32, size=only_a, dtype=np.uint32)))
-        b = np.concatenate((common, rng.integers(0, 2**32, size=only_b, dtype=np.uint32)))
-        sets_a.append(comparable_set(a, settings))
-        sets_b.append(comparable_set(b, settings))
-    for jaccard, pair_by_pair in ((False, set_similarity), (True, set_jaccard)):
-        expected = [pair_by_pair(x, y, settings) for x, y in zip(sets_a, sets_b)]
-        assert lsh.pair_set_measures(sets_a, sets_b, settings, jaccard=jaccard).tolist() == expected
-
-
 @given(st.lists(st.lists(st.integers(0, 2**47 - 1), max_size=60), min_size=1, max_size=8), st.integers(8, 200))
 @hsettings(max_examples=40, deadline=None)
 def test_the_recent_runs_word_filter_never_misses_a_key_and_grows(runs, capacity):
