@@ -315,11 +315,12 @@ def time_merge(rows: int) -> None:
     for i in range(lsh.SEGMENT_FANOUT - 1):
         flush(1 + i * rows)
     db.conn.execute("COMMIT")
-    parts = {"_row_order": "ordering the rows", "_bloom_add": "setting filters", "_range_rows": "reading blocks"}
+    order = "_ordered_rows" if hasattr(lsh, "_ordered_rows") else "_row_order"
+    parts = {order: "ordering the rows", "_bloom_add": "setting filters", "_range_rows": "reading blocks"}
     for name, label in parts.items():
         if hasattr(lsh, name):
             setattr(lsh, name, timed(label, getattr(lsh, name)))
-    if not hasattr(lsh, "_row_order"):  # an older store.lsh (a checkout linked in for a comparison): np.lexsort
+    if not hasattr(lsh, order):  # an older store.lsh (a checkout linked in for a comparison): np.lexsort
         proxy = type(np)("numpy_timed")
         proxy.__dict__.update(np.__dict__)
         proxy.lexsort = timed("ordering the rows", np.lexsort)

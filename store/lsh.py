@@ -257,10 +257,13 @@ def prepare(db: sqlite_utils.Database) -> None:
     """Create or migrate the index tables and tune this connection (cache, checkpoints) for the band index."""
     migrate(db, "lsh", STEPS)
     conn = db.conn
+    if vars(db).get("_lsh_tuned") is conn:  # (the pragmas hold for the connection: set once, not every batch)
+        return
     (page_size,) = conn.execute("PRAGMA page_size").fetchone()
     conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
     conn.execute(f"PRAGMA wal_autocheckpoint = {CHECKPOINT_BYTES // page_size}")
     conn.execute(f"PRAGMA journal_size_limit = {WAL_KEEP_BYTES}")
+    vars(db)["_lsh_tuned"] = conn
     # (no temp_store = MEMORY: inside a caller's transaction a merge runs in a savepoint whose journal of the pages it
     # rewrites then sat in memory, +120 MB for a 12M-row merge; it now goes to a temporary file)
 
@@ -522,18 +525,21 @@ def _token_after(token: int, keys: np.ndarray, docs: np.ndarray) -> int:
                  int(np.bitwise_xor.reduce(keys)) if len(keys) else 0)) & ((1 << 62) - 1)
 
 
-def _row_order(keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
-    """The order that sorts (key, doc) rows by key then doc, as ``np.lexsort((docs, keys))`` gives it. Rows that
-    come as runs sorted by (key, doc) with each key's docs ascending from run to run (a merge's segments, oldest
-    first; a lookup's parts) need only one stable sort of their keys, which merges the runs in about linear time;
-    lexsort sorts the docs first, in no order across keys, then the keys again: two full sorts (a merge of 5.6M
-    rows spent half its CPU there). Other rows fall back to lexsort."""
+def _ordered_rows(keys: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(keys, docs, order): the rows sorted by key then doc, and the order that sorts them, as
+    ``np.lexsort((docs, keys))`` gives it. Rows that come as runs sorted by (key, doc) with each key's docs ascending
+    from run to run (a merge's segments, oldest first; a lookup's parts) need only one stable sort of their keys,
+    which merges the runs in about linear time; lexsort sorts the docs first, in no order across keys, then the keys
+    again: two full sorts (a merge of 5.6M rows spent half its CPU there). Other rows fall back to lexsort."""
     order = np.argsort(keys, kind="stable")
+    sorted_keys, sorted_docs = keys[order], docs[order]
     if len(order) > 1:
-        sorted_keys, sorted_docs = keys[order], docs[order]
-        if ((sorted_keys[1:] == sorted_keys[:-1]) & (sorted_docs[1:] < sorted_docs[:-1])).any():
-            return np.lexsort((docs, keys))
-    return order
+        falls = sorted_docs[1:] < sorted_docs[:-1]
+        falls &= sorted_keys[1:] == sorted_keys[:-1]
+        if falls.any():
+            order = np.lexsort((docs, keys))
+            return keys[order], docs[order], order
+    return sorted_keys, sorted_docs, order
 
 
 def _by_key(keys: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -713,12 +719,19 @@ def _bloom_positions(keys: np.ndarray, size: int) -> np.ndarray:
     FILTER_HASHES. The block is the key's top 32 bits (of 47) scaled to the blocks (multiply and shift): keys in
     order (a merge's, a batch's sorted keys) walk the filter in order. The bits in it are 9-bit slices of the top
     of the key times an odd constant."""
-    u = keys.astype(np.uint64)
-    blocks = np.uint64(size // BLOOM_BLOCK_BITS)
-    block = (((u >> np.uint64(15)) & np.uint64(0xFFFFFFFF)) * blocks) >> np.uint64(32)
+    u = keys.astype(np.uint64, copy=False)
+    block = u >> np.uint64(15)  # (in place from here: a merge makes the positions of a million keys at a time)
+    block &= np.uint64(0xFFFFFFFF)
+    block *= np.uint64(size // BLOOM_BLOCK_BITS)
+    block >>= np.uint64(32)
+    block *= np.uint64(BLOOM_BLOCK_BITS)
     mixed = u * _MIX[0]
-    shifts = np.uint64(55) - np.uint64(9) * np.arange(FILTER_HASHES, dtype=np.uint64)[:, None]
-    return (block * np.uint64(BLOOM_BLOCK_BITS) + ((mixed >> shifts) & np.uint64(511))).astype(np.intp)
+    out = np.empty((FILTER_HASHES, len(u)), dtype=np.uint64)
+    for i in range(FILTER_HASHES):
+        np.right_shift(mixed, np.uint64(55 - 9 * i), out=out[i])
+        out[i] &= np.uint64(511)
+        out[i] += block
+    return out.view(np.intp)  # (positions below 2**32)
 
 
 def _bloom_add(bits: np.ndarray, keys: np.ndarray) -> None:
@@ -735,7 +748,8 @@ def _bloom_add(bits: np.ndarray, keys: np.ndarray) -> None:
         span = (high_block - low_block) * BLOOM_BLOCK_BITS
         if span <= BLOOM_DENSE_SPAN * len(at):
             hit = np.zeros(span, dtype=bool)
-            hit[at - low_block * BLOOM_BLOCK_BITS] = True
+            at -= low_block * BLOOM_BLOCK_BITS
+            hit[at] = True
             first = low_block * BLOOM_BLOCK_BITS // 8
             bits[first:first + span // 8] |= np.packbits(hit, bitorder="little")
             continue
@@ -901,9 +915,12 @@ class _SegmentWriter:
     def write(self, keys: np.ndarray, docs: np.ndarray) -> None:
         if not len(keys):
             return
-        again = np.r_[False, (keys[1:] == keys[:-1]) & (docs[1:] == docs[:-1])]  # a row given twice is kept once
+        again = np.empty(len(keys), dtype=bool)  # a row given twice is kept once
+        np.equal(keys[1:], keys[:-1], out=again[1:])
+        again[1:] &= docs[1:] == docs[:-1]
         again[0] = self.last == (int(keys[0]), int(docs[0]))
-        keys, docs = keys[~again], docs[~again]
+        if again.any():
+            keys, docs = keys[~again], docs[~again]
         if not len(keys):
             return
         self.last = int(keys[-1]), int(docs[-1])
@@ -955,12 +972,9 @@ def _range_rows(db: sqlite_utils.Database, segment: _Segment, low: int | None,
     if last < first:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     keys, docs = _read_blocks(db, segment, first, last)
-    keep = np.ones(len(keys), dtype=bool)
-    if low is not None:
-        keep &= keys >= low
-    if high is not None:
-        keep &= keys < high
-    return keys[keep], docs[keep]
+    start = 0 if low is None else int(np.searchsorted(keys, low, side="left"))  # (a segment's keys are sorted)
+    end = len(keys) if high is None else int(np.searchsorted(keys, high, side="left"))
+    return keys[start:end], docs[start:end]
 
 
 def _key_ranges(segments: Sequence[_Segment], extra: int, rows: int) -> list[tuple[int | None, int | None]]:
@@ -982,8 +996,7 @@ def _merge_segments(db: sqlite_utils.Database, held: _Segments, merged: list[_Se
     for low, high in _key_ranges(merged, 0, SEGMENT_SLICE_ROWS):
         parts = [_range_rows(db, s, low, high) for s in merged]
         keys, docs = np.concatenate([k for k, _ in parts]), np.concatenate([d for _, d in parts])
-        order = _row_order(keys, docs)
-        writer.write(keys[order], docs[order])
+        writer.write(*_ordered_rows(keys, docs)[:2])
     made = writer.close()
     for s in merged:
         db.conn.execute("DELETE FROM lsh_blocks WHERE id BETWEEN ? AND ?", [s.base, s.base + (1 << BLOCK_ID_SHIFT) - 1])
@@ -1327,7 +1340,8 @@ def _relabel(db: sqlite_utils.Database, merged: list[tuple[int, list[int], int]]
             conn.execute("UPDATE lsh_signatures SET cluster = ? WHERE cluster = ? AND cluster != doc", [final, label])
             conn.execute("UPDATE lsh_signatures SET cluster = ? WHERE doc = ?", [final, label])
             conn.execute("DELETE FROM dup_clusters WHERE cluster = ?", [label])
-        conn.execute("INSERT OR REPLACE INTO dup_clusters (cluster, size) VALUES (?, ?)", [final, size])
+    conn.executemany("INSERT OR REPLACE INTO dup_clusters (cluster, size) VALUES (?, ?)",
+                     [(final, size) for final, _, size in merged])
 
 
 def _add_links(db: sqlite_utils.Database, links: list[tuple[int, int]]) -> None:
@@ -1536,8 +1550,7 @@ def iter_candidate_pairs(db: sqlite_utils.Database, *, chunk_rows: int = SEGMENT
         end = len(recent_keys) if high is None else int(np.searchsorted(recent_keys, high, side="left"))
         parts.append((recent_keys[start:end], recent_docs[start:end]))
         keys, docs = np.concatenate([k for k, _ in parts]), np.concatenate([d for _, d in parts])
-        order = _row_order(keys, docs)
-        yield bucket_pairs(keys[order], docs[order])
+        yield bucket_pairs(*_ordered_rows(keys, docs)[:2])
 
 
 def bucket_pairs(keys: np.ndarray, docs: np.ndarray, *, cap: int = BUCKET_CAP) -> np.ndarray:

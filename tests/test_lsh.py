@@ -591,15 +591,17 @@ def test_a_filter_set_as_packed_slices_has_the_bits_set_position_by_position(mon
 @hsettings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 30)), max_size=12), max_size=5))
 def test_rows_are_ordered_by_key_then_doc_as_lexsort_orders_them(runs):
-    """``_row_order`` gives lexsort's order for any rows: runs sorted by (key, doc) with docs rising from run to
-    run (its fast path), runs whose docs do not (a re-indexed page's old doc number: the fallback), repeated rows."""
+    """``_ordered_rows`` gives lexsort's order (and rows) for any rows: runs sorted by (key, doc) with docs rising
+    from run to run (its fast path), runs whose docs do not (a re-indexed page's old doc number: the fallback),
+    repeated rows."""
     parts = [sorted(run) for run in runs]
     rows = [row for run in parts for row in run]
     keys = np.array([k for k, _ in rows], dtype=np.int64)
     docs = np.array([d for _, d in rows], dtype=np.int64)
-    order = lsh._row_order(keys, docs)
+    sorted_keys, sorted_docs, order = lsh._ordered_rows(keys, docs)
     assert np.array_equal(keys[order], keys[np.lexsort((docs, keys))])
     assert np.array_equal(docs[order], docs[np.lexsort((docs, keys))])
+    assert np.array_equal(sorted_keys, keys[order]) and np.array_equal(sorted_docs, docs[order])
 
 
 @given(st.lists(st.lists(st.integers(0, 2**47 - 1), max_size=60), min_size=1, max_size=8), st.integers(8, 200))
