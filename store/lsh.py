@@ -63,6 +63,7 @@ from templater.config import (BUCKET_CAP, ID_CHUNK, CACHE_KIB, CHECKPOINT_BYTES,
                               FILTER_FIRST_KEYS, RECENT_FILTER_KEYS, RECENT_FILTER_BITS, RECENT_FILTER_HASHES, SEGMENT_BLOCK_ROWS, SEGMENT_FANOUT,
                               SEGMENT_SLICE_ROWS, SEGMENT_FILTER_BITS, FILTER_MEMORY_BYTES,
                               BLOOM_CHUNK_KEYS, BLOOM_DENSE_SPAN)  # noqa: F401
+from templater import native
 from templater.errors import InputError, SettingsMismatchError
 from templater.unionfind import UnionFind
 from templater.shingles import (ALGORITHM_VERSION, LEGACY_LINES, LEGACY_MEASURE, ShingleSettings, Shingles,
@@ -390,13 +391,31 @@ class _SignatureSource:
     def _pairs(self, a: np.ndarray, b: np.ndarray, known: dict[tuple[int, int], float],
                measure: Callable[[np.ndarray, np.ndarray, ShingleSettings], float]) -> np.ndarray:
         """``measure`` of the comparable sets of each pair (a[i], b[i]), each pair computed once (``known``)."""
-        out = np.empty(len(a))
-        for i, pair in enumerate(zip(a.tolist(), b.tolist())):
-            value = known.get(pair)
-            if value is None:
-                value = known[pair] = measure(self.sorted[pair[0]], self.sorted[pair[1]], self.settings)
-            out[i] = value
-        return out
+        pairs = list(zip(a.tolist(), b.tolist()))
+        missing = list(dict.fromkeys(p for p in pairs if p not in known))
+        if missing and native.pairs is not None:
+            known.update(zip(missing, self._compiled_measures(missing, jaccard=measure is set_jaccard).tolist()))
+        else:
+            for x, y in missing:
+                known[x, y] = measure(self.sorted[x], self.sorted[y], self.settings)
+        return np.array([known[p] for p in pairs], dtype=float)
+
+    def _compiled_measures(self, pairs: list[tuple[int, int]], *, jaccard: bool) -> np.ndarray:
+        """``set_similarity`` (``set_jaccard``) of the comparable sets of ``pairs``, all in one call of the compiled
+        ``store._pairs`` (the same values: a test holds them to the Python functions)."""
+        docs = list(dict.fromkeys(d for pair in pairs for d in pair))
+        number = {d: i for i, d in enumerate(docs)}
+        sets = [self.sorted[d] for d in docs]
+        dtype = np.uint32 if self.settings.hash_bits == 32 else np.uint64
+        offsets = np.zeros(len(docs) + 1, dtype=np.int64)
+        np.cumsum([len(h) for h in sets], out=offsets[1:])
+        a = np.array([number[x] for x, _ in pairs], dtype=np.int64)
+        b = np.array([number[y] for _, y in pairs], dtype=np.int64)
+        sample = self.settings.sample if self.settings.verify == "sample" else 0
+        out = native.pairs.pair_measures(np.concatenate(sets).astype(dtype, copy=False), offsets, a, b,
+                                         np.dtype(dtype).itemsize, sample, self.settings.sample_min_hashes,
+                                         int(jaccard or self.settings.measure == "jaccard"))
+        return np.frombuffer(out, dtype=np.float64)
 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         if self.settings.verify == "estimate":
@@ -465,7 +484,8 @@ def _check_batch(pages: Sequence[IndexedPage], signatures: Signatures, settings:
 def _last_nonempty(pages: Sequence[IndexedPage], signatures: Signatures) -> list[int]:
     """Positions of the last occurrence of each page id, leaving out pages without shingles."""
     last = {p.page_id: i for i, p in enumerate(pages)}
-    return sorted(i for i in last.values() if not signatures.empty[i])
+    empty = signatures.empty.tolist()
+    return sorted(i for i in last.values() if not empty[i])
 
 
 def stored_form(shingles: Shingles, order: list[int], settings: ShingleSettings) -> list[np.ndarray]:

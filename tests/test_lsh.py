@@ -13,6 +13,7 @@ from hypothesis import given, settings as hsettings, strategies as st
 from store import lsh
 from store.db import open_db
 from store.lsh import IndexedPage
+from templater import native
 from templater.errors import SettingsMismatchError
 from templater.shingles import (ShingleSettings, Shingles, Signatures, band_keys, comparable_set, estimate_similarity,
                                 set_jaccard, set_similarity, sign_shingles, sorted_set)
@@ -602,6 +603,55 @@ def test_rows_are_ordered_by_key_then_doc_as_lexsort_orders_them(runs):
     assert np.array_equal(keys[order], keys[np.lexsort((docs, keys))])
     assert np.array_equal(docs[order], docs[np.lexsort((docs, keys))])
     assert np.array_equal(sorted_keys, keys[order]) and np.array_equal(sorted_docs, docs[order])
+
+
+@pytest.mark.skipif(native.pairs is None, reason="store._pairs is not built")
+@given(st.lists(st.tuples(st.integers(0, 80), st.integers(0, 80), st.integers(0, 80)), min_size=1, max_size=12),
+       st.sampled_from(["sample", "exact"]), st.sampled_from(["containment", "jaccard"]), st.integers(0, 30),
+       st.sampled_from([32, 64]), st.integers(0, 2**32 - 1))
+@hsettings(max_examples=80, deadline=None)
+def test_compiled_pair_measures_equal_the_python_measures(shapes, verify, measure, min_hashes, bits, seed):
+    """store._pairs gives set_similarity and set_jaccard exactly, for samples cut at either end (small hash values
+    shared), exact sets, empty sets, 32- and 64-bit hashes."""
+    settings = ShingleSettings(verify=verify, measure=measure, sample=24, sample_min_hashes=min_hashes, hash_bits=bits)
+    rng = np.random.default_rng(seed)
+    dtype = np.uint32 if bits == 32 else np.uint64
+    top = 2**32 if bits == 32 else 2**63
+    docs: dict[int, np.ndarray] = {}
+    pairs = []
+    for i, (shared, only_a, only_b) in enumerate(shapes):
+        common = rng.integers(0, top if seed % 2 else 200, size=shared, dtype=np.uint64)
+        docs[2 * i] = np.concatenate((common, rng.integers(0, top, size=only_a, dtype=np.uint64))).astype(dtype)
+        docs[2 * i + 1] = np.concatenate((common, rng.integers(0, top, size=only_b, dtype=np.uint64))).astype(dtype)
+        pairs += [(2 * i, 2 * i + 1), (2 * i + 1, 2 * i), (2 * i, 2 * i)]
+    source = lsh._SignatureSource(None, settings, np.empty(0, np.int64), np.empty((0, settings.permutations)))
+    source.sorted = {d: comparable_set(h, settings) for d, h in docs.items()}
+    for jaccard, pair_by_pair in ((False, set_similarity), (True, set_jaccard)):
+        expected = [pair_by_pair(source.sorted[x], source.sorted[y], settings) for x, y in pairs]
+        assert source._compiled_measures(pairs, jaccard=jaccard).tolist() == expected
+
+
+def test_verification_without_the_compiled_pairs_gives_the_same_clusters(tmp_path, monkeypatch):
+    """The pure path (pair by pair in Python) and store._pairs build the same index."""
+    settings = ShingleSettings(permutations=32, bands=8, rows=4, threshold=0.6, verify="sample", sample=16)
+    rng = np.random.default_rng(3)
+    base = rng.integers(0, 2**32, size=(6, 60), dtype=np.uint64)
+    texts = [np.unique(np.where(rng.random(60) < 0.15, rng.integers(0, 2**32, 60, dtype=np.uint64), base[i % 6]))
+             for i in range(40)]
+    shingles = Shingles(np.concatenate(texts), np.r_[0, np.cumsum([len(t) for t in texts])])
+    signatures = sign_shingles(shingles, settings)
+    pages = [IndexedPage(f"p{i}", f"http://site{i % 3}.example/{i}") for i in range(40)]
+    found = []
+    for compiled in (native.pairs, None):
+        monkeypatch.setattr(native, "pairs", compiled)
+        db = open_db(tmp_path / f"{compiled is None}.db")
+        for start in range(0, 40, 10):
+            part = slice(start, start + 10)
+            lsh.add_signatures(db, pages[part], Signatures(signatures.values[part], signatures.empty[part], settings,
+                                                           None), shingles=Shingles(
+                np.concatenate(texts[part]), np.r_[0, np.cumsum([len(t) for t in texts[part]])]))
+        found.append([(label, [m.doc for m in members]) for label, members in lsh.iter_clusters(db)])
+    assert found[0] == found[1] and found[0]
 
 
 @given(st.lists(st.lists(st.integers(0, 2**47 - 1), max_size=60), min_size=1, max_size=8), st.integers(8, 200))
