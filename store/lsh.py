@@ -780,15 +780,42 @@ def _bloom_add(bits: np.ndarray, keys: np.ndarray) -> None:
             bits[at[first:end] >> 3] |= np.uint8(1 << bit)
 
 
-def _bloom_has(bits: np.ndarray, keys: np.ndarray, positions: dict[int, np.ndarray] | None = None) -> np.ndarray:
-    """Whether the filter ``bits`` may hold each key (``positions``: the keys' positions by filter size, kept
-    between calls on the same keys)."""
-    size = len(bits) * 8
-    if positions is None:
-        at = _bloom_positions(keys, size)
-    elif (at := positions.get(size)) is None:
-        at = positions[size] = _bloom_positions(keys, size)
-    return (((bits[at >> 3] >> (at & 7).astype(np.uint8)) & 1) == 1).all(axis=0)
+def _bloom_has(bits: np.ndarray, keys: np.ndarray, positions: dict | None = None) -> np.ndarray:
+    """Whether the filter ``bits`` may hold each key: all its FILTER_HASHES bits (``_bloom_positions``) set.
+    ``positions``: what the probe makes of the keys whatever the filter's size (their top bits, and their bits'
+    offsets in a block), kept between calls on the same keys (a batch probes every segment's filter). The bits are
+    tested one hash at a time, each on the keys that passed the ones before: most absent keys fail the first or
+    second (a filter is about 40% ones), so a probe costs about 1.6 passes over the keys instead of 5."""
+    top, offsets = _probe_parts(keys, positions)
+    block = (top * np.uint64(len(bits) * 8 // BLOOM_BLOCK_BITS)) >> np.uint64(32)
+    block *= np.uint64(BLOOM_BLOCK_BITS)
+    alive: np.ndarray | None = None
+    for i in range(FILTER_HASHES):
+        at = block + offsets[i] if alive is None else block[alive] + offsets[i, alive]
+        hit = ((bits[at >> np.uint64(3)] >> (at & np.uint64(7)).astype(np.uint8)) & 1).astype(bool)
+        alive = np.flatnonzero(hit) if alive is None else alive[hit]
+        if not len(alive):
+            break
+    found = np.zeros(len(keys), dtype=bool)
+    found[alive] = True
+    return found
+
+
+def _probe_parts(keys: np.ndarray, cache: dict | None) -> tuple[np.ndarray, np.ndarray]:
+    """(the keys' top 32 of 47 bits, which choose the block; (FILTER_HASHES, keys) offsets of their bits in it), as
+    ``_bloom_positions`` makes them (kept in ``cache``)."""
+    if cache is not None and "offsets" in cache:
+        return cache["top"], cache["offsets"]
+    u = keys.astype(np.uint64, copy=False)
+    top = (u >> np.uint64(15)) & np.uint64(0xFFFFFFFF)
+    mixed = u * _MIX[0]
+    offsets = np.empty((FILTER_HASHES, len(u)), dtype=np.uint64)
+    for i in range(FILTER_HASHES):
+        np.right_shift(mixed, np.uint64(55 - 9 * i), out=offsets[i])
+        offsets[i] &= np.uint64(511)
+    if cache is not None:
+        cache["top"], cache["offsets"] = top, offsets
+    return top, offsets
 
 
 class _Filters:
@@ -863,7 +890,7 @@ class _Segment:
         return self.segment << BLOCK_ID_SHIFT
 
     def blocks_of(self, keys: np.ndarray, cap: int | None,
-                  positions: dict[int, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                  positions: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(the keys its filter may hold and that lie in its key range, the distinct blocks that hold their rows;
         with ``cap``, enough blocks for each key's first ``cap`` rows). ``positions``: see ``_bloom_has``."""
         if not len(self.fences) or not len(keys):
@@ -1045,7 +1072,7 @@ def _segment_rows(db: sqlite_utils.Database, keys: np.ndarray, cap: int | None =
     ``cap`` docs of each segment), unordered. Only the blocks of keys that a segment's filter may hold are read,
     all in one statement."""
     wanted = []
-    positions: dict[int, np.ndarray] = {}  # segments with filters of one size probe the same bits
+    positions: dict = {}  # every segment's filter probes the same keys: their parts made once
     for s in _segments(db).items:
         sought, blocks = s.blocks_of(keys, cap, positions)
         if len(blocks):

@@ -679,3 +679,22 @@ def test_band_rows_are_the_distinct_rows_in_lexsort_order(doc_list, seed, spread
     rows = sorted(set(zip(flat_keys.tolist(), flat_docs.tolist())))
     got_keys, got_docs = lsh._band_rows(keys, docs, anchors)
     assert list(zip(got_keys.tolist(), got_docs.tolist())) == rows
+
+
+@given(st.lists(st.integers(0, 2**47 - 1), max_size=80), st.lists(st.integers(0, 2**47 - 1), max_size=80),
+       st.integers(2, 40))
+@hsettings(max_examples=60, deadline=None)
+def test_a_filter_probe_hash_by_hash_answers_as_all_positions_at_once(held, probed, blocks):
+    """``_bloom_has`` (bits tested one hash at a time on the keys still passing, parts kept between filters of other
+    sizes) says "maybe" exactly for the keys whose FILTER_HASHES positions (``_bloom_positions``) are all set."""
+    bits = np.zeros(blocks * lsh.BLOOM_BLOCK_BITS // 8, dtype=np.uint8)
+    lsh._bloom_add(bits, np.array(sorted(held), dtype=np.int64))
+    keys = np.array(probed + held, dtype=np.int64)
+    at = lsh._bloom_positions(keys, len(bits) * 8)
+    expected = (((bits[at >> 3] >> (at & 7).astype(np.uint8)) & 1) == 1).all(axis=0)
+    cache: dict = {}
+    other = np.zeros(len(bits) * 2, dtype=np.uint8)
+    lsh._bloom_has(other, keys, cache)  # parts made for another filter size, then used for this one
+    assert lsh._bloom_has(bits, keys, cache).tolist() == expected.tolist()
+    assert lsh._bloom_has(bits, keys).tolist() == expected.tolist()
+    assert expected[len(probed):].all()
