@@ -279,7 +279,7 @@ def print_phases(spent: dict[str, list], total_cpu: float, pages: int) -> None:
               f"({calls:,} calls)")
     children = ("_candidate_pairs", "_verified_edges", "_merge", "_relabel", "_band_rows")
     for label, seconds in (
-            ("    the pages' rows (INSERT lsh_signatures, lsh_shingles), rest",
+            ("    the pages' rows (INSERT lsh_signatures), rest",
              spent["_insert_docs"][0] - sum(spent[name][0] for name in children)),
             ("  known pages' lookup, verification sets, rest", spent["add_signatures"][0] - spent["_insert_docs"][0])):
         print(f"  {label:<50} {seconds:8.2f} s {100 * seconds / total_cpu:5.1f}%  {seconds / pages * 1e6:6.1f} us a page")

@@ -9,7 +9,9 @@ Tables (component "lsh"):
                     boilerplate_chars, text_chars, cluster (a cluster's label is the doc number of one member;
                     a page alone has cluster = doc; a partial index holds only pages whose cluster != doc),
                     fetched_at (when the page was fetched, UTC ISO-8601, NULL when unknown; added by migration 2),
-                    anchors (its anchor keys as int64 bytes, NULL without any; added by migration 3)
+                    anchors (its anchor keys as int64 bytes, NULL without any; added by migration 3),
+                    hashes (its verification set, as lsh_shingles held it; added by migration 7: pages stored
+                    before keep theirs in lsh_shingles)
     lsh_segments    segment -> level, rows, fences (int64 BLOB: the first key of each block), filter (a Bloom filter
                     of its keys, SEGMENT_FILTER_BITS a row within FILTER_MEMORY_BYTES): the band index, one 47-bit key
                     per band and one per anchor key, as a few immutable segments of (key, doc) rows sorted by key
@@ -24,7 +26,8 @@ Tables (component "lsh"):
     lsh_links       (doc, other) WITHOUT ROWID, both directions: a spanning forest of every cluster, the verified
                     pairs that joined it; removing a page whose links leave one piece needs no re-verification
     lsh_shingles    doc -> the page's verification set, 4 or 8 bytes a hash: its bottom-k sample (verify =
-                    "sample") or every shingle hash in text order (verify = "exact"); nothing with "estimate"
+                    "sample") or every shingle hash in text order (verify = "exact"); nothing with "estimate";
+                    only pages stored before migration 7 (since, the set is in the page's row)
     dup_clusters    cluster -> size, for clusters of two or more pages
 
 Clusters are built page by page (in doc order) from candidate pairs (sharing a band key or an anchor key) whose
@@ -60,7 +63,8 @@ import numpy as np
 from store.db import MIGRATIONS_TABLE, db_name, migrate, transaction
 from templater.config import (BUCKET_CAP, ID_CHUNK, CACHE_KIB, CHECKPOINT_BYTES, WAL_KEEP_BYTES, RECENT_PAGES,
                               ROUND_LIMITS, REFERENCE_MEMBERS, FILTER_BITS_PER_KEY, FILTER_HASHES,
-                              FILTER_FIRST_KEYS, RECENT_FILTER_KEYS, RECENT_FILTER_BITS, RECENT_FILTER_HASHES, SEGMENT_BLOCK_ROWS, SEGMENT_FANOUT,
+                              FILTER_FIRST_KEYS, RECENT_FILTER_KEYS, RECENT_FILTER_BITS, RECENT_FILTER_HASHES,
+                              RECENT_TIER_FANOUT, PAIR_CHUNK, SEGMENT_BLOCK_ROWS, SEGMENT_FANOUT,
                               SEGMENT_SLICE_ROWS, SEGMENT_FILTER_BITS, FILTER_MEMORY_BYTES,
                               BLOOM_CHUNK_KEYS, BLOOM_DENSE_SPAN)  # noqa: F401
 from templater import native
@@ -246,7 +250,15 @@ def _segments_from_bands(db: sqlite_utils.Database) -> None:
     held.changed(db)
 
 
-STEPS = [_create_tables, _add_fetch_times, _add_anchors, _add_sample_min, _runs_and_filters, _segments_from_bands]
+def _sets_in_page_rows(db: sqlite_utils.Database) -> None:
+    """Migration 7: a page's verification set goes into its row of lsh_signatures (``hashes``): one row and one
+    statement a page, not two. Pages stored before keep theirs in lsh_shingles (``stored_sets`` reads both), so
+    the migration rewrites nothing, whatever the size of the index."""
+    db.execute("ALTER TABLE lsh_signatures ADD COLUMN hashes BLOB")
+
+
+STEPS = [_create_tables, _add_fetch_times, _add_anchors, _add_sample_min, _runs_and_filters, _segments_from_bands,
+         _sets_in_page_rows]
 
 
 def held(db: sqlite_utils.Database) -> bool:
@@ -394,7 +406,8 @@ class _SignatureSource:
         pairs = list(zip(a.tolist(), b.tolist()))
         missing = list(dict.fromkeys(p for p in pairs if p not in known))
         if missing and native.pairs is not None:
-            known.update(zip(missing, self._compiled_measures(missing, jaccard=measure is set_jaccard).tolist()))
+            for part in _chunks(missing, PAIR_CHUNK):  # (the part's sets are copied end to end for the call)
+                known.update(zip(part, self._compiled_measures(part, jaccard=measure is set_jaccard).tolist()))
         else:
             for x, y in missing:
                 known[x, y] = measure(self.sorted[x], self.sorted[y], self.settings)
@@ -573,9 +586,6 @@ def _gather(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
     first = np.searchsorted(sorted_keys, keys, side="left")
     sizes = np.searchsorted(sorted_keys, keys, side="right") - first
     return np.repeat(first - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
-
-
-RECENT_TIER_FANOUT = 4  # tiers of one level of the recent runs merged into one of the next (see ``_Recent``)
 
 
 class _WordFilter:
@@ -1135,11 +1145,10 @@ def _insert_docs(db: sqlite_utils.Database, docs: np.ndarray, pages: list[Indexe
     doc_list = docs.tolist()
     db.conn.executemany(
         "INSERT INTO lsh_signatures (doc, page_id, url, signature, first_seen, boilerplate_chars, text_chars,"
-        " cluster, fetched_at, anchors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [(d, p.page_id, p.url, v, s, p.boilerplate_chars, p.text_chars, labels.get(d, d), p.fetched_at, a or None)
-         for d, p, v, s, a in zip(doc_list, pages, _blobs(values), first_seen, _blobs(anchors))])
-    if sets is not None:
-        db.conn.executemany("INSERT INTO lsh_shingles (doc, hashes) VALUES (?, ?)", zip(doc_list, _blobs(sets)))
+        " cluster, fetched_at, anchors, hashes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [(d, p.page_id, p.url, v, s, p.boilerplate_chars, p.text_chars, labels.get(d, d), p.fetched_at, a or None, h)
+         for d, p, v, s, a, h in zip(doc_list, pages, _blobs(values), first_seen, _blobs(anchors),
+                                     _blobs(sets) if sets is not None else [None] * len(doc_list))])
     _relabel(db, merged)
     _add_links(db, links)
     return len(links)
@@ -1579,8 +1588,12 @@ def stored_anchors(db: sqlite_utils.Database, doc: int) -> np.ndarray:
 def stored_sets(db: sqlite_utils.Database, docs: Sequence[int], settings: ShingleSettings) -> dict[int, np.ndarray]:
     """Stored verification sets (samples or all shingle hashes; none with verify = "estimate")."""
     dtype = np.uint32 if settings.hash_bits == 32 else np.uint64
-    return {doc: np.frombuffer(blob, dtype=dtype)
-            for doc, blob in _select_in(db, "SELECT doc, hashes FROM lsh_shingles WHERE doc IN ({ids})", list(docs))}
+    rows = _select_in(db, "SELECT doc, hashes FROM lsh_signatures WHERE doc IN ({ids})", list(docs))
+    older = [doc for doc, blob in rows if blob is None]  # stored before migration 7: in lsh_shingles
+    if older:
+        rows = [r for r in rows if r[1] is not None] + \
+            _select_in(db, "SELECT doc, hashes FROM lsh_shingles WHERE doc IN ({ids})", older)
+    return {doc: np.frombuffer(blob, dtype=dtype) for doc, blob in rows}
 
 
 def iter_candidate_pairs(db: sqlite_utils.Database, *, chunk_rows: int = SEGMENT_SLICE_ROWS) -> Iterator[np.ndarray]:

@@ -16,8 +16,9 @@ A third, ``pairs`` (``store._pairs``), verifies the near-duplicate index's candi
 compiled.
 
 Every module reads ``native.walk`` / ``native.numeric`` / ``native.pairs`` when it runs (None: the pure path), so
-the choice is made once, here, and a test can switch the library to the pure path by setting them to None. ``STATUS`` says which path is
-active and why, for ``templater --version`` and for the warning the CLI gives on the slow path.
+the choice is made once, here, and a test can switch the library to the pure path by setting them to None.
+``STATUS`` says which path is active and why, for ``templater --version`` and for the warning the CLI gives on the
+slow path.
 """
 
 from __future__ import annotations
