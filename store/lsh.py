@@ -415,7 +415,7 @@ class _SignatureSource:
 
     def _compiled_measures(self, pairs: list[tuple[int, int]], *, jaccard: bool) -> np.ndarray:
         """``set_similarity`` (``set_jaccard``) of the comparable sets of ``pairs``, all in one call of the compiled
-        ``store._pairs`` (the same values: a test holds them to the Python functions)."""
+        ``templater._pairs`` (the same values: a test holds them to the Python functions)."""
         docs = list(dict.fromkeys(d for pair in pairs for d in pair))
         number = {d: i for i, d in enumerate(docs)}
         sets = [self.sorted[d] for d in docs]

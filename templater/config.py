@@ -300,7 +300,7 @@ RECENT_FILTER_BITS = 16  # its bits per key: a key's RECENT_FILTER_HASHES bits l
 RECENT_FILTER_HASHES = 4
 RECENT_TIER_FANOUT = 4  # tiers of one level of the recent runs (in memory) merged into one of the next: each row is
 # merged about log4(runs) times (a binary counter, 2, merged each twice as often: 0.92 against 0.44 ms a 200-page batch)
-PAIR_CHUNK = 4_096  # candidate pairs measured per call of the compiled store._pairs (their sets are copied into one
+PAIR_CHUNK = 4_096  # candidate pairs measured per call of the compiled templater._pairs (their sets are copied into one
 # array for it: a bounded copy, where the all-pairs pass asks for 100,000 pairs at once)
 INSERT_WIDTH = 256  # (key, doc) rows per INSERT statement of migration 5's merge into the row table lsh_bands (0.8 s
 # CPU for 1.4M rows, against 2.7 s one row a statement)

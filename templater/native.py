@@ -11,7 +11,7 @@ Two extensions are built by ``pip install`` where a C compiler is at hand:
   hashes, MinHash signatures, anchor keys, bottom-k samples), several times faster in C one text at a time than
   numpy over a batch. numpy stays the definition and test oracle of each.
 
-A third, ``pairs`` (``store._pairs``), verifies the near-duplicate index's candidate pairs in C (the measures of
+A third, ``pairs`` (``templater._pairs``), verifies the near-duplicate index's candidate pairs in C (the measures of
 ``templater.shingles`` stay the definition); it loads on its own, so an install that predates it runs the rest
 compiled.
 
@@ -47,7 +47,7 @@ def _load_pairs():
     if os.environ.get(PURE_ENV):
         return None
     try:
-        from store import _pairs
+        from . import _pairs
     except ImportError:  # not built (no C compiler, or installed before it existed): pair by pair in Python
         return None
     return _pairs

@@ -605,13 +605,13 @@ def test_rows_are_ordered_by_key_then_doc_as_lexsort_orders_them(runs):
     assert np.array_equal(sorted_keys, keys[order]) and np.array_equal(sorted_docs, docs[order])
 
 
-@pytest.mark.skipif(native.pairs is None, reason="store._pairs is not built")
+@pytest.mark.skipif(native.pairs is None, reason="templater._pairs is not built")
 @given(st.lists(st.tuples(st.integers(0, 80), st.integers(0, 80), st.integers(0, 80)), min_size=1, max_size=12),
        st.sampled_from(["sample", "exact"]), st.sampled_from(["containment", "jaccard"]), st.integers(0, 30),
        st.sampled_from([32, 64]), st.integers(0, 2**32 - 1))
 @hsettings(max_examples=80, deadline=None)
 def test_compiled_pair_measures_equal_the_python_measures(shapes, verify, measure, min_hashes, bits, seed):
-    """store._pairs gives set_similarity and set_jaccard exactly, for samples cut at either end (small hash values
+    """templater._pairs gives set_similarity and set_jaccard exactly, for samples cut at either end (small hash values
     shared), exact sets, empty sets, 32- and 64-bit hashes."""
     settings = ShingleSettings(verify=verify, measure=measure, sample=24, sample_min_hashes=min_hashes, hash_bits=bits)
     rng = np.random.default_rng(seed)
@@ -632,7 +632,7 @@ def test_compiled_pair_measures_equal_the_python_measures(shapes, verify, measur
 
 
 def test_verification_without_the_compiled_pairs_gives_the_same_clusters(tmp_path, monkeypatch):
-    """The pure path (pair by pair in Python) and store._pairs build the same index."""
+    """The pure path (pair by pair in Python) and templater._pairs build the same index."""
     settings = ShingleSettings(permutations=32, bands=8, rows=4, threshold=0.6, verify="sample", sample=16)
     rng = np.random.default_rng(3)
     base = rng.integers(0, 2**32, size=(6, 60), dtype=np.uint64)

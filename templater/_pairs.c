@@ -1,4 +1,4 @@
-/* store._pairs: the near-duplicate index's verification measure of many candidate pairs in one call.
+/* templater._pairs: the near-duplicate index's verification measure of many candidate pairs in one call.
 
 pair_measures(hashes, offsets, a, b, width, sample, min_hashes, jaccard) -> bytes (float64, one per pair)
 
