@@ -1,6 +1,7 @@
 """The compiled parts of templater, built where a C compiler is at hand (else templater runs in pure Python):
-templater._walk (Cython over lxml's public C API, compiled against the installed lxml) and templater._numeric
-(C: the classifier's numeric passes). The shingles' character tables (templater/chartable.py) are written into
+templater._walk (Cython over lxml's public C API, compiled against the installed lxml), templater._numeric
+(C: the classifier's numeric passes) and templater._pairs (C: the near-duplicate index's verification of candidate
+pairs). The shingles' character tables (templater/chartable.py) are written into
 the package at build time."""
 
 import importlib.util
@@ -35,6 +36,7 @@ class BuildWithTables(build_ext):
 
 _WALK = Extension("templater._walk", ["templater/_walk.pyx"], include_dirs=lxml.get_include(), optional=True)
 _NUMERIC = Extension("templater._numeric", ["templater/_numeric.c"], optional=True)
+_PAIRS = Extension("templater._pairs", ["templater/_pairs.c"], optional=True)
 
-setup(ext_modules=[*cythonize([_WALK], compiler_directives={"language_level": 3}, quiet=True), _NUMERIC],
+setup(ext_modules=[*cythonize([_WALK], compiler_directives={"language_level": 3}, quiet=True), _NUMERIC, _PAIRS],
       cmdclass={"build_ext": BuildWithTables})

@@ -279,7 +279,7 @@ def print_phases(spent: dict[str, list], total_cpu: float, pages: int) -> None:
               f"({calls:,} calls)")
     children = ("_candidate_pairs", "_verified_edges", "_merge", "_relabel", "_band_rows")
     for label, seconds in (
-            ("    the pages' rows (INSERT lsh_signatures, lsh_shingles), rest",
+            ("    the pages' rows (INSERT lsh_signatures), rest",
              spent["_insert_docs"][0] - sum(spent[name][0] for name in children)),
             ("  known pages' lookup, verification sets, rest", spent["add_signatures"][0] - spent["_insert_docs"][0])):
         print(f"  {label:<50} {seconds:8.2f} s {100 * seconds / total_cpu:5.1f}%  {seconds / pages * 1e6:6.1f} us a page")
@@ -315,11 +315,12 @@ def time_merge(rows: int) -> None:
     for i in range(lsh.SEGMENT_FANOUT - 1):
         flush(1 + i * rows)
     db.conn.execute("COMMIT")
-    parts = {"_row_order": "ordering the rows", "_bloom_add": "setting filters", "_range_rows": "reading blocks"}
+    order = "_ordered_rows" if hasattr(lsh, "_ordered_rows") else "_row_order"
+    parts = {order: "ordering the rows", "_bloom_add": "setting filters", "_range_rows": "reading blocks"}
     for name, label in parts.items():
         if hasattr(lsh, name):
             setattr(lsh, name, timed(label, getattr(lsh, name)))
-    if not hasattr(lsh, "_row_order"):  # an older store.lsh (a checkout linked in for a comparison): np.lexsort
+    if not hasattr(lsh, order):  # an older store.lsh (a checkout linked in for a comparison): np.lexsort
         proxy = type(np)("numpy_timed")
         proxy.__dict__.update(np.__dict__)
         proxy.lexsort = timed("ordering the rows", np.lexsort)

@@ -1,7 +1,8 @@
 """Index bench_index.py's synthetic pages with the store.lsh of CHECKOUT and print (and write to OUT.json) digests of
 what the index gives: every candidate pair row, the verified pairs, the clusters, the links, the stored pages and 200
 lookups, and of every stored row (pages with their signatures, anchor keys and verification sets, clusters, counters;
-the band index's segments, blocks and recent runs: the same bytes, not only the same answers). Two checkouts that give
+the band index's segments, blocks and recent runs: the same bytes, not only the same answers; a page's
+verification set is digested with the page's doc wherever the schema keeps it). Two checkouts that give
 the same file find the same candidates and build the same clusters.
 
     python bench/index_identity.py CHECKOUT N RECENT_PAGES OUT.json
@@ -72,7 +73,12 @@ def table_h(sql):
     return digest.hexdigest()[:16]
 
 
-stored_h = table_h("SELECT * FROM lsh_signatures ORDER BY doc") + table_h("SELECT * FROM lsh_shingles ORDER BY doc") \
+page_columns = [c[1] for c in db.conn.execute("PRAGMA table_info(lsh_signatures)") if c[1] != "hashes"]
+sets_sql = "SELECT doc, hashes FROM lsh_shingles"  # where the verification sets are: migration 7 moved new ones
+if "hashes" in [c[1] for c in db.conn.execute("PRAGMA table_info(lsh_signatures)")]:  # into the page rows
+    sets_sql += " UNION ALL SELECT doc, hashes FROM lsh_signatures WHERE hashes IS NOT NULL"
+stored_h = table_h(f"SELECT {', '.join(page_columns)} FROM lsh_signatures ORDER BY doc") \
+    + table_h(f"SELECT * FROM ({sets_sql}) ORDER BY doc") \
     + table_h("SELECT * FROM dup_clusters ORDER BY cluster") + table_h("SELECT * FROM lsh_state ORDER BY name")
 band_h = table_h("SELECT * FROM lsh_segments ORDER BY segment") + table_h("SELECT * FROM lsh_blocks ORDER BY id") \
     + table_h("SELECT * FROM lsh_runs ORDER BY run")

@@ -11,9 +11,14 @@ Two extensions are built by ``pip install`` where a C compiler is at hand:
   hashes, MinHash signatures, anchor keys, bottom-k samples), several times faster in C one text at a time than
   numpy over a batch. numpy stays the definition and test oracle of each.
 
-Every module reads ``native.walk`` / ``native.numeric`` when it runs (None: the pure path), so the choice is made
-once, here, and a test can switch the library to the pure path by setting both to None. ``STATUS`` says which path is
-active and why, for ``templater --version`` and for the warning the CLI gives on the slow path.
+A third, ``pairs`` (``templater._pairs``), verifies the near-duplicate index's candidate pairs in C (the measures of
+``templater.shingles`` stay the definition); it loads on its own, so an install that predates it runs the rest
+compiled.
+
+Every module reads ``native.walk`` / ``native.numeric`` / ``native.pairs`` when it runs (None: the pure path), so
+the choice is made once, here, and a test can switch the library to the pure path by setting them to None.
+``STATUS`` says which path is active and why, for ``templater --version`` and for the warning the CLI gives on the
+slow path.
 """
 
 from __future__ import annotations
@@ -36,6 +41,19 @@ def _load():
 
 
 walk, numeric, STATUS = _load()
+
+
+def _load_pairs():
+    if os.environ.get(PURE_ENV):
+        return None
+    try:
+        from . import _pairs
+    except ImportError:  # not built (no C compiler, or installed before it existed): pair by pair in Python
+        return None
+    return _pairs
+
+
+pairs = _load_pairs()
 COMPILED = walk is not None
 
 

@@ -136,6 +136,7 @@ def test_estimate_verification(db):
     assert {f["id"] for f in dedup.find_similar_page(db, "f3-0")} == {"f3-1", "f3-2"}
     assert len(list(dedup.iter_similar_pairs(db))) == 12 * 3
     assert db.conn.execute("SELECT count(*) FROM lsh_shingles").fetchone() == (0,)
+    assert db.conn.execute("SELECT count(*) FROM lsh_signatures WHERE hashes IS NOT NULL").fetchone() == (0,)
 
 
 def test_sample_verification_is_the_default_and_stores_bottom_k_samples(db):
@@ -143,7 +144,7 @@ def test_sample_verification_is_the_default_and_stores_bottom_k_samples(db):
     dedup.index_texts(db, items)
     described = dedup.describe_settings(db)
     assert described["verify"] == "sample" and described["sample"] == 256
-    blobs = [np.frombuffer(b, dtype=np.uint32) for (b,) in db.conn.execute("SELECT hashes FROM lsh_shingles")]
+    blobs = [np.frombuffer(b, dtype=np.uint32) for (b,) in db.conn.execute("SELECT hashes FROM lsh_signatures")]
     assert len(blobs) == 3 and all(len(b) == 256 and (np.diff(b.astype(np.int64)) > 0).all() for b in blobs)
     rows = list(dedup.iter_duplicates(db))
     assert len(rows) == 3 and all(r["similarity"] >= 0.8 for r in rows)
@@ -152,7 +153,7 @@ def test_sample_verification_is_the_default_and_stores_bottom_k_samples(db):
 def test_exact_verification_stores_every_shingle_hash(db):
     items = corpus(seed=9)[:3]
     dedup.index_texts(db, items, ShingleSettings(verify="exact"))
-    sizes = [n for (n,) in db.conn.execute("SELECT length(hashes) / 4 FROM lsh_shingles ORDER BY doc")]
+    sizes = [n for (n,) in db.conn.execute("SELECT length(hashes) / 4 FROM lsh_signatures ORDER BY doc")]
     assert sizes == [len(it.text.split()) - ShingleSettings().n + 1 for it in items]
     rows = list(dedup.iter_duplicates(db))
     assert len(rows) == 3 and all(r["similarity"] >= 0.8 for r in rows)
@@ -216,7 +217,7 @@ def test_the_old_index_settings_are_kept_and_new_defaults_refused(tmp_path):
     described = dedup.describe_settings(db)
     assert (described["measure"], described["n"], described["rows"]) == ("jaccard", 5, 6)
     migrated = {row[0] for row in db.conn.execute("SELECT version FROM schema_migrations WHERE component = 'lsh'")}
-    assert migrated == {1, 2, 3, 4, 5, 6}
+    assert migrated == {1, 2, 3, 4, 5, 6, 7}
     assert {"fetched_at", "anchors"} <= {row[1] for row in db.conn.execute("PRAGMA table_info(lsh_signatures)")}
     # what it was built with: no anchor keys, one threshold for every pair, no Jaccard floor
     assert (described["anchor_rate"], described["anchor_keys"], described["same_site_jaccard"]) == (0, 0, 0.0)
@@ -270,6 +271,14 @@ def queried_and_extended(db, monkeypatch) -> None:
     assert clusters(db) == {frozenset({"a", "b"}), frozenset({"d", "e"})}
     assert db.conn.execute("SELECT count(*) FROM lsh_runs").fetchone()[0] == 0
     assert len(segment_rows(db)) and len({doc for _, doc in segment_rows(db)}) == 5
+    # migration 7: the new pages' verification sets are in their rows, the older pages' stay in lsh_shingles, and
+    # verification reads both
+    assert {r[0] for r in db.conn.execute("SELECT page_id FROM lsh_signatures WHERE hashes IS NOT NULL")} == {"d", "e"}
+    docs = [r[0] for r in db.conn.execute("SELECT doc FROM lsh_signatures")]
+    settings = lsh.load_settings(db)
+    sets = lsh.stored_sets(db, docs, settings)
+    assert sorted(sets) == sorted(docs) and all(len(h) for h in sets.values())
+    assert [r["id"] for r in dedup.find_similar_page(db, "d")] == ["e"]
 
 
 def segment_rows(db) -> list[tuple[int, int]]:
@@ -291,7 +300,7 @@ def test_an_index_written_before_the_reference_clustering_keeps_working(tmp_path
     assert dedup.describe_settings(db)["anchor_rate"] == ShingleSettings().anchor_rate
     conn = db.conn
     assert {row[0] for row in conn.execute("SELECT version FROM schema_migrations WHERE component = 'lsh'")} == \
-        {1, 2, 3, 4, 5, 6}
+        {1, 2, 3, 4, 5, 6, 7}
     assert dedup.describe_settings(db)["sample_min_hashes"] == 0  # verifies as it was built to
     assert clusters(db) == {frozenset({"a", "b"})}
     queried_and_extended(db, monkeypatch)
@@ -312,7 +321,7 @@ def migrated_fixture(tmp_path, name: str, *queries: str) -> tuple:
     db = open_db(path)
     assert clusters(db) == {frozenset({"a", "b"})}  # any read migrates
     assert {row[0] for row in db.conn.execute("SELECT version FROM schema_migrations WHERE component = 'lsh'")} == \
-        {1, 2, 3, 4, 5, 6}
+        {1, 2, 3, 4, 5, 6, 7}
     return (db, *before)
 
 

@@ -120,7 +120,7 @@ def private_uses(path: Path) -> list[str]:
               if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
               and private(node.attr)]
     if dotted(path) == NATIVE_CHOOSER:
-        found = [name for name in found if name not in ("templater._walk", "templater._numeric")]
+        found = [name for name in found if name not in ("templater._walk", "templater._numeric", "templater._pairs")]
     return found
 
 

@@ -13,6 +13,7 @@ from hypothesis import given, settings as hsettings, strategies as st
 from store import lsh
 from store.db import open_db
 from store.lsh import IndexedPage
+from templater import native
 from templater.errors import SettingsMismatchError
 from templater.shingles import (ShingleSettings, Shingles, Signatures, band_keys, comparable_set, estimate_similarity,
                                 set_jaccard, set_similarity, sign_shingles, sorted_set)
@@ -420,8 +421,8 @@ def test_the_stored_keys_give_the_candidates_of_brute_force_banding(tmp_path_fac
         found: set[tuple[int, int]] = set()
         real = lsh._candidate_pairs
 
-        def spy(db_, batch_keys, batch_docs):
-            pairs = real(db_, batch_keys, batch_docs)
+        def spy(db_, batch_keys, batch_docs, *rest):
+            pairs = real(db_, batch_keys, batch_docs, *rest)
             found.update((int(a), int(b)) for a, b in pairs.tolist())
             return pairs
 
@@ -591,12 +592,109 @@ def test_a_filter_set_as_packed_slices_has_the_bits_set_position_by_position(mon
 @hsettings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 30)), max_size=12), max_size=5))
 def test_rows_are_ordered_by_key_then_doc_as_lexsort_orders_them(runs):
-    """``_row_order`` gives lexsort's order for any rows: runs sorted by (key, doc) with docs rising from run to
-    run (its fast path), runs whose docs do not (a re-indexed page's old doc number: the fallback), repeated rows."""
+    """``_ordered_rows`` gives lexsort's order (and rows) for any rows: runs sorted by (key, doc) with docs rising
+    from run to run (its fast path), runs whose docs do not (a re-indexed page's old doc number: the fallback),
+    repeated rows."""
     parts = [sorted(run) for run in runs]
     rows = [row for run in parts for row in run]
     keys = np.array([k for k, _ in rows], dtype=np.int64)
     docs = np.array([d for _, d in rows], dtype=np.int64)
-    order = lsh._row_order(keys, docs)
+    sorted_keys, sorted_docs, order = lsh._ordered_rows(keys, docs)
     assert np.array_equal(keys[order], keys[np.lexsort((docs, keys))])
     assert np.array_equal(docs[order], docs[np.lexsort((docs, keys))])
+    assert np.array_equal(sorted_keys, keys[order]) and np.array_equal(sorted_docs, docs[order])
+
+
+@pytest.mark.skipif(native.pairs is None, reason="templater._pairs is not built")
+@given(st.lists(st.tuples(st.integers(0, 80), st.integers(0, 80), st.integers(0, 80)), min_size=1, max_size=12),
+       st.sampled_from(["sample", "exact"]), st.sampled_from(["containment", "jaccard"]), st.integers(0, 30),
+       st.sampled_from([32, 64]), st.integers(0, 2**32 - 1))
+@hsettings(max_examples=80, deadline=None)
+def test_compiled_pair_measures_equal_the_python_measures(shapes, verify, measure, min_hashes, bits, seed):
+    """templater._pairs gives set_similarity and set_jaccard exactly, for samples cut at either end (small hash values
+    shared), exact sets, empty sets, 32- and 64-bit hashes."""
+    settings = ShingleSettings(verify=verify, measure=measure, sample=24, sample_min_hashes=min_hashes, hash_bits=bits)
+    rng = np.random.default_rng(seed)
+    dtype = np.uint32 if bits == 32 else np.uint64
+    top = 2**32 if bits == 32 else 2**63
+    docs: dict[int, np.ndarray] = {}
+    pairs = []
+    for i, (shared, only_a, only_b) in enumerate(shapes):
+        common = rng.integers(0, top if seed % 2 else 200, size=shared, dtype=np.uint64)
+        docs[2 * i] = np.concatenate((common, rng.integers(0, top, size=only_a, dtype=np.uint64))).astype(dtype)
+        docs[2 * i + 1] = np.concatenate((common, rng.integers(0, top, size=only_b, dtype=np.uint64))).astype(dtype)
+        pairs += [(2 * i, 2 * i + 1), (2 * i + 1, 2 * i), (2 * i, 2 * i)]
+    source = lsh._SignatureSource(None, settings, np.empty(0, np.int64), np.empty((0, settings.permutations)))
+    source.sorted = {d: comparable_set(h, settings) for d, h in docs.items()}
+    for jaccard, pair_by_pair in ((False, set_similarity), (True, set_jaccard)):
+        expected = [pair_by_pair(source.sorted[x], source.sorted[y], settings) for x, y in pairs]
+        assert source._compiled_measures(pairs, jaccard=jaccard).tolist() == expected
+
+
+def test_verification_without_the_compiled_pairs_gives_the_same_clusters(tmp_path, monkeypatch):
+    """The pure path (pair by pair in Python) and templater._pairs build the same index."""
+    settings = ShingleSettings(permutations=32, bands=8, rows=4, threshold=0.6, verify="sample", sample=16)
+    rng = np.random.default_rng(3)
+    base = rng.integers(0, 2**32, size=(6, 60), dtype=np.uint64)
+    texts = [np.unique(np.where(rng.random(60) < 0.15, rng.integers(0, 2**32, 60, dtype=np.uint64), base[i % 6]))
+             for i in range(40)]
+    shingles = Shingles(np.concatenate(texts), np.r_[0, np.cumsum([len(t) for t in texts])])
+    signatures = sign_shingles(shingles, settings)
+    pages = [IndexedPage(f"p{i}", f"http://site{i % 3}.example/{i}") for i in range(40)]
+    found = []
+    for compiled in (native.pairs, None):
+        monkeypatch.setattr(native, "pairs", compiled)
+        db = open_db(tmp_path / f"{compiled is None}.db")
+        for start in range(0, 40, 10):
+            part = slice(start, start + 10)
+            lsh.add_signatures(db, pages[part], Signatures(signatures.values[part], signatures.empty[part], settings,
+                                                           None), shingles=Shingles(
+                np.concatenate(texts[part]), np.r_[0, np.cumsum([len(t) for t in texts[part]])]))
+        found.append([(label, [m.doc for m in members]) for label, members in lsh.iter_clusters(db)])
+    assert found[0] == found[1] and found[0]
+
+
+@given(st.lists(st.lists(st.integers(0, 2**47 - 1), max_size=60), min_size=1, max_size=8), st.integers(8, 200))
+@hsettings(max_examples=40, deadline=None)
+def test_the_recent_runs_word_filter_never_misses_a_key_and_grows(runs, capacity):
+    held = lsh._WordFilter(capacity)
+    added: list[int] = []
+    for run in runs:
+        added += run
+        keys = np.array(sorted(set(run)), dtype=np.int64)
+        held.add(keys, lambda: np.array(sorted(added), dtype=np.int64))
+        assert held.may_hold(np.array(added, dtype=np.int64)).all()
+
+
+@given(st.lists(st.integers(0, 300), min_size=1, max_size=30, unique=True), st.integers(0, 2**32 - 1),
+       st.booleans(), st.booleans())
+@hsettings(max_examples=60, deadline=None)
+def test_band_rows_are_the_distinct_rows_in_lexsort_order(doc_list, seed, spread, few_keys):
+    rng = np.random.default_rng(seed)
+    docs = np.array(sorted(doc_list), dtype=np.int64) * (1_000 if spread else 1)  # spread: past 2**16, lexsort
+    keys = rng.integers(0, 40 if few_keys else 2**47, size=(len(docs), 4)).astype(np.int64)
+    anchors = [rng.integers(0, 40 if few_keys else 2**47, size=rng.integers(0, 4)).astype(np.int64) for _ in docs]
+    flat_keys = np.concatenate([keys.ravel(), *anchors])
+    flat_docs = np.concatenate([np.repeat(docs, 4), np.repeat(docs, [len(a) for a in anchors])])
+    rows = sorted(set(zip(flat_keys.tolist(), flat_docs.tolist())))
+    got_keys, got_docs = lsh._band_rows(keys, docs, anchors)
+    assert list(zip(got_keys.tolist(), got_docs.tolist())) == rows
+
+
+@given(st.lists(st.integers(0, 2**47 - 1), max_size=80), st.lists(st.integers(0, 2**47 - 1), max_size=80),
+       st.integers(2, 40))
+@hsettings(max_examples=60, deadline=None)
+def test_a_filter_probe_hash_by_hash_answers_as_all_positions_at_once(held, probed, blocks):
+    """``_bloom_has`` (bits tested one hash at a time on the keys still passing, parts kept between filters of other
+    sizes) says "maybe" exactly for the keys whose FILTER_HASHES positions (``_bloom_positions``) are all set."""
+    bits = np.zeros(blocks * lsh.BLOOM_BLOCK_BITS // 8, dtype=np.uint8)
+    lsh._bloom_add(bits, np.array(sorted(held), dtype=np.int64))
+    keys = np.array(probed + held, dtype=np.int64)
+    at = lsh._bloom_positions(keys, len(bits) * 8)
+    expected = (((bits[at >> 3] >> (at & 7).astype(np.uint8)) & 1) == 1).all(axis=0)
+    cache: dict = {}
+    other = np.zeros(len(bits) * 2, dtype=np.uint8)
+    lsh._bloom_has(other, keys, cache)  # parts made for another filter size, then used for this one
+    assert lsh._bloom_has(bits, keys, cache).tolist() == expected.tolist()
+    assert lsh._bloom_has(bits, keys).tolist() == expected.tolist()
+    assert expected[len(probed):].all()
