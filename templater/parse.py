@@ -36,11 +36,21 @@ _UNCLOSED_TITLE = re.compile(rb"(<title[^>]*>[^<\n]*)", re.IGNORECASE)
 # lxml.etree's parser, not lxml.html's: html's element classes cost a Python call per element proxy.
 # huge_tree=False (lxml's default, said here on purpose): libxml2 keeps its limits on depth (config.MAX_DEPTH) and
 # on the size of one text node.
-# collect_ids: where the compiled walk is built, the parser does not register the page's ids (a hash insert per
+# collect_ids: where the compiled walk is built (and can register ids: _ids_on_demand), the parser does not register the page's ids (a hash insert per
 # id, and for each id a page repeats a validity error lxml logs: 7% of the parse), and only an XPath that calls
 # id() has them registered, on its page, before it runs (compile_xpath); without the walk the parser collects them.
+def _ids_on_demand() -> bool:
+    """Whether the compiled walk can register a page's ids after parsing (libxml2's xmlIsID/xmlAddID found in the
+    lxml it runs with): tried once on a small page parsed without ids; where not, the parser collects them."""
+    if native.walk is None:
+        return False
+    probe = etree.fromstring(b"<p id='x'></p>", parser=etree.HTMLParser(collect_ids=False))
+    return bool(native.walk.register_ids(probe)) and len(probe.xpath("id('x')")) == 1
+
+
+_IDS_ON_DEMAND = _ids_on_demand()
 _PARSER = etree.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True, no_network=True,
-                           default_doctype=False, huge_tree=False, collect_ids=native.walk is None)
+                           default_doctype=False, huge_tree=False, collect_ids=not _IDS_ON_DEMAND)
 _ID_CALL = re.compile(r"id\s*\(")  # an XPath that may call id() (a few other expressions match too: harmless)
 
 # markup_counts' tokens (ASCII whitespace as C's isspace has it)
@@ -188,7 +198,7 @@ def _swallowed_by_title(root: etree._Element) -> bool:
 def register_ids(root: etree._Element) -> None:
     """Register the ids of root's document for XPath's id(), as a parser that collects ids does (the compiled walk,
     with libxml2's own functions); nothing where the parser collected them (no compiled walk)."""
-    if native.walk is not None:
+    if _IDS_ON_DEMAND:
         native.walk.register_ids(root)
 
 
@@ -213,4 +223,4 @@ def compile_xpath(expression: str) -> etree.XPath | IdXPath:
     """``etree.XPath(expression)`` for a rule's XPath run on parsed pages (its XPathSyntaxError too); an XPath that
     may call id() comes wrapped (IdXPath) where the parser leaves the ids to be registered on demand."""
     xpath = etree.XPath(expression)
-    return IdXPath(xpath) if native.walk is not None and _ID_CALL.search(expression) else xpath
+    return IdXPath(xpath) if _IDS_ON_DEMAND and _ID_CALL.search(expression) else xpath

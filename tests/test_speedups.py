@@ -1287,3 +1287,14 @@ def test_parser_leaves_ids_to_xpaths_that_call_id():
 @given(st.lists(ID_PIECE, max_size=25))
 def test_ids_registered_on_demand_match_the_collecting_parser(pieces):
     assert_ids_like_the_collecting_parser("<html><body>" + "".join(pieces) + "</body></html>")
+
+
+@needs_walk
+def test_parser_collects_ids_itself_where_they_cannot_be_registered_on_demand(monkeypatch):
+    """Where the compiled walk cannot register ids (libxml2's functions not found in the lxml it runs with), the
+    parser keeps collecting them: id() never silently finds nothing."""
+    from templater import parse
+
+    assert parse._ids_on_demand() is True
+    monkeypatch.setattr(native.walk, "register_ids", lambda root: False)
+    assert parse._ids_on_demand() is False
