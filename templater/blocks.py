@@ -180,25 +180,38 @@ def head_title(root: etree._Element) -> etree._Element | None:
     return root.find("head/title")
 
 
-_last_index: tuple = (None, None)  # (weak reference to a page, its tag_path_index): asked for by several steps in turn
+_memo: tuple = (None, {})  # (weak reference to the last page asked about, its memo)
+
+
+def page_memo(seg: Segmented) -> dict:
+    """A dict of what extraction's steps work out once a page and ask again in turn (the last page's only; held
+    weakly, so a page's tree is freed as soon as its extraction is done, while its memory is still in the cache and
+    before the next page is parsed). Keys name what is kept, with the settings it depends on; values never refer to
+    the page itself."""
+    global _memo
+    ref, memo = _memo
+    if ref is not None and ref() is seg:
+        return memo
+    memo = {}
+    _memo = (weakref.ref(seg), memo)
+    return memo
 
 
 def tag_path_index(seg: Segmented) -> tuple[list[str], np.ndarray]:
     """(the page's distinct tag paths in order of first appearance, per block the index of its tag path in that
     list as intp). A page's blocks share a few tag paths: a test of the tag path alone is made once a path
     (``path_mask``), not once a block. The compiled walk counts it while it segments (``Segmented.path_index``);
-    else the last page's index is kept (held weakly, as document.find_title's)."""
+    else the last page's index is kept (``page_memo``)."""
     if seg.path_index is not None:
         return seg.path_index
-    global _last_index
-    last = _last_index
-    if last[0] is not None and last[0]() is seg:
-        return last[1]
+    memo = page_memo(seg)
+    found = memo.get("tag_path_index")
+    if found is not None:
+        return found
     ids: dict[str, int] = {}
     of = np.fromiter((ids.setdefault(b.tag_path, len(ids)) for b in seg.blocks), dtype=np.intp,
                      count=len(seg.blocks))
-    found = (list(ids), of)
-    _last_index = (weakref.ref(seg), found)
+    found = memo["tag_path_index"] = (list(ids), of)
     return found
 
 

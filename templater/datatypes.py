@@ -169,7 +169,7 @@ class Block:
         return len(self.text) / total if total else 0.0
 
 
-@dataclass(frozen=True, slots=True, weakref_slot=True)  # weakly held by document.find_title's last answer
+@dataclass(frozen=True, slots=True, weakref_slot=True)  # weakly held by blocks.page_memo (the last page's memo)
 class Segmented:
     """A parsed page cut into blocks, with its block vector."""
 

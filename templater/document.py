@@ -21,7 +21,6 @@ from __future__ import annotations
 import html
 import json
 import re
-import weakref
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
@@ -29,6 +28,7 @@ import numpy as np
 from lxml import etree
 
 from . import native
+from .blocks import page_memo
 from .config import (BLOCK_TAGS, FILE_STEM_CHARS, HEADLINE_MAX_CHARS, HEADLINE_MIN_WORDS, MIN_TABLE_CELLS,
                      SITE_LABEL_CHARS, SITE_LABEL_SHARE, SITE_NAME_CUTS, SITE_NAME_WORDS)
 from .headline import find_headline
@@ -121,20 +121,13 @@ def layout_table(table) -> bool:
     return next(table.iterdescendants(*LAYOUT_TABLE_TAGS), None) is not None
 
 
-_last_title: tuple = (None, (None, None))  # (weak reference to a page, its find_title): the document and the metadata
-# ask for it in turn; held weakly, so that a page's tree is freed as soon as its extraction is done (while its memory
-# is still in the cache, and before the next page is parsed), not when the next page asks
-
-
 def find_title(seg: Segmented) -> tuple[str | None, int | None]:
     """(the page's headline, index of its block or None); the page's document and its metadata (where its byline
     and date sit) both ask, one after the other: the last page's answer is kept."""
-    global _last_title
-    last = _last_title
-    if last[0] is not None and last[0]() is seg:
-        return last[1]
-    found = _find_title(seg)
-    _last_title = (weakref.ref(seg), found)
+    memo = page_memo(seg)
+    found = memo.get("title")
+    if found is None:
+        found = memo["title"] = _find_title(seg)
     return found
 
 

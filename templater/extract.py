@@ -18,11 +18,11 @@ from lxml import etree
 
 from . import config, document, fallback, native
 from .align import lcs_length_masks, match_masks
-from .blocks import path_mask, tag_path_index
+from .blocks import page_memo, path_mask, tag_path_index
 from .config import LearnSettings
 from .errors import RuleError
 from .grouping import host_of
-from .headline import find_headline, page_memo
+from .headline import find_headline
 from .metadata import META_ACTIONS, read_metadata
 from .parse import compile_xpath
 from .template import RELATED_SIZE_TEST, contains, fitting
@@ -294,7 +294,7 @@ def name_line(seg: Segmented, candidates: np.ndarray, settings: LearnSettings = 
     contents to the staging area" under "git-stage(1) Manual Page"), where it is a candidate: a manual page's NAME
     section, which generated documentation (asciidoc, man2html, mandoc) prints in the page's header beside its
     title, outside the content division, one short varying line a page (the shape of a byline). It is the page's
-    own first line. The line is found once a page (``headline.page_memo``): a page asks with several candidate
+    own first line. The line is found once a page (``blocks.page_memo``): a page asks with several candidate
     sets."""
     out = np.zeros(len(seg.blocks), dtype=bool)
     key = ("name_line", settings.heading_tags, settings.name_line_blocks)

@@ -8,10 +8,9 @@ title."""
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 
+from .blocks import page_memo
 from .config import HEADLINE_MIN_OVERLAP, HEADLINE_TAGS
 from .datatypes import Segmented
 from .features import FEATURE_NAMES
@@ -44,22 +43,6 @@ def heading_words(seg: Segmented) -> list[tuple[int, set[str]]]:
         found = memo["heading_words"] = [(block.index, set(block.text.lower().split())) for block in seg.blocks
                                          if block.tag in HEADLINE_TAGS]
     return found
-
-
-_memo: tuple = (None, {})  # (weak reference to the last page asked about, its memo)
-
-
-def page_memo(seg: Segmented) -> dict:
-    """A dict of what extraction's steps work out once a page and ask again (the last page's only; held weakly, so
-    a page's tree is freed as soon as its extraction is done). Keys name what is kept, with the settings it
-    depends on; values never refer to the page itself."""
-    global _memo
-    ref, memo = _memo
-    if ref is not None and ref() is seg:
-        return memo
-    memo = {}
-    _memo = (weakref.ref(seg), memo)
-    return memo
 
 
 def keep_headline(seg: Segmented, features: np.ndarray, keep: np.ndarray) -> np.ndarray:
