@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Extraction speed with learned templates, against trafilatura and plain lxml parsing, in the same run.
 
-    python bench/bench_extract.py [CORPUS.jsonl.gz] [--limit N] [--repeat K] [--clock wall|cpu] [--stages]
+    python bench/bench_extract.py [CORPUS.jsonl.gz] [--limit N] [--interleave K] [--repeat K] [--clock wall|cpu]
+                                  [--stages]
 
 Default corpus: the dev corpus's `sites` suite cut by ../shared/eval/suites.py (written to a temp folder when
 missing). Stages timed, on one core, over the same pages:
@@ -10,9 +11,16 @@ missing). Stages timed, on one core, over the same pages:
   learn       templater ingest + build into a fresh SQLite database (pages/s of learning)
   extract     templater extract over the stored pages (decompress, parse, segment, apply template, classify, store)
 Prints pages/s, ratios to trafilatura and lxml, and peak memory (ru_maxrss) after templater's stages.
---repeat K times extract, lxml and trafilatura K times each and keeps the best; --clock cpu counts the process's
-CPU time instead of wall time (steadier on a shared machine); --stages adds extraction's per-stage breakdown
-(ms/page, the same work as extract, timed step by step).
+The three timed contestants (extract, lxml, trafilatura) run interleaved: the pages are cut into --interleave K
+chunks (default 10) in their stored order, and each chunk is extracted by templater (`pipeline.extract` of those
+pages' ids), parsed by lxml and extracted by trafilatura in turn, the order rotating from chunk to chunk. A shared
+machine that slows down or speeds up during the run then slows all three alike, which one long pass each (the
+previous way, still there as --interleave 1) did not: two such passes a minute apart read 7.45x and 5.68x
+trafilatura on a machine with nothing else of ours running. The chunks' own ratios (min, median, max) are printed
+beside the total so the spread shows. --repeat K (with --interleave 1 only) times extract, lxml and trafilatura K
+times each and keeps the best (trafilatura's lru_caches flatter its second pass over the same pages); --clock cpu
+counts the process's CPU time instead of wall time (steadier on a shared machine); --stages adds extraction's
+per-stage breakdown (ms/page, the same work as extract, timed step by step).
 """
 
 from __future__ import annotations
@@ -58,6 +66,50 @@ def timed(fn, repeat: int = 1) -> float:
         fn()
         best = min(best, CLOCK() - start)
     return best
+
+
+def lxml_loop(records: list[dict]) -> None:
+    import lxml.html
+
+    for r in records:
+        if r["html"].strip():
+            lxml.html.fromstring(r["html"].encode("utf-8", "replace"))
+
+
+def trafilatura_loop(records: list[dict]) -> None:
+    import trafilatura
+
+    for r in records:
+        trafilatura.extract(r["html"], url=r["url"])
+
+
+def interleaved(db, records: list[dict], ids: list[str], chunks: int) -> tuple[float, float, float, tuple]:
+    """Seconds of templater extract, the lxml loop and trafilatura over all pages, taken chunk by chunk in turn
+    (the order rotating), and (min, median, max) of the chunks' extract-to-trafilatura ratios."""
+    import statistics
+
+    import lxml.html  # noqa: F401  (imported before the clock runs, as for the whole-pass way)
+    import trafilatura  # noqa: F401
+
+    runs = {
+        "extract": lambda lo, hi: sum(1 for _ in pipeline.extract(db, ids=ids[lo:hi])),
+        "lxml": lambda lo, hi: lxml_loop(records[lo:hi]),
+        "trafilatura": lambda lo, hi: trafilatura_loop(records[lo:hi]),
+    }
+    names = list(runs)
+    spent = dict.fromkeys(names, 0.0)
+    ratios = []
+    bounds = [round(i * len(ids) / chunks) for i in range(chunks + 1)]
+    for k, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+        if hi == lo:
+            continue
+        chunk = {}
+        for name in names[k % 3:] + names[:k % 3]:
+            chunk[name] = timed(lambda: runs[name](lo, hi))
+            spent[name] += chunk[name]
+        ratios.append(chunk["trafilatura"] / chunk["extract"])
+    return (spent["extract"], spent["lxml"], spent["trafilatura"],
+            (min(ratios), statistics.median(ratios), max(ratios)))
 
 
 FREED = "page freed (tree, blocks)"  # where no module holds a page past its extraction, its tree goes here
@@ -144,10 +196,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("corpus", nargs="?")
     parser.add_argument("--limit", type=int, default=None)
-    parser.add_argument("--repeat", type=int, default=1, help="time the extract/parse/peer stages K times, keep the best")
+    parser.add_argument("--interleave", type=int, default=10,
+                        help="chunks the three timed contestants take in turn (1: one whole pass each)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="with --interleave 1: time the extract/parse/peer stages K times, keep the best")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     parser.add_argument("--stages", action="store_true", help="print extraction's per-stage breakdown")
     args = parser.parse_args()
+    if args.interleave < 1 or args.repeat < 1:
+        parser.error("--interleave and --repeat take a positive number")
+    if args.repeat > 1 and args.interleave > 1:
+        parser.error("--repeat needs --interleave 1 (the interleaved chunks are timed once each)")
     global CLOCK
     CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
     path = Path(args.corpus) if args.corpus else suite_file("sites")
@@ -157,25 +216,31 @@ def main() -> int:
         corpus = Path(tmp) / "pages.jsonl"
         corpus.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
         db = pipeline.open_store(Path(tmp) / "bench.db")
-        learn = timed(lambda: (pipeline.ingest(db, [corpus]), pipeline.build(db)))
-        extract = timed(lambda: sum(1 for _ in pipeline.extract(db)), args.repeat)
+        ingested = []
+        learn = timed(lambda: (ingested.append(pipeline.ingest(db, [corpus])), pipeline.build(db)))
+        ids = ingested[0].pages
+        if len(ids) != n:  # the chunks pair stored pages with records by position
+            parser.error(f"{n - len(ids)} of the {n} pages were skipped by ingest: give a corpus of readable pages")
+        if args.interleave > 1:
+            extract, parse, peer, spread = interleaved(db, records, ids, args.interleave)
+        else:
+            extract = timed(lambda: sum(1 for _ in pipeline.extract(db)), args.repeat)
+            parse = timed(lambda: lxml_loop(records), args.repeat)
+            peer = timed(lambda: trafilatura_loop(records), args.repeat)
+            spread = None
         methods = dict(db.execute("SELECT method, count(*) FROM extractions GROUP BY method").fetchall())
         memory = peak_mb()
         stages = stage_breakdown(db) if args.stages else {}
 
-    import lxml.html
-    import trafilatura
-
-    parse = timed(lambda: [lxml.html.fromstring(r["html"].encode("utf-8", "replace")) for r in records
-                           if r["html"].strip()], args.repeat)
-    peer = timed(lambda: [trafilatura.extract(r["html"], url=r["url"]) for r in records], args.repeat)
-
     rate = {"lxml parse": n / parse, "trafilatura": n / peer, "templater learn (ingest+build)": n / learn,
             "templater extract": n / extract}
-    print(f"pages={n} corpus={path.name} extraction methods={methods} clock={args.clock} repeat={args.repeat}")
+    print(f"pages={n} corpus={path.name} extraction methods={methods} clock={args.clock} repeat={args.repeat} "
+          f"interleave={args.interleave}")
     print(f"{'stage':34} {'pages/s':>9} {'x trafilatura':>14} {'x lxml parse':>13}")
     for name, value in rate.items():
         print(f"{name:34} {value:9.1f} {value / rate['trafilatura']:14.2f} {value / rate['lxml parse']:13.2f}")
+    if spread:
+        print("templater extract x trafilatura per chunk: min {:.2f}  median {:.2f}  max {:.2f}".format(*spread))
     print(f"peak memory after templater stages: {memory:.0f} MB (ru_maxrss)")
     if stages:
         print(f"extraction stages (ms/page over {n} pages; their sum {1000 * sum(stages.values()) / n:.2f}):")
