@@ -54,6 +54,9 @@ def _load_pairs():
 
 
 pairs = _load_pairs()
+if walk is not None:  # the pair verification is its own module: say when it is missing (pairs checked in Python)
+    STATUS = STATUS[:-1] + ("; templater._pairs: C)" if pairs is not None else
+                            "; templater._pairs not built: pairs verified in Python)")
 COMPILED = walk is not None
 
 

@@ -1298,3 +1298,15 @@ def test_parser_collects_ids_itself_where_they_cannot_be_registered_on_demand(mo
     assert parse._ids_on_demand() is True
     monkeypatch.setattr(native.walk, "register_ids", lambda root: False)
     assert parse._ids_on_demand() is False
+
+
+def test_status_names_every_compiled_module_or_its_absence():
+    """`templater --version` shows native.STATUS: on the compiled path it says whether pair verification is C."""
+    if not native.COMPILED:
+        assert native.STATUS.startswith("pure Python")
+        return
+    assert "templater._walk" in native.STATUS and "templater._numeric" in native.STATUS
+    if native.pairs is not None:
+        assert "templater._pairs: C" in native.STATUS
+    else:
+        assert "templater._pairs not built" in native.STATUS
