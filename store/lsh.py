@@ -65,7 +65,8 @@ from templater.config import (BUCKET_CAP, ID_CHUNK, CACHE_KIB, CHECKPOINT_BYTES,
                               ROUND_LIMITS, REFERENCE_MEMBERS, FILTER_BITS_PER_KEY, FILTER_HASHES,
                               FILTER_FIRST_KEYS, RECENT_FILTER_KEYS, RECENT_FILTER_BITS, RECENT_FILTER_HASHES,
                               RECENT_TIER_FANOUT, PAIR_CHUNK, SEGMENT_BLOCK_ROWS, SEGMENT_FANOUT,
-                              SEGMENT_SLICE_ROWS, SEGMENT_FILTER_BITS, FILTER_MEMORY_BYTES,
+                              SEGMENT_SLICE_ROWS, SEGMENT_FILTER_BITS, FILTER_MEMORY_BYTES, FILTER_MIN_BITS,
+                              FILTER_HEADROOM, FILTER_REBUILD_BLOCKS,
                               BLOOM_CHUNK_KEYS, BLOOM_DENSE_SPAN)  # noqa: F401
 from templater import native
 from templater.errors import InputError, SettingsMismatchError
@@ -237,7 +238,7 @@ def _segments_from_bands(db: sqlite_utils.Database) -> None:
         level = 0
         while pages >= RECENT_PAGES * SEGMENT_FANOUT ** (level + 1):
             level += 1
-        writer = _SegmentWriter(db, 1, level, rows, 0)
+        writer = _SegmentWriter(db, 1, level, rows, _fair_bits(rows))
         cursor = db.execute("SELECT key, doc FROM lsh_bands ORDER BY key, doc")
         while chunk := cursor.fetchmany(SEGMENT_SLICE_ROWS):
             block = np.array(chunk, dtype=np.int64)
@@ -950,20 +951,75 @@ def _segments(db: sqlite_utils.Database) -> _Segments:
     return held
 
 
-def _filter_size(rows: int, others: int) -> int:
-    """Bytes of a new segment's filter: SEGMENT_FILTER_BITS bits a row, less when all filters together would pass
-    FILTER_MEMORY_BYTES (whole blocks; at least 1 KiB, at most 2**29 bytes: positions are 32-bit)."""
-    size = min(max(rows, 1) * SEGMENT_FILTER_BITS // 8, max(FILTER_MEMORY_BYTES - others, 0), 1 << 29)
+def _fair_bits(total_rows: int) -> float:
+    """Bits a key row every segment's filter may take when the index holds ``total_rows`` key rows: the filters
+    share FILTER_MEMORY_BYTES evenly (SEGMENT_FILTER_BITS when that much fits), never fewer than FILTER_MIN_BITS (a
+    filter thinner than that answers "maybe" for most keys: past it memory grows rather than block reads)."""
+    return max(FILTER_MIN_BITS, min(SEGMENT_FILTER_BITS, FILTER_MEMORY_BYTES * 8 / max(total_rows, 1)))
+
+
+def _filter_size(rows: int, bits: float) -> int:
+    """Bytes of a filter of ``rows`` key rows at ``bits`` a row (whole blocks; at least 1 KiB, at most 2**29 bytes:
+    positions are 32-bit)."""
+    size = min(int(max(rows, 1) * bits) // 8, 1 << 29)
     return max(1024, size // (BLOOM_BLOCK_BITS // 8) * (BLOOM_BLOCK_BITS // 8))
+
+
+def _new_filter_bits(held: _Segments, rows: int, leaving: Sequence[_Segment] = ()) -> float:
+    """Bits a row of the filter of a new segment of ``rows`` rows (the segments ``leaving`` merged into it): the
+    index's fair share (``_fair_bits`` of all its rows), or FILTER_HEADROOM less when that would pass
+    FILTER_MEMORY_BYTES (``_share_filters`` then thins the others to the same)."""
+    gone = {s.segment for s in leaving}
+    total = rows + sum(s.rows for s in held.items if s.segment not in gone)
+    fair = _fair_bits(total)
+    if held.filter_bytes(leaving) + _filter_size(rows, fair) > FILTER_MEMORY_BYTES:
+        fair = max(FILTER_MIN_BITS, fair / FILTER_HEADROOM)
+    return fair
+
+
+def _share_filters(db: sqlite_utils.Database, held: _Segments) -> None:
+    """Keep the segments' filters within FILTER_MEMORY_BYTES with the same bits a row for all, as the index grows.
+
+    When the filters pass the budget, or a segment's filter has less than half the fair share (``_fair_bits``: an
+    index written before the budget was shared, whose newest segments got 1 KiB filters), every filter outside
+    [fair / 2, fair / FILTER_HEADROOM] bits a row is rebuilt from its segment's keys at fair / FILTER_HEADROOM (the
+    bytes a filter of that size made at the segment's writing would have). So the filters then take at most about
+    FILTER_MEMORY_BYTES / FILTER_HEADROOM, the next rebuild comes after the index grows by about FILTER_HEADROOM,
+    and no segment is left with a filter that cannot answer."""
+    live = [s for s in held.items if s.rows]
+    fair = _fair_bits(sum(s.rows for s in live))
+    low = max(FILTER_MIN_BITS, fair / FILTER_HEADROOM)
+
+    def bits_a_row(s: _Segment) -> float:
+        return len(s.bits) * 8 / s.rows
+
+    if held.filter_bytes() <= FILTER_MEMORY_BYTES and all(bits_a_row(s) >= fair / 2 for s in live):
+        return
+    for s in live:
+        size = _filter_size(s.rows, low)
+        if (size < len(s.bits) and bits_a_row(s) > low) or (size > len(s.bits) and bits_a_row(s) < fair / 2):
+            s.bits = _rebuilt_filter(db, s, size)
+            db.conn.execute("UPDATE lsh_segments SET filter = ? WHERE segment = ?", [s.bits.tobytes(), s.segment])
+
+
+def _rebuilt_filter(db: sqlite_utils.Database, segment: _Segment, size: int) -> np.ndarray:
+    """The filter of ``size`` bytes of a segment's keys, read from its blocks (keys only) FILTER_REBUILD_BLOCKS at a
+    time, in key order."""
+    bits = np.zeros(size, dtype=np.uint8)
+    for first in range(0, len(segment.fences), FILTER_REBUILD_BLOCKS):
+        rows = db.conn.execute("SELECT keys FROM lsh_blocks WHERE id BETWEEN ? AND ? ORDER BY id",
+                               [segment.base + first, segment.base + first + FILTER_REBUILD_BLOCKS - 1]).fetchall()
+        _bloom_add(bits, np.frombuffer(b"".join(r[0] for r in rows), dtype=np.int64))
+    return bits
 
 
 class _SegmentWriter:
     """Writes one segment from (key, doc) rows given in (key, doc) order, in as many calls as wanted: blocks of
     SEGMENT_BLOCK_ROWS rows (one INSERT each), their first keys, and the filter of the keys."""
 
-    def __init__(self, db: sqlite_utils.Database, segment: int, level: int, rows: int, others: int):
+    def __init__(self, db: sqlite_utils.Database, segment: int, level: int, rows: int, bits: float):
         self.db, self.segment, self.level = db, segment, level
-        self.bits = np.zeros(_filter_size(rows, others), dtype=np.uint8)
+        self.bits = np.zeros(_filter_size(rows, bits), dtype=np.uint8)  # (``bits``: its bits a row)
         self.keys: list[np.ndarray] = []
         self.docs: list[np.ndarray] = []
         self.fences: list[np.ndarray] = []
@@ -1050,7 +1106,8 @@ def _key_ranges(segments: Sequence[_Segment], extra: int, rows: int) -> list[tup
 
 def _merge_segments(db: sqlite_utils.Database, held: _Segments, merged: list[_Segment], level: int) -> _Segment:
     """One segment of ``level`` from the rows of ``merged`` (one key range at a time); theirs go."""
-    writer = _SegmentWriter(db, held.next_id(), level, sum(s.rows for s in merged), held.filter_bytes(merged))
+    rows = sum(s.rows for s in merged)
+    writer = _SegmentWriter(db, held.next_id(), level, rows, _new_filter_bits(held, rows, merged))
     for low, high in _key_ranges(merged, 0, SEGMENT_SLICE_ROWS):
         parts = [_range_rows(db, s, low, high) for s in merged]
         keys, docs = np.concatenate([k for k, _ in parts]), np.concatenate([d for _, d in parts])
@@ -1068,13 +1125,14 @@ def _add_segment(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) 
     """Rows in (key, doc) order as a new segment of level 0; then every level holding SEGMENT_FANOUT segments
     merges them into one of the next level (each row is rewritten once a level: log(pages) times in all)."""
     held = _segments(db)
-    writer = _SegmentWriter(db, held.next_id(), 0, len(keys), held.filter_bytes())
+    writer = _SegmentWriter(db, held.next_id(), 0, len(keys), _new_filter_bits(held, len(keys)))
     writer.write(keys, docs)
     held.items.append(writer.close())
     level = 0
     while len(same := [s for s in held.items if s.level == level]) >= SEGMENT_FANOUT:
         _merge_segments(db, held, same, level + 1)
         level += 1
+    _share_filters(db, held)
     held.changed(db)
 
 
