@@ -1148,14 +1148,20 @@ def _segment_rows(db: sqlite_utils.Database, keys: np.ndarray, cap: int | None =
             wanted.append((s, sought, blocks))
     if not wanted:
         return np.empty((0, 2), np.int64)
-    fetched = {row[0]: row[1:] for row in _select_in(db, "SELECT id, keys, docs FROM lsh_blocks WHERE id IN ({ids})",
-                                                     [s.base + b for s, _, blocks in wanted for b in blocks.tolist()])}
+    ids = np.concatenate([s.base + blocks for s, _, blocks in wanted])
+    fetched = _select_in(db, "SELECT id, keys, docs FROM lsh_blocks WHERE id IN ({ids})", ids.tolist())
+    if len(fetched) != len(ids) or any(row[0] != i for row, i in zip(fetched, ids.tolist())):
+        fetched.sort()  # (an IN list of row ids gives its rows in id order: blocks are asked for in that order)
+    # every block's rows end to end, cut by segment: one join of all the blocks, not one list a segment
+    block_keys = np.frombuffer(b"".join([r[1] for r in fetched]), dtype=np.int64)
+    block_docs = np.frombuffer(b"".join([r[2] for r in fetched]), dtype=np.int64)
+    ends = np.cumsum([len(r[1]) >> 3 for r in fetched]).tolist()
     parts = [np.empty((0, 2), np.int64)]
+    done = 0
     for s, sought, blocks in wanted:
-        got = [fetched[s.base + b] for b in blocks.tolist()]
-        block_keys = np.frombuffer(b"".join(g[0] for g in got), dtype=np.int64)
-        block_docs = np.frombuffer(b"".join(g[1] for g in got), dtype=np.int64)
-        at = _gather(sought, block_keys)
+        start, end = ends[done - 1] if done else 0, ends[done + len(blocks) - 1]
+        done += len(blocks)
+        at = _gather(sought, block_keys[start:end]) + start
         parts.append(np.stack((block_keys[at], block_docs[at]), axis=1))
     return np.concatenate(parts)
 
