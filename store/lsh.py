@@ -5,7 +5,9 @@ Tables (component "lsh"):
     lsh_settings    name -> JSON value of every ShingleSettings field; data made with other settings is refused
     lsh_state       counters: next_doc (internal page numbers are never reused), generation (one per add call
                     that adds pages)
-    lsh_signatures  doc INTEGER PK, page_id UNIQUE, url, signature BLOB (uint32 slots), first_seen (generation),
+    lsh_signatures  doc INTEGER PK, page_id (found through its page key row in the band index; until migration 8
+                    by a UNIQUE index, whose random leaves every commit rewrote), url, signature BLOB (uint32 slots),
+                    first_seen (generation),
                     boilerplate_chars, text_chars, cluster (a cluster's label is the doc number of one member;
                     a page alone has cluster = doc; a partial index holds only pages whose cluster != doc),
                     fetched_at (when the page was fetched, UTC ISO-8601, NULL when unknown; added by migration 2),
@@ -13,9 +15,11 @@ Tables (component "lsh"):
                     hashes (its verification set, as lsh_shingles held it; added by migration 7: pages stored
                     before keep theirs in lsh_shingles)
     lsh_segments    segment -> level, rows, fences (int64 BLOB: the first key of each block), filter (a Bloom filter
-                    of its keys, SEGMENT_FILTER_BITS a row within FILTER_MEMORY_BYTES): the band index, one 47-bit key
-                    per band and one per anchor key, as a few immutable segments of (key, doc) rows sorted by key
-                    then doc (migration 6; until then the row table lsh_bands, with lsh_filter's filters)
+                    of its keys, SEGMENT_FILTER_BITS a row, fewer when the filters share FILTER_MEMORY_BYTES): the
+                    band index, one 47-bit key per band and one per anchor key, and a page key (``page_keys``, from
+                    2**47 up: never a candidate) per page (migration 8), as a few immutable segments of (key, doc)
+                    rows sorted by key then doc (migration 6; until then the row table lsh_bands, with lsh_filter's
+                    filters)
     lsh_blocks      id (segment << 32 | block) -> keys, docs (int64 BLOBs): a segment's rows, SEGMENT_BLOCK_ROWS a
                     block
     lsh_runs        run -> keys, docs (int64 BLOBs, sorted by key then doc): the (key, doc) rows of the pages added
@@ -52,6 +56,7 @@ the row table lsh_bands took every flush's random keys into nearly every leaf (a
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -78,6 +83,8 @@ from templater.shingles import (ALGORITHM_VERSION, LEGACY_ANCHOR_TAIL_KEYS, LEGA
 if TYPE_CHECKING:  # annotations only: a store opens without sqlite-utils (store.db.Database)
     import sqlite_utils
 
+PAGE_KEY_BASE = 1 << 47  # page keys (``page_keys``) lie in [2**47, 2**48), above every band and anchor key (below
+# 2**47): they find pages by page id in the band index, and candidates never come from them
 PAIR_SHIFT = 31  # a pair of doc numbers (each below 2**31) packed into one int64
 DOC_SPAN_BITS = 16  # a batch's (key, doc) rows are sorted as one int64 (key << 16 | doc - the first doc) when its docs
 # lie within 2**16 of each other and its keys below 2**47
@@ -258,8 +265,27 @@ def _sets_in_page_rows(db: sqlite_utils.Database) -> None:
     db.execute("ALTER TABLE lsh_signatures ADD COLUMN hashes BLOB")
 
 
+def _page_keys(db: sqlite_utils.Database) -> None:
+    """Migration 8: pages are found by page id through the band index (a page key row per page, ``page_keys``), not
+    through lsh_signatures' UNIQUE index on page_id, whose random leaves every commit rewrote (a cost that grew with
+    the index): the table is rebuilt without it (same columns, same rows) and the stored pages' page keys become one
+    segment."""
+    columns = [row[1] for row in db.execute("PRAGMA table_info(lsh_signatures)").fetchall()]
+    db.execute("CREATE TABLE lsh_signatures_new (doc INTEGER PRIMARY KEY, page_id TEXT NOT NULL, url TEXT NOT NULL,"
+               " signature BLOB NOT NULL, first_seen INTEGER NOT NULL, boilerplate_chars INTEGER NOT NULL,"
+               " text_chars INTEGER NOT NULL, cluster INTEGER NOT NULL, fetched_at TEXT, anchors BLOB, hashes BLOB)")
+    db.execute(f"INSERT INTO lsh_signatures_new ({', '.join(columns)}) SELECT {', '.join(columns)} FROM lsh_signatures")
+    db.execute("DROP TABLE lsh_signatures")
+    db.execute("ALTER TABLE lsh_signatures_new RENAME TO lsh_signatures")
+    db.execute("CREATE INDEX lsh_signatures_cluster ON lsh_signatures (cluster) WHERE cluster != doc")
+    rows = db.execute("SELECT doc, page_id FROM lsh_signatures ORDER BY doc").fetchall()
+    if rows:
+        keys, docs = _page_rows(np.array([r[0] for r in rows], dtype=np.int64), [r[1] for r in rows])
+        _add_segment(db, keys, docs)
+
+
 STEPS = [_create_tables, _add_fetch_times, _add_anchors, _add_sample_min, _runs_and_filters, _segments_from_bands,
-         _sets_in_page_rows]
+         _sets_in_page_rows, _page_keys]
 
 
 def held(db: sqlite_utils.Database) -> bool:
@@ -459,9 +485,7 @@ def add_signatures(db: sqlite_utils.Database, pages: Sequence[IndexedPage], sign
     _check_batch(pages, signatures, settings, shingles)
     positions = _last_nonempty(pages, signatures)
     with transaction(db, name="lsh"):
-        known = {row[0]: row[1:] for row in _select_in(
-            db, "SELECT page_id, doc, signature, first_seen FROM lsh_signatures WHERE page_id IN ({ids})",
-            [pages[i].page_id for i in positions])}
+        known = _known_pages(db, [pages[i].page_id for i in positions])
         same = [i for i in positions if pages[i].page_id in known
                 and known[pages[i].page_id][1] == signatures.values[i].tobytes()]
         changed = sorted(set(i for i in positions if pages[i].page_id in known) - set(same))
@@ -469,7 +493,7 @@ def add_signatures(db: sqlite_utils.Database, pages: Sequence[IndexedPage], sign
         # a generation is counted only by a call that adds pages: a batch indexed again after a kill (all of it
         # known, same signatures) leaves the counters as an uninterrupted run leaves them
         generation = _next(db, "generation") if fresh else 0
-        _refresh(db, [pages[i] for i in same])
+        _refresh(db, [pages[i] for i in same], [known[pages[i].page_id][0] for i in same])
         _remove_docs(db, [known[pages[i].page_id][0] for i in changed], settings)
         order = changed + fresh
         first_new = _next(db, "next_doc", len(fresh))
@@ -510,11 +534,45 @@ def stored_form(shingles: Shingles, order: list[int], settings: ShingleSettings)
     return [hashes[shingles.offsets[i]:shingles.offsets[i + 1]] for i in order]
 
 
-def _refresh(db: sqlite_utils.Database, pages: list[IndexedPage]) -> None:
+def _refresh(db: sqlite_utils.Database, pages: list[IndexedPage], docs: list[int]) -> None:
     db.conn.executemany(
         "UPDATE lsh_signatures SET url = ?, boilerplate_chars = ?, text_chars = ?,"
-        " fetched_at = coalesce(?, fetched_at) WHERE page_id = ?",
-        [(p.url, p.boilerplate_chars, p.text_chars, p.fetched_at, p.page_id) for p in pages])
+        " fetched_at = coalesce(?, fetched_at) WHERE doc = ?",
+        [(p.url, p.boilerplate_chars, p.text_chars, p.fetched_at, d) for p, d in zip(pages, docs)])
+
+
+def page_keys(page_ids: Sequence[str]) -> np.ndarray:
+    """Each page id's page key (int64 in [PAGE_KEY_BASE, 2 * PAGE_KEY_BASE): 47 bits of its BLAKE2b hash): a key
+    row (page key, doc) in the band index finds a page by its id; two ids may share a key, the row's page says."""
+    mask = PAGE_KEY_BASE - 1
+    return np.array([PAGE_KEY_BASE | (int.from_bytes(hashlib.blake2b(p.encode("utf-8", "surrogatepass"),
+                                                                      digest_size=8).digest(), "little") & mask)
+                     for p in page_ids], dtype=np.int64)
+
+
+def _page_rows(docs: np.ndarray, page_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The pages' (page key, doc) rows sorted by key then doc."""
+    keys = page_keys(page_ids)
+    order = np.lexsort((docs, keys))
+    return keys[order], np.asarray(docs, dtype=np.int64)[order]
+
+
+def _page_docs(db: sqlite_utils.Database, page_ids: Sequence[str], columns: str = "doc, page_id") -> list[tuple]:
+    """The stored rows (``columns``, the second of which is page_id) of the pages with these ids: the docs their
+    page keys find in the band index, read by doc and kept where the page id is the one asked for."""
+    wanted = set(page_ids)
+    if not wanted:
+        return []
+    keys = np.unique(page_keys(sorted(wanted)))
+    rows = np.concatenate((_segment_rows(db, keys, None), _recent(db).find(keys)))
+    docs = sorted(set(rows[:, 1].tolist()))
+    return [r for r in _select_in(db, f"SELECT {columns} FROM lsh_signatures WHERE doc IN ({{ids}})", docs)
+            if r[1] in wanted]
+
+
+def _known_pages(db: sqlite_utils.Database, page_ids: Sequence[str]) -> dict[str, tuple]:
+    """page id -> (doc, signature, first_seen) of the stored pages among ``page_ids``."""
+    return {row[1]: (row[0], *row[2:]) for row in _page_docs(db, page_ids, "doc, page_id, signature, first_seen")}
 
 
 def _band_rows(keys: np.ndarray, docs: np.ndarray,
@@ -1201,7 +1259,8 @@ def _insert_docs(db: sqlite_utils.Database, docs: np.ndarray, pages: list[Indexe
     """Insert band and anchor keys, find and verify candidates, then store the pages with their clusters."""
     if not len(docs):
         return 0
-    pairs = _candidate_pairs(db, *_band_rows(band_keys(values, settings), docs, anchors), len(docs))
+    pairs = _candidate_pairs(db, *_band_rows(band_keys(values, settings), docs, anchors), len(docs),
+                             _page_rows(docs, [p.page_id for p in pages]))
     source = _SignatureSource(db, settings, docs, values,
                               dict(zip(docs.tolist(), sets)) if sets is not None else None, [p.url for p in pages])
     edges, sizes = _verified_edges(db, pairs, docs, source)
@@ -1232,13 +1291,19 @@ def _blobs(arrays: np.ndarray | Sequence[np.ndarray]) -> list[bytes]:
     return [data[start:end] for start, end in zip([0, *ends[:-1]], ends)]
 
 
-def _candidate_pairs(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray, pages: int) -> np.ndarray:
+def _candidate_pairs(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray, pages: int,
+                     page_rows: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """(new page, earlier page) rows, one per shared band: stored pages from the index (looked up before the
-    batch's keys go in), pages of the batch from its own sorted keys. Then the batch's keys go in as one run
+    batch's keys go in), pages of the batch from its own sorted keys. Then the batch's keys go in as one run, with
+    its pages' page key rows (``page_rows``, sorted: above every band key, so they follow the band rows)
     (``pages``: the batch's pages, each with rows here)."""
     distinct = _distinct_sorted(keys)
     stored = _stored_partners(db, keys, docs, distinct)
-    _append_run(db, _recent(db), keys, docs, distinct)
+    if page_rows is not None and len(page_rows[0]):
+        _append_run(db, _recent(db), np.concatenate((keys, page_rows[0])), np.concatenate((docs, page_rows[1])),
+                    np.concatenate((distinct, _distinct_sorted(page_rows[0]))))
+    else:
+        _append_run(db, _recent(db), keys, docs, distinct)
     _merge_recent(db, pages)
     within = bucket_pairs(keys, docs)[:, ::-1]
     return np.concatenate((stored, within))
@@ -1479,8 +1544,7 @@ def remove_pages(db: sqlite_utils.Database, page_ids: Sequence[str]) -> int:
     if settings is None:
         return 0
     with transaction(db, name="lsh"):
-        docs = [row[0] for row in _select_in(db, "SELECT doc FROM lsh_signatures WHERE page_id IN ({ids})",
-                                             list(dict.fromkeys(page_ids)))]
+        docs = [row[0] for row in _page_docs(db, list(dict.fromkeys(page_ids)))]
         _remove_docs(db, docs, settings)
     return len(docs)
 
@@ -1488,10 +1552,13 @@ def remove_pages(db: sqlite_utils.Database, page_ids: Sequence[str]) -> int:
 def _remove_docs(db: sqlite_utils.Database, docs: list[int], settings: ShingleSettings) -> None:
     if not docs:
         return
-    rows = _select_in(db, "SELECT doc, cluster, signature, anchors FROM lsh_signatures WHERE doc IN ({ids})", docs)
+    rows = _select_in(db, "SELECT doc, cluster, signature, anchors, page_id FROM lsh_signatures WHERE doc IN ({ids})",
+                      docs)
     values = np.stack([np.frombuffer(r[2], dtype=np.uint32) for r in rows])
-    keys, key_docs = _band_rows(band_keys(values, settings), np.array([r[0] for r in rows], dtype=np.int64),
-                                [_anchors_of(r[3]) for r in rows])
+    row_docs = np.array([r[0] for r in rows], dtype=np.int64)
+    keys, key_docs = _band_rows(band_keys(values, settings), row_docs, [_anchors_of(r[3]) for r in rows])
+    own_keys, own_docs = _page_rows(row_docs, [r[4] for r in rows])
+    keys, key_docs = np.concatenate((keys, own_keys)), np.concatenate((key_docs, own_docs))
     conn = db.conn
     _drop_segment_rows(db, keys, key_docs)
     _drop_recent(db, docs)
@@ -1591,9 +1658,9 @@ def page_row(db: sqlite_utils.Database, id_or_url: str) -> Member | None:
     """A stored page by page id, else by URL (a URL lookup scans the table)."""
     prepare(db)
     columns = "doc, page_id, url, signature, first_seen, boilerplate_chars, text_chars, fetched_at"
-    row = db.conn.execute(f"SELECT {columns} FROM lsh_signatures WHERE page_id = ?", [id_or_url]).fetchone() or \
-        db.conn.execute(f"SELECT {columns} FROM lsh_signatures WHERE url = ? ORDER BY doc LIMIT 1",
-                        [id_or_url]).fetchone()
+    found = _page_docs(db, [id_or_url], columns)
+    row = found[0] if found else db.conn.execute(
+        f"SELECT {columns} FROM lsh_signatures WHERE url = ? ORDER BY doc LIMIT 1", [id_or_url]).fetchone()
     return _member(row) if row else None
 
 
@@ -1675,6 +1742,9 @@ def iter_candidate_pairs(db: sqlite_utils.Database, *, chunk_rows: int = SEGMENT
         end = len(recent_keys) if high is None else int(np.searchsorted(recent_keys, high, side="left"))
         parts.append((recent_keys[start:end], recent_docs[start:end]))
         keys, docs = np.concatenate([k for k, _ in parts]), np.concatenate([d for _, d in parts])
+        if len(keys) and keys.max() >= PAGE_KEY_BASE:  # (page keys: no candidates)
+            band = keys < PAGE_KEY_BASE
+            keys, docs = keys[band], docs[band]
         yield bucket_pairs(*_ordered_rows(keys, docs)[:2])
 
 

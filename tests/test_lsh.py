@@ -121,7 +121,7 @@ def check_invariants(db, bands: int = SETTINGS.bands, anchors: bool = False) -> 
     assert sum(s.rows for s in lsh._segments(db).items) == sum(
         len(blob) // 8 for (blob,) in conn.execute("SELECT keys FROM lsh_blocks"))
     pages = conn.execute("SELECT count(*) FROM lsh_signatures").fetchone()[0]
-    assert rows >= pages * bands if anchors else rows == pages * bands
+    assert rows >= pages * (bands + 1) if anchors else rows == pages * (bands + 1)  # (and a page key row a page)
 
 
 @pytest.fixture
@@ -535,12 +535,12 @@ def test_an_index_whose_newest_segments_got_1_kib_filters_gets_them_rebuilt(tmp_
     monkeypatch.setattr(lsh, "FILTER_MIN_BITS", 0)
     for start in (0, 1000):
         add(db, [f"p{i:04d}" for i in range(start, start + 1000)], values[start:start + 1000])
-    assert [len(f) for _, _, f in _filter_state(db)] == [1024, 1024]  # 8,000 rows each: 1 bit a row
+    assert [len(f) for _, _, f in _filter_state(db)] == [1024, 1024]  # 9,000 rows each (8 bands, a page key)
     monkeypatch.undo()
     monkeypatch.setattr(lsh, "RECENT_PAGES", 1000)
     add(db, [f"p{i:04d}" for i in range(2000, 3000)], values[2000:])
     held = lsh._segments(db)
-    assert len(held.items) == 3 and [s.rows for s in held.items] == [8000] * 3
+    assert len(held.items) == 3 and [s.rows for s in held.items] == [9000] * 3
     for s in held.items:
         assert len(s.bits) * 8 / s.rows >= lsh.SEGMENT_FILTER_BITS / lsh.FILTER_HEADROOM - 0.1
         assert np.array_equal(lsh._rebuilt_filter(db, s, len(s.bits)), s.bits)
