@@ -485,7 +485,8 @@ def add_signatures(db: sqlite_utils.Database, pages: Sequence[IndexedPage], sign
     _check_batch(pages, signatures, settings, shingles)
     positions = _last_nonempty(pages, signatures)
     with transaction(db, name="lsh"):
-        known = _known_pages(db, [pages[i].page_id for i in positions])
+        own_keys = dict(zip(positions, page_keys([pages[i].page_id for i in positions]).tolist()))
+        known = _known_pages(db, [pages[i].page_id for i in positions], list(own_keys.values()))
         same = [i for i in positions if pages[i].page_id in known
                 and known[pages[i].page_id][1] == signatures.values[i].tobytes()]
         changed = sorted(set(i for i in positions if pages[i].page_id in known) - set(same))
@@ -503,7 +504,7 @@ def add_signatures(db: sqlite_utils.Database, pages: Sequence[IndexedPage], sign
         sets = stored_form(shingles, order, settings) if settings.verify != "estimate" else None
         anchors = _anchor_lists(signatures, order)
         joined = _insert_docs(db, docs, [pages[i] for i in order], signatures.values[order], seen, settings, sets,
-                              anchors)
+                              anchors, np.array([own_keys[i] for i in order], dtype=np.int64))
     return AddResult(added=len(fresh), updated=len(changed), unchanged=len(same),
                      empty=int(signatures.empty.sum()), joined=joined)
 
@@ -544,35 +545,37 @@ def _refresh(db: sqlite_utils.Database, pages: list[IndexedPage], docs: list[int
 def page_keys(page_ids: Sequence[str]) -> np.ndarray:
     """Each page id's page key (int64 in [PAGE_KEY_BASE, 2 * PAGE_KEY_BASE): 47 bits of its BLAKE2b hash): a key
     row (page key, doc) in the band index finds a page by its id; two ids may share a key, the row's page says."""
-    mask = PAGE_KEY_BASE - 1
-    return np.array([PAGE_KEY_BASE | (int.from_bytes(hashlib.blake2b(p.encode("utf-8", "surrogatepass"),
-                                                                      digest_size=8).digest(), "little") & mask)
-                     for p in page_ids], dtype=np.int64)
+    digests = b"".join([hashlib.blake2b(p.encode("utf-8", "surrogatepass"), digest_size=8).digest() for p in page_ids])
+    return (np.frombuffer(digests, dtype="<u8") & np.uint64(PAGE_KEY_BASE - 1)).astype(np.int64) | PAGE_KEY_BASE
 
 
-def _page_rows(docs: np.ndarray, page_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """The pages' (page key, doc) rows sorted by key then doc."""
-    keys = page_keys(page_ids)
+def _page_rows(docs: np.ndarray, page_ids: Sequence[str], keys: np.ndarray | None = None) -> tuple[np.ndarray,
+                                                                                                   np.ndarray]:
+    """The pages' (page key, doc) rows sorted by key then doc (``keys``: their page keys, when known)."""
+    keys = page_keys(page_ids) if keys is None else keys
     order = np.lexsort((docs, keys))
     return keys[order], np.asarray(docs, dtype=np.int64)[order]
 
 
-def _page_docs(db: sqlite_utils.Database, page_ids: Sequence[str], columns: str = "doc, page_id") -> list[tuple]:
+def _page_docs(db: sqlite_utils.Database, page_ids: Sequence[str], columns: str = "doc, page_id",
+               keys: Sequence[int] | None = None) -> list[tuple]:
     """The stored rows (``columns``, the second of which is page_id) of the pages with these ids: the docs their
-    page keys find in the band index, read by doc and kept where the page id is the one asked for."""
+    page keys (``keys``, when known) find in the band index, read by doc and kept where the page id is the one
+    asked for."""
     wanted = set(page_ids)
     if not wanted:
         return []
-    keys = np.unique(page_keys(sorted(wanted)))
+    keys = np.unique(page_keys(sorted(wanted)) if keys is None else np.array(keys, dtype=np.int64))
     rows = np.concatenate((_segment_rows(db, keys, None), _recent(db).find(keys)))
     docs = sorted(set(rows[:, 1].tolist()))
     return [r for r in _select_in(db, f"SELECT {columns} FROM lsh_signatures WHERE doc IN ({{ids}})", docs)
             if r[1] in wanted]
 
 
-def _known_pages(db: sqlite_utils.Database, page_ids: Sequence[str]) -> dict[str, tuple]:
-    """page id -> (doc, signature, first_seen) of the stored pages among ``page_ids``."""
-    return {row[1]: (row[0], *row[2:]) for row in _page_docs(db, page_ids, "doc, page_id, signature, first_seen")}
+def _known_pages(db: sqlite_utils.Database, page_ids: Sequence[str], keys: Sequence[int]) -> dict[str, tuple]:
+    """page id -> (doc, signature, first_seen) of the stored pages among ``page_ids`` (``keys``: their page keys)."""
+    return {row[1]: (row[0], *row[2:])
+            for row in _page_docs(db, page_ids, "doc, page_id, signature, first_seen", keys)}
 
 
 def _band_rows(keys: np.ndarray, docs: np.ndarray,
@@ -1255,12 +1258,13 @@ def _bucket_rows(db: sqlite_utils.Database, keys: np.ndarray, cap: int = BUCKET_
 
 def _insert_docs(db: sqlite_utils.Database, docs: np.ndarray, pages: list[IndexedPage], values: np.ndarray,
                  first_seen: list[int], settings: ShingleSettings, sets: list[np.ndarray] | None,
-                 anchors: list[np.ndarray]) -> int:
-    """Insert band and anchor keys, find and verify candidates, then store the pages with their clusters."""
+                 anchors: list[np.ndarray], own_keys: np.ndarray) -> int:
+    """Insert band and anchor keys (and the pages' page keys, ``own_keys``), find and verify candidates, then store
+    the pages with their clusters."""
     if not len(docs):
         return 0
     pairs = _candidate_pairs(db, *_band_rows(band_keys(values, settings), docs, anchors), len(docs),
-                             _page_rows(docs, [p.page_id for p in pages]))
+                             _page_rows(docs, [], own_keys))
     source = _SignatureSource(db, settings, docs, values,
                               dict(zip(docs.tolist(), sets)) if sets is not None else None, [p.url for p in pages])
     edges, sizes = _verified_edges(db, pairs, docs, source)
@@ -1719,6 +1723,8 @@ def stored_anchors(db: sqlite_utils.Database, doc: int) -> np.ndarray:
 
 def stored_sets(db: sqlite_utils.Database, docs: Sequence[int], settings: ShingleSettings) -> dict[int, np.ndarray]:
     """Stored verification sets (samples or all shingle hashes; none with verify = "estimate")."""
+    if not len(docs):
+        return {}
     dtype = np.uint32 if settings.hash_bits == 32 else np.uint64
     rows = _select_in(db, "SELECT doc, hashes FROM lsh_signatures WHERE doc IN ({ids})", list(docs))
     older = [doc for doc, blob in rows if blob is None]  # stored before migration 7: in lsh_shingles

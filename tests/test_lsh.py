@@ -762,3 +762,38 @@ def test_a_filter_probe_hash_by_hash_answers_as_all_positions_at_once(held, prob
     assert lsh._bloom_has(bits, keys, cache).tolist() == expected.tolist()
     assert lsh._bloom_has(bits, keys).tolist() == expected.tolist()
     assert expected[len(probed):].all()
+
+
+@hsettings(max_examples=25, deadline=None)
+@given(ids=st.lists(st.text(min_size=1, max_size=6), min_size=1, max_size=30, unique=True),
+       removed=st.sets(st.integers(0, 29), max_size=8), collide=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_pages_are_found_by_page_id_through_their_page_keys(tmp_path_factory, ids, removed, collide, seed):
+    """Pages are found by id through their page key rows (migration 8) whatever the ids, even when every id shares its
+    page key with others (``collide``): indexed again unchanged or changed, looked up, removed; page keys lie above
+    every band key and never make a candidate pair."""
+    import pytest as _pytest
+
+    with _pytest.MonkeyPatch.context() as patch:
+        patch.setattr(lsh, "RECENT_PAGES", 7)
+        if collide:
+            patch.setattr(lsh, "page_keys", lambda page_ids: np.array(
+                [lsh.PAGE_KEY_BASE | (len(p) % 2) for p in page_ids], dtype=np.int64))
+        db = open_db(tmp_path_factory.mktemp("pages") / "index.db")
+        rng = np.random.default_rng(seed)
+        values = make_signatures(rng, len(ids), 3, 0.5)
+        for start in range(0, len(ids), 4):
+            add(db, ids[start:start + 4], values[start:start + 4])
+        again = add(db, ids, values)  # every page again, the same signatures: nothing added
+        assert (again.added, again.updated, again.unchanged) == (0, 0, len(ids))
+        changed = add(db, ids[:2], make_signatures(rng, len(ids[:2]), 1, 0.0))
+        assert (changed.added, changed.updated) == (0, len(ids[:2]))
+        gone = [ids[i] for i in sorted(removed) if i < len(ids)]
+        assert lsh.remove_pages(db, gone + ["not indexed"]) == len(gone)
+        for i, page in enumerate(ids):
+            row = lsh.page_row(db, page)
+            assert (row is None) == (page in gone) and (row is None or row.page_id == page)
+        assert lsh.stats(db)["pages"] == len(ids) - len(gone)
+        pairs = np.concatenate(list(lsh.iter_candidate_pairs(db)) or [np.empty((0, 2), np.int64)])
+        stored = dict(db.conn.execute("SELECT doc, signature FROM lsh_signatures").fetchall())
+        keys = {d: set(band_keys(np.frombuffer(v, np.uint32)[None, :], SETTINGS)[0].tolist()) for d, v in stored.items()}
+        assert all(keys[a] & keys[b] for a, b in pairs.tolist())  # every candidate shares a band key
