@@ -278,10 +278,13 @@ def _page_keys(db: sqlite_utils.Database) -> None:
     db.execute("DROP TABLE lsh_signatures")
     db.execute("ALTER TABLE lsh_signatures_new RENAME TO lsh_signatures")
     db.execute("CREATE INDEX lsh_signatures_cluster ON lsh_signatures (cluster) WHERE cluster != doc")
-    rows = db.execute("SELECT doc, page_id FROM lsh_signatures ORDER BY doc").fetchall()
-    if rows:
-        keys, docs = _page_rows(np.array([r[0] for r in rows], dtype=np.int64), [r[1] for r in rows])
-        _add_segment(db, keys, docs)
+    keys, docs = [np.empty(0, np.int64)], [np.empty(0, np.int64)]
+    cursor = db.execute("SELECT doc, page_id FROM lsh_signatures ORDER BY doc")
+    while chunk := cursor.fetchmany(SEGMENT_SLICE_ROWS):  # (16 bytes a page held, not a Python row)
+        keys.append(page_keys([r[1] for r in chunk]))
+        docs.append(np.array([r[0] for r in chunk], dtype=np.int64))
+    if sum(len(k) for k in keys):
+        _add_segment(db, *_page_rows(np.concatenate(docs), [], np.concatenate(keys)))
 
 
 STEPS = [_create_tables, _add_fetch_times, _add_anchors, _add_sample_min, _runs_and_filters, _segments_from_bands,
