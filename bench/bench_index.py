@@ -5,7 +5,7 @@
                                 [--page-size 0] [--verify sample|exact|estimate] [--set-size 1000] [--sample 256]
                                 [--anchor-rate 16] [--anchor-keys 12]
                                 [--keep]
-                                [--phases]
+                                [--phases] [--filter-memory-mib 192] [--recent-pages 50000]
     python bench/bench_index.py --merge-rows 1400000
 
 
@@ -35,6 +35,10 @@ their callers too) and the commits.
 random (key, doc) rows each, then the N rows of a flush, inside a caller's transaction (the merge runs in the
 savepoint ``add_signatures`` makes): CPU per merged row, and by part (ordering the rows, setting the new segment's
 filter, writing its blocks, reading the merged ones), then the commit and the checkpoint.
+``--filter-memory-mib`` and ``--recent-pages`` set config.FILTER_MEMORY_BYTES and RECENT_PAGES for the run: a scale
+model of a larger index (``--n 400000 --recent-pages 2000 --filter-memory-mib 7.68`` makes the segments and the
+filters' share of memory that 10M pages make with the defaults, at a 25th of the pages). The end of the run prints
+the segments' filters (memory, bits a key row).
 ``--page-size`` creates the database with that SQLite page size before ``open_db`` (0: open_db's default).
 """
 
@@ -288,6 +292,14 @@ def print_phases(spent: dict[str, list], total_cpu: float, pages: int) -> None:
           f"{rest / pages * 1e6:6.1f} us a page")
 
 
+def print_filters(db) -> None:
+    """The segments (level, rows) and their filters: memory against FILTER_MEMORY_BYTES, bits a key row."""
+    items = lsh._segments(db).items
+    shares = ", ".join(f"L{s.level} {s.rows / 1e6:.1f}M rows {len(s.bits) * 8 / max(s.rows, 1):.1f}" for s in items)
+    print(f"filters: {sum(len(s.bits) for s in items) / 2**20:,.1f} MiB of {lsh.FILTER_MEMORY_BYTES / 2**20:,.1f}; "
+          f"segments and bits a row: {shares}")
+
+
 def time_merge(rows: int) -> None:
     import functools
     from store.db import transaction
@@ -368,9 +380,14 @@ def main() -> None:
                         help="anchor keys a page keeps from its end besides (0: none)")
     parser.add_argument("--keep", action="store_true", help="keep the database file")
     parser.add_argument("--phases", action="store_true", help="print where the inserts' CPU went, by step")
+    parser.add_argument("--filter-memory-mib", type=float, default=lsh.FILTER_MEMORY_BYTES / 2**20,
+                        help="the segments' filters' memory budget (config.FILTER_MEMORY_BYTES), MiB")
+    parser.add_argument("--recent-pages", type=int, default=lsh.RECENT_PAGES,
+                        help="pages between flushes of the recent runs into a segment (config.RECENT_PAGES)")
     parser.add_argument("--merge-rows", type=int, default=0,
                         help="time one merge of segments of this many rows instead (see above)")
     args = parser.parse_args()
+    lsh.FILTER_MEMORY_BYTES, lsh.RECENT_PAGES = int(args.filter_memory_mib * 2**20), args.recent_pages
     if args.merge_rows:
         time_merge(args.merge_rows)
         return
@@ -400,6 +417,7 @@ def main() -> None:
           f"CPU second; {wall:.0f} s wall, {planted:,} planted); the last 10% of batches at "
           f"{args.batch * last / tail:,.0f} docs/s ({args.batch * last / tail_cpu:,.0f} per CPU second); "
           f"load average {os.getloadavg()[0]:.1f}")
+    print_filters(db)
     stats = lsh.stats(db)
     print(f"clusters: {stats['clusters']:,} holding {stats['pages_in_clusters']:,} pages")
     time_pairs(db)

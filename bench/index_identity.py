@@ -3,9 +3,12 @@ what the index gives: every candidate pair row, the verified pairs, the clusters
 lookups, and of every stored row (pages with their signatures, anchor keys and verification sets, clusters, counters;
 the band index's segments, blocks and recent runs: the same bytes, not only the same answers; a page's
 verification set is digested with the page's doc wherever the schema keeps it). Two checkouts that give
-the same file find the same candidates and build the same clusters.
+the same file find the same candidates and build the same clusters. ``pages_h`` (pages, verification sets, clusters)
+and ``band_rows_h`` (the set of band and anchor key rows) leave out what a change of the band index's layout moves
+(page key rows, filters, the state tokens made from the rows): two layouts that store the same pages and key rows
+give the same values.
 
-    python bench/index_identity.py CHECKOUT N RECENT_PAGES OUT.json
+    python bench/index_identity.py CHECKOUT N RECENT_PAGES OUT.json [--filter-memory-bytes B]
 
 N pages in batches of 200 inside extract's growing transactions, RECENT_PAGES as given (small: many flushes and
 merges of segments), and halfway a few pages removed (their rows leave the band index).
@@ -22,6 +25,8 @@ parser.add_argument("checkout", help="the checkout whose store.lsh (and bench/be
 parser.add_argument("n", type=int, help="pages (a multiple of 200)")
 parser.add_argument("recent_pages", type=int, help="RECENT_PAGES for this run")
 parser.add_argument("out", help="JSON file of the digests")
+parser.add_argument("--filter-memory-bytes", type=int, default=None,
+                    help="FILTER_MEMORY_BYTES for this run (small: filters shared, thinned, rebuilt as the index grows)")
 cli = parser.parse_args()
 checkout, n, recent, out = cli.checkout, cli.n, cli.recent_pages, cli.out
 sys.path.insert(0, checkout)
@@ -34,6 +39,8 @@ from templater.pipeline import GrowingBatch
 from templater.shingles import ShingleSettings, Signatures
 import bench_index as b
 lsh.RECENT_PAGES = recent
+if cli.filter_memory_bytes is not None:
+    lsh.FILTER_MEMORY_BYTES = cli.filter_memory_bytes
 settings = ShingleSettings()
 args = type("A", (), dict(dup_share=0.1, set_size=1000, verify="sample", sample=settings.sample))()
 db = open_db(Path(tempfile.mkdtemp()) / "i.db")
@@ -82,9 +89,18 @@ stored_h = table_h(f"SELECT {', '.join(page_columns)} FROM lsh_signatures ORDER 
     + table_h("SELECT * FROM dup_clusters ORDER BY cluster") + table_h("SELECT * FROM lsh_state ORDER BY name")
 band_h = table_h("SELECT * FROM lsh_segments ORDER BY segment") + table_h("SELECT * FROM lsh_blocks ORDER BY id") \
     + table_h("SELECT * FROM lsh_runs ORDER BY run")
+pages_h = table_h(f"SELECT {', '.join(page_columns)} FROM lsh_signatures ORDER BY doc") \
+    + table_h(f"SELECT * FROM ({sets_sql}) ORDER BY doc") + table_h("SELECT * FROM dup_clusters ORDER BY cluster")
+band_rows = [np.empty((0, 2), np.int64)]  # the band and anchor key rows as a set, wherever the layout keeps them
+for table in ("lsh_blocks", "lsh_runs"):
+    for key_blob, doc_blob in db.conn.execute(f"SELECT keys, docs FROM {table}"):
+        band_rows.append(np.stack((np.frombuffer(key_blob, np.int64), np.frombuffer(doc_blob, np.int64)), axis=1))
+band_rows = np.concatenate(band_rows)
+band_rows = np.unique(band_rows[band_rows[:, 0] < 1 << 47], axis=0)  # (page keys, from 2**47 up: not band rows)
 res = {"candidate_rows": len(codes), "candidates": hashlib.sha256(codes.tobytes()).hexdigest()[:16],
        "distinct": int(len(np.unique(codes))), "verified": len(verified), "verified_h": h(verified),
        "clusters": len(clusters), "clusters_h": h(clusters), "links_h": h(links), "signatures_h": h(sig),
-       "queries_h": h(queries), "stored_h": stored_h, "band_index_h": band_h, "stats": lsh.stats(db)}
+       "queries_h": h(queries), "pages_h": pages_h,
+       "band_rows_h": hashlib.sha256(band_rows.tobytes()).hexdigest()[:16], "stored_h": stored_h, "band_index_h": band_h, "stats": lsh.stats(db)}
 json.dump(res, open(out, "w"), indent=1)
 print(res)

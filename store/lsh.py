@@ -5,7 +5,9 @@ Tables (component "lsh"):
     lsh_settings    name -> JSON value of every ShingleSettings field; data made with other settings is refused
     lsh_state       counters: next_doc (internal page numbers are never reused), generation (one per add call
                     that adds pages)
-    lsh_signatures  doc INTEGER PK, page_id UNIQUE, url, signature BLOB (uint32 slots), first_seen (generation),
+    lsh_signatures  doc INTEGER PK, page_id (found through its page key row in the band index; until migration 8
+                    by a UNIQUE index, whose random leaves every commit rewrote), url, signature BLOB (uint32 slots),
+                    first_seen (generation),
                     boilerplate_chars, text_chars, cluster (a cluster's label is the doc number of one member;
                     a page alone has cluster = doc; a partial index holds only pages whose cluster != doc),
                     fetched_at (when the page was fetched, UTC ISO-8601, NULL when unknown; added by migration 2),
@@ -13,9 +15,11 @@ Tables (component "lsh"):
                     hashes (its verification set, as lsh_shingles held it; added by migration 7: pages stored
                     before keep theirs in lsh_shingles)
     lsh_segments    segment -> level, rows, fences (int64 BLOB: the first key of each block), filter (a Bloom filter
-                    of its keys, SEGMENT_FILTER_BITS a row within FILTER_MEMORY_BYTES): the band index, one 47-bit key
-                    per band and one per anchor key, as a few immutable segments of (key, doc) rows sorted by key
-                    then doc (migration 6; until then the row table lsh_bands, with lsh_filter's filters)
+                    of its keys, SEGMENT_FILTER_BITS a row, fewer when the filters share FILTER_MEMORY_BYTES): the
+                    band index, one 47-bit key per band and one per anchor key, and a page key (``page_keys``, from
+                    2**47 up: never a candidate) per page (migration 8), as a few immutable segments of (key, doc)
+                    rows sorted by key then doc (migration 6; until then the row table lsh_bands, with lsh_filter's
+                    filters)
     lsh_blocks      id (segment << 32 | block) -> keys, docs (int64 BLOBs): a segment's rows, SEGMENT_BLOCK_ROWS a
                     block
     lsh_runs        run -> keys, docs (int64 BLOBs, sorted by key then doc): the (key, doc) rows of the pages added
@@ -52,6 +56,7 @@ the row table lsh_bands took every flush's random keys into nearly every leaf (a
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -65,7 +70,8 @@ from templater.config import (BUCKET_CAP, ID_CHUNK, CACHE_KIB, CHECKPOINT_BYTES,
                               ROUND_LIMITS, REFERENCE_MEMBERS, FILTER_BITS_PER_KEY, FILTER_HASHES,
                               FILTER_FIRST_KEYS, RECENT_FILTER_KEYS, RECENT_FILTER_BITS, RECENT_FILTER_HASHES,
                               RECENT_TIER_FANOUT, PAIR_CHUNK, SEGMENT_BLOCK_ROWS, SEGMENT_FANOUT,
-                              SEGMENT_SLICE_ROWS, SEGMENT_FILTER_BITS, FILTER_MEMORY_BYTES,
+                              SEGMENT_SLICE_ROWS, SEGMENT_FILTER_BITS, FILTER_MEMORY_BYTES, FILTER_MIN_BITS,
+                              FILTER_HEADROOM, FILTER_REBUILD_BLOCKS,
                               BLOOM_CHUNK_KEYS, BLOOM_DENSE_SPAN)  # noqa: F401
 from templater import native
 from templater.errors import InputError, SettingsMismatchError
@@ -77,6 +83,8 @@ from templater.shingles import (ALGORITHM_VERSION, LEGACY_ANCHOR_TAIL_KEYS, LEGA
 if TYPE_CHECKING:  # annotations only: a store opens without sqlite-utils (store.db.Database)
     import sqlite_utils
 
+PAGE_KEY_BASE = 1 << 47  # page keys (``page_keys``) lie in [2**47, 2**48), above every band and anchor key (below
+# 2**47): they find pages by page id in the band index, and candidates never come from them
 PAIR_SHIFT = 31  # a pair of doc numbers (each below 2**31) packed into one int64
 DOC_SPAN_BITS = 16  # a batch's (key, doc) rows are sorted as one int64 (key << 16 | doc - the first doc) when its docs
 # lie within 2**16 of each other and its keys below 2**47
@@ -237,7 +245,7 @@ def _segments_from_bands(db: sqlite_utils.Database) -> None:
         level = 0
         while pages >= RECENT_PAGES * SEGMENT_FANOUT ** (level + 1):
             level += 1
-        writer = _SegmentWriter(db, 1, level, rows, 0)
+        writer = _SegmentWriter(db, 1, level, rows, _fair_bits(rows))
         cursor = db.execute("SELECT key, doc FROM lsh_bands ORDER BY key, doc")
         while chunk := cursor.fetchmany(SEGMENT_SLICE_ROWS):
             block = np.array(chunk, dtype=np.int64)
@@ -257,8 +265,30 @@ def _sets_in_page_rows(db: sqlite_utils.Database) -> None:
     db.execute("ALTER TABLE lsh_signatures ADD COLUMN hashes BLOB")
 
 
+def _page_keys(db: sqlite_utils.Database) -> None:
+    """Migration 8: pages are found by page id through the band index (a page key row per page, ``page_keys``), not
+    through lsh_signatures' UNIQUE index on page_id, whose random leaves every commit rewrote (a cost that grew with
+    the index): the table is rebuilt without it (same columns, same rows) and the stored pages' page keys become one
+    segment."""
+    columns = [row[1] for row in db.execute("PRAGMA table_info(lsh_signatures)").fetchall()]
+    db.execute("CREATE TABLE lsh_signatures_new (doc INTEGER PRIMARY KEY, page_id TEXT NOT NULL, url TEXT NOT NULL,"
+               " signature BLOB NOT NULL, first_seen INTEGER NOT NULL, boilerplate_chars INTEGER NOT NULL,"
+               " text_chars INTEGER NOT NULL, cluster INTEGER NOT NULL, fetched_at TEXT, anchors BLOB, hashes BLOB)")
+    db.execute(f"INSERT INTO lsh_signatures_new ({', '.join(columns)}) SELECT {', '.join(columns)} FROM lsh_signatures")
+    db.execute("DROP TABLE lsh_signatures")
+    db.execute("ALTER TABLE lsh_signatures_new RENAME TO lsh_signatures")
+    db.execute("CREATE INDEX lsh_signatures_cluster ON lsh_signatures (cluster) WHERE cluster != doc")
+    keys, docs = [np.empty(0, np.int64)], [np.empty(0, np.int64)]
+    cursor = db.execute("SELECT doc, page_id FROM lsh_signatures ORDER BY doc")
+    while chunk := cursor.fetchmany(SEGMENT_SLICE_ROWS):  # (16 bytes a page held, not a Python row)
+        keys.append(page_keys([r[1] for r in chunk]))
+        docs.append(np.array([r[0] for r in chunk], dtype=np.int64))
+    if sum(len(k) for k in keys):
+        _add_segment(db, *_page_rows(np.concatenate(docs), [], np.concatenate(keys)))
+
+
 STEPS = [_create_tables, _add_fetch_times, _add_anchors, _add_sample_min, _runs_and_filters, _segments_from_bands,
-         _sets_in_page_rows]
+         _sets_in_page_rows, _page_keys]
 
 
 def held(db: sqlite_utils.Database) -> bool:
@@ -458,9 +488,8 @@ def add_signatures(db: sqlite_utils.Database, pages: Sequence[IndexedPage], sign
     _check_batch(pages, signatures, settings, shingles)
     positions = _last_nonempty(pages, signatures)
     with transaction(db, name="lsh"):
-        known = {row[0]: row[1:] for row in _select_in(
-            db, "SELECT page_id, doc, signature, first_seen FROM lsh_signatures WHERE page_id IN ({ids})",
-            [pages[i].page_id for i in positions])}
+        own_keys = dict(zip(positions, page_keys([pages[i].page_id for i in positions]).tolist()))
+        known = _known_pages(db, [pages[i].page_id for i in positions], list(own_keys.values()))
         same = [i for i in positions if pages[i].page_id in known
                 and known[pages[i].page_id][1] == signatures.values[i].tobytes()]
         changed = sorted(set(i for i in positions if pages[i].page_id in known) - set(same))
@@ -468,7 +497,7 @@ def add_signatures(db: sqlite_utils.Database, pages: Sequence[IndexedPage], sign
         # a generation is counted only by a call that adds pages: a batch indexed again after a kill (all of it
         # known, same signatures) leaves the counters as an uninterrupted run leaves them
         generation = _next(db, "generation") if fresh else 0
-        _refresh(db, [pages[i] for i in same])
+        _refresh(db, [pages[i] for i in same], [known[pages[i].page_id][0] for i in same])
         _remove_docs(db, [known[pages[i].page_id][0] for i in changed], settings)
         order = changed + fresh
         first_new = _next(db, "next_doc", len(fresh))
@@ -478,7 +507,7 @@ def add_signatures(db: sqlite_utils.Database, pages: Sequence[IndexedPage], sign
         sets = stored_form(shingles, order, settings) if settings.verify != "estimate" else None
         anchors = _anchor_lists(signatures, order)
         joined = _insert_docs(db, docs, [pages[i] for i in order], signatures.values[order], seen, settings, sets,
-                              anchors)
+                              anchors, np.array([own_keys[i] for i in order], dtype=np.int64))
     return AddResult(added=len(fresh), updated=len(changed), unchanged=len(same),
                      empty=int(signatures.empty.sum()), joined=joined)
 
@@ -509,11 +538,47 @@ def stored_form(shingles: Shingles, order: list[int], settings: ShingleSettings)
     return [hashes[shingles.offsets[i]:shingles.offsets[i + 1]] for i in order]
 
 
-def _refresh(db: sqlite_utils.Database, pages: list[IndexedPage]) -> None:
+def _refresh(db: sqlite_utils.Database, pages: list[IndexedPage], docs: list[int]) -> None:
     db.conn.executemany(
         "UPDATE lsh_signatures SET url = ?, boilerplate_chars = ?, text_chars = ?,"
-        " fetched_at = coalesce(?, fetched_at) WHERE page_id = ?",
-        [(p.url, p.boilerplate_chars, p.text_chars, p.fetched_at, p.page_id) for p in pages])
+        " fetched_at = coalesce(?, fetched_at) WHERE doc = ?",
+        [(p.url, p.boilerplate_chars, p.text_chars, p.fetched_at, d) for p, d in zip(pages, docs)])
+
+
+def page_keys(page_ids: Sequence[str]) -> np.ndarray:
+    """Each page id's page key (int64 in [PAGE_KEY_BASE, 2 * PAGE_KEY_BASE): 47 bits of its BLAKE2b hash): a key
+    row (page key, doc) in the band index finds a page by its id; two ids may share a key, the row's page says."""
+    digests = b"".join([hashlib.blake2b(p.encode("utf-8", "surrogatepass"), digest_size=8).digest() for p in page_ids])
+    return (np.frombuffer(digests, dtype="<u8") & np.uint64(PAGE_KEY_BASE - 1)).astype(np.int64) | PAGE_KEY_BASE
+
+
+def _page_rows(docs: np.ndarray, page_ids: Sequence[str], keys: np.ndarray | None = None) -> tuple[np.ndarray,
+                                                                                                   np.ndarray]:
+    """The pages' (page key, doc) rows sorted by key then doc (``keys``: their page keys, when known)."""
+    keys = page_keys(page_ids) if keys is None else keys
+    order = np.lexsort((docs, keys))
+    return keys[order], np.asarray(docs, dtype=np.int64)[order]
+
+
+def _page_docs(db: sqlite_utils.Database, page_ids: Sequence[str], columns: str = "doc, page_id",
+               keys: Sequence[int] | None = None) -> list[tuple]:
+    """The stored rows (``columns``, the second of which is page_id) of the pages with these ids: the docs their
+    page keys (``keys``, when known) find in the band index, read by doc and kept where the page id is the one
+    asked for."""
+    wanted = set(page_ids)
+    if not wanted:
+        return []
+    keys = np.unique(page_keys(sorted(wanted)) if keys is None else np.array(keys, dtype=np.int64))
+    rows = np.concatenate((_segment_rows(db, keys, None), _recent(db).find(keys)))
+    docs = sorted(set(rows[:, 1].tolist()))
+    return [r for r in _select_in(db, f"SELECT {columns} FROM lsh_signatures WHERE doc IN ({{ids}})", docs)
+            if r[1] in wanted]
+
+
+def _known_pages(db: sqlite_utils.Database, page_ids: Sequence[str], keys: Sequence[int]) -> dict[str, tuple]:
+    """page id -> (doc, signature, first_seen) of the stored pages among ``page_ids`` (``keys``: their page keys)."""
+    return {row[1]: (row[0], *row[2:])
+            for row in _page_docs(db, page_ids, "doc, page_id, signature, first_seen", keys)}
 
 
 def _band_rows(keys: np.ndarray, docs: np.ndarray,
@@ -950,20 +1015,75 @@ def _segments(db: sqlite_utils.Database) -> _Segments:
     return held
 
 
-def _filter_size(rows: int, others: int) -> int:
-    """Bytes of a new segment's filter: SEGMENT_FILTER_BITS bits a row, less when all filters together would pass
-    FILTER_MEMORY_BYTES (whole blocks; at least 1 KiB, at most 2**29 bytes: positions are 32-bit)."""
-    size = min(max(rows, 1) * SEGMENT_FILTER_BITS // 8, max(FILTER_MEMORY_BYTES - others, 0), 1 << 29)
+def _fair_bits(total_rows: int) -> float:
+    """Bits a key row every segment's filter may take when the index holds ``total_rows`` key rows: the filters
+    share FILTER_MEMORY_BYTES evenly (SEGMENT_FILTER_BITS when that much fits), never fewer than FILTER_MIN_BITS (a
+    filter thinner than that answers "maybe" for most keys: past it memory grows rather than block reads)."""
+    return max(FILTER_MIN_BITS, min(SEGMENT_FILTER_BITS, FILTER_MEMORY_BYTES * 8 / max(total_rows, 1)))
+
+
+def _filter_size(rows: int, bits: float) -> int:
+    """Bytes of a filter of ``rows`` key rows at ``bits`` a row (whole blocks; at least 1 KiB, at most 2**29 bytes:
+    positions are 32-bit)."""
+    size = min(int(max(rows, 1) * bits) // 8, 1 << 29)
     return max(1024, size // (BLOOM_BLOCK_BITS // 8) * (BLOOM_BLOCK_BITS // 8))
+
+
+def _new_filter_bits(held: _Segments, rows: int, leaving: Sequence[_Segment] = ()) -> float:
+    """Bits a row of the filter of a new segment of ``rows`` rows (the segments ``leaving`` merged into it): the
+    index's fair share (``_fair_bits`` of all its rows), or FILTER_HEADROOM less when that would pass
+    FILTER_MEMORY_BYTES (``_share_filters`` then thins the others to the same)."""
+    gone = {s.segment for s in leaving}
+    total = rows + sum(s.rows for s in held.items if s.segment not in gone)
+    fair = _fair_bits(total)
+    if held.filter_bytes(leaving) + _filter_size(rows, fair) > FILTER_MEMORY_BYTES:
+        fair = max(FILTER_MIN_BITS, fair / FILTER_HEADROOM)
+    return fair
+
+
+def _share_filters(db: sqlite_utils.Database, held: _Segments) -> None:
+    """Keep the segments' filters within FILTER_MEMORY_BYTES with the same bits a row for all, as the index grows.
+
+    When the filters pass the budget, or a segment's filter has less than half the fair share (``_fair_bits``: an
+    index written before the budget was shared, whose newest segments got 1 KiB filters), every filter outside
+    [fair / 2, fair / FILTER_HEADROOM] bits a row is rebuilt from its segment's keys at fair / FILTER_HEADROOM (the
+    bytes a filter of that size made at the segment's writing would have). So the filters then take at most about
+    FILTER_MEMORY_BYTES / FILTER_HEADROOM, the next rebuild comes after the index grows by about FILTER_HEADROOM,
+    and no segment is left with a filter that cannot answer."""
+    live = [s for s in held.items if s.rows]
+    fair = _fair_bits(sum(s.rows for s in live))
+    low = max(FILTER_MIN_BITS, fair / FILTER_HEADROOM)
+
+    def bits_a_row(s: _Segment) -> float:
+        return len(s.bits) * 8 / s.rows
+
+    if held.filter_bytes() <= FILTER_MEMORY_BYTES and all(bits_a_row(s) >= fair / 2 for s in live):
+        return
+    for s in live:
+        size = _filter_size(s.rows, low)
+        if (size < len(s.bits) and bits_a_row(s) > low) or (size > len(s.bits) and bits_a_row(s) < fair / 2):
+            s.bits = _rebuilt_filter(db, s, size)
+            db.conn.execute("UPDATE lsh_segments SET filter = ? WHERE segment = ?", [s.bits.tobytes(), s.segment])
+
+
+def _rebuilt_filter(db: sqlite_utils.Database, segment: _Segment, size: int) -> np.ndarray:
+    """The filter of ``size`` bytes of a segment's keys, read from its blocks (keys only) FILTER_REBUILD_BLOCKS at a
+    time, in key order."""
+    bits = np.zeros(size, dtype=np.uint8)
+    for first in range(0, len(segment.fences), FILTER_REBUILD_BLOCKS):
+        rows = db.conn.execute("SELECT keys FROM lsh_blocks WHERE id BETWEEN ? AND ? ORDER BY id",
+                               [segment.base + first, segment.base + first + FILTER_REBUILD_BLOCKS - 1]).fetchall()
+        _bloom_add(bits, np.frombuffer(b"".join(r[0] for r in rows), dtype=np.int64))
+    return bits
 
 
 class _SegmentWriter:
     """Writes one segment from (key, doc) rows given in (key, doc) order, in as many calls as wanted: blocks of
     SEGMENT_BLOCK_ROWS rows (one INSERT each), their first keys, and the filter of the keys."""
 
-    def __init__(self, db: sqlite_utils.Database, segment: int, level: int, rows: int, others: int):
+    def __init__(self, db: sqlite_utils.Database, segment: int, level: int, rows: int, bits: float):
         self.db, self.segment, self.level = db, segment, level
-        self.bits = np.zeros(_filter_size(rows, others), dtype=np.uint8)
+        self.bits = np.zeros(_filter_size(rows, bits), dtype=np.uint8)  # (``bits``: its bits a row)
         self.keys: list[np.ndarray] = []
         self.docs: list[np.ndarray] = []
         self.fences: list[np.ndarray] = []
@@ -1050,7 +1170,8 @@ def _key_ranges(segments: Sequence[_Segment], extra: int, rows: int) -> list[tup
 
 def _merge_segments(db: sqlite_utils.Database, held: _Segments, merged: list[_Segment], level: int) -> _Segment:
     """One segment of ``level`` from the rows of ``merged`` (one key range at a time); theirs go."""
-    writer = _SegmentWriter(db, held.next_id(), level, sum(s.rows for s in merged), held.filter_bytes(merged))
+    rows = sum(s.rows for s in merged)
+    writer = _SegmentWriter(db, held.next_id(), level, rows, _new_filter_bits(held, rows, merged))
     for low, high in _key_ranges(merged, 0, SEGMENT_SLICE_ROWS):
         parts = [_range_rows(db, s, low, high) for s in merged]
         keys, docs = np.concatenate([k for k, _ in parts]), np.concatenate([d for _, d in parts])
@@ -1068,13 +1189,14 @@ def _add_segment(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) 
     """Rows in (key, doc) order as a new segment of level 0; then every level holding SEGMENT_FANOUT segments
     merges them into one of the next level (each row is rewritten once a level: log(pages) times in all)."""
     held = _segments(db)
-    writer = _SegmentWriter(db, held.next_id(), 0, len(keys), held.filter_bytes())
+    writer = _SegmentWriter(db, held.next_id(), 0, len(keys), _new_filter_bits(held, len(keys)))
     writer.write(keys, docs)
     held.items.append(writer.close())
     level = 0
     while len(same := [s for s in held.items if s.level == level]) >= SEGMENT_FANOUT:
         _merge_segments(db, held, same, level + 1)
         level += 1
+    _share_filters(db, held)
     held.changed(db)
 
 
@@ -1090,14 +1212,20 @@ def _segment_rows(db: sqlite_utils.Database, keys: np.ndarray, cap: int | None =
             wanted.append((s, sought, blocks))
     if not wanted:
         return np.empty((0, 2), np.int64)
-    fetched = {row[0]: row[1:] for row in _select_in(db, "SELECT id, keys, docs FROM lsh_blocks WHERE id IN ({ids})",
-                                                     [s.base + b for s, _, blocks in wanted for b in blocks.tolist()])}
+    ids = np.concatenate([s.base + blocks for s, _, blocks in wanted])
+    fetched = _select_in(db, "SELECT id, keys, docs FROM lsh_blocks WHERE id IN ({ids})", ids.tolist())
+    if len(fetched) != len(ids) or any(row[0] != i for row, i in zip(fetched, ids.tolist())):
+        fetched.sort()  # (an IN list of row ids gives its rows in id order: blocks are asked for in that order)
+    # every block's rows end to end, cut by segment: one join of all the blocks, not one list a segment
+    block_keys = np.frombuffer(b"".join([r[1] for r in fetched]), dtype=np.int64)
+    block_docs = np.frombuffer(b"".join([r[2] for r in fetched]), dtype=np.int64)
+    ends = np.cumsum([len(r[1]) >> 3 for r in fetched]).tolist()
     parts = [np.empty((0, 2), np.int64)]
+    done = 0
     for s, sought, blocks in wanted:
-        got = [fetched[s.base + b] for b in blocks.tolist()]
-        block_keys = np.frombuffer(b"".join(g[0] for g in got), dtype=np.int64)
-        block_docs = np.frombuffer(b"".join(g[1] for g in got), dtype=np.int64)
-        at = _gather(sought, block_keys)
+        start, end = ends[done - 1] if done else 0, ends[done + len(blocks) - 1]
+        done += len(blocks)
+        at = _gather(sought, block_keys[start:end]) + start
         parts.append(np.stack((block_keys[at], block_docs[at]), axis=1))
     return np.concatenate(parts)
 
@@ -1133,11 +1261,13 @@ def _bucket_rows(db: sqlite_utils.Database, keys: np.ndarray, cap: int = BUCKET_
 
 def _insert_docs(db: sqlite_utils.Database, docs: np.ndarray, pages: list[IndexedPage], values: np.ndarray,
                  first_seen: list[int], settings: ShingleSettings, sets: list[np.ndarray] | None,
-                 anchors: list[np.ndarray]) -> int:
-    """Insert band and anchor keys, find and verify candidates, then store the pages with their clusters."""
+                 anchors: list[np.ndarray], own_keys: np.ndarray) -> int:
+    """Insert band and anchor keys (and the pages' page keys, ``own_keys``), find and verify candidates, then store
+    the pages with their clusters."""
     if not len(docs):
         return 0
-    pairs = _candidate_pairs(db, *_band_rows(band_keys(values, settings), docs, anchors), len(docs))
+    pairs = _candidate_pairs(db, *_band_rows(band_keys(values, settings), docs, anchors), len(docs),
+                             _page_rows(docs, [], own_keys))
     source = _SignatureSource(db, settings, docs, values,
                               dict(zip(docs.tolist(), sets)) if sets is not None else None, [p.url for p in pages])
     edges, sizes = _verified_edges(db, pairs, docs, source)
@@ -1168,13 +1298,19 @@ def _blobs(arrays: np.ndarray | Sequence[np.ndarray]) -> list[bytes]:
     return [data[start:end] for start, end in zip([0, *ends[:-1]], ends)]
 
 
-def _candidate_pairs(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray, pages: int) -> np.ndarray:
+def _candidate_pairs(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray, pages: int,
+                     page_rows: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """(new page, earlier page) rows, one per shared band: stored pages from the index (looked up before the
-    batch's keys go in), pages of the batch from its own sorted keys. Then the batch's keys go in as one run
+    batch's keys go in), pages of the batch from its own sorted keys. Then the batch's keys go in as one run, with
+    its pages' page key rows (``page_rows``, sorted: above every band key, so they follow the band rows)
     (``pages``: the batch's pages, each with rows here)."""
     distinct = _distinct_sorted(keys)
     stored = _stored_partners(db, keys, docs, distinct)
-    _append_run(db, _recent(db), keys, docs, distinct)
+    if page_rows is not None and len(page_rows[0]):
+        _append_run(db, _recent(db), np.concatenate((keys, page_rows[0])), np.concatenate((docs, page_rows[1])),
+                    np.concatenate((distinct, _distinct_sorted(page_rows[0]))))
+    else:
+        _append_run(db, _recent(db), keys, docs, distinct)
     _merge_recent(db, pages)
     within = bucket_pairs(keys, docs)[:, ::-1]
     return np.concatenate((stored, within))
@@ -1415,8 +1551,7 @@ def remove_pages(db: sqlite_utils.Database, page_ids: Sequence[str]) -> int:
     if settings is None:
         return 0
     with transaction(db, name="lsh"):
-        docs = [row[0] for row in _select_in(db, "SELECT doc FROM lsh_signatures WHERE page_id IN ({ids})",
-                                             list(dict.fromkeys(page_ids)))]
+        docs = [row[0] for row in _page_docs(db, list(dict.fromkeys(page_ids)))]
         _remove_docs(db, docs, settings)
     return len(docs)
 
@@ -1424,10 +1559,13 @@ def remove_pages(db: sqlite_utils.Database, page_ids: Sequence[str]) -> int:
 def _remove_docs(db: sqlite_utils.Database, docs: list[int], settings: ShingleSettings) -> None:
     if not docs:
         return
-    rows = _select_in(db, "SELECT doc, cluster, signature, anchors FROM lsh_signatures WHERE doc IN ({ids})", docs)
+    rows = _select_in(db, "SELECT doc, cluster, signature, anchors, page_id FROM lsh_signatures WHERE doc IN ({ids})",
+                      docs)
     values = np.stack([np.frombuffer(r[2], dtype=np.uint32) for r in rows])
-    keys, key_docs = _band_rows(band_keys(values, settings), np.array([r[0] for r in rows], dtype=np.int64),
-                                [_anchors_of(r[3]) for r in rows])
+    row_docs = np.array([r[0] for r in rows], dtype=np.int64)
+    keys, key_docs = _band_rows(band_keys(values, settings), row_docs, [_anchors_of(r[3]) for r in rows])
+    own_keys, own_docs = _page_rows(row_docs, [r[4] for r in rows])
+    keys, key_docs = np.concatenate((keys, own_keys)), np.concatenate((key_docs, own_docs))
     conn = db.conn
     _drop_segment_rows(db, keys, key_docs)
     _drop_recent(db, docs)
@@ -1527,9 +1665,9 @@ def page_row(db: sqlite_utils.Database, id_or_url: str) -> Member | None:
     """A stored page by page id, else by URL (a URL lookup scans the table)."""
     prepare(db)
     columns = "doc, page_id, url, signature, first_seen, boilerplate_chars, text_chars, fetched_at"
-    row = db.conn.execute(f"SELECT {columns} FROM lsh_signatures WHERE page_id = ?", [id_or_url]).fetchone() or \
-        db.conn.execute(f"SELECT {columns} FROM lsh_signatures WHERE url = ? ORDER BY doc LIMIT 1",
-                        [id_or_url]).fetchone()
+    found = _page_docs(db, [id_or_url], columns)
+    row = found[0] if found else db.conn.execute(
+        f"SELECT {columns} FROM lsh_signatures WHERE url = ? ORDER BY doc LIMIT 1", [id_or_url]).fetchone()
     return _member(row) if row else None
 
 
@@ -1588,6 +1726,8 @@ def stored_anchors(db: sqlite_utils.Database, doc: int) -> np.ndarray:
 
 def stored_sets(db: sqlite_utils.Database, docs: Sequence[int], settings: ShingleSettings) -> dict[int, np.ndarray]:
     """Stored verification sets (samples or all shingle hashes; none with verify = "estimate")."""
+    if not len(docs):
+        return {}
     dtype = np.uint32 if settings.hash_bits == 32 else np.uint64
     rows = _select_in(db, "SELECT doc, hashes FROM lsh_signatures WHERE doc IN ({ids})", list(docs))
     older = [doc for doc, blob in rows if blob is None]  # stored before migration 7: in lsh_shingles
@@ -1611,6 +1751,9 @@ def iter_candidate_pairs(db: sqlite_utils.Database, *, chunk_rows: int = SEGMENT
         end = len(recent_keys) if high is None else int(np.searchsorted(recent_keys, high, side="left"))
         parts.append((recent_keys[start:end], recent_docs[start:end]))
         keys, docs = np.concatenate([k for k, _ in parts]), np.concatenate([d for _, d in parts])
+        if len(keys) and keys.max() >= PAGE_KEY_BASE:  # (page keys: no candidates)
+            band = keys < PAGE_KEY_BASE
+            keys, docs = keys[band], docs[band]
         yield bucket_pairs(*_ordered_rows(keys, docs)[:2])
 
 

@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted([*ROOT.glob("templater/*.py"), *ROOT.glob("store/*.py"), ROOT / "cli.py"])
 FORMAT_NAMES = {
     "store/lsh.py": {"PAD_KEY", "PAIR_SHIFT", "DOC_SPAN_BITS",  # the band key packing, a batch's rows packed
-                     "BLOCK_ID_SHIFT", "BLOOM_BLOCK_BITS"},  # lsh_blocks' row ids, the segment filters' layout
+                     "BLOCK_ID_SHIFT", "BLOOM_BLOCK_BITS",  # lsh_blocks' row ids, the segment filters' layout
+                     "PAGE_KEY_BASE"},  # the page keys' range in the band index
     "templater/chartable.py": {"UNICODE_SIZE", "TABLE_BYTES", "FORMAT_VERSION"},  # the table file's layout
     "templater/ann.py": {"WEIGHTS_CACHE_FORMAT"},  # the cached archive's layout
     "templater/codecache.py": {"FORMAT"},  # the cache file's layout

@@ -217,7 +217,7 @@ def test_the_old_index_settings_are_kept_and_new_defaults_refused(tmp_path):
     described = dedup.describe_settings(db)
     assert (described["measure"], described["n"], described["rows"]) == ("jaccard", 5, 6)
     migrated = {row[0] for row in db.conn.execute("SELECT version FROM schema_migrations WHERE component = 'lsh'")}
-    assert migrated == {1, 2, 3, 4, 5, 6, 7}
+    assert migrated == set(range(1, len(lsh.STEPS) + 1))
     assert {"fetched_at", "anchors"} <= {row[1] for row in db.conn.execute("PRAGMA table_info(lsh_signatures)")}
     # what it was built with: no anchor keys, one threshold for every pair, no Jaccard floor
     assert (described["anchor_rate"], described["anchor_keys"], described["same_site_jaccard"]) == (0, 0, 0.0)
@@ -260,9 +260,10 @@ def test_a_short_page_inside_a_longer_one_of_its_own_site_is_not_a_copy(db):
     assert clusters(other) == {frozenset({"short", "long"})}
 
 
-def queried_and_extended(db, monkeypatch) -> None:
+def queried_and_extended(db, monkeypatch, *, sets_in_rows: frozenset = frozenset({"d", "e"})) -> None:
     """A fixture index (a, c, then b a cut copy of a) finds b's copy, takes two new pages that go into a new
-    segment of the band index at once (with the recent runs), and clusters them."""
+    segment of the band index at once (with the recent runs), and clusters them (``sets_in_rows``: the pages whose
+    verification sets are in their rows then)."""
     assert [r["id"] for r in dedup.find_similar_page(db, "b")] == ["a"]
     monkeypatch.setattr(lsh, "RECENT_PAGES", 2)
     words = article(np.random.default_rng(9))
@@ -273,18 +274,51 @@ def queried_and_extended(db, monkeypatch) -> None:
     assert len(segment_rows(db)) and len({doc for _, doc in segment_rows(db)}) == 5
     # migration 7: the new pages' verification sets are in their rows, the older pages' stay in lsh_shingles, and
     # verification reads both
-    assert {r[0] for r in db.conn.execute("SELECT page_id FROM lsh_signatures WHERE hashes IS NOT NULL")} == {"d", "e"}
+    assert {r[0] for r in db.conn.execute("SELECT page_id FROM lsh_signatures WHERE hashes IS NOT NULL")} == sets_in_rows
     docs = [r[0] for r in db.conn.execute("SELECT doc FROM lsh_signatures")]
     settings = lsh.load_settings(db)
     sets = lsh.stored_sets(db, docs, settings)
     assert sorted(sets) == sorted(docs) and all(len(h) for h in sets.values())
     assert [r["id"] for r in dedup.find_similar_page(db, "d")] == ["e"]
+    assert sorted(segment_rows(db, pages=True)) == page_key_rows(db)  # every page found by its id through the band index
 
 
-def segment_rows(db) -> list[tuple[int, int]]:
-    """Every (key, doc) row of the band index's segments, in block order."""
+def test_an_index_found_by_a_unique_page_id_index_migrates_to_page_keys(tmp_path, monkeypatch):
+    """tests/fixtures/lsh_v7.db (made by make_lsh_v7.py with the code of 6b35ed3: pages found by page id through
+    lsh_signatures' UNIQUE index): migration 8 rebuilds the table without that index (the same rows) and puts every
+    page's page key in the band index; its pages are found by id again (the same text again is unchanged, a lookup
+    by id, a removal by id), and new pages, lookups and clusters work as on an index built today."""
+    import random
+
+    db, before = migrated_fixture(tmp_path, "lsh_v7.db", "SELECT * FROM lsh_signatures ORDER BY doc")
+    assert db.conn.execute("SELECT * FROM lsh_signatures ORDER BY doc").fetchall() == before
+    assert not [r for r in db.conn.execute("PRAGMA index_list(lsh_signatures)") if r[2]]  # no UNIQUE index left
+    assert sorted(segment_rows(db, pages=True)) == page_key_rows(db)
+    rng = random.Random(17)  # make_lsh_v3.py's texts
+    words = [f"w{i}" for i in range(400)]
+    base = [rng.choice(words) for _ in range(150)]
+    again = dedup.index_texts(db, [("a", "http://example.org/a", " ".join(base), 10)])
+    assert (again.added, again.unchanged) == (0, 1)
+    assert lsh.page_row(db, "c").doc == 2 and lsh.page_row(db, "http://example.org/copy-of-a").page_id == "b"
+    assert lsh.page_row(db, "nowhere") is None
+    queried_and_extended(db, monkeypatch, sets_in_rows=frozenset("abcde"))
+    assert lsh.remove_pages(db, ["c", "nowhere"]) == 1
+    assert lsh.stats(db)["pages"] == 4 and lsh.page_row(db, "c") is None
+    assert sorted(segment_rows(db, pages=True)) == page_key_rows(db)
+
+
+def segment_rows(db, *, pages: bool = False) -> list[tuple[int, int]]:
+    """Every (key, doc) row of the band index's segments, in block order: the band and anchor keys' rows, or
+    (``pages``) the page keys' rows."""
     return [pair for keys, docs in db.conn.execute("SELECT keys, docs FROM lsh_blocks ORDER BY id")
-            for pair in zip(np.frombuffer(keys, np.int64).tolist(), np.frombuffer(docs, np.int64).tolist())]
+            for pair in zip(np.frombuffer(keys, np.int64).tolist(), np.frombuffer(docs, np.int64).tolist())
+            if (pair[0] >= lsh.PAGE_KEY_BASE) == pages]
+
+
+def page_key_rows(db) -> list[tuple[int, int]]:
+    """What migration 8 must have put in the band index: a (page key, doc) row for every stored page."""
+    rows = db.conn.execute("SELECT doc, page_id FROM lsh_signatures ORDER BY doc").fetchall()
+    return sorted(zip(lsh.page_keys([p for _, p in rows]).tolist(), [d for d, _ in rows]))
 
 
 def test_an_index_written_before_the_reference_clustering_keeps_working(tmp_path, monkeypatch):
@@ -300,7 +334,7 @@ def test_an_index_written_before_the_reference_clustering_keeps_working(tmp_path
     assert dedup.describe_settings(db)["anchor_rate"] == ShingleSettings().anchor_rate
     conn = db.conn
     assert {row[0] for row in conn.execute("SELECT version FROM schema_migrations WHERE component = 'lsh'")} == \
-        {1, 2, 3, 4, 5, 6, 7}
+        set(range(1, len(lsh.STEPS) + 1))
     assert dedup.describe_settings(db)["sample_min_hashes"] == 0  # verifies as it was built to
     assert clusters(db) == {frozenset({"a", "b"})}
     queried_and_extended(db, monkeypatch)
@@ -321,7 +355,7 @@ def migrated_fixture(tmp_path, name: str, *queries: str) -> tuple:
     db = open_db(path)
     assert clusters(db) == {frozenset({"a", "b"})}  # any read migrates
     assert {row[0] for row in db.conn.execute("SELECT version FROM schema_migrations WHERE component = 'lsh'")} == \
-        {1, 2, 3, 4, 5, 6, 7}
+        set(range(1, len(lsh.STEPS) + 1))
     return (db, *before)
 
 
@@ -335,6 +369,7 @@ def test_an_index_with_row_tables_of_keys_migrates_to_runs_and_filters(tmp_path,
     (keys, docs), = db.conn.execute("SELECT keys, docs FROM lsh_runs").fetchall()
     assert list(zip(np.frombuffer(keys, np.int64).tolist(), np.frombuffer(docs, np.int64).tolist())) == recent
     assert segment_rows(db) == bands  # migration 6: lsh_bands became one segment
+    assert sorted(segment_rows(db, pages=True)) == page_key_rows(db)  # migration 8: the page keys, another
     queried_and_extended(db, monkeypatch)
 
 
@@ -348,8 +383,9 @@ def test_an_index_with_a_row_table_of_band_keys_migrates_to_segments(tmp_path, m
     assert not {"lsh_bands", "lsh_filter"} & set(db.table_names())
     assert db.conn.execute("SELECT run, keys, docs FROM lsh_runs ORDER BY run").fetchall() == runs
     assert segment_rows(db) == bands
-    (segment,) = lsh._segments(db).items
-    assert segment.rows == len(bands) and segment.level == 0
+    assert sorted(segment_rows(db, pages=True)) == page_key_rows(db)
+    segment, pages = lsh._segments(db).items
+    assert segment.rows == len(bands) and segment.level == 0 and pages.rows == len(page_key_rows(db))
     assert lsh._bloom_has(segment.bits, np.array([k for k, _ in bands], dtype=np.int64)).all()
     queried_and_extended(db, monkeypatch)
 

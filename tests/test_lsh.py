@@ -121,7 +121,7 @@ def check_invariants(db, bands: int = SETTINGS.bands, anchors: bool = False) -> 
     assert sum(s.rows for s in lsh._segments(db).items) == sum(
         len(blob) // 8 for (blob,) in conn.execute("SELECT keys FROM lsh_blocks"))
     pages = conn.execute("SELECT count(*) FROM lsh_signatures").fetchone()[0]
-    assert rows >= pages * bands if anchors else rows == pages * bands
+    assert rows >= pages * (bands + 1) if anchors else rows == pages * (bands + 1)  # (and a page key row a page)
 
 
 @pytest.fixture
@@ -399,12 +399,12 @@ def test_select_in_pads_its_lists_to_few_statements_with_the_same_rows(tmp_path_
 
 @hsettings(max_examples=30, deadline=None)
 @given(batches=st.lists(st.integers(1, 9), min_size=1, max_size=8), recent=st.integers(1, 12),
-       block=st.sampled_from([1, 2, 8, 256]), fanout=st.integers(2, 4), memory=st.sampled_from([0, 1 << 30]),
+       block=st.sampled_from([1, 2, 8, 256]), fanout=st.integers(2, 4), memory=st.sampled_from([0, 3000, 1 << 30]),
        seed=st.integers(0, 2**32 - 1))
 def test_the_stored_keys_give_the_candidates_of_brute_force_banding(tmp_path_factory, batches, recent, block, fanout,
                                                                     memory, seed):
     """Whatever the batches, flushes of the recent runs (RECENT_PAGES), blocks (SEGMENT_BLOCK_ROWS), merges of
-    segments (SEGMENT_FANOUT) and filter sizes (FILTER_MEMORY_BYTES 0: the smallest filters), the index's buckets
+    segments (SEGMENT_FANOUT) and filter sizes (FILTER_MEMORY_BYTES 0: the smallest filters; 3000: filters thinned as the index grows), the index's buckets
     (whole, and capped), the candidates it finds on insert and all its candidate pairs are those of banding every
     page by brute force."""
     import pytest as _pytest
@@ -414,6 +414,7 @@ def test_the_stored_keys_give_the_candidates_of_brute_force_banding(tmp_path_fac
         patch.setattr(lsh, "SEGMENT_BLOCK_ROWS", block)
         patch.setattr(lsh, "SEGMENT_FANOUT", fanout)
         patch.setattr(lsh, "FILTER_MEMORY_BYTES", memory)
+        patch.setattr(lsh, "FILTER_MIN_BITS", 0 if memory == 0 else lsh.FILTER_MIN_BITS)
         db = open_db(tmp_path_factory.mktemp("band") / "index.db")
         rng = np.random.default_rng(seed)
         values = make_signatures(rng, sum(batches), 4, 0.6)
@@ -464,7 +465,7 @@ def test_filters_never_miss_a_key_and_grow_in_parts(monkeypatch):
 def test_a_segment_filter_of_any_size_never_misses_a_key_and_is_made_the_same_in_chunks(monkeypatch):
     rng = np.random.default_rng(8)
     stored = rng.integers(0, 2**47, size=30_000)
-    size = lsh._filter_size(len(stored), 0)
+    size = lsh._filter_size(len(stored), lsh.SEGMENT_FILTER_BITS)
     assert size % 64 == 0 and size == len(stored) * lsh.SEGMENT_FILTER_BITS // 8 // 64 * 64  # not a power of two
     whole = np.zeros(size, np.uint8)
     lsh._bloom_add(whole, stored)
@@ -479,8 +480,71 @@ def test_a_segment_filter_of_any_size_never_misses_a_key_and_is_made_the_same_in
     at = lsh._bloom_positions(np.sort(stored), size * 8)
     assert (np.diff(at[0] // lsh.BLOOM_BLOCK_BITS) >= 0).all()  # keys in order walk the blocks in order
     assert (at // lsh.BLOOM_BLOCK_BITS == at[0] // lsh.BLOOM_BLOCK_BITS).all()  # a key's bits in one block
+    assert lsh._filter_size(len(stored), 0.5) == 1856 and lsh._filter_size(len(stored), 0) == 1024  # whole blocks, 1 KiB
     monkeypatch.setattr(lsh, "FILTER_MEMORY_BYTES", 3000)
-    assert lsh._filter_size(len(stored), 1000) == 1984 and lsh._filter_size(len(stored), 5000) == 1024
+    assert lsh._fair_bits(1000) == lsh.SEGMENT_FILTER_BITS and lsh._fair_bits(4000) == 6.0
+    assert lsh._fair_bits(10**6) == lsh.FILTER_MIN_BITS  # never thinner than that
+
+
+def _filter_state(db) -> list[tuple[int, int, bytes]]:
+    return db.conn.execute("SELECT segment, rows, filter FROM lsh_segments ORDER BY segment").fetchall()
+
+
+def test_the_filters_share_their_memory_as_the_index_grows_and_none_is_left_unable_to_answer(tmp_path, monkeypatch):
+    """A budget that the index outgrows: after every batch the filters take at most FILTER_MEMORY_BYTES, every segment
+    has at least half the fair share of bits a row (the cap taken in turn left the newest segments 1 KiB filters),
+    thinned filters hold the bytes of a filter of that size made from the segment's keys, memory holds what the
+    database holds, and the index finds the candidates an index with room for every filter finds."""
+    monkeypatch.setattr(lsh, "RECENT_PAGES", 200)
+    monkeypatch.setattr(lsh, "SEGMENT_FANOUT", 3)
+    budget = 24 * 1024
+    values = make_signatures(np.random.default_rng(12), 4000, 400, 0.5)
+    roomy, tight = open_db(tmp_path / "roomy.db"), open_db(tmp_path / "tight.db")
+    thinned = False
+    for start in range(0, 4000, 250):
+        names = [f"p{i:04d}" for i in range(start, start + 250)]
+        add(roomy, names, values[start:start + 250])
+        monkeypatch.setattr(lsh, "FILTER_MEMORY_BYTES", budget)
+        add(tight, names, values[start:start + 250])
+        monkeypatch.undo()
+        monkeypatch.setattr(lsh, "RECENT_PAGES", 200)
+        monkeypatch.setattr(lsh, "SEGMENT_FANOUT", 3)
+        held = lsh._segments(tight)
+        total = sum(s.rows for s in held.items)
+        fair = min(lsh.SEGMENT_FILTER_BITS, budget * 8 / max(total, 1))
+        assert held.filter_bytes() <= budget
+        for s in held.items:
+            assert len(s.bits) * 8 / s.rows >= fair / 2, (start, s.segment, len(s.bits), s.rows)
+            assert np.array_equal(lsh._rebuilt_filter(tight, s, len(s.bits)), s.bits)
+            thinned |= len(s.bits) < lsh._filter_size(s.rows, lsh.SEGMENT_FILTER_BITS)
+        assert [(s.segment, s.rows, s.bits.tobytes()) for s in held.items] == _filter_state(tight)
+    assert thinned  # (the budget was outgrown: 32,000 key rows at 10 bits would take 40 KB)
+    pairs = [np.concatenate(list(lsh.iter_candidate_pairs(db))) for db in (roomy, tight)]
+    assert np.array_equal(*pairs)
+    assert lsh.stats(roomy) == lsh.stats(tight)
+    assert list(lsh.iter_clusters(roomy)).__repr__() == list(lsh.iter_clusters(tight)).__repr__()
+
+
+def test_an_index_whose_newest_segments_got_1_kib_filters_gets_them_rebuilt(tmp_path, monkeypatch):
+    """An index written while the cap went to the segments in turn (here: no budget and no floor, every filter 1 KiB)
+    gets filters of the fair share back at its next flush, each the filter of its keys at that size."""
+    monkeypatch.setattr(lsh, "RECENT_PAGES", 1000)
+    values = make_signatures(np.random.default_rng(13), 3000, 300, 0.5)
+    db = open_db(tmp_path / "index.db")
+    monkeypatch.setattr(lsh, "FILTER_MEMORY_BYTES", 0)
+    monkeypatch.setattr(lsh, "FILTER_MIN_BITS", 0)
+    for start in (0, 1000):
+        add(db, [f"p{i:04d}" for i in range(start, start + 1000)], values[start:start + 1000])
+    assert [len(f) for _, _, f in _filter_state(db)] == [1024, 1024]  # 9,000 rows each (8 bands, a page key)
+    monkeypatch.undo()
+    monkeypatch.setattr(lsh, "RECENT_PAGES", 1000)
+    add(db, [f"p{i:04d}" for i in range(2000, 3000)], values[2000:])
+    held = lsh._segments(db)
+    assert len(held.items) == 3 and [s.rows for s in held.items] == [9000] * 3
+    for s in held.items:
+        assert len(s.bits) * 8 / s.rows >= lsh.SEGMENT_FILTER_BITS / lsh.FILTER_HEADROOM - 0.1
+        assert np.array_equal(lsh._rebuilt_filter(db, s, len(s.bits)), s.bits)
+    assert [(s.segment, s.rows, s.bits.tobytes()) for s in held.items] == _filter_state(db)
 
 
 def test_a_rolled_back_batch_leaves_no_trace_in_memory_or_on_disk(tmp_path, monkeypatch):
@@ -578,7 +642,7 @@ def test_a_filter_set_as_packed_slices_has_the_bits_set_position_by_position(mon
     rng = np.random.default_rng(9)
     keys = rng.integers(0, 2**47, size=20_000)
     keys = np.sort(keys) if in_order else keys
-    for size in (lsh._filter_size(len(keys), 0), 1 << 16, 1024):
+    for size in (lsh._filter_size(len(keys), lsh.SEGMENT_FILTER_BITS), 1 << 16, 1024):
         monkeypatch.setattr(lsh, "BLOOM_CHUNK_KEYS", 3_000)
         dense, sparse = np.zeros(size, np.uint8), np.zeros(size, np.uint8)
         monkeypatch.setattr(lsh, "BLOOM_DENSE_SPAN", 1 << 40)
@@ -698,3 +762,38 @@ def test_a_filter_probe_hash_by_hash_answers_as_all_positions_at_once(held, prob
     assert lsh._bloom_has(bits, keys, cache).tolist() == expected.tolist()
     assert lsh._bloom_has(bits, keys).tolist() == expected.tolist()
     assert expected[len(probed):].all()
+
+
+@hsettings(max_examples=25, deadline=None)
+@given(ids=st.lists(st.text(min_size=1, max_size=6), min_size=1, max_size=30, unique=True),
+       removed=st.sets(st.integers(0, 29), max_size=8), collide=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_pages_are_found_by_page_id_through_their_page_keys(tmp_path_factory, ids, removed, collide, seed):
+    """Pages are found by id through their page key rows (migration 8) whatever the ids, even when every id shares its
+    page key with others (``collide``): indexed again unchanged or changed, looked up, removed; page keys lie above
+    every band key and never make a candidate pair."""
+    import pytest as _pytest
+
+    with _pytest.MonkeyPatch.context() as patch:
+        patch.setattr(lsh, "RECENT_PAGES", 7)
+        if collide:
+            patch.setattr(lsh, "page_keys", lambda page_ids: np.array(
+                [lsh.PAGE_KEY_BASE | (len(p) % 2) for p in page_ids], dtype=np.int64))
+        db = open_db(tmp_path_factory.mktemp("pages") / "index.db")
+        rng = np.random.default_rng(seed)
+        values = make_signatures(rng, len(ids), 3, 0.5)
+        for start in range(0, len(ids), 4):
+            add(db, ids[start:start + 4], values[start:start + 4])
+        again = add(db, ids, values)  # every page again, the same signatures: nothing added
+        assert (again.added, again.updated, again.unchanged) == (0, 0, len(ids))
+        changed = add(db, ids[:2], make_signatures(rng, len(ids[:2]), 1, 0.0))
+        assert (changed.added, changed.updated) == (0, len(ids[:2]))
+        gone = [ids[i] for i in sorted(removed) if i < len(ids)]
+        assert lsh.remove_pages(db, gone + ["not indexed"]) == len(gone)
+        for i, page in enumerate(ids):
+            row = lsh.page_row(db, page)
+            assert (row is None) == (page in gone) and (row is None or row.page_id == page)
+        assert lsh.stats(db)["pages"] == len(ids) - len(gone)
+        pairs = np.concatenate(list(lsh.iter_candidate_pairs(db)) or [np.empty((0, 2), np.int64)])
+        stored = dict(db.conn.execute("SELECT doc, signature FROM lsh_signatures").fetchall())
+        keys = {d: set(band_keys(np.frombuffer(v, np.uint32)[None, :], SETTINGS)[0].tolist()) for d, v in stored.items()}
+        assert all(keys[a] & keys[b] for a, b in pairs.tolist())  # every candidate shares a band key
