@@ -93,9 +93,8 @@ def distinct_pages(pages: Sequence[Segmented], settings: LearnSettings = LearnSe
     3-grams most pages share) is mostly (settings.near_copy of the smaller set) a kept page's own text, or the other
     way round, is left out, when the smaller text has at least settings.near_copy_size of the larger's 3-grams.
     So is a page whose own prose (the same, less blocks mostly links: settings.near_copy_links) shares at least
-    settings.near_copy_shared of the smaller with a kept page's, when the rest of one of the two is mostly prose
-    other pages of the cluster have too: what the two share is near_copy of what they share and what one of them
-    alone has.
+    settings.near_copy_shared of the smaller with a kept page's, when what the two alone share (no third page of the
+    cluster has it) outweighs what one of them has alone: settings.near_copy_lone of the two together.
 
     Two copies of one article (a syndicated story, a page under two URLs, a print version, a recrawl with a few
     words changed) would otherwise make the article's text look like boilerplate the site repeats. Shingles, not
@@ -167,8 +166,8 @@ def _near_copy_prose(a: np.ndarray, a_lone: int, b: np.ndarray, b_lone: int, pag
                      settings: LearnSettings) -> bool:
     """Whether two pages' own prose (sorted shingle sets; ``a_lone``, ``b_lone``: how many of each no other page of
     the cluster has) is one article's: the smaller at least near_copy_size of the larger, and the text the two alone
-    have (no other page of the cluster) near_copy_shared of the smaller, and near_copy of itself and what one of the
-    two has alone. Text that other pages show too (the site's, on too few pages to leave the own texts) counts
+    have (no other page of the cluster) near_copy_shared of the smaller, and near_copy_lone of itself and what one of
+    the two has alone. Text that other pages show too (the site's, on too few pages to leave the own texts) counts
     neither for nor against the pair."""
     small, large = sorted((a, b), key=len)
     if pages_with is None or not len(small) or len(small) < settings.near_copy_size * len(large):
@@ -177,7 +176,7 @@ def _near_copy_prose(a: np.ndarray, a_lone: int, b: np.ndarray, b_lone: int, pag
         return False
     both = np.intersect1d(small, large, assume_unique=True)
     alone = int(np.count_nonzero(pages_with(both) == 2))
-    return alone >= settings.near_copy_shared * len(small) and alone >= settings.near_copy * (
+    return alone >= settings.near_copy_shared * len(small) and alone >= settings.near_copy_lone * (
         alone + min(a_lone, b_lone))
 
 

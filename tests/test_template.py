@@ -411,6 +411,35 @@ def test_a_copy_with_its_boilerplate_rewritten_counts_once_in_a_small_cluster():
     assert len(distinct_pages([original, other, third])) == 3
 
 
+def test_a_copy_with_half_its_comments_rewritten_counts_once():
+    """A blog post's copy whose comments are half rewritten: the two alone share the post and the comments kept, and
+    each has the other half alone (0.59-0.74 of the shared and lone text on the typed set's blogs): near_copy_lone
+    (0.5) takes them for one page; at 0.8 (what the test read before the setting) they were two. Two posts quoting
+    one paragraph are not one page."""
+    import random
+
+    from templater.template import distinct_pages
+
+    from sitegen import article_html, sentence
+
+    def with_comments(html: str, texts: list[str]) -> str:
+        box = "".join(f"<p>{text}</p>" for text in texts)
+        return html.replace("</body>", f'<div class="comments">{box}</div></body>')
+
+    rng = random.Random(7)
+    kept, gone, new = ([sentence(rng, 20) for _ in range(n)] for n in (4, 3, 3))
+    html, _ = article_html(60, paragraphs=3)
+    original = _page(with_comments(html, kept + gone), "original")
+    copy = _page(with_comments(html, kept + new), "copy")
+    other = _page(with_comments(article_html(61, paragraphs=3)[0], [sentence(rng, 20) for _ in range(7)]), "other")
+    assert [s.page.id for s in distinct_pages([original, copy, other])] == ["coriginal", "cother"]
+    assert len(distinct_pages([original, copy, other], LearnSettings(near_copy_lone=0.8))) == 3
+    quote = sentence(rng, 30)
+    first, second = (_page(with_comments(article_html(seed, paragraphs=3)[0], [quote]), f"q{seed}")
+                     for seed in (62, 63))
+    assert len(distinct_pages([first, second, other])) == 3
+
+
 def test_lists_of_other_stories_are_not_a_pages_own_text():
     """Linked headlines of other stories (trending, most read) change from one crawl to the next: a copy crawled on
     another day shows others, which are no part of its article. Blocks mostly links (near_copy_links) are left out
