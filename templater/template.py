@@ -93,9 +93,9 @@ def distinct_pages(pages: Sequence[Segmented], settings: LearnSettings = LearnSe
     3-grams most pages share) is mostly (settings.near_copy of the smaller set) a kept page's own text, or the other
     way round, is left out, when the smaller text has at least settings.near_copy_size of the larger's 3-grams.
     So is a page whose own prose (the same, less blocks mostly links: settings.near_copy_links) shares at least
-    settings.near_copy_shared of the smaller with a kept page's, when the rest of one of the two is mostly prose
-    other pages of the cluster have too: what the two share is near_copy of what they share and what one of them
-    alone has.
+    settings.near_copy_shared of the smaller with a kept page's, when what the two alone share (no third page of the
+    cluster has it) is settings.near_copy_lone of itself and what one of them has alone (near_copy unless the two
+    alone have a long paragraph word for word: entries of a series share phrases, a copy paragraphs).
 
     Two copies of one article (a syndicated story, a page under two URLs, a print version, a recrawl with a few
     words changed) would otherwise make the article's text look like boilerplate the site repeats. Shingles, not
@@ -109,7 +109,8 @@ def distinct_pages(pages: Sequence[Segmented], settings: LearnSettings = LearnSe
     longs = [{b.hash: (b.text, b.link_chars <= settings.near_copy_links * len(b.text)) for b in seg.blocks
               if len(b.text) >= settings.near_copy_chars} for seg in pages]
     need = max(settings.near_copy_common_pages, len(pages) / 2)
-    common = {h for h, n in Counter(h for blocks in longs for h in blocks).items() if n >= need}
+    held = Counter(h for blocks in longs for h in blocks)
+    common = {h for h, n in held.items() if n >= need}
     # long blocks most pages share are the site's, not the article's; so are the 3-grams most pages' own texts
     # share (the prose of generated pages that differ by a name)
     owns = _own_sets([[text for h, (text, _) in blocks.items() if h not in common] for blocks in longs], need)
@@ -121,15 +122,18 @@ def distinct_pages(pages: Sequence[Segmented], settings: LearnSettings = LearnSe
         lone = [int(np.count_nonzero(pages_with(own) == 1)) for own in prose]
     else:
         prose, lone, pages_with = [np.empty(0, np.uint64)] * len(pages), [0] * len(pages), None
-    kept: list[tuple[np.ndarray, np.ndarray, int]] = []
+    # the long prose blocks (word for word) that a page and one other page alone have
+    pair_blocks = [{h for h, (_, few_links) in blocks.items() if few_links and held[h] == 2} for blocks in longs]
+    kept: list[tuple[np.ndarray, np.ndarray, int, set]] = []
     out: list[Segmented] = []
-    for seg, own, own_prose, own_lone in zip(pages, owns, prose, lone):
+    for seg, own, own_prose, own_lone, own_pair in zip(pages, owns, prose, lone, pair_blocks):
         if len(own) and any(_near_copy(own, other, settings) or _near_copy_prose(
-                own_prose, own_lone, other_prose, other_lone, pages_with, settings)
-                            for other, other_prose, other_lone in kept):
+                own_prose, own_lone, other_prose, other_lone, pages_with, settings,
+                verbatim=not own_pair.isdisjoint(other_pair))
+                            for other, other_prose, other_lone, other_pair in kept):
             continue
         out.append(seg)
-        kept.append((own, own_prose, own_lone))
+        kept.append((own, own_prose, own_lone, own_pair))
     return out
 
 
@@ -164,11 +168,11 @@ def _near_copy(a: np.ndarray, b: np.ndarray, settings: LearnSettings) -> bool:
 
 
 def _near_copy_prose(a: np.ndarray, a_lone: int, b: np.ndarray, b_lone: int, pages_with: _PagesWith | None,
-                     settings: LearnSettings) -> bool:
+                     settings: LearnSettings, *, verbatim: bool = False) -> bool:
     """Whether two pages' own prose (sorted shingle sets; ``a_lone``, ``b_lone``: how many of each no other page of
     the cluster has) is one article's: the smaller at least near_copy_size of the larger, and the text the two alone
-    have (no other page of the cluster) near_copy_shared of the smaller, and near_copy of itself and what one of the
-    two has alone. Text that other pages show too (the site's, on too few pages to leave the own texts) counts
+    have (no other page of the cluster) near_copy_shared of the smaller, and near_copy_lone (``verbatim``: the two
+    alone have a long paragraph word for word; else near_copy) of itself and what one of the two has alone. Text that other pages show too (the site's, on too few pages to leave the own texts) counts
     neither for nor against the pair."""
     small, large = sorted((a, b), key=len)
     if pages_with is None or not len(small) or len(small) < settings.near_copy_size * len(large):
@@ -177,8 +181,8 @@ def _near_copy_prose(a: np.ndarray, a_lone: int, b: np.ndarray, b_lone: int, pag
         return False
     both = np.intersect1d(small, large, assume_unique=True)
     alone = int(np.count_nonzero(pages_with(both) == 2))
-    return alone >= settings.near_copy_shared * len(small) and alone >= settings.near_copy * (
-        alone + min(a_lone, b_lone))
+    share = settings.near_copy_lone if verbatim else settings.near_copy
+    return alone >= settings.near_copy_shared * len(small) and alone >= share * (alone + min(a_lone, b_lone))
 
 
 def static_hashes(pages: Sequence[Segmented], settings: LearnSettings) -> set[int]:
