@@ -219,6 +219,8 @@ typedef struct {
     const double *packed, *inputs;
     double *out, *scratch;  /* scratch: 2 * (width + 2 * hidden * networks) doubles */
     Py_ssize_t rows, width, hidden, networks;
+    const Py_ssize_t *which;  /* NULL: rows 0 .. rows - 1; else the rows' numbers, rising (each row's floats are
+                               * its own: a row run alone, or paired with another, gives the same) */
 } Forward;
 
 /* One row's output from its hidden sums: tanh, per network the output unit (sigmoid with ann._sigmoid's clip at
@@ -247,19 +249,22 @@ FORWARD_INLINE void forward_rows(const Forward *f, Py_ssize_t hidden, Py_ssize_t
                  *output_weights = bias + units, *output_bias = output_weights + units;
     double *scaled = f->scratch, *sums = scaled + width, *magnitude = sums + units;
     double *scaled1 = magnitude + units, *sums1 = scaled1 + width;
+    const Py_ssize_t *which = f->which;
     Py_ssize_t r = 0;
     if (units == PAIR_UNITS)  /* a constant in the shipped shape's copies */
         for (; r + 1 < f->rows; r += 2) {
-            forward_scale(f->inputs + r * width, mean, std, scaled, width);
-            forward_scale(f->inputs + (r + 1) * width, mean, std, scaled1, width);
+            const Py_ssize_t r0 = which ? which[r] : r, r1 = which ? which[r + 1] : r + 1;
+            forward_scale(f->inputs + r0 * width, mean, std, scaled, width);
+            forward_scale(f->inputs + r1 * width, mean, std, scaled1, width);
             forward_sums_pair(scaled, scaled1, weights, sums, sums1, width);
-            f->out[r] = forward_output(sums, bias, output_weights, output_bias, magnitude, hidden, networks);
-            f->out[r + 1] = forward_output(sums1, bias, output_weights, output_bias, magnitude, hidden, networks);
+            f->out[r0] = forward_output(sums, bias, output_weights, output_bias, magnitude, hidden, networks);
+            f->out[r1] = forward_output(sums1, bias, output_weights, output_bias, magnitude, hidden, networks);
         }
     for (; r < f->rows; r++) {
-        forward_scale(f->inputs + r * width, mean, std, scaled, width);
+        const Py_ssize_t r0 = which ? which[r] : r;
+        forward_scale(f->inputs + r0 * width, mean, std, scaled, width);
         forward_sums(scaled, weights, sums, width, units);
-        f->out[r] = forward_output(sums, bias, output_weights, output_bias, magnitude, hidden, networks);
+        f->out[r0] = forward_output(sums, bias, output_weights, output_bias, magnitude, hidden, networks);
     }
 }
 
@@ -321,6 +326,7 @@ static PyObject *ensemble(PyObject *self, PyObject *args) {
     f.packed = pv.buf;
     f.inputs = iv.buf;
     f.out = ov.buf;
+    f.which = NULL;
     forward_run(&f, portable);
     Py_INCREF(Py_None);
     result = Py_None;
@@ -1109,31 +1115,35 @@ done:
     return result;
 }
 
-/* two_stage(first, second, features, chars, parent, owner, allowed, out, hidden, networks, levels, widths,
+/* two_stage(first, second, features, chars, parent, owner, allowed, rows, out, hidden, networks, levels, widths,
  * min_score) -> out | None: fallback._stage_scores' passes in one call, each the C code its step takes one at a
  * time: the first ensemble over the features (ensemble), its scores times ``allowed`` (bool per block, or None),
  * the context columns of those scores (context_into, as context_features), the second ensemble over the features
  * and the context side by side (np.hstack's rows). ``first`` and ``second`` are packed as ensemble takes them,
  * for features of width F and F + 6 + levels + 3; out: float64 per block. None (nothing written) where a step
- * would take numpy: an array not of its kind, a tree not numbered parents first, no rows. */
+ * would take numpy: an array not of its kind, a tree not numbered parents first, no rows.
+ * Only the rows whose score is read are run through a network (each row's floats are its own): the first stage
+ * over the ``allowed`` blocks (the others' first scores are 0.0, what the product gives a finite score), the
+ * second over ``rows`` (bool per block, or None for all; the others' scores are 0.0). */
 static PyObject *two_stage(PyObject *self, PyObject *args) {
-    PyObject *first_obj, *second_obj, *features_obj, *chars_obj, *parent_obj, *owner_obj, *allowed_obj, *out_obj;
+    PyObject *first_obj, *second_obj, *features_obj, *chars_obj, *parent_obj, *owner_obj, *allowed_obj, *rows_obj,
+             *out_obj;
     Py_ssize_t hidden, networks, levels, widths[3];
     double min_score;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOnnn(nnn)d", &first_obj, &second_obj, &features_obj, &chars_obj,
-                          &parent_obj, &owner_obj, &allowed_obj, &out_obj, &hidden, &networks, &levels, &widths[0],
-                          &widths[1], &widths[2], &min_score))
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOnnn(nnn)d", &first_obj, &second_obj, &features_obj, &chars_obj,
+                          &parent_obj, &owner_obj, &allowed_obj, &rows_obj, &out_obj, &hidden, &networks, &levels,
+                          &widths[0], &widths[1], &widths[2], &min_score))
         return NULL;
     if (hidden < 1 || networks < 1 || levels < 0 || widths[0] < 1 || widths[1] < 1 || widths[2] < 1) {
         PyErr_SetString(PyExc_ValueError, "two_stage: bad sizes");
         return NULL;
     }
-    Py_buffer first_v, second_v, features_v, chars_v, allowed_v, out_v;
+    Py_buffer first_v, second_v, features_v, chars_v, allowed_v, out_v, rows_v;
     int held = 0, status = 0;  /* held: bits of the buffers to release, in the order above */
     TreeView t = {.held = 0};
     PyObject *result = NULL;
     double *scores = NULL, *inputs = NULL, *scratch = NULL, *forward_scratch = NULL;
-    Py_ssize_t *element = NULL;
+    Py_ssize_t *element = NULL, *which = NULL;
     const Py_ssize_t units = hidden * networks, context = 6 + levels + 3;
     if ((status = typed_buffer(out_obj, &out_v, 'd', -1)) <= 0) goto give_up;
     held |= 32;
@@ -1154,26 +1164,51 @@ static PyObject *two_stage(PyObject *self, PyObject *args) {
         if ((status = typed_buffer(allowed_obj, &allowed_v, '?', rows)) <= 0) goto give_up;
         held |= 16;
     }
+    if (rows_obj != Py_None) {
+        if ((status = typed_buffer(rows_obj, &rows_v, '?', rows)) <= 0) goto give_up;
+        held |= 64;
+    }
     if ((status = tree_view(&t, parent_obj, owner_obj, rows)) <= 0) goto give_up;
     scores = PyMem_Malloc(rows * sizeof(double));
     inputs = PyMem_Malloc(rows * wide * sizeof(double));
     scratch = PyMem_Malloc((2 * rows + 2 * t.n + 1) * sizeof(double));
     element = PyMem_Malloc((rows + 1) * sizeof(Py_ssize_t));
+    which = PyMem_Malloc((rows + 1) * sizeof(Py_ssize_t));
     forward_scratch = PyMem_Malloc(2 * (wide + 2 * units) * sizeof(double));
-    if (!scores || !inputs || !scratch || !element || !forward_scratch) { PyErr_NoMemory(); goto fail; }
+    if (!scores || !inputs || !scratch || !element || !which || !forward_scratch) { PyErr_NoMemory(); goto fail; }
     Forward f = {.packed = first_v.buf, .inputs = features_v.buf, .out = scores, .scratch = forward_scratch,
-                 .rows = rows, .width = width, .hidden = hidden, .networks = networks};
-    forward_run(&f, 0);
-    if (held & 16) {
+                 .rows = rows, .width = width, .hidden = hidden, .networks = networks, .which = NULL};
+    if (held & 16) {  /* the allowed blocks' first scores; the others' are 0.0 (a score times 0) */
         const unsigned char *allowed = allowed_v.buf;
-        for (Py_ssize_t r = 0; r < rows; r++) scores[r] = scores[r] * (double)(allowed[r] != 0);
+        f.rows = 0;
+        for (Py_ssize_t r = 0; r < rows; r++) {
+            scores[r] = 0.0;
+            if (allowed[r]) which[f.rows++] = r;
+        }
+        f.which = which;
     }
+    forward_run(&f, 0);
     const double *features = features_v.buf;
-    for (Py_ssize_t r = 0; r < rows; r++) memcpy(inputs + r * wide, features + r * width, width * sizeof(double));
+    double *out = out_v.buf;
+    f.rows = rows;
+    f.which = NULL;
+    if (held & 64) {  /* the second stage over the rows asked for; the others' scores are 0.0 */
+        const unsigned char *wanted = rows_v.buf;
+        f.rows = 0;
+        for (Py_ssize_t r = 0; r < rows; r++) {
+            out[r] = 0.0;
+            if (wanted[r]) which[f.rows++] = r;
+        }
+        f.which = which;
+    }
+    for (Py_ssize_t i = 0; i < f.rows; i++) {
+        const Py_ssize_t r = f.which ? f.which[i] : i;
+        memcpy(inputs + r * wide, features + r * width, width * sizeof(double));
+    }
     context_into(scores, chars_v.buf, &t, rows, levels, widths, min_score, scratch, element, inputs + width, wide);
     f.packed = second_v.buf;
     f.inputs = inputs;
-    f.out = out_v.buf;
+    f.out = out;
     f.width = wide;
     forward_run(&f, 0);
     result = out_obj;
@@ -1194,10 +1229,12 @@ done:
     if (held & 8) PyBuffer_Release(&chars_v);
     if (held & 16) PyBuffer_Release(&allowed_v);
     if (held & 32) PyBuffer_Release(&out_v);
+    if (held & 64) PyBuffer_Release(&rows_v);
     PyMem_Free(scores);
     PyMem_Free(inputs);
     PyMem_Free(scratch);
     PyMem_Free(element);
+    PyMem_Free(which);
     PyMem_Free(forward_scratch);
     return result;
 }
@@ -2127,8 +2164,8 @@ static PyMethodDef methods[] = {
      "context_features(scores, chars, parent, owner, levels, widths, min_score) -> bytearray | None: "
      "features.context_features' float64 matrix"},
     {"two_stage", two_stage, METH_VARARGS,
-     "two_stage(first, second, features, chars, parent, owner, allowed, out, hidden, networks, levels, widths, "
-     "min_score) -> out | None: fallback.stage_scores' two ensembles and context columns in one call."},
+     "two_stage(first, second, features, chars, parent, owner, allowed, rows, out, hidden, networks, levels, "
+     "widths, min_score) -> out | None: fallback.stage_scores' two ensembles and context columns in one call."},
     {"first_places", first_places, METH_VARARGS,
      "first_places(data, needles, start=0) -> list[int]: [data.find(needle, start) for needle in needles] (metadata)."},
     {"first_place_folded", first_place_folded, METH_VARARGS,

@@ -723,6 +723,49 @@ def test_two_stage_in_one_call_is_the_steps_one_at_a_time():
 
 
 @needs_walk
+def test_two_stage_runs_only_the_rows_asked_for():
+    """With ``rows``, the compiled pass runs the second stage only over those blocks and the first only over the
+    allowed ones: the wanted rows get the floats of the whole pass, the others 0.0, as stage_scores' numpy steps
+    give them (all rows computed, the others zeroed)."""
+    weights = fallback.default_weights()
+    pages = 0
+    for seg in sample_pages():
+        if not seg.blocks:
+            continue
+        tree = features.number_tree(seg)
+        block = features.block_features(seg, tree)
+        rng = np.random.default_rng(len(seg.blocks) + 1)
+        for allowed in (None, rng.random(len(seg.blocks)) < 0.3, np.zeros(len(seg.blocks), dtype=bool)):
+            for rows in (allowed, rng.random(len(seg.blocks)) < 0.5, np.ones(len(seg.blocks), dtype=bool)):
+                if rows is None:
+                    continue
+                for first_stage, second_stage in ((weights.first, weights.second),
+                                                  (weights.expert_first, weights.expert_second)):
+                    whole = fallback._stage_scores_c(seg, tree, block, first_stage, second_stage, allowed)
+                    some = fallback._stage_scores_c(seg, tree, block, first_stage, second_stage, allowed, rows)
+                    assert some.tobytes() == np.where(rows, whole, 0.0).tobytes()
+                    steps = np.where(rows, stage_steps(seg, tree, block, first_stage, second_stage, allowed), 0.0)
+                    assert some.tobytes() == steps.tobytes()
+        pages += 1
+    assert pages > 5
+
+
+def test_stage_scores_rows_without_the_c_pass(monkeypatch):
+    """The numpy steps with ``rows``: the others' scores are 0.0, the wanted rows' those of all rows."""
+    seg = next(s for s in sample_pages() if len(s.blocks) > 10)
+    weights = fallback.default_weights()
+    tree = features.number_tree(seg)
+    block = features.block_features(seg, tree)
+    allowed = np.arange(len(seg.blocks)) % 3 == 0
+    rows = np.arange(len(seg.blocks)) % 2 == 0
+    monkeypatch.setattr(native, "numeric", None)
+    whole = fallback.stage_scores(seg, tree, block, weights.first, weights.second, allowed)
+    some = fallback.stage_scores(seg, tree, block, weights.first, weights.second, allowed, rows=rows)
+    assert some.tobytes() == np.where(rows, whole, 0.0).tobytes()
+    assert not some[~rows].any()
+
+
+@needs_walk
 def test_two_stage_declines_what_a_step_would_give_numpy():
     weights = fallback.default_weights()
     seg = next(s for s in sample_pages() if len(s.blocks) > 10)
