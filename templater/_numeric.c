@@ -1320,6 +1320,254 @@ static PyObject *markup_counts(PyObject *self, PyObject *arg) {
 }
 
 
+/* --- parse.lean_markup: the raw text of script and style elements left out before libxml2 reads the page ---------
+ * libxml2 (2.14's HTML5 tokenizer) copies a script's or style's raw text into a text node, which parse.py then drops
+ * with the element (config.DROP_TAGS): on the dev pages that text is half of the bytes. Here the page is read as
+ * that tokenizer reads it, in its order of tests: "<" and "/" an end tag (its name, then attributes whose quoted
+ * values run to their quote, to ">" or "/>"; "</>" nothing; "</" and a non-letter a bogus comment to ">"), "<!DOCTYPE"
+ * (any case) to the next ">", "<!--" a comment ("<!-->" and "<!--->" empty, else to "-->" or "--!>"), "<!" or "<?" a
+ * bogus comment to ">", "<" and an ASCII letter a start tag (the name runs to whitespace, "/" or ">", lower-cased;
+ * attributes as above; "/>" makes it empty). After a start tag's ">", an element with a data mode reads its content
+ * as raw text: title and textarea (RCDATA), style, xmp, iframe, noembed and noframes (RAWTEXT) up to "</name" and
+ * whitespace, "/" or ">"; script the same, through its escape states ("<!--" escaped, "<script" inside that doubly
+ * escaped, "-->" back); plaintext to the end. The content of each script and style element (between its start
+ * tag's ">" and the "<" of the end tag that closes it, or the end of the page) is left out; the tags stay, so the
+ * tree libxml2 builds differs only by those elements' text (parse.py strips the elements). Whitespace here is the
+ * HTML tokenizer's (space, tab, LF, FF, CR); the page has been through parse.clean_utf8 (no NUL, no other control
+ * character) before it is read. */
+#define RAW_NONE 0
+#define RAW_RCDATA 1
+#define RAW_RAWTEXT 2
+#define RAW_PLAINTEXT 3
+#define RAW_SCRIPT 4
+#define RAW_SCRIPT_ESC1 5
+#define RAW_SCRIPT_ESC2 6
+
+/* Byte classes: LEAN_SPACE whitespace; a tag name runs to a LEAN_NAME_END byte, an attribute name to a LEAN_ATTR_END
+ * one, an unquoted value to a LEAN_VALUE_END one. */
+#define LEAN_SPACE 1
+#define LEAN_NAME_END 2
+#define LEAN_ATTR_END 4
+#define LEAN_VALUE_END 8
+static unsigned char lean_class[256];
+
+static void lean_init(void) {
+    const unsigned char spaces[] = {' ', '\t', '\n', '\f', '\r'};
+    for (size_t k = 0; k < sizeof spaces; k++)
+        lean_class[spaces[k]] = LEAN_SPACE | LEAN_NAME_END | LEAN_ATTR_END | LEAN_VALUE_END;
+    lean_class['/'] |= LEAN_NAME_END | LEAN_ATTR_END;
+    lean_class['>'] |= LEAN_NAME_END | LEAN_ATTR_END | LEAN_VALUE_END;
+    lean_class['='] |= LEAN_ATTR_END;
+}
+
+static inline int lean_space(unsigned char c) { return lean_class[c] & LEAN_SPACE; }
+static inline int lean_letter(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+/* The first index from i on whose byte is of ``kind`` (or n). */
+static inline Py_ssize_t lean_until(const unsigned char *d, Py_ssize_t n, Py_ssize_t i, unsigned char kind) {
+    while (i < n && !(lean_class[d[i]] & kind)) i++;
+    return i;
+}
+
+static Py_ssize_t lean_blanks(const unsigned char *d, Py_ssize_t n, Py_ssize_t i) {
+    while (i < n && (lean_class[d[i]] & LEAN_SPACE)) i++;
+    return i;
+}
+
+/* The index of the first ">" from i on, or n. */
+static Py_ssize_t lean_to_gt(const unsigned char *d, Py_ssize_t n, Py_ssize_t i) {
+    if (i >= n) return n;
+    const unsigned char *gt = memchr(d + i, '>', (size_t)(n - i));
+    return gt ? gt - d : n;
+}
+
+/* A tag's attributes from i (just after its name) to its ">" or "/>": the index of that ">" or "/", or n. */
+static Py_ssize_t lean_attributes(const unsigned char *d, Py_ssize_t n, Py_ssize_t i) {
+    i = lean_blanks(d, n, i);
+    while (i < n && d[i] != '>' && !(d[i] == '/' && i + 1 < n && d[i + 1] == '>')) {
+        if (d[i] == '/') {
+            i = lean_blanks(d, n, i + 1);
+            continue;
+        }
+        i = lean_until(d, n, i + 1, LEAN_ATTR_END);  /* a name's first character is taken whatever it is */
+        i = lean_blanks(d, n, i);
+        if (i < n && d[i] == '=') {
+            i = lean_blanks(d, n, i + 1);
+            if (i < n && (d[i] == '"' || d[i] == '\'')) {
+                const unsigned char *end = memchr(d + i + 1, d[i], (size_t)(n - i - 1));
+                i = end ? end - d + 1 : n;
+            } else {
+                i = lean_until(d, n, i, LEAN_VALUE_END);
+            }
+        }
+        i = lean_blanks(d, n, i);
+    }
+    return i;
+}
+
+/* Whether "name" (lower-case ASCII) stands at j, any case, followed by whitespace, "/" or ">". */
+static int lean_end_name(const unsigned char *d, Py_ssize_t n, Py_ssize_t j, const char *name, Py_ssize_t size) {
+    if (j + size >= n) return 0;
+    for (Py_ssize_t k = 0; k < size; k++)
+        if ((unsigned char)name[k] != (d[j + k] | 0x20)) return 0;
+    unsigned char c = d[j + size];
+    return c == '>' || c == '/' || lean_space(c);
+}
+
+/* Where raw text of ``mode`` that starts at i ends: the "<" of the end tag that closes it, or n. */
+static Py_ssize_t lean_raw_end(const unsigned char *d, Py_ssize_t n, Py_ssize_t i, int mode, const char *name,
+                               Py_ssize_t size) {
+    if (mode == RAW_PLAINTEXT) return n;
+    Py_ssize_t next_lt = i - 1, next_dash = i - 1;  /* the next "<" and "-" found (memchr), not yet passed */
+    for (Py_ssize_t k = i; k < n; k++) {
+        if (next_lt < k) {
+            const unsigned char *lt = memchr(d + k, '<', (size_t)(n - k));
+            next_lt = lt ? lt - d : n;
+        }
+        Py_ssize_t at = next_lt;  /* only a "<" matters, and in a script's escape states a "-" too */
+        if (mode == RAW_SCRIPT_ESC1 || mode == RAW_SCRIPT_ESC2) {
+            if (next_dash < k) {
+                const unsigned char *dash = memchr(d + k, '-', (size_t)(n - k));
+                next_dash = dash ? dash - d : n;
+            }
+            if (next_dash < at) at = next_dash;
+        }
+        if (at >= n) return n;
+        k = at;
+        unsigned char c = d[k];
+        if (c == '<') {
+            Py_ssize_t j = k + 1;
+            if (j >= n) continue;
+            if (mode == RAW_SCRIPT && d[j] == '!') {
+                if (j + 2 < n && d[j + 1] == '-' && d[j + 2] == '-') mode = RAW_SCRIPT_ESC1;
+                continue;
+            }
+            int solidus = d[j] == '/';
+            if (solidus) j++;
+            if ((solidus || mode == RAW_SCRIPT_ESC1) && lean_end_name(d, n, j, name, size)) {
+                if (mode == RAW_SCRIPT_ESC1 && !solidus) mode = RAW_SCRIPT_ESC2;
+                else if (mode == RAW_SCRIPT_ESC2) mode = RAW_SCRIPT_ESC1;
+                else return k;
+            }
+        } else if (c == '-' && (mode == RAW_SCRIPT_ESC1 || mode == RAW_SCRIPT_ESC2)) {
+            if (k + 2 < n && d[k + 1] == '-' && d[k + 2] == '>') mode = RAW_SCRIPT;
+        }
+    }
+    return n;
+}
+
+/* The data mode of a start tag's lower-cased name (libxml2's element table). */
+static int lean_mode(const unsigned char *name, Py_ssize_t size) {
+    static const struct { const char *name; int mode; } modes[] = {
+        {"title", RAW_RCDATA}, {"textarea", RAW_RCDATA}, {"style", RAW_RAWTEXT}, {"xmp", RAW_RAWTEXT},
+        {"iframe", RAW_RAWTEXT}, {"noembed", RAW_RAWTEXT}, {"noframes", RAW_RAWTEXT},
+        {"plaintext", RAW_PLAINTEXT}, {"script", RAW_SCRIPT}};
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
+        if ((Py_ssize_t)strlen(modes[m].name) == size && memcmp(modes[m].name, name, (size_t)size) == 0)
+            return modes[m].mode;
+    return RAW_NONE;
+}
+
+/* lean_markup(data) -> bytes: ``data`` without the content of its script and style elements (the same object when
+ * they hold none). */
+static PyObject *lean_markup(PyObject *self, PyObject *arg) {
+    if (!PyBytes_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "lean_markup takes bytes");
+        return NULL;
+    }
+    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(arg);
+    const Py_ssize_t n = PyBytes_GET_SIZE(arg);
+    Py_ssize_t i = 0, spans = 0, capacity = 0, left_out = 0;
+    Py_ssize_t *cut = NULL;  /* [start, end) pairs of the content left out, in order */
+    while (i < n) {
+        const unsigned char *lt = memchr(d + i, '<', (size_t)(n - i));
+        if (!lt) break;
+        Py_ssize_t p = lt - d;
+        if (p + 1 >= n) break;  /* a "<" at the end: text */
+        unsigned char c = d[p + 1];
+        if (c == '/') {
+            Py_ssize_t q = p + 2;
+            if (q >= n) break;
+            if (d[q] == '>') { i = q + 1; continue; }
+            if (!lean_letter(d[q])) { i = lean_to_gt(d, n, q) + 1; continue; }  /* a bogus comment */
+            q = lean_attributes(d, n, lean_until(d, n, q + 1, LEAN_NAME_END));  /* (the name's first letter) */
+            if (q >= n) break;
+            i = q + (d[q] == '>' ? 1 : 2);
+        } else if (c == '!') {
+            static const char doctype[] = "DOCTYPE";
+            int is_doctype = p + 8 < n;
+            for (int k = 0; is_doctype && k < 7; k++)
+                is_doctype = (d[p + 2 + k] & ~0x20) == (unsigned char)doctype[k] && lean_letter(d[p + 2 + k]);
+            if (is_doctype) {
+                i = lean_to_gt(d, n, p + 9) + 1;
+            } else if (p + 3 < n && d[p + 2] == '-' && d[p + 3] == '-') {
+                Py_ssize_t q = p + 4;
+                if (q < n && d[q] == '>') { i = q + 1; continue; }
+                if (q + 1 < n && d[q] == '-' && d[q + 1] == '>') { i = q + 2; continue; }
+                i = n;
+                for (; q < n; q++) {
+                    if (d[q] != '-' || q + 1 >= n || d[q + 1] != '-' || q + 2 >= n) continue;
+                    if (d[q + 2] == '>') { i = q + 3; break; }
+                    if (d[q + 2] == '!' && q + 3 < n && d[q + 3] == '>') { i = q + 4; break; }
+                }
+            } else {
+                i = lean_to_gt(d, n, p + 2) + 1;
+            }
+        } else if (c == '?') {
+            i = lean_to_gt(d, n, p + 1) + 1;
+        } else if (lean_letter(c)) {
+            unsigned char name[16];
+            Py_ssize_t q = lean_until(d, n, p + 1, LEAN_NAME_END), size = q - p - 1;
+            for (Py_ssize_t k = 0; k < size && k < (Py_ssize_t)sizeof name; k++)
+                name[k] = d[p + 1 + k] >= 'A' && d[p + 1 + k] <= 'Z' ? d[p + 1 + k] + 32 : d[p + 1 + k];
+            q = lean_attributes(d, n, q);
+            if (q >= n) break;  /* a start tag the page ends in: no element */
+            if (d[q] == '/') { i = q + 2; continue; }  /* "/>": an empty element */
+            i = q + 1;
+            int mode = size <= (Py_ssize_t)sizeof name ? lean_mode(name, size) : RAW_NONE;
+            if (mode == RAW_NONE) continue;
+            char lower[16];
+            memcpy(lower, name, (size_t)size);
+            lower[size] = 0;
+            Py_ssize_t end = lean_raw_end(d, n, i, mode, lower, size);
+            if (end > i && ((size == 6 && memcmp(lower, "script", 6) == 0)
+                            || (size == 5 && memcmp(lower, "style", 5) == 0))) {
+                if (spans == capacity) {
+                    capacity = capacity ? 2 * capacity : 32;
+                    Py_ssize_t *grown = PyMem_Realloc(cut, 2 * capacity * sizeof(Py_ssize_t));
+                    if (!grown) { PyMem_Free(cut); return PyErr_NoMemory(); }
+                    cut = grown;
+                }
+                cut[2 * spans] = i;
+                cut[2 * spans + 1] = end;
+                spans++;
+                left_out += end - i;
+            }
+            i = end;
+        } else {
+            i = p + 1;  /* a "<" of the text */
+        }
+    }
+    if (!spans) {
+        Py_INCREF(arg);
+        return arg;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n - left_out);
+    if (out) {
+        char *o = PyBytes_AS_STRING(out);
+        Py_ssize_t from = 0;
+        for (Py_ssize_t s = 0; s < spans; s++) {
+            memcpy(o, d + from, (size_t)(cut[2 * s] - from));
+            o += cut[2 * s] - from;
+            from = cut[2 * s + 1];
+        }
+        memcpy(o, d + from, (size_t)(n - from));
+    }
+    PyMem_Free(cut);
+    return out;
+}
+
+
 /* first_places(data, needles, start=0) -> list[int]: [data.find(needle, start) for needle in needles] (bytes; start
  * not negative). Each needle is
  * looked for by its byte least likely in markup (a rough frequency: '+' or a capital far rarer than a lowercase
@@ -2146,6 +2394,8 @@ static PyObject *json_string(PyObject *self, PyObject *text) {
 static PyMethodDef methods[] = {
     {"markup_counts", markup_counts, METH_O,
      "markup_counts(data) -> (start tags, most attributes of one, attributes): parse.markup_counts."},
+    {"lean_markup", lean_markup, METH_O,
+     "lean_markup(data) -> bytes: data without the content of its script and style elements: parse.lean_markup."},
     {"utf8_controls_to_space", utf8_controls_to_space, METH_O,
      "utf8_controls_to_space(text) -> bytes: parse.clean_text's encode-and-translate step."},
     {"has_controls", has_controls, METH_O,
@@ -2197,6 +2447,7 @@ PyMODINIT_FUNC PyInit__numeric(void) {
     __builtin_cpu_init();
     has_avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif
+    lean_init();
     lower_name = PyUnicode_InternFromString("lower");
     text_name = PyUnicode_InternFromString("text");
     link_chars_name = PyUnicode_InternFromString("link_chars");

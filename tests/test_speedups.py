@@ -1341,3 +1341,65 @@ def test_parser_collects_ids_itself_where_they_cannot_be_registered_on_demand(mo
     assert parse._ids_on_demand() is True
     monkeypatch.setattr(native.walk, "register_ids", lambda root: False)
     assert parse._ids_on_demand() is False
+
+
+# --- parse.lean_markup: script and style content left out before libxml2 reads the page -------------------------
+
+from lxml import etree  # noqa: E402
+
+needs_lean = pytest.mark.skipif(not parse._LEAN, reason="lean_markup hands lxml the page as it is here")
+
+
+def stripped_tree(data: bytes) -> bytes | None:
+    """The tree libxml2 builds of ``data`` once parse.py strips its DROP_TAGS, serialized (None: nothing parses)."""
+    root = parse._parse(data)
+    if root is None:
+        return None
+    etree.strip_elements(root, *config.DROP_TAGS, with_tail=False)
+    return etree.tostring(root)
+
+
+LEAN_PIECES = [
+    "<script>", "<script type='a>b'>", "<SCRIPT\tsrc=x>", "<script/>", "<script >", "</script>", "</SCRIPT >",
+    "</script/x>", "</scripts>", "<style>", "</style>", "<style media=\"</style>\">", "<title>", "</title>",
+    "<textarea>", "</textarea>", "<xmp>", "</xmp>", "<iframe>", "</iframe>", "<noembed>", "</noembed>",
+    "<noframes>", "</noframes>", "<plaintext>", "<noscript>", "</noscript>", "<!--", "-->", "--!>", "<!-->",
+    "<!--->", "<!-- a -- b -->", "<!", "<!x>", "<?php x ?>", "<!DOCTYPE html>", "<!doctype x \"a>b\">", "</>",
+    "</ x>", "</p a='>'>", "<p>", "</p>", "<div class=\"<script>\">", "<a href=x>", "<a b='", "<a b=\"",
+    "<br/>", "<img src=x/>", "< p>", "<", ">", "-", "--", "x", " ", "\n", "\r\n", "&lt;", "&#60;", "&amp",
+    "var s = '</scr' + 'ipt>';", "if (a<b) c--;", "\u00e9", "<body>", "<head>", "<html>", "</body>",
+]
+
+
+@needs_lean
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(LEAN_PIECES), max_size=25))
+def test_lean_markup_gives_the_tree_the_page_gives(pieces):
+    """What libxml2 builds of the lean bytes, once script and style elements are stripped, is what it builds of
+    the page: comments, bogus comments, doctypes, quoted attributes, raw text of every kind and a script's escape
+    states end where libxml2's tokenizer ends them."""
+    data = parse.clean_utf8("".join(pieces).encode("utf-8"))
+    lean = parse.lean_markup(data)
+    assert len(lean) <= len(data)
+    assert stripped_tree(lean) == stripped_tree(data)
+
+
+@needs_lean
+def test_lean_markup_leaves_out_script_and_style_text_only():
+    page = (b"<html><head><title>t</title><style>p{}</style><script>if (a<b) x = '</p>';</script></head>"
+            b"<body><p a='<script>'>x</p><script type=x><!--<script></script>--></script><textarea><script>"
+            b"</textarea><!--<script>--></body></html>")
+    assert parse.lean_markup(page) == (b"<html><head><title>t</title><style></style><script></script></head>"
+                                       b"<body><p a='<script>'>x</p><script type=x></script><textarea><script>"
+                                       b"</textarea><!--<script>--></body></html>")
+    plain = b"<p>no script here</p>"
+    assert parse.lean_markup(plain) is plain
+    for seg in sample_pages(8):
+        data = parse.clean_utf8(seg.page.html.encode("utf-8"))
+        assert stripped_tree(parse.lean_markup(data)) == stripped_tree(data)
+
+
+def test_lean_markup_without_the_c_pass_is_the_page(monkeypatch):
+    monkeypatch.setattr(parse, "_LEAN", False)
+    data = b"<script>x</script><p>y</p>"
+    assert parse.lean_markup(data) is data
