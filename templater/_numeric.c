@@ -514,6 +514,27 @@ static NOINLINE int shape_counts(Classes *classes, int kind, const void *data, P
     return shape_loop(classes, PyUnicode_4BYTE_KIND, data, length, c);
 }
 
+/* The punctuation alone (a row whose own columns are not read: its punctuation share enters its neighbours' and
+ * the region's columns). */
+static ALWAYS_INLINE int punct_loop(Classes *classes, int kind, const void *data, Py_ssize_t length, int64_t *out) {
+    const uint16_t *table = classes->table;
+    int64_t punct = 0;
+    for (Py_ssize_t j = 0; j < length; j++) {
+        Py_UCS4 code = code_at(kind, data, j);
+        uint16_t bits = table[code];
+        if (UNLIKELY(!bits) && class_of(classes, code, &bits) < 0) return -1;
+        punct += (bits & C_PUNCT) != 0;
+    }
+    *out = punct;
+    return 0;
+}
+
+static NOINLINE int punct_count(Classes *classes, int kind, const void *data, Py_ssize_t length, int64_t *out) {
+    if (kind == PyUnicode_1BYTE_KIND) return punct_loop(classes, PyUnicode_1BYTE_KIND, data, length, out);
+    if (kind == PyUnicode_2BYTE_KIND) return punct_loop(classes, PyUnicode_2BYTE_KIND, data, length, out);
+    return punct_loop(classes, PyUnicode_4BYTE_KIND, data, length, out);
+}
+
 /* The second pass, over text.lower() (``ascii``: over an ASCII text, lower-cased here): runs of word characters,
  * and those equal to a title word. A word's length and code point sum are compared with the title words' only
  * where ``keys`` (a bit per title word's length and sum) has its bit: most words end with no compare. */
@@ -590,20 +611,35 @@ static int count_text(Classes *classes, const TitleWord *title, Py_ssize_t n_tit
     return status;
 }
 
-/* text_matrix(blocks, title_words, table, fill) -> bytearray of float64 (blocks x 10) | None: the matrix of
- * features._text_columns (chars, link chars, markup bytes, words, punctuation share, sentence end, digit share,
+/* text_matrix(blocks, title_words, table, fill, rows=None) -> bytearray of float64 (blocks x 10) | None: the matrix
+ * of features._text_columns (chars, link chars, markup bytes, words, punctuation share, sentence end, digit share,
  * title overlap, copyright, capitalised share), except that the copyright column is 1.0 where the text may
  * match _COPYRIGHT (the caller runs the regex on those); None where a text is empty (the plain definition's
- * turn). ``table`` is features._CLASS_TABLE (uint16 per code point, 0 until known), filled by calling ``fill``. */
+ * turn). ``table`` is features._CLASS_TABLE (uint16 per code point, 0 until known), filled by calling ``fill``.
+ * ``rows`` (bool per block): the blocks whose own columns are wanted; the others get their lengths and punctuation
+ * share only (what their neighbours' and the page's columns are made of), 0.0 in the other columns. */
 static PyObject *text_matrix(PyObject *self, PyObject *args) {
-    PyObject *blocks_obj, *title_list, *table_obj, *fill;
-    if (!PyArg_ParseTuple(args, "OOOO", &blocks_obj, &title_list, &table_obj, &fill)) return NULL;
+    PyObject *blocks_obj, *title_list, *table_obj, *fill, *rows_obj = Py_None;
+    if (!PyArg_ParseTuple(args, "OOOO|O", &blocks_obj, &title_list, &table_obj, &fill, &rows_obj)) return NULL;
     PyObject *fb = PySequence_Fast(blocks_obj, "blocks must be a sequence");
     if (!fb) return NULL;
+    Py_buffer rv;
+    const unsigned char *wanted = NULL;
+    if (rows_obj != Py_None) {
+        if (PyObject_GetBuffer(rows_obj, &rv, PyBUF_C_CONTIGUOUS) < 0) { Py_DECREF(fb); return NULL; }
+        if (rv.len != PySequence_Fast_GET_SIZE(fb)) {
+            PyBuffer_Release(&rv);
+            Py_DECREF(fb);
+            PyErr_SetString(PyExc_ValueError, "rows: one bool per block");
+            return NULL;
+        }
+        wanted = rv.buf;
+    }
     PyObject *fw = PySequence_Fast(title_list, "title words must be a sequence");
-    if (!fw) { Py_DECREF(fb); return NULL; }
+    if (!fw) { if (wanted) PyBuffer_Release(&rv); Py_DECREF(fb); return NULL; }
     Py_buffer tv;
     if (PyObject_GetBuffer(table_obj, &tv, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        if (wanted) PyBuffer_Release(&rv);
         Py_DECREF(fb); Py_DECREF(fw); return NULL;
     }
     PyObject *result = NULL;
@@ -634,8 +670,9 @@ static PyObject *text_matrix(PyObject *self, PyObject *args) {
             goto fail;
         }
         Py_ssize_t length = PyUnicode_GET_LENGTH(text);
-        TextCounts c;
-        int status = length ? count_text(&classes, title, n_title, keys, text, &c) : 0;
+        TextCounts c = {0};
+        int status = !length ? 0 : !wanted || wanted[i] ? count_text(&classes, title, n_title, keys, text, &c)
+                     : punct_count(&classes, PyUnicode_KIND(text), PyUnicode_DATA(text), length, &c.punct);
         Py_DECREF(text);
         if (status < 0) goto fail;
         if (!length) { Py_CLEAR(result); result = Py_None; Py_INCREF(result); goto done; }
@@ -666,6 +703,7 @@ done:
     if (title) for (Py_ssize_t k = 0; k < n_title; k++) PyMem_Free(title[k].codes);
     PyMem_Free(title);
     PyBuffer_Release(&tv);
+    if (wanted) PyBuffer_Release(&rv);
     Py_DECREF(fb);
     Py_DECREF(fw);
     return result;
@@ -2401,7 +2439,8 @@ static PyMethodDef methods[] = {
     {"has_controls", has_controls, METH_O,
      "has_controls(data) -> bool: parse.has_controls (an ASCII control character but tab, newline, return)."},
     {"text_matrix", text_matrix, METH_VARARGS,
-     "text_matrix(blocks, title_words, table, fill) -> bytearray | None: features._text_columns' float64 matrix"},
+     "text_matrix(blocks, title_words, table, fill, rows=None) -> bytearray | None: features._text_columns' float64 "
+     "matrix"},
     {"ensemble", ensemble, METH_VARARGS,
      "ensemble(packed, inputs, out, rows, width, hidden, networks, portable=False): ann.predict_mean of a packed "
      "ensemble."},

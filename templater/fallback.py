@@ -35,7 +35,7 @@ from .errors import InputError
 from .features import (CLASS_GROUPS, CONTEXT_NAMES, FEATURE_NAMES, TAG_GROUPS, Tree, block_features,
                        context_features, inside, line_features, number_tree, sum_up)
 from .blocks import path_mask
-from .headline import find_headline, keep_headline
+from .headline import find_headline, heading_words, keep_headline
 from .template import link_runs
 from .datatypes import Segmented
 from .config import (ANN_THRESHOLD, DENSITY_BOUNDS, DENSITY_ITERATIONS, DENSITY_MIN_SPREAD, DENSITY_TOLERANCE,
@@ -169,8 +169,9 @@ def classify_blocks(seg: Segmented, weights: ann.Weights, *, allowed: np.ndarray
     inside the template's trusted content region, every allowed block but those scoring at most its
     trusted_threshold that look like chrome (region_chrome). Then the headline, where the classifier left it out."""
     tree = number_tree(seg)
-    features = block_features(seg, tree)
-    scores = _score(seg, tree, features, weights, allowed, rows=allowed)  # (behind a template: the allowed blocks')
+    # behind a template, only the allowed blocks' features and scores are read, and the headings' title overlap
+    features = block_features(seg, tree, rows=None if allowed is None else allowed | headings(seg))
+    scores = _score(seg, tree, features, weights, allowed, rows=allowed)
     if allowed is None:
         keep = _keep_region(seg, tree, scores)
     else:
@@ -182,6 +183,13 @@ def classify_blocks(seg: Segmented, weights: ann.Weights, *, allowed: np.ndarray
                 vouched &= ~(doubtful & region_chrome(seg, tree, trusted, settings))
             keep |= vouched
     return keep_headline(seg, features, keep & ~captions(seg))
+
+
+def headings(seg: Segmented) -> np.ndarray:
+    """Per block, whether it is a heading (HEADLINE_TAGS: what keep_headline may add by its title overlap)."""
+    out = np.zeros(len(seg.blocks), dtype=bool)
+    out[[index for index, _ in heading_words(seg)]] = True
+    return out
 
 
 def region_chrome(seg: Segmented, tree: Tree, trusted: np.ndarray,

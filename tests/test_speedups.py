@@ -30,6 +30,23 @@ def test_text_columns_match_the_regex_definition(block_texts, title):
     assert features._text_columns(seg).tobytes() == plain
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(texts, st.booleans()), min_size=1, max_size=8),
+       st.text(alphabet=st.sampled_from(TRICKY) | st.characters(), max_size=30))
+def test_text_columns_of_some_rows(rows_of, title):
+    """With ``rows``, the wanted blocks' columns are those of the whole matrix, the others' lengths and punctuation
+    share too, their OWN_TEXT_COLUMNS 0.0; the C pass and the definition agree."""
+    seg = page_of([text for text, _ in rows_of], title)
+    rows = np.array([wanted for _, wanted in rows_of], dtype=bool)
+    whole = features._text_columns_plain(seg)
+    some = features._text_columns(seg, rows)
+    assert some.tobytes() == features._text_columns_plain(seg, rows).tobytes()
+    assert some[rows].tobytes() == whole[rows].tobytes()
+    shared = [k for k in range(10) if k not in features.OWN_TEXT_COLUMNS]
+    assert some[:, shared].tobytes() == whole[:, shared].tobytes()
+    assert not some[~rows][:, features.OWN_TEXT_COLUMNS].any()
+
+
 def test_text_columns_title_words_and_case_folding():
     seg = page_of(["ΟΔΟΣ ΣΟΦΟΚΛΕΟΥΣ. The İstanbul river", "Copyright © 2020 all rights reserved  ", "ΣΣ x"],
                   "Istanbul οδος river")
@@ -763,6 +780,32 @@ def test_stage_scores_rows_without_the_c_pass(monkeypatch):
     some = fallback.stage_scores(seg, tree, block, weights.first, weights.second, allowed, rows=rows)
     assert some.tobytes() == np.where(rows, whole, 0.0).tobytes()
     assert not some[~rows].any()
+
+
+def test_block_features_of_some_rows_are_the_rows_of_all(monkeypatch):
+    """block_features with ``rows``: each wanted row is the row block_features gives without them, bit for bit
+    (no other row's features read a block's OWN_TEXT_COLUMNS); and classify_blocks behind a template keeps what it
+    keeps with every row's features and scores computed."""
+    weights = fallback.default_weights()
+    cases = []
+    for seg in sample_pages():
+        if not seg.blocks:
+            continue
+        tree = features.number_tree(seg)
+        whole = features.block_features(seg, tree)
+        rng = np.random.default_rng(len(seg.blocks) + 2)
+        for rows in (rng.random(len(seg.blocks)) < 0.3, np.zeros(len(seg.blocks), dtype=bool)):
+            some = features.block_features(seg, tree, rows=rows)
+            assert some[rows].tobytes() == whole[rows].tobytes()
+        allowed = rng.random(len(seg.blocks)) < 0.4
+        trusted = allowed & (rng.random(len(seg.blocks)) < 0.5)
+        cases.append((seg, allowed, trusted, fallback.classify_blocks(seg, weights, allowed=allowed, trusted=trusted)))
+    assert len(cases) > 5
+    every_row_features, every_row_scores = fallback.block_features, fallback._score
+    monkeypatch.setattr(fallback, "block_features", lambda seg, tree, rows=None: every_row_features(seg, tree))
+    monkeypatch.setattr(fallback, "_score", lambda *args, rows=None: every_row_scores(*args))
+    for seg, allowed, trusted, kept in cases:
+        assert (fallback.classify_blocks(seg, weights, allowed=allowed, trusted=trusted) == kept).all()
 
 
 @needs_walk
