@@ -1153,6 +1153,18 @@ done:
     return result;
 }
 
+/* Only the rows of ``mask`` (bool per row, f->rows of them) through f's pass: their numbers into ``which`` (f's row
+ * list from then on), 0.0 in ``out`` for the others. */
+static void select_rows(Forward *f, const unsigned char *mask, Py_ssize_t *which, double *out) {
+    Py_ssize_t count = 0;
+    for (Py_ssize_t r = 0; r < f->rows; r++) {
+        out[r] = 0.0;
+        if (mask[r]) which[count++] = r;
+    }
+    f->rows = count;
+    f->which = which;
+}
+
 /* two_stage(first, second, features, chars, parent, owner, allowed, rows, out, hidden, networks, levels, widths,
  * min_score) -> out | None: fallback._stage_scores' passes in one call, each the C code its step takes one at a
  * time: the first ensemble over the features (ensemble), its scores times ``allowed`` (bool per block, or None),
@@ -1216,29 +1228,13 @@ static PyObject *two_stage(PyObject *self, PyObject *args) {
     if (!scores || !inputs || !scratch || !element || !which || !forward_scratch) { PyErr_NoMemory(); goto fail; }
     Forward f = {.packed = first_v.buf, .inputs = features_v.buf, .out = scores, .scratch = forward_scratch,
                  .rows = rows, .width = width, .hidden = hidden, .networks = networks, .which = NULL};
-    if (held & 16) {  /* the allowed blocks' first scores; the others' are 0.0 (a score times 0) */
-        const unsigned char *allowed = allowed_v.buf;
-        f.rows = 0;
-        for (Py_ssize_t r = 0; r < rows; r++) {
-            scores[r] = 0.0;
-            if (allowed[r]) which[f.rows++] = r;
-        }
-        f.which = which;
-    }
+    if (held & 16) select_rows(&f, allowed_v.buf, which, scores);  /* the others' first scores: a score times 0 */
     forward_run(&f, 0);
     const double *features = features_v.buf;
     double *out = out_v.buf;
     f.rows = rows;
     f.which = NULL;
-    if (held & 64) {  /* the second stage over the rows asked for; the others' scores are 0.0 */
-        const unsigned char *wanted = rows_v.buf;
-        f.rows = 0;
-        for (Py_ssize_t r = 0; r < rows; r++) {
-            out[r] = 0.0;
-            if (wanted[r]) which[f.rows++] = r;
-        }
-        f.which = which;
-    }
+    if (held & 64) select_rows(&f, rows_v.buf, which, out);  /* the second stage over the rows asked for */
     for (Py_ssize_t i = 0; i < f.rows; i++) {
         const Py_ssize_t r = f.which ? f.which[i] : i;
         memcpy(inputs + r * wide, features + r * width, width * sizeof(double));

@@ -720,7 +720,9 @@ def stage_steps(seg, tree, block, first_stage, second_stage, allowed):
 @needs_walk
 def test_two_stage_in_one_call_is_the_steps_one_at_a_time():
     """fallback._stage_scores_c (templater._numeric.two_stage) gives the floats of the steps it replaces, with and
-    without an allowed mask, for both pairs of stages of the shipped weights."""
+    without an allowed mask, for both pairs of stages of the shipped weights. With ``rows`` it runs the second stage
+    only over those blocks and the first only over the allowed ones: the wanted rows get the floats of the whole
+    pass, the others 0.0, as stage_scores' numpy steps give them (all rows computed, the others zeroed)."""
     weights = fallback.default_weights()
     pages = 0
     for seg in sample_pages():
@@ -730,39 +732,13 @@ def test_two_stage_in_one_call_is_the_steps_one_at_a_time():
         block = features.block_features(seg, tree)
         rng = np.random.default_rng(len(seg.blocks))
         for allowed in (None, rng.random(len(seg.blocks)) < 0.7, np.zeros(len(seg.blocks), dtype=bool)):
-            for first_stage, second_stage in ((weights.first, weights.second),
-                                              (weights.expert_first, weights.expert_second)):
-                fast = fallback._stage_scores_c(seg, tree, block, first_stage, second_stage, allowed)
-                assert fast is not None
-                assert fast.tobytes() == stage_steps(seg, tree, block, first_stage, second_stage, allowed).tobytes()
-        pages += 1
-    assert pages > 5
-
-
-@needs_walk
-def test_two_stage_runs_only_the_rows_asked_for():
-    """With ``rows``, the compiled pass runs the second stage only over those blocks and the first only over the
-    allowed ones: the wanted rows get the floats of the whole pass, the others 0.0, as stage_scores' numpy steps
-    give them (all rows computed, the others zeroed)."""
-    weights = fallback.default_weights()
-    pages = 0
-    for seg in sample_pages():
-        if not seg.blocks:
-            continue
-        tree = features.number_tree(seg)
-        block = features.block_features(seg, tree)
-        rng = np.random.default_rng(len(seg.blocks) + 1)
-        for allowed in (None, rng.random(len(seg.blocks)) < 0.3, np.zeros(len(seg.blocks), dtype=bool)):
-            for rows in (allowed, rng.random(len(seg.blocks)) < 0.5, np.ones(len(seg.blocks), dtype=bool)):
-                if rows is None:
-                    continue
+            for rows in (None, allowed, rng.random(len(seg.blocks)) < 0.5, np.ones(len(seg.blocks), dtype=bool)):
                 for first_stage, second_stage in ((weights.first, weights.second),
                                                   (weights.expert_first, weights.expert_second)):
-                    whole = fallback._stage_scores_c(seg, tree, block, first_stage, second_stage, allowed)
-                    some = fallback._stage_scores_c(seg, tree, block, first_stage, second_stage, allowed, rows)
-                    assert some.tobytes() == np.where(rows, whole, 0.0).tobytes()
-                    steps = np.where(rows, stage_steps(seg, tree, block, first_stage, second_stage, allowed), 0.0)
-                    assert some.tobytes() == steps.tobytes()
+                    fast = fallback._stage_scores_c(seg, tree, block, first_stage, second_stage, allowed, rows)
+                    assert fast is not None
+                    steps = stage_steps(seg, tree, block, first_stage, second_stage, allowed)
+                    assert fast.tobytes() == (steps if rows is None else np.where(rows, steps, 0.0)).tobytes()
         pages += 1
     assert pages > 5
 
