@@ -154,8 +154,8 @@ def stage_breakdown(db) -> dict[str, float]:
             return CLOCK()
         allowed, coverage, in_region = step("match template", extract_mod.match_template, seg, compiled)
         tree = step("number tree", features.number_tree, seg)
-        feats = step("features", features.block_features, seg, tree)
-        scores = step("score (two-stage MLP)", fallback._score, seg, tree, feats, weights, allowed)
+        feats = step("features", features.block_features, seg, tree, rows=allowed | fallback.headings(seg))
+        scores = step("score (two-stage MLP)", fallback._score, seg, tree, feats, weights, allowed, rows=allowed)
         keep = step("keep + headline", lambda: headline.keep_headline(
             seg, feats, _keep(seg, tree, scores, allowed, in_region, compiled.settings)))
         result = step("text + repeats", extract_mod._extraction, seg, keep, site=stored.site, method="template",

@@ -219,6 +219,8 @@ typedef struct {
     const double *packed, *inputs;
     double *out, *scratch;  /* scratch: 2 * (width + 2 * hidden * networks) doubles */
     Py_ssize_t rows, width, hidden, networks;
+    const Py_ssize_t *which;  /* NULL: rows 0 .. rows - 1; else the rows' numbers, rising (each row's floats are
+                               * its own: a row run alone, or paired with another, gives the same) */
 } Forward;
 
 /* One row's output from its hidden sums: tanh, per network the output unit (sigmoid with ann._sigmoid's clip at
@@ -247,19 +249,22 @@ FORWARD_INLINE void forward_rows(const Forward *f, Py_ssize_t hidden, Py_ssize_t
                  *output_weights = bias + units, *output_bias = output_weights + units;
     double *scaled = f->scratch, *sums = scaled + width, *magnitude = sums + units;
     double *scaled1 = magnitude + units, *sums1 = scaled1 + width;
+    const Py_ssize_t *which = f->which;
     Py_ssize_t r = 0;
     if (units == PAIR_UNITS)  /* a constant in the shipped shape's copies */
         for (; r + 1 < f->rows; r += 2) {
-            forward_scale(f->inputs + r * width, mean, std, scaled, width);
-            forward_scale(f->inputs + (r + 1) * width, mean, std, scaled1, width);
+            const Py_ssize_t r0 = which ? which[r] : r, r1 = which ? which[r + 1] : r + 1;
+            forward_scale(f->inputs + r0 * width, mean, std, scaled, width);
+            forward_scale(f->inputs + r1 * width, mean, std, scaled1, width);
             forward_sums_pair(scaled, scaled1, weights, sums, sums1, width);
-            f->out[r] = forward_output(sums, bias, output_weights, output_bias, magnitude, hidden, networks);
-            f->out[r + 1] = forward_output(sums1, bias, output_weights, output_bias, magnitude, hidden, networks);
+            f->out[r0] = forward_output(sums, bias, output_weights, output_bias, magnitude, hidden, networks);
+            f->out[r1] = forward_output(sums1, bias, output_weights, output_bias, magnitude, hidden, networks);
         }
     for (; r < f->rows; r++) {
-        forward_scale(f->inputs + r * width, mean, std, scaled, width);
+        const Py_ssize_t r0 = which ? which[r] : r;
+        forward_scale(f->inputs + r0 * width, mean, std, scaled, width);
         forward_sums(scaled, weights, sums, width, units);
-        f->out[r] = forward_output(sums, bias, output_weights, output_bias, magnitude, hidden, networks);
+        f->out[r0] = forward_output(sums, bias, output_weights, output_bias, magnitude, hidden, networks);
     }
 }
 
@@ -321,6 +326,7 @@ static PyObject *ensemble(PyObject *self, PyObject *args) {
     f.packed = pv.buf;
     f.inputs = iv.buf;
     f.out = ov.buf;
+    f.which = NULL;
     forward_run(&f, portable);
     Py_INCREF(Py_None);
     result = Py_None;
@@ -508,6 +514,27 @@ static NOINLINE int shape_counts(Classes *classes, int kind, const void *data, P
     return shape_loop(classes, PyUnicode_4BYTE_KIND, data, length, c);
 }
 
+/* The punctuation alone (a row whose own columns are not read: its punctuation share enters its neighbours' and
+ * the region's columns). */
+static ALWAYS_INLINE int punct_loop(Classes *classes, int kind, const void *data, Py_ssize_t length, int64_t *out) {
+    const uint16_t *table = classes->table;
+    int64_t punct = 0;
+    for (Py_ssize_t j = 0; j < length; j++) {
+        Py_UCS4 code = code_at(kind, data, j);
+        uint16_t bits = table[code];
+        if (UNLIKELY(!bits) && class_of(classes, code, &bits) < 0) return -1;
+        punct += (bits & C_PUNCT) != 0;
+    }
+    *out = punct;
+    return 0;
+}
+
+static NOINLINE int punct_count(Classes *classes, int kind, const void *data, Py_ssize_t length, int64_t *out) {
+    if (kind == PyUnicode_1BYTE_KIND) return punct_loop(classes, PyUnicode_1BYTE_KIND, data, length, out);
+    if (kind == PyUnicode_2BYTE_KIND) return punct_loop(classes, PyUnicode_2BYTE_KIND, data, length, out);
+    return punct_loop(classes, PyUnicode_4BYTE_KIND, data, length, out);
+}
+
 /* The second pass, over text.lower() (``ascii``: over an ASCII text, lower-cased here): runs of word characters,
  * and those equal to a title word. A word's length and code point sum are compared with the title words' only
  * where ``keys`` (a bit per title word's length and sum) has its bit: most words end with no compare. */
@@ -584,20 +611,35 @@ static int count_text(Classes *classes, const TitleWord *title, Py_ssize_t n_tit
     return status;
 }
 
-/* text_matrix(blocks, title_words, table, fill) -> bytearray of float64 (blocks x 10) | None: the matrix of
- * features._text_columns (chars, link chars, markup bytes, words, punctuation share, sentence end, digit share,
+/* text_matrix(blocks, title_words, table, fill, rows=None) -> bytearray of float64 (blocks x 10) | None: the matrix
+ * of features._text_columns (chars, link chars, markup bytes, words, punctuation share, sentence end, digit share,
  * title overlap, copyright, capitalised share), except that the copyright column is 1.0 where the text may
  * match _COPYRIGHT (the caller runs the regex on those); None where a text is empty (the plain definition's
- * turn). ``table`` is features._CLASS_TABLE (uint16 per code point, 0 until known), filled by calling ``fill``. */
+ * turn). ``table`` is features._CLASS_TABLE (uint16 per code point, 0 until known), filled by calling ``fill``.
+ * ``rows`` (bool per block): the blocks whose own columns are wanted; the others get their lengths and punctuation
+ * share only (what their neighbours' and the page's columns are made of), 0.0 in the other columns. */
 static PyObject *text_matrix(PyObject *self, PyObject *args) {
-    PyObject *blocks_obj, *title_list, *table_obj, *fill;
-    if (!PyArg_ParseTuple(args, "OOOO", &blocks_obj, &title_list, &table_obj, &fill)) return NULL;
+    PyObject *blocks_obj, *title_list, *table_obj, *fill, *rows_obj = Py_None;
+    if (!PyArg_ParseTuple(args, "OOOO|O", &blocks_obj, &title_list, &table_obj, &fill, &rows_obj)) return NULL;
     PyObject *fb = PySequence_Fast(blocks_obj, "blocks must be a sequence");
     if (!fb) return NULL;
+    Py_buffer rv;
+    const unsigned char *wanted = NULL;
+    if (rows_obj != Py_None) {
+        if (PyObject_GetBuffer(rows_obj, &rv, PyBUF_C_CONTIGUOUS) < 0) { Py_DECREF(fb); return NULL; }
+        if (rv.len != PySequence_Fast_GET_SIZE(fb)) {
+            PyBuffer_Release(&rv);
+            Py_DECREF(fb);
+            PyErr_SetString(PyExc_ValueError, "rows: one bool per block");
+            return NULL;
+        }
+        wanted = rv.buf;
+    }
     PyObject *fw = PySequence_Fast(title_list, "title words must be a sequence");
-    if (!fw) { Py_DECREF(fb); return NULL; }
+    if (!fw) { if (wanted) PyBuffer_Release(&rv); Py_DECREF(fb); return NULL; }
     Py_buffer tv;
     if (PyObject_GetBuffer(table_obj, &tv, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        if (wanted) PyBuffer_Release(&rv);
         Py_DECREF(fb); Py_DECREF(fw); return NULL;
     }
     PyObject *result = NULL;
@@ -628,8 +670,9 @@ static PyObject *text_matrix(PyObject *self, PyObject *args) {
             goto fail;
         }
         Py_ssize_t length = PyUnicode_GET_LENGTH(text);
-        TextCounts c;
-        int status = length ? count_text(&classes, title, n_title, keys, text, &c) : 0;
+        TextCounts c = {0};
+        int status = !length ? 0 : !wanted || wanted[i] ? count_text(&classes, title, n_title, keys, text, &c)
+                     : punct_count(&classes, PyUnicode_KIND(text), PyUnicode_DATA(text), length, &c.punct);
         Py_DECREF(text);
         if (status < 0) goto fail;
         if (!length) { Py_CLEAR(result); result = Py_None; Py_INCREF(result); goto done; }
@@ -660,6 +703,7 @@ done:
     if (title) for (Py_ssize_t k = 0; k < n_title; k++) PyMem_Free(title[k].codes);
     PyMem_Free(title);
     PyBuffer_Release(&tv);
+    if (wanted) PyBuffer_Release(&rv);
     Py_DECREF(fb);
     Py_DECREF(fw);
     return result;
@@ -1109,31 +1153,47 @@ done:
     return result;
 }
 
-/* two_stage(first, second, features, chars, parent, owner, allowed, out, hidden, networks, levels, widths,
+/* Only the rows of ``mask`` (bool per row, f->rows of them) through f's pass: their numbers into ``which`` (f's row
+ * list from then on), 0.0 in ``out`` for the others. */
+static void select_rows(Forward *f, const unsigned char *mask, Py_ssize_t *which, double *out) {
+    Py_ssize_t count = 0;
+    for (Py_ssize_t r = 0; r < f->rows; r++) {
+        out[r] = 0.0;
+        if (mask[r]) which[count++] = r;
+    }
+    f->rows = count;
+    f->which = which;
+}
+
+/* two_stage(first, second, features, chars, parent, owner, allowed, rows, out, hidden, networks, levels, widths,
  * min_score) -> out | None: fallback._stage_scores' passes in one call, each the C code its step takes one at a
  * time: the first ensemble over the features (ensemble), its scores times ``allowed`` (bool per block, or None),
  * the context columns of those scores (context_into, as context_features), the second ensemble over the features
  * and the context side by side (np.hstack's rows). ``first`` and ``second`` are packed as ensemble takes them,
  * for features of width F and F + 6 + levels + 3; out: float64 per block. None (nothing written) where a step
- * would take numpy: an array not of its kind, a tree not numbered parents first, no rows. */
+ * would take numpy: an array not of its kind, a tree not numbered parents first, no rows.
+ * Only the rows whose score is read are run through a network (each row's floats are its own): the first stage
+ * over the ``allowed`` blocks (the others' first scores are 0.0, what the product gives a finite score), the
+ * second over ``rows`` (bool per block, or None for all; the others' scores are 0.0). */
 static PyObject *two_stage(PyObject *self, PyObject *args) {
-    PyObject *first_obj, *second_obj, *features_obj, *chars_obj, *parent_obj, *owner_obj, *allowed_obj, *out_obj;
+    PyObject *first_obj, *second_obj, *features_obj, *chars_obj, *parent_obj, *owner_obj, *allowed_obj, *rows_obj,
+             *out_obj;
     Py_ssize_t hidden, networks, levels, widths[3];
     double min_score;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOnnn(nnn)d", &first_obj, &second_obj, &features_obj, &chars_obj,
-                          &parent_obj, &owner_obj, &allowed_obj, &out_obj, &hidden, &networks, &levels, &widths[0],
-                          &widths[1], &widths[2], &min_score))
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOnnn(nnn)d", &first_obj, &second_obj, &features_obj, &chars_obj,
+                          &parent_obj, &owner_obj, &allowed_obj, &rows_obj, &out_obj, &hidden, &networks, &levels,
+                          &widths[0], &widths[1], &widths[2], &min_score))
         return NULL;
     if (hidden < 1 || networks < 1 || levels < 0 || widths[0] < 1 || widths[1] < 1 || widths[2] < 1) {
         PyErr_SetString(PyExc_ValueError, "two_stage: bad sizes");
         return NULL;
     }
-    Py_buffer first_v, second_v, features_v, chars_v, allowed_v, out_v;
+    Py_buffer first_v, second_v, features_v, chars_v, allowed_v, out_v, rows_v;
     int held = 0, status = 0;  /* held: bits of the buffers to release, in the order above */
     TreeView t = {.held = 0};
     PyObject *result = NULL;
     double *scores = NULL, *inputs = NULL, *scratch = NULL, *forward_scratch = NULL;
-    Py_ssize_t *element = NULL;
+    Py_ssize_t *element = NULL, *which = NULL;
     const Py_ssize_t units = hidden * networks, context = 6 + levels + 3;
     if ((status = typed_buffer(out_obj, &out_v, 'd', -1)) <= 0) goto give_up;
     held |= 32;
@@ -1154,26 +1214,35 @@ static PyObject *two_stage(PyObject *self, PyObject *args) {
         if ((status = typed_buffer(allowed_obj, &allowed_v, '?', rows)) <= 0) goto give_up;
         held |= 16;
     }
+    if (rows_obj != Py_None) {
+        if ((status = typed_buffer(rows_obj, &rows_v, '?', rows)) <= 0) goto give_up;
+        held |= 64;
+    }
     if ((status = tree_view(&t, parent_obj, owner_obj, rows)) <= 0) goto give_up;
     scores = PyMem_Malloc(rows * sizeof(double));
     inputs = PyMem_Malloc(rows * wide * sizeof(double));
     scratch = PyMem_Malloc((2 * rows + 2 * t.n + 1) * sizeof(double));
     element = PyMem_Malloc((rows + 1) * sizeof(Py_ssize_t));
+    which = PyMem_Malloc((rows + 1) * sizeof(Py_ssize_t));
     forward_scratch = PyMem_Malloc(2 * (wide + 2 * units) * sizeof(double));
-    if (!scores || !inputs || !scratch || !element || !forward_scratch) { PyErr_NoMemory(); goto fail; }
+    if (!scores || !inputs || !scratch || !element || !which || !forward_scratch) { PyErr_NoMemory(); goto fail; }
     Forward f = {.packed = first_v.buf, .inputs = features_v.buf, .out = scores, .scratch = forward_scratch,
-                 .rows = rows, .width = width, .hidden = hidden, .networks = networks};
+                 .rows = rows, .width = width, .hidden = hidden, .networks = networks, .which = NULL};
+    if (held & 16) select_rows(&f, allowed_v.buf, which, scores);  /* the others' first scores: a score times 0 */
     forward_run(&f, 0);
-    if (held & 16) {
-        const unsigned char *allowed = allowed_v.buf;
-        for (Py_ssize_t r = 0; r < rows; r++) scores[r] = scores[r] * (double)(allowed[r] != 0);
-    }
     const double *features = features_v.buf;
-    for (Py_ssize_t r = 0; r < rows; r++) memcpy(inputs + r * wide, features + r * width, width * sizeof(double));
+    double *out = out_v.buf;
+    f.rows = rows;
+    f.which = NULL;
+    if (held & 64) select_rows(&f, rows_v.buf, which, out);  /* the second stage over the rows asked for */
+    for (Py_ssize_t i = 0; i < f.rows; i++) {
+        const Py_ssize_t r = f.which ? f.which[i] : i;
+        memcpy(inputs + r * wide, features + r * width, width * sizeof(double));
+    }
     context_into(scores, chars_v.buf, &t, rows, levels, widths, min_score, scratch, element, inputs + width, wide);
     f.packed = second_v.buf;
     f.inputs = inputs;
-    f.out = out_v.buf;
+    f.out = out;
     f.width = wide;
     forward_run(&f, 0);
     result = out_obj;
@@ -1194,10 +1263,12 @@ done:
     if (held & 8) PyBuffer_Release(&chars_v);
     if (held & 16) PyBuffer_Release(&allowed_v);
     if (held & 32) PyBuffer_Release(&out_v);
+    if (held & 64) PyBuffer_Release(&rows_v);
     PyMem_Free(scores);
     PyMem_Free(inputs);
     PyMem_Free(scratch);
     PyMem_Free(element);
+    PyMem_Free(which);
     PyMem_Free(forward_scratch);
     return result;
 }
@@ -1280,6 +1351,254 @@ static PyObject *markup_counts(PyObject *self, PyObject *arg) {
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
     return Py_BuildValue("(nnn)", tags, most, total);
+}
+
+
+/* --- parse.lean_markup: the raw text of script and style elements left out before libxml2 reads the page ---------
+ * libxml2 (2.14's HTML5 tokenizer) copies a script's or style's raw text into a text node, which parse.py then drops
+ * with the element (config.DROP_TAGS): on the dev pages that text is half of the bytes. Here the page is read as
+ * that tokenizer reads it, in its order of tests: "<" and "/" an end tag (its name, then attributes whose quoted
+ * values run to their quote, to ">" or "/>"; "</>" nothing; "</" and a non-letter a bogus comment to ">"), "<!DOCTYPE"
+ * (any case) to the next ">", "<!--" a comment ("<!-->" and "<!--->" empty, else to "-->" or "--!>"), "<!" or "<?" a
+ * bogus comment to ">", "<" and an ASCII letter a start tag (the name runs to whitespace, "/" or ">", lower-cased;
+ * attributes as above; "/>" makes it empty). After a start tag's ">", an element with a data mode reads its content
+ * as raw text: title and textarea (RCDATA), style, xmp, iframe, noembed and noframes (RAWTEXT) up to "</name" and
+ * whitespace, "/" or ">"; script the same, through its escape states ("<!--" escaped, "<script" inside that doubly
+ * escaped, "-->" back); plaintext to the end. The content of each script and style element (between its start
+ * tag's ">" and the "<" of the end tag that closes it, or the end of the page) is left out; the tags stay, so the
+ * tree libxml2 builds differs only by those elements' text (parse.py strips the elements). Whitespace here is the
+ * HTML tokenizer's (space, tab, LF, FF, CR); the page has been through parse.clean_utf8 (no NUL, no other control
+ * character) before it is read. */
+#define RAW_NONE 0
+#define RAW_RCDATA 1
+#define RAW_RAWTEXT 2
+#define RAW_PLAINTEXT 3
+#define RAW_SCRIPT 4
+#define RAW_SCRIPT_ESC1 5
+#define RAW_SCRIPT_ESC2 6
+
+/* Byte classes: LEAN_SPACE whitespace; a tag name runs to a LEAN_NAME_END byte, an attribute name to a LEAN_ATTR_END
+ * one, an unquoted value to a LEAN_VALUE_END one. */
+#define LEAN_SPACE 1
+#define LEAN_NAME_END 2
+#define LEAN_ATTR_END 4
+#define LEAN_VALUE_END 8
+static unsigned char lean_class[256];
+
+static void lean_init(void) {
+    const unsigned char spaces[] = {' ', '\t', '\n', '\f', '\r'};
+    for (size_t k = 0; k < sizeof spaces; k++)
+        lean_class[spaces[k]] = LEAN_SPACE | LEAN_NAME_END | LEAN_ATTR_END | LEAN_VALUE_END;
+    lean_class['/'] |= LEAN_NAME_END | LEAN_ATTR_END;
+    lean_class['>'] |= LEAN_NAME_END | LEAN_ATTR_END | LEAN_VALUE_END;
+    lean_class['='] |= LEAN_ATTR_END;
+}
+
+static inline int lean_space(unsigned char c) { return lean_class[c] & LEAN_SPACE; }
+static inline int lean_letter(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+/* The first index from i on whose byte is of ``kind`` (or n). */
+static inline Py_ssize_t lean_until(const unsigned char *d, Py_ssize_t n, Py_ssize_t i, unsigned char kind) {
+    while (i < n && !(lean_class[d[i]] & kind)) i++;
+    return i;
+}
+
+static Py_ssize_t lean_blanks(const unsigned char *d, Py_ssize_t n, Py_ssize_t i) {
+    while (i < n && (lean_class[d[i]] & LEAN_SPACE)) i++;
+    return i;
+}
+
+/* The index of the first ">" from i on, or n. */
+static Py_ssize_t lean_to_gt(const unsigned char *d, Py_ssize_t n, Py_ssize_t i) {
+    if (i >= n) return n;
+    const unsigned char *gt = memchr(d + i, '>', (size_t)(n - i));
+    return gt ? gt - d : n;
+}
+
+/* A tag's attributes from i (just after its name) to its ">" or "/>": the index of that ">" or "/", or n. */
+static Py_ssize_t lean_attributes(const unsigned char *d, Py_ssize_t n, Py_ssize_t i) {
+    i = lean_blanks(d, n, i);
+    while (i < n && d[i] != '>' && !(d[i] == '/' && i + 1 < n && d[i + 1] == '>')) {
+        if (d[i] == '/') {
+            i = lean_blanks(d, n, i + 1);
+            continue;
+        }
+        i = lean_until(d, n, i + 1, LEAN_ATTR_END);  /* a name's first character is taken whatever it is */
+        i = lean_blanks(d, n, i);
+        if (i < n && d[i] == '=') {
+            i = lean_blanks(d, n, i + 1);
+            if (i < n && (d[i] == '"' || d[i] == '\'')) {
+                const unsigned char *end = memchr(d + i + 1, d[i], (size_t)(n - i - 1));
+                i = end ? end - d + 1 : n;
+            } else {
+                i = lean_until(d, n, i, LEAN_VALUE_END);
+            }
+        }
+        i = lean_blanks(d, n, i);
+    }
+    return i;
+}
+
+/* Whether "name" (lower-case ASCII) stands at j, any case, followed by whitespace, "/" or ">". */
+static int lean_end_name(const unsigned char *d, Py_ssize_t n, Py_ssize_t j, const char *name, Py_ssize_t size) {
+    if (j + size >= n) return 0;
+    for (Py_ssize_t k = 0; k < size; k++)
+        if ((unsigned char)name[k] != (d[j + k] | 0x20)) return 0;
+    unsigned char c = d[j + size];
+    return c == '>' || c == '/' || lean_space(c);
+}
+
+/* Where raw text of ``mode`` that starts at i ends: the "<" of the end tag that closes it, or n. */
+static Py_ssize_t lean_raw_end(const unsigned char *d, Py_ssize_t n, Py_ssize_t i, int mode, const char *name,
+                               Py_ssize_t size) {
+    if (mode == RAW_PLAINTEXT) return n;
+    Py_ssize_t next_lt = i - 1, next_dash = i - 1;  /* the next "<" and "-" found (memchr), not yet passed */
+    for (Py_ssize_t k = i; k < n; k++) {
+        if (next_lt < k) {
+            const unsigned char *lt = memchr(d + k, '<', (size_t)(n - k));
+            next_lt = lt ? lt - d : n;
+        }
+        Py_ssize_t at = next_lt;  /* only a "<" matters, and in a script's escape states a "-" too */
+        if (mode == RAW_SCRIPT_ESC1 || mode == RAW_SCRIPT_ESC2) {
+            if (next_dash < k) {
+                const unsigned char *dash = memchr(d + k, '-', (size_t)(n - k));
+                next_dash = dash ? dash - d : n;
+            }
+            if (next_dash < at) at = next_dash;
+        }
+        if (at >= n) return n;
+        k = at;
+        unsigned char c = d[k];
+        if (c == '<') {
+            Py_ssize_t j = k + 1;
+            if (j >= n) continue;
+            if (mode == RAW_SCRIPT && d[j] == '!') {
+                if (j + 2 < n && d[j + 1] == '-' && d[j + 2] == '-') mode = RAW_SCRIPT_ESC1;
+                continue;
+            }
+            int solidus = d[j] == '/';
+            if (solidus) j++;
+            if ((solidus || mode == RAW_SCRIPT_ESC1) && lean_end_name(d, n, j, name, size)) {
+                if (mode == RAW_SCRIPT_ESC1 && !solidus) mode = RAW_SCRIPT_ESC2;
+                else if (mode == RAW_SCRIPT_ESC2) mode = RAW_SCRIPT_ESC1;
+                else return k;
+            }
+        } else if (c == '-' && (mode == RAW_SCRIPT_ESC1 || mode == RAW_SCRIPT_ESC2)) {
+            if (k + 2 < n && d[k + 1] == '-' && d[k + 2] == '>') mode = RAW_SCRIPT;
+        }
+    }
+    return n;
+}
+
+/* The data mode of a start tag's lower-cased name (libxml2's element table). */
+static int lean_mode(const unsigned char *name, Py_ssize_t size) {
+    static const struct { const char *name; int mode; } modes[] = {
+        {"title", RAW_RCDATA}, {"textarea", RAW_RCDATA}, {"style", RAW_RAWTEXT}, {"xmp", RAW_RAWTEXT},
+        {"iframe", RAW_RAWTEXT}, {"noembed", RAW_RAWTEXT}, {"noframes", RAW_RAWTEXT},
+        {"plaintext", RAW_PLAINTEXT}, {"script", RAW_SCRIPT}};
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
+        if ((Py_ssize_t)strlen(modes[m].name) == size && memcmp(modes[m].name, name, (size_t)size) == 0)
+            return modes[m].mode;
+    return RAW_NONE;
+}
+
+/* lean_markup(data) -> bytes: ``data`` without the content of its script and style elements (the same object when
+ * they hold none). */
+static PyObject *lean_markup(PyObject *self, PyObject *arg) {
+    if (!PyBytes_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "lean_markup takes bytes");
+        return NULL;
+    }
+    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(arg);
+    const Py_ssize_t n = PyBytes_GET_SIZE(arg);
+    Py_ssize_t i = 0, spans = 0, capacity = 0, left_out = 0;
+    Py_ssize_t *cut = NULL;  /* [start, end) pairs of the content left out, in order */
+    while (i < n) {
+        const unsigned char *lt = memchr(d + i, '<', (size_t)(n - i));
+        if (!lt) break;
+        Py_ssize_t p = lt - d;
+        if (p + 1 >= n) break;  /* a "<" at the end: text */
+        unsigned char c = d[p + 1];
+        if (c == '/') {
+            Py_ssize_t q = p + 2;
+            if (q >= n) break;
+            if (d[q] == '>') { i = q + 1; continue; }
+            if (!lean_letter(d[q])) { i = lean_to_gt(d, n, q) + 1; continue; }  /* a bogus comment */
+            q = lean_attributes(d, n, lean_until(d, n, q + 1, LEAN_NAME_END));  /* (the name's first letter) */
+            if (q >= n) break;
+            i = q + (d[q] == '>' ? 1 : 2);
+        } else if (c == '!') {
+            static const char doctype[] = "DOCTYPE";
+            int is_doctype = p + 8 < n;
+            for (int k = 0; is_doctype && k < 7; k++)
+                is_doctype = (d[p + 2 + k] & ~0x20) == (unsigned char)doctype[k] && lean_letter(d[p + 2 + k]);
+            if (is_doctype) {
+                i = lean_to_gt(d, n, p + 9) + 1;
+            } else if (p + 3 < n && d[p + 2] == '-' && d[p + 3] == '-') {
+                Py_ssize_t q = p + 4;
+                if (q < n && d[q] == '>') { i = q + 1; continue; }
+                if (q + 1 < n && d[q] == '-' && d[q + 1] == '>') { i = q + 2; continue; }
+                i = n;
+                for (; q < n; q++) {
+                    if (d[q] != '-' || q + 1 >= n || d[q + 1] != '-' || q + 2 >= n) continue;
+                    if (d[q + 2] == '>') { i = q + 3; break; }
+                    if (d[q + 2] == '!' && q + 3 < n && d[q + 3] == '>') { i = q + 4; break; }
+                }
+            } else {
+                i = lean_to_gt(d, n, p + 2) + 1;
+            }
+        } else if (c == '?') {
+            i = lean_to_gt(d, n, p + 1) + 1;
+        } else if (lean_letter(c)) {
+            unsigned char name[16];
+            Py_ssize_t q = lean_until(d, n, p + 1, LEAN_NAME_END), size = q - p - 1;
+            for (Py_ssize_t k = 0; k < size && k < (Py_ssize_t)sizeof name; k++)
+                name[k] = d[p + 1 + k] >= 'A' && d[p + 1 + k] <= 'Z' ? d[p + 1 + k] + 32 : d[p + 1 + k];
+            q = lean_attributes(d, n, q);
+            if (q >= n) break;  /* a start tag the page ends in: no element */
+            if (d[q] == '/') { i = q + 2; continue; }  /* "/>": an empty element */
+            i = q + 1;
+            int mode = size <= (Py_ssize_t)sizeof name ? lean_mode(name, size) : RAW_NONE;
+            if (mode == RAW_NONE) continue;
+            char lower[16];
+            memcpy(lower, name, (size_t)size);
+            lower[size] = 0;
+            Py_ssize_t end = lean_raw_end(d, n, i, mode, lower, size);
+            if (end > i && ((size == 6 && memcmp(lower, "script", 6) == 0)
+                            || (size == 5 && memcmp(lower, "style", 5) == 0))) {
+                if (spans == capacity) {
+                    capacity = capacity ? 2 * capacity : 32;
+                    Py_ssize_t *grown = PyMem_Realloc(cut, 2 * capacity * sizeof(Py_ssize_t));
+                    if (!grown) { PyMem_Free(cut); return PyErr_NoMemory(); }
+                    cut = grown;
+                }
+                cut[2 * spans] = i;
+                cut[2 * spans + 1] = end;
+                spans++;
+                left_out += end - i;
+            }
+            i = end;
+        } else {
+            i = p + 1;  /* a "<" of the text */
+        }
+    }
+    if (!spans) {
+        Py_INCREF(arg);
+        return arg;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n - left_out);
+    if (out) {
+        char *o = PyBytes_AS_STRING(out);
+        Py_ssize_t from = 0;
+        for (Py_ssize_t s = 0; s < spans; s++) {
+            memcpy(o, d + from, (size_t)(cut[2 * s] - from));
+            o += cut[2 * s] - from;
+            from = cut[2 * s + 1];
+        }
+        memcpy(o, d + from, (size_t)(n - from));
+    }
+    PyMem_Free(cut);
+    return out;
 }
 
 
@@ -2109,12 +2428,15 @@ static PyObject *json_string(PyObject *self, PyObject *text) {
 static PyMethodDef methods[] = {
     {"markup_counts", markup_counts, METH_O,
      "markup_counts(data) -> (start tags, most attributes of one, attributes): parse.markup_counts."},
+    {"lean_markup", lean_markup, METH_O,
+     "lean_markup(data) -> bytes: data without the content of its script and style elements: parse.lean_markup."},
     {"utf8_controls_to_space", utf8_controls_to_space, METH_O,
      "utf8_controls_to_space(text) -> bytes: parse.clean_text's encode-and-translate step."},
     {"has_controls", has_controls, METH_O,
      "has_controls(data) -> bool: parse.has_controls (an ASCII control character but tab, newline, return)."},
     {"text_matrix", text_matrix, METH_VARARGS,
-     "text_matrix(blocks, title_words, table, fill) -> bytearray | None: features._text_columns' float64 matrix"},
+     "text_matrix(blocks, title_words, table, fill, rows=None) -> bytearray | None: features._text_columns' float64 "
+     "matrix"},
     {"ensemble", ensemble, METH_VARARGS,
      "ensemble(packed, inputs, out, rows, width, hidden, networks, portable=False): ann.predict_mean of a packed "
      "ensemble."},
@@ -2127,8 +2449,8 @@ static PyMethodDef methods[] = {
      "context_features(scores, chars, parent, owner, levels, widths, min_score) -> bytearray | None: "
      "features.context_features' float64 matrix"},
     {"two_stage", two_stage, METH_VARARGS,
-     "two_stage(first, second, features, chars, parent, owner, allowed, out, hidden, networks, levels, widths, "
-     "min_score) -> out | None: fallback.stage_scores' two ensembles and context columns in one call."},
+     "two_stage(first, second, features, chars, parent, owner, allowed, rows, out, hidden, networks, levels, "
+     "widths, min_score) -> out | None: fallback.stage_scores' two ensembles and context columns in one call."},
     {"first_places", first_places, METH_VARARGS,
      "first_places(data, needles, start=0) -> list[int]: [data.find(needle, start) for needle in needles] (metadata)."},
     {"first_place_folded", first_place_folded, METH_VARARGS,
@@ -2160,6 +2482,7 @@ PyMODINIT_FUNC PyInit__numeric(void) {
     __builtin_cpu_init();
     has_avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif
+    lean_init();
     lower_name = PyUnicode_InternFromString("lower");
     text_name = PyUnicode_InternFromString("text");
     link_chars_name = PyUnicode_InternFromString("link_chars");

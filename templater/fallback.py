@@ -35,7 +35,7 @@ from .errors import InputError
 from .features import (CLASS_GROUPS, CONTEXT_NAMES, FEATURE_NAMES, TAG_GROUPS, Tree, block_features,
                        context_features, inside, line_features, number_tree, sum_up)
 from .blocks import path_mask
-from .headline import find_headline, keep_headline
+from .headline import find_headline, heading_words, keep_headline
 from .template import link_runs
 from .datatypes import Segmented
 from .config import (ANN_THRESHOLD, DENSITY_BOUNDS, DENSITY_ITERATIONS, DENSITY_MIN_SPREAD, DENSITY_TOLERANCE,
@@ -169,8 +169,9 @@ def classify_blocks(seg: Segmented, weights: ann.Weights, *, allowed: np.ndarray
     inside the template's trusted content region, every allowed block but those scoring at most its
     trusted_threshold that look like chrome (region_chrome). Then the headline, where the classifier left it out."""
     tree = number_tree(seg)
-    features = block_features(seg, tree)
-    scores = _score(seg, tree, features, weights, allowed)
+    # behind a template, only the allowed blocks' features and scores are read, and the headings' title overlap
+    features = block_features(seg, tree, rows=None if allowed is None else allowed | headings(seg))
+    scores = _score(seg, tree, features, weights, allowed, rows=allowed)
     if allowed is None:
         keep = _keep_region(seg, tree, scores)
     else:
@@ -182,6 +183,13 @@ def classify_blocks(seg: Segmented, weights: ann.Weights, *, allowed: np.ndarray
                 vouched &= ~(doubtful & region_chrome(seg, tree, trusted, settings))
             keep |= vouched
     return keep_headline(seg, features, keep & ~captions(seg))
+
+
+def headings(seg: Segmented) -> np.ndarray:
+    """Per block, whether it is a heading (HEADLINE_TAGS: what keep_headline may add by its title overlap)."""
+    out = np.zeros(len(seg.blocks), dtype=bool)
+    out[[index for index, _ in heading_words(seg)]] = True
+    return out
 
 
 def region_chrome(seg: Segmented, tree: Tree, trusted: np.ndarray,
@@ -301,31 +309,35 @@ def score_blocks(seg: Segmented, weights: ann.Weights, *, allowed: np.ndarray | 
 
 
 def _score(seg: Segmented, tree: Tree, features: np.ndarray, weights: ann.Weights,
-           allowed: np.ndarray | None) -> np.ndarray:
+           allowed: np.ndarray | None, *, rows: np.ndarray | None = None) -> np.ndarray:
     """The second stage's scores; with an expert in the weights (genre-mixed training), the mean of the scores of
-    the stages fitted on every page and of the expert's stages, each second stage seeing its own first stage."""
-    scores = stage_scores(seg, tree, features, weights.first, weights.second, allowed)
+    the stages fitted on every page and of the expert's stages, each second stage seeing its own first stage.
+    ``rows`` (bool per block): only those blocks' scores are wanted, the others are 0.0 (stage_scores)."""
+    scores = stage_scores(seg, tree, features, weights.first, weights.second, allowed, rows=rows)
     if weights.expert_first:
-        scores += stage_scores(seg, tree, features, weights.expert_first, weights.expert_second, allowed)
+        scores += stage_scores(seg, tree, features, weights.expert_first, weights.expert_second, allowed, rows=rows)
         scores /= 2
     return scores
 
 
 def stage_scores(seg: Segmented, tree: Tree, features: np.ndarray, first_stage, second_stage,
-                 allowed: np.ndarray | None = None) -> np.ndarray:
+                 allowed: np.ndarray | None = None, *, rows: np.ndarray | None = None) -> np.ndarray:
     """One pair of stages' scores: the second stage over the features and the context of the first's (in one
-    call of templater._numeric.two_stage where compiled: _stage_scores_c)."""
-    found = _stage_scores_c(seg, tree, features, first_stage, second_stage, allowed)
+    call of templater._numeric.two_stage where compiled: _stage_scores_c). With ``rows`` (bool per block), the
+    scores of the other blocks are 0.0: the compiled pass runs only the wanted rows through the second stage, and
+    only the allowed ones through the first (a block not allowed counts as 0.0 in the context either way)."""
+    found = _stage_scores_c(seg, tree, features, first_stage, second_stage, allowed, rows)
     if found is not None:
         return found
     first = ann.predict_mean(first_stage, features)
     if allowed is not None:
         first = first * allowed
-    return ann.predict_mean(second_stage, np.hstack([features, context_features(seg, tree, first)]))
+    scores = ann.predict_mean(second_stage, np.hstack([features, context_features(seg, tree, first)]))
+    return scores if rows is None else np.where(rows, scores, 0.0)
 
 
 def _stage_scores_c(seg: Segmented, tree: Tree, features: np.ndarray, first_stage, second_stage,
-                    allowed: np.ndarray | None) -> np.ndarray | None:
+                    allowed: np.ndarray | None, rows: np.ndarray | None = None) -> np.ndarray | None:
     """stage_scores in one call of templater._numeric.two_stage, which runs the C code each of its steps takes
     (ann.predict_mean's ensemble, features.context_features) without numpy's arrays in between: the same floats.
     None where a step would not take C (no extension, an ensemble the C pass does not take, arrays of other
@@ -333,7 +345,8 @@ def _stage_scores_c(seg: Segmented, tree: Tree, features: np.ndarray, first_stag
     numeric = native.numeric
     if (numeric is None or not isinstance(features, np.ndarray) or features.dtype != np.float64
             or features.ndim != 2 or not features.flags.c_contiguous or not len(features)
-            or (allowed is not None and (not isinstance(allowed, np.ndarray) or allowed.dtype != bool))):
+            or (allowed is not None and (not isinstance(allowed, np.ndarray) or allowed.dtype != bool))
+            or (rows is not None and (not isinstance(rows, np.ndarray) or rows.dtype != bool))):
         return None
     first, second = ann.packed_ensemble(first_stage), ann.packed_ensemble(second_stage)
     if first is None or second is None or len(first_stage) != len(second_stage):
@@ -342,8 +355,9 @@ def _stage_scores_c(seg: Segmented, tree: Tree, features: np.ndarray, first_stag
     if len(second_stage[0].hidden_bias) != hidden or features.shape[1] != first_stage[0].inputs:
         return None
     out = np.empty(len(features))
-    found = numeric.two_stage(first, second, features, seg.block_chars(), tree.parent, tree.owner, allowed, out,
-                              hidden, len(first_stage), config.CONTEXT_LEVELS, config.CONTEXT_WIDTHS, config.MIN_SCORE)
+    found = numeric.two_stage(first, second, features, seg.block_chars(), tree.parent, tree.owner, allowed, rows,
+                              out, hidden, len(first_stage), config.CONTEXT_LEVELS, config.CONTEXT_WIDTHS,
+                              config.MIN_SCORE)
     return None if found is None else out
 
 

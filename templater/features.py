@@ -334,17 +334,22 @@ def shift(values: np.ndarray, step: int) -> np.ndarray:
     return shifted  # step 0: all rows zeroed, as the roll version did
 
 
-def _text_columns(seg: Segmented) -> np.ndarray:
+OWN_TEXT_COLUMNS = [3, 5, 6, 7, 8, 9]  # _text_columns' columns only the block's own features read (words, sentence
+# end, digits, title overlap, copyright, capitals): 0.0 for the blocks not in ``rows``
+
+
+def _text_columns(seg: Segmented, rows: np.ndarray | None = None) -> np.ndarray:
     """Per block: chars, link chars, markup bytes, words, punctuation and digit shares, sentence end, title
     overlap, copyright, capitalised share: the per-block regex counts of _text_columns_plain, computed in C
-    (templater._numeric) from a per-code-point class table where compiled."""
+    (templater._numeric) from a per-code-point class table where compiled. With ``rows`` (bool per block), the
+    blocks outside it get 0.0 in OWN_TEXT_COLUMNS (C counts only their punctuation)."""
     numeric = native.numeric
     if numeric is None or not seg.blocks:
-        return _text_columns_plain(seg)
+        return _text_columns_plain(seg, rows)
     found = numeric.text_matrix(seg.blocks, list(set(_WORD.findall(seg.title.lower()))), _CLASS_TABLE,
-                             _code_point_class)
+                                _code_point_class, None if rows is None else np.ascontiguousarray(rows, dtype=bool))
     if found is None:  # an empty text
-        return _text_columns_plain(seg)
+        return _text_columns_plain(seg, rows)
     columns = np.frombuffer(found, dtype=np.float64).reshape(len(seg.blocks), 10)
     for i in np.flatnonzero(columns[:, 8]).tolist():  # copyright candidates: the regex decides
         columns[i, 8] = 1.0 if _COPYRIGHT.search(seg.blocks[i].text) else 0.0
@@ -355,8 +360,16 @@ _TEXT = operator.attrgetter("text")
 _TAG = operator.attrgetter("tag")
 
 
-def _text_columns_plain(seg: Segmented) -> np.ndarray:
+def _text_columns_plain(seg: Segmented, rows: np.ndarray | None = None) -> np.ndarray:
     """_text_columns one block at a time with the regexes (the definition; also taken for empty texts)."""
+    columns = _text_columns_all(seg)
+    if rows is not None:
+        columns[np.flatnonzero(~np.asarray(rows, dtype=bool))[:, None], OWN_TEXT_COLUMNS] = 0.0
+    return columns
+
+
+def _text_columns_all(seg: Segmented) -> np.ndarray:
+    """Every block's columns, by the regexes."""
     title_words = set(_WORD.findall(seg.title.lower()))
     rows = []
     for block in seg.blocks:
@@ -421,14 +434,17 @@ FEATURE_NAMES: tuple[str, ...] = (
 )
 
 
-def block_features(seg: Segmented, tree: Tree | None = None) -> np.ndarray:
+def block_features(seg: Segmented, tree: Tree | None = None, *, rows: np.ndarray | None = None) -> np.ndarray:
     """The default classifier's features, one row per block, columns named by FEATURE_NAMES: computed in C
-    (templater._numeric) from the text columns and the tree, else by _block_features_numpy (the definition)."""
+    (templater._numeric) from the text columns and the tree, else by _block_features_numpy (the definition).
+    ``rows`` (bool per block): only those blocks' own rows are read; the other rows are made without their
+    OWN_TEXT_COLUMNS (0.0 there and in what is computed from them alone: log_words, sentence_end, digits,
+    title_overlap, copyright, capitalised), which no other row's features depend on."""
     count = len(seg.blocks)
     if not count:
         return np.zeros((0, len(FEATURE_NAMES)))
     tree = number_tree(seg) if tree is None else tree
-    text = _text_columns(seg)
+    text = _text_columns(seg, rows)
     numeric = native.numeric
     if numeric is not None:
         found = numeric.block_features(text, tree.parent, tree.depth, tree.owner, tree.tag_bits, tree.class_bits,

@@ -169,10 +169,24 @@ def parse_html(markup: str | bytes) -> etree._Element | None:
     return _parse_clean(clean_utf8(markup) if isinstance(markup, bytes) else clean_text(markup))
 
 
+def lean_markup(data: bytes) -> bytes:
+    """The bytes libxml2 is handed for ``data``: without the content of its script and style elements, which the
+    parser would copy into text nodes that _parse_clean drops with the elements (config.DROP_TAGS). The page is read
+    as libxml2's HTML tokenizer reads it (templater._numeric.lean_markup), so the tree is the one ``data`` gives
+    once those elements are stripped. Where the C extension is not built, or lxml runs another libxml2 than the one
+    whose tokenizer it follows (LEAN_LIBXML2), ``data`` as it is (the same tree)."""
+    return native.numeric.lean_markup(data) if _LEAN else data
+
+
+LEAN_LIBXML2 = (2, 14)  # the libxml2 (major, minor) whose HTML tokenizer lean_markup follows (HTML5's, since 2.14)
+_LEAN = (native.numeric is not None and etree.LIBXML_VERSION[:2] == LEAN_LIBXML2
+         and {"script", "style"} <= set(config.DROP_TAGS))  # (elements that are kept keep their text)
+
+
 def _parse_clean(markup: bytes) -> etree._Element | None:
-    root = _parse(markup)
-    if root is not None and _swallowed_by_title(root):
-        repaired = _parse(_UNCLOSED_TITLE.sub(rb"\1</title>", markup, count=1))
+    root = _parse(lean_markup(markup))
+    if root is not None and _swallowed_by_title(root):  # (a title runs as far on both: its text is not left out)
+        repaired = _parse(_UNCLOSED_TITLE.sub(rb"\1</title>", markup, count=1))  # the page's own bytes, as before
         root = repaired if repaired is not None else root
     if root is None:
         return None

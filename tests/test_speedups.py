@@ -30,6 +30,23 @@ def test_text_columns_match_the_regex_definition(block_texts, title):
     assert features._text_columns(seg).tobytes() == plain
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(texts, st.booleans()), min_size=1, max_size=8),
+       st.text(alphabet=st.sampled_from(TRICKY) | st.characters(), max_size=30))
+def test_text_columns_of_some_rows(rows_of, title):
+    """With ``rows``, the wanted blocks' columns are those of the whole matrix, the others' lengths and punctuation
+    share too, their OWN_TEXT_COLUMNS 0.0; the C pass and the definition agree."""
+    seg = page_of([text for text, _ in rows_of], title)
+    rows = np.array([wanted for _, wanted in rows_of], dtype=bool)
+    whole = features._text_columns_plain(seg)
+    some = features._text_columns(seg, rows)
+    assert some.tobytes() == features._text_columns_plain(seg, rows).tobytes()
+    assert some[rows].tobytes() == whole[rows].tobytes()
+    shared = [k for k in range(10) if k not in features.OWN_TEXT_COLUMNS]
+    assert some[:, shared].tobytes() == whole[:, shared].tobytes()
+    assert not some[~rows][:, features.OWN_TEXT_COLUMNS].any()
+
+
 def test_text_columns_title_words_and_case_folding():
     seg = page_of(["ΟΔΟΣ ΣΟΦΟΚΛΕΟΥΣ. The İstanbul river", "Copyright © 2020 all rights reserved  ", "ΣΣ x"],
                   "Istanbul οδος river")
@@ -703,7 +720,9 @@ def stage_steps(seg, tree, block, first_stage, second_stage, allowed):
 @needs_walk
 def test_two_stage_in_one_call_is_the_steps_one_at_a_time():
     """fallback._stage_scores_c (templater._numeric.two_stage) gives the floats of the steps it replaces, with and
-    without an allowed mask, for both pairs of stages of the shipped weights."""
+    without an allowed mask, for both pairs of stages of the shipped weights. With ``rows`` it runs the second stage
+    only over those blocks and the first only over the allowed ones: the wanted rows get the floats of the whole
+    pass, the others 0.0, as stage_scores' numpy steps give them (all rows computed, the others zeroed)."""
     weights = fallback.default_weights()
     pages = 0
     for seg in sample_pages():
@@ -713,13 +732,56 @@ def test_two_stage_in_one_call_is_the_steps_one_at_a_time():
         block = features.block_features(seg, tree)
         rng = np.random.default_rng(len(seg.blocks))
         for allowed in (None, rng.random(len(seg.blocks)) < 0.7, np.zeros(len(seg.blocks), dtype=bool)):
-            for first_stage, second_stage in ((weights.first, weights.second),
-                                              (weights.expert_first, weights.expert_second)):
-                fast = fallback._stage_scores_c(seg, tree, block, first_stage, second_stage, allowed)
-                assert fast is not None
-                assert fast.tobytes() == stage_steps(seg, tree, block, first_stage, second_stage, allowed).tobytes()
+            for rows in (None, allowed, rng.random(len(seg.blocks)) < 0.5, np.ones(len(seg.blocks), dtype=bool)):
+                for first_stage, second_stage in ((weights.first, weights.second),
+                                                  (weights.expert_first, weights.expert_second)):
+                    fast = fallback._stage_scores_c(seg, tree, block, first_stage, second_stage, allowed, rows)
+                    assert fast is not None
+                    steps = stage_steps(seg, tree, block, first_stage, second_stage, allowed)
+                    assert fast.tobytes() == (steps if rows is None else np.where(rows, steps, 0.0)).tobytes()
         pages += 1
     assert pages > 5
+
+
+def test_stage_scores_rows_without_the_c_pass(monkeypatch):
+    """The numpy steps with ``rows``: the others' scores are 0.0, the wanted rows' those of all rows."""
+    seg = next(s for s in sample_pages() if len(s.blocks) > 10)
+    weights = fallback.default_weights()
+    tree = features.number_tree(seg)
+    block = features.block_features(seg, tree)
+    allowed = np.arange(len(seg.blocks)) % 3 == 0
+    rows = np.arange(len(seg.blocks)) % 2 == 0
+    monkeypatch.setattr(native, "numeric", None)
+    whole = fallback.stage_scores(seg, tree, block, weights.first, weights.second, allowed)
+    some = fallback.stage_scores(seg, tree, block, weights.first, weights.second, allowed, rows=rows)
+    assert some.tobytes() == np.where(rows, whole, 0.0).tobytes()
+    assert not some[~rows].any()
+
+
+def test_block_features_of_some_rows_are_the_rows_of_all(monkeypatch):
+    """block_features with ``rows``: each wanted row is the row block_features gives without them, bit for bit
+    (no other row's features read a block's OWN_TEXT_COLUMNS); and classify_blocks behind a template keeps what it
+    keeps with every row's features and scores computed."""
+    weights = fallback.default_weights()
+    cases = []
+    for seg in sample_pages():
+        if not seg.blocks:
+            continue
+        tree = features.number_tree(seg)
+        whole = features.block_features(seg, tree)
+        rng = np.random.default_rng(len(seg.blocks) + 2)
+        for rows in (rng.random(len(seg.blocks)) < 0.3, np.zeros(len(seg.blocks), dtype=bool)):
+            some = features.block_features(seg, tree, rows=rows)
+            assert some[rows].tobytes() == whole[rows].tobytes()
+        allowed = rng.random(len(seg.blocks)) < 0.4
+        trusted = allowed & (rng.random(len(seg.blocks)) < 0.5)
+        cases.append((seg, allowed, trusted, fallback.classify_blocks(seg, weights, allowed=allowed, trusted=trusted)))
+    assert len(cases) > 5
+    every_row_features, every_row_scores = fallback.block_features, fallback._score
+    monkeypatch.setattr(fallback, "block_features", lambda seg, tree, rows=None: every_row_features(seg, tree))
+    monkeypatch.setattr(fallback, "_score", lambda *args, rows=None: every_row_scores(*args))
+    for seg, allowed, trusted, kept in cases:
+        assert (fallback.classify_blocks(seg, weights, allowed=allowed, trusted=trusted) == kept).all()
 
 
 @needs_walk
@@ -1310,3 +1372,65 @@ def test_status_names_every_compiled_module_or_its_absence():
         assert "templater._pairs: C" in native.STATUS
     else:
         assert "templater._pairs not built" in native.STATUS
+
+
+# --- parse.lean_markup: script and style content left out before libxml2 reads the page -------------------------
+
+from lxml import etree  # noqa: E402
+
+needs_lean = pytest.mark.skipif(not parse._LEAN, reason="lean_markup hands lxml the page as it is here")
+
+
+def stripped_tree(data: bytes) -> bytes | None:
+    """The tree libxml2 builds of ``data`` once parse.py strips its DROP_TAGS, serialized (None: nothing parses)."""
+    root = parse._parse(data)
+    if root is None:
+        return None
+    etree.strip_elements(root, *config.DROP_TAGS, with_tail=False)
+    return etree.tostring(root)
+
+
+LEAN_PIECES = [
+    "<script>", "<script type='a>b'>", "<SCRIPT\tsrc=x>", "<script/>", "<script >", "</script>", "</SCRIPT >",
+    "</script/x>", "</scripts>", "<style>", "</style>", "<style media=\"</style>\">", "<title>", "</title>",
+    "<textarea>", "</textarea>", "<xmp>", "</xmp>", "<iframe>", "</iframe>", "<noembed>", "</noembed>",
+    "<noframes>", "</noframes>", "<plaintext>", "<noscript>", "</noscript>", "<!--", "-->", "--!>", "<!-->",
+    "<!--->", "<!-- a -- b -->", "<!", "<!x>", "<?php x ?>", "<!DOCTYPE html>", "<!doctype x \"a>b\">", "</>",
+    "</ x>", "</p a='>'>", "<p>", "</p>", "<div class=\"<script>\">", "<a href=x>", "<a b='", "<a b=\"",
+    "<br/>", "<img src=x/>", "< p>", "<", ">", "-", "--", "x", " ", "\n", "\r\n", "&lt;", "&#60;", "&amp",
+    "var s = '</scr' + 'ipt>';", "if (a<b) c--;", "\u00e9", "<body>", "<head>", "<html>", "</body>",
+]
+
+
+@needs_lean
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(LEAN_PIECES), max_size=25))
+def test_lean_markup_gives_the_tree_the_page_gives(pieces):
+    """What libxml2 builds of the lean bytes, once script and style elements are stripped, is what it builds of
+    the page: comments, bogus comments, doctypes, quoted attributes, raw text of every kind and a script's escape
+    states end where libxml2's tokenizer ends them."""
+    data = parse.clean_utf8("".join(pieces).encode("utf-8"))
+    lean = parse.lean_markup(data)
+    assert len(lean) <= len(data)
+    assert stripped_tree(lean) == stripped_tree(data)
+
+
+@needs_lean
+def test_lean_markup_leaves_out_script_and_style_text_only():
+    page = (b"<html><head><title>t</title><style>p{}</style><script>if (a<b) x = '</p>';</script></head>"
+            b"<body><p a='<script>'>x</p><script type=x><!--<script></script>--></script><textarea><script>"
+            b"</textarea><!--<script>--></body></html>")
+    assert parse.lean_markup(page) == (b"<html><head><title>t</title><style></style><script></script></head>"
+                                       b"<body><p a='<script>'>x</p><script type=x></script><textarea><script>"
+                                       b"</textarea><!--<script>--></body></html>")
+    plain = b"<p>no script here</p>"
+    assert parse.lean_markup(plain) is plain
+    for seg in sample_pages(8):
+        data = parse.clean_utf8(seg.page.html.encode("utf-8"))
+        assert stripped_tree(parse.lean_markup(data)) == stripped_tree(data)
+
+
+def test_lean_markup_without_the_c_pass_is_the_page(monkeypatch):
+    monkeypatch.setattr(parse, "_LEAN", False)
+    data = b"<script>x</script><p>y</p>"
+    assert parse.lean_markup(data) is data
