@@ -1769,6 +1769,110 @@ cdef bint _note_declared(list declared, list props, _Document doc, xmlNode *cur,
     return True
 
 
+# --- metadata._declared_fields' <meta> loop and document._head_titles, over the gathered elements -----------------
+cdef object _attribute_value(xmlNode *n, const char *name):
+    """lxml's ``element.get(name)`` (no namespace): the first such attribute's value as str, None where absent;
+    _Decline where its value is not plain text nodes (an entity reference: left to lxml)."""
+    cdef xmlAttr *a = _first(n, name)
+    if a is NULL:
+        return None
+    cdef xmlNode *t = a.children
+    if t is NULL:
+        return ""
+    if t.next is NULL and (t.type == tree.XML_TEXT_NODE or t.type == tree.XML_CDATA_SECTION_NODE):
+        return _text(<const char *>t.content) if t.content is not NULL else ""
+    cdef Buffer b
+    b.data = NULL
+    b.size = b.capacity = 0
+    try:
+        _attribute_into(a, &b)
+        return b.data[:b.size].decode("utf-8") if b.size else ""
+    finally:
+        free(b.data)
+
+
+cdef inline bint _plain_meta(xmlNode *n) noexcept:
+    """An element whose lxml tag is "meta" (no namespace)."""
+    return n.type == tree.XML_ELEMENT_NODE and n.ns is NULL and strcmp(<const char *>n.name, "meta") == 0
+
+
+def meta_fields(elements, dict ranks):
+    """metadata._declared_fields' loop over ``elements`` (a list) up to the <meta>s' own reading: per element, in
+    order, for a <meta> (lxml tag "meta") whose property, name, itemprop or http-equiv (the first not empty),
+    stripped and lower-cased, is a key of ``ranks`` (metadata._META_RANK: name -> (field, rank)) and whose content,
+    stripped, is not empty, (field, rank, content stripped); for any other <meta>, nothing; any other element as it
+    is (the caller reads it). None where an attribute read holds what this does not mirror (an entity reference)."""
+    cdef list out = []
+    cdef xmlNode *n
+    cdef object key, content, hit
+    cdef const char *names[4]
+    cdef Py_ssize_t i
+    names[0] = "property"
+    names[1] = "name"
+    names[2] = "itemprop"
+    names[3] = "http-equiv"
+    try:
+        for element in elements:
+            if not isinstance(element, _Element):
+                out.append(element)
+                continue
+            n = (<_Element>element)._c_node
+            if n is NULL or not _plain_meta(n):
+                out.append(element)
+                continue
+            key = None
+            for i in range(4):
+                key = _attribute_value(n, names[i])
+                if key:
+                    break
+            if not key:
+                continue  # "".strip().lower() is no name of ranks (nor is any name whose value is empty)
+            hit = ranks.get((<str>key).strip().lower())
+            if hit is None:
+                continue
+            content = _attribute_value(n, "content")
+            if not content:
+                continue
+            content = (<str>content).strip()
+            if content:
+                out.append((hit[0], hit[1], content))
+    except _Decline:
+        return None
+    return out
+
+
+def head_titles(top, elements, titles):
+    """document._head_titles(top, elements): the content of each <meta> of ``elements`` (a list) whose property or
+    name is one of ``titles`` (a tuple of str) and whose parent is a <head> that is a child of ``top``, in order; None
+    where an attribute read holds what this does not mirror."""
+    if not isinstance(top, _Element):
+        return None
+    cdef xmlNode *c_top = (<_Element>top)._c_node
+    cdef xmlNode *n
+    cdef xmlNode *head
+    cdef list found = []
+    cdef object content
+    try:
+        for element in elements:
+            if not isinstance(element, _Element):
+                continue
+            n = (<_Element>element)._c_node
+            if n is NULL or not _plain_meta(n):
+                continue
+            if _attribute_value(n, "property") not in titles and _attribute_value(n, "name") not in titles:
+                continue
+            content = _attribute_value(n, "content")
+            if content is None:
+                continue
+            head = _parent_element(n)
+            if (head is not NULL and head.type == tree.XML_ELEMENT_NODE and head.ns is NULL
+                    and strcmp(<const char *>head.name, "head") == 0 and _parent_element(head) is c_top):
+                found.append(content)
+    except _Decline:
+        return None
+    return found
+
+
 # --- metadata.named_candidates ------------------------------------------------------------------------------------
 cdef const char *_NAMING_WORDS[8]  # what metadata._NAMED_CLASS looks for in a class or rel (any case)
 cdef const char *_AUTHOR_PATHS[8]  # what metadata._AUTHOR_HREF looks for in a link's href, and more

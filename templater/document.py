@@ -182,7 +182,12 @@ def declared_titles(root, elements: list | None = None) -> list[str]:
 
 
 def _head_titles(top, elements) -> list[str]:
-    """``declared_titles(top)`` read from ``elements``, ``top``'s <meta>s (and other elements) in document order."""
+    """``declared_titles(top)`` read from ``elements``, ``top``'s <meta>s (and other elements) in document order (by
+    the compiled walk where it is built: ``_walk.head_titles``)."""
+    scan = getattr(native.walk, "head_titles", None) if isinstance(elements, list) else None
+    found = scan(top, elements, SOCIAL_TITLES) if scan is not None else None
+    if found is not None:
+        return found
     found = []
     for meta in elements:
         if meta.tag == "meta" and (meta.get("property") in SOCIAL_TITLES or meta.get("name") in SOCIAL_TITLES):

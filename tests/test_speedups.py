@@ -1024,6 +1024,95 @@ def test_microdata_is_read_only_where_the_markup_spells_itemprop():
     assert metadata.declared_metadata(parse_html(lower), lower, "https://a.example/p")["author"] == "Jane Doe"
 
 
+# --- the <meta>s' own reading (metadata._declared_fields, document._head_titles): the compiled loop against lxml's ---
+
+HEAD_PIECES = st.one_of(
+    META_PIECES,
+    st.sampled_from(["<meta property=' OG:Site_Name ' content=' Site '>", "<meta name=Keywords content='a, b;c'>",
+                     "<meta name='' property=og:title content=Headline>", "<meta name=twitter:title content=''>",
+                     "<meta itemprop=' ' name=author content=x>", "<meta http-equiv=Content-Language content=de>",
+                     "<meta name=DESCRIPTION content='  d\u2003'>", "<meta name=\u0130mage content=i>",
+                     "<meta name=author content='&amp; Co'>", "<meta name=author content='J&eacute; Doe'>",
+                     "<meta name=author content>", "<meta content='no name'>", "<meta name=author>",
+                     "<meta name='og:title' property=x content=y>", "<meta name=\x1fdate\x1f content=2020-01-01>",
+                     "<head>", "</head>", "<meta name=date content='2021-02-03' name=author>"]))
+
+
+def plain_meta_reading(elements):
+    """What _declared_fields' loop reads of each element without the compiled walk: a <meta>'s hit (or nothing),
+    any other element as it is."""
+    from templater import metadata
+
+    out = []
+    for element in elements:
+        if element.tag != "meta":
+            out.append(element)
+            continue
+        hit = metadata._meta_field(element)
+        if hit is not None:
+            out.append((hit[0], hit[1], ", ".join(hit[2])) if hit[0] == "tags" else hit)
+    return out
+
+
+def assert_same_meta_reading(root):
+    from templater import document, metadata
+
+    elements = list(root.iter())
+    fast = native.walk.meta_fields(elements, metadata._META_RANK)
+    if fast is not None:
+        plain = plain_meta_reading(elements)
+        assert len(fast) == len(plain)
+        for got, want in zip(fast, plain):
+            if type(got) is tuple and got[0] == "tags":
+                assert (got[0], got[1], ", ".join(metadata._split_tags(got[2]))) == want
+            else:
+                assert got == want if type(got) is tuple else got is want
+    top = root.getroottree().getroot()
+    titles = native.walk.head_titles(top, elements, document.SOCIAL_TITLES)
+    if titles is not None:
+        walk = native.walk
+        try:
+            native.walk = None
+            assert titles == document._head_titles(top, elements)
+        finally:
+            native.walk = walk
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(st.lists(HEAD_PIECES, max_size=40), st.booleans())
+def test_c_meta_reading_is_lxmls_on_generated_markup(pieces, wrap):
+    body = "".join(pieces)
+    markup = f"<html><head><meta charset=utf-8>{body}<title>T</title></head><body>{body}</body></html>" if wrap \
+        else body
+    root = parse_html(markup)
+    if root is not None:
+        assert_same_meta_reading(root)
+
+
+@needs_walk
+def test_c_meta_reading_is_lxmls_on_the_samples():
+    for seg in sample_pages(limit=40):
+        assert_same_meta_reading(seg.root)
+
+
+@needs_walk
+def test_c_meta_reading_declines_entities_and_reads_plain_values():
+    from lxml import etree
+
+    from templater import metadata
+
+    root = etree.fromstring('<!DOCTYPE x [<!ENTITY e "Jane">]><html><head><meta name="author" content="&e;"/>'
+                            '</head></html>', etree.XMLParser(resolve_entities=False))
+    assert native.walk.meta_fields(list(root.iter("meta")), metadata._META_RANK) is None
+    assert native.walk.head_titles(root, list(root.iter("meta")), ("author",)) is None
+    root = parse_html("<html><head><meta name=' Author ' content=' Jane Doe '><link rel=canonical href=/a>"
+                      "<meta property=og:title content=T></head></html>")
+    meta, link, title = root.iter("meta", "link")
+    assert native.walk.meta_fields([meta, link, title], metadata._META_RANK) == [("author", 0, "Jane Doe"), link]
+    assert native.walk.head_titles(root, [meta, link, title], ("og:title",)) == ["T"]
+
+
 # --- the elements named_metadata reads the names of: the compiled walk against the plain list ----------------------
 
 NAMED_PIECES = st.one_of(
