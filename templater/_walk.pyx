@@ -1873,6 +1873,77 @@ def head_titles(top, elements, titles):
     return found
 
 
+# --- document._Contexts.of: where each kept block's element sits ------------------------------------------------
+cdef tuple _NO_CONTEXT = (None, None, None, None, 0, False, 0, 0)
+
+
+def block_contexts(elements):
+    """document._Contexts().of(element) of each element of ``elements`` (a list), in order: (the nearest enclosing
+    <pre>, the <td>/<th> below the nearest <table> when a table encloses it, the nearest <table>, the nearest <li>,
+    the lists around it, whether the nearest list is an <ol>, the <blockquote>s around it, the level of the nearest
+    <h1>-<h6>), the element itself counted and only elements of lxml tag names (no namespace) looked at, found in one
+    walk up its ancestors (lxml's getparent); None where an entry is not an element."""
+    if not isinstance(elements, list):
+        return None
+    cdef list out = []
+    cdef xmlNode *n
+    cdef xmlNode *pre
+    cdef xmlNode *cell
+    cdef xmlNode *table
+    cdef xmlNode *item
+    cdef xmlNode *candidate
+    cdef long depth, quote, heading
+    cdef int ordered
+    cdef const char *name
+    cdef _Document doc
+    for element in <list>elements:
+        if not isinstance(element, _Element) or (<_Element>element)._c_node is NULL:
+            return None
+        doc = (<_Element>element)._doc
+        n = (<_Element>element)._c_node
+        pre = cell = table = item = candidate = NULL
+        depth = quote = heading = 0
+        ordered = -1  # (not known yet: the nearest list decides)
+        while n is not NULL:
+            if n.type == tree.XML_ELEMENT_NODE and n.ns is NULL:
+                name = <const char *>n.name
+                if name[0] == c'p':
+                    if pre is NULL and strcmp(name, "pre") == 0:
+                        pre = n
+                elif name[0] == c't':
+                    if strcmp(name, "table") == 0:
+                        if table is NULL:
+                            table = n
+                            cell = candidate  # a cell below the nearest table (None: the table's own text)
+                    elif (strcmp(name, "td") == 0 or strcmp(name, "th") == 0) and table is NULL and candidate is NULL:
+                        candidate = n
+                elif name[0] == c'l':
+                    if item is NULL and strcmp(name, "li") == 0:
+                        item = n
+                elif name[0] == c'u' or name[0] == c'o' or name[0] == c'm' or name[0] == c'd':
+                    if (strcmp(name, "ul") == 0 or strcmp(name, "ol") == 0 or strcmp(name, "menu") == 0
+                            or strcmp(name, "dir") == 0):
+                        depth += 1
+                        if ordered < 0:
+                            ordered = name[0] == c'o'
+                elif name[0] == c'b':
+                    if strcmp(name, "blockquote") == 0:
+                        quote += 1
+                elif name[0] == c'h':
+                    if heading == 0 and c'1' <= name[1] <= c'6' and name[2] == 0:
+                        heading = name[1] - c'0'
+            n = _parent_element(n)
+        if pre is NULL and cell is NULL and table is NULL and item is NULL and not depth and not quote and not heading:
+            out.append(_NO_CONTEXT)
+            continue
+        out.append((None if pre is NULL else elementFactory(doc, pre),
+                    None if cell is NULL else elementFactory(doc, cell),
+                    None if table is NULL else elementFactory(doc, table),
+                    None if item is NULL else elementFactory(doc, item),
+                    depth, ordered > 0, quote, heading))
+    return out
+
+
 # --- metadata.named_candidates ------------------------------------------------------------------------------------
 cdef const char *_NAMING_WORDS[8]  # what metadata._NAMED_CLASS looks for in a class or rel (any case)
 cdef const char *_AUTHOR_PATHS[8]  # what metadata._AUTHOR_HREF looks for in a link's href, and more

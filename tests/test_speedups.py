@@ -1113,6 +1113,59 @@ def test_c_meta_reading_declines_entities_and_reads_plain_values():
     assert native.walk.head_titles(root, [meta, link, title], ("og:title",)) == ["T"]
 
 
+# --- document._Contexts.of (where a kept block's element sits): the compiled walk up against the memoised chain ----
+
+CONTEXT_PIECES = st.one_of(
+    piece,
+    st.sampled_from(["<pre>", "</pre>", "<table>", "</table>", "<tr>", "<td>", "<th>", "</td>", "<li>", "</li>",
+                     "<ul>", "</ul>", "<ol>", "</ol>", "<menu>", "<dir>", "<dl><dd>", "<blockquote>", "</blockquote>",
+                     "<h1>", "<h3>", "</h3>", "<h7>", "<hr>", "<p>", "</p>", "<svg:td>", "<x:pre>", "<!-- c -->",
+                     "<div>", "</div>", "<caption>", "<tbody>"]))
+
+
+def assert_same_contexts(root):
+    from templater import document
+
+    elements = [e for e in root.iter() if isinstance(e.tag, str)]
+    fast = native.walk.block_contexts(elements)
+    plain = document._Contexts()
+    assert len(fast) == len(elements)
+    for element, got in zip(elements, fast):
+        want = plain.of(element)
+        assert type(got) is tuple and len(got) == 8
+        assert all(a is b for a, b in zip(got[:4], want[:4])) and got[4:] == tuple(want[4:])
+        assert type(got[5]) is bool
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(st.lists(CONTEXT_PIECES, max_size=40))
+def test_c_block_contexts_are_the_memoised_contexts_on_generated_markup(pieces):
+    root = parse_html(f"<html><body>{''.join(pieces)}</body></html>")
+    if root is not None:
+        assert_same_contexts(root)
+
+
+@needs_walk
+def test_c_block_contexts_on_the_samples_and_what_they_decline():
+    for seg in sample_pages(limit=20):
+        assert_same_contexts(seg.root)
+    assert native.walk.block_contexts([None]) is None
+    assert native.walk.block_contexts(()) is None
+
+
+def test_documents_are_the_same_without_the_compiled_contexts(monkeypatch):
+    """build_document over the compiled contexts and over the memoised chain."""
+    from templater import document
+
+    pages = list(sample_pages(limit=20))
+    keep = [np.ones(len(seg.blocks), dtype=bool) for seg in pages]
+    fast = [document.build_document(seg, k, links=True) for seg, k in zip(pages, keep)]
+    if native.walk is not None:
+        monkeypatch.setattr(native.walk, "block_contexts", lambda elements: None, raising=False)
+    assert [document.build_document(seg, k, links=True) for seg, k in zip(pages, keep)] == fast
+
+
 # --- the elements named_metadata reads the names of: the compiled walk against the plain list ----------------------
 
 NAMED_PIECES = st.one_of(
