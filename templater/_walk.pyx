@@ -1796,12 +1796,22 @@ cdef inline bint _plain_meta(xmlNode *n) noexcept:
     return n.type == tree.XML_ELEMENT_NODE and n.ns is NULL and strcmp(<const char *>n.name, "meta") == 0
 
 
+cdef bint _may_declare_link(xmlNode *n) except -1:
+    """metadata._may_declare_link: the element's rel, lower-cased, holds "canonical" or "image_src"."""
+    cdef object rel = _attribute_value(n, "rel")
+    if not rel:
+        return False
+    lowered = (<str>rel).lower()
+    return "canonical" in lowered or "image_src" in lowered
+
+
 def meta_fields(elements, dict ranks):
     """metadata._declared_fields' loop over ``elements`` (a list) up to the <meta>s' own reading: per element, in
     order, for a <meta> (lxml tag "meta") whose property, name, itemprop or http-equiv (the first not empty),
     stripped and lower-cased, is a key of ``ranks`` (metadata._META_RANK: name -> (field, rank)) and whose content,
-    stripped, is not empty, (field, rank, content stripped); for any other <meta>, nothing; any other element as it
-    is (the caller reads it). None where an attribute read holds what this does not mirror (an entity reference)."""
+    stripped, is not empty, (field, rank, content stripped); for any other <meta>, nothing; a <time> as it is; any
+    other element as it is where metadata._may_declare_link may be True of it, else nothing (a stylesheet's, an
+    icon's <link>). None where an attribute read holds what this does not mirror (an entity reference)."""
     cdef list out = []
     cdef xmlNode *n
     cdef object key, content, hit
@@ -1817,8 +1827,12 @@ def meta_fields(elements, dict ranks):
                 out.append(element)
                 continue
             n = (<_Element>element)._c_node
-            if n is NULL or not _plain_meta(n):
+            if n is NULL or n.type != tree.XML_ELEMENT_NODE:
                 out.append(element)
+                continue
+            if not _plain_meta(n):
+                if (n.ns is NULL and strcmp(<const char *>n.name, "time") == 0) or _may_declare_link(n):
+                    out.append(element)
                 continue
             key = None
             for i in range(4):

@@ -1035,18 +1035,21 @@ HEAD_PIECES = st.one_of(
                      "<meta name=author content='&amp; Co'>", "<meta name=author content='J&eacute; Doe'>",
                      "<meta name=author content>", "<meta content='no name'>", "<meta name=author>",
                      "<meta name='og:title' property=x content=y>", "<meta name=\x1fdate\x1f content=2020-01-01>",
-                     "<head>", "</head>", "<meta name=date content='2021-02-03' name=author>"]))
+                     "<head>", "</head>", "<meta name=date content='2021-02-03' name=author>",
+                     "<link rel='Canonical Alternate' href=/c>", "<link rel=IMAGE_SRC href=i.png>", "<link rel=icon>",
+                     "<link rel=stylesheet href=s.css>", "<link rel='' href=x>", "<link href=y>"]))
 
 
 def plain_meta_reading(elements):
-    """What _declared_fields' loop reads of each element without the compiled walk: a <meta>'s hit (or nothing),
-    any other element as it is."""
+    """What _declared_fields' loop reads of each element without the compiled walk: a <meta>'s hit (or nothing), a
+    <time> as it is, any other element as it is where it may declare a link."""
     from templater import metadata
 
     out = []
     for element in elements:
         if element.tag != "meta":
-            out.append(element)
+            if element.tag == "time" or metadata._may_declare_link(element):
+                out.append(element)
             continue
         hit = metadata._meta_field(element)
         if hit is not None:
@@ -1110,6 +1113,9 @@ def test_c_meta_reading_declines_entities_and_reads_plain_values():
                       "<meta property=og:title content=T></head></html>")
     meta, link, title = root.iter("meta", "link")
     assert native.walk.meta_fields([meta, link, title], metadata._META_RANK) == [("author", 0, "Jane Doe"), link]
+    icon, time = parse_html("<html><head><link rel=Icon href=/i></head><body><time>x</time></body></html>").iter(
+        "link", "time")
+    assert native.walk.meta_fields([icon, time], metadata._META_RANK) == [time]
     assert native.walk.head_titles(root, [meta, link, title], ("og:title",)) == ["T"]
 
 
