@@ -9,6 +9,7 @@ duplicate attributes), a function returns None and the caller runs the definitio
 """
 
 from cpython.bytearray cimport PyByteArray_FromStringAndSize
+from cpython.buffer cimport PyBUF_C_CONTIGUOUS, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.ref cimport PyObject, Py_DECREF
 from cpython.unicode cimport Py_UNICODE_ISSPACE
@@ -1956,6 +1957,154 @@ def block_contexts(elements):
                     None if item is NULL else elementFactory(doc, item),
                     depth, ordered > 0, quote, heading))
     return out
+
+
+# --- extract.own_content (with the template's path codes): the stretch of the page's own content, in one pass ------
+DEF PLACED_PATH = 8  # extract.PLACED_PATH, NO_LINK_PATH, HEADING_PATH (a test checks they are the same)
+DEF NO_LINK_PATH = 16
+DEF HEADING_PATH = 32
+
+
+cdef int _role_main(xmlNode *n) except -2:
+    """extract.in_declared_main's walk: 1 where the element or an ancestor (lxml's getparent) has role="main"."""
+    cdef object role
+    while n is not NULL:
+        if n.type == tree.XML_ELEMENT_NODE:
+            role = _attribute_value(n, "role")
+            if role is not None and role == "main":
+                return 1
+        elif n.type != tree.XML_COMMENT_NODE and n.type != tree.XML_PI_NODE:
+            raise _Decline  # an entity reference: left to lxml
+        n = _parent_element(n)
+    return 0
+
+
+cdef bint _in_declared_main(block) except -1:
+    """extract.in_declared_main(block)"""
+    if "/main/" in block.tag_path + "/":
+        return True
+    element = block.element
+    if element is None:
+        return False
+    if not isinstance(element, _Element) or (<_Element>element)._c_node is NULL:
+        raise _Decline
+    return _role_main((<_Element>element)._c_node) == 1
+
+
+def own_stretch(blocks, trusted, chrome, chars, links, codes, heading_tags, double link_share, double paragraph_chars,
+                double gap):
+    """extract.own_content(seg, trusted, chrome, settings, codes) where ``codes`` are the page's path codes, in one
+    pass over the trusted blocks: True where it gives ``trusted`` itself, else (lo, hi): it gives ``trusted`` within
+    blocks lo..hi-1 and nothing else; None where it cannot say (an array not of the kind it reads, an entity
+    reference on a heading's ancestors). ``trusted``, ``chrome``: bool arrays; ``chars``, ``links``: int64;
+    ``codes``: uint8; all C-contiguous, one entry a block."""
+    cdef Py_buffer tb, cb, nb, lb, pb
+    cdef Py_ssize_t count = len(blocks)
+    cdef Py_ssize_t i, k, w, first = -1, last = -1, start, end
+    cdef const unsigned char *t
+    cdef const unsigned char *ch
+    cdef const int64_t *n
+    cdef const int64_t *l
+    cdef const unsigned char *c
+    cdef Py_ssize_t *where = NULL
+    cdef int64_t *before = NULL  # the chrome blocks before each trusted block
+    cdef unsigned char *text = NULL  # per trusted block: the page's own text (not mostly links, not empty)
+    cdef unsigned char *placed = NULL
+    cdef unsigned char *heading = NULL
+    cdef int64_t seen
+    cdef int got = 0
+    try:
+        PyObject_GetBuffer(trusted, &tb, PyBUF_C_CONTIGUOUS)
+        got = 1
+        PyObject_GetBuffer(chrome, &cb, PyBUF_C_CONTIGUOUS)
+        got = 2
+        PyObject_GetBuffer(chars, &nb, PyBUF_C_CONTIGUOUS)
+        got = 3
+        PyObject_GetBuffer(links, &lb, PyBUF_C_CONTIGUOUS)
+        got = 4
+        PyObject_GetBuffer(codes, &pb, PyBUF_C_CONTIGUOUS)
+        got = 5
+    except (TypeError, ValueError, BufferError):
+        _release(&tb, &cb, &nb, &lb, &pb, got)
+        return None
+    try:
+        if (tb.len != count or cb.len != count or pb.len != count or nb.len != count * 8 or lb.len != count * 8
+                or tb.itemsize != 1 or cb.itemsize != 1 or pb.itemsize != 1 or nb.itemsize != 8 or lb.itemsize != 8):
+            return None
+        t = <const unsigned char *>tb.buf
+        ch = <const unsigned char *>cb.buf
+        n = <const int64_t *>nb.buf
+        l = <const int64_t *>lb.buf
+        c = <const unsigned char *>pb.buf
+        w = 0
+        for i in range(count):
+            if t[i]:
+                w += 1
+        if not w:
+            return True
+        where = <Py_ssize_t *>malloc(w * sizeof(Py_ssize_t))
+        before = <int64_t *>malloc(w * sizeof(int64_t))
+        text = <unsigned char *>malloc(w)
+        placed = <unsigned char *>malloc(w)
+        heading = <unsigned char *>malloc(w)
+        if where is NULL or before is NULL or text is NULL or placed is NULL or heading is NULL:
+            raise MemoryError()
+        k = 0
+        seen = 0
+        for i in range(count):
+            if ch[i]:
+                seen += 1
+            if t[i]:
+                where[k] = i
+                before[k] = seen  # (numpy's cumsum(chrome)[where])
+                text[k] = (<double>l[i] <= link_share * <double>n[i]) and n[i] > 0
+                placed[k] = (c[i] & PLACED_PATH) != 0
+                heading[k] = 0
+                if (c[i] & (PLACED_PATH | NO_LINK_PATH | HEADING_PATH)) == (PLACED_PATH | NO_LINK_PATH | HEADING_PATH):
+                    block = blocks[i]
+                    heading[k] = block.tag in heading_tags and _in_declared_main(block)
+                k += 1
+        for k in range(w):  # a section heading over the page's own text, and not the last trusted block
+            if heading[k] and not (k + 1 < w and text[k + 1] and placed[k + 1]):
+                heading[k] = 0
+            if ((<double>n[where[k]] >= paragraph_chars) or heading[k]) and text[k]:
+                if first < 0:
+                    first = k
+                last = k
+        if first < 0:
+            return True
+        start = 0
+        for k in range(first):  # the last gap of the template's blocks before the first strong block
+            if <double>(before[k + 1] - before[k]) >= gap:
+                start = k + 1
+        end = w
+        for k in range(last, w - 1):  # the first such gap after the last one
+            if <double>(before[k + 1] - before[k]) >= gap:
+                end = k + 1
+                break
+        return where[start], where[end - 1] + 1
+    except _Decline:
+        return None
+    finally:
+        free(where)
+        free(before)
+        free(text)
+        free(placed)
+        free(heading)
+        _release(&tb, &cb, &nb, &lb, &pb, got)
+
+
+cdef void _release(Py_buffer *a, Py_buffer *b, Py_buffer *c, Py_buffer *d, Py_buffer *e, int got) noexcept:
+    if got > 0:
+        PyBuffer_Release(a)
+    if got > 1:
+        PyBuffer_Release(b)
+    if got > 2:
+        PyBuffer_Release(c)
+    if got > 3:
+        PyBuffer_Release(d)
+    if got > 4:
+        PyBuffer_Release(e)
 
 
 # --- metadata.named_candidates ------------------------------------------------------------------------------------
