@@ -2337,6 +2337,54 @@ cdef object _named_candidates(_Element element, xmlNode *c_node, xmlNode *last, 
         cur = cur.next
 
 
+# --- metadata._in_comments ---------------------------------------------------------------------------------------
+cdef const char *_COMMENT_WORDS[5]  # what metadata._COMMENTS looks for in a class or id (any case)
+_COMMENT_WORDS[0] = "comment"
+_COMMENT_WORDS[1] = "reply"
+_COMMENT_WORDS[2] = "replies"
+_COMMENT_WORDS[3] = "respond"
+_COMMENT_WORDS[4] = "disqus"
+cdef unsigned char _COMMENT_STARTS[256]
+_word_starts(_COMMENT_STARTS, _COMMENT_WORDS, 5, True)
+
+
+def in_comments(element):
+    """metadata._in_comments(element): whether the element or an ancestor (lxml's getparent) has a class or id
+    holding one of metadata._COMMENTS' words in any ASCII case; None where a value holds a byte outside ASCII (Unicode
+    case folding: the caller's regex decides), a value is not plain text, an entity reference is on the way, or it is
+    no element."""
+    if not isinstance(element, _Element) or (<_Element>element)._c_node is NULL:
+        return None
+    cdef xmlNode *n = (<_Element>element)._c_node
+    cdef xmlAttr *a
+    cdef xmlNode *t
+    while n is not NULL:
+        if n.type == tree.XML_ELEMENT_NODE:
+            for name in (b"class", b"id"):
+                a = _first(n, <const char *>name)
+                if a is NULL:
+                    continue
+                t = a.children
+                if t is NULL:
+                    continue
+                if t.next is not NULL or (t.type != tree.XML_TEXT_NODE and t.type != tree.XML_CDATA_SECTION_NODE):
+                    return None
+                if t.content is not NULL and _holds_word(t.content, _COMMENT_WORDS, 5, True, _COMMENT_STARTS):
+                    return None if _non_ascii(t.content) else True
+        elif n.type != tree.XML_COMMENT_NODE and n.type != tree.XML_PI_NODE:
+            return None
+        n = _parent_element(n)
+    return False
+
+
+cdef bint _non_ascii(const unsigned char *s) noexcept:
+    while s[0]:
+        if s[0] >= 0x80:
+            return True
+        s += 1
+    return False
+
+
 # --- metadata._short_text ---------------------------------------------------------------------------------------------
 def short_text(element, Py_ssize_t limit):
     """metadata._short_text_plain(element, limit): " ".join of the words of the element's text pieces (itertext:

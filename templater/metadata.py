@@ -1095,6 +1095,12 @@ def _date_beside(byline) -> dict[str, str]:
 
 
 def _in_comments(element) -> bool:
+    """Whether the element or an ancestor has a class or id named like reader comments (_COMMENTS); read in C where
+    the compiled walk is built and the names are ASCII (``_walk.in_comments``)."""
+    test = getattr(native.walk, "in_comments", None)
+    found = test(element) if test is not None else None
+    if found is not None:
+        return found
     node = element
     while node is not None:
         if _COMMENTS.search((node.get("class") or "") + " " + (node.get("id") or "")):

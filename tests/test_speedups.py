@@ -1172,6 +1172,55 @@ def test_documents_are_the_same_without_the_compiled_contexts(monkeypatch):
     assert [document.build_document(seg, k, links=True) for seg, k in zip(pages, keep)] == fast
 
 
+# --- metadata._in_comments: the compiled walk up against the regex over each ancestor's class and id -------------
+
+COMMENT_PIECES = st.one_of(
+    piece,
+    st.sampled_from(['<div class="Comments">', '<div id="disqus_thread">', '<section class="post-REPLY x">', "</div>",
+                     '<div class="re\u017fpond">', '<div id="commentaire">', '<ol class="replies-list">', "</ol>",
+                     '<div class="c0mment">', '<span class="reply&amp;x">', '<div class="respon d">', "</section>",
+                     '<div class="\u212aomment">', '<div class="x" class="comment">', '<li id="">', "<!-- c -->",
+                     "<p>", "</p>", '<b class="D\u0130squs">', '<i class="commentary">']))
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(st.lists(COMMENT_PIECES, max_size=30))
+def test_c_in_comments_is_the_regex_walk_on_generated_markup(pieces):
+    from templater import metadata
+
+    root = parse_html(f"<html><body><main>{''.join(pieces)}<p>end</p></main></body></html>")
+    if root is None:
+        return
+    walk = native.walk
+    for element in root.iter():
+        found = walk.in_comments(element)
+        try:
+            native.walk = None
+            plain = metadata._in_comments(element)
+        finally:
+            native.walk = walk
+        assert found is None or found == plain
+        assert metadata._in_comments(element) == plain
+
+
+@needs_walk
+def test_c_in_comments_on_the_samples():
+    from templater import metadata
+
+    walk = native.walk
+    for seg in sample_pages(limit=10):
+        for block in seg.blocks[:200]:
+            found = walk.in_comments(block.element)
+            native.walk = None
+            try:
+                plain = metadata._in_comments(block.element)
+            finally:
+                native.walk = walk
+            assert found == plain  # (the samples' names are ASCII: nothing declined)
+    assert walk.in_comments(None) is None
+
+
 # --- the elements named_metadata reads the names of: the compiled walk against the plain list ----------------------
 
 NAMED_PIECES = st.one_of(
