@@ -1129,6 +1129,19 @@ CONTEXT_PIECES = st.one_of(
                      "<div>", "</div>", "<caption>", "<tbody>"]))
 
 
+def on_samples(check, limit):
+    """``check`` of the parsed root of each of the first ``limit`` sample pages."""
+    for seg in sample_pages(limit=limit):
+        check(seg.root)
+
+
+def check_parsed(markup, check):
+    """``check`` of the markup's parsed root, where it parses to one."""
+    root = parse_html(markup)
+    if root is not None:
+        check(root)
+
+
 def assert_same_contexts(root):
     from templater import document
 
@@ -1147,15 +1160,12 @@ def assert_same_contexts(root):
 @settings(max_examples=300, deadline=None)
 @given(st.lists(CONTEXT_PIECES, max_size=40))
 def test_c_block_contexts_are_the_memoised_contexts_on_generated_markup(pieces):
-    root = parse_html(f"<html><body>{''.join(pieces)}</body></html>")
-    if root is not None:
-        assert_same_contexts(root)
+    check_parsed(f"<html><body>{''.join(pieces)}</body></html>", assert_same_contexts)
 
 
 @needs_walk
 def test_c_block_contexts_on_the_samples_and_what_they_decline():
-    for seg in sample_pages(limit=20):
-        assert_same_contexts(seg.root)
+    on_samples(assert_same_contexts, 20)
     assert native.walk.block_contexts([None]) is None
     assert native.walk.block_contexts(()) is None
 
@@ -1253,15 +1263,13 @@ def assert_same_named_candidates(root):
 @settings(max_examples=300, deadline=None)
 @given(st.lists(NAMED_PIECES, max_size=40))
 def test_c_named_candidates_match_the_plain_list_on_generated_markup(pieces):
-    root = parse_html(f"<html><body><div class='author'>{''.join(pieces)}</div></body></html>")
-    if root is not None:
-        assert_same_named_candidates(root)
+    check_parsed(f"<html><body><div class='author'>{''.join(pieces)}</div></body></html>",
+                 assert_same_named_candidates)
 
 
 @needs_walk
 def test_c_named_candidates_match_the_plain_list_on_the_samples():
-    for seg in sample_pages(limit=20):
-        assert_same_named_candidates(seg.root)
+    on_samples(assert_same_named_candidates, 20)
 
 
 def assert_same_candidates_each(root, drop):
