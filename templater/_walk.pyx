@@ -9,6 +9,7 @@ duplicate attributes), a function returns None and the caller runs the definitio
 """
 
 from cpython.bytearray cimport PyByteArray_FromStringAndSize
+from cpython.buffer cimport PyBUF_C_CONTIGUOUS, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.ref cimport PyObject, Py_DECREF
 from cpython.unicode cimport Py_UNICODE_ISSPACE
@@ -1769,6 +1770,343 @@ cdef bint _note_declared(list declared, list props, _Document doc, xmlNode *cur,
     return True
 
 
+# --- metadata._declared_fields' <meta> loop and document._head_titles, over the gathered elements -----------------
+cdef object _attribute_value(xmlNode *n, const char *name):
+    """lxml's ``element.get(name)`` (no namespace): the first such attribute's value as str, None where absent;
+    _Decline where its value is not plain text nodes (an entity reference: left to lxml)."""
+    cdef xmlAttr *a = _first(n, name)
+    if a is NULL:
+        return None
+    cdef xmlNode *t = a.children
+    if t is NULL:
+        return ""
+    if t.next is NULL and (t.type == tree.XML_TEXT_NODE or t.type == tree.XML_CDATA_SECTION_NODE):
+        return _text(<const char *>t.content) if t.content is not NULL else ""
+    cdef Buffer b
+    b.data = NULL
+    b.size = b.capacity = 0
+    try:
+        _attribute_into(a, &b)
+        return b.data[:b.size].decode("utf-8") if b.size else ""
+    finally:
+        free(b.data)
+
+
+cdef inline bint _plain_meta(xmlNode *n) noexcept:
+    """An element whose lxml tag is "meta" (no namespace)."""
+    return n.type == tree.XML_ELEMENT_NODE and n.ns is NULL and strcmp(<const char *>n.name, "meta") == 0
+
+
+cdef bint _may_declare_link(xmlNode *n) except -1:
+    """metadata._may_declare_link: the element's rel, lower-cased, holds "canonical" or "image_src"."""
+    cdef object rel = _attribute_value(n, "rel")
+    if not rel:
+        return False
+    lowered = (<str>rel).lower()
+    return "canonical" in lowered or "image_src" in lowered
+
+
+def meta_fields(elements, dict ranks):
+    """metadata._declared_fields' loop over ``elements`` (a list) up to the <meta>s' own reading: per element, in
+    order, for a <meta> (lxml tag "meta") whose property, name, itemprop or http-equiv (the first not empty),
+    stripped and lower-cased, is a key of ``ranks`` (metadata._META_RANK: name -> (field, rank)) and whose content,
+    stripped, is not empty, (field, rank, content stripped); for any other <meta>, nothing; a <time> as it is; any
+    other element as it is where metadata._may_declare_link may be True of it, else nothing (a stylesheet's, an
+    icon's <link>). None where an attribute read holds what this does not mirror (an entity reference)."""
+    cdef list out = []
+    cdef xmlNode *n
+    cdef object key, content, hit
+    cdef const char *names[4]
+    cdef Py_ssize_t i
+    names[0] = "property"
+    names[1] = "name"
+    names[2] = "itemprop"
+    names[3] = "http-equiv"
+    try:
+        for element in elements:
+            if not isinstance(element, _Element):
+                out.append(element)
+                continue
+            n = (<_Element>element)._c_node
+            if n is NULL or n.type != tree.XML_ELEMENT_NODE:
+                out.append(element)
+                continue
+            if not _plain_meta(n):
+                if (n.ns is NULL and strcmp(<const char *>n.name, "time") == 0) or _may_declare_link(n):
+                    out.append(element)
+                continue
+            key = None
+            for i in range(4):
+                key = _attribute_value(n, names[i])
+                if key:
+                    break
+            if not key:
+                continue  # "".strip().lower() is no name of ranks (nor is any name whose value is empty)
+            hit = ranks.get((<str>key).strip().lower())
+            if hit is None:
+                continue
+            content = _attribute_value(n, "content")
+            if not content:
+                continue
+            content = (<str>content).strip()
+            if content:
+                out.append((hit[0], hit[1], content))
+    except _Decline:
+        return None
+    return out
+
+
+def head_titles(top, elements, titles):
+    """document._head_titles(top, elements): the content of each <meta> of ``elements`` (a list) whose property or
+    name is one of ``titles`` (a tuple of str) and whose parent is a <head> that is a child of ``top``, in order; None
+    where an attribute read holds what this does not mirror."""
+    if not isinstance(top, _Element):
+        return None
+    cdef xmlNode *c_top = (<_Element>top)._c_node
+    cdef xmlNode *n
+    cdef xmlNode *head
+    cdef list found = []
+    cdef object content
+    try:
+        for element in elements:
+            if not isinstance(element, _Element):
+                continue
+            n = (<_Element>element)._c_node
+            if n is NULL or not _plain_meta(n):
+                continue
+            if _attribute_value(n, "property") not in titles and _attribute_value(n, "name") not in titles:
+                continue
+            content = _attribute_value(n, "content")
+            if content is None:
+                continue
+            head = _parent_element(n)
+            if (head is not NULL and head.type == tree.XML_ELEMENT_NODE and head.ns is NULL
+                    and strcmp(<const char *>head.name, "head") == 0 and _parent_element(head) is c_top):
+                found.append(content)
+    except _Decline:
+        return None
+    return found
+
+
+# --- document._Contexts.of: where each kept block's element sits ------------------------------------------------
+cdef tuple _NO_CONTEXT = (None, None, None, None, 0, False, 0, 0)
+
+
+def block_contexts(elements):
+    """document._Contexts().of(element) of each element of ``elements`` (a list), in order: (the nearest enclosing
+    <pre>, the <td>/<th> below the nearest <table> when a table encloses it, the nearest <table>, the nearest <li>,
+    the lists around it, whether the nearest list is an <ol>, the <blockquote>s around it, the level of the nearest
+    <h1>-<h6>), the element itself counted and only elements of lxml tag names (no namespace) looked at, found in one
+    walk up its ancestors (lxml's getparent); None where an entry is not an element."""
+    if not isinstance(elements, list):
+        return None
+    cdef list out = []
+    cdef xmlNode *n
+    cdef xmlNode *pre
+    cdef xmlNode *cell
+    cdef xmlNode *table
+    cdef xmlNode *item
+    cdef xmlNode *candidate
+    cdef long depth, quote, heading
+    cdef int ordered
+    cdef const char *name
+    cdef _Document doc
+    for element in <list>elements:
+        if not isinstance(element, _Element) or (<_Element>element)._c_node is NULL:
+            return None
+        doc = (<_Element>element)._doc
+        n = (<_Element>element)._c_node
+        pre = cell = table = item = candidate = NULL
+        depth = quote = heading = 0
+        ordered = -1  # (not known yet: the nearest list decides)
+        while n is not NULL:
+            if n.type == tree.XML_ELEMENT_NODE and n.ns is NULL:
+                name = <const char *>n.name
+                if name[0] == c'p':
+                    if pre is NULL and strcmp(name, "pre") == 0:
+                        pre = n
+                elif name[0] == c't':
+                    if strcmp(name, "table") == 0:
+                        if table is NULL:
+                            table = n
+                            cell = candidate  # a cell below the nearest table (None: the table's own text)
+                    elif (strcmp(name, "td") == 0 or strcmp(name, "th") == 0) and table is NULL and candidate is NULL:
+                        candidate = n
+                elif name[0] == c'l':
+                    if item is NULL and strcmp(name, "li") == 0:
+                        item = n
+                elif name[0] == c'u' or name[0] == c'o' or name[0] == c'm' or name[0] == c'd':
+                    if (strcmp(name, "ul") == 0 or strcmp(name, "ol") == 0 or strcmp(name, "menu") == 0
+                            or strcmp(name, "dir") == 0):
+                        depth += 1
+                        if ordered < 0:
+                            ordered = name[0] == c'o'
+                elif name[0] == c'b':
+                    if strcmp(name, "blockquote") == 0:
+                        quote += 1
+                elif name[0] == c'h':
+                    if heading == 0 and c'1' <= name[1] <= c'6' and name[2] == 0:
+                        heading = name[1] - c'0'
+            n = _parent_element(n)
+        if pre is NULL and cell is NULL and table is NULL and item is NULL and not depth and not quote and not heading:
+            out.append(_NO_CONTEXT)
+            continue
+        out.append((None if pre is NULL else elementFactory(doc, pre),
+                    None if cell is NULL else elementFactory(doc, cell),
+                    None if table is NULL else elementFactory(doc, table),
+                    None if item is NULL else elementFactory(doc, item),
+                    depth, ordered > 0, quote, heading))
+    return out
+
+
+# --- extract.own_content (with the template's path codes): the stretch of the page's own content, in one pass ------
+DEF PLACED_PATH = 8  # extract.PLACED_PATH, NO_LINK_PATH, HEADING_PATH (a test checks they are the same)
+DEF NO_LINK_PATH = 16
+DEF HEADING_PATH = 32
+
+
+cdef int _role_main(xmlNode *n) except -2:
+    """extract.in_declared_main's walk: 1 where the element or an ancestor (lxml's getparent) has role="main"."""
+    cdef object role
+    while n is not NULL:
+        if n.type == tree.XML_ELEMENT_NODE:
+            role = _attribute_value(n, "role")
+            if role is not None and role == "main":
+                return 1
+        elif n.type != tree.XML_COMMENT_NODE and n.type != tree.XML_PI_NODE:
+            raise _Decline  # an entity reference: left to lxml
+        n = _parent_element(n)
+    return 0
+
+
+cdef bint _in_declared_main(block) except -1:
+    """extract.in_declared_main(block)"""
+    if "/main/" in block.tag_path + "/":
+        return True
+    element = block.element
+    if element is None:
+        return False
+    if not isinstance(element, _Element) or (<_Element>element)._c_node is NULL:
+        raise _Decline
+    return _role_main((<_Element>element)._c_node) == 1
+
+
+def own_stretch(blocks, trusted, chrome, chars, links, codes, heading_tags, double link_share, double paragraph_chars,
+                double gap):
+    """extract.own_content(seg, trusted, chrome, settings, codes) where ``codes`` are the page's path codes, in one
+    pass over the trusted blocks: True where it gives ``trusted`` itself, else (lo, hi): it gives ``trusted`` within
+    blocks lo..hi-1 and nothing else; None where it cannot say (an array not of the kind it reads, an entity
+    reference on a heading's ancestors). ``trusted``, ``chrome``: bool arrays; ``chars``, ``links``: int64;
+    ``codes``: uint8; all C-contiguous, one entry a block."""
+    cdef Py_buffer tb, cb, nb, lb, pb
+    cdef Py_ssize_t count = len(blocks)
+    cdef Py_ssize_t i, k, w, first = -1, last = -1, start, end
+    cdef const unsigned char *t
+    cdef const unsigned char *ch
+    cdef const int64_t *n
+    cdef const int64_t *l
+    cdef const unsigned char *c
+    cdef Py_ssize_t *where = NULL
+    cdef int64_t *before = NULL  # the chrome blocks before each trusted block
+    cdef unsigned char *text = NULL  # per trusted block: the page's own text (not mostly links, not empty)
+    cdef unsigned char *placed = NULL
+    cdef unsigned char *heading = NULL
+    cdef int64_t seen
+    cdef int got = 0
+    try:
+        PyObject_GetBuffer(trusted, &tb, PyBUF_C_CONTIGUOUS)
+        got = 1
+        PyObject_GetBuffer(chrome, &cb, PyBUF_C_CONTIGUOUS)
+        got = 2
+        PyObject_GetBuffer(chars, &nb, PyBUF_C_CONTIGUOUS)
+        got = 3
+        PyObject_GetBuffer(links, &lb, PyBUF_C_CONTIGUOUS)
+        got = 4
+        PyObject_GetBuffer(codes, &pb, PyBUF_C_CONTIGUOUS)
+        got = 5
+    except (TypeError, ValueError, BufferError):
+        _release(&tb, &cb, &nb, &lb, &pb, got)
+        return None
+    try:
+        if (tb.len != count or cb.len != count or pb.len != count or nb.len != count * 8 or lb.len != count * 8
+                or tb.itemsize != 1 or cb.itemsize != 1 or pb.itemsize != 1 or nb.itemsize != 8 or lb.itemsize != 8):
+            return None
+        t = <const unsigned char *>tb.buf
+        ch = <const unsigned char *>cb.buf
+        n = <const int64_t *>nb.buf
+        l = <const int64_t *>lb.buf
+        c = <const unsigned char *>pb.buf
+        w = 0
+        for i in range(count):
+            if t[i]:
+                w += 1
+        if not w:
+            return True
+        where = <Py_ssize_t *>malloc(w * sizeof(Py_ssize_t))
+        before = <int64_t *>malloc(w * sizeof(int64_t))
+        text = <unsigned char *>malloc(w)
+        placed = <unsigned char *>malloc(w)
+        heading = <unsigned char *>malloc(w)
+        if where is NULL or before is NULL or text is NULL or placed is NULL or heading is NULL:
+            raise MemoryError()
+        k = 0
+        seen = 0
+        for i in range(count):
+            if ch[i]:
+                seen += 1
+            if t[i]:
+                where[k] = i
+                before[k] = seen  # (numpy's cumsum(chrome)[where])
+                text[k] = (<double>l[i] <= link_share * <double>n[i]) and n[i] > 0
+                placed[k] = (c[i] & PLACED_PATH) != 0
+                heading[k] = 0
+                if (c[i] & (PLACED_PATH | NO_LINK_PATH | HEADING_PATH)) == (PLACED_PATH | NO_LINK_PATH | HEADING_PATH):
+                    block = blocks[i]
+                    heading[k] = block.tag in heading_tags and _in_declared_main(block)
+                k += 1
+        for k in range(w):  # a section heading over the page's own text, and not the last trusted block
+            if heading[k] and not (k + 1 < w and text[k + 1] and placed[k + 1]):
+                heading[k] = 0
+            if ((<double>n[where[k]] >= paragraph_chars) or heading[k]) and text[k]:
+                if first < 0:
+                    first = k
+                last = k
+        if first < 0:
+            return True
+        start = 0
+        for k in range(first):  # the last gap of the template's blocks before the first strong block
+            if <double>(before[k + 1] - before[k]) >= gap:
+                start = k + 1
+        end = w
+        for k in range(last, w - 1):  # the first such gap after the last one
+            if <double>(before[k + 1] - before[k]) >= gap:
+                end = k + 1
+                break
+        return where[start], where[end - 1] + 1
+    except _Decline:
+        return None
+    finally:
+        free(where)
+        free(before)
+        free(text)
+        free(placed)
+        free(heading)
+        _release(&tb, &cb, &nb, &lb, &pb, got)
+
+
+cdef void _release(Py_buffer *a, Py_buffer *b, Py_buffer *c, Py_buffer *d, Py_buffer *e, int got) noexcept:
+    if got > 0:
+        PyBuffer_Release(a)
+    if got > 1:
+        PyBuffer_Release(b)
+    if got > 2:
+        PyBuffer_Release(c)
+    if got > 3:
+        PyBuffer_Release(d)
+    if got > 4:
+        PyBuffer_Release(e)
+
+
 # --- metadata.named_candidates ------------------------------------------------------------------------------------
 cdef const char *_NAMING_WORDS[8]  # what metadata._NAMED_CLASS looks for in a class or rel (any case)
 cdef const char *_AUTHOR_PATHS[8]  # what metadata._AUTHOR_HREF looks for in a link's href, and more
@@ -1997,6 +2335,54 @@ cdef object _named_candidates(_Element element, xmlNode *c_node, xmlNode *last, 
             if cur is c_node:
                 return found
         cur = cur.next
+
+
+# --- metadata._in_comments ---------------------------------------------------------------------------------------
+cdef const char *_COMMENT_WORDS[5]  # what metadata._COMMENTS looks for in a class or id (any case)
+_COMMENT_WORDS[0] = "comment"
+_COMMENT_WORDS[1] = "reply"
+_COMMENT_WORDS[2] = "replies"
+_COMMENT_WORDS[3] = "respond"
+_COMMENT_WORDS[4] = "disqus"
+cdef unsigned char _COMMENT_STARTS[256]
+_word_starts(_COMMENT_STARTS, _COMMENT_WORDS, 5, True)
+
+
+def in_comments(element):
+    """metadata._in_comments(element): whether the element or an ancestor (lxml's getparent) has a class or id
+    holding one of metadata._COMMENTS' words in any ASCII case; None where a value holds a byte outside ASCII (Unicode
+    case folding: the caller's regex decides), a value is not plain text, an entity reference is on the way, or it is
+    no element."""
+    if not isinstance(element, _Element) or (<_Element>element)._c_node is NULL:
+        return None
+    cdef xmlNode *n = (<_Element>element)._c_node
+    cdef xmlAttr *a
+    cdef xmlNode *t
+    while n is not NULL:
+        if n.type == tree.XML_ELEMENT_NODE:
+            for name in (b"class", b"id"):
+                a = _first(n, <const char *>name)
+                if a is NULL:
+                    continue
+                t = a.children
+                if t is NULL:
+                    continue
+                if t.next is not NULL or (t.type != tree.XML_TEXT_NODE and t.type != tree.XML_CDATA_SECTION_NODE):
+                    return None
+                if t.content is not NULL and _holds_word(t.content, _COMMENT_WORDS, 5, True, _COMMENT_STARTS):
+                    return None if _non_ascii(t.content) else True
+        elif n.type != tree.XML_COMMENT_NODE and n.type != tree.XML_PI_NODE:
+            return None
+        n = _parent_element(n)
+    return False
+
+
+cdef bint _non_ascii(const unsigned char *s) noexcept:
+    while s[0]:
+        if s[0] >= 0x80:
+            return True
+        s += 1
+    return False
 
 
 # --- metadata._short_text ---------------------------------------------------------------------------------------------

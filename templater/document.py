@@ -21,7 +21,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 from urllib.parse import urljoin, urlsplit
 
 import numpy as np
@@ -46,9 +46,9 @@ _DOMAIN = re.compile(r"[a-z]\.(?:com|net|org|info|gov|edu|co\.[a-z]{2})\b", re.I
 SOCIAL_TITLES = ("og:title", "twitter:title")  # the <meta> property or name values that declare a page's title
 
 
-@dataclass(slots=True)
-class _Context:
-    """Where an element sits: the structures around it that shape the document."""
+class _Context(NamedTuple):
+    """Where an element sits: the structures around it that shape the document (a tuple: the compiled walk's
+    ``block_contexts`` gives the same fields as plain tuples)."""
 
     pre: object = None  # the enclosing <pre>
     cell: object = None  # the enclosing <td>/<th> of the nearest table
@@ -67,23 +67,22 @@ def _child_context(parent: _Context, element) -> _Context:
     tag = element.tag
     if tag not in _SHAPING_TAGS:
         return parent  # contexts are never changed once made: an element that shapes nothing shares its parent's
-    ctx = _Context(parent.pre, parent.cell, parent.table, parent.item, parent.depth, parent.ordered, parent.quote,
-                   parent.heading)
+    pre, cell, table, item, depth, ordered, quote, heading = parent
     if tag == "pre":
-        ctx.pre = element
+        pre = element
     elif tag == "table":
-        ctx.table, ctx.cell = element, None
+        table, cell = element, None
     elif tag in CELL_TAGS and parent.table is not None:  # a stray <td> outside any table is not a cell
-        ctx.cell = element
+        cell = element
     elif tag == "li":
-        ctx.item = element
+        item = element
     elif tag in LIST_TAGS:
-        ctx.depth, ctx.ordered = parent.depth + 1, tag == "ol"
+        depth, ordered = parent.depth + 1, tag == "ol"
     elif tag == "blockquote":
-        ctx.quote = parent.quote + 1
+        quote = parent.quote + 1
     elif tag in HEADING_LEVELS:
-        ctx.heading = HEADING_LEVELS[tag]
-    return ctx
+        heading = HEADING_LEVELS[tag]
+    return _Context(pre, cell, table, item, depth, ordered, quote, heading)
 
 
 class _Contexts:
@@ -182,7 +181,12 @@ def declared_titles(root, elements: list | None = None) -> list[str]:
 
 
 def _head_titles(top, elements) -> list[str]:
-    """``declared_titles(top)`` read from ``elements``, ``top``'s <meta>s (and other elements) in document order."""
+    """``declared_titles(top)`` read from ``elements``, ``top``'s <meta>s (and other elements) in document order (by
+    the compiled walk where it is built: ``_walk.head_titles``)."""
+    scan = getattr(native.walk, "head_titles", None) if isinstance(elements, list) else None
+    found = scan(top, elements, SOCIAL_TITLES) if scan is not None else None
+    if found is not None:
+        return found
     found = []
     for meta in elements:
         if meta.tag == "meta" and (meta.get("property") in SOCIAL_TITLES or meta.get("name") in SOCIAL_TITLES):
@@ -303,13 +307,20 @@ def build_document(seg: Segmented, keep, *, links: bool = False) -> Document:
     contexts = _Contexts()
     builder = _Builder(seg.page.url if links else None)
     blocks = seg.blocks
+    kept = []
     for index in np.flatnonzero(keep).tolist():
         if index == headline:
             continue
         block = blocks[index]
         if same is not None and len(block.text) == len(same) and block.text.lower() == same:
             continue  # the headline again (a second heading, a breadcrumb's last step)
-        builder.add(block, contexts.of(block.element), contexts)
+        kept.append(block)
+    each = getattr(native.walk, "block_contexts", None)  # (None: not built, or built before it was written)
+    found = each([block.element for block in kept]) if each is not None else None
+    if found is None:
+        found = [contexts.of(block.element) for block in kept]
+    for block, ctx in zip(kept, found):
+        builder.add(block, ctx, contexts)
     return Document(title=title, nodes=tuple(builder.finish()))
 
 
@@ -323,46 +334,47 @@ class _Builder:
         self.table = None  # the open table: (element, quote, rows {tr: {cell: [texts]}}, texts in order)
         self.item = None  # the open list item's element
 
-    def add(self, block, ctx: _Context, contexts: _Contexts) -> None:
-        if ctx.pre is not None:
+    def add(self, block, ctx: tuple, contexts: _Contexts) -> None:
+        """Add a kept block, ``ctx`` its element's context (a _Context or the compiled walk's plain tuple)."""
+        pre, cell, table, item, depth, ordered, quote, heading = ctx
+        if pre is not None:
             if self.table is not None:
                 self._close_table()
             self.item = None
-            if ctx.pre is not self.pre:
-                self.pre = ctx.pre
-                self.nodes.append(DocNode("code", pre_text(ctx.pre), quote=ctx.quote))
+            if pre is not self.pre:
+                self.pre = pre
+                self.nodes.append(DocNode("code", pre_text(pre), quote=quote))
             return
         self.pre = None
-        if ctx.cell is not None and contexts.data_table(ctx.table):
+        if cell is not None and contexts.data_table(table):
             self.item = None
-            self._add_cell(block, ctx)
+            self._add_cell(block, table, cell, quote)
             return
         if self.table is not None:
             self._close_table()
         found = self._links(block) if self.base_url is not None else ()
-        if ctx.item is not None and ctx.depth:
-            if ctx.item is self.item and self.nodes and self.nodes[-1].kind == "item":
+        if item is not None and depth:
+            if item is self.item and self.nodes and self.nodes[-1].kind == "item":
                 last = self.nodes[-1]
                 self.nodes[-1] = DocNode("item", last.text + "\n" + block.text, level=last.level,
                                          ordered=last.ordered, quote=last.quote, links=last.links + found)
             else:
-                self.item = ctx.item
-                self.nodes.append(DocNode("item", block.text, level=ctx.depth, ordered=ctx.ordered,
-                                          quote=ctx.quote, links=found))
+                self.item = item
+                self.nodes.append(DocNode("item", block.text, level=depth, ordered=ordered, quote=quote, links=found))
             return
         self.item = None
-        if ctx.heading:
-            self.nodes.append(DocNode("heading", block.text, level=ctx.heading, quote=ctx.quote, links=found))
+        if heading:
+            self.nodes.append(DocNode("heading", block.text, level=heading, quote=quote, links=found))
         else:
-            self.nodes.append(DocNode("paragraph", block.text, quote=ctx.quote, links=found))
+            self.nodes.append(DocNode("paragraph", block.text, quote=quote, links=found))
 
-    def _add_cell(self, block, ctx: _Context) -> None:
-        if self.table is None or self.table[0] is not ctx.table:
+    def _add_cell(self, block, table, cell, quote: int) -> None:
+        if self.table is None or self.table[0] is not table:
             self._close_table()
-            self.table = (ctx.table, ctx.quote, {}, [])
+            self.table = (table, quote, {}, [])
         _, _, rows, texts = self.table
-        row = ctx.cell.getparent()
-        rows.setdefault(row, {}).setdefault(ctx.cell, []).append(block.text)
+        row = cell.getparent()
+        rows.setdefault(row, {}).setdefault(cell, []).append(block.text)
         texts.append(block.text)
 
     def _close_table(self) -> None:

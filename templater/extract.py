@@ -223,7 +223,18 @@ def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray,
     lists of other stories have headings too), with what follows or precedes it up to such a gap, keeps the
     trust. What lies before the page's first paragraph or beyond its last, past the site's chrome (a chapter's
     table of contents cut by its shape rules, a feed of other stories after the article), is judged as any
-    allowed block. ``codes``: the page's PathTests.codes of a template with these settings."""
+    allowed block. ``codes``: the page's PathTests.codes of a template with these settings (with them, the compiled
+    walk's ``own_stretch`` does it all in one pass where it is built; the code below is its definition)."""
+    stretch = getattr(native.walk, "own_stretch", None) if codes is not None else None
+    found = stretch(seg.blocks, trusted, chrome, seg.block_chars(), seg.block_links(), codes, settings.heading_tags,
+                    settings.own_content_links, settings.paragraph_chars,
+                    settings.own_content_gap) if stretch is not None else None  # (None: what follows decides)
+    if found is not None:
+        if found is True:
+            return trusted
+        out = np.zeros_like(trusted)
+        out[found[0]:found[1]] = trusted[found[0]:found[1]]
+        return out
     where = np.flatnonzero(trusted)
     if not len(where):
         return trusted

@@ -213,11 +213,18 @@ def _declared_fields(root, html: str | bytes, *, times: list | None = None, elem
                      ) -> Iterable[tuple[str, int, object]]:
     """(field, rank, value) of what <html>, then every <meta>, <link> and <time> (the <time>s also appended to
     ``times`` when given), then (where the markup spells "itemprop") the body's microdata elements declare. The
-    <meta>s, a page's most, are read here, in one loop; ``_element_fields`` reads the others."""
+    <meta>s, a page's most, are read here, in one loop (their attributes read by the compiled walk where it is built:
+    ``_walk.meta_fields`` gives a <meta>'s (field, rank, content) and every other element as it is);
+    ``_element_fields`` reads the others."""
     yield from _element_fields(root)
     found = elements  # (gathered by the segmentation walk; None: read here)
     declared, props = found if found is not None else (root.iter("meta", "link", "time"), None)
-    for element in declared:
+    scan = getattr(native.walk, "meta_fields", None) if isinstance(declared, list) else None
+    read = scan(declared, _META_RANK) if scan is not None else None
+    for element in declared if read is None else read:
+        if type(element) is tuple:  # a <meta>'s hit, read in C: as _meta_field gives it
+            yield (element[0], element[1], _split_tags(element[2])) if element[0] == "tags" else element
+            continue
         if element.tag == "meta":
             hit = _meta_field(element)
             if hit is not None:
@@ -1088,6 +1095,12 @@ def _date_beside(byline) -> dict[str, str]:
 
 
 def _in_comments(element) -> bool:
+    """Whether the element or an ancestor has a class or id named like reader comments (_COMMENTS); read in C where
+    the compiled walk is built and the names are ASCII (``_walk.in_comments``)."""
+    test = getattr(native.walk, "in_comments", None)
+    found = test(element) if test is not None else None
+    if found is not None:
+        return found
     node = element
     while node is not None:
         if _COMMENTS.search((node.get("class") or "") + " " + (node.get("id") or "")):

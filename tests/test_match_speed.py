@@ -162,6 +162,62 @@ def test_path_tests_codes_match_the_path_masks(body, random, other):
         assert_codes_match(seg, lambda k: random.random() < 0.5, used)
 
 
+def test_compiled_own_stretch_reads_the_same_bits_and_declines_what_it_cannot_read():
+    """_walk.own_stretch's path bits are extract's; an array it cannot read whole (not contiguous, another length)
+    makes it decline, and own_content then gives its definition's answer."""
+    from templater import native
+
+    if native.walk is None or not hasattr(native.walk, "own_stretch"):
+        return
+    seg = segment_markup("<main><h2>Section</h2><p>" + "words " * 40 + "</p><p>more</p></main><p>tail</p>")
+    tests = extract.PathTests(frozenset(), {}, LearnSettings())
+    codes = tests.codes(seg)
+    n = len(seg.blocks)
+    trusted, chrome = np.ones(n, dtype=bool), np.zeros(n, dtype=bool)
+    used = LearnSettings()
+    args = (used.heading_tags, used.own_content_links, used.paragraph_chars, used.own_content_gap)
+    assert native.walk.own_stretch(seg.blocks, trusted, chrome, seg.block_chars(), seg.block_links(), codes,
+                                   *args) is not None
+    wide = np.ones(2 * n, dtype=bool)
+    assert native.walk.own_stretch(seg.blocks, wide[::2], chrome, seg.block_chars(), seg.block_links(), codes,
+                                   *args) is None
+    assert native.walk.own_stretch(seg.blocks, trusted[:-1], chrome, seg.block_chars(), seg.block_links(), codes,
+                                   *args) is None
+    assert native.walk.own_stretch(seg.blocks, trusted, chrome, seg.block_chars().astype(np.int32),
+                                   seg.block_links(), codes, *args) is None
+    assert extract.own_content(seg, trusted, chrome, used, codes).tolist() == \
+        extract.own_content(seg, trusted, chrome, used).tolist()
+    # the bits the compiled pass tests (DEF constants in _walk.pyx) are extract's: a heading whose path bits say
+    # placed, unlinked and a heading is judged by its tag and <main>, so moving any bit would change this page's answer
+    assert (extract.PLACED_PATH, extract.NO_LINK_PATH, extract.HEADING_PATH) == (8, 16, 32)
+
+
+@settings(max_examples=200, deadline=None)
+@given(nested_markup(), hst.randoms(use_true_random=False))
+def test_compiled_own_content_is_its_definition_without_the_walk(body, random):
+    """own_content with the page's codes over the compiled pass and with the pass taken away (the numpy steps)."""
+    from templater import native
+
+    seg = segment_markup(body.replace("<section>", "<section role=main>", 1))
+    if seg is None or native.walk is None:
+        return
+    used = LearnSettings(paragraph_chars=10, own_content_gap=1) if random.random() < 0.5 else LearnSettings()
+    codes = extract.PathTests(frozenset(), {}, used).codes(seg)
+    n = len(seg.blocks)
+    trusted = np.array([random.random() < 0.7 for _ in range(n)], dtype=bool)
+    chrome = np.array([random.random() < 0.2 for _ in range(n)], dtype=bool)
+    fast = extract.own_content(seg, trusted, chrome, used, codes)
+    stretch = native.walk.own_stretch
+    try:
+        del native.walk.own_stretch
+    except (AttributeError, TypeError):
+        return
+    try:
+        assert extract.own_content(seg, trusted, chrome, used, codes).tolist() == fast.tolist()
+    finally:
+        native.walk.own_stretch = stretch
+
+
 def test_path_tests_keep_at_most_their_share_of_paths(monkeypatch):
     from templater import config
     monkeypatch.setattr(config, "PATH_TESTS_KEPT", 2)

@@ -1086,6 +1086,213 @@ def test_microdata_is_read_only_where_the_markup_spells_itemprop():
     assert metadata.declared_metadata(parse_html(lower), lower, "https://a.example/p")["author"] == "Jane Doe"
 
 
+# --- the <meta>s' own reading (metadata._declared_fields, document._head_titles): the compiled loop against lxml's ---
+
+HEAD_PIECES = st.one_of(
+    META_PIECES,
+    st.sampled_from(["<meta property=' OG:Site_Name ' content=' Site '>", "<meta name=Keywords content='a, b;c'>",
+                     "<meta name='' property=og:title content=Headline>", "<meta name=twitter:title content=''>",
+                     "<meta itemprop=' ' name=author content=x>", "<meta http-equiv=Content-Language content=de>",
+                     "<meta name=DESCRIPTION content='  d\u2003'>", "<meta name=\u0130mage content=i>",
+                     "<meta name=author content='&amp; Co'>", "<meta name=author content='J&eacute; Doe'>",
+                     "<meta name=author content>", "<meta content='no name'>", "<meta name=author>",
+                     "<meta name='og:title' property=x content=y>", "<meta name=\x1fdate\x1f content=2020-01-01>",
+                     "<head>", "</head>", "<meta name=date content='2021-02-03' name=author>",
+                     "<link rel='Canonical Alternate' href=/c>", "<link rel=IMAGE_SRC href=i.png>", "<link rel=icon>",
+                     "<link rel=stylesheet href=s.css>", "<link rel='' href=x>", "<link href=y>"]))
+
+
+def plain_meta_reading(elements):
+    """What _declared_fields' loop reads of each element without the compiled walk: a <meta>'s hit (or nothing), a
+    <time> as it is, any other element as it is where it may declare a link."""
+    from templater import metadata
+
+    out = []
+    for element in elements:
+        if element.tag != "meta":
+            if element.tag == "time" or metadata._may_declare_link(element):
+                out.append(element)
+            continue
+        hit = metadata._meta_field(element)
+        if hit is not None:
+            out.append((hit[0], hit[1], ", ".join(hit[2])) if hit[0] == "tags" else hit)
+    return out
+
+
+def assert_same_meta_reading(root):
+    from templater import document, metadata
+
+    elements = list(root.iter())
+    fast = native.walk.meta_fields(elements, metadata._META_RANK)
+    if fast is not None:
+        plain = plain_meta_reading(elements)
+        assert len(fast) == len(plain)
+        for got, want in zip(fast, plain):
+            if type(got) is tuple and got[0] == "tags":
+                assert (got[0], got[1], ", ".join(metadata._split_tags(got[2]))) == want
+            else:
+                assert got == want if type(got) is tuple else got is want
+    top = root.getroottree().getroot()
+    titles = native.walk.head_titles(top, elements, document.SOCIAL_TITLES)
+    if titles is not None:
+        walk = native.walk
+        try:
+            native.walk = None
+            assert titles == document._head_titles(top, elements)
+        finally:
+            native.walk = walk
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(st.lists(HEAD_PIECES, max_size=40), st.booleans())
+def test_c_meta_reading_is_lxmls_on_generated_markup(pieces, wrap):
+    body = "".join(pieces)
+    markup = f"<html><head><meta charset=utf-8>{body}<title>T</title></head><body>{body}</body></html>" if wrap \
+        else body
+    root = parse_html(markup)
+    if root is not None:
+        assert_same_meta_reading(root)
+
+
+@needs_walk
+def test_c_meta_reading_is_lxmls_on_the_samples():
+    for seg in sample_pages(limit=40):
+        assert_same_meta_reading(seg.root)
+
+
+@needs_walk
+def test_c_meta_reading_declines_entities_and_reads_plain_values():
+    from lxml import etree
+
+    from templater import metadata
+
+    root = etree.fromstring('<!DOCTYPE x [<!ENTITY e "Jane">]><html><head><meta name="author" content="&e;"/>'
+                            '</head></html>', etree.XMLParser(resolve_entities=False))
+    assert native.walk.meta_fields(list(root.iter("meta")), metadata._META_RANK) is None
+    assert native.walk.head_titles(root, list(root.iter("meta")), ("author",)) is None
+    root = parse_html("<html><head><meta name=' Author ' content=' Jane Doe '><link rel=canonical href=/a>"
+                      "<meta property=og:title content=T></head></html>")
+    meta, link, title = root.iter("meta", "link")
+    assert native.walk.meta_fields([meta, link, title], metadata._META_RANK) == [("author", 0, "Jane Doe"), link]
+    icon, time = parse_html("<html><head><link rel=Icon href=/i></head><body><time>x</time></body></html>").iter(
+        "link", "time")
+    assert native.walk.meta_fields([icon, time], metadata._META_RANK) == [time]
+    assert native.walk.head_titles(root, [meta, link, title], ("og:title",)) == ["T"]
+
+
+# --- document._Contexts.of (where a kept block's element sits): the compiled walk up against the memoised chain ----
+
+CONTEXT_PIECES = st.one_of(
+    piece,
+    st.sampled_from(["<pre>", "</pre>", "<table>", "</table>", "<tr>", "<td>", "<th>", "</td>", "<li>", "</li>",
+                     "<ul>", "</ul>", "<ol>", "</ol>", "<menu>", "<dir>", "<dl><dd>", "<blockquote>", "</blockquote>",
+                     "<h1>", "<h3>", "</h3>", "<h7>", "<hr>", "<p>", "</p>", "<svg:td>", "<x:pre>", "<!-- c -->",
+                     "<div>", "</div>", "<caption>", "<tbody>"]))
+
+
+def on_samples(check, limit):
+    """``check`` of the parsed root of each of the first ``limit`` sample pages."""
+    for seg in sample_pages(limit=limit):
+        check(seg.root)
+
+
+def check_parsed(markup, check):
+    """``check`` of the markup's parsed root, where it parses to one."""
+    root = parse_html(markup)
+    if root is not None:
+        check(root)
+
+
+def assert_same_contexts(root):
+    from templater import document
+
+    elements = [e for e in root.iter() if isinstance(e.tag, str)]
+    fast = native.walk.block_contexts(elements)
+    plain = document._Contexts()
+    assert len(fast) == len(elements)
+    for element, got in zip(elements, fast):
+        want = plain.of(element)
+        assert type(got) is tuple and len(got) == 8
+        assert all(a is b for a, b in zip(got[:4], want[:4])) and got[4:] == tuple(want[4:])
+        assert type(got[5]) is bool
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(st.lists(CONTEXT_PIECES, max_size=40))
+def test_c_block_contexts_are_the_memoised_contexts_on_generated_markup(pieces):
+    check_parsed(f"<html><body>{''.join(pieces)}</body></html>", assert_same_contexts)
+
+
+@needs_walk
+def test_c_block_contexts_on_the_samples_and_what_they_decline():
+    on_samples(assert_same_contexts, 20)
+    assert native.walk.block_contexts([None]) is None
+    assert native.walk.block_contexts(()) is None
+
+
+def test_documents_are_the_same_without_the_compiled_contexts(monkeypatch):
+    """build_document over the compiled contexts and over the memoised chain."""
+    from templater import document
+
+    pages = list(sample_pages(limit=20))
+    keep = [np.ones(len(seg.blocks), dtype=bool) for seg in pages]
+    fast = [document.build_document(seg, k, links=True) for seg, k in zip(pages, keep)]
+    if native.walk is not None:
+        monkeypatch.setattr(native.walk, "block_contexts", lambda elements: None, raising=False)
+    assert [document.build_document(seg, k, links=True) for seg, k in zip(pages, keep)] == fast
+
+
+# --- metadata._in_comments: the compiled walk up against the regex over each ancestor's class and id -------------
+
+COMMENT_PIECES = st.one_of(
+    piece,
+    st.sampled_from(['<div class="Comments">', '<div id="disqus_thread">', '<section class="post-REPLY x">', "</div>",
+                     '<div class="re\u017fpond">', '<div id="commentaire">', '<ol class="replies-list">', "</ol>",
+                     '<div class="c0mment">', '<span class="reply&amp;x">', '<div class="respon d">', "</section>",
+                     '<div class="\u212aomment">', '<div class="x" class="comment">', '<li id="">', "<!-- c -->",
+                     "<p>", "</p>", '<b class="D\u0130squs">', '<i class="commentary">']))
+
+
+@needs_walk
+@settings(max_examples=300, deadline=None)
+@given(st.lists(COMMENT_PIECES, max_size=30))
+def test_c_in_comments_is_the_regex_walk_on_generated_markup(pieces):
+    from templater import metadata
+
+    root = parse_html(f"<html><body><main>{''.join(pieces)}<p>end</p></main></body></html>")
+    if root is None:
+        return
+    walk = native.walk
+    for element in root.iter():
+        found = walk.in_comments(element)
+        try:
+            native.walk = None
+            plain = metadata._in_comments(element)
+        finally:
+            native.walk = walk
+        assert found is None or found == plain
+        assert metadata._in_comments(element) == plain
+
+
+@needs_walk
+def test_c_in_comments_on_the_samples():
+    from templater import metadata
+
+    walk = native.walk
+    for seg in sample_pages(limit=10):
+        for block in seg.blocks[:200]:
+            found = walk.in_comments(block.element)
+            native.walk = None
+            try:
+                plain = metadata._in_comments(block.element)
+            finally:
+                native.walk = walk
+            assert found == plain  # (the samples' names are ASCII: nothing declined)
+    assert walk.in_comments(None) is None
+
+
 # --- the elements named_metadata reads the names of: the compiled walk against the plain list ----------------------
 
 NAMED_PIECES = st.one_of(
@@ -1118,15 +1325,13 @@ def assert_same_named_candidates(root):
 @settings(max_examples=300, deadline=None)
 @given(st.lists(NAMED_PIECES, max_size=40))
 def test_c_named_candidates_match_the_plain_list_on_generated_markup(pieces):
-    root = parse_html(f"<html><body><div class='author'>{''.join(pieces)}</div></body></html>")
-    if root is not None:
-        assert_same_named_candidates(root)
+    check_parsed(f"<html><body><div class='author'>{''.join(pieces)}</div></body></html>",
+                 assert_same_named_candidates)
 
 
 @needs_walk
 def test_c_named_candidates_match_the_plain_list_on_the_samples():
-    for seg in sample_pages(limit=20):
-        assert_same_named_candidates(seg.root)
+    on_samples(assert_same_named_candidates, 20)
 
 
 def assert_same_candidates_each(root, drop):
