@@ -23,7 +23,9 @@ a database of its own that its own `ingest` + `build` filled (not timed): an old
 schema, so an A/B across a migration cannot share one. `--startup-only` times the start-up rows alone. Before the rounds the
 project's modules are compiled to bytecode (what pip does when it installs a package; an editable install under
 PYTHONDONTWRITEBYTECODE would otherwise compile them from source in every process), the baseline's into a bytecode
-folder of the bench's own (PYTHONPYCACHEPREFIX), so nothing is written into the other checkout.
+folder of the bench's own (PYTHONPYCACHEPREFIX), so nothing is written into the other checkout; each installation also
+gets a cache folder of its own (TEMPLATER_CACHE: compiled regexes and code objects, the language model), written by
+untimed warm-up runs, as one user's install has.
 
 Wall time and CPU time (user + system of the child, from os.wait4's rusage) and each child's peak RSS are taken
 per run; the table shows the median of the rounds, pages per second and per CPU second, and ratios to
@@ -155,11 +157,17 @@ for name in sys.argv[1:]:
 """
 
 
+CACHE_VARIABLE = "TEMPLATER_CACHE"  # each installation's cache folder (compiled regexes and code objects, the language
+# model) is one of the bench's own: one user's install has a cache of its own, while the folder in the home
+# directory is shared by every checkout on a machine (entries of all of them, written by whichever ran last)
+
+
 def baseline_env(baseline: Path, folder: Path, env: dict[str, str]) -> dict[str, str]:
     """The environment of the baseline's runs: bytecode in a folder of our own (PYTHONPYCACHEPREFIX, written by the
     warm-up runs: nothing is written into the other checkout), as ours is beside its sources; without it, where
     PYTHONDONTWRITEBYTECODE is set, every baseline run would compile its project's modules from source."""
-    baseline_env = {**env, "PYTHONPYCACHEPREFIX": str(folder / "baseline-pycache")}
+    baseline_env = {**env, "PYTHONPYCACHEPREFIX": str(folder / "baseline-pycache"),
+                    CACHE_VARIABLE: str(folder / "baseline-cache")}
     baseline_env.pop("PYTHONDONTWRITEBYTECODE", None)
     subprocess.run([str(baseline.parent / "python"), "-c", COMPILE_PROJECT, *PROJECT_MODULES], env=baseline_env,
                    check=True, stdout=subprocess.DEVNULL)
@@ -214,11 +222,11 @@ def main() -> int:
     parser.add_argument("--startup-only", action="store_true", help="time the start-up rows only")
     args = parser.parse_args()
 
-    env = {**os.environ, **ONE_THREAD}
     corpus = args.corpus or suite_file(args.suite)
     compile_project()
     with tempfile.TemporaryDirectory(prefix="bench-commands-") as tmp:
         folder = Path(tmp)
+        env = {**os.environ, **ONE_THREAD, CACHE_VARIABLE: str(folder / "cache")}
         pages = limited_copy(corpus, args.limit, folder)
         n = count_pages(pages, None)
         limit = str(n)
@@ -247,17 +255,19 @@ def main() -> int:
                                                   str(small_folder / "out.jsonl"), small], None),
             f"lxml loop, {small} pages": ([sys.executable, "-c", LXML_LOOP, str(small_pages), os.devnull, small], None),
         }
+        warm = ["templater --help", f"templater extract, {small} pages"]
         if args.baseline:
             startup[f"{BASELINE_PREFIX}templater --help"] = ([str(args.baseline), "--help"], None)
             startup[f"{BASELINE_PREFIX}templater extract, {small} pages"] = (
                 [str(args.baseline), *startup[f"templater extract, {small} pages"][0][1:]], their_small_base)
             envs = dict.fromkeys((f"{BASELINE_PREFIX}templater --help",
                                   f"{BASELINE_PREFIX}templater extract, {small} pages"), theirs_env)
-            for name in envs:  # warm-up runs (not timed): the bytecode of every module they import is written
-                argv, start_db = startup[name]
-                if start_db is not None:
-                    fresh_db(start_db, small_db)
-                timed_process(argv, env=envs[name])
+            warm += list(envs)
+        for name in warm:  # warm-up runs (not timed): the bytecode of every module they import and each
+            argv, start_db = startup[name]  # installation's own caches (code, language model) are written
+            if start_db is not None:
+                fresh_db(start_db, small_db)
+            timed_process(argv, env=envs.get(name, env))
         started = {name: Runs(name) for name in startup}
         db, out = folder / "round.db", folder / "out.jsonl"
         templater = [str(BIN / "templater"), "extract", "--db", str(db), "--output", str(out), "--quiet"]
