@@ -37,7 +37,7 @@ def _load():
         # whose element type is laid out otherwise (Cython's type import raises ValueError)
         return None, None, (f"pure Python: the compiled walk did not load ({e}); reinstall with a C compiler for "
                             "~3x speed")
-    return _walk, _numeric, "compiled (templater._walk: Cython over lxml; templater._numeric: C)"
+    return _walk, _numeric, "compiled (templater._walk: Cython over lxml; templater._numeric: C{pairs})"
 
 
 walk, numeric, STATUS = _load()
@@ -55,8 +55,8 @@ def _load_pairs():
 
 pairs = _load_pairs()
 if walk is not None:  # the pair verification is its own module: say when it is missing (pairs checked in Python)
-    STATUS = STATUS[:-1] + ("; templater._pairs: C)" if pairs is not None else
-                            "; templater._pairs not built: pairs verified in Python)")
+    STATUS = STATUS.format(pairs="; templater._pairs: C" if pairs is not None else
+                           "; templater._pairs not built: pairs verified in Python")
 COMPILED = walk is not None
 
 

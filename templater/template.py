@@ -172,8 +172,9 @@ def _near_copy_prose(a: np.ndarray, a_lone: int, b: np.ndarray, b_lone: int, pag
     """Whether two pages' own prose (sorted shingle sets; ``a_lone``, ``b_lone``: how many of each no other page of
     the cluster has) is one article's: the smaller at least near_copy_size of the larger, and the text the two alone
     have (no other page of the cluster) near_copy_shared of the smaller, and near_copy_lone (``verbatim``: the two
-    alone have a long paragraph word for word; else near_copy) of itself and what one of the two has alone. Text that other pages show too (the site's, on too few pages to leave the own texts) counts
-    neither for nor against the pair."""
+    alone have a long paragraph word for word; else near_copy) of itself and what one of the two has alone. Text
+    that other pages show too (the site's, on too few pages to leave the own texts) counts neither for nor against
+    the pair."""
     small, large = sorted((a, b), key=len)
     if pages_with is None or not len(small) or len(small) < settings.near_copy_size * len(large):
         return False
