@@ -56,7 +56,6 @@ the row table lsh_bands took every flush's random keys into nearly every leaf (a
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -79,6 +78,11 @@ from templater.unionfind import UnionFind
 from templater.shingles import (ALGORITHM_VERSION, LEGACY_ANCHOR_TAIL_KEYS, LEGACY_LINES, LEGACY_MEASURE, ShingleSettings, Shingles,
                                 Signatures, band_keys, comparable_set, estimate_similarity, set_jaccard, set_similarity,
                                 sorted_set, verification_sets)
+
+try:  # hashlib's own BLAKE2b, without the OpenSSL library hashlib loads first (~4 ms of every start-up)
+    from _blake2 import blake2b as _blake2b
+except ImportError:  # (another Python: hashlib's, the same function)
+    from hashlib import blake2b as _blake2b
 
 if TYPE_CHECKING:  # annotations only: a store opens without sqlite-utils (store.db.Database)
     import sqlite_utils
@@ -548,7 +552,7 @@ def _refresh(db: sqlite_utils.Database, pages: list[IndexedPage], docs: list[int
 def page_keys(page_ids: Sequence[str]) -> np.ndarray:
     """Each page id's page key (int64 in [PAGE_KEY_BASE, 2 * PAGE_KEY_BASE): 47 bits of its BLAKE2b hash): a key
     row (page key, doc) in the band index finds a page by its id; two ids may share a key, the row's page says."""
-    digests = b"".join([hashlib.blake2b(p.encode("utf-8", "surrogatepass"), digest_size=8).digest() for p in page_ids])
+    digests = b"".join([_blake2b(p.encode("utf-8", "surrogatepass"), digest_size=8).digest() for p in page_ids])
     return (np.frombuffer(digests, dtype="<u8") & np.uint64(PAGE_KEY_BASE - 1)).astype(np.int64) | PAGE_KEY_BASE
 
 
@@ -568,7 +572,7 @@ def _page_docs(db: sqlite_utils.Database, page_ids: Sequence[str], columns: str 
     wanted = set(page_ids)
     if not wanted:
         return []
-    keys = np.unique(page_keys(sorted(wanted)) if keys is None else np.array(keys, dtype=np.int64))
+    keys = sorted_set(page_keys(sorted(wanted)) if keys is None else np.array(keys, dtype=np.int64))
     rows = np.concatenate((_segment_rows(db, keys, None), _recent(db).find(keys)))
     docs = sorted(set(rows[:, 1].tolist()))
     return [r for r in _select_in(db, f"SELECT {columns} FROM lsh_signatures WHERE doc IN ({{ids}})", docs)

@@ -22,6 +22,7 @@ from .blocks import page_memo, path_mask, tag_path_index
 from .config import LearnSettings
 from .errors import RuleError
 from .grouping import host_of
+from .shingles import sorted_set
 from .headline import find_headline
 from .metadata import META_ACTIONS, read_metadata
 from .parse import compile_xpath
@@ -53,7 +54,7 @@ class CompiledTemplate:
             static = [r.hash for r in template.rules if r.action == RuleAction.DROP and r.hash is not None]
         self.static_seq = list(static)
         sequence = np.array(self.static_seq, dtype=np.uint32)
-        self.static_set = np.unique(sequence)
+        self.static_set = sorted_set(sequence)  # (np.unique would import numpy.ma on its first call: 15 ms)
         self.static_keys, self.static_table = static_table(sequence, self.static_set)
         self._static_masks = None
         self.shapes = frozenset(r.tag_path for r in template.rules if r.action == RuleAction.DROP_SHAPE)

@@ -114,3 +114,18 @@ def test_the_program_logs_warnings_on_stderr_in_its_format_and_help_does_without
     done = run("import cli\ncli._STDERR_LOG_WANTED.append(True)  # (as main() does)\nfrom templater import pipeline\n"
                "with cli.handled_errors():\n    pipeline.log.warning('a warning from %s', 'the library')\n")
     assert done.stderr == "WARNING templater.pipeline: a warning from the library\n"
+
+
+def test_extract_loads_no_module_it_does_not_use(tmp_path):
+    """A short `extract` with the index on loads neither numpy.ma (np.unique imports it on its first call: ~15 ms
+    of a start) nor hashlib's OpenSSL library (~4 ms): the index's page keys take BLAKE2b from its own module."""
+    pages, db = _pages(tmp_path / "pages.jsonl.gz", count=3), tmp_path / "t.db"
+    for argv in (["ingest", str(pages)], ["build"]):
+        _run([*OURS, *argv, "--db", str(db), "--quiet", "--jobs", "1"], tmp_path)
+    script = ("import sys\nsys.argv = ['templater', 'extract', '--db', sys.argv[1], '--jobs', '1', '--quiet',"
+              " '--output', sys.argv[2]]\nimport cli\ntry:\n    cli.main()\nexcept SystemExit:\n    pass\n"
+              "print(sorted({'numpy.ma', 'hashlib', '_hashlib'} & set(sys.modules)), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", script, str(db), str(tmp_path / "out.jsonl")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stderr.strip().splitlines()[-1] == "[]", done.stderr
+    assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 3  # (the index was written: the path was run)
