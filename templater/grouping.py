@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from . import config
+from .shingles import sorted_set
 
 
 def host_of(url: str) -> str:
@@ -89,8 +90,9 @@ def match_prefix(url: str, known: Iterable[str], page_id: str | None = None) -> 
 
 
 def shape_set(shapes: np.ndarray) -> np.ndarray:
-    """The distinct tag-path hashes of a page, sorted: what its layout is compared on."""
-    return np.unique(np.asarray(shapes, dtype=np.uint32))
+    """The distinct tag-path hashes of a page, sorted: what its layout is compared on (np.unique's values, without
+    the numpy.ma import its first call makes)."""
+    return sorted_set(np.asarray(shapes, dtype=np.uint32))
 
 
 def layout_similarity(a: np.ndarray, b: np.ndarray) -> float:
