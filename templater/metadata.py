@@ -585,6 +585,12 @@ def _dateutil(value: str) -> str | None:
     return None if day is None else _checked(day)
 
 
+def warm_date_parser() -> None:
+    """Import python-dateutil's parser (``_dateutil_day`` imports it at its first call): done by a process that is
+    about to fork workers, so they inherit it instead of each importing its 30 modules."""
+    from dateutil import parser  # noqa: F401
+
+
 @functools.lru_cache(maxsize=1024)
 def _dateutil_day(value: str) -> date | None:
     """The day python-dateutil reads in ``value`` (None where it reads none), kept for the values read last: a page

@@ -49,7 +49,7 @@ def _die_with_parent(parent: int) -> None:
 
 def _start(parent: int, path: str | None, factory: Callable, args: tuple) -> None:
     global _state
-    from store import runs as run_store  # (its locks and dataclasses: not imported by a run without workers)
+    from store import runs as run_store  # (imported by ``pool`` before the fork: inherited)
 
     _die_with_parent(parent)
     run_store.close_inherited_locks()
@@ -100,6 +100,9 @@ def pool(jobs: int, factory: Callable, db: sqlite_utils.Database | None, *args) 
         if path is None:
             raise InputError("--jobs above 1 needs a database file (workers read it), not an in-memory database")
     import multiprocessing
+
+    from store import runs  # noqa: F401 -- what each worker's ``_start`` uses, imported once before the fork
+    # (its locks and dataclasses: not imported by a run without workers)
 
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     initargs = (os.getpid(), str(path) if path else None, factory, args)
