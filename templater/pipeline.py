@@ -868,11 +868,13 @@ def iter_extracted(db: sqlite_utils.Database, ids: Sequence[str], *, method: str
 
 def warm_models() -> None:
     """Load the language detector's model (read once a process, about 0.5 s CPU), the date parser's modules (30
-    modules, ~40 ms), the classifier's shipped weights and the document module before worker processes are forked: they share them instead of each loading its own, and no worker's
-    first page has the load counted in its time budget (on a loaded machine that made pages "over-time")."""
+    modules, ~40 ms), the classifier's shipped weights and the modules workers use before worker processes are
+    forked: they share them instead of each loading its own, and no worker's first page has the load counted in its
+    time budget (on a loaded machine that made pages "over-time")."""
     metadata.detect_language("warm " * (metadata.LANG_MIN_CHARS // 5 + 1))
     metadata.warm_date_parser()
     fallback.default_weights()
-    document.Document  # (run now if the command line left it to run at first use, as it does: each worker ran it)
+    for module in (document, dedup):  # modules the command line leaves to run at first use (each worker ran them)
+        getattr(module, "__name__")  # (any attribute runs a lazily loaded module)
 
 
