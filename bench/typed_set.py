@@ -36,7 +36,9 @@ Hard negatives (pairs that must NOT be reported):
 
     same-site           every pair of two originals of one site (same template, same menu), except pairs that
                         are duplicates in the corpus itself (byte-identical HTML, one URL, or gold texts with
-                        word-5-gram containment of at least NATURAL_CONTAINMENT): those are true pairs
+                        word-5-gram containment of at least NATURAL_CONTAINMENT): those are true pairs, as are
+                        pages of two sites whose gold texts have word-3-gram Jaccard of at least NATURAL_RESEMBLANCE
+                        (one agency story, edited by each site)
     follow-up           a new page on the base's site (another page's template) telling a later story: new
                         sentences with FOLLOW_UP_SHARE of its words the base's background paragraphs
     series              SERIES_PAGES pages on one site, each a different body of new sentences between the same
