@@ -345,7 +345,10 @@ def typed_report(args) -> None:
             typed = pickle.load(f)
     else:
         typed = typed_set.build(args.corpus, per_type=args.per_type, seed=args.seed)
-    gold_words = {o.id: len(o.gold.split()) for o in typed_set.load_originals(args.corpus)}
+    originals = typed_set.load_originals(args.corpus)
+    gold_words = {o.id: len(o.gold.split()) for o in originals}
+    if reuse:  # the corpus's own duplicates as this code defines them (a kept set may predate a change of it)
+        typed.natural = typed_set.natural_pairs(originals)
     kinds = Counter(p.kind for p in typed.pages)
     print(f"typed set: {len(typed.pages):,} pages ({dict(sorted(kinds.items()))}); built in "
           f"{time.perf_counter() - began:.0f} s; seed {args.seed}")

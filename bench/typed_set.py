@@ -36,7 +36,9 @@ Hard negatives (pairs that must NOT be reported):
 
     same-site           every pair of two originals of one site (same template, same menu), except pairs that
                         are duplicates in the corpus itself (byte-identical HTML, one URL, or gold texts with
-                        word-5-gram containment of at least NATURAL_CONTAINMENT): those are true pairs
+                        word-5-gram containment of at least NATURAL_CONTAINMENT): those are true pairs, as are
+                        pages of two sites whose gold texts have word-3-gram Jaccard of at least NATURAL_RESEMBLANCE
+                        (one agency story, edited by each site)
     follow-up           a new page on the base's site (another page's template) telling a later story: new
                         sentences with FOLLOW_UP_SHARE of its words the base's background paragraphs
     series              SERIES_PAGES pages on one site, each a different body of new sentences between the same
@@ -74,6 +76,9 @@ REORDER_MIN_PARAGRAPHS = 3  # a base for "paragraphs reordered" has at least thi
 SERIES_PAGES = 3
 SERIES_SHARE = 0.25
 NATURAL_CONTAINMENT = 0.8
+NATURAL_RESEMBLANCE = 0.5  # ... or, on two sites, gold texts whose word-3-gram Jaccard is at least this: one agency
+# story that each site edited (chaos-2017's AP story on abcnews.go.com, chicagotribune.com and news.com.au: "Mr
+# Trump", "politicians", "traveller" on the last cost it a third of its 5-grams)
 NATURAL_POSTINGS = 50  # gold 5-grams of more texts than this (boilerplate in gold) do not propose pairs
 BLOCKS = {"p", "div", "li", "td", "th", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre", "dd", "dt",
           "section", "article", "header", "footer", "table", "tr", "ul", "ol", "body", "figcaption", "caption"}
@@ -518,18 +523,19 @@ class TypedSet:
                     yield "series", a.id, b.id
 
 
-def _gold_sets(originals: list[Original]) -> list[set]:
+def _gold_sets(originals: list[Original], n: int = 5) -> list[set]:
     out = []
     for o in originals:
         t = normalize(o.gold).split()
-        out.append({tuple(t[i:i + 5]) for i in range(len(t) - 4)})
+        out.append({tuple(t[i:i + n]) for i in range(len(t) - n + 1)})
     return out
 
 
 def natural_pairs(originals: list[Original]) -> set[tuple[str, str]]:
     """Pairs of originals that the corpus already holds as duplicates, on one site or two (one agency story on
-    two news sites): byte-identical HTML or one URL on one site, or gold texts whose word-5-gram containment is at
-    least NATURAL_CONTAINMENT (candidates: pairs sharing a gold 5-gram that few texts have)."""
+    two news sites): byte-identical HTML or one URL on one site, gold texts whose word-5-gram containment is at
+    least NATURAL_CONTAINMENT, or gold texts of two sites whose word-3-gram Jaccard is at least NATURAL_RESEMBLANCE
+    (candidates: pairs sharing a gold 5-gram that few texts have)."""
     sets = _gold_sets(originals)
     postings: dict[tuple, list[int]] = defaultdict(list)
     for i, s in enumerate(sets):
@@ -542,10 +548,16 @@ def natural_pairs(originals: list[Original]) -> set[tuple[str, str]]:
                 for b in docs[k + 1:]:
                     shared[(a, b)] += 1
     out = set()
+    trigrams: list[set] | None = None
     for (a, b), count in shared.items():
         small = min(len(sets[a]), len(sets[b]))
         if count >= NATURAL_CONTAINMENT * small and len(sets[a] & sets[b]) >= NATURAL_CONTAINMENT * small:
             out.add((originals[a].id, originals[b].id))
+        elif originals[a].site != originals[b].site:
+            trigrams = trigrams or _gold_sets(originals, 3)
+            x, y = trigrams[a], trigrams[b]
+            if x and y and len(x & y) >= NATURAL_RESEMBLANCE * len(x | y):
+                out.add((originals[a].id, originals[b].id))
     by_site: dict[str, list[int]] = defaultdict(list)
     for i, o in enumerate(originals):
         by_site[o.site].append(i)

@@ -75,7 +75,8 @@ from templater.config import (BUCKET_CAP, ID_CHUNK, CACHE_KIB, CHECKPOINT_BYTES,
 from templater import native
 from templater.errors import InputError, SettingsMismatchError
 from templater.unionfind import UnionFind
-from templater.shingles import (ALGORITHM_VERSION, LEGACY_ANCHOR_TAIL_KEYS, LEGACY_LINES, LEGACY_MEASURE, ShingleSettings, Shingles,
+from templater.shingles import (ALGORITHM_VERSION, LEGACY_ANCHOR_TAIL_KEYS, LEGACY_LINES, LEGACY_MEASURE,
+                                RESEMBLANCE_MIN_SHINGLES, ShingleSettings, Shingles,
                                 Signatures, band_keys, comparable_set, estimate_similarity, set_jaccard, set_similarity,
                                 sorted_set, verification_sets)
 
@@ -117,15 +118,27 @@ def same_sites(sites_a: Sequence[str], sites_b: Sequence[str]) -> np.ndarray:
 
 
 def accepted(settings: ShingleSettings, same: np.ndarray, similarity: np.ndarray,
-             jaccard: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+             jaccard: Callable[[np.ndarray], np.ndarray],
+             smaller: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
     """Which pairs are near-duplicates: the similarity reaches ``threshold`` on one site, ``cross_site_threshold``
     across sites; on one site a containment pair must also reach Jaccard ``same_site_jaccard`` (``jaccard(mask)``
-    gives it for the pairs of ``mask``)."""
+    gives it for the pairs of ``mask``). A containment pair that fails passes by resemblance: Jaccard at least
+    ``resemblance`` (on one site or two) when the smaller text has at least ``resemblance_min_shingles`` distinct
+    shingles (``smaller(mask)``: the smaller verification set's size; without it the pair does not pass so)."""
     ok = similarity >= np.asarray(settings.threshold_for(same), dtype=float).reshape(len(same))
-    if settings.measure == "containment" and settings.same_site_jaccard > 0 and settings.verify != "estimate":
+    if settings.measure != "containment" or settings.verify == "estimate":
+        return ok
+    if settings.same_site_jaccard > 0:
         check = ok & same
         if check.any():
             ok[check] = jaccard(check) >= settings.same_site_jaccard
+    if settings.resemblance > 0 and smaller is not None:
+        check = ~ok
+        if check.any():
+            big_enough = smaller(check) >= settings.resemblance_min_shingles
+            if big_enough.any():
+                check[check] = big_enough
+                ok[check] = jaccard(check) >= settings.resemblance
     return ok
 
 
@@ -291,8 +304,16 @@ def _page_keys(db: sqlite_utils.Database) -> None:
         _add_segment(db, *_page_rows(np.concatenate(docs), [], np.concatenate(keys)))
 
 
+def _add_resemblance(db: sqlite_utils.Database) -> None:
+    """Migration 9: an index whose settings were stored before ``resemblance`` was a setting keeps verifying as it
+    did (no pair passes by its Jaccard alone)."""
+    for name, value in (("resemblance", "0.0"), ("resemblance_min_shingles", json.dumps(RESEMBLANCE_MIN_SHINGLES))):
+        db.execute("INSERT OR IGNORE INTO lsh_settings (name, value) SELECT ?, ? WHERE EXISTS"
+                   " (SELECT 1 FROM lsh_settings)", [name, value])
+
+
 STEPS = [_create_tables, _add_fetch_times, _add_anchors, _add_sample_min, _runs_and_filters, _segments_from_bands,
-         _sets_in_page_rows, _page_keys]
+         _sets_in_page_rows, _page_keys, _add_resemblance]
 
 
 def held(db: sqlite_utils.Database) -> bool:
@@ -430,7 +451,13 @@ class _SignatureSource:
         if not len(a):
             return np.zeros(0, bool)
         sims = self.similarity(a, b) if sims is None else sims
-        return accepted(self.settings, self.same(a, b), sims, lambda mask: self._jaccard(a[mask], b[mask]))
+        return accepted(self.settings, self.same(a, b), sims, lambda mask: self._jaccard(a[mask], b[mask]),
+                        lambda mask: self._smaller(a[mask], b[mask]))
+
+    def _smaller(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The size of the smaller comparable set of each pair (the sets are loaded: the pairs were verified)."""
+        return np.array([min(len(self.sorted[x]), len(self.sorted[y])) for x, y in zip(a.tolist(), b.tolist())],
+                        dtype=np.int64)
 
     def _jaccard(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return self._pairs(a, b, self.pair_jaccard, set_jaccard)
@@ -1705,7 +1732,8 @@ def query(db: sqlite_utils.Database, signature: np.ndarray, settings: ShingleSet
         sims = source.similarity(me, them)
     else:
         sims = estimate_similarity(np.stack([m.signature for m in members]), signature[None, :])
-        source.settings = replace(settings, same_site_jaccard=0.0)  # no sets: the floor cannot be checked
+        source.settings = replace(settings, same_site_jaccard=0.0, resemblance=0.0)  # no sets: neither the floor
+        # nor the resemblance can be checked
     found = [(m, float(s)) for m, s, ok in zip(members, sims, source.passing(me, them, sims)) if ok]
     return sorted(found, key=lambda pair: (-pair[1], pair[0].doc))
 

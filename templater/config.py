@@ -280,6 +280,12 @@ CROSS_SITE_THRESHOLD = 0.75  # the threshold for two pages of different sites (h
 # shared text is the story (syndication: new headline, another last paragraph, the host's own leftovers); pages
 # of one site keep THRESHOLD (their extractions can share leaked template text). Chosen on held-out halves of the
 # typed truth set (docs/near-duplicates.md)
+RESEMBLANCE = 0.5  # a candidate pair whose Jaccard reaches this passes too, whatever its containment: what the two
+# texts share outweighs what either has alone (|A & B| >= |A ^ B|), so a copy whose extraction kept other (rewritten)
+# boilerplate on each side is one page; 0: off (what an index stored before it keeps). Chosen on the typed truth set
+# (docs/near-duplicates.md: the closest pair of different articles of one site has Jaccard 0.44)
+RESEMBLANCE_MIN_SHINGLES = 50  # ... when the smaller text has at least this many distinct shingles (two short
+# extractions of mostly the same menu and caption are not an article twice)
 BATCH_CHARS = 1 << 16  # texts are hashed in batches of about this many characters (fastest on 2,000 gold texts)
 OPH_ROUNDS = 8  # one-permutation rounds before the per-slot fallback; the fallback's prefix is OPH_ROUNDS
 KPERM_CHUNK = 16  # hash functions evaluated per numpy pass (bounds the temporary array)

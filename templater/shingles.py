@@ -51,7 +51,7 @@ from templater import chartable, native
 from templater.config import (SHINGLE_KIND, SHINGLE_N, HASH_BITS, PERMUTATIONS, BANDS, ROWS, SEED,
                               KEEP_NUMBERS, THRESHOLD, MEASURE, LEGACY_LINES, LEGACY_MEASURE, SCHEME, VERIFY, SAMPLE,
                               SAMPLE_MIN_HASHES, SHINGLE_LINES, ANCHOR_RATE, ANCHOR_KEYS, ANCHOR_TAIL_KEYS,
-                              LEGACY_ANCHOR_TAIL_KEYS, SAME_SITE_JACCARD,
+                              LEGACY_ANCHOR_TAIL_KEYS, SAME_SITE_JACCARD, RESEMBLANCE, RESEMBLANCE_MIN_SHINGLES,
                               CROSS_SITE_THRESHOLD,
                               BATCH_CHARS, OPH_ROUNDS, KPERM_CHUNK)  # noqa: F401
 from templater.errors import InputError
@@ -111,6 +111,8 @@ class ShingleSettings:
     same_site_jaccard: float = SAME_SITE_JACCARD
     sample_min_hashes: int = SAMPLE_MIN_HASHES
     lines: bool = SHINGLE_LINES
+    resemblance: float = RESEMBLANCE  # a containment pair also passes with this Jaccard (0: off)
+    resemblance_min_shingles: int = RESEMBLANCE_MIN_SHINGLES
 
     def __post_init__(self) -> None:
         if self.measure is None:
@@ -180,6 +182,10 @@ def _setting_problems(s: ShingleSettings) -> list[str]:
         (isinstance(s.sample_min_hashes, int) and s.sample_min_hashes >= 0,
          f"sample_min_hashes must be a non-negative integer, not {s.sample_min_hashes!r}"),
         (isinstance(s.lines, bool), f"lines must be true or false, not {s.lines!r}"),
+        (isinstance(s.resemblance, (int, float)) and 0.0 <= s.resemblance <= 1.0,
+         f"resemblance must be in [0, 1], not {s.resemblance!r}"),
+        (isinstance(s.resemblance_min_shingles, int) and s.resemblance_min_shingles >= 0,
+         f"resemblance_min_shingles must be a non-negative integer, not {s.resemblance_min_shingles!r}"),
         (s.measure == "jaccard" or s.verify != "estimate",
          "measure 'containment' needs the shingle sets: verify 'sample' or 'exact' (or measure 'jaccard' with "
          "verify 'estimate')"),

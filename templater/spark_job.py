@@ -587,11 +587,14 @@ def similarity(a: np.ndarray, b: np.ndarray, settings: ShingleSettings) -> float
 
 def accepted(a: tuple[np.ndarray, str], b: tuple[np.ndarray, str], settings: ShingleSettings) -> bool:
     """Whether a candidate pair of (verification set or signature, site) is a near-duplicate, as the index decides
-    (``lsh.accepted``: the threshold of one site or of two, the Jaccard floor on one site)."""
+    (``lsh.accepted``: the threshold of one site or of two, the Jaccard floor on one site, resemblance)."""
     same = np.array([lsh.same_sites([a[1]], [b[1]])[0]])
-    return bool(lsh.accepted(settings, same, np.array([similarity(a[0], b[0], settings)]),
-                             lambda mask: np.array([set_jaccard(comparable_set(a[0], settings),
-                                                                comparable_set(b[0], settings), settings)]))[0])
+    if settings.verify == "estimate":
+        return bool(lsh.accepted(settings, same, np.array([similarity(a[0], b[0], settings)]), None)[0])
+    x, y = comparable_set(a[0], settings), comparable_set(b[0], settings)
+    return bool(lsh.accepted(settings, same, np.array([set_similarity(x, y, settings)]),
+                             lambda mask: np.array([set_jaccard(x, y, settings)]),
+                             lambda mask: np.array([min(len(x), len(y))]))[0])
 
 
 def driver_components(edges: Iterable[tuple[int, int]]) -> dict[int, int]:

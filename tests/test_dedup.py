@@ -222,6 +222,7 @@ def test_the_old_index_settings_are_kept_and_new_defaults_refused(tmp_path):
     # what it was built with: no anchor keys, one threshold for every pair, no Jaccard floor
     assert (described["anchor_rate"], described["anchor_keys"], described["same_site_jaccard"]) == (0, 0, 0.0)
     assert described["sample_min_hashes"] == 0  # migration 4: no minimum of sampled hashes, as it verified
+    assert described["resemblance"] == 0.0  # migration 9: no pair passes by its Jaccard alone, as it verified
     assert described["cross_site_threshold"] == described["threshold"]
     assert clusters(db) == {frozenset({"a", "b"})}
     assert db.conn.execute("SELECT count(*) FROM lsh_signatures").fetchone()[0] == 3
@@ -245,6 +246,34 @@ def test_a_story_inside_a_longer_page_of_another_site_is_found(db):
     row = next(r for r in dedup.iter_duplicates(db) if r["id"] == "copy")
     assert 0.75 <= row["similarity"] < 0.8  # containment: across sites 0.75 is enough
     assert [f["id"] for f in dedup.find_similar_page(db, "copy")] == ["long"]
+
+
+def test_a_copy_that_kept_other_boilerplate_on_each_side_passes_by_resemblance(db, tmp_path):
+    rng = np.random.default_rng(23)
+    story = article(rng, 300)
+    original = " ".join(article(rng, 100) + story)  # what extraction kept of the page around the story ...
+    copy = " ".join(article(rng, 100) + story)  # ... rewritten in the copy: containment 0.75, Jaccard 0.6
+    dedup.index_texts(db, [TextItem("original", "http://site.example/a", original),
+                           TextItem("copy", "http://site.example/b", copy)])
+    assert clusters(db) == {frozenset({"original", "copy"})}
+    assert 0.7 <= next(r for r in dedup.iter_duplicates(db) if r["id"] == "copy")["similarity"] < 0.8
+    off = open_db(tmp_path / "off.db")
+    dedup.index_texts(off, [TextItem("original", "http://site.example/a", original),
+                            TextItem("copy", "http://site.example/b", copy)], ShingleSettings(resemblance=0.0))
+    assert clusters(off) == set()
+    short = open_db(tmp_path / "short.db")  # the same shape in 40 words: under resemblance_min_shingles
+    story = article(rng, 24)
+    dedup.index_texts(short, [TextItem("original", "http://site.example/a", " ".join(article(rng, 8) + story)),
+                              TextItem("copy", "http://site.example/b", " ".join(article(rng, 8) + story))])
+    assert clusters(short) == set()
+
+
+def test_two_articles_sharing_a_third_of_their_text_do_not_pass_by_resemblance(db):
+    rng = np.random.default_rng(24)
+    shared = article(rng, 150)  # an author box, a comment policy: Jaccard about 0.25
+    dedup.index_texts(db, [TextItem("a", "http://site.example/a", " ".join(article(rng, 300) + shared)),
+                           TextItem("b", "http://site.example/b", " ".join(article(rng, 300) + shared))])
+    assert clusters(db) == set()
 
 
 def test_a_short_page_inside_a_longer_one_of_its_own_site_is_not_a_copy(db):
@@ -336,6 +365,7 @@ def test_an_index_written_before_the_reference_clustering_keeps_working(tmp_path
     assert {row[0] for row in conn.execute("SELECT version FROM schema_migrations WHERE component = 'lsh'")} == \
         set(range(1, len(lsh.STEPS) + 1))
     assert dedup.describe_settings(db)["sample_min_hashes"] == 0  # verifies as it was built to
+    assert dedup.describe_settings(db)["resemblance"] == 0.0
     assert clusters(db) == {frozenset({"a", "b"})}
     queried_and_extended(db, monkeypatch)
 

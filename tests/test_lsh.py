@@ -307,10 +307,15 @@ def reference_sample_clusters(pages: dict[str, np.ndarray]) -> set[frozenset]:
     keys = band_keys(signed.values, SAMPLED)
     anchors = [set(signed.anchors_of(i).tolist()) for i in range(len(ids))]
     sets = [comparable_set(pages[i], SAMPLED) for i in ids]
-    # one site (example.org): containment >= threshold and Jaccard >= same_site_jaccard
+    # one site (example.org): containment >= threshold and Jaccard >= same_site_jaccard, or Jaccard >= resemblance
+    # when the smaller set has resemblance_min_shingles
+    def passes(i, j):
+        jaccard = set_jaccard(sets[i], sets[j], SAMPLED)
+        return (set_similarity(sets[i], sets[j], SAMPLED) >= SAMPLED.threshold
+                and jaccard >= SAMPLED.same_site_jaccard) or \
+            (jaccard >= SAMPLED.resemblance and min(len(sets[i]), len(sets[j])) >= SAMPLED.resemblance_min_shingles)
     return components(ids, lambda i, j: ((keys[i] == keys[j]).any() or bool(anchors[i] & anchors[j]))
-                      and set_similarity(sets[i], sets[j], SAMPLED) >= SAMPLED.threshold
-                      and set_jaccard(sets[i], sets[j], SAMPLED) >= SAMPLED.same_site_jaccard)
+                      and passes(i, j))
 
 
 @hsettings(max_examples=20, deadline=None)
@@ -797,3 +802,18 @@ def test_pages_are_found_by_page_id_through_their_page_keys(tmp_path_factory, id
         stored = dict(db.conn.execute("SELECT doc, signature FROM lsh_signatures").fetchall())
         keys = {d: set(band_keys(np.frombuffer(v, np.uint32)[None, :], SETTINGS)[0].tolist()) for d, v in stored.items()}
         assert all(keys[a] & keys[b] for a, b in pairs.tolist())  # every candidate shares a band key
+
+
+def test_accepted_passes_a_failed_containment_pair_by_resemblance():
+    settings = ShingleSettings()
+    same = np.array([True, True, True, False, True])
+    containment = np.array([0.75, 0.75, 0.75, 0.70, 0.90])
+    jaccard = np.array([0.60, 0.45, 0.60, 0.55, 0.20])
+    smaller = np.array([400, 400, 40, 300, 400])
+    ok = lsh.accepted(settings, same, containment, lambda mask: jaccard[mask], lambda mask: smaller[mask])
+    # resemblance; Jaccard under 0.5; too few shingles; across sites too; containment passes, but under the floor
+    assert ok.tolist() == [True, False, False, True, False]
+    off = lsh.accepted(ShingleSettings(resemblance=0.0), same, containment, lambda mask: jaccard[mask],
+                       lambda mask: smaller[mask])
+    assert off.tolist() == [False, False, False, False, False]
+    assert lsh.accepted(settings, same, containment, lambda mask: jaccard[mask]).tolist() == [False] * 5

@@ -407,6 +407,14 @@ def test_a_containment_from_too_few_sampled_hashes_is_no_verdict():
         ShingleSettings(sample_min_hashes=-1)
 
 
+def test_resemblance_settings_are_checked():
+    assert (ShingleSettings().resemblance, ShingleSettings().resemblance_min_shingles) == (0.5, 50)
+    with pytest.raises(InputError, match="resemblance must be"):
+        ShingleSettings(resemblance=1.5)
+    with pytest.raises(InputError, match="resemblance_min_shingles"):
+        ShingleSettings(resemblance_min_shingles=-1)
+
+
 def test_settings_default_to_containment_and_jaccard_by_estimate():
     assert ShingleSettings().measure == "containment"
     assert ShingleSettings(verify="estimate").measure == "jaccard"

@@ -130,3 +130,20 @@ def test_reordering_is_a_permutation_of_the_body_paragraphs_in_their_places(coun
     assert tails == (["and then"] * (count - 1) + [""] if between else [""] * count)
     for xpath in ("//nav", "//div[@class='comments']", "//aside", "//div[@class='byline']", "//h1"):
         assert text_of(doc.html(), xpath) == text_of(html, xpath)
+
+
+def test_an_agency_story_that_two_sites_edited_is_one_story_of_the_corpus():
+    rng = np.random.default_rng(5)
+    words = [f"w{i}" for i in rng.integers(0, 10_000, size=400)]
+    edited = list(words)
+    for at in range(7, len(edited), 10):  # one word in ten changed ("Mr Trump", "politicians"): half the 5-grams go
+        edited[at] = "changed"
+    other = [f"x{i}" for i in rng.integers(0, 10_000, size=400)]
+    half = words[:200] + other[:200]  # shares half of its text with the story: not a copy
+    originals = [typed_set.Original(f"{site}/{n}", f"http://{site}.example/{n}", f"{site}.example", f"<p>{n}</p>",
+                                    " ".join(text))
+                 for site, n, text in (("a", 1, words), ("b", 1, edited), ("c", 1, half), ("a", 2, edited))]
+    pairs = typed_set.natural_pairs(originals)
+    assert ("a/1", "b/1") in pairs  # two sites: word-3-gram Jaccard >= NATURAL_RESEMBLANCE
+    assert not {p for p in pairs if "c/1" in p}
+    assert ("a/1", "a/2") not in pairs  # one site: 5-gram containment alone (under 0.8 here)
