@@ -6,7 +6,8 @@ installation and optionally another one, on the same pages.
 
 Default corpus: the dev corpus's `all` suite (bench/suites.py). Each installation ingests and builds the first
 --limit pages into a database of its own (not counted: each writes the schema it knows) and extracts a copy of it
-once (not counted: what a first start writes, bytecode and the user's cache folder's copies, is written), then its
+once (not counted: what a first start writes, bytecode and the copies in its cache folder, one of the bench's own for
+each installation, is written), then its
 `extract` runs under callgrind with every child process traced; the instructions of all its processes are summed.
 The project's modules are compiled to bytecode first, the baseline's into a folder of the bench's own
 (PYTHONPYCACHEPREFIX, as bench_commands.py does): where PYTHONDONTWRITEBYTECODE is set, an installation without
@@ -29,7 +30,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_commands import BIN, ONE_THREAD, baseline_env, compile_project, limited_copy  # noqa: E402
+from bench_commands import BIN, CACHE_VARIABLE, ONE_THREAD, baseline_env, compile_project, limited_copy  # noqa: E402
 from suites import suite_file  # noqa: E402
 
 COLLECTED = re.compile(r"Collected : (\d+)")
@@ -68,7 +69,11 @@ def main() -> None:
         pages = limited_copy(args.corpus or suite_file("all"), args.limit, folder)
         env = {**os.environ, **ONE_THREAD}
         compile_project()  # our bytecode beside the sources, the baseline's in a folder of the bench's own
-        ours, our_out = count(str(BIN / "templater"), pages, folder / "ours", env)
+        # ours gets a cache folder of its own too (compiled regexes and code objects, the language model), written by
+        # its uncounted run: the home folder's is shared by every checkout on the machine, and other checkouts' runs
+        # between our warm-up and our count rewrote it, leaving our start-up to compile again (counted against us)
+        ours, our_out = count(str(BIN / "templater"), pages, folder / "ours",
+                              {**env, CACHE_VARIABLE: str(folder / "ours-cache")})
         print(f"templater extract --jobs 1, {args.limit} pages: {ours:,} instructions ({ours / args.limit:,.0f} a page)")
         if args.baseline:
             theirs, their_out = count(args.baseline, pages, folder / "baseline",

@@ -19,7 +19,7 @@ from lxml import etree
 from . import config, document, fallback, native
 from .align import lcs_length_masks, match_masks
 from .blocks import page_memo, path_mask, tag_path_index
-from .config import LearnSettings
+from .config import HEADLINE_TAGS, LearnSettings
 from .errors import RuleError
 from .grouping import host_of
 from .shingles import sorted_set
@@ -133,13 +133,14 @@ class PathTests:
     """A template's tests of tag paths, made once a distinct path its pages have and kept (up to
     config.PATH_TESTS_KEPT paths): a site's pages share most of their tag paths."""
 
-    __slots__ = ("bits", "shapes", "nested", "prefixes", "structure", "chrome", "headings")
+    __slots__ = ("bits", "shapes", "nested", "prefixes", "structure", "chrome", "headings", "headline_paths")
 
     def __init__(self, shapes: frozenset[str], nested: dict[str, str], settings: LearnSettings) -> None:
         self.bits: dict[str, int] = {}
         self.shapes, self.nested, self.prefixes = shapes, nested, tuple(nested)
         self.structure, self.chrome = settings.text_structure_paths, settings.chrome_tags
         self.headings = settings.heading_tags
+        self.headline_paths = HEADLINE_TAGS <= self.headings  # HEADING_PATH then marks every headline's block
 
     def test(self, path: str) -> int:
         """The path's bits (computed, and kept while there is room)."""
@@ -189,13 +190,14 @@ def match_regions(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarra
         if compiled.nested:
             shaped |= nested_entries(seg, compiled.nested, settings, codes)
         if shaped.any():
-            shaped &= ~(terms_of_text(seg, shaped, settings, codes) | name_line(seg, shaped, settings))
+            shaped &= ~(terms_of_text(seg, shaped, settings, codes) | name_line(seg, shaped, settings, codes))
         allowed &= ~shaped
         aligned = static | shaped  # what the rules learned from the pages' aligned sequence drop
     else:
         aligned = static
     if compiled.containers:
-        allowed &= ~container_mask(seg, compiled.containers, compiled.fast_rules)
+        allowed &= ~container_mask(seg, compiled.containers, compiled.fast_rules,
+                                   headings=(codes & HEADING_PATH).astype(bool) if compiled.paths.headline_paths else None)
     for rule, xpath in compiled.pinned:
         allowed &= pinned_mask(seg, rule, xpath)
     in_region = trusted_region = np.zeros(len(seg.blocks), dtype=bool)
@@ -205,7 +207,7 @@ def match_regions(seg: Segmented, compiled: CompiledTemplate) -> tuple[np.ndarra
                                                                                 settings)):
             trusted_region = allowed & region
             in_region = own_content(seg, trusted_region, aligned, settings, codes)
-        named = name_line(seg, allowed & ~region, settings) if not region.all() else region[:0]
+        named = name_line(seg, allowed & ~region, settings, codes) if not region.all() else region[:0]
         allowed &= region
         if named.any():
             allowed |= named
@@ -299,7 +301,8 @@ _DASHES = frozenset("-\u2010\u2011\u2012\u2013\u2014\u2015")  # the dashes of _N
 _LEADING_TERM = re.compile(r"\s*([^\s(]+)")  # a headline's first word, without a manual section: "git-stage(1)"
 
 
-def name_line(seg: Segmented, candidates: np.ndarray, settings: LearnSettings = LearnSettings()) -> np.ndarray:
+def name_line(seg: Segmented, candidates: np.ndarray, settings: LearnSettings = LearnSettings(),
+              codes: np.ndarray | None = None) -> np.ndarray:
     """The page's name line among ``candidates``: within the template's name_line_blocks blocks after the first
     heading that begins with the page's name (the first word of its <title>, without a manual section: "git-stage" of
     "git-stage(1)"), the first block that begins with that name, a dash and what it is ("git-stage - Add file
@@ -307,25 +310,28 @@ def name_line(seg: Segmented, candidates: np.ndarray, settings: LearnSettings = 
     section, which generated documentation (asciidoc, man2html, mandoc) prints in the page's header beside its
     title, outside the content division, one short varying line a page (the shape of a byline). It is the page's
     own first line. The line is found once a page (``blocks.page_memo``): a page asks with several candidate
-    sets."""
+    sets. ``codes``: the page's PathTests.codes of a template with these settings (its headings are read there)."""
     out = np.zeros(len(seg.blocks), dtype=bool)
     key = ("name_line", settings.heading_tags, settings.name_line_blocks)
     memo = page_memo(seg)
     line = memo.get(key, False)
     if line is False:
-        line = memo[key] = _name_line_of(seg, settings)
+        line = memo[key] = _name_line_of(seg, settings, codes)
     if line is not None:
         out[line] = bool(candidates[line])
     return out
 
 
-def _name_line_of(seg: Segmented, settings: LearnSettings) -> int | None:
-    """Index of the block name_line would name were every block a candidate, or None."""
+def _name_line_of(seg: Segmented, settings: LearnSettings, codes: np.ndarray | None = None) -> int | None:
+    """Index of the block name_line would name were every block a candidate, or None (``codes``: as name_line's,
+    whose HEADING_PATH bits mark the heading blocks: a block's tag ends its tag path)."""
     name = _name_of(seg.title)
     if name is None:
         return None
     blocks = seg.blocks
-    heading = next((b.index for b in blocks if b.tag in settings.heading_tags and _name_of(b.text) == name), None)
+    headings = (b.index for b in blocks if b.tag in settings.heading_tags) if codes is None else \
+        np.flatnonzero(codes & HEADING_PATH).tolist()
+    heading = next((i for i in headings if _name_of(blocks[i].text) == name), None)
     if heading is None:
         return None
     for i in range(heading + 1, min(heading + 1 + settings.name_line_blocks, len(blocks))):
@@ -444,15 +450,30 @@ def pinned_mask(seg: Segmented, rule: Rule, xpath: etree.XPath) -> np.ndarray:
     return inside if rule.action == RuleAction.CONTENT else ~inside
 
 
-def container_mask(seg: Segmented, rules: tuple[etree.XPath, ...], forms: RuleForms | None = None) -> np.ndarray:
+def container_mask(seg: Segmented, rules: tuple[etree.XPath, ...], forms: RuleForms | None = None, *,
+                   headings: np.ndarray | None = None) -> np.ndarray:
     """Blocks under elements that learned container rules match (never a container holding the headline);
     ``forms``: rule_forms(rules), made once a template. Only the blocks' elements and their ancestors can hold
-    blocks: the compiled walk tests those alone (match_rules_over), not every element of the page."""
+    blocks: the compiled walk tests those alone (match_rules_over), not every element of the page. The headline
+    (find_headline: one of HEADLINE_TAGS) is looked for only where the rules' elements hold a block of those tags
+    (``headings``: a mask of the blocks that may be one, where the caller has it): elsewhere no element holds it."""
     elements = _rule_elements(seg, rules, forms, over_blocks=True)
-    headline = find_headline(seg) if elements else None
-    if headline is not None:
-        elements = [e for e in elements if not contains(e, seg.blocks[headline].element)]
-    return _inside(seg, elements)
+    inside = _inside(seg, elements)
+    if not elements or not _holds_headline_tag(seg, inside, headings):
+        return inside
+    headline = find_headline(seg)
+    if headline is None or not inside[headline]:  # (no element holds it: none is left out)
+        return inside
+    return _inside(seg, [e for e in elements if not contains(e, seg.blocks[headline].element)])
+
+
+def _holds_headline_tag(seg: Segmented, mask: np.ndarray, headings: np.ndarray | None) -> bool:
+    """Whether a block of the mask may be a headline: one of HEADLINE_TAGS (``headings``: a mask of blocks that holds
+    every such block, where the caller has one)."""
+    if headings is not None:
+        return bool((mask & headings).any())
+    blocks = seg.blocks
+    return any(blocks[i].tag in HEADLINE_TAGS for i in np.flatnonzero(mask).tolist())
 
 
 @dataclasses.dataclass(frozen=True)

@@ -168,8 +168,8 @@ def read_metadata(seg: Segmented, *, rules: Sequence[Rule] = (), text: str = "")
     for step in (shown, None, [rule for rule in rules if rule.xpath.startswith(HEAD_RULE_PREFIX)]):
         if found["author"] is not None and found["date"] is not None:
             break
-        if step is None:
-            learned = visible_metadata(seg, times=times)
+        if step is None:  # (only the fields still missing are looked for: most pages declare their date)
+            learned = visible_metadata(seg, times=times, keys=[k for k in ("author", "date") if found[k] is None])
         elif step:
             learned = rule_metadata(seg.root, step, keys=[k for k in ("author", "date") if found[k] is None],
                                     times=times)
@@ -925,31 +925,35 @@ _SELF_DECLARING = frozenset({"author", "date", "date_modified"})  # fields whose
 # --- visible evidence -------------------------------------------------------------------------------------------
 
 def visible_metadata(seg: Segmented, headline: int | None | bool = False, *, times: list | None = None,
-                     ) -> dict[str, str]:
-    """Author and date from what the page shows near its headline: bylines, <time> (``times``: the page's, when
-    already known), date lines."""
+                     keys: Iterable[str] = ("author", "date")) -> dict[str, str]:
+    """Author and date (those of ``keys``) from what the page shows near its headline: bylines, <time> (``times``:
+    the page's, when already known), date lines. Each field is looked for on its own (the first block that gives it
+    wins, whatever the other field does): one not asked for is not looked for, and what is found of the other is
+    the same."""
     headline = _headline(seg) if headline is False else headline
     blocks = nearby_blocks(seg, headline)
+    want_author, want_date = "author" in keys, "date" in keys
+    wanted = want_author + want_date
     found: dict[str, str] = {}
     changed = None  # a date said to be the last change: the publication date only when the page shows no other
     for block in blocks:
         text = block.text
-        if "author" not in found and len(text) <= MAX_BYLINE_CHARS and looks_like_byline(block):
+        if want_author and "author" not in found and len(text) <= MAX_BYLINE_CHARS and looks_like_byline(block):
             # the element's inline pieces apart ("Jane Doe" + "Mar 03, 2017": the block's text may glue them)
             author = (element_author(block.element) if block.element is not None else None) or normalize_author(text)
             if author:
                 found["author"] = author
-        if "date" not in found and len(text) <= MAX_DATE_TEXT_CHARS:
+        if want_date and "date" not in found and len(text) <= MAX_DATE_TEXT_CHARS:
             day = element_date(block.element, times) if block.element is not None else find_date(text)
             if day and says_updated(block.element, text):
                 changed = changed or day
             elif day:
                 found["date"] = day
-        if len(found) == 2:
+        if len(found) == wanted:
             break
-    if seg.root is None:
+    if seg.root is None or len(found) == wanted:
         return found
-    if "date" not in found:
+    if want_date and "date" not in found:
         for element in (seg.root.iter("time") if times is None else times):
             day = element_date(element, times)
             if day and says_updated(element, element.getparent().text or "" if element.getparent() is not None
@@ -958,18 +962,19 @@ def visible_metadata(seg: Segmented, headline: int | None | bool = False, *, tim
             elif day:
                 found["date"] = day
                 break
-    if "author" not in found or "date" not in found:
-        found = {**named_metadata(seg, headline, times=times), **found}
-    if "date" not in found and changed:
+    if len(found) < wanted:
+        found = {**named_metadata(seg, headline, times=times, dates=want_date), **found}
+    if want_date and "date" not in found and changed:
         found["date"] = changed
     return found
 
 
 def named_metadata(seg: Segmented, headline: int | None | bool = False, *, times: Sequence | None = None,
-                   ) -> dict[str, str]:
+                   dates: bool = True) -> dict[str, str]:
     """Author and date from the page's short blocks (document order, outside reader comments) whose element, an
     ancestor or an inline element inside names a byline (class author, byline, writer...; rel=author; a link to
-    an author page) or a date (class date, publish, posted, time); then a date written beside the byline.
+    an author page) or a date (class date, publish, posted, time); then a date written beside the byline. Without
+    ``dates``, the author alone (the same: the first byline found, whatever the dates around it).
 
     Only the blocks the segmentation found are looked at: a scan of the whole tree costs several times more.
     ``times``: the page's <time> elements, when known (``element_date``)."""
@@ -993,13 +998,15 @@ def named_metadata(seg: Segmented, headline: int | None | bool = False, *, times
                 author = element_author(candidate)
                 if author:
                     found["author"], byline = author, candidate
-            elif kind == "date" and "date" not in found and not _in_comments(candidate):
+            elif dates and kind == "date" and "date" not in found and not _in_comments(candidate):
                 day = element_date(candidate, times)
                 if day and not says_updated(candidate):
                     found["date"] = day
         if len(found) == 2:
             return found
-    if "date" not in found and byline is not None:
+        if not dates and found:
+            return found  # (the author found: nothing more is looked for)
+    if dates and "date" not in found and byline is not None:
         found.update(_date_beside(byline))
     return found
 

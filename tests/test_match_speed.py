@@ -298,8 +298,19 @@ def test_container_mask_over_the_blocks_is_lxmls_on_the_samples():
             chosen = rules[start:start + 3]
             fast = extract.container_mask(seg, chosen, extract.rule_forms(chosen))
             assert fast.tolist() == container_mask_by_lxml(seg, chosen).tolist()
+            assert extract.container_mask(seg, chosen, extract.rule_forms(chosen),
+                                          headings=headings_of(seg)).tolist() == fast.tolist()
             checked += bool(fast.any())
     assert checked
+
+
+def headings_of(seg, settings=None):
+    """match_regions' mask of the blocks that may be a headline: the HEADING_PATH bits of a template's path tests."""
+    from templater.config import LearnSettings
+    settings = settings or LearnSettings()
+    paths = extract.PathTests(frozenset(), {}, settings)
+    assert paths.headline_paths
+    return (paths.codes(seg) & extract.HEADING_PATH).astype(bool)
 
 
 @needs_walk
@@ -321,6 +332,8 @@ def test_container_mask_over_the_blocks_is_lxmls_on_generated_markup(elements, t
         "//*[@id='a']/ancestor-or-self::*[following-sibling::*][1]/following-sibling::*"))
     fast = extract.container_mask(seg, rules, extract.rule_forms(rules))
     assert fast.tolist() == container_mask_by_lxml(seg, rules).tolist()
+    assert extract.container_mask(seg, rules, extract.rule_forms(rules), headings=headings_of(seg)).tolist() == \
+        fast.tolist()  # (the headline looked for only where a rule's element holds a heading)
     found = native.walk.match_rules_over(seg.blocks, extract.rule_forms(rules).fast)
     whole = native.walk.match_rules(seg.root, extract.rule_forms(rules).fast)
     for over, every in zip(found, whole):  # a subset of the whole walk's elements, each once
@@ -395,6 +408,8 @@ def test_name_line_found_once_a_page_is_the_candidates_definition(parts, title, 
         candidates = np.array([random.random() < 0.6 for _ in seg.blocks], dtype=bool)
         assert extract.name_line(seg, candidates, used).tolist() == \
             name_line_by_candidates(seg, candidates, used).tolist()
+    codes = extract.PathTests(frozenset(), {}, used).codes(seg)  # the headings read from the path tests' bits
+    assert extract._name_line_of(seg, used, codes) == extract._name_line_of(seg, used)
 
 
 # --- the content region's positional XPath walked in C (_walk.first_on_path) ------------------------------------------

@@ -220,6 +220,29 @@ def test_visible_byline_and_date_near_the_headline():
     assert found.author == "Ann Lee" and found.date == "2024-03-04" and found.language == "en"
 
 
+def test_visible_metadata_of_some_fields_is_theirs_of_all():
+    """Only the fields asked for are looked for (read_metadata asks for those still missing), and each is what the
+    search of both finds: on pages with bylines and dates in several places, named or shown, around the headline."""
+    bodies = [
+        '<h1>A headline here</h1><p class="meta">By Ann Lee</p><p>Published March 4, 2024</p>',
+        '<h1>A headline here</h1><p>Updated March 9, 2024</p><div class="byline"><a href="/authors/ann">Ann Lee</a>'
+        '<span>March 5, 2024</span></div>',
+        '<p>March 2, 2024</p><h1>A headline here</h1><div class="author-box"><span class="date">2024-03-07</span>'
+        '</div><p>By Bo Ray</p>',
+        '<h1>A headline here</h1><time datetime="2024-03-08T10:00:00Z">8 March</time><p>words</p>',
+        '<h1>A headline here</h1><div class="post-meta"><span class="writer">Cy Dee</span> 6 March 2024</div>',
+        '<h1>A headline here</h1><p>No byline and no date here.</p>',
+    ]
+    for body in bodies:
+        seg = seg_of(page(body=body + f"<p>{ENGLISH}</p>"), url="https://example.com/story")
+        both = metadata.visible_metadata(seg)
+        for key in ("author", "date"):
+            assert metadata.visible_metadata(seg, keys=(key,)).get(key) == both.get(key), (body, key)
+        assert metadata.visible_metadata(seg, keys=()) == {}
+        assert metadata.named_metadata(seg, dates=False).get("author") == metadata.named_metadata(seg).get("author")
+        assert "date" not in metadata.named_metadata(seg, dates=False)
+
+
 def test_learned_rules_on_a_generated_site_read_bylines_and_dates():
     pages = [seg for seg, _ in sitegen.site_pages(6)]
     template = learn_template(pages, site="news.example.com/story/")
