@@ -432,14 +432,13 @@ static PyObject *utf8_controls_to_space(PyObject *self, PyObject *text) {
 /* --- parse.has_controls ------------------------------------------------------------------------------------------ */
 /* has_controls(data) -> whether the bytes hold an ASCII control character but \t \n \r (what parse.clean_utf8 turns
  * into spaces): one pass, in blocks of CONTROL_STRIDE bytes whose test has no branch (the compiler vectorises it),
- * where parse.has_controls' plain form makes one memchr pass a control character. */
+ * where parse.has_controls' plain form makes one memchr pass a control character. With AVX2 (chosen at run time),
+ * 32 bytes at a time classified by their two nibbles (two table lookups, vpshufb): a byte is a control character
+ * when CONTROL_LOW[its low nibble] and CONTROL_HIGH[its high nibble] share a bit - bit 1 for 0x00-0x0F but \t \n
+ * \r, bit 2 for 0x10-0x1F, bit 4 for 0x7F (0x80 and above have no bit: their high nibble's entry is 0). */
 #define CONTROL_STRIDE 4096
 
-static PyObject *has_controls(PyObject *self, PyObject *arg) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
-    const unsigned char *d = view.buf;
-    Py_ssize_t n = view.len;
+static int controls_plain(const unsigned char *d, Py_ssize_t n) {
     unsigned char found = 0;
     for (Py_ssize_t start = 0; start < n && !found; start += CONTROL_STRIDE) {
         Py_ssize_t end = n - start > CONTROL_STRIDE ? start + CONTROL_STRIDE : n;
@@ -448,6 +447,43 @@ static PyObject *has_controls(PyObject *self, PyObject *arg) {
             found |= (unsigned char)((c < 32) & (c != 9) & (c != 10) & (c != 13)) | (unsigned char)(c == 127);
         }
     }
+    return found;
+}
+
+#ifdef FORWARD_AVX2
+#include <immintrin.h>
+static int has_avx2 = 0;  /* set by PyInit__numeric */
+#define CONTROL_LOW 3, 3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 3, 3, 2, 3, 7
+#define CONTROL_HIGH 1, 2, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0
+
+__attribute__((target("avx2"))) static int controls_avx2(const unsigned char *d, Py_ssize_t n) {
+    const __m256i low = _mm256_setr_epi8(CONTROL_LOW, CONTROL_LOW), high = _mm256_setr_epi8(CONTROL_HIGH, CONTROL_HIGH);
+    const __m256i nibble = _mm256_set1_epi8(0x0F);
+    Py_ssize_t i = 0;
+    for (; i + 128 <= n; i += 128) {
+        __m256i hits = _mm256_setzero_si256();
+        for (int k = 0; k < 128; k += 32) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(d + i + k));
+            __m256i by_low = _mm256_shuffle_epi8(low, _mm256_and_si256(v, nibble));
+            __m256i by_high = _mm256_shuffle_epi8(high, _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble));
+            hits = _mm256_or_si256(hits, _mm256_and_si256(by_low, by_high));
+        }
+        if (!_mm256_testz_si256(hits, hits)) return 1;
+    }
+    return controls_plain(d + i, n - i);
+}
+#endif
+
+static PyObject *has_controls(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *d = view.buf;
+    Py_ssize_t n = view.len;
+#ifdef FORWARD_AVX2
+    int found = has_avx2 ? controls_avx2(d, n) : controls_plain(d, n);
+#else
+    int found = controls_plain(d, n);
+#endif
     PyBuffer_Release(&view);
     return PyBool_FromLong(found);
 }
@@ -2481,6 +2517,7 @@ PyMODINIT_FUNC PyInit__numeric(void) {
 #ifdef FORWARD_AVX2
     __builtin_cpu_init();
     has_avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    has_avx2 = __builtin_cpu_supports("avx2");
 #endif
     lean_init();
     lower_name = PyUnicode_InternFromString("lower");

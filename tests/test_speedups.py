@@ -1003,7 +1003,8 @@ def test_has_controls_finds_exactly_the_bytes_clean_utf8_replaces():
     place, is found."""
     for value in range(256):
         for data in (bytes([value]), b"<p>" + bytes([value]) + b"</p>" * 50, b"x" * 5000 + bytes([value]),
-                     b"x" * 4095 + bytes([value]) + b"x" * 4096, b"x" * 4096 + bytes([value])):
+                     b"x" * 4095 + bytes([value]) + b"x" * 4096, b"x" * 4096 + bytes([value]),
+                     *(b"\t" * at + bytes([value]) + b"\n" * (300 - at) for at in range(0, 300, 37))):
             assert parse.has_controls(data) == (data.translate(parse._CONTROL_TO_SPACE) != data)
             assert parse.has_controls(data) == any(control in data for control in parse._CONTROL_BYTES)  # plain
     page = "<p>caf\u00e9\t\r\n</p>".encode("utf-8") * 100
