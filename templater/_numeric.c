@@ -489,6 +489,25 @@ static PyObject *has_controls(PyObject *self, PyObject *arg) {
 }
 
 
+/* --- native.tune_heap ------------------------------------------------------------------------------------------- */
+/* tune_heap() -> bool: glibc's fast bins turned off (mallopt M_MXFAST 0), True where that was done. A page's tree is
+ * thousands of small blocks (libxml2's nodes, attributes, strings) freed together; with fast bins they wait there
+ * unmerged, and the next large request (the next page's bytes, a few times a page) merges them all
+ * (malloc_consolidate): without, each is merged as it is freed, and the two passes over the same blocks become
+ * one. Nothing but the allocator's bookkeeping changes. */
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+static PyObject *tune_heap(PyObject *self, PyObject *unused) {
+#if defined(__GLIBC__) && defined(M_MXFAST)
+    return PyBool_FromLong(mallopt(M_MXFAST, 0) == 1);
+#else
+    Py_RETURN_FALSE;
+#endif
+}
+
+
 /* --- features._text_columns: the blocks' text counts as the (blocks x 10) float64 matrix ------------------------ */
 /* Per text, the counts of features._text_columns_plain's regexes, from the code points' classes (C_* bits of
  * features._CLASS_TABLE): one pass over the text for punctuation, digits, whitespace-split words and their
@@ -2468,6 +2487,8 @@ static PyMethodDef methods[] = {
      "lean_markup(data) -> bytes: data without the content of its script and style elements: parse.lean_markup."},
     {"utf8_controls_to_space", utf8_controls_to_space, METH_O,
      "utf8_controls_to_space(text) -> bytes: parse.clean_text's encode-and-translate step."},
+    {"tune_heap", tune_heap, METH_NOARGS,
+     "tune_heap() -> bool: glibc's fast bins off (mallopt M_MXFAST 0), for page work; False where not glibc."},
     {"has_controls", has_controls, METH_O,
      "has_controls(data) -> bool: parse.has_controls (an ASCII control character but tab, newline, return)."},
     {"text_matrix", text_matrix, METH_VARARGS,

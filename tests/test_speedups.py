@@ -1640,3 +1640,16 @@ def test_lean_markup_without_the_c_pass_is_the_page(monkeypatch):
     monkeypatch.setattr(parse, "_LEAN", False)
     data = b"<script>x</script><p>y</p>"
     assert parse.lean_markup(data) is data
+
+
+def test_tune_heap_turns_glibc_fast_bins_off_where_glibc_runs():
+    """native.tune_heap's C step says whether it set the allocator (glibc: mallopt M_MXFAST 0); a second call is
+    harmless, and the library's own call changes nothing of what extraction gives (the other tests run with it)."""
+    import platform
+
+    if native.numeric is None:
+        pytest.skip("the C extension is not built")
+    expected = platform.libc_ver()[0] == "glibc"
+    assert native.numeric.tune_heap() is expected
+    assert native.numeric.tune_heap() is expected
+    native.tune_heap()
