@@ -11,7 +11,7 @@ duplicate attributes), a function returns None and the caller runs the definitio
 from cpython.bytearray cimport PyByteArray_FromStringAndSize
 from cpython.buffer cimport PyBUF_C_CONTIGUOUS, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_FromStringAndSize
-from cpython.ref cimport PyObject, Py_DECREF
+from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF
 from cpython.unicode cimport Py_UNICODE_ISSPACE
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
@@ -43,6 +43,20 @@ cdef extern from "Python.h":
     _TypeSlots *Py_TYPE(PyObject *)
 
 
+cdef extern from "structmember.h":  # a __slots__ member: where its value sits in the instance (CPython's)
+    ctypedef struct PyMemberDef:
+        int type
+        Py_ssize_t offset
+        int flags
+    enum: T_OBJECT_EX
+    enum: READONLY
+
+
+cdef extern from "Python.h":
+    ctypedef struct PyMemberDescrObject:  # a member_descriptor
+        PyMemberDef *d_member
+
+
 class _Decline(Exception):
     """The page holds what this walk does not mirror: the caller takes the pure-Python definition."""
 
@@ -53,13 +67,18 @@ cdef object _words_function = None
 # Blocks are made the way object.__new__ and the class's __init__ make them, without the Python frame of __init__:
 # the block class's allocator, then each field set through its own slot descriptor (``member_descriptor.__set__``,
 # what ``self.field = value`` does). Taken only when the class is a plain __slots__ class with exactly these fields
-# and no __new__ of its own; else blocks are made by calling the class.
+# and no __new__ of its own; else blocks are made by calling the class. Where every field's descriptor is a plain
+# object member (T_OBJECT_EX, writable), its value is stored straight into the new block's slot (the allocator
+# zero-fills the slots: what member_descriptor.__set__ stores there, without its checks of the descriptor and the
+# instance, which configure made once).
 BLOCK_FIELDS = ("index", "_xpath", "tag_path", "tag", "text", "link_chars", "markup_bytes", "hash", "shape",
                 "element")
 DEF FIELDS = 10
 cdef PyObject *_field_descriptors[FIELDS]
 cdef list _held_descriptors = []
 cdef bint _fast_blocks = False
+cdef Py_ssize_t _field_offsets[FIELDS]  # each field's slot in a block (its member's offset) ...
+cdef bint _direct_fields = False  # ... where every field is a plain object member
 
 
 cdef bint _plain_slots_class(cls) except -1:
@@ -95,6 +114,11 @@ cdef object _make_block(index, xpath, tag_path, tag, text, link_chars, markup, d
     values[8] = <PyObject *>shape
     values[9] = <PyObject *>element
     cdef int i
+    if _direct_fields:
+        for i in range(FIELDS):
+            Py_INCREF(<object>values[i])
+            (<PyObject **>(<char *>made + _field_offsets[i]))[0] = values[i]
+        return block
     for i in range(FIELDS):
         Py_TYPE(_field_descriptors[i]).tp_descr_set(_field_descriptors[i], <PyObject *>block, values[i])
     return block
@@ -146,20 +170,32 @@ cdef inline uint32_t _tag_value(const Tags *tags, xmlNode *n) noexcept:
 
 def configure(block_tags, split_tags, block_class):
     """The tags that own blocks, those that split them (blocks.segment's), and the class blocks are made of."""
-    global _block_class, _fast_blocks
+    global _block_class, _fast_blocks, _direct_fields
+    cdef PyMemberDef *member
     _set_tags(&_block_tags, [(tag, 1) for tag in block_tags])
     _set_tags(&_split_tags, [(tag, 1) for tag in split_tags])
     _block_class = block_class
     _fast_blocks = _plain_slots_class(block_class)
+    _direct_fields = False
     if _fast_blocks:
         _held_descriptors[:] = [block_class.__dict__[name] for name in BLOCK_FIELDS]
+        _direct_fields = True
         for i in range(FIELDS):
             _field_descriptors[i] = <PyObject *>_held_descriptors[i]
+            member = (<PyMemberDescrObject *>_field_descriptors[i]).d_member
+            _field_offsets[i] = member.offset
+            if member.type != T_OBJECT_EX or member.flags & READONLY or member.offset <= 0:
+                _direct_fields = False
 
 
 def fast_blocks():
     """Whether blocks are made without calling the block class (see BLOCK_FIELDS)."""
     return _fast_blocks
+
+
+def direct_fields():
+    """Whether the made blocks' fields are stored straight into their slots (see BLOCK_FIELDS)."""
+    return _direct_fields
 
 
 def configure_tree(pairs, word_bits, Py_ssize_t cache_size):

@@ -1017,6 +1017,7 @@ def test_c_walk_makes_blocks_by_calling_a_class_it_cannot_fill_by_its_slots():
     exactly Block's fields (here: one whose __init__ changes a field) is called instead, and its blocks are kept."""
     walk = native.walk
     assert walk.fast_blocks() and walk.BLOCK_FIELDS == datatypes.Block.__slots__
+    assert walk.direct_fields()  # Block's fields are plain object slots: stored straight into them
 
     class Shouting(datatypes.Block):
         __slots__ = ()
@@ -1028,13 +1029,13 @@ def test_c_walk_makes_blocks_by_calling_a_class_it_cannot_fill_by_its_slots():
     markup = "<html><body><p>Hello <b>you</b></p><div>there</div></body></html>"
     try:
         walk.configure(tuple(sorted(config.BLOCK_TAGS)), tuple(sorted(config.BLOCK_TAGS | config.BREAK_TAGS)), Shouting)
-        assert not walk.fast_blocks()
+        assert not walk.fast_blocks() and not walk.direct_fields()
         seg = blocks.segment(parse_html(markup), Page("p", "https://a.example/p", markup))
         assert [(type(b), b.text) for b in seg.blocks] == [(Shouting, "HELLO YOU"), (Shouting, "THERE")]
     finally:
         walk.configure(tuple(sorted(config.BLOCK_TAGS)), tuple(sorted(config.BLOCK_TAGS | config.BREAK_TAGS)),
                        datatypes.Block)
-    assert walk.fast_blocks()
+    assert walk.fast_blocks() and walk.direct_fields()
     assert_same_segmentation(markup)
 
 
