@@ -254,12 +254,12 @@ cdef inline uint32_t _utf8_next(const unsigned char **p) noexcept:
 
 
 cdef inline Py_ssize_t _utf8_chars(const unsigned char *s) noexcept:
-    """len() of the decoded text."""
-    cdef Py_ssize_t count = 0
-    while s[0]:
-        count += (s[0] & 0xC0) != 0x80
-        s += 1
-    return count
+    """len() of the decoded text: its bytes (strlen) less its continuation bytes, counted by a loop of known length
+    (which the compiler vectorises)."""
+    cdef size_t size = strlen(<const char *>s), i, continuation = 0
+    for i in range(size):
+        continuation += (s[i] & 0xC0) == 0x80
+    return <Py_ssize_t>(size - continuation)
 
 
 cdef Py_ssize_t _stripped_chars(const unsigned char *s) noexcept:
