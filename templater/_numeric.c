@@ -17,6 +17,43 @@ static PyObject *lower_name = NULL;
 /* the block attributes read here, as interned names (PyObject_GetAttrString would make each name anew per read) */
 static PyObject *text_name = NULL, *link_chars_name = NULL, *markup_bytes_name = NULL, *tag_name = NULL;
 
+/* A block attribute read, a new reference as PyObject_GetAttr gives: where the object's type reads attributes the
+ * generic way and the name is a plain object slot of it (a __slots__ member, as Block's fields are), the slot is
+ * read straight from the object; else (or where the slot is unset, for the AttributeError) PyObject_GetAttr. The
+ * type (held), its version tag and the slot's offset are kept for the next read: a type changed since (a field's
+ * descriptor replaced) has another version tag and is looked at again, as CPython's own slot reads do. */
+#include <structmember.h>
+
+typedef struct {
+    PyTypeObject *type;
+    unsigned int version;
+    Py_ssize_t offset;
+} SlotCache;
+
+static SlotCache text_slot, link_chars_slot, markup_bytes_slot, tag_slot;
+
+static PyObject *slot_attr(PyObject *obj, PyObject *name, SlotCache *cache) {
+    PyTypeObject *type = Py_TYPE(obj);
+    if (type != cache->type || type->tp_version_tag != cache->version
+            || !PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG)) {
+        Py_CLEAR(cache->type);
+        if (type->tp_getattro != PyObject_GenericGetAttr) return PyObject_GetAttr(obj, name);
+        PyObject *descr = _PyType_Lookup(type, name);  /* borrowed; gives the type a valid version tag */
+        if (!descr || !Py_IS_TYPE(descr, &PyMemberDescr_Type) || !PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG))
+            return PyObject_GetAttr(obj, name);
+        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type != T_OBJECT_EX || member->offset <= 0) return PyObject_GetAttr(obj, name);
+        Py_INCREF(type);
+        cache->type = type;
+        cache->version = type->tp_version_tag;
+        cache->offset = member->offset;
+    }
+    PyObject *value = *(PyObject **)((char *)obj + cache->offset);
+    if (!value) return PyObject_GetAttr(obj, name);
+    Py_INCREF(value);
+    return value;
+}
+
 /* --- passes over features.Tree (elements numbered parents first: parent[e] < e) --------------------------- */
 static int get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t count) {
     if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0) return -1;
@@ -717,7 +754,7 @@ static PyObject *text_matrix(PyObject *self, PyObject *args) {
     double *out = (double *)PyByteArray_AS_STRING(result);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *block = PySequence_Fast_GET_ITEM(fb, i);
-        PyObject *text = PyObject_GetAttr(block, text_name);
+        PyObject *text = slot_attr(block, text_name, &text_slot);
         if (!text) goto fail;
         if (!PyUnicode_Check(text)) {
             Py_DECREF(text);
@@ -733,7 +770,8 @@ static PyObject *text_matrix(PyObject *self, PyObject *args) {
         if (!length) { Py_CLEAR(result); result = Py_None; Py_INCREF(result); goto done; }
         long long numbers[2];
         for (int k = 0; k < 2; k++) {
-            PyObject *value = PyObject_GetAttr(block, k ? markup_bytes_name : link_chars_name);
+            PyObject *value = k ? slot_attr(block, markup_bytes_name, &markup_bytes_slot)
+                                : slot_attr(block, link_chars_name, &link_chars_slot);
             if (!value) goto fail;
             numbers[k] = PyLong_AsLongLong(value);
             Py_DECREF(value);
@@ -992,7 +1030,7 @@ static PyObject *block_features(PyObject *self, PyObject *args) {
     }
     /* the owner tag's family (features._tag_columns) */
     for (Py_ssize_t b = 0; b < count; b++) {
-        PyObject *tag = PyObject_GetAttr(PySequence_Fast_GET_ITEM(fast, b), tag_name);
+        PyObject *tag = slot_attr(PySequence_Fast_GET_ITEM(fast, b), tag_name, &tag_slot);
         if (!tag) goto fail;
         PyObject *column = PyDict_GetItemWithError(columns_map, tag);
         Py_DECREF(tag);

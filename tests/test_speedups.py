@@ -54,6 +54,23 @@ def test_text_columns_title_words_and_case_folding():
     assert features._text_columns(seg).tobytes() == plain
 
 
+def test_text_columns_read_block_fields_as_python_does():
+    """The C pass reads Block's fields from their slots; a block of a subclass whose text is a property, among
+    plain blocks (the types alternate), is read through the property, as the definition reads it."""
+    class Loud(Block):
+        __slots__ = ()
+        text = property(lambda self: Block.text.__get__(self).upper() + " LOUD",
+                        lambda self, value: Block.text.__set__(self, value))
+
+    seg = page_of(["Hello there. ", "The river", "x"], "river hello")
+    blocks = tuple((Loud if i % 2 else Block)(i, None, b.tag_path, b.tag, b.text, b.link_chars, b.markup_bytes, 0, 0)
+                   for i, b in enumerate(seg.blocks))
+    seg = Segmented(page=seg.page, blocks=blocks, vector=seg.vector, title=seg.title)
+    assert blocks[1].text == "THE RIVER LOUD"
+    assert features._text_columns(seg).tobytes() == features._text_columns_plain(seg).tobytes()
+    assert features._text_columns(seg)[1, 0] == len("THE RIVER LOUD")
+
+
 # --- the compiled walk (templater._walk, Cython) against the plain walk -----------------------------------------------------
 
 import gzip  # noqa: E402
