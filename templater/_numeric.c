@@ -17,6 +17,43 @@ static PyObject *lower_name = NULL;
 /* the block attributes read here, as interned names (PyObject_GetAttrString would make each name anew per read) */
 static PyObject *text_name = NULL, *link_chars_name = NULL, *markup_bytes_name = NULL, *tag_name = NULL;
 
+/* A block attribute read, a new reference as PyObject_GetAttr gives: where the object's type reads attributes the
+ * generic way and the name is a plain object slot of it (a __slots__ member, as Block's fields are), the slot is
+ * read straight from the object; else (or where the slot is unset, for the AttributeError) PyObject_GetAttr. The
+ * type (held), its version tag and the slot's offset are kept for the next read: a type changed since (a field's
+ * descriptor replaced) has another version tag and is looked at again, as CPython's own slot reads do. */
+#include <structmember.h>
+
+typedef struct {
+    PyTypeObject *type;
+    unsigned int version;
+    Py_ssize_t offset;
+} SlotCache;
+
+static SlotCache text_slot, link_chars_slot, markup_bytes_slot, tag_slot;
+
+static PyObject *slot_attr(PyObject *obj, PyObject *name, SlotCache *cache) {
+    PyTypeObject *type = Py_TYPE(obj);
+    if (type != cache->type || type->tp_version_tag != cache->version
+            || !PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG)) {
+        Py_CLEAR(cache->type);
+        if (type->tp_getattro != PyObject_GenericGetAttr) return PyObject_GetAttr(obj, name);
+        PyObject *descr = _PyType_Lookup(type, name);  /* borrowed; gives the type a valid version tag */
+        if (!descr || !Py_IS_TYPE(descr, &PyMemberDescr_Type) || !PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG))
+            return PyObject_GetAttr(obj, name);
+        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type != T_OBJECT_EX || member->offset <= 0) return PyObject_GetAttr(obj, name);
+        Py_INCREF(type);
+        cache->type = type;
+        cache->version = type->tp_version_tag;
+        cache->offset = member->offset;
+    }
+    PyObject *value = *(PyObject **)((char *)obj + cache->offset);
+    if (!value) return PyObject_GetAttr(obj, name);
+    Py_INCREF(value);
+    return value;
+}
+
 /* --- passes over features.Tree (elements numbered parents first: parent[e] < e) --------------------------- */
 static int get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t count) {
     if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0) return -1;
@@ -432,14 +469,13 @@ static PyObject *utf8_controls_to_space(PyObject *self, PyObject *text) {
 /* --- parse.has_controls ------------------------------------------------------------------------------------------ */
 /* has_controls(data) -> whether the bytes hold an ASCII control character but \t \n \r (what parse.clean_utf8 turns
  * into spaces): one pass, in blocks of CONTROL_STRIDE bytes whose test has no branch (the compiler vectorises it),
- * where parse.has_controls' plain form makes one memchr pass a control character. */
+ * where parse.has_controls' plain form makes one memchr pass a control character. With AVX2 (chosen at run time),
+ * 32 bytes at a time classified by their two nibbles (two table lookups, vpshufb): a byte is a control character
+ * when CONTROL_LOW[its low nibble] and CONTROL_HIGH[its high nibble] share a bit - bit 1 for 0x00-0x0F but \t \n
+ * \r, bit 2 for 0x10-0x1F, bit 4 for 0x7F (0x80 and above have no bit: their high nibble's entry is 0). */
 #define CONTROL_STRIDE 4096
 
-static PyObject *has_controls(PyObject *self, PyObject *arg) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
-    const unsigned char *d = view.buf;
-    Py_ssize_t n = view.len;
+static int controls_plain(const unsigned char *d, Py_ssize_t n) {
     unsigned char found = 0;
     for (Py_ssize_t start = 0; start < n && !found; start += CONTROL_STRIDE) {
         Py_ssize_t end = n - start > CONTROL_STRIDE ? start + CONTROL_STRIDE : n;
@@ -448,8 +484,64 @@ static PyObject *has_controls(PyObject *self, PyObject *arg) {
             found |= (unsigned char)((c < 32) & (c != 9) & (c != 10) & (c != 13)) | (unsigned char)(c == 127);
         }
     }
+    return found;
+}
+
+#ifdef FORWARD_AVX2
+#include <immintrin.h>
+static int has_avx2 = 0;  /* set by PyInit__numeric */
+#define CONTROL_LOW 3, 3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 3, 3, 2, 3, 7
+#define CONTROL_HIGH 1, 2, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0
+
+__attribute__((target("avx2"))) static int controls_avx2(const unsigned char *d, Py_ssize_t n) {
+    const __m256i low = _mm256_setr_epi8(CONTROL_LOW, CONTROL_LOW), high = _mm256_setr_epi8(CONTROL_HIGH, CONTROL_HIGH);
+    const __m256i nibble = _mm256_set1_epi8(0x0F);
+    Py_ssize_t i = 0;
+    for (; i + 128 <= n; i += 128) {
+        __m256i hits = _mm256_setzero_si256();
+        for (int k = 0; k < 128; k += 32) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(d + i + k));
+            __m256i by_low = _mm256_shuffle_epi8(low, _mm256_and_si256(v, nibble));
+            __m256i by_high = _mm256_shuffle_epi8(high, _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble));
+            hits = _mm256_or_si256(hits, _mm256_and_si256(by_low, by_high));
+        }
+        if (!_mm256_testz_si256(hits, hits)) return 1;
+    }
+    return controls_plain(d + i, n - i);
+}
+#endif
+
+static PyObject *has_controls(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *d = view.buf;
+    Py_ssize_t n = view.len;
+#ifdef FORWARD_AVX2
+    int found = has_avx2 ? controls_avx2(d, n) : controls_plain(d, n);
+#else
+    int found = controls_plain(d, n);
+#endif
     PyBuffer_Release(&view);
     return PyBool_FromLong(found);
+}
+
+
+/* --- native.tune_heap ------------------------------------------------------------------------------------------- */
+/* tune_heap() -> bool: glibc's fast bins turned off (mallopt M_MXFAST 0), True where that was done. A page's tree is
+ * thousands of small blocks (libxml2's nodes, attributes, strings) freed together; with fast bins they wait there
+ * unmerged, and the next large request (the next page's bytes, a few times a page) merges them all
+ * (malloc_consolidate): without, each is merged as it is freed, and the two passes over the same blocks become
+ * one. Nothing but the allocator's bookkeeping changes. */
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+static PyObject *tune_heap(PyObject *self, PyObject *unused) {
+#if defined(__GLIBC__) && defined(M_MXFAST)
+    return PyBool_FromLong(mallopt(M_MXFAST, 0) == 1);
+#else
+    Py_RETURN_FALSE;
+#endif
 }
 
 
@@ -662,7 +754,7 @@ static PyObject *text_matrix(PyObject *self, PyObject *args) {
     double *out = (double *)PyByteArray_AS_STRING(result);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *block = PySequence_Fast_GET_ITEM(fb, i);
-        PyObject *text = PyObject_GetAttr(block, text_name);
+        PyObject *text = slot_attr(block, text_name, &text_slot);
         if (!text) goto fail;
         if (!PyUnicode_Check(text)) {
             Py_DECREF(text);
@@ -678,7 +770,8 @@ static PyObject *text_matrix(PyObject *self, PyObject *args) {
         if (!length) { Py_CLEAR(result); result = Py_None; Py_INCREF(result); goto done; }
         long long numbers[2];
         for (int k = 0; k < 2; k++) {
-            PyObject *value = PyObject_GetAttr(block, k ? markup_bytes_name : link_chars_name);
+            PyObject *value = k ? slot_attr(block, markup_bytes_name, &markup_bytes_slot)
+                                : slot_attr(block, link_chars_name, &link_chars_slot);
             if (!value) goto fail;
             numbers[k] = PyLong_AsLongLong(value);
             Py_DECREF(value);
@@ -937,7 +1030,7 @@ static PyObject *block_features(PyObject *self, PyObject *args) {
     }
     /* the owner tag's family (features._tag_columns) */
     for (Py_ssize_t b = 0; b < count; b++) {
-        PyObject *tag = PyObject_GetAttr(PySequence_Fast_GET_ITEM(fast, b), tag_name);
+        PyObject *tag = slot_attr(PySequence_Fast_GET_ITEM(fast, b), tag_name, &tag_slot);
         if (!tag) goto fail;
         PyObject *column = PyDict_GetItemWithError(columns_map, tag);
         Py_DECREF(tag);
@@ -2432,6 +2525,8 @@ static PyMethodDef methods[] = {
      "lean_markup(data) -> bytes: data without the content of its script and style elements: parse.lean_markup."},
     {"utf8_controls_to_space", utf8_controls_to_space, METH_O,
      "utf8_controls_to_space(text) -> bytes: parse.clean_text's encode-and-translate step."},
+    {"tune_heap", tune_heap, METH_NOARGS,
+     "tune_heap() -> bool: glibc's fast bins off (mallopt M_MXFAST 0), for page work; False where not glibc."},
     {"has_controls", has_controls, METH_O,
      "has_controls(data) -> bool: parse.has_controls (an ASCII control character but tab, newline, return)."},
     {"text_matrix", text_matrix, METH_VARARGS,
@@ -2481,6 +2576,7 @@ PyMODINIT_FUNC PyInit__numeric(void) {
 #ifdef FORWARD_AVX2
     __builtin_cpu_init();
     has_avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    has_avx2 = __builtin_cpu_supports("avx2");
 #endif
     lean_init();
     lower_name = PyUnicode_InternFromString("lower");

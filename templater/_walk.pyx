@@ -11,7 +11,7 @@ duplicate attributes), a function returns None and the caller runs the definitio
 from cpython.bytearray cimport PyByteArray_FromStringAndSize
 from cpython.buffer cimport PyBUF_C_CONTIGUOUS, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_FromStringAndSize
-from cpython.ref cimport PyObject, Py_DECREF
+from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF
 from cpython.unicode cimport Py_UNICODE_ISSPACE
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
@@ -43,6 +43,20 @@ cdef extern from "Python.h":
     _TypeSlots *Py_TYPE(PyObject *)
 
 
+cdef extern from "structmember.h":  # a __slots__ member: where its value sits in the instance (CPython's)
+    ctypedef struct PyMemberDef:
+        int type
+        Py_ssize_t offset
+        int flags
+    enum: T_OBJECT_EX
+    enum: READONLY
+
+
+cdef extern from "Python.h":
+    ctypedef struct PyMemberDescrObject:  # a member_descriptor
+        PyMemberDef *d_member
+
+
 class _Decline(Exception):
     """The page holds what this walk does not mirror: the caller takes the pure-Python definition."""
 
@@ -53,13 +67,18 @@ cdef object _words_function = None
 # Blocks are made the way object.__new__ and the class's __init__ make them, without the Python frame of __init__:
 # the block class's allocator, then each field set through its own slot descriptor (``member_descriptor.__set__``,
 # what ``self.field = value`` does). Taken only when the class is a plain __slots__ class with exactly these fields
-# and no __new__ of its own; else blocks are made by calling the class.
+# and no __new__ of its own; else blocks are made by calling the class. Where every field's descriptor is a plain
+# object member (T_OBJECT_EX, writable), its value is stored straight into the new block's slot (the allocator
+# zero-fills the slots: what member_descriptor.__set__ stores there, without its checks of the descriptor and the
+# instance, which configure made once).
 BLOCK_FIELDS = ("index", "_xpath", "tag_path", "tag", "text", "link_chars", "markup_bytes", "hash", "shape",
                 "element")
 DEF FIELDS = 10
 cdef PyObject *_field_descriptors[FIELDS]
 cdef list _held_descriptors = []
 cdef bint _fast_blocks = False
+cdef Py_ssize_t _field_offsets[FIELDS]  # each field's slot in a block (its member's offset) ...
+cdef bint _direct_fields = False  # ... where every field is a plain object member
 
 
 cdef bint _plain_slots_class(cls) except -1:
@@ -95,9 +114,19 @@ cdef object _make_block(index, xpath, tag_path, tag, text, link_chars, markup, d
     values[8] = <PyObject *>shape
     values[9] = <PyObject *>element
     cdef int i
+    if _direct_fields:
+        for i in range(FIELDS):
+            Py_INCREF(<object>values[i])
+            (<PyObject **>(<char *>made + _field_offsets[i]))[0] = values[i]
+        return block
     for i in range(FIELDS):
         Py_TYPE(_field_descriptors[i]).tp_descr_set(_field_descriptors[i], <PyObject *>block, values[i])
     return block
+
+
+cdef inline bint _same(const char *a, const char *b) noexcept:
+    """strcmp(a, b) == 0 with the first bytes compared inline: most names differ there, and then no call is made."""
+    return a[0] == b[0] and strcmp(a, b) == 0
 
 
 # --- tag name sets: names compared as C strings (the bytes objects holding them are kept in ``names``) ----------
@@ -141,20 +170,32 @@ cdef inline uint32_t _tag_value(const Tags *tags, xmlNode *n) noexcept:
 
 def configure(block_tags, split_tags, block_class):
     """The tags that own blocks, those that split them (blocks.segment's), and the class blocks are made of."""
-    global _block_class, _fast_blocks
+    global _block_class, _fast_blocks, _direct_fields
+    cdef PyMemberDef *member
     _set_tags(&_block_tags, [(tag, 1) for tag in block_tags])
     _set_tags(&_split_tags, [(tag, 1) for tag in split_tags])
     _block_class = block_class
     _fast_blocks = _plain_slots_class(block_class)
+    _direct_fields = False
     if _fast_blocks:
         _held_descriptors[:] = [block_class.__dict__[name] for name in BLOCK_FIELDS]
+        _direct_fields = True
         for i in range(FIELDS):
             _field_descriptors[i] = <PyObject *>_held_descriptors[i]
+            member = (<PyMemberDescrObject *>_field_descriptors[i]).d_member
+            _field_offsets[i] = member.offset
+            if member.type != T_OBJECT_EX or member.flags & READONLY or member.offset <= 0:
+                _direct_fields = False
 
 
 def fast_blocks():
     """Whether blocks are made without calling the block class (see BLOCK_FIELDS)."""
     return _fast_blocks
+
+
+def direct_fields():
+    """Whether the made blocks' fields are stored straight into their slots (see BLOCK_FIELDS)."""
+    return _direct_fields
 
 
 def configure_tree(pairs, word_bits, Py_ssize_t cache_size):
@@ -213,12 +254,12 @@ cdef inline uint32_t _utf8_next(const unsigned char **p) noexcept:
 
 
 cdef inline Py_ssize_t _utf8_chars(const unsigned char *s) noexcept:
-    """len() of the decoded text."""
-    cdef Py_ssize_t count = 0
-    while s[0]:
-        count += (s[0] & 0xC0) != 0x80
-        s += 1
-    return count
+    """len() of the decoded text: its bytes (strlen) less its continuation bytes, counted by a loop of known length
+    (which the compiler vectorises)."""
+    cdef size_t size = strlen(<const char *>s), i, continuation = 0
+    for i in range(size):
+        continuation += (s[i] & 0xC0) == 0x80
+    return <Py_ssize_t>(size - continuation)
 
 
 cdef Py_ssize_t _stripped_chars(const unsigned char *s) noexcept:
@@ -423,7 +464,7 @@ cdef inline xmlNode *_previous_element(xmlNode *n) noexcept:  # lxml's _previous
 
 
 cdef inline bint _is_named(xmlNode *n, const char *name) noexcept:
-    return n.type == tree.XML_ELEMENT_NODE and strcmp(<const char *>n.name, name) == 0
+    return n.type == tree.XML_ELEMENT_NODE and _same(<const char *>n.name, name)
 
 
 cdef inline str _text(const char *s):
@@ -884,11 +925,11 @@ def head_title(root):
     cdef xmlNode *head = c_root.children if c_root is not NULL else NULL
     cdef xmlNode *title
     while head is not NULL:
-        if head.type == tree.XML_ELEMENT_NODE and head.ns is NULL and strcmp(<const char *>head.name, "head") == 0:
+        if head.type == tree.XML_ELEMENT_NODE and head.ns is NULL and _same(<const char *>head.name, "head"):
             title = head.children
             while title is not NULL:
                 if (title.type == tree.XML_ELEMENT_NODE and title.ns is NULL
-                        and strcmp(<const char *>title.name, "title") == 0):
+                        and _same(<const char *>title.name, "title")):
                     return elementFactory((<_Element>root)._doc, title)
                 title = title.next
         head = head.next
@@ -1053,17 +1094,17 @@ cdef void _attributes(xmlNode *n, Attributes *found) noexcept:
         if a.type == tree.XML_ATTRIBUTE_NODE and a.ns is NULL:
             name = <const char *>a.name
             if name[0] == c'c':
-                if found.class_ is NULL and strcmp(name, "class") == 0:
+                if found.class_ is NULL and _same(name, "class"):
                     found.class_ = a
             elif name[0] == c'i':
-                if found.id_ is NULL and strcmp(name, "id") == 0:
+                if found.id_ is NULL and _same(name, "id"):
                     found.id_ = a
-                elif found.itemprop is NULL and strcmp(name, "itemprop") == 0:
+                elif found.itemprop is NULL and _same(name, "itemprop"):
                     found.itemprop = a
-                elif found.itemtype is NULL and strcmp(name, "itemtype") == 0:
+                elif found.itemtype is NULL and _same(name, "itemtype"):
                     found.itemtype = a
             elif name[0] == c'r':
-                if found.role is NULL and strcmp(name, "role") == 0:
+                if found.role is NULL and _same(name, "role"):
                     found.role = a
         a = a.next
 
@@ -1496,7 +1537,7 @@ cdef bint _rule_holds(xmlNode *cur, const Rule *rule, Buffer *scratch) except -1
     if rule.id_ is not NULL:  # @id = 'ID': any id attribute (no namespace) with that value
         a = cur.properties
         while a is not NULL and not hit:
-            if a.type == tree.XML_ATTRIBUTE_NODE and a.ns is NULL and strcmp(<const char *>a.name, "id") == 0:
+            if a.type == tree.XML_ATTRIBUTE_NODE and a.ns is NULL and _same(<const char *>a.name, "id"):
                 hit = _value_is(a, rule.id_)
             a = a.next
     if rule.token is not NULL:  # the first class attribute, normalize-space'd, between spaces
@@ -1677,7 +1718,7 @@ def normalized_length(element, bint body=False, Py_ssize_t stop=-1):
             return None
         html = <xmlNode *>node.doc.children  # the first of /html/body in document order
         while html is not NULL and found is NULL:
-            if html.type == tree.XML_ELEMENT_NODE and html.ns is NULL and strcmp(<const char *>html.name, "html") == 0:
+            if html.type == tree.XML_ELEMENT_NODE and html.ns is NULL and _same(<const char *>html.name, "html"):
                 child = html.children
                 while child is not NULL and found is NULL:
                     if child.type == tree.XML_ELEMENT_NODE and child.ns is NULL and strcmp(<const char *>child.name,
@@ -1754,13 +1795,13 @@ cdef bint _note_declared(list declared, list props, _Document doc, xmlNode *cur,
     cdef const char *name = <const char *>cur.name
     if cur.ns is not NULL:
         return False
-    is_meta = strcmp(name, "meta") == 0
-    if is_meta or strcmp(name, "link") == 0 or strcmp(name, "time") == 0:
+    is_meta = _same(name, "meta")
+    if is_meta or _same(name, "link") or _same(name, "time"):
         declared.append(elementFactory(doc, cur))
     if in_body and not is_meta:
         a = cur.properties
         while a is not NULL:
-            if a.type == tree.XML_ATTRIBUTE_NODE and strcmp(<const char *>a.name, "itemprop") == 0:
+            if a.type == tree.XML_ATTRIBUTE_NODE and _same(<const char *>a.name, "itemprop"):
                 if a.ns is not NULL:
                     return False
                 prop = True
@@ -1794,7 +1835,7 @@ cdef object _attribute_value(xmlNode *n, const char *name):
 
 cdef inline bint _plain_meta(xmlNode *n) noexcept:
     """An element whose lxml tag is "meta" (no namespace)."""
-    return n.type == tree.XML_ELEMENT_NODE and n.ns is NULL and strcmp(<const char *>n.name, "meta") == 0
+    return n.type == tree.XML_ELEMENT_NODE and n.ns is NULL and _same(<const char *>n.name, "meta")
 
 
 cdef bint _may_declare_link(xmlNode *n) except -1:
@@ -1832,7 +1873,7 @@ def meta_fields(elements, dict ranks):
                 out.append(element)
                 continue
             if not _plain_meta(n):
-                if (n.ns is NULL and strcmp(<const char *>n.name, "time") == 0) or _may_declare_link(n):
+                if (n.ns is NULL and _same(<const char *>n.name, "time")) or _may_declare_link(n):
                     out.append(element)
                 continue
             key = None
@@ -1881,7 +1922,7 @@ def head_titles(top, elements, titles):
                 continue
             head = _parent_element(n)
             if (head is not NULL and head.type == tree.XML_ELEMENT_NODE and head.ns is NULL
-                    and strcmp(<const char *>head.name, "head") == 0 and _parent_element(head) is c_top):
+                    and _same(<const char *>head.name, "head") and _parent_element(head) is c_top):
                 found.append(content)
     except _Decline:
         return None
@@ -1923,26 +1964,26 @@ def block_contexts(elements):
             if n.type == tree.XML_ELEMENT_NODE and n.ns is NULL:
                 name = <const char *>n.name
                 if name[0] == c'p':
-                    if pre is NULL and strcmp(name, "pre") == 0:
+                    if pre is NULL and _same(name, "pre"):
                         pre = n
                 elif name[0] == c't':
-                    if strcmp(name, "table") == 0:
+                    if _same(name, "table"):
                         if table is NULL:
                             table = n
                             cell = candidate  # a cell below the nearest table (None: the table's own text)
-                    elif (strcmp(name, "td") == 0 or strcmp(name, "th") == 0) and table is NULL and candidate is NULL:
+                    elif (_same(name, "td") or _same(name, "th")) and table is NULL and candidate is NULL:
                         candidate = n
                 elif name[0] == c'l':
-                    if item is NULL and strcmp(name, "li") == 0:
+                    if item is NULL and _same(name, "li"):
                         item = n
                 elif name[0] == c'u' or name[0] == c'o' or name[0] == c'm' or name[0] == c'd':
-                    if (strcmp(name, "ul") == 0 or strcmp(name, "ol") == 0 or strcmp(name, "menu") == 0
-                            or strcmp(name, "dir") == 0):
+                    if (_same(name, "ul") or _same(name, "ol") or _same(name, "menu")
+                            or _same(name, "dir")):
                         depth += 1
                         if ordered < 0:
                             ordered = name[0] == c'o'
                 elif name[0] == c'b':
-                    if strcmp(name, "blockquote") == 0:
+                    if _same(name, "blockquote"):
                         quote += 1
                 elif name[0] == c'h':
                     if heading == 0 and c'1' <= name[1] <= c'6' and name[2] == 0:
@@ -2185,10 +2226,10 @@ cdef bint _may_be_named(xmlNode *n) noexcept:
     cdef xmlAttr *a = n.properties
     cdef xmlNode *t
     cdef const char *name
-    cdef bint link = n.ns is NULL and strcmp(<const char *>n.name, "a") == 0
+    cdef bint link = n.ns is NULL and _same(<const char *>n.name, "a")
     while a is not NULL:
         name = <const char *>a.name
-        if strcmp(name, "class") == 0 or strcmp(name, "rel") == 0 or (link and strcmp(name, "href") == 0):
+        if _same(name, "class") or _same(name, "rel") or (link and _same(name, "href")):
             t = a.children
             if t is not NULL and (t.next is not NULL or t.type != tree.XML_TEXT_NODE):
                 return True  # a value of several pieces: the caller reads it
@@ -2236,8 +2277,8 @@ def may_be_named_author(element, Py_ssize_t levels):
             a = node.properties
             while a is not NULL:
                 name = <const char *>a.name
-                if (strcmp(name, "class") == 0 or strcmp(name, "id") == 0 or strcmp(name, "rel") == 0
-                        or strcmp(name, "itemprop") == 0):
+                if (_same(name, "class") or _same(name, "id") or _same(name, "rel")
+                        or _same(name, "itemprop")):
                     t = a.children
                     if t is not NULL and (t.next is not NULL or t.type != tree.XML_TEXT_NODE):
                         return True
@@ -2288,8 +2329,8 @@ def named_candidates_each(elements, Py_ssize_t max_inline):
         c_node = (<_Element>element)._c_node
         if c_node is NULL or c_node.type != tree.XML_ELEMENT_NODE:
             return None
-        if c_node.ns is NULL and (strcmp(<const char *>c_node.name, "body") == 0
-                                  or strcmp(<const char *>c_node.name, "html") == 0):
+        if c_node.ns is NULL and (_same(<const char *>c_node.name, "body")
+                                  or _same(<const char *>c_node.name, "html")):
             out.append(None)
             continue
         found = _named_candidates(<_Element>element, c_node, last, max_inline)
@@ -2308,7 +2349,7 @@ cdef object _named_candidates(_Element element, xmlNode *c_node, xmlNode *last, 
         found.append(element)
     cdef xmlNode *parent = _parent_element(c_node)
     if (parent is not NULL and parent is not last and not (parent.type == tree.XML_ELEMENT_NODE and parent.ns is NULL
-            and (strcmp(<const char *>parent.name, "body") == 0 or strcmp(<const char *>parent.name, "html") == 0))):
+            and (_same(<const char *>parent.name, "body") or _same(<const char *>parent.name, "html")))):
         if parent.type == tree.XML_ELEMENT_NODE and _may_be_named(parent):
             found.append(elementFactory(doc, parent))
     cdef Py_ssize_t children = 0

@@ -60,6 +60,18 @@ if walk is not None:  # the pair verification is its own module: say when it is 
 COMPILED = walk is not None
 
 
+_heap_tuned = False
+
+
+def tune_heap() -> None:
+    """Set the process's allocator for page work, once (``numeric.tune_heap``: glibc's fast bins off, which saves
+    merging a freed page's tree twice); nothing on the pure path or without glibc. Outputs do not depend on it."""
+    global _heap_tuned
+    if not _heap_tuned and numeric is not None:
+        numeric.tune_heap()
+    _heap_tuned = True
+
+
 def slow_path_warning() -> str | None:
     """A warning for users on the pure path who did not ask for it, else None."""
     if COMPILED or os.environ.get(PURE_ENV):

@@ -27,7 +27,7 @@ from store import signature_index as sig_store
 from store import templates as template_store
 from store.db import db_path, describe_error, open_db, open_reader  # noqa: F401 -- describe_error: for the CLI
 
-from . import config, dedup, document, fallback, metadata, workers
+from . import config, dedup, document, fallback, metadata, native, workers
 from .blocks import segment
 from .config import LearnSettings
 from .encoding import decode_page
@@ -233,6 +233,7 @@ def prepare_ingest(item: RawPage | Skip) -> PreparedPage | Skip:
 
 
 def _ingest_worker() -> Callable[[list], list]:
+    native.tune_heap()
     return _prepare_chunk
 
 
@@ -245,6 +246,7 @@ def iter_prepared(inputs: Sequence[str | Path], *, site: str | None = None,
     """``prepare_ingest`` of every record of the inputs, in order (in WORK_CHUNK chunks on ``jobs`` workers)."""
     records = iter_records(inputs, site=site)
     if jobs <= 1:
+        native.tune_heap()
         yield from map(prepare_ingest, records)
         return
     with workers.pool(jobs, _ingest_worker, None) as pool:
@@ -818,6 +820,7 @@ class _ChunkExtractor:
                  signing: ShingleSettings | None = None, render: Callable[[Extraction], str] | None = None) -> None:
         self.db, self.method, self.index = db, method, TemplateIndex(db)
         self.classifier, self.signing, self.render = classifier, signing, render
+        native.tune_heap()
 
     def __call__(self, ids: Sequence[str]) -> list[Extracted]:
         """(content hash, extraction or Skip, signed text or None, rendered text or None) of each stored page of

@@ -54,6 +54,23 @@ def test_text_columns_title_words_and_case_folding():
     assert features._text_columns(seg).tobytes() == plain
 
 
+def test_text_columns_read_block_fields_as_python_does():
+    """The C pass reads Block's fields from their slots; a block of a subclass whose text is a property, among
+    plain blocks (the types alternate), is read through the property, as the definition reads it."""
+    class Loud(Block):
+        __slots__ = ()
+        text = property(lambda self: Block.text.__get__(self).upper() + " LOUD",
+                        lambda self, value: Block.text.__set__(self, value))
+
+    seg = page_of(["Hello there. ", "The river", "x"], "river hello")
+    blocks = tuple((Loud if i % 2 else Block)(i, None, b.tag_path, b.tag, b.text, b.link_chars, b.markup_bytes, 0, 0)
+                   for i, b in enumerate(seg.blocks))
+    seg = Segmented(page=seg.page, blocks=blocks, vector=seg.vector, title=seg.title)
+    assert blocks[1].text == "THE RIVER LOUD"
+    assert features._text_columns(seg).tobytes() == features._text_columns_plain(seg).tobytes()
+    assert features._text_columns(seg)[1, 0] == len("THE RIVER LOUD")
+
+
 # --- the compiled walk (templater._walk, Cython) against the plain walk -----------------------------------------------------
 
 import gzip  # noqa: E402
@@ -1003,7 +1020,8 @@ def test_has_controls_finds_exactly_the_bytes_clean_utf8_replaces():
     place, is found."""
     for value in range(256):
         for data in (bytes([value]), b"<p>" + bytes([value]) + b"</p>" * 50, b"x" * 5000 + bytes([value]),
-                     b"x" * 4095 + bytes([value]) + b"x" * 4096, b"x" * 4096 + bytes([value])):
+                     b"x" * 4095 + bytes([value]) + b"x" * 4096, b"x" * 4096 + bytes([value]),
+                     *(b"\t" * at + bytes([value]) + b"\n" * (300 - at) for at in range(0, 300, 37))):
             assert parse.has_controls(data) == (data.translate(parse._CONTROL_TO_SPACE) != data)
             assert parse.has_controls(data) == any(control in data for control in parse._CONTROL_BYTES)  # plain
     page = "<p>caf\u00e9\t\r\n</p>".encode("utf-8") * 100
@@ -1016,6 +1034,7 @@ def test_c_walk_makes_blocks_by_calling_a_class_it_cannot_fill_by_its_slots():
     exactly Block's fields (here: one whose __init__ changes a field) is called instead, and its blocks are kept."""
     walk = native.walk
     assert walk.fast_blocks() and walk.BLOCK_FIELDS == datatypes.Block.__slots__
+    assert walk.direct_fields()  # Block's fields are plain object slots: stored straight into them
 
     class Shouting(datatypes.Block):
         __slots__ = ()
@@ -1027,13 +1046,13 @@ def test_c_walk_makes_blocks_by_calling_a_class_it_cannot_fill_by_its_slots():
     markup = "<html><body><p>Hello <b>you</b></p><div>there</div></body></html>"
     try:
         walk.configure(tuple(sorted(config.BLOCK_TAGS)), tuple(sorted(config.BLOCK_TAGS | config.BREAK_TAGS)), Shouting)
-        assert not walk.fast_blocks()
+        assert not walk.fast_blocks() and not walk.direct_fields()
         seg = blocks.segment(parse_html(markup), Page("p", "https://a.example/p", markup))
         assert [(type(b), b.text) for b in seg.blocks] == [(Shouting, "HELLO YOU"), (Shouting, "THERE")]
     finally:
         walk.configure(tuple(sorted(config.BLOCK_TAGS)), tuple(sorted(config.BLOCK_TAGS | config.BREAK_TAGS)),
                        datatypes.Block)
-    assert walk.fast_blocks()
+    assert walk.fast_blocks() and walk.direct_fields()
     assert_same_segmentation(markup)
 
 
@@ -1639,3 +1658,16 @@ def test_lean_markup_without_the_c_pass_is_the_page(monkeypatch):
     monkeypatch.setattr(parse, "_LEAN", False)
     data = b"<script>x</script><p>y</p>"
     assert parse.lean_markup(data) is data
+
+
+def test_tune_heap_turns_glibc_fast_bins_off_where_glibc_runs():
+    """native.tune_heap's C step says whether it set the allocator (glibc: mallopt M_MXFAST 0); a second call is
+    harmless, and the library's own call changes nothing of what extraction gives (the other tests run with it)."""
+    import platform
+
+    if native.numeric is None:
+        pytest.skip("the C extension is not built")
+    expected = platform.libc_ver()[0] == "glibc"
+    assert native.numeric.tune_heap() is expected
+    assert native.numeric.tune_heap() is expected
+    native.tune_heap()
