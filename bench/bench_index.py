@@ -35,7 +35,8 @@ their callers too) and the commits.
 ``--merge-rows N`` times one merge of the band index alone instead: SEGMENT_FANOUT - 1 segments of level 0 with N
 random (key, doc) rows each, then the N rows of a flush, inside a caller's transaction (the merge runs in the
 savepoint ``add_signatures`` makes): CPU per merged row, and by part (ordering the rows, setting the new segment's
-filter, writing its blocks, reading the merged ones), then the commit and the checkpoint.
+filter, writing its blocks, reading the merged ones), then the commit and the checkpoint, and the rise of resident
+memory during the flush and the merge (the peak, VmHWM, reset before them; Linux).
 ``--filter-memory-mib`` and ``--recent-pages`` set config.FILTER_MEMORY_BYTES and RECENT_PAGES for the run: a scale
 model of a larger index (``--n 400000 --recent-pages 2000 --filter-memory-mib 7.68`` makes the segments and the
 filters' share of memory that 10M pages make with the defaults, at a 25th of the pages). The end of the run prints
@@ -355,11 +356,18 @@ def time_merge(rows: int) -> None:
         proxy.lexsort = timed("ordering the rows", np.lexsort)
         lsh.np = proxy
     lsh._SegmentWriter._blocks = timed("writing blocks", lsh._SegmentWriter._blocks)
+    first = 1 + (lsh.SEGMENT_FANOUT - 1) * rows
+    keys, docs = rng.integers(0, 2**47, size=rows), first + np.arange(rows) // 28
+    order = np.lexsort((docs, keys))
+    keys, docs = keys[order], docs[order]
+    del order
+    resident = peak_reset()
     db.conn.execute("BEGIN IMMEDIATE")
     began = time.process_time()
     with transaction(db, name="lsh"):
-        flush(1 + (lsh.SEGMENT_FANOUT - 1) * rows)
+        lsh._add_segment(db, keys, docs)
     merge = time.process_time() - began
+    peak = memory_status("VmHWM")
     began = time.process_time()
     db.conn.execute("COMMIT")
     commit = time.process_time() - began
@@ -371,7 +379,28 @@ def time_merge(rows: int) -> None:
     levels = [(s.level, s.rows) for s in lsh._segments(db).items]
     print(f"merge: {rows:,} rows flushed, then {merged:,} rows merged in {merge:.2f} s CPU ({merge / merged * 1e9:.0f} "
           f"ns a merged row; {shares}); commit {commit:.2f} s, checkpoint {checkpoint:.2f} s CPU; segments (level, "
-          f"rows) {levels}")
+          f"rows) {levels}; resident memory {resident:,.0f} MiB before the flush, peak {peak:,.0f} during it and the "
+          f"merge (+{peak - resident:,.0f})")
+
+
+def memory_status(name: str) -> float:
+    """A /proc/self/status memory figure, MiB (0 where there is none)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(name + ":"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def peak_reset() -> float:
+    """Reset the process's peak resident memory (VmHWM, Linux) to its resident memory now, which it returns."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+    return memory_status("VmRSS")
 
 
 def main() -> None:

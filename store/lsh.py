@@ -1154,11 +1154,16 @@ class _SegmentWriter:
             return
         self.last = int(keys[-1]), int(docs[-1])
         _bloom_add(self.bits, keys)
-        self.keys.append(keys)
-        self.docs.append(docs)
-        self.pending += len(keys)
-        if self.pending >= SEGMENT_BLOCK_ROWS * 256:
-            self._blocks(final=False)
+        step = SEGMENT_BLOCK_ROWS * 256  # (rows are written as they come, this many at a time: a flush or a merge's
+        # key range is not held twice, as pending rows and as their concatenation)
+        for start in range(0, len(keys), step):
+            self.keys.append(keys[start:start + step])
+            self.docs.append(docs[start:start + step])
+            self.pending += len(self.keys[-1])
+            if self.pending >= step:
+                self._blocks(final=False)
+        self.keys = [np.array(k) for k in self.keys]  # (rows left pending: copies, not views of the caller's rows)
+        self.docs = [np.array(d) for d in self.docs]
 
     def _blocks(self, *, final: bool) -> None:
         empty = [np.empty(0, np.int64)]
