@@ -6,7 +6,7 @@
                                 [--anchor-rate 16] [--anchor-keys 12]
                                 [--keep]
                                 [--phases] [--filter-memory-mib 192] [--recent-pages 50000]
-                                [--min-free-gib 0] [--no-pairs]
+                                [--min-free-gib 0] [--no-pairs] [--existing]
     python bench/bench_index.py --merge-rows 1400000
 
 
@@ -44,7 +44,9 @@ the segments' filters (memory, bits a key row).
 ``--page-size`` creates the database with that SQLite page size before ``open_db`` (0: open_db's default).
 ``--min-free-gib G`` stops inserting (after committing what is in) when the database's disk has less than G GiB free,
 checked every 100 batches; the later phases then run on the pages inserted. ``--no-pairs`` leaves out the pairs
-phase (a pass over every key row: long at 10M pages).
+phase (a pass over every key row: long at 10M pages). ``--existing`` inserts nothing: the index in ``--db`` (one
+this benchmark wrote, kept with ``--keep`` or left by a run that was stopped) is measured as it is: its filters,
+clusters, pairs (unless ``--no-pairs``), lookups, size.
 """
 
 from __future__ import annotations
@@ -403,6 +405,26 @@ def peak_reset() -> float:
     return memory_status("VmRSS")
 
 
+def measure_existing(path: Path, args) -> None:
+    """The phases after the inserts, on an index this benchmark wrote before (``--existing``)."""
+    if not path.exists():
+        sys.exit(f"{path} does not exist: --existing measures an index written before")
+    db = open_db(path)
+    settings = lsh.load_settings(db)
+    stats = lsh.stats(db)
+    pages = int(db.conn.execute("SELECT max(doc) FROM lsh_signatures").fetchone()[0] or 0)
+    print(f"{path}: {stats['pages']:,} pages (docs 1-{pages:,}); load average {os.getloadavg()[0]:.1f}")
+    print_filters(db)
+    print(f"clusters: {stats['clusters']:,} holding {stats['pages_in_clusters']:,} pages")
+    if not args.no_pairs:
+        time_pairs(db)
+    time_lookups(db, settings, pages, args.lookups)
+    size = path.stat().st_size
+    print(f"disk: {size / 2**20:,.0f} MiB, {size / max(pages, 1):,.0f} bytes per page; peak memory (max RSS) "
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB")
+    db.conn.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=1_000_000)
@@ -433,6 +455,8 @@ def main() -> None:
     parser.add_argument("--min-free-gib", type=float, default=0,
                         help="stop inserting when the database's disk has less free (0: never)")
     parser.add_argument("--no-pairs", action="store_true", help="leave out the pairs phase")
+    parser.add_argument("--existing", action="store_true",
+                        help="insert nothing: measure the index in --db as it is (filters, clusters, pairs, lookups)")
     parser.add_argument("--merge-rows", type=int, default=0,
                         help="time one merge of segments of this many rows instead (see above)")
     args = parser.parse_args()
@@ -441,6 +465,9 @@ def main() -> None:
         time_merge(args.merge_rows)
         return
     path = args.db or Path(tempfile.mkdtemp(prefix="bench-index-")) / "index.db"
+    if args.existing:
+        measure_existing(path, args)
+        return
     if path.exists():
         sys.exit(f"{path} exists: give a new --db path")
     settings = ShingleSettings(verify=args.verify, sample=args.sample, anchor_rate=args.anchor_rate,
