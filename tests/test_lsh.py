@@ -173,6 +173,45 @@ def test_removal_and_update_keep_clusters_right(db):
     check_invariants(db)
 
 
+def test_a_batch_of_changed_unchanged_and_new_pages_finds_what_separate_batches_find(tmp_path):
+    """One lookup serves a batch's page keys and band keys; a batch that also re-indexes pages with another text looks
+    its band keys up again once those pages have left the index: the same candidates and clusters as the changed,
+    unchanged and new pages given in three batches."""
+    rng = np.random.default_rng(8)
+    values = make_signatures(rng, 120, 6, 0.3)
+    ids = [f"p{i:03d}" for i in range(120)]
+    mixed, split = open_db(tmp_path / "mixed.db"), open_db(tmp_path / "split.db")
+    for db in (mixed, split):
+        add(db, ids[:80], values[:80])
+    changed = make_signatures(rng, 20, 3, 0.3)
+    batch_ids = ids[:20] + ids[20:40] + ids[80:]
+    batch_values = np.concatenate((changed, values[20:40], values[80:]))
+    current = dict(zip(ids, values)) | dict(zip(ids[:20], changed))
+    doc_of = {page.page_id: page.doc for page in (lsh.page_row(mixed, i) for i in ids[:80])}
+    doc_of |= {i: 81 + n for n, i in enumerate(ids[80:])}
+    keys_of = {doc_of[i]: set(band_keys(v[None, :], SETTINGS)[0].tolist()) for i, v in current.items()}
+    found: list[tuple[int, int]] = []
+    real = lsh._candidate_pairs
+
+    def spy(db_, *rest):
+        pairs = real(db_, *rest)
+        found.extend(map(tuple, pairs.tolist()))
+        return pairs
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(lsh, "_candidate_pairs", spy)
+        result = add(mixed, batch_ids, batch_values)
+    assert (result.updated, result.unchanged, result.added) == (20, 20, 40)
+    assert found and all(keys_of[a] & keys_of[b] for a, b in found)  # (no pair through a key a page no longer has)
+    add(split, ids[:20], changed)
+    add(split, ids[20:40], values[20:40])
+    add(split, ids[80:], values[80:])
+    assert stored_clusters(mixed) == stored_clusters(split)
+    pairs = [sorted(map(tuple, np.concatenate(list(lsh.iter_candidate_pairs(db))).tolist())) for db in (mixed, split)]
+    assert pairs[0] == pairs[1]
+    check_invariants(mixed)
+
+
 def test_unchanged_pages_keep_first_seen_and_refresh_url(db):
     rng = np.random.default_rng(4)
     values = make_signatures(rng, 3, 1, 0.0)
