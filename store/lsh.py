@@ -1056,8 +1056,8 @@ def _segments(db: sqlite_utils.Database) -> _Segments:
     token = _state(db, "segments_token")
     held = vars(db).get("_lsh_segments")
     if held is None or held.token != token:
-        # (a filter is copied out of its BLOB into memory numpy allocates: large arrays get huge pages, and a probe
-        # of a random block then misses the TLB less)
+        # (a filter is copied out of its BLOB into memory numpy allocates, which asks for huge pages for large
+        # arrays: a probe reads one random block a key)
         held = _Segments(token, [_Segment(s, level, rows, np.frombuffer(fences, dtype=np.int64),
                                           np.array(np.frombuffer(bits, dtype=np.uint8)))
                                  for s, level, rows, fences, bits in db.conn.execute(
