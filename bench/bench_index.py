@@ -6,6 +6,7 @@
                                 [--anchor-rate 16] [--anchor-keys 12]
                                 [--keep]
                                 [--phases] [--filter-memory-mib 192] [--recent-pages 50000]
+                                [--min-free-gib 0] [--no-pairs] [--existing]
     python bench/bench_index.py --merge-rows 1400000
 
 
@@ -34,12 +35,18 @@ their callers too) and the commits.
 ``--merge-rows N`` times one merge of the band index alone instead: SEGMENT_FANOUT - 1 segments of level 0 with N
 random (key, doc) rows each, then the N rows of a flush, inside a caller's transaction (the merge runs in the
 savepoint ``add_signatures`` makes): CPU per merged row, and by part (ordering the rows, setting the new segment's
-filter, writing its blocks, reading the merged ones), then the commit and the checkpoint.
+filter, writing its blocks, reading the merged ones), then the commit and the checkpoint, and the rise of resident
+memory during the flush and the merge (the peak, VmHWM, reset before them; Linux).
 ``--filter-memory-mib`` and ``--recent-pages`` set config.FILTER_MEMORY_BYTES and RECENT_PAGES for the run: a scale
 model of a larger index (``--n 400000 --recent-pages 2000 --filter-memory-mib 7.68`` makes the segments and the
 filters' share of memory that 10M pages make with the defaults, at a 25th of the pages). The end of the run prints
 the segments' filters (memory, bits a key row).
 ``--page-size`` creates the database with that SQLite page size before ``open_db`` (0: open_db's default).
+``--min-free-gib G`` stops inserting (after committing what is in) when the database's disk has less than G GiB free,
+checked every 100 batches; the later phases then run on the pages inserted. ``--no-pairs`` leaves out the pairs
+phase (a pass over every key row: long at 10M pages). ``--existing`` inserts nothing: the index in ``--db`` (one
+this benchmark wrote, kept with ``--keep`` or left by a run that was stopped) is measured as it is: its filters,
+clusters, pairs (unless ``--no-pairs``), lookups, size.
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import sqlite3
 import sys
 import tempfile
@@ -177,7 +185,14 @@ def insert_all(db, args, settings: ShingleSettings) -> tuple[int, list[float], l
     batch_times, cpu_times, planted, own_bytes = [], [], 0, 0
     reported = 0  # batches timed at the last progress line
     growing = GrowingBatch(db) if args.commit == "growing" else None
+    folder = Path(db.conn.execute("PRAGMA database_list").fetchone()[2]).parent
     for start in range(0, args.n, args.batch):
+        if args.min_free_gib and batch_times and len(batch_times) % 100 == 0 and \
+                shutil.disk_usage(folder).free < args.min_free_gib * 2**30:
+            if growing:
+                growing.commit()
+            print(f"  stopped at {start:,} pages: less than {args.min_free_gib} GiB free on the disk", flush=True)
+            break
         count = min(args.batch, args.n - start)
         values, shingles, sets, dups, anchors = make_batch(rng, count, pool, args, settings)
         planted += dups
@@ -204,6 +219,7 @@ def insert_all(db, args, settings: ShingleSettings) -> tuple[int, list[float], l
                   f"far, {args.batch * step / sum(cpu_times[-step:]):,.0f} since the last line; max RSS "
                   f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB", flush=True)
             reported = len(batch_times)
+    args.n = min(args.n, sum(min(args.batch, args.n - i * args.batch) for i in range(len(batch_times))))
     return planted, batch_times, cpu_times, own_bytes
 
 
@@ -241,11 +257,12 @@ def time_lookups(db, settings: ShingleSettings, n: int, lookups: int) -> None:
 
 PHASES = {  # store.lsh's steps of an insert, by function (nested: a step's time counts in its callers' too)
     "add_signatures": "add_signatures (the whole call)",
+    "_lookup_rows": "  lookups of the batch's page and band keys",
+    "_segment_rows": "    in the segments (filters, blocks)",
+    "find": "    in the recent runs",
     "_insert_docs": "  _insert_docs (after the known pages' lookup)",
-    "_candidate_pairs": "    candidates: batch's keys, lookups, new run",
-    "_stored_partners": "      lookups of the batch's keys",
-    "_segment_rows": "        in the segments (filters, blocks)",
-    "find": "        in the recent runs",
+    "_candidate_pairs": "    candidates: stored buckets matched, new run",
+    "_stored_partners": "      stored candidates (lookups, if not made)",
     "_append_run": "      the batch's run (INSERT, memory, filter)",
     "_merge_recent": "      flushes and merges of segments",
     "_verified_edges": "    verification of candidates",
@@ -271,6 +288,8 @@ def timed_phases() -> dict[str, list]:
 
     for name in PHASES:
         owner = lsh._Recent if name == "find" else lsh
+        if not hasattr(owner, name):  # (an older store.lsh, linked in for a comparison)
+            continue
         setattr(owner, name, wrap(name, getattr(owner, name)))
     return spent
 
@@ -285,7 +304,8 @@ def print_phases(spent: dict[str, list], total_cpu: float, pages: int) -> None:
     for label, seconds in (
             ("    the pages' rows (INSERT lsh_signatures), rest",
              spent["_insert_docs"][0] - sum(spent[name][0] for name in children)),
-            ("  known pages' lookup, verification sets, rest", spent["add_signatures"][0] - spent["_insert_docs"][0])):
+            ("  known pages, verification sets, rest",
+             spent["add_signatures"][0] - spent["_insert_docs"][0] - spent["_lookup_rows"][0])):
         print(f"  {label:<50} {seconds:8.2f} s {100 * seconds / total_cpu:5.1f}%  {seconds / pages * 1e6:6.1f} us a page")
     rest = total_cpu - spent["add_signatures"][0]
     print(f"  {'commits (GrowingBatch) and the timing itself':<50} {rest:8.2f} s {100 * rest / total_cpu:5.1f}%  "
@@ -338,11 +358,18 @@ def time_merge(rows: int) -> None:
         proxy.lexsort = timed("ordering the rows", np.lexsort)
         lsh.np = proxy
     lsh._SegmentWriter._blocks = timed("writing blocks", lsh._SegmentWriter._blocks)
+    first = 1 + (lsh.SEGMENT_FANOUT - 1) * rows
+    keys, docs = rng.integers(0, 2**47, size=rows), first + np.arange(rows) // 28
+    order = np.lexsort((docs, keys))
+    keys, docs = keys[order], docs[order]
+    del order
+    resident = peak_reset()
     db.conn.execute("BEGIN IMMEDIATE")
     began = time.process_time()
     with transaction(db, name="lsh"):
-        flush(1 + (lsh.SEGMENT_FANOUT - 1) * rows)
+        lsh._add_segment(db, keys, docs)
     merge = time.process_time() - began
+    peak = memory_status("VmHWM")
     began = time.process_time()
     db.conn.execute("COMMIT")
     commit = time.process_time() - began
@@ -354,7 +381,48 @@ def time_merge(rows: int) -> None:
     levels = [(s.level, s.rows) for s in lsh._segments(db).items]
     print(f"merge: {rows:,} rows flushed, then {merged:,} rows merged in {merge:.2f} s CPU ({merge / merged * 1e9:.0f} "
           f"ns a merged row; {shares}); commit {commit:.2f} s, checkpoint {checkpoint:.2f} s CPU; segments (level, "
-          f"rows) {levels}")
+          f"rows) {levels}; resident memory {resident:,.0f} MiB before the flush, peak {peak:,.0f} during it and the "
+          f"merge (+{peak - resident:,.0f})")
+
+
+def memory_status(name: str) -> float:
+    """A /proc/self/status memory figure, MiB (0 where there is none)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(name + ":"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def peak_reset() -> float:
+    """Reset the process's peak resident memory (VmHWM, Linux) to its resident memory now, which it returns."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+    return memory_status("VmRSS")
+
+
+def measure_existing(path: Path, args) -> None:
+    """The phases after the inserts, on an index this benchmark wrote before (``--existing``)."""
+    if not path.exists():
+        sys.exit(f"{path} does not exist: --existing measures an index written before")
+    db = open_db(path)
+    settings = lsh.load_settings(db)
+    stats = lsh.stats(db)
+    pages = int(db.conn.execute("SELECT max(doc) FROM lsh_signatures").fetchone()[0] or 0)
+    print(f"{path}: {stats['pages']:,} pages (docs 1-{pages:,}); load average {os.getloadavg()[0]:.1f}")
+    print_filters(db)
+    print(f"clusters: {stats['clusters']:,} holding {stats['pages_in_clusters']:,} pages")
+    if not args.no_pairs:
+        time_pairs(db)
+    time_lookups(db, settings, pages, args.lookups)
+    size = path.stat().st_size
+    print(f"disk: {size / 2**20:,.0f} MiB, {size / max(pages, 1):,.0f} bytes per page; peak memory (max RSS) "
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB")
+    db.conn.close()
 
 
 def main() -> None:
@@ -384,6 +452,11 @@ def main() -> None:
                         help="the segments' filters' memory budget (config.FILTER_MEMORY_BYTES), MiB")
     parser.add_argument("--recent-pages", type=int, default=lsh.RECENT_PAGES,
                         help="pages between flushes of the recent runs into a segment (config.RECENT_PAGES)")
+    parser.add_argument("--min-free-gib", type=float, default=0,
+                        help="stop inserting when the database's disk has less free (0: never)")
+    parser.add_argument("--no-pairs", action="store_true", help="leave out the pairs phase")
+    parser.add_argument("--existing", action="store_true",
+                        help="insert nothing: measure the index in --db as it is (filters, clusters, pairs, lookups)")
     parser.add_argument("--merge-rows", type=int, default=0,
                         help="time one merge of segments of this many rows instead (see above)")
     args = parser.parse_args()
@@ -392,6 +465,9 @@ def main() -> None:
         time_merge(args.merge_rows)
         return
     path = args.db or Path(tempfile.mkdtemp(prefix="bench-index-")) / "index.db"
+    if args.existing:
+        measure_existing(path, args)
+        return
     if path.exists():
         sys.exit(f"{path} exists: give a new --db path")
     settings = ShingleSettings(verify=args.verify, sample=args.sample, anchor_rate=args.anchor_rate,
@@ -420,7 +496,8 @@ def main() -> None:
     print_filters(db)
     stats = lsh.stats(db)
     print(f"clusters: {stats['clusters']:,} holding {stats['pages_in_clusters']:,} pages")
-    time_pairs(db)
+    if not args.no_pairs:
+        time_pairs(db)
     time_lookups(db, settings, args.n, args.lookups)
     db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     size = path.stat().st_size

@@ -423,6 +423,7 @@ class _SignatureSource:
         # (and the reference checks) asked for, a new page against a cluster's longest page most often
         self.pair_similarity: dict[tuple[int, int], float] = {}
         self.pair_jaccard: dict[tuple[int, int], float] = {}
+        self.verdicts: dict[tuple[int, int], bool] = {}  # (a, b) -> ``passing``'s verdict, given once
 
     def signatures(self, docs: np.ndarray) -> np.ndarray:
         missing = [d for d in set(docs.tolist()) if d not in self.rows]
@@ -447,12 +448,22 @@ class _SignatureSource:
         return [self.sites.get(d, "") for d in docs.tolist()]
 
     def passing(self, a: np.ndarray, b: np.ndarray, sims: np.ndarray | None = None) -> np.ndarray:
-        """Whether each pair is a near-duplicate (``accepted``)."""
+        """Whether each pair is a near-duplicate (``accepted``). Without ``sims`` a pair's verdict is made once and
+        kept (``verdicts``: clustering asks again, one or two pairs at a time, for pairs asked for together before;
+        a verdict is a function of its pair alone)."""
         if not len(a):
             return np.zeros(0, bool)
-        sims = self.similarity(a, b) if sims is None else sims
-        return accepted(self.settings, self.same(a, b), sims, lambda mask: self._jaccard(a[mask], b[mask]),
-                        lambda mask: self._smaller(a[mask], b[mask]))
+        if sims is not None:
+            return accepted(self.settings, self.same(a, b), sims, lambda mask: self._jaccard(a[mask], b[mask]),
+                            lambda mask: self._smaller(a[mask], b[mask]))
+        pairs = list(zip(a.tolist(), b.tolist()))
+        known = self.verdicts
+        if all(p in known for p in pairs):
+            return np.array([known[p] for p in pairs], dtype=bool)
+        ok = accepted(self.settings, self.same(a, b), self.similarity(a, b),
+                      lambda mask: self._jaccard(a[mask], b[mask]), lambda mask: self._smaller(a[mask], b[mask]))
+        known.update(zip(pairs, ok.tolist()))
+        return ok
 
     def _smaller(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """The size of the smaller comparable set of each pair (the sets are loaded: the pairs were verified)."""
@@ -519,8 +530,16 @@ def add_signatures(db: sqlite_utils.Database, pages: Sequence[IndexedPage], sign
     _check_batch(pages, signatures, settings, shingles)
     positions = _last_nonempty(pages, signatures)
     with transaction(db, name="lsh"):
-        own_keys = dict(zip(positions, page_keys([pages[i].page_id for i in positions]).tolist()))
-        known = _known_pages(db, [pages[i].page_id for i in positions], list(own_keys.values()))
+        own = page_keys([pages[i].page_id for i in positions])
+        own_keys = dict(zip(positions, own.tolist()))
+        # one lookup of the batch's page keys and band keys (filters, blocks, recent runs): the page keys say which
+        # pages are known, the band keys' buckets give the stored candidates (read again only when a changed page
+        # leaves the index first)
+        band = band_keys(signatures.values[positions], settings)
+        anchor_lists = _anchor_lists(signatures, positions)
+        found = _lookup_rows(db, sorted_set(np.concatenate([band.ravel(), *anchor_lists, own])))
+        split = int(np.searchsorted(found[:, 0], PAGE_KEY_BASE, side="left"))
+        known = _known_pages(db, [pages[i].page_id for i in positions], list(own_keys.values()), found[split:])
         same = [i for i in positions if pages[i].page_id in known
                 and known[pages[i].page_id][1] == signatures.values[i].tobytes()]
         changed = sorted(set(i for i in positions if pages[i].page_id in known) - set(same))
@@ -536,9 +555,11 @@ def add_signatures(db: sqlite_utils.Database, pages: Sequence[IndexedPage], sign
                         dtype=np.int64)
         seen = [known[pages[i].page_id][2] for i in changed] + [generation] * len(fresh)
         sets = stored_form(shingles, order, settings) if settings.verify != "estimate" else None
-        anchors = _anchor_lists(signatures, order)
+        at = {i: n for n, i in enumerate(positions)}
         joined = _insert_docs(db, docs, [pages[i] for i in order], signatures.values[order], seen, settings, sets,
-                              anchors, np.array([own_keys[i] for i in order], dtype=np.int64))
+                              [anchor_lists[at[i]] for i in order], np.array([own_keys[i] for i in order],
+                                                                         dtype=np.int64),
+                              band[[at[i] for i in order]], None if changed else found[:split])
     return AddResult(added=len(fresh), updated=len(changed), unchanged=len(same),
                      empty=int(signatures.empty.sum()), joined=joined)
 
@@ -592,24 +613,27 @@ def _page_rows(docs: np.ndarray, page_ids: Sequence[str], keys: np.ndarray | Non
 
 
 def _page_docs(db: sqlite_utils.Database, page_ids: Sequence[str], columns: str = "doc, page_id",
-               keys: Sequence[int] | None = None) -> list[tuple]:
+               keys: Sequence[int] | None = None, rows: np.ndarray | None = None) -> list[tuple]:
     """The stored rows (``columns``, the second of which is page_id) of the pages with these ids: the docs their
-    page keys (``keys``, when known) find in the band index, read by doc and kept where the page id is the one
-    asked for."""
+    page keys (``keys``, when known) find in the band index (``rows``: those key rows, when looked up already),
+    read by doc and kept where the page id is the one asked for."""
     wanted = set(page_ids)
     if not wanted:
         return []
-    keys = sorted_set(page_keys(sorted(wanted)) if keys is None else np.array(keys, dtype=np.int64))
-    rows = np.concatenate((_segment_rows(db, keys, None), _recent(db).find(keys)))
+    if rows is None:
+        keys = sorted_set(page_keys(sorted(wanted)) if keys is None else np.array(keys, dtype=np.int64))
+        rows = np.concatenate((_segment_rows(db, keys, None), _recent(db).find(keys)))
     docs = sorted(set(rows[:, 1].tolist()))
     return [r for r in _select_in(db, f"SELECT {columns} FROM lsh_signatures WHERE doc IN ({{ids}})", docs)
             if r[1] in wanted]
 
 
-def _known_pages(db: sqlite_utils.Database, page_ids: Sequence[str], keys: Sequence[int]) -> dict[str, tuple]:
-    """page id -> (doc, signature, first_seen) of the stored pages among ``page_ids`` (``keys``: their page keys)."""
+def _known_pages(db: sqlite_utils.Database, page_ids: Sequence[str], keys: Sequence[int],
+                 rows: np.ndarray | None = None) -> dict[str, tuple]:
+    """page id -> (doc, signature, first_seen) of the stored pages among ``page_ids`` (``keys``: their page keys;
+    ``rows``: the key rows they find, when looked up already)."""
     return {row[1]: (row[0], *row[2:])
-            for row in _page_docs(db, page_ids, "doc, page_id, signature, first_seen", keys)}
+            for row in _page_docs(db, page_ids, "doc, page_id, signature, first_seen", keys, rows)}
 
 
 def _band_rows(keys: np.ndarray, docs: np.ndarray,
@@ -713,6 +737,12 @@ class _WordFilter:
             held = rows()
             self.__init__(max(2 * self.capacity, len(held)))
             keys, self.keys = held, len(held)
+        self._put(keys)
+
+    def _put(self, keys: np.ndarray) -> None:
+        if (compiled := _kernels()) is not None:
+            compiled.word_add(self.words, _int64(keys), RECENT_FILTER_HASHES)
+            return
         word, mask = self._at(keys)
         if len(word) > 1 and (word[1:] < word[:-1]).any():  # (keys come sorted: words in order)
             order = np.argsort(word, kind="stable")
@@ -721,6 +751,8 @@ class _WordFilter:
         self.words[word[starts]] |= np.bitwise_or.reduceat(mask, starts)
 
     def may_hold(self, keys: np.ndarray) -> np.ndarray:
+        if (compiled := _kernels()) is not None:
+            return np.frombuffer(compiled.word_has(self.words, _int64(keys), RECENT_FILTER_HASHES), dtype=np.bool_)
         word, mask = self._at(keys)
         return (self.words[word] & mask) == mask
 
@@ -837,6 +869,17 @@ def _drop_recent(db: sqlite_utils.Database, docs: Sequence[int]) -> None:
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))
 
 
+def _kernels():
+    """The compiled kernels of the band index (``templater._pairs``: the filters' probes and adds, the merge of
+    sorted runs), or None without the build: then the numpy functions here, which define them (a test holds the two
+    to the same bits and rows)."""
+    return native.pairs if native.pairs is not None and hasattr(native.pairs, "merge_rows") else None
+
+
+def _int64(keys: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(keys, dtype=np.int64)
+
+
 BLOOM_BLOCK_BITS = 512  # a key's bits all lie in one block of this many bits (a 64-byte cache line)
 
 
@@ -868,7 +911,10 @@ def _bloom_add(bits: np.ndarray, keys: np.ndarray) -> None:
     filter's slice, three passes in all (a merge spent a third of its CPU in the sparse way). Keys spread over the
     whole filter (a batch's keys into the recent runs' large filter): positions grouped by their bit in a byte (a
     radix sort of 8 values), one fancy assignment per group, whose repeated bytes all write the same value
-    (``np.bitwise_or.at`` was 10% of a batch)."""
+    (``np.bitwise_or.at`` was 10% of a batch). Compiled (``_kernels``): one pass, a key's bits set in its block."""
+    if (compiled := _kernels()) is not None:
+        compiled.bloom_add(bits, _int64(keys), FILTER_HASHES)
+        return
     for start in range(0, len(keys), BLOOM_CHUNK_KEYS):
         at = _bloom_positions(keys[start:start + BLOOM_CHUNK_KEYS], len(bits) * 8).ravel()
         low_block, high_block = int(at.min()) // BLOOM_BLOCK_BITS, int(at.max()) // BLOOM_BLOCK_BITS + 1
@@ -892,7 +938,10 @@ def _bloom_has(bits: np.ndarray, keys: np.ndarray, positions: dict | None = None
     ``positions``: what the probe makes of the keys whatever the filter's size (their top bits, and their bits'
     offsets in a block), kept between calls on the same keys (a batch probes every segment's filter). The bits are
     tested one hash at a time, each on the keys that passed the ones before: most absent keys fail the first or
-    second (a filter is about 40% ones), so a probe costs about 1.6 passes over the keys instead of 5."""
+    second (a filter is about 40% ones), so a probe costs about 1.6 passes over the keys instead of 5. Compiled
+    (``_kernels``): one pass, a key's probe ending at its first bit unset."""
+    if (compiled := _kernels()) is not None:
+        return np.frombuffer(compiled.bloom_has(bits, _int64(keys), FILTER_HASHES), dtype=np.bool_)
     top, offsets = _probe_parts(keys, positions)
     block = (top * np.uint64(len(bits) * 8 // BLOOM_BLOCK_BITS)) >> np.uint64(32)
     block *= np.uint64(BLOOM_BLOCK_BITS)
@@ -999,19 +1048,19 @@ class _Segment:
     def blocks_of(self, keys: np.ndarray, cap: int | None,
                   positions: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(the keys its filter may hold and that lie in its key range, the distinct blocks that hold their rows;
-        with ``cap``, enough blocks for each key's first ``cap`` rows). ``positions``: see ``_bloom_has``."""
+        with ``cap``, enough blocks for each band key's first ``cap`` rows). ``positions``: see ``_bloom_has``."""
         if not len(self.fences) or not len(keys):
             return keys[:0], np.empty(0, np.int64)
         keys = keys[_bloom_has(self.bits, keys, positions)]
         first = np.maximum(np.searchsorted(self.fences, keys, side="left") - 1, 0)
         last = np.searchsorted(self.fences, keys, side="right") - 1  # (-1: below the first key, not here)
-        if cap is not None:
-            last = np.minimum(last, first + cap // SEGMENT_BLOCK_ROWS + 1)
+        if cap is not None:  # (a page key's rows all: it finds a page, not candidates)
+            last = np.where(keys < PAGE_KEY_BASE, np.minimum(last, first + cap // SEGMENT_BLOCK_ROWS + 1), last)
         inside = last >= first
         keys, first, last = keys[inside], first[inside], last[inside]
         sizes = last - first + 1
         blocks = np.repeat(first - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
-        return keys, np.unique(blocks)
+        return keys, sorted_set(blocks)
 
 
 class _Segments:
@@ -1038,8 +1087,10 @@ def _segments(db: sqlite_utils.Database) -> _Segments:
     token = _state(db, "segments_token")
     held = vars(db).get("_lsh_segments")
     if held is None or held.token != token:
+        # (a filter is copied out of its BLOB into memory numpy allocates, which asks for huge pages for large
+        # arrays: a probe reads one random block a key)
         held = _Segments(token, [_Segment(s, level, rows, np.frombuffer(fences, dtype=np.int64),
-                                          np.frombuffer(bits, dtype=np.uint8))
+                                          np.array(np.frombuffer(bits, dtype=np.uint8)))
                                  for s, level, rows, fences, bits in db.conn.execute(
                                      "SELECT segment, level, rows, fences, filter FROM lsh_segments ORDER BY segment")])
         vars(db)["_lsh_segments"] = held
@@ -1134,11 +1185,16 @@ class _SegmentWriter:
             return
         self.last = int(keys[-1]), int(docs[-1])
         _bloom_add(self.bits, keys)
-        self.keys.append(keys)
-        self.docs.append(docs)
-        self.pending += len(keys)
-        if self.pending >= SEGMENT_BLOCK_ROWS * 256:
-            self._blocks(final=False)
+        step = SEGMENT_BLOCK_ROWS * 256  # (rows are written as they come, this many at a time: a flush or a merge's
+        # key range is not held twice, as pending rows and as their concatenation)
+        for start in range(0, len(keys), step):
+            self.keys.append(keys[start:start + step])
+            self.docs.append(docs[start:start + step])
+            self.pending += len(self.keys[-1])
+            if self.pending >= step:
+                self._blocks(final=False)
+        self.keys = [np.array(k) for k in self.keys]  # (rows left pending: copies, not views of the caller's rows)
+        self.docs = [np.array(d) for d in self.docs]
 
     def _blocks(self, *, final: bool) -> None:
         empty = [np.empty(0, np.int64)]
@@ -1200,14 +1256,34 @@ def _key_ranges(segments: Sequence[_Segment], extra: int, rows: int) -> list[tup
 
 
 def _merge_segments(db: sqlite_utils.Database, held: _Segments, merged: list[_Segment], level: int) -> _Segment:
-    """One segment of ``level`` from the rows of ``merged`` (one key range at a time); theirs go."""
+    """One segment of ``level`` from the rows of ``merged`` (one key range at a time); theirs go.
+
+    Memory: the merged segments' filters are let go as the merge starts (nothing reads them during it; a merge that
+    fails drops the segments held in memory, read again from the database), so the filters never take the old and
+    the new at once; a key range's rows are merged by the compiled kernel straight into their order (``merge_rows``),
+    without the concatenation and the sort order beside them."""
     rows = sum(s.rows for s in merged)
     writer = _SegmentWriter(db, held.next_id(), level, rows, _new_filter_bits(held, rows, merged))
-    for low, high in _key_ranges(merged, 0, SEGMENT_SLICE_ROWS):
-        parts = [_range_rows(db, s, low, high) for s in merged]
-        keys, docs = np.concatenate([k for k, _ in parts]), np.concatenate([d for _, d in parts])
-        writer.write(*_ordered_rows(keys, docs)[:2])
-    made = writer.close()
+    compiled = _kernels()
+    try:
+        for s in merged:
+            s.bits = np.zeros(0, dtype=np.uint8)
+        for low, high in _key_ranges(merged, 0, SEGMENT_SLICE_ROWS):
+            parts = [_range_rows(db, s, low, high) for s in merged]
+            if compiled is not None:
+                keys = np.empty(sum(len(k) for k, _ in parts), dtype=np.int64)
+                docs = np.empty(len(keys), dtype=np.int64)
+                compiled.merge_rows([k for k, _ in parts], [d for _, d in parts], keys, docs)
+            else:
+                keys, docs = _ordered_rows(np.concatenate([k for k, _ in parts]),
+                                           np.concatenate([d for _, d in parts]))[:2]
+            del parts
+            writer.write(keys, docs)
+            del keys, docs
+        made = writer.close()
+    except BaseException:
+        vars(db).pop("_lsh_segments", None)
+        raise
     for s in merged:
         db.conn.execute("DELETE FROM lsh_blocks WHERE id BETWEEN ? AND ?", [s.base, s.base + (1 << BLOCK_ID_SHIFT) - 1])
         db.conn.execute("DELETE FROM lsh_segments WHERE segment = ?", [s.segment])
@@ -1290,15 +1366,26 @@ def _bucket_rows(db: sqlite_utils.Database, keys: np.ndarray, cap: int = BUCKET_
     return _capped(rows, cap)
 
 
+def _lookup_rows(db: sqlite_utils.Database, keys: np.ndarray) -> np.ndarray:
+    """(key, doc) of the distinct sorted ``keys``, band keys and page keys together, sorted by key then doc: a band
+    key's first BUCKET_CAP docs (``_bucket_rows``), every doc of a page key (``_page_docs``); the page keys' rows
+    follow the band keys' (above them all)."""
+    rows = np.concatenate((_segment_rows(db, keys, BUCKET_CAP), _recent(db).find(keys)))
+    rows = rows[np.lexsort((rows[:, 1], rows[:, 0]))]
+    split = int(np.searchsorted(rows[:, 0], PAGE_KEY_BASE, side="left"))
+    return np.concatenate((_capped(rows[:split], BUCKET_CAP), rows[split:]))
+
+
 def _insert_docs(db: sqlite_utils.Database, docs: np.ndarray, pages: list[IndexedPage], values: np.ndarray,
                  first_seen: list[int], settings: ShingleSettings, sets: list[np.ndarray] | None,
-                 anchors: list[np.ndarray], own_keys: np.ndarray) -> int:
-    """Insert band and anchor keys (and the pages' page keys, ``own_keys``), find and verify candidates, then store
-    the pages with their clusters."""
+                 anchors: list[np.ndarray], own_keys: np.ndarray, band: np.ndarray,
+                 bucket: np.ndarray | None = None) -> int:
+    """Insert band and anchor keys (``band``: the pages' band keys; and the pages' page keys, ``own_keys``), find
+    and verify candidates (``bucket``: the stored rows of their keys, when looked up already), then store the pages
+    with their clusters."""
     if not len(docs):
         return 0
-    pairs = _candidate_pairs(db, *_band_rows(band_keys(values, settings), docs, anchors), len(docs),
-                             _page_rows(docs, [], own_keys))
+    pairs = _candidate_pairs(db, *_band_rows(band, docs, anchors), len(docs), _page_rows(docs, [], own_keys), bucket)
     source = _SignatureSource(db, settings, docs, values,
                               dict(zip(docs.tolist(), sets)) if sets is not None else None, [p.url for p in pages])
     edges, sizes = _verified_edges(db, pairs, docs, source)
@@ -1330,13 +1417,15 @@ def _blobs(arrays: np.ndarray | Sequence[np.ndarray]) -> list[bytes]:
 
 
 def _candidate_pairs(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray, pages: int,
-                     page_rows: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+                     page_rows: tuple[np.ndarray, np.ndarray] | None = None,
+                     bucket: np.ndarray | None = None) -> np.ndarray:
     """(new page, earlier page) rows, one per shared band: stored pages from the index (looked up before the
     batch's keys go in), pages of the batch from its own sorted keys. Then the batch's keys go in as one run, with
     its pages' page key rows (``page_rows``, sorted: above every band key, so they follow the band rows)
-    (``pages``: the batch's pages, each with rows here)."""
+    (``pages``: the batch's pages, each with rows here; ``bucket``: the stored rows of a lookup of the batch's keys,
+    or of more keys, made already: see ``_stored_partners``)."""
     distinct = _distinct_sorted(keys)
-    stored = _stored_partners(db, keys, docs, distinct)
+    stored = _stored_partners(db, keys, docs, distinct, bucket)
     if page_rows is not None and len(page_rows[0]):
         _append_run(db, _recent(db), np.concatenate((keys, page_rows[0])), np.concatenate((docs, page_rows[1])),
                     np.concatenate((distinct, _distinct_sorted(page_rows[0]))))
@@ -1367,10 +1456,12 @@ def _merge_recent(db: sqlite_utils.Database, added: int, *, limit: int | None = 
 
 
 def _stored_partners(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray,
-                     distinct: np.ndarray | None = None) -> np.ndarray:
+                     distinct: np.ndarray | None = None, bucket: np.ndarray | None = None) -> np.ndarray:
     """(new page, stored page) for every key of the batch (sorted; ``distinct``: its distinct keys) found in the
-    index: each found key's bucket (its first BUCKET_CAP pages), matched to the batch's keys in numpy."""
-    bucket = _bucket_rows(db, _distinct_sorted(keys) if distinct is None else distinct)
+    index: each found key's bucket (its first BUCKET_CAP pages), matched to the batch's keys in numpy (``bucket``:
+    the buckets of these keys, and maybe of others, looked up already; sorted by key then doc)."""
+    if bucket is None:
+        bucket = _bucket_rows(db, _distinct_sorted(keys) if distinct is None else distinct)
     if not len(bucket):
         return np.empty((0, 2), np.int64)
     first = np.searchsorted(bucket[:, 0], keys, side="left")
@@ -1428,8 +1519,9 @@ def _first_passing(x: np.ndarray, group: np.ndarray, y: np.ndarray, shared: np.n
         todo = np.flatnonzero((rank >= low) & (rank < high) & (winner[segment] < 0))
         if len(todo):
             passed = todo[source.passing(x[todo], y[todo])]
-            segs, first = np.unique(segment[passed], return_index=True)
-            winner[segs] = passed[first]
+            segs = segment[passed]  # (ascending: ``passed`` is, and so are the segments by position)
+            first = np.flatnonzero(np.r_[True, segs[1:] != segs[:-1]]) if len(segs) else segs
+            winner[segs[first]] = passed[first]
         low = high
         if low > rank.max():
             break
@@ -1510,6 +1602,7 @@ def _join(docs: np.ndarray, edges: list[tuple[int, int, int]], references: dict[
     uf = UnionFind()
     refs = _NewReferences(references, set(docs.tolist()), chars, source)
     links: list[tuple[int, int]] = []
+    _first_checks(edges, refs, source)
     for x, items in groupby(sorted(edges), key=lambda e: e[0]):
         options: dict[int, int] = {}
         for _, group, partner in items:
@@ -1531,6 +1624,27 @@ def _join(docs: np.ndarray, edges: list[tuple[int, int, int]], references: dict[
             refs[uf.find(x)] = merged
             links.append((x, options[met]))
     return uf, links
+
+
+def _first_checks(edges: list[tuple[int, int, int]], refs: _NewReferences, source: _SignatureSource) -> None:
+    """The verdicts (and similarities) that ``_join`` asks for first, all in one ``passing`` call: each new page x of
+    an edge against its group's longest page and its group's longest page of x's site, as the groups stand before any
+    join (``_compatible`` and the ranking ask for these pairs one or two at a time; pairs of groups that joins have
+    changed are measured when asked, as before). Only fills the caches: every verdict is the pair's own."""
+    if not edges:
+        return
+    new = np.array(sorted({x for x, _, _ in edges}), dtype=np.int64)
+    sites = dict(zip(new.tolist(), source.site_list(new)))
+    wanted: dict[tuple[int, int], None] = {}
+    for x, group, _ in edges:
+        theirs = refs[group]
+        wanted[x, _longest(theirs)] = None
+        if sites[x] in theirs:
+            wanted[x, theirs[sites[x]][0]] = None
+    pairs = [p for p in wanted if p[0] != p[1]]
+    if pairs:
+        a, b = (np.array(side, dtype=np.int64) for side in zip(*pairs))
+        source.passing(a, b)
 
 
 def _merge(docs: np.ndarray, edges: list[tuple[int, int, int]], sizes: dict[int, int], chars: dict[int, int],
@@ -1809,8 +1923,8 @@ def iter_verified_pairs(db: sqlite_utils.Database) -> Iterator[tuple[np.ndarray,
     settings = load_settings(db)
     if settings is None:
         return
-    codes = np.unique(np.concatenate([(p[:, 0] << PAIR_SHIFT) | p[:, 1] for p in iter_candidate_pairs(db)]
-                                     or [np.empty(0, np.int64)]))
+    codes = sorted_set(np.concatenate([(p[:, 0] << PAIR_SHIFT) | p[:, 1] for p in iter_candidate_pairs(db)]
+                                      or [np.empty(0, np.int64)]))
     source = _SignatureSource(db, settings, np.empty(0, np.int64), np.empty((0, settings.permutations), np.uint32))
     for chunk in _chunks(codes, ID_CHUNK * 10):
         a, b = chunk >> PAIR_SHIFT, chunk & ((1 << PAIR_SHIFT) - 1)

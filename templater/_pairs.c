@@ -10,7 +10,18 @@ sample; ``min_hashes``: below it a containment estimate is no verdict, 0.0) or v
 containment |A & B| / min(|A|, |B|), or Jaccard |A & B| / |A | B|; two empty sets are identical (1.0), one empty set
 shares nothing (0.0). The same integer counts and the same one division as the Python functions, which stay the
 definition and the test oracle (tests/test_lsh.py); a merge of the two sorted arrays instead of a binary search of
-every hash, without numpy's per-call cost (about 20 numpy calls a pair in Python). */
+every hash, without numpy's per-call cost (about 20 numpy calls a pair in Python). 
+
+The band index's kernels (store/lsh.py keeps the numpy definitions, the fallback without this build, which a test holds
+these to bit for bit):
+bloom_has(bits, keys, hashes) -> bytes (one 0/1 byte a key): whether the blocked Bloom filter ``bits`` (uint8, whole
+    512-bit blocks) may hold each int64 key (``store.lsh._bloom_positions``: the block is the key's top 32 of 47 bits
+    scaled to the blocks, the bits 9-bit slices of the key times MIX0);
+bloom_add(bits, keys, hashes): set the keys' bits in ``bits`` (in place);
+word_has(words, keys, hashes) / word_add(words, keys, hashes): the same for the recent runs' filter of 64-bit words
+    (``store.lsh._WordFilter``: the word chosen by the key's top bits, its bits 6-bit slices of the key times MIX0);
+merge_rows(keys, docs, out_keys, out_docs): the (key, doc) runs ``keys[i]``/``docs[i]`` (each sorted by key then doc)
+    merged into ``out_keys``/``out_docs`` in (key, doc) order, as ``np.lexsort((docs, keys))`` orders them. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -128,9 +139,232 @@ done:
     return out;
 }
 
+/* --- the band index's kernels ------------------------------------------------------------------------------------ */
+
+#define MIX0 0x9E3779B97F4A7C15ULL
+#define BLOCK_BITS 512
+#define PREFETCH_AHEAD 8
+
+static PyObject *bloom_has(PyObject *self, PyObject *args) {
+    Py_buffer bits, keys;
+    int hashes;
+    if (!PyArg_ParseTuple(args, "y*y*i", &bits, &keys, &hashes))
+        return NULL;
+    PyObject *out = NULL;
+    if (keys.len % 8 || bits.len % (BLOCK_BITS / 8) || bits.len == 0 || hashes < 1 || hashes > 6) {
+        PyErr_SetString(PyExc_ValueError, "bloom_has: bad buffer sizes");
+        goto done;
+    }
+    Py_ssize_t n = keys.len / 8;
+    out = PyBytes_FromStringAndSize(NULL, n);
+    if (!out)
+        goto done;
+    char *found = PyBytes_AS_STRING(out);
+    const uint8_t *b = (const uint8_t *)bits.buf;
+    const uint64_t *k = (const uint64_t *)keys.buf;
+    uint64_t blocks = (uint64_t)bits.len * 8 / BLOCK_BITS;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i + PREFETCH_AHEAD < n) /* the block of a key a few ahead: its cache miss overlaps this key's probe */
+            __builtin_prefetch(b + (((((k[i + PREFETCH_AHEAD] >> 15) & 0xFFFFFFFFULL) * blocks) >> 32) * BLOCK_BITS >> 3));
+        uint64_t u = k[i], base = ((((u >> 15) & 0xFFFFFFFFULL) * blocks) >> 32) * BLOCK_BITS, mixed = u * MIX0;
+        char hit = 1;
+        for (int h = 0; h < hashes; h++) {
+            uint64_t at = base + ((mixed >> (55 - 9 * h)) & 511);
+            if (!((b[at >> 3] >> (at & 7)) & 1)) {
+                hit = 0;
+                break;
+            }
+        }
+        found[i] = hit;
+    }
+done:
+    PyBuffer_Release(&bits);
+    PyBuffer_Release(&keys);
+    return out;
+}
+
+static PyObject *bloom_add(PyObject *self, PyObject *args) {
+    Py_buffer bits, keys;
+    int hashes;
+    if (!PyArg_ParseTuple(args, "w*y*i", &bits, &keys, &hashes))
+        return NULL;
+    int ok = !(keys.len % 8 || bits.len % (BLOCK_BITS / 8) || bits.len == 0 || hashes < 1 || hashes > 6);
+    if (ok) {
+        uint8_t *b = (uint8_t *)bits.buf;
+        const uint64_t *k = (const uint64_t *)keys.buf;
+        uint64_t blocks = (uint64_t)bits.len * 8 / BLOCK_BITS;
+        for (Py_ssize_t i = 0, n = keys.len / 8; i < n; i++) {
+            uint64_t u = k[i], base = ((((u >> 15) & 0xFFFFFFFFULL) * blocks) >> 32) * BLOCK_BITS, mixed = u * MIX0;
+            for (int h = 0; h < hashes; h++) {
+                uint64_t at = base + ((mixed >> (55 - 9 * h)) & 511);
+                b[at >> 3] |= (uint8_t)(1u << (at & 7));
+            }
+        }
+    }
+    PyBuffer_Release(&bits);
+    PyBuffer_Release(&keys);
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "bloom_add: bad buffer sizes");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static inline void word_at(uint64_t u, uint64_t words, int hashes, uint64_t *word, uint64_t *mask) {
+    uint64_t mixed = u * MIX0, m = 0;
+    *word = (((u >> 15) & 0xFFFFFFFFULL) * words) >> 32;
+    for (int h = 0; h < hashes; h++)
+        m |= 1ULL << ((mixed >> (58 - 6 * h)) & 63);
+    *mask = m;
+}
+
+static PyObject *word_filter(PyObject *args, int add) {
+    Py_buffer words, keys;
+    int hashes;
+    if (!PyArg_ParseTuple(args, add ? "w*y*i" : "y*y*i", &words, &keys, &hashes))
+        return NULL;
+    PyObject *out = NULL;
+    if (keys.len % 8 || words.len % 8 || words.len == 0 || hashes < 1 || hashes > 9) {
+        PyErr_SetString(PyExc_ValueError, "word filter: bad buffer sizes");
+        goto done;
+    }
+    Py_ssize_t n = keys.len / 8;
+    uint64_t *w = (uint64_t *)words.buf, count = (uint64_t)words.len / 8, word, mask;
+    const uint64_t *k = (const uint64_t *)keys.buf;
+    if (add) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            word_at(k[i], count, hashes, &word, &mask);
+            w[word] |= mask;
+        }
+        out = Py_None;
+        Py_INCREF(out);
+        goto done;
+    }
+    out = PyBytes_FromStringAndSize(NULL, n);
+    if (!out)
+        goto done;
+    char *found = PyBytes_AS_STRING(out);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        word_at(k[i], count, hashes, &word, &mask);
+        found[i] = (w[word] & mask) == mask;
+    }
+done:
+    PyBuffer_Release(&words);
+    PyBuffer_Release(&keys);
+    return out;
+}
+
+static PyObject *word_has(PyObject *self, PyObject *args) { return word_filter(args, 0); }
+static PyObject *word_add(PyObject *self, PyObject *args) { return word_filter(args, 1); }
+
+/* k-way merge of sorted (key, doc) runs: a binary heap of run numbers, by (key, doc), ties by run */
+typedef struct {
+    const int64_t *keys, *docs;
+    Py_ssize_t at, end;
+} Run;
+
+static inline int run_less(const Run *r, int a, int b) {
+    int64_t ka = r[a].keys[r[a].at], kb = r[b].keys[r[b].at];
+    if (ka != kb)
+        return ka < kb;
+    int64_t da = r[a].docs[r[a].at], db = r[b].docs[r[b].at];
+    return da != db ? da < db : a < b;
+}
+
+static void sift_down(const Run *runs, int *heap, int size, int i) {
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        if (l < size && run_less(runs, heap[l], heap[m]))
+            m = l;
+        if (r < size && run_less(runs, heap[r], heap[m]))
+            m = r;
+        if (m == i)
+            return;
+        int t = heap[i];
+        heap[i] = heap[m];
+        heap[m] = t;
+        i = m;
+    }
+}
+
+static PyObject *merge_rows(PyObject *self, PyObject *args) {
+    PyObject *key_list, *doc_list;
+    Py_buffer out_keys, out_docs;
+    if (!PyArg_ParseTuple(args, "O!O!w*w*", &PyList_Type, &key_list, &PyList_Type, &doc_list, &out_keys, &out_docs))
+        return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(key_list), total = 0, filled = 0;
+    Py_buffer *views = NULL;
+    Run *runs = NULL;
+    int *heap = NULL, ok = 0;
+    if (count != PyList_GET_SIZE(doc_list) || count > 1 << 20) {
+        PyErr_SetString(PyExc_ValueError, "merge_rows: as many key runs as doc runs");
+        goto done;
+    }
+    views = PyMem_Calloc(2 * count + 1, sizeof(Py_buffer));
+    runs = PyMem_Calloc(count + 1, sizeof(Run));
+    heap = PyMem_Calloc(count + 1, sizeof(int));
+    if (!views || !runs || !heap) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (PyObject_GetBuffer(PyList_GET_ITEM(key_list, i), &views[2 * i], PyBUF_SIMPLE) < 0)
+            goto done;
+        filled = 2 * i + 1;
+        if (PyObject_GetBuffer(PyList_GET_ITEM(doc_list, i), &views[2 * i + 1], PyBUF_SIMPLE) < 0)
+            goto done;
+        filled = 2 * i + 2;
+        if (views[2 * i].len != views[2 * i + 1].len || views[2 * i].len % 8) {
+            PyErr_SetString(PyExc_ValueError, "merge_rows: a run's keys and docs differ in length");
+            goto done;
+        }
+        runs[i].keys = views[2 * i].buf;
+        runs[i].docs = views[2 * i + 1].buf;
+        runs[i].end = views[2 * i].len / 8;
+        total += runs[i].end;
+    }
+    if (out_keys.len != total * 8 || out_docs.len != total * 8) {
+        PyErr_SetString(PyExc_ValueError, "merge_rows: the output holds as many rows as the runs");
+        goto done;
+    }
+    int64_t *ok_keys = out_keys.buf, *ok_docs = out_docs.buf;
+    int size = 0;
+    for (int i = 0; i < count; i++)
+        if (runs[i].end)
+            heap[size++] = i;
+    for (int i = size / 2 - 1; i >= 0; i--)
+        sift_down(runs, heap, size, i);
+    Py_ssize_t w = 0;
+    while (size) {
+        Run *r = &runs[heap[0]];
+        ok_keys[w] = r->keys[r->at];
+        ok_docs[w++] = r->docs[r->at];
+        if (++r->at == r->end)
+            heap[0] = heap[--size];
+        sift_down(runs, heap, size, 0);
+    }
+    ok = 1;
+done:
+    for (Py_ssize_t i = 0; i < filled; i++)
+        PyBuffer_Release(&views[i]);
+    PyMem_Free(views);
+    PyMem_Free(runs);
+    PyMem_Free(heap);
+    PyBuffer_Release(&out_keys);
+    PyBuffer_Release(&out_docs);
+    if (!ok)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"pair_measures", pair_measures, METH_VARARGS,
      "pair_measures(hashes, offsets, a, b, width, sample, min_hashes, jaccard) -> bytes of float64"},
+    {"bloom_has", bloom_has, METH_VARARGS, "bloom_has(bits, keys, hashes) -> bytes (0/1 a key)"},
+    {"bloom_add", bloom_add, METH_VARARGS, "bloom_add(bits, keys, hashes): set the keys' bits in place"},
+    {"word_has", word_has, METH_VARARGS, "word_has(words, keys, hashes) -> bytes (0/1 a key)"},
+    {"word_add", word_add, METH_VARARGS, "word_add(words, keys, hashes): set the keys' bits in place"},
+    {"merge_rows", merge_rows, METH_VARARGS, "merge_rows(keys, docs, out_keys, out_docs): merge sorted runs"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -173,6 +173,45 @@ def test_removal_and_update_keep_clusters_right(db):
     check_invariants(db)
 
 
+def test_a_batch_of_changed_unchanged_and_new_pages_finds_what_separate_batches_find(tmp_path):
+    """One lookup serves a batch's page keys and band keys; a batch that also re-indexes pages with another text looks
+    its band keys up again once those pages have left the index: the same candidates and clusters as the changed,
+    unchanged and new pages given in three batches."""
+    rng = np.random.default_rng(8)
+    values = make_signatures(rng, 120, 6, 0.3)
+    ids = [f"p{i:03d}" for i in range(120)]
+    mixed, split = open_db(tmp_path / "mixed.db"), open_db(tmp_path / "split.db")
+    for db in (mixed, split):
+        add(db, ids[:80], values[:80])
+    changed = make_signatures(rng, 20, 3, 0.3)
+    batch_ids = ids[:20] + ids[20:40] + ids[80:]
+    batch_values = np.concatenate((changed, values[20:40], values[80:]))
+    current = dict(zip(ids, values)) | dict(zip(ids[:20], changed))
+    doc_of = {page.page_id: page.doc for page in (lsh.page_row(mixed, i) for i in ids[:80])}
+    doc_of |= {i: 81 + n for n, i in enumerate(ids[80:])}
+    keys_of = {doc_of[i]: set(band_keys(v[None, :], SETTINGS)[0].tolist()) for i, v in current.items()}
+    found: list[tuple[int, int]] = []
+    real = lsh._candidate_pairs
+
+    def spy(db_, *rest):
+        pairs = real(db_, *rest)
+        found.extend(map(tuple, pairs.tolist()))
+        return pairs
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(lsh, "_candidate_pairs", spy)
+        result = add(mixed, batch_ids, batch_values)
+    assert (result.updated, result.unchanged, result.added) == (20, 20, 40)
+    assert found and all(keys_of[a] & keys_of[b] for a, b in found)  # (no pair through a key a page no longer has)
+    add(split, ids[:20], changed)
+    add(split, ids[20:40], values[20:40])
+    add(split, ids[80:], values[80:])
+    assert stored_clusters(mixed) == stored_clusters(split)
+    pairs = [sorted(map(tuple, np.concatenate(list(lsh.iter_candidate_pairs(db))).tolist())) for db in (mixed, split)]
+    assert pairs[0] == pairs[1]
+    check_invariants(mixed)
+
+
 def test_unchanged_pages_keep_first_seen_and_refresh_url(db):
     rng = np.random.default_rng(4)
     values = make_signatures(rng, 3, 1, 0.0)
@@ -700,8 +739,48 @@ def test_compiled_pair_measures_equal_the_python_measures(shapes, verify, measur
         assert source._compiled_measures(pairs, jaccard=jaccard).tolist() == expected
 
 
+@pytest.mark.skipif(lsh._kernels() is None, reason="templater._pairs is not built")
+@given(st.integers(1, 64), st.integers(0, 3_000), st.integers(0, 2**32 - 1), st.booleans())
+@hsettings(max_examples=60, deadline=None)
+def test_compiled_filters_and_merge_equal_the_numpy_definitions(blocks, count, seed, spread):
+    """The compiled kernels set and probe the very bits of store.lsh's numpy filters (blocked Bloom filters of every
+    size, the recent runs' word filter) and merge sorted (key, doc) runs into lexsort's order, repeated rows and
+    empty runs included."""
+    rng = np.random.default_rng(seed)
+    top = 1 << 48 if spread else 1 << 20  # (page keys above 2**47; or few distinct keys, many repeats)
+    keys = rng.integers(0, top, size=count)
+    probe = np.concatenate((keys[: count // 2], rng.integers(0, top, size=500)))
+    compiled = lsh._kernels()
+    bits = {}
+    for kernels in (compiled, None):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(native, "pairs", kernels)
+            filter_bits = np.zeros(blocks * lsh.BLOOM_BLOCK_BITS // 8, dtype=np.uint8)
+            lsh._bloom_add(filter_bits, np.sort(keys))
+            words = lsh._WordFilter(max(1, blocks * 8))
+            words.add(np.sort(keys), lambda: np.sort(keys))
+            bits[kernels is None] = (filter_bits, lsh._bloom_has(filter_bits, probe), words.words.copy(),
+                                     words.may_hold(probe))
+    for mine, theirs in zip(bits[False], bits[True]):
+        assert np.array_equal(mine, theirs)
+    assert bits[False][1][: count // 2].all()  # (no false "no")
+    runs = []
+    for _ in range(rng.integers(0, 6)):
+        run_keys = rng.integers(0, 40, size=rng.integers(0, 50))
+        run_docs = rng.integers(0, 30, size=len(run_keys))
+        order = np.lexsort((run_docs, run_keys))
+        runs.append((run_keys[order], run_docs[order]))
+    all_keys = np.concatenate([k for k, _ in runs] or [np.empty(0, np.int64)])
+    all_docs = np.concatenate([d for _, d in runs] or [np.empty(0, np.int64)])
+    out_keys, out_docs = np.empty(len(all_keys), np.int64), np.empty(len(all_keys), np.int64)
+    compiled.merge_rows([k for k, _ in runs], [d for _, d in runs], out_keys, out_docs)
+    order = np.lexsort((all_docs, all_keys))
+    assert np.array_equal(out_keys, all_keys[order]) and np.array_equal(out_docs, all_docs[order])
+
+
 def test_verification_without_the_compiled_pairs_gives_the_same_clusters(tmp_path, monkeypatch):
-    """The pure path (pair by pair in Python) and templater._pairs build the same index."""
+    """The pure path (pair by pair in Python, the filters and merges in numpy) and templater._pairs build the same
+    index."""
     settings = ShingleSettings(permutations=32, bands=8, rows=4, threshold=0.6, verify="sample", sample=16)
     rng = np.random.default_rng(3)
     base = rng.integers(0, 2**32, size=(6, 60), dtype=np.uint64)
