@@ -3,6 +3,7 @@
 installation and optionally another one, on the same pages.
 
     python bench/bench_instructions.py [CORPUS.jsonl.gz] [--limit 300] [--baseline OTHER/.venv/bin/templater]
+                                       [--jobs N]
 
 Default corpus: the dev corpus's `all` suite (bench/suites.py). Each installation ingests and builds the first
 --limit pages into a database of its own (not counted: each writes the schema it knows) and extracts a copy of it
@@ -36,20 +37,21 @@ from suites import suite_file  # noqa: E402
 COLLECTED = re.compile(r"Collected : (\d+)")
 
 
-def count(templater: str, pages: Path, folder: Path, env: dict[str, str]) -> tuple[int, Path]:
-    """(instructions of `extract --jobs 1` over ``pages``, its output file) for one installation, after an
-    uncounted extract of a copy of the same database (what a start writes once, the bytecode of the modules it
-    imports and the user's cache folder's copies, is written by then: the count is a user's next run's)."""
+def count(templater: str, pages: Path, folder: Path, env: dict[str, str], jobs: int = 1) -> tuple[int, Path]:
+    """(instructions of `extract --jobs JOBS` over ``pages``, its processes summed, and its output file) for one
+    installation, after an uncounted extract of a copy of the same database (what a start writes once, the bytecode
+    of the modules it imports and the user's cache folder's copies, is written by then: the count is a user's next
+    run's)."""
     folder.mkdir(parents=True)
     db, out = folder / "bench.db", folder / "out.jsonl"
     for argv in ([templater, "ingest", str(pages)], [templater, "build"]):
         subprocess.run([*argv, "--db", str(db), "--jobs", "1", "--quiet"], check=True, env=env)
     warm = folder / "warm-up.db"
     shutil.copyfile(db, warm)
-    subprocess.run([templater, "extract", "--db", str(warm), "--jobs", "1", "--output", os.devnull, "--quiet"],
+    subprocess.run([templater, "extract", "--db", str(warm), "--jobs", str(jobs), "--output", os.devnull, "--quiet"],
                    check=True, env=env)
     run = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", "--trace-children=yes",
-                          templater, "extract", "--db", str(db), "--jobs", "1", "--output", str(out), "--quiet"],
+                          templater, "extract", "--db", str(db), "--jobs", str(jobs), "--output", str(out), "--quiet"],
                          env=env, capture_output=True, text=True)
     if run.returncode:
         sys.exit(f"{templater} extract failed under callgrind:\n{run.stderr[-2000:]}")
@@ -61,6 +63,7 @@ def main() -> None:
     parser.add_argument("corpus", nargs="?", type=Path)
     parser.add_argument("--limit", type=int, default=300)
     parser.add_argument("--baseline", help="another installation's templater executable")
+    parser.add_argument("--jobs", type=int, default=1, help="extract's --jobs (default 1; workers' counts are summed)")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not on PATH")
@@ -73,11 +76,11 @@ def main() -> None:
         # its uncounted run: the home folder's is shared by every checkout on the machine, and other checkouts' runs
         # between our warm-up and our count rewrote it, leaving our start-up to compile again (counted against us)
         ours, our_out = count(str(BIN / "templater"), pages, folder / "ours",
-                              {**env, CACHE_VARIABLE: str(folder / "ours-cache")})
-        print(f"templater extract --jobs 1, {args.limit} pages: {ours:,} instructions ({ours / args.limit:,.0f} a page)")
+                              {**env, CACHE_VARIABLE: str(folder / "ours-cache")}, args.jobs)
+        print(f"templater extract --jobs {args.jobs}, {args.limit} pages: {ours:,} instructions ({ours / args.limit:,.0f} a page)")
         if args.baseline:
             theirs, their_out = count(args.baseline, pages, folder / "baseline",
-                                      baseline_env(Path(args.baseline), folder, env))
+                                      baseline_env(Path(args.baseline), folder, env), args.jobs)
             same = our_out.read_bytes() == their_out.read_bytes()
             print(f"baseline {args.baseline}: {theirs:,} instructions ({theirs / args.limit:,.0f} a page)")
             print(f"ours / baseline: {ours / theirs:.3f} ({100 * (ours / theirs - 1):+.1f}%); "

@@ -1193,8 +1193,9 @@ class _SegmentWriter:
             self.pending += len(self.keys[-1])
             if self.pending >= step:
                 self._blocks(final=False)
-        self.keys = [np.array(k) for k in self.keys]  # (rows left pending: copies, not views of the caller's rows)
-        self.docs = [np.array(d) for d in self.docs]
+        # rows left pending: copies, not views of the caller's rows (those already copied are kept as they are)
+        self.keys = [k if k.base is None else k.copy() for k in self.keys]
+        self.docs = [d if d.base is None else d.copy() for d in self.docs]
 
     def _blocks(self, *, final: bool) -> None:
         empty = [np.empty(0, np.int64)]

@@ -22,10 +22,10 @@ from .blocks import page_memo, path_mask, tag_path_index
 from .config import HEADLINE_TAGS, LearnSettings
 from .errors import RuleError
 from .grouping import host_of
-from .shingles import sorted_set
 from .headline import find_headline
 from .metadata import META_ACTIONS, read_metadata
 from .parse import compile_xpath
+from .shingles import sorted_set
 from .template import RELATED_SIZE_TEST, contains, fitting
 from .datatypes import Extraction, Rule, RuleAction, Segmented, Template
 

@@ -166,13 +166,13 @@ def read_metadata(seg: Segmented, *, rules: Sequence[Rule] = (), text: str = "")
     # name, a source: what the site's other pages declare, the page's own byline aside)
     shown = [rule for rule in rules if not rule.xpath.startswith(HEAD_RULE_PREFIX)]
     for step in (shown, None, [rule for rule in rules if rule.xpath.startswith(HEAD_RULE_PREFIX)]):
-        if found["author"] is not None and found["date"] is not None:
+        missing = [k for k in ("author", "date") if found[k] is None]  # (only these are looked for: most pages
+        if not missing:  # declare their date)
             break
-        if step is None:  # (only the fields still missing are looked for: most pages declare their date)
-            learned = visible_metadata(seg, times=times, keys=[k for k in ("author", "date") if found[k] is None])
+        if step is None:
+            learned = visible_metadata(seg, times=times, keys=missing)
         elif step:
-            learned = rule_metadata(seg.root, step, keys=[k for k in ("author", "date") if found[k] is None],
-                                    times=times)
+            learned = rule_metadata(seg.root, step, keys=missing, times=times)
         else:
             continue
         for key in ("author", "date"):
