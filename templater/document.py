@@ -231,12 +231,17 @@ def _title_forms(title: str, host: list[str]) -> list[str]:
     start or to its end longer than a site name ("Do US businesses want Vista at last? - IT Pro - Breaking
     Business and Technology News at ITPro") or that the other parts name the site as its host (``host``: its
     labels) spells it, lower-cased."""
-    cuts = list(TITLE_SEPARATORS.finditer(title))
-    runs = [title[:c.start()] for c in cuts] + [title[c.end():] for c in cuts]
-    forms = [*site_name_cuts(title), strip_site_name(title, from_start=True)]
-    forms += [run for run in runs if len(run.split()) > SITE_NAME_WORDS]
-    forms += [title[c.end():] for c in cuts if _names_site(title[:c.start()], host)]  # "Joy the Baker - Papa Says"
-    forms += [title[:c.start()] for c in cuts if _names_site(title[c.end():], host)]
+    cuts = [c.span() for c in TITLE_SEPARATORS.finditer(title)]
+    if not cuts:  # (a title without a separator has none once stripped either: it is its one form, twice)
+        title = title.strip().lower()
+        return [title, title] if title else []
+    same = cuts if title == title.strip() else None  # (the cuts site_name_cuts finds first: it strips the title)
+    heads, tails = [title[:start] for start, _ in cuts], [title[end:] for _, end in cuts]
+    forms = [*site_name_cuts(title, cuts=same), site_name_cuts(title, from_start=True, cuts=same)[-1]]
+    forms += [run for run in heads + tails if len(run.split()) > SITE_NAME_WORDS]
+    if host:  # (_names_site names nothing without host labels)
+        forms += [tail for head, tail in zip(heads, tails) if _names_site(head, host)]  # "Joy the Baker - Papa Says"
+        forms += [head for head, tail in zip(heads, tails) if _names_site(tail, host)]
     return [f.strip().lower() for f in forms if f.strip()]
 
 
@@ -282,17 +287,19 @@ def strip_site_name(title: str, *, from_start: bool = False) -> str:
     return site_name_cuts(title, from_start=from_start)[-1]
 
 
-def site_name_cuts(title: str, *, from_start: bool = False) -> list[str]:
-    """The title, then what is left after each cut strip_site_name makes."""
+def site_name_cuts(title: str, *, from_start: bool = False, cuts: list[tuple[int, int]] | None = None) -> list[str]:
+    """The title, then what is left after each cut strip_site_name makes (``cuts``: the spans of TITLE_SEPARATORS'
+    matches in the stripped title, where the caller has them)."""
     out = [title.strip()]
     for _ in range(1 if from_start else SITE_NAME_CUTS):
         title = out[-1]
-        cuts = list(TITLE_SEPARATORS.finditer(title))
+        if cuts is None:
+            cuts = [c.span() for c in TITLE_SEPARATORS.finditer(title)]
         if not cuts:
             break
-        cut = cuts[0] if from_start else cuts[-1]
-        part, rest = (title[:cut.start()], title[cut.end():]) if from_start else (title[cut.end():],
-                                                                                   title[:cut.start()])
+        start, end = cuts[0] if from_start else cuts[-1]
+        cuts = None  # (what is left is searched again)
+        part, rest = (title[:start], title[end:]) if from_start else (title[end:], title[:start])
         short = len(part.split()) <= SITE_NAME_WORDS
         if len(rest.split()) < 2 or not (short and (not from_start or len(part) < len(rest) or _DOMAIN.search(part))):
             break

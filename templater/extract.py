@@ -697,9 +697,9 @@ def drop_repeats(seg: Segmented, keep: np.ndarray, trusted: np.ndarray | None = 
     repeat = np.zeros(len(keep), dtype=bool)
     where = np.flatnonzero(long).tolist()
     lengths = chars[where].tolist()
-    counts = Counter(lengths)  # only texts of a length another shares can be repeats (a page's few long blocks: a
-    if len(counts) == len(lengths):  # Counter, not np.unique's sort and np.isin, each dearer on a few values)
-        return keep.copy()
+    if len(set(lengths)) == len(lengths):  # only texts of a length another shares can be repeats (a page's few long
+        return keep.copy()  # blocks: a set, then a Counter where two share one, not np.unique's sort and np.isin)
+    counts = Counter(lengths)
     blocks = seg.blocks
     for i in [i for i, length in zip(where, lengths) if counts[length] > 1]:
         text = blocks[i].text

@@ -159,3 +159,27 @@ def test_keep_headline_matches_its_per_block_definition(rows):
     features[:, headline.TITLE_OVERLAP_COLUMN] = [overlap for _, overlap, _ in rows]
     keep = np.array([kept for _, _, kept in rows], dtype=bool)
     assert headline.keep_headline(seg, features, keep).tolist() == keep_headline_plain(seg, features, keep).tolist()
+
+
+# --- document._title_forms ------------------------------------------------------------------------------------
+
+TITLE_WORDS = st.sampled_from(["Headline", "words", "here", "|", "-", "–", "::", "/", "»", "joythebaker", "Joy",
+                               "the", "Baker", "FOXNews.com", "\u0130stanbul", "x¶", " ", "  "])
+TITLES = st.lists(TITLE_WORDS, max_size=9).map(" ".join)
+
+
+def title_forms_plain(title, host):
+    """_title_forms as it was written first: every cut found again where it is needed."""
+    cuts = list(document.TITLE_SEPARATORS.finditer(title))
+    runs = [title[:c.start()] for c in cuts] + [title[c.end():] for c in cuts]
+    forms = [*document.site_name_cuts(title), document.strip_site_name(title, from_start=True)]
+    forms += [run for run in runs if len(run.split()) > document.SITE_NAME_WORDS]
+    forms += [title[c.end():] for c in cuts if document._names_site(title[:c.start()], host)]
+    forms += [title[:c.start()] for c in cuts if document._names_site(title[c.end():], host)]
+    return [f.strip().lower() for f in forms if f.strip()]
+
+
+@settings(max_examples=500, deadline=None)
+@given(TITLES, st.sampled_from([[], ["joythebaker"], ["foxnews", "example"]]))
+def test_title_forms_match_their_first_definition(title, host):
+    assert document._title_forms(title, host) == title_forms_plain(title, host)
