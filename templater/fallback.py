@@ -52,6 +52,8 @@ OUTSIDE_TRUSTED = "(outside a trusted content region)"  # drop_reasons' words fo
 # vouch for
 WEIGHTS_FILE = "ann_weights.npz"
 _FORM_BITS = np.uint32(sum(1 << n for n, (name, _) in enumerate(TAG_GROUPS) if name == FORM_TAG_GROUP))
+COMMENT_CLASS_GROUP = "comment"  # CLASS_GROUPS' group of comment threads (comment_threads)
+_COMMENT_BITS = np.uint32(sum(1 << n for n, (name, _) in enumerate(CLASS_GROUPS) if name == COMMENT_CLASS_GROUP))
 
 
 @functools.lru_cache(maxsize=64)
@@ -369,9 +371,44 @@ def _keep_region(seg: Segmented, tree: Tree, scores: np.ndarray) -> np.ndarray:
     form = side_forms(seg, tree, chars)[tree.owner]
     per_element = np.zeros(len(tree.parent))
     np.add.at(per_element, tree.owner, np.where(form, 0.0, chars * (scores - REGION_BASE)))
+    sums = sum_up(tree, per_element)
+    best = int(np.argmax(sums))
+    if _in_named(tree, best, _COMMENT_BITS):  # never a comment thread apart from the headline (comment_threads)
+        threads = comment_threads(seg, tree)
+        if threads[best]:
+            best = int(np.argmax(np.where(threads, -np.inf, sums)))
     region = np.zeros(len(tree.parent), dtype=bool)
-    region[int(np.argmax(sum_up(tree, per_element)))] = True
+    region[best] = True
     return ((inside(tree, region)[tree.owner] & (scores > REGION_INSIDE)) | (scores > REGION_OUTSIDE)) & ~form
+
+
+def _in_named(tree: Tree, node: int, bits: np.uint32) -> bool:
+    """Whether the element or one of its ancestors has a class/id of the groups of ``bits``."""
+    while node >= 0:
+        if tree.class_bits[node] & bits:
+            return True
+        node = int(tree.parent[node])
+    return False
+
+
+def comment_threads(seg: Segmented, tree: Tree) -> np.ndarray:
+    """Per element: inside an element whose class or id names comments (CLASS_GROUPS' "comment": comment, disqus,
+    reply, ...) and that does not hold the page's headline (find_headline). The content region is never one of
+    them: on a story whose thread outweighs it (a copy with the story's first paragraphs cut, under hundreds of
+    comments) a branch of the thread has the largest sum, and the region went there instead of the story. An
+    element that holds the headline wraps the page, not a thread; no headline: no thread."""
+    out = np.zeros(len(tree.parent), dtype=bool)
+    named = (tree.class_bits & _COMMENT_BITS) != 0
+    if not named.any():
+        return out
+    headline = find_headline(seg)
+    if headline is None:
+        return out
+    node = int(tree.owner[headline])
+    while node >= 0:  # the headline's ancestors hold it
+        named[node] = False
+        node = int(tree.parent[node])
+    return inside(tree, named) if named.any() else out
 
 
 def side_forms(seg: Segmented, tree: Tree, chars: np.ndarray | None = None) -> np.ndarray:
