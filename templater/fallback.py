@@ -404,11 +404,16 @@ def comment_threads(seg: Segmented, tree: Tree) -> np.ndarray:
     headline = find_headline(seg)
     if headline is None:
         return out
-    node = int(tree.owner[headline])
-    while node >= 0:  # the headline's ancestors hold it
-        named[node] = False
-        node = int(tree.parent[node])
+    _leave_headline_out(tree, named, headline)
     return inside(tree, named) if named.any() else out
+
+
+def _leave_headline_out(tree: Tree, elements: np.ndarray, headline: int) -> None:
+    """Clear ``elements`` (in place) on the headline block's owner and its ancestors: those hold the headline."""
+    node = int(tree.owner[headline])
+    while node >= 0 and elements.any():
+        elements[node] = False
+        node = int(tree.parent[node])
 
 
 def side_forms(seg: Segmented, tree: Tree, chars: np.ndarray | None = None) -> np.ndarray:
@@ -430,10 +435,7 @@ def side_forms(seg: Segmented, tree: Tree, chars: np.ndarray | None = None) -> n
     per_element = np.zeros(len(tree.parent))
     np.add.at(per_element, tree.owner, chars)
     forms &= sum_up(tree, per_element) >= SIDE_FORM_SHARE * chars.sum()
-    node = int(tree.owner[headline])
-    while node >= 0 and forms.any():  # the headline's ancestors hold it
-        forms[node] = False
-        node = int(tree.parent[node])
+    _leave_headline_out(tree, forms, headline)  # the headline's ancestors hold it
     return inside(tree, forms) if forms.any() else out
 
 
