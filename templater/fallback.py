@@ -397,23 +397,23 @@ def comment_threads(seg: Segmented, tree: Tree) -> np.ndarray:
     them: on a story whose thread outweighs it (a copy with the story's first paragraphs cut, under hundreds of
     comments) a branch of the thread has the largest sum, and the region went there instead of the story. An
     element that holds the headline wraps the page, not a thread; no headline: no thread."""
+    return _apart_from_headline(seg, tree, (tree.class_bits & _COMMENT_BITS) != 0)
+
+
+def _apart_from_headline(seg: Segmented, tree: Tree, elements: np.ndarray) -> np.ndarray:
+    """Per element: inside one of ``elements`` (changed in place) that does not hold the page's headline (its block's
+    owner and that owner's ancestors hold it); no headline: none."""
     out = np.zeros(len(tree.parent), dtype=bool)
-    named = (tree.class_bits & _COMMENT_BITS) != 0
-    if not named.any():
+    if not elements.any():
         return out
     headline = find_headline(seg)
     if headline is None:
         return out
-    _leave_headline_out(tree, named, headline)
-    return inside(tree, named) if named.any() else out
-
-
-def _leave_headline_out(tree: Tree, elements: np.ndarray, headline: int) -> None:
-    """Clear ``elements`` (in place) on the headline block's owner and its ancestors: those hold the headline."""
     node = int(tree.owner[headline])
     while node >= 0 and elements.any():
         elements[node] = False
         node = int(tree.parent[node])
+    return inside(tree, elements) if elements.any() else out
 
 
 def side_forms(seg: Segmented, tree: Tree, chars: np.ndarray | None = None) -> np.ndarray:
@@ -424,19 +424,13 @@ def side_forms(seg: Segmented, tree: Tree, chars: np.ndarray | None = None) -> n
     wraps the page (ASP.NET pages hold all their content in one <form>); a smaller form never moves the region (a
     comment form under a post), and leaving its text out of the sum there moved the region onto wider wrappers on the
     dev corpus. No headline: no side form."""
-    out = np.zeros(len(tree.parent), dtype=bool)
     forms = (tree.tag_bits & _FORM_BITS) != 0
-    if not forms.any():
-        return out
-    headline = find_headline(seg)
-    if headline is None:
-        return out
-    chars = seg.block_chars().astype(np.float64) if chars is None else chars
-    per_element = np.zeros(len(tree.parent))
-    np.add.at(per_element, tree.owner, chars)
-    forms &= sum_up(tree, per_element) >= SIDE_FORM_SHARE * chars.sum()
-    _leave_headline_out(tree, forms, headline)  # the headline's ancestors hold it
-    return inside(tree, forms) if forms.any() else out
+    if forms.any():
+        chars = seg.block_chars().astype(np.float64) if chars is None else chars
+        per_element = np.zeros(len(tree.parent))
+        np.add.at(per_element, tree.owner, chars)
+        forms &= sum_up(tree, per_element) >= SIDE_FORM_SHARE * chars.sum()
+    return _apart_from_headline(seg, tree, forms)
 
 
 def p_values(scores: np.ndarray, null_scores: np.ndarray) -> np.ndarray:
