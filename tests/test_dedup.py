@@ -475,25 +475,3 @@ def test_tail_anchor_keys_are_a_stored_setting_and_older_indexes_keep_none(tmp_p
                           replace(settings, anchor_tail_keys=tail))
         assert dedup.describe_settings(db)["anchor_tail_keys"] == tail
         assert clusters(db) == pairs
-
-
-def test_an_index_of_the_first_twelve_anchor_keys_keeps_them(tmp_path):
-    """The defaults moved from a page's first 12 anchor keys to its first 10 and last 2 (the same index rows): an
-    index stored with 12 and 0 signs what `run` and `extract` add with those (pipeline.index_settings) and still
-    finds a copy of a page indexed before; the new defaults given explicitly are refused with the differences named."""
-    from dataclasses import replace
-
-    from templater import pipeline
-
-    assert (ShingleSettings().anchor_keys, ShingleSettings().anchor_tail_keys) == (10, 2)
-    before = replace(ShingleSettings(), anchor_keys=12, anchor_tail_keys=0)
-    rng = np.random.default_rng(9)
-    words = [f"w{i}" for i in rng.integers(0, 50_000, size=600)]
-    db = open_db(tmp_path / "twelve.db")
-    dedup.index_texts(db, [TextItem("a", "http://a.example/1", " ".join(words))], before)
-    settings = pipeline.index_settings(db)
-    assert (settings.anchor_keys, settings.anchor_tail_keys) == (12, 0)
-    dedup.index_texts(db, [TextItem("b", "http://a.example/2", " ".join(words[:550]))], settings)
-    assert clusters(db) == {frozenset({"a", "b"})}
-    with pytest.raises(SettingsMismatchError, match="anchor_keys: 12 != 10.*anchor_tail_keys: 0 != 2"):
-        dedup.index_texts(db, [TextItem("c", "http://a.example/3", "a b c d e f")], ShingleSettings())

@@ -613,8 +613,7 @@ def test_signatures_are_pinned(name, compiled, monkeypatch):
     if not compiled:
         monkeypatch.setattr(native, "numeric", None)
     settings, expected = PINNED[name]
-    s = ShingleSettings(**{"anchor_keys": 12, "anchor_tail_keys": 0, **settings})  # pinned before tail keys: the
-    # first 12 keys alone (the defaults since are 10 first and 2 last)
+    s = ShingleSettings(**{"anchor_tail_keys": 0, **settings})  # pinned before tail keys: the first keys alone
     sig = sh.sign(PINNED_TEXTS, s)
     shingles = sh.shingle_hashes(PINNED_TEXTS, s)
     sample = sh.verification_sets(shingles, s)
