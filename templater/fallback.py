@@ -52,6 +52,8 @@ OUTSIDE_TRUSTED = "(outside a trusted content region)"  # drop_reasons' words fo
 # vouch for
 WEIGHTS_FILE = "ann_weights.npz"
 _FORM_BITS = np.uint32(sum(1 << n for n, (name, _) in enumerate(TAG_GROUPS) if name == FORM_TAG_GROUP))
+COMMENT_CLASS_GROUP = "comment"  # CLASS_GROUPS' group of comment threads (comment_threads)
+_COMMENT_BITS = np.uint32(sum(1 << n for n, (name, _) in enumerate(CLASS_GROUPS) if name == COMMENT_CLASS_GROUP))
 
 
 @functools.lru_cache(maxsize=64)
@@ -369,9 +371,49 @@ def _keep_region(seg: Segmented, tree: Tree, scores: np.ndarray) -> np.ndarray:
     form = side_forms(seg, tree, chars)[tree.owner]
     per_element = np.zeros(len(tree.parent))
     np.add.at(per_element, tree.owner, np.where(form, 0.0, chars * (scores - REGION_BASE)))
+    sums = sum_up(tree, per_element)
+    best = int(np.argmax(sums))
+    if _in_named(tree, best, _COMMENT_BITS):  # never a comment thread apart from the headline (comment_threads)
+        threads = comment_threads(seg, tree)
+        if threads[best]:
+            best = int(np.argmax(np.where(threads, -np.inf, sums)))
     region = np.zeros(len(tree.parent), dtype=bool)
-    region[int(np.argmax(sum_up(tree, per_element)))] = True
+    region[best] = True
     return ((inside(tree, region)[tree.owner] & (scores > REGION_INSIDE)) | (scores > REGION_OUTSIDE)) & ~form
+
+
+def _in_named(tree: Tree, node: int, bits: np.uint32) -> bool:
+    """Whether the element or one of its ancestors has a class/id of the groups of ``bits``."""
+    while node >= 0:
+        if tree.class_bits[node] & bits:
+            return True
+        node = int(tree.parent[node])
+    return False
+
+
+def comment_threads(seg: Segmented, tree: Tree) -> np.ndarray:
+    """Per element: inside an element whose class or id names comments (CLASS_GROUPS' "comment": comment, disqus,
+    reply, ...) and that does not hold the page's headline (find_headline). The content region is never one of
+    them: on a story whose thread outweighs it (a copy with the story's first paragraphs cut, under hundreds of
+    comments) a branch of the thread has the largest sum, and the region went there instead of the story. An
+    element that holds the headline wraps the page, not a thread; no headline: no thread."""
+    return _apart_from_headline(seg, tree, (tree.class_bits & _COMMENT_BITS) != 0)
+
+
+def _apart_from_headline(seg: Segmented, tree: Tree, elements: np.ndarray) -> np.ndarray:
+    """Per element: inside one of ``elements`` (changed in place) that does not hold the page's headline (its block's
+    owner and that owner's ancestors hold it); no headline: none."""
+    out = np.zeros(len(tree.parent), dtype=bool)
+    if not elements.any():
+        return out
+    headline = find_headline(seg)
+    if headline is None:
+        return out
+    node = int(tree.owner[headline])
+    while node >= 0 and elements.any():
+        elements[node] = False
+        node = int(tree.parent[node])
+    return inside(tree, elements) if elements.any() else out
 
 
 def side_forms(seg: Segmented, tree: Tree, chars: np.ndarray | None = None) -> np.ndarray:
@@ -382,22 +424,13 @@ def side_forms(seg: Segmented, tree: Tree, chars: np.ndarray | None = None) -> n
     wraps the page (ASP.NET pages hold all their content in one <form>); a smaller form never moves the region (a
     comment form under a post), and leaving its text out of the sum there moved the region onto wider wrappers on the
     dev corpus. No headline: no side form."""
-    out = np.zeros(len(tree.parent), dtype=bool)
     forms = (tree.tag_bits & _FORM_BITS) != 0
-    if not forms.any():
-        return out
-    headline = find_headline(seg)
-    if headline is None:
-        return out
-    chars = seg.block_chars().astype(np.float64) if chars is None else chars
-    per_element = np.zeros(len(tree.parent))
-    np.add.at(per_element, tree.owner, chars)
-    forms &= sum_up(tree, per_element) >= SIDE_FORM_SHARE * chars.sum()
-    node = int(tree.owner[headline])
-    while node >= 0 and forms.any():  # the headline's ancestors hold it
-        forms[node] = False
-        node = int(tree.parent[node])
-    return inside(tree, forms) if forms.any() else out
+    if forms.any():
+        chars = seg.block_chars().astype(np.float64) if chars is None else chars
+        per_element = np.zeros(len(tree.parent))
+        np.add.at(per_element, tree.owner, chars)
+        forms &= sum_up(tree, per_element) >= SIDE_FORM_SHARE * chars.sum()
+    return _apart_from_headline(seg, tree, forms)
 
 
 def p_values(scores: np.ndarray, null_scores: np.ndarray) -> np.ndarray:

@@ -413,3 +413,60 @@ def test_weights_come_from_a_checked_uncompressed_copy_in_the_cache_folder(tmp_p
     (tmp_path / "plain.bin").write_bytes(b"not an archive")
     monkeypatch.setenv("TEMPLATER_CACHE", str(tmp_path / "cache2"))
     assert ann._cached_npz(tmp_path / "plain.bin") is None and not (tmp_path / "cache2").exists()
+
+
+
+
+REPLIES = [f"Reply {n}: I left my last job after nine years and said exactly what I thought in the exit interview, "
+           f"about the managers, the pay and the endless reorganisations, and nothing whatsoever changed afterwards; "
+           f"the people who stayed told me so a year later, when they were leaving too, one after another ({n})."
+           for n in range(14)]
+BRANCH = 4  # the first replies are one branch of the thread: a comment and its nested answers
+
+
+def thread_page(*, thread_holds_headline: bool = False) -> str:
+    """A story whose first paragraphs were cut, under a long thread of comments (one branch of nested answers, then
+    the other comments), or a forum page whose discussion element holds the headline, the story and the thread."""
+    story = "".join(f"<p>{t}</p>" for t in ARTICLE[2:])
+    branch = ""
+    for t in reversed(REPLIES[:BRANCH]):
+        branch = f'<li class="comment"><div class="commentBody"><p>{t}</p></div><ul>{branch}</ul></li>'
+    rest = "".join(f'<li class="comment"><div class="commentBody"><p>{t}</p></div></li>' for t in REPLIES[BRANCH:])
+    thread = f'<ul id="commentlisting">{branch}{rest}</ul>'
+    if thread_holds_headline:
+        body = f'<div class="discussion"><h1>Floods close the lower town</h1><div class="story">{story}</div>{thread}</div>'
+    else:
+        body = f'<div class="story"><h1>Floods close the lower town</h1>{story}</div><div id="comments">{thread}</div>'
+    return f"<html><head><title>Floods close the lower town</title></head><body>{body}</body></html>"
+
+
+def thread_scores(seg) -> np.ndarray:
+    """Scores as slashdot.org's cut copies had them: the story's two paragraphs 0.8, the branch's answers 0.7 (four
+    of them outweigh the story), the other comments 0.1 (the whole thread sums below zero)."""
+    return np.array([0.8 if b.text in ARTICLE else 0.7 if b.text in REPLIES[:BRANCH] else 0.1 for b in seg.blocks])
+
+
+def test_the_content_region_is_never_a_comment_thread_apart_from_the_headline():
+    """A story that a branch of its comment thread outweighs (a copy with the story's opening cut): the region's
+    sum is highest on the branch, but the region is never inside an element named for comments that does not hold
+    the headline (fallback.comment_threads), so the story is kept and the comments are not."""
+    seg = segmented(thread_page(), "thread-1")
+    tree = fallback.number_tree(seg)
+    kept = kept_texts(seg, fallback._keep_region(seg, tree, thread_scores(seg)))
+    assert all(t in kept for t in ARTICLE[2:])
+    assert not any(t in kept for t in REPLIES)
+    threads = fallback.comment_threads(seg, tree)[tree.owner]
+    assert [b.text for b, t in zip(seg.blocks, threads) if t and b.text in REPLIES] == REPLIES
+    assert not any(t for b, t in zip(seg.blocks, threads) if b.text in ARTICLE)
+    assert all(t in kept_texts(seg, fallback.select_blocks(seg)) for t in ARTICLE[2:])  # with the shipped weights
+
+
+def test_a_discussion_that_holds_the_headline_is_the_page_not_a_thread():
+    """An element named for comments that holds the headline wraps the page (a forum's discussion): it is no
+    thread, and the story is inside it (the comments below it still are threads)."""
+    seg = segmented(thread_page(thread_holds_headline=True), "thread-2")
+    tree = fallback.number_tree(seg)
+    threads = fallback.comment_threads(seg, tree)[tree.owner]
+    assert not any(t for b, t in zip(seg.blocks, threads) if b.text in ARTICLE)
+    kept = kept_texts(seg, fallback._keep_region(seg, tree, thread_scores(seg)))
+    assert all(t in kept for t in ARTICLE[2:])
