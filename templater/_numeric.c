@@ -1600,12 +1600,15 @@ static int lean_mode(const unsigned char *name, Py_ssize_t size) {
  * libxml2 builds and parse.py strips. Its content is left out where libxml2 provably builds the rest of the page as
  * it would with it, which its legacy tree builder (2.14's htmlAutoClose, htmlCheckImplied, htmlParseEndTag) does when
  * the content holds:
- * - start tags of names that no start tag closes (none of htmlStartClose's closed tags: the element's own name is
- *   none either, so nothing inside can close it or anything outside), none of html, head, body (libxml2 discards
- *   those and counts them against later end tags), none of an end priority above the default (div, table and its
- *   parts: an unclosed one would make the element's end tag be ignored); in a select only option and optgroup (an
- *   option closed by the next option or optgroup, as libxml2 closes it); raw-text elements but plaintext;
- * - end tags only of elements opened inside and still open (LEAN_VOID names never: libxml2 never keeps one open);
+ * - start tags of names that no start tag inside closes (htmlStartClose's closed tags are refused but those whose
+ *   closers are all refused: b, i, span, font... closed only by p, center, td, th, fieldset; and a, which closes an
+ *   a, as libxml2 closes it; the element's own name is no closed tag either, so nothing inside can close it or
+ *   anything outside), none of html, head, body (libxml2 discards those and counts them against later end tags),
+ *   of the end priorities above the default only div's (table and its parts refused), a div closed before the end
+ *   tags it would make libxml2 ignore; in a select only option and optgroup (an option closed by the next option or
+ *   optgroup, as libxml2 closes it); raw-text elements but plaintext;
+ * - end tags only of elements opened inside and still open with nothing of a higher end priority above them
+ *   (LEAN_VOID names never: libxml2 never keeps one open);
  * - text, comments and bogus comments, no doctype (one in mid-page would give the document a DTD);
  * and the element's own end tag closes it (the first of its name not opened inside) with whatever is open inside. A start
  * tag's "/>" closes it at once (htmlParseElementInternal). Text inside changes nothing outside (htmlStartCharData
@@ -1620,10 +1623,9 @@ static const char *const lean_content[] = {"svg", "math", "select", "noscript", 
                                            "button", NULL};
 static const char *const lean_refused[] = {  /* inner start tags that keep the content */
     "html", "head", "body", "frameset", "plaintext",
-    "div", "table", "caption", "colgroup", "col", "thead", "tbody", "tfoot", "tr", "td", "th",
-    "a", "address", "b", "big", "dd", "dir", "dl", "dt", "font", "form", "h1", "h2", "h3", "h4", "h5", "h6", "hr",
-    "i", "legend", "li", "link", "listing", "menu", "ol", "option", "p", "pre", "s", "small", "span", "strike",
-    "tt", "u", "ul", "xmp", NULL};
+    "table", "caption", "colgroup", "col", "thead", "tbody", "tfoot", "tr", "td", "th", "center", "fieldset",
+    "address", "dd", "dir", "dl", "dt", "form", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "li", "link", "listing",
+    "menu", "ol", "option", "p", "pre", "ul", "xmp", NULL};
 static const char *const lean_void[] = {  /* names libxml2 may close at once (taken as void: never on the stack) */
     "area", "base", "basefont", "bgsound", "br", "embed", "frame", "img", "image", "input", "isindex", "keygen",
     "meta", "param", "source", "track", "wbr", NULL};
@@ -1669,6 +1671,10 @@ static Py_ssize_t lean_content_end(const unsigned char *d, Py_ssize_t n, Py_ssiz
             if (q >= n || size < 0) return -1;
             Py_ssize_t at = depth - 1;
             while (at >= 0 && !(sizes[at] == size && memcmp(stack[at], name, (size_t)size) == 0)) at--;
+            int priority = size == 3 && memcmp(name, "div", 3) == 0 ? 150 : 100;  /* (htmlEndPriority) */
+            for (Py_ssize_t above = at < 0 ? 0 : at + 1; above < depth; above++)
+                if (sizes[above] == 3 && memcmp(stack[above], "div", 3) == 0 && priority < 150)
+                    return -1;  /* libxml2 would ignore the end tag */
             if (at < 0 && size == outer_size && memcmp(name, outer, (size_t)size) == 0)
                 return p;  /* the element's own end tag: it closes it and whatever is open inside */
             if (at < 0 || lean_listed(lean_void, name, size)) return -1;
@@ -1706,6 +1712,9 @@ static Py_ssize_t lean_content_end(const unsigned char *d, Py_ssize_t n, Py_ssiz
                     depth--;  /* (htmlStartClose: an option is closed by an option or an optgroup) */
             } else if (lean_listed(lean_refused, name, size)) {
                 return -1;
+            } else if (size == 1 && name[0] == 'a') {
+                while (depth > 0 && sizes[depth - 1] == 1 && stack[depth - 1][0] == 'a')
+                    depth--;  /* (htmlStartClose: an a is closed by an a) */
             }
             if (d[q] == '/') { i = q + 2; continue; }  /* "/>": closed at once */
             i = q + 1;

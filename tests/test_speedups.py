@@ -1635,6 +1635,7 @@ LEAN_CONTENT_PIECES = [
     "<!DOCTYPE html>", "<!-- c -->", "<!x>", "<?x?>", "<style>", "</style>", "<script>", "</script>",
     "<iframe>", "</iframe>", "<textarea>", "</textarea>", "<plaintext>", "<xmp>", "</xmp>", "</>", "</ x>",
     "<source>", "<wbr>", "text", " ", "\n", "<", "&amp;", "<h1>", "</h1>", "<form>", "</form>", "<frameset>",
+    "<center>", "<fieldset>", "</fieldset>", "<legend>", "<i>", "</i>", "<font>", "<u>", "<em>", "<a>", "<div class=x>",
 ]
 
 
@@ -1668,10 +1669,12 @@ def test_lean_markup_leaves_content_out_only_where_the_tree_stays(pieces):
 def test_lean_markup_leaves_out_content_nobody_reads():
     page = (b"<p>a<svg class=x><g><path d=1/><title>t</title><use/></g></svg>b<select name=s><option value=1>x"
             b"<optgroup><option>y</select><noscript><img src=x></noscript><iframe>x</iframe><textarea>x</textarea>"
-            b"<button><span>keeps its content</span></button><svg><a href=x>keeps</a></svg></p>")
+            b"<button><span>x</span></button><noscript><div><a href=x><img src=y></a></div></noscript>"
+            b"<svg><p>keeps its content</p></svg><noscript><div>keeps its content</noscript></p>")
     assert parse.lean_markup(page) == (b"<p>a<svg class=x></svg>b<select name=s></select><noscript></noscript>"
-                                       b"<iframe></iframe><textarea></textarea><button><span>keeps its content"
-                                       b"</span></button><svg><a href=x>keeps</a></svg></p>")
+                                       b"<iframe></iframe><textarea></textarea><button></button><noscript></noscript>"
+                                       b"<svg><p>keeps its content</p></svg><noscript><div>keeps its content"
+                                       b"</noscript></p>")
     assert stripped_tree(parse.lean_markup(page)) == stripped_tree(page)
     unclosed = b"<div><svg><g></div><p>x</p>"  # the svg's content runs on to the page's end: it stays
     assert parse.lean_markup(unclosed) is unclosed
