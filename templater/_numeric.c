@@ -1647,6 +1647,27 @@ static Py_ssize_t lean_name(const unsigned char *d, Py_ssize_t n, Py_ssize_t i, 
     return size;
 }
 
+/* "<!" at p: where what it opens ends (a doctype to its ">", a comment to "-->" or "--!>", "<!-->" and "<!--->"
+ * empty, anything else a bogus comment to ">"), n where the page ends first; *doctype: whether it is a doctype. */
+static Py_ssize_t lean_declaration_end(const unsigned char *d, Py_ssize_t n, Py_ssize_t p, int *doctype) {
+    static const char name[] = "DOCTYPE";
+    int is_doctype = p + 8 < n;
+    for (int k = 0; is_doctype && k < 7; k++)
+        is_doctype = (d[p + 2 + k] & ~0x20) == (unsigned char)name[k] && lean_letter(d[p + 2 + k]);
+    *doctype = is_doctype;
+    if (is_doctype) return lean_to_gt(d, n, p + 9) + 1;
+    if (!(p + 3 < n && d[p + 2] == '-' && d[p + 3] == '-')) return lean_to_gt(d, n, p + 2) + 1;
+    Py_ssize_t q = p + 4;
+    if (q < n && d[q] == '>') return q + 1;
+    if (q + 1 < n && d[q] == '-' && d[q + 1] == '>') return q + 2;
+    for (; q < n; q++) {
+        if (d[q] != '-' || q + 1 >= n || d[q + 1] != '-' || q + 2 >= n) continue;
+        if (d[q + 2] == '>') return q + 3;
+        if (d[q + 2] == '!' && q + 3 < n && d[q + 3] == '>') return q + 4;
+    }
+    return n;
+}
+
 /* Where the content of the LEAN_CONTENT element ``outer`` (its start tag's ">" just before i) ends: the "<" of the
  * end tag that closes it, when the content may be left out (above); else -1. */
 static Py_ssize_t lean_content_end(const unsigned char *d, Py_ssize_t n, Py_ssize_t i, const unsigned char *outer,
@@ -1681,24 +1702,9 @@ static Py_ssize_t lean_content_end(const unsigned char *d, Py_ssize_t n, Py_ssiz
             depth = at;  /* (everything above it closed with it: all of the default priority) */
             i = q + (d[q] == '>' ? 1 : 2);
         } else if (c == '!') {
-            static const char doctype[] = "DOCTYPE";
-            int is_doctype = p + 8 < n;
-            for (int k = 0; is_doctype && k < 7; k++)
-                is_doctype = (d[p + 2 + k] & ~0x20) == (unsigned char)doctype[k] && lean_letter(d[p + 2 + k]);
-            if (is_doctype) return -1;
-            if (p + 3 < n && d[p + 2] == '-' && d[p + 3] == '-') {
-                q = p + 4;
-                if (q < n && d[q] == '>') { i = q + 1; continue; }
-                if (q + 1 < n && d[q] == '-' && d[q + 1] == '>') { i = q + 2; continue; }
-                i = n;
-                for (; q < n; q++) {
-                    if (d[q] != '-' || q + 1 >= n || d[q + 1] != '-' || q + 2 >= n) continue;
-                    if (d[q + 2] == '>') { i = q + 3; break; }
-                    if (d[q + 2] == '!' && q + 3 < n && d[q + 3] == '>') { i = q + 4; break; }
-                }
-            } else {
-                i = lean_to_gt(d, n, p + 2) + 1;
-            }
+            int doctype;
+            i = lean_declaration_end(d, n, p, &doctype);
+            if (doctype) return -1;
         } else if (c == '?') {
             i = lean_to_gt(d, n, p + 1) + 1;
         } else if (lean_letter(c)) {
@@ -1764,25 +1770,8 @@ static PyObject *lean_markup(PyObject *self, PyObject *arg) {
             if (q >= n) break;
             i = q + (d[q] == '>' ? 1 : 2);
         } else if (c == '!') {
-            static const char doctype[] = "DOCTYPE";
-            int is_doctype = p + 8 < n;
-            for (int k = 0; is_doctype && k < 7; k++)
-                is_doctype = (d[p + 2 + k] & ~0x20) == (unsigned char)doctype[k] && lean_letter(d[p + 2 + k]);
-            if (is_doctype) {
-                i = lean_to_gt(d, n, p + 9) + 1;
-            } else if (p + 3 < n && d[p + 2] == '-' && d[p + 3] == '-') {
-                Py_ssize_t q = p + 4;
-                if (q < n && d[q] == '>') { i = q + 1; continue; }
-                if (q + 1 < n && d[q] == '-' && d[q + 1] == '>') { i = q + 2; continue; }
-                i = n;
-                for (; q < n; q++) {
-                    if (d[q] != '-' || q + 1 >= n || d[q + 1] != '-' || q + 2 >= n) continue;
-                    if (d[q + 2] == '>') { i = q + 3; break; }
-                    if (d[q + 2] == '!' && q + 3 < n && d[q + 3] == '>') { i = q + 4; break; }
-                }
-            } else {
-                i = lean_to_gt(d, n, p + 2) + 1;
-            }
+            int doctype;
+            i = lean_declaration_end(d, n, p, &doctype);
         } else if (c == '?') {
             i = lean_to_gt(d, n, p + 1) + 1;
         } else if (lean_letter(c)) {
