@@ -1595,6 +1595,155 @@ static int lean_mode(const unsigned char *name, Py_ssize_t size) {
     return RAW_NONE;
 }
 
+/* --- the content of the other elements parse.py strips (config.DROP_TAGS) ---------------------------------------
+ * An element of LEAN_CONTENT (svg, select, noscript, ...: neither void nor raw text in libxml2's table) is a subtree
+ * libxml2 builds and parse.py strips. Its content is left out where libxml2 provably builds the rest of the page as
+ * it would with it, which its legacy tree builder (2.14's htmlAutoClose, htmlCheckImplied, htmlParseEndTag) does when
+ * the content holds:
+ * - start tags of names that no start tag inside closes (htmlStartClose's closed tags are refused but those whose
+ *   closers are all refused: b, i, span, font... closed only by p, center, td, th, fieldset; and a, which closes an
+ *   a, as libxml2 closes it; the element's own name is no closed tag either, so nothing inside can close it or
+ *   anything outside), none of html, head, body (libxml2 discards those and counts them against later end tags),
+ *   of the end priorities above the default only div's (table and its parts refused), a div closed before the end
+ *   tags it would make libxml2 ignore; in a select only option and optgroup (an option closed by the next option or
+ *   optgroup, as libxml2 closes it); raw-text elements but plaintext;
+ * - end tags only of elements opened inside and still open with nothing of a higher end priority above them
+ *   (LEAN_VOID names never: libxml2 never keeps one open);
+ * - text, comments and bogus comments, no doctype (one in mid-page would give the document a DTD);
+ * and the element's own end tag closes it (the first of its name not opened inside) with whatever is open inside. A start
+ * tag's "/>" closes it at once (htmlParseElementInternal). Text inside changes nothing outside (htmlStartCharData
+ * finds body or head open, or the body already seen: the element's own start tag saw to that). Otherwise the
+ * content stays as it is. One difference is left: libxml2 stops reading a page whose nesting passes its depth limit
+ * (config.MAX_DEPTH), and the content left out no longer counts towards it. */
+#define LEAN_STACK 48
+#define LEAN_NAME 24
+
+static const char *const lean_raw_cut[] = {"script", "style", "iframe", "textarea", NULL};  /* raw text left out */
+static const char *const lean_content[] = {"svg", "math", "select", "noscript", "template", "object", "applet",
+                                           "button", NULL};
+static const char *const lean_refused[] = {  /* inner start tags that keep the content */
+    "html", "head", "body", "frameset", "plaintext",
+    "table", "caption", "colgroup", "col", "thead", "tbody", "tfoot", "tr", "td", "th", "center", "fieldset",
+    "address", "dd", "dir", "dl", "dt", "form", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "li", "link", "listing",
+    "menu", "ol", "option", "p", "pre", "ul", "xmp", NULL};
+static const char *const lean_void[] = {  /* names libxml2 may close at once (taken as void: never on the stack) */
+    "area", "base", "basefont", "bgsound", "br", "embed", "frame", "img", "image", "input", "isindex", "keygen",
+    "meta", "param", "source", "track", "wbr", NULL};
+
+static int lean_listed(const char *const *list, const unsigned char *name, Py_ssize_t size) {
+    for (; *list; list++)
+        if ((Py_ssize_t)strlen(*list) == size && memcmp(*list, name, (size_t)size) == 0) return 1;
+    return 0;
+}
+
+/* A tag's name at i (its first letter) lower-cased into out (at most LEAN_NAME bytes): its size, or -1 when longer;
+ * *end: where the name ends. */
+static Py_ssize_t lean_name(const unsigned char *d, Py_ssize_t n, Py_ssize_t i, unsigned char *out, Py_ssize_t *end) {
+    Py_ssize_t q = lean_until(d, n, i + 1, LEAN_NAME_END), size = q - i;
+    *end = q;
+    if (size > LEAN_NAME) return -1;
+    for (Py_ssize_t k = 0; k < size; k++)
+        out[k] = d[i + k] >= 'A' && d[i + k] <= 'Z' ? d[i + k] + 32 : d[i + k];
+    return size;
+}
+
+/* "<!" at p: where what it opens ends (a doctype to its ">", a comment to "-->" or "--!>", "<!-->" and "<!--->"
+ * empty, anything else a bogus comment to ">"), n where the page ends first; *doctype: whether it is a doctype. */
+static Py_ssize_t lean_declaration_end(const unsigned char *d, Py_ssize_t n, Py_ssize_t p, int *doctype) {
+    static const char name[] = "DOCTYPE";
+    int is_doctype = p + 8 < n;
+    for (int k = 0; is_doctype && k < 7; k++)
+        is_doctype = (d[p + 2 + k] & ~0x20) == (unsigned char)name[k] && lean_letter(d[p + 2 + k]);
+    *doctype = is_doctype;
+    if (is_doctype) return lean_to_gt(d, n, p + 9) + 1;
+    if (!(p + 3 < n && d[p + 2] == '-' && d[p + 3] == '-')) return lean_to_gt(d, n, p + 2) + 1;
+    Py_ssize_t q = p + 4;
+    if (q < n && d[q] == '>') return q + 1;
+    if (q + 1 < n && d[q] == '-' && d[q + 1] == '>') return q + 2;
+    for (; q < n; q++) {
+        if (d[q] != '-' || q + 1 >= n || d[q + 1] != '-' || q + 2 >= n) continue;
+        if (d[q + 2] == '>') return q + 3;
+        if (d[q + 2] == '!' && q + 3 < n && d[q + 3] == '>') return q + 4;
+    }
+    return n;
+}
+
+/* Where the content of the LEAN_CONTENT element ``outer`` (its start tag's ">" just before i) ends: the "<" of the
+ * end tag that closes it, when the content may be left out (above); else -1. */
+static Py_ssize_t lean_content_end(const unsigned char *d, Py_ssize_t n, Py_ssize_t i, const unsigned char *outer,
+                                   Py_ssize_t outer_size) {
+    unsigned char stack[LEAN_STACK][LEAN_NAME];
+    Py_ssize_t sizes[LEAN_STACK], depth = 0;
+    int select = outer_size == 6 && memcmp(outer, "select", 6) == 0;
+    while (i < n) {
+        const unsigned char *lt = memchr(d + i, '<', (size_t)(n - i));
+        if (!lt) return -1;
+        Py_ssize_t p = lt - d;
+        if (p + 1 >= n) return -1;
+        unsigned char c = d[p + 1], name[LEAN_NAME];
+        Py_ssize_t q, size;
+        if (c == '/') {
+            q = p + 2;
+            if (q >= n) return -1;
+            if (d[q] == '>') { i = q + 1; continue; }
+            if (!lean_letter(d[q])) { i = lean_to_gt(d, n, q) + 1; continue; }
+            size = lean_name(d, n, q, name, &q);
+            q = lean_attributes(d, n, q);
+            if (q >= n || size < 0) return -1;
+            Py_ssize_t at = depth - 1;
+            while (at >= 0 && !(sizes[at] == size && memcmp(stack[at], name, (size_t)size) == 0)) at--;
+            int priority = size == 3 && memcmp(name, "div", 3) == 0 ? 150 : 100;  /* (htmlEndPriority) */
+            for (Py_ssize_t above = at < 0 ? 0 : at + 1; above < depth; above++)
+                if (sizes[above] == 3 && memcmp(stack[above], "div", 3) == 0 && priority < 150)
+                    return -1;  /* libxml2 would ignore the end tag */
+            if (at < 0 && size == outer_size && memcmp(name, outer, (size_t)size) == 0)
+                return p;  /* the element's own end tag: it closes it and whatever is open inside */
+            if (at < 0 || lean_listed(lean_void, name, size)) return -1;
+            depth = at;  /* (everything above it closed with it: all of the default priority) */
+            i = q + (d[q] == '>' ? 1 : 2);
+        } else if (c == '!') {
+            int doctype;
+            i = lean_declaration_end(d, n, p, &doctype);
+            if (doctype) return -1;
+        } else if (c == '?') {
+            i = lean_to_gt(d, n, p + 1) + 1;
+        } else if (lean_letter(c)) {
+            size = lean_name(d, n, p + 1, name, &q);
+            q = lean_attributes(d, n, q);
+            if (q >= n || size < 0) return -1;
+            if (select) {
+                if (!(size == 6 && memcmp(name, "option", 6) == 0) && !(size == 8 && memcmp(name, "optgroup", 8) == 0))
+                    return -1;
+                if (depth > 0 && sizes[depth - 1] == 6 && memcmp(stack[depth - 1], "option", 6) == 0)
+                    depth--;  /* (htmlStartClose: an option is closed by an option or an optgroup) */
+            } else if (lean_listed(lean_refused, name, size)) {
+                return -1;
+            } else if (size == 1 && name[0] == 'a') {
+                while (depth > 0 && sizes[depth - 1] == 1 && stack[depth - 1][0] == 'a')
+                    depth--;  /* (htmlStartClose: an a is closed by an a) */
+            }
+            if (d[q] == '/') { i = q + 2; continue; }  /* "/>": closed at once */
+            i = q + 1;
+            if (lean_listed(lean_void, name, size)) continue;
+            if (depth == LEAN_STACK) return -1;
+            memcpy(stack[depth], name, (size_t)size);
+            sizes[depth++] = size;
+            char lower[LEAN_NAME + 1];
+            memcpy(lower, name, (size_t)size);
+            lower[size] = 0;
+            int mode = lean_mode(name, size);
+            if (mode == RAW_PLAINTEXT) return -1;
+            if (mode != RAW_NONE) {
+                i = lean_raw_end(d, n, i, mode, lower, size);  /* its end tag is read next, as an end tag */
+                if (i >= n) return -1;
+            }
+        } else {
+            i = p + 1;
+        }
+    }
+    return -1;
+}
+
 /* lean_markup(data) -> bytes: ``data`` without the content of its script and style elements (the same object when
  * they hold none). */
 static PyObject *lean_markup(PyObject *self, PyObject *arg) {
@@ -1621,25 +1770,8 @@ static PyObject *lean_markup(PyObject *self, PyObject *arg) {
             if (q >= n) break;
             i = q + (d[q] == '>' ? 1 : 2);
         } else if (c == '!') {
-            static const char doctype[] = "DOCTYPE";
-            int is_doctype = p + 8 < n;
-            for (int k = 0; is_doctype && k < 7; k++)
-                is_doctype = (d[p + 2 + k] & ~0x20) == (unsigned char)doctype[k] && lean_letter(d[p + 2 + k]);
-            if (is_doctype) {
-                i = lean_to_gt(d, n, p + 9) + 1;
-            } else if (p + 3 < n && d[p + 2] == '-' && d[p + 3] == '-') {
-                Py_ssize_t q = p + 4;
-                if (q < n && d[q] == '>') { i = q + 1; continue; }
-                if (q + 1 < n && d[q] == '-' && d[q + 1] == '>') { i = q + 2; continue; }
-                i = n;
-                for (; q < n; q++) {
-                    if (d[q] != '-' || q + 1 >= n || d[q + 1] != '-' || q + 2 >= n) continue;
-                    if (d[q + 2] == '>') { i = q + 3; break; }
-                    if (d[q + 2] == '!' && q + 3 < n && d[q + 3] == '>') { i = q + 4; break; }
-                }
-            } else {
-                i = lean_to_gt(d, n, p + 2) + 1;
-            }
+            int doctype;
+            i = lean_declaration_end(d, n, p, &doctype);
         } else if (c == '?') {
             i = lean_to_gt(d, n, p + 1) + 1;
         } else if (lean_letter(c)) {
@@ -1652,13 +1784,21 @@ static PyObject *lean_markup(PyObject *self, PyObject *arg) {
             if (d[q] == '/') { i = q + 2; continue; }  /* "/>": an empty element */
             i = q + 1;
             int mode = size <= (Py_ssize_t)sizeof name ? lean_mode(name, size) : RAW_NONE;
-            if (mode == RAW_NONE) continue;
-            char lower[16];
-            memcpy(lower, name, (size_t)size);
-            lower[size] = 0;
-            Py_ssize_t end = lean_raw_end(d, n, i, mode, lower, size);
-            if (end > i && ((size == 6 && memcmp(lower, "script", 6) == 0)
-                            || (size == 5 && memcmp(lower, "style", 5) == 0))) {
+            Py_ssize_t end;
+            int cut_out;
+            if (mode == RAW_NONE) {
+                if (size > (Py_ssize_t)sizeof name || !lean_listed(lean_content, name, size)) continue;
+                end = lean_content_end(d, n, i, name, size);
+                if (end < 0) continue;  /* the content stays: read on, as libxml2 does */
+                cut_out = 1;
+            } else {
+                char lower[16];
+                memcpy(lower, name, (size_t)size);
+                lower[size] = 0;
+                end = lean_raw_end(d, n, i, mode, lower, size);
+                cut_out = lean_listed(lean_raw_cut, name, size);
+            }
+            if (end > i && cut_out) {
                 if (spans == capacity) {
                     capacity = capacity ? 2 * capacity : 32;
                     Py_ssize_t *grown = PyMem_Realloc(cut, 2 * capacity * sizeof(Py_ssize_t));
@@ -2522,7 +2662,8 @@ static PyMethodDef methods[] = {
     {"markup_counts", markup_counts, METH_O,
      "markup_counts(data) -> (start tags, most attributes of one, attributes): parse.markup_counts."},
     {"lean_markup", lean_markup, METH_O,
-     "lean_markup(data) -> bytes: data without the content of its script and style elements: parse.lean_markup."},
+     "lean_markup(data) -> bytes: data without the content of elements parse.py strips (lean_left_out) where the rest "
+     "of the tree stays libxml2's: parse.lean_markup."},
     {"utf8_controls_to_space", utf8_controls_to_space, METH_O,
      "utf8_controls_to_space(text) -> bytes: parse.clean_text's encode-and-translate step."},
     {"tune_heap", tune_heap, METH_NOARGS,
@@ -2585,5 +2726,18 @@ PyMODINIT_FUNC PyInit__numeric(void) {
     markup_bytes_name = PyUnicode_InternFromString("markup_bytes");
     tag_name = PyUnicode_InternFromString("tag");
     if (!lower_name || !text_name || !link_chars_name || !markup_bytes_name || !tag_name) return NULL;
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    PyObject *left_out = PyList_New(0);  /* lean_left_out: the elements whose content lean_markup may leave out */
+    if (!left_out) { Py_DECREF(m); return NULL; }
+    for (int list = 0; list < 2; list++)
+        for (const char *const *name = list ? lean_content : lean_raw_cut; *name; name++) {
+            PyObject *item = PyUnicode_FromString(*name);
+            if (!item || PyList_Append(left_out, item) < 0) { Py_XDECREF(item); Py_DECREF(left_out); Py_DECREF(m); return NULL; }
+            Py_DECREF(item);
+        }
+    PyObject *names = PyList_AsTuple(left_out);
+    Py_DECREF(left_out);
+    if (!names || PyModule_AddObject(m, "lean_left_out", names) < 0) { Py_XDECREF(names); Py_DECREF(m); return NULL; }
+    return m;
 }

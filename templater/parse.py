@@ -170,17 +170,19 @@ def parse_html(markup: str | bytes) -> etree._Element | None:
 
 
 def lean_markup(data: bytes) -> bytes:
-    """The bytes libxml2 is handed for ``data``: without the content of its script and style elements, which the
-    parser would copy into text nodes that _parse_clean drops with the elements (config.DROP_TAGS). The page is read
-    as libxml2's HTML tokenizer reads it (templater._numeric.lean_markup), so the tree is the one ``data`` gives
-    once those elements are stripped. Where the C extension is not built, or lxml runs another libxml2 than the one
-    whose tokenizer it follows (LEAN_LIBXML2), ``data`` as it is (the same tree)."""
+    """The bytes libxml2 is handed for ``data``: without the content of elements _parse_clean strips
+    (config.DROP_TAGS), which the parser would build for nothing: the raw text of script, style, iframe and
+    textarea elements, and the subtree of svg, select, noscript and the like where leaving it out leaves the rest of
+    the tree as libxml2 builds it (templater._numeric.lean_markup says when). The page is read as libxml2's HTML
+    tokenizer reads it, so the tree is the one ``data`` gives once those elements are stripped. Where the C
+    extension is not built, or lxml runs another libxml2 than the one whose tokenizer and tree builder it follows
+    (LEAN_LIBXML2), ``data`` as it is (the same tree)."""
     return native.numeric.lean_markup(data) if _LEAN else data
 
 
 LEAN_LIBXML2 = (2, 14)  # the libxml2 (major, minor) whose HTML tokenizer lean_markup follows (HTML5's, since 2.14)
 _LEAN = (native.numeric is not None and etree.LIBXML_VERSION[:2] == LEAN_LIBXML2
-         and {"script", "style"} <= set(config.DROP_TAGS))  # (elements that are kept keep their text)
+         and set(native.numeric.lean_left_out) <= set(config.DROP_TAGS))  # (elements kept keep their content)
 
 
 def _parse_clean(markup: bytes) -> etree._Element | None:

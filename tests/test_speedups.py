@@ -1624,6 +1624,19 @@ LEAN_PIECES = [
     "<br/>", "<img src=x/>", "< p>", "<", ">", "-", "--", "x", " ", "\n", "\r\n", "&lt;", "&#60;", "&amp",
     "var s = '</scr' + 'ipt>';", "if (a<b) c--;", "\u00e9", "<body>", "<head>", "<html>", "</body>",
 ]
+# the elements whose whole content lean_markup may leave out, and what may stand in it
+LEAN_CONTENT_PIECES = [
+    "<svg>", "<svg class='a>b'>", "<SVG/>", "</svg>", "</SVG >", "<g>", "</g>", "<path d=x/>", "<path>", "</path>",
+    "<title>", "</title>", "<select>", "</select>", "<option>", "<option value=1>", "</option>", "<optgroup>",
+    "</optgroup>", "<noscript>", "</noscript>", "<img src=x>", "</img>", "<br>", "<math>", "</math>", "<button>",
+    "</button>", "<template>", "</template>", "<object>", "</object>", "<param x=1>", "<embed>", "<applet>",
+    "</applet>", "<div>", "</div>", "<span>", "</span>", "<a href=x>", "</a>", "<p>", "</p>", "<li>", "</li>",
+    "<table>", "<td>", "</table>", "<b>", "</b>", "<head>", "<body>", "</body>", "<html>", "</html>",
+    "<!DOCTYPE html>", "<!-- c -->", "<!x>", "<?x?>", "<style>", "</style>", "<script>", "</script>",
+    "<iframe>", "</iframe>", "<textarea>", "</textarea>", "<plaintext>", "<xmp>", "</xmp>", "</>", "</ x>",
+    "<source>", "<wbr>", "text", " ", "\n", "<", "&amp;", "<h1>", "</h1>", "<form>", "</form>", "<frameset>",
+    "<center>", "<fieldset>", "</fieldset>", "<legend>", "<i>", "</i>", "<font>", "<u>", "<em>", "<a>", "<div class=x>",
+]
 
 
 @needs_lean
@@ -1640,13 +1653,41 @@ def test_lean_markup_gives_the_tree_the_page_gives(pieces):
 
 
 @needs_lean
-def test_lean_markup_leaves_out_script_and_style_text_only():
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(LEAN_CONTENT_PIECES + LEAN_PIECES[:12]), max_size=30))
+def test_lean_markup_leaves_content_out_only_where_the_tree_stays(pieces):
+    """The subtree of an svg, select, noscript, ... is left out only where libxml2 builds the rest of the page as
+    it would with it: start tags that close others (p, li, a, div, table's parts, html, head, body...), end tags
+    of elements opened outside, doctypes and unclosed content keep it."""
+    data = parse.clean_utf8("".join(pieces).encode("utf-8"))
+    lean = parse.lean_markup(data)
+    assert len(lean) <= len(data)
+    assert stripped_tree(lean) == stripped_tree(data)
+
+
+@needs_lean
+def test_lean_markup_leaves_out_content_nobody_reads():
+    page = (b"<p>a<svg class=x><g><path d=1/><title>t</title><use/></g></svg>b<select name=s><option value=1>x"
+            b"<optgroup><option>y</select><noscript><img src=x></noscript><iframe>x</iframe><textarea>x</textarea>"
+            b"<button><span>x</span></button><noscript><div><a href=x><img src=y></a></div></noscript>"
+            b"<svg><p>keeps its content</p></svg><noscript><div>keeps its content</noscript></p>")
+    assert parse.lean_markup(page) == (b"<p>a<svg class=x></svg>b<select name=s></select><noscript></noscript>"
+                                       b"<iframe></iframe><textarea></textarea><button></button><noscript></noscript>"
+                                       b"<svg><p>keeps its content</p></svg><noscript><div>keeps its content"
+                                       b"</noscript></p>")
+    assert stripped_tree(parse.lean_markup(page)) == stripped_tree(page)
+    unclosed = b"<div><svg><g></div><p>x</p>"  # the svg's content runs on to the page's end: it stays
+    assert parse.lean_markup(unclosed) is unclosed
+
+
+@needs_lean
+def test_lean_markup_leaves_out_the_raw_text_of_stripped_elements_only():
     page = (b"<html><head><title>t</title><style>p{}</style><script>if (a<b) x = '</p>';</script></head>"
-            b"<body><p a='<script>'>x</p><script type=x><!--<script></script>--></script><textarea><script>"
-            b"</textarea><!--<script>--></body></html>")
+            b"<body><p a='<script>'>x</p><script type=x><!--<script></script>--></script><xmp><script>"
+            b"</xmp><!--<script>--></body></html>")
     assert parse.lean_markup(page) == (b"<html><head><title>t</title><style></style><script></script></head>"
-                                       b"<body><p a='<script>'>x</p><script type=x></script><textarea><script>"
-                                       b"</textarea><!--<script>--></body></html>")
+                                       b"<body><p a='<script>'>x</p><script type=x></script><xmp><script>"
+                                       b"</xmp><!--<script>--></body></html>")
     plain = b"<p>no script here</p>"
     assert parse.lean_markup(plain) is plain
     for seg in sample_pages(8):
