@@ -336,6 +336,8 @@ SEGMENT_SLICE_ROWS = 1 << 20  # key rows a merge (or a scan of every candidate p
 # every segment one key range at a time, so memory stays bounded whatever the size of the index
 SEGMENT_FILTER_BITS = 10  # Bloom filter bits per key row of a segment: with FILTER_HASHES = 5 its filter answers
 # "maybe" for 0.9% of absent keys (2.2% at 8 bits, with a segment probed per level and a batch's 5,000 keys)
+SEGMENT_FILTER_MAX_BITS = 24  # bits a row a small segment's filter may take at most (its share grows with the ratio of
+# the index's rows to its own: store.lsh._filter_targets)
 BLOOM_CHUNK_KEYS = 1 << 16  # keys whose filter bit positions are made at once (five int64 positions a key and their
 # temporaries: a merge's whole slice at once took ~200 MB)
 BLOOM_DENSE_SPAN = 8  # filter bits a chunk of keys spans per bit position it sets, at most, for the chunk to be set as

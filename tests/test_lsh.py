@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 
 from dataclasses import replace
 
@@ -530,6 +531,27 @@ def test_a_segment_filter_of_any_size_never_misses_a_key_and_is_made_the_same_in
     assert lsh._fair_bits(10**6) == lsh.FILTER_MIN_BITS  # never thinner than that
 
 
+def test_the_filters_bits_go_where_they_save_the_most_false_answers(monkeypatch):
+    """Segments' shares of the filters' memory (``_filter_targets``): together what the even share gives (10 bits a
+    row, or the budget), each segment's false rate in proportion to its rows (bits differ by ln(ratio) / ln(2)**2
+    between two sizes), so the rates summed over the segments are fewer than with an even share; one segment alone
+    gets the even share."""
+    rows = [92_800_000] * 3 + [23_200_000] * 2 + [5_800_000, 1_450_000]
+    for budget in (1 << 40, 192 * 2**20):
+        monkeypatch.setattr(lsh, "FILTER_MEMORY_BYTES", budget)
+        shares = lsh._filter_targets(rows)
+        even = lsh._fair_bits(sum(rows))
+        assert sum(n * b for n, b in zip(rows, shares)) == pytest.approx(even * sum(rows))
+        assert shares[0] < even < shares[-1] <= lsh.SEGMENT_FILTER_MAX_BITS
+        assert shares[3] - shares[0] == pytest.approx(math.log(4) / math.log(2) ** 2)
+        rate = [math.exp(-b * math.log(2) ** 2) for b in shares]  # (a Bloom filter's, with the best number of hashes)
+        assert rate[3] / rate[0] == pytest.approx(rows[3] / rows[0])
+        assert sum(rate) < len(rows) * math.exp(-even * math.log(2) ** 2)
+        assert lsh._filter_targets([5000]) == [lsh._fair_bits(5000)]
+    monkeypatch.setattr(lsh, "FILTER_MEMORY_BYTES", 3000)
+    assert min(lsh._filter_targets([10**6, 10**4])) == lsh.FILTER_MIN_BITS  # never thinner than that
+
+
 def _filter_state(db) -> list[tuple[int, int, bytes]]:
     return db.conn.execute("SELECT segment, rows, filter FROM lsh_segments ORDER BY segment").fetchall()
 
@@ -554,11 +576,12 @@ def test_the_filters_share_their_memory_as_the_index_grows_and_none_is_left_unab
         monkeypatch.setattr(lsh, "RECENT_PAGES", 200)
         monkeypatch.setattr(lsh, "SEGMENT_FANOUT", 3)
         held = lsh._segments(tight)
-        total = sum(s.rows for s in held.items)
-        fair = min(lsh.SEGMENT_FILTER_BITS, budget * 8 / max(total, 1))
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(lsh, "FILTER_MEMORY_BYTES", budget)
+            shares = lsh._filter_targets([s.rows for s in held.items])
         assert held.filter_bytes() <= budget
-        for s in held.items:
-            assert len(s.bits) * 8 / s.rows >= fair / 2, (start, s.segment, len(s.bits), s.rows)
+        for s, share in zip(held.items, shares):
+            assert len(s.bits) * 8 / s.rows >= share / 2, (start, s.segment, len(s.bits), s.rows)
             assert np.array_equal(lsh._rebuilt_filter(tight, s, len(s.bits)), s.bits)
             thinned |= len(s.bits) < lsh._filter_size(s.rows, lsh.SEGMENT_FILTER_BITS)
         assert [(s.segment, s.rows, s.bits.tobytes()) for s in held.items] == _filter_state(tight)
@@ -668,8 +691,10 @@ def test_killed_while_writing_keys_and_resumed_equals_an_uninterrupted_index(tmp
                                    "dup_clusters")}
     expected = dump(tmp_path / "whole.db")
     assert expected["lsh_blocks"] and expected["lsh_runs"] and len(expected["lsh_segments"]) == 2
-    assert sorted(row[1] for row in expected["lsh_segments"]) == [0, 2]  # 5 flushes: 2 merges into level 1, 1 into 2
-    for kill_at in range(1, 32):  # all 31 writes: 12 runs, 7 segments made (blocks, then the row), 3 merges
+    # 5 flushes: a merge into level 1 after the 2nd; after the 4th, the two of level 0 and the top (level 1) into
+    # one segment of level 2 (the top level holds one segment)
+    assert sorted(row[1] for row in expected["lsh_segments"]) == [0, 2]
+    for kill_at in range(1, 29):  # all 28 writes: 12 runs, 7 segments made (blocks, then the row), 2 merges
         path = tmp_path / f"killed{kill_at}.db"
         status = _index_in_child(path, batches, values, kill_at)
         assert os.WIFSIGNALED(status)
