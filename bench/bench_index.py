@@ -265,6 +265,8 @@ PHASES = {  # store.lsh's steps of an insert, by function (nested: a step's time
     "_stored_partners": "      stored candidates (lookups, if not made)",
     "_append_run": "      the batch's run (INSERT, memory, filter)",
     "_merge_recent": "      flushes and merges of segments",
+    "_merge_segments": "        merges of segments",
+    "_rebuilt_filter": "        filters rebuilt to share the memory",
     "_verified_edges": "    verification of candidates",
     "_merge": "    clustering (references, joins)",
     "_relabel": "    relabelled clusters",

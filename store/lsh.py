@@ -1320,7 +1320,7 @@ def _merge_segments(db: sqlite_utils.Database, held: _Segments, merged: list[_Se
 def _add_segment(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) -> None:
     """Rows in (key, doc) order as a new segment of level 0; then every level holding SEGMENT_FANOUT segments
     merges them into one of the next level (each row is rewritten once a level: log(pages) times in all), except
-    at the top: the highest level holds one segment (``_merged_with_top``)."""
+    at the top past the filters' budget: the highest level then holds one segment (``_merged_with_top``)."""
     held = _segments(db)
     writer = _SegmentWriter(db, held.next_id(), 0, len(keys), _new_filter_bits(held, len(keys)))
     writer.write(keys, docs)
@@ -1338,15 +1338,17 @@ def _merged_with_top(held: _Segments, same: list[_Segment], level: int) -> tuple
     """(the segments to merge, oldest first; the level of the segment they make) when ``same``, SEGMENT_FANOUT
     segments of one level, merge into one of ``level``.
 
-    Where ``level`` is the highest level of the index, its segments are merged in too, so the top level holds one
-    segment, which grows (tiered levels below it, leveled at the top): it goes up a level when it holds
-    SEGMENT_FANOUT times the rows of a merge from below. A batch probes every segment and the false "maybe" answers
-    of the large ones are most of its block reads (at 10M pages, three level-3 segments of 93M rows each at 5-6 bits
-    a row: about 8% each); one top segment costs a third of those, for a merge that rewrites the top's rows too
-    (about twice the rows rewritten at the top level; levels below as before). An index written with several
-    segments at its top level takes them all in at its next merge into that level."""
+    Once the filters share FILTER_MEMORY_BYTES (fewer than SEGMENT_FILTER_BITS a row: ``_fair_bits``), where
+    ``level`` is the highest level of the index its segments are merged in too, so the top level holds one segment,
+    which grows (tiered levels below it, leveled at the top): it goes up a level when it holds SEGMENT_FANOUT times
+    the rows of a merge from below. A batch probes every segment and the false "maybe" answers of the large ones are
+    most of its block reads past the budget (at 10M pages, three level-3 segments of 93M rows each at 5-6 bits a
+    row: about 8% each); one top segment costs a third of those, for a merge that rewrites the top's rows too. Below
+    the budget (10 bits a row, about 1% each) the top level stays tiered: there the extra rewriting cost more than
+    the block reads it saved (3M pages: 18.3 against 10.3 us a page of merges, 17.3 against 27.2 of lookups). An
+    index with several segments at its top level takes them all in at its next merge into that level."""
     top = max((s.level for s in held.items), default=0)
-    if level != top:
+    if level != top or _fair_bits(sum(s.rows for s in held.items)) >= SEGMENT_FILTER_BITS:
         return same, level
     taken = {s.segment for s in same} | {s.segment for s in held.items if s.level == level}
     merged = [s for s in held.items if s.segment in taken]  # (oldest first: ids rise)

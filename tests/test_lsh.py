@@ -682,6 +682,7 @@ def test_killed_while_writing_keys_and_resumed_equals_an_uninterrupted_index(tmp
     monkeypatch.setattr(lsh, "RECENT_PAGES", 5)
     monkeypatch.setattr(lsh, "SEGMENT_FANOUT", 2)  # merges after the 2nd and 4th segments, a second level after the 4th
     monkeypatch.setattr(lsh, "SEGMENT_BLOCK_ROWS", 8)
+    monkeypatch.setattr(lsh, "FILTER_MEMORY_BYTES", 1)  # past the filters' budget: the top level holds one segment
     values = make_signatures(np.random.default_rng(6), 34, 4, 0.5)
     names = [f"p{i:02d}" for i in range(34)]
     batches = [names[i:i + 3] for i in range(0, 34, 3)]  # merges after 6, 12, ... 30 pages; 4 left in runs
@@ -921,3 +922,23 @@ def test_accepted_passes_a_failed_containment_pair_by_resemblance():
                        lambda mask: smaller[mask])
     assert off.tolist() == [False, False, False, False, False]
     assert lsh.accepted(settings, same, containment, lambda mask: jaccard[mask]).tolist() == [False] * 5
+
+
+def test_past_the_filters_budget_the_top_level_holds_one_segment(monkeypatch):
+    """``_merged_with_top``: below the budget a merge into the highest level leaves its segments as they are
+    (tiered); past it the merge takes them in (oldest first), and the top goes up a level once it holds
+    SEGMENT_FANOUT times the rows of a merge from below."""
+    def segment(i, level, rows):
+        return lsh._Segment(i, level, rows, np.zeros(1, np.int64), np.zeros(64, np.uint8))
+
+    top = segment(1, 2, 3 * 4 * 400)
+    same = [segment(i, 1, 400) for i in range(2, 6)]
+    held = lsh._Segments(0, [top, *same])
+    monkeypatch.setattr(lsh, "FILTER_MEMORY_BYTES", 1 << 40)
+    assert lsh._merged_with_top(held, same, 2) == (same, 2)
+    monkeypatch.setattr(lsh, "FILTER_MEMORY_BYTES", 1000)
+    assert lsh._merged_with_top(held, same, 2) == ([top, *same], 3)  # 12 + 4 units of 400: four merges from below
+    smaller = lsh._Segments(0, [segment(1, 2, 2 * 4 * 400), *same])
+    assert lsh._merged_with_top(smaller, same, 2) == (smaller.items, 2)
+    below = lsh._Segments(0, [segment(1, 3, 10**6), top, *same])  # a merge into a level under the top: tiered
+    assert lsh._merged_with_top(below, same, 2) == (same, 2)
