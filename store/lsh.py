@@ -15,7 +15,8 @@ Tables (component "lsh"):
                     hashes (its verification set, as lsh_shingles held it; added by migration 7: pages stored
                     before keep theirs in lsh_shingles)
     lsh_segments    segment -> level, rows, fences (int64 BLOB: the first key of each block), filter (a Bloom filter
-                    of its keys, SEGMENT_FILTER_BITS a row, fewer when the filters share FILTER_MEMORY_BYTES): the
+                    of its keys, SEGMENT_FILTER_BITS a row on average, fewer past FILTER_MEMORY_BYTES, shared by
+                    segment size: ``_filter_targets``): the
                     band index, one 47-bit key per band and one per anchor key, and a page key (``page_keys``, from
                     2**47 up: never a candidate) per page (migration 8), as a few immutable segments of (key, doc)
                     rows sorted by key then doc (migration 6; until then the row table lsh_bands, with lsh_filter's
@@ -49,7 +50,8 @@ fences name, all blocks in one statement); the batch's own sorted keys give the 
 in as one run, candidates are verified (by sample, all shingles or signature), and the clusters are updated. Per
 key row a batch costs numpy work and filter probes, not a B-tree insert and seek. The segments are written only
 by flushes and merges, as BLOBs in key order: SEGMENT_FANOUT segments of one level merge into one of the next
-(``_add_segment``, one key range at a time), so a row is rewritten once a level, log(pages) times in all, where
+(``_add_segment``, one key range at a time; past the filters' budget the top level holds one segment,
+``_merged_with_top``), so a row is rewritten once a level, log(pages) times in all, where
 the row table lsh_bands took every flush's random keys into nearly every leaf (a cost that grew with the index).
 """
 
