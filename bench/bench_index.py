@@ -31,7 +31,8 @@ Phases, each timed on its own:
             CPU: on a shared machine the wall clock measures the load)
 Then the bytes per page on disk (database file after a checkpoint) and the process's peak resident memory.
 ``--phases`` prints where the inserts' CPU went: each step of ``add_signatures`` timed by CPU (nested steps count in
-their callers too) and the commits.
+their callers too: merges of segments and filter rebuilds within the flushes) and the commits, and per page the keys
+that passed a segment's filter, the blocks read and the keys found (the difference: false "maybe" answers).
 ``--merge-rows N`` times one merge of the band index alone instead: SEGMENT_FANOUT - 1 segments of level 0 with N
 random (key, doc) rows each, then the N rows of a flush, inside a caller's transaction (the merge runs in the
 savepoint ``add_signatures`` makes): CPU per merged row, and by part (ordering the rows, setting the new segment's
