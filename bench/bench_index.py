@@ -31,7 +31,8 @@ Phases, each timed on its own:
             CPU: on a shared machine the wall clock measures the load)
 Then the bytes per page on disk (database file after a checkpoint) and the process's peak resident memory.
 ``--phases`` prints where the inserts' CPU went: each step of ``add_signatures`` timed by CPU (nested steps count in
-their callers too) and the commits.
+their callers too: merges of segments and filter rebuilds within the flushes) and the commits, and per page the keys
+that passed a segment's filter, the blocks read and the keys found (the difference: false "maybe" answers).
 ``--merge-rows N`` times one merge of the band index alone instead: SEGMENT_FANOUT - 1 segments of level 0 with N
 random (key, doc) rows each, then the N rows of a flush, inside a caller's transaction (the merge runs in the
 savepoint ``add_signatures`` makes): CPU per merged row, and by part (ordering the rows, setting the new segment's
@@ -265,6 +266,8 @@ PHASES = {  # store.lsh's steps of an insert, by function (nested: a step's time
     "_stored_partners": "      stored candidates (lookups, if not made)",
     "_append_run": "      the batch's run (INSERT, memory, filter)",
     "_merge_recent": "      flushes and merges of segments",
+    "_merge_segments": "        merges of segments",
+    "_rebuilt_filter": "        filters rebuilt to share the memory",
     "_verified_edges": "    verification of candidates",
     "_merge": "    clustering (references, joins)",
     "_relabel": "    relabelled clusters",
@@ -286,6 +289,24 @@ def timed_phases() -> dict[str, list]:
                 spent[name][1] += 1
         return run
 
+    probes = spent.setdefault("_probes", [0, 0, 0])  # keys passing a segment's filter, blocks read, keys found
+    blocks_of = lsh._Segment.blocks_of
+
+    def counted_blocks_of(self, keys, cap, positions=None):
+        sought, blocks = blocks_of(self, keys, cap, positions)
+        probes[0] += len(sought)
+        probes[1] += len(blocks)
+        return sought, blocks
+
+    lsh._Segment.blocks_of = counted_blocks_of
+    segment_rows = lsh._segment_rows
+
+    def counted_segment_rows(db, keys, cap=lsh.BUCKET_CAP):
+        rows = segment_rows(db, keys, cap)
+        probes[2] += len(np.unique(rows[:, 0])) if len(rows) else 0
+        return rows
+
+    lsh._segment_rows = counted_segment_rows
     for name in PHASES:
         owner = lsh._Recent if name == "find" else lsh
         if not hasattr(owner, name):  # (an older store.lsh, linked in for a comparison)
@@ -296,6 +317,9 @@ def timed_phases() -> dict[str, list]:
 
 def print_phases(spent: dict[str, list], total_cpu: float, pages: int) -> None:
     print(f"phases (CPU; of the timed inserts, {total_cpu:.1f} s):")
+    sought, blocks, found = spent.get("_probes", [0, 0, 0])
+    print(f"  segment lookups: {sought / pages:.2f} keys a page passed a segment's filter, {blocks / pages:.2f} blocks "
+          f"read a page, {found / pages:.2f} keys a page found (about {(sought - found) / pages:.2f} false \"maybe\")")
     for name, label in PHASES.items():
         seconds, calls = spent[name]
         print(f"  {label:<50} {seconds:8.2f} s {100 * seconds / total_cpu:5.1f}%  {seconds / pages * 1e6:6.1f} us a page "

@@ -15,7 +15,8 @@ Tables (component "lsh"):
                     hashes (its verification set, as lsh_shingles held it; added by migration 7: pages stored
                     before keep theirs in lsh_shingles)
     lsh_segments    segment -> level, rows, fences (int64 BLOB: the first key of each block), filter (a Bloom filter
-                    of its keys, SEGMENT_FILTER_BITS a row, fewer when the filters share FILTER_MEMORY_BYTES): the
+                    of its keys, SEGMENT_FILTER_BITS a row on average, fewer past FILTER_MEMORY_BYTES, shared by
+                    segment size: ``_filter_targets``): the
                     band index, one 47-bit key per band and one per anchor key, and a page key (``page_keys``, from
                     2**47 up: never a candidate) per page (migration 8), as a few immutable segments of (key, doc)
                     rows sorted by key then doc (migration 6; until then the row table lsh_bands, with lsh_filter's
@@ -49,7 +50,8 @@ fences name, all blocks in one statement); the batch's own sorted keys give the 
 in as one run, candidates are verified (by sample, all shingles or signature), and the clusters are updated. Per
 key row a batch costs numpy work and filter probes, not a B-tree insert and seek. The segments are written only
 by flushes and merges, as BLOBs in key order: SEGMENT_FANOUT segments of one level merge into one of the next
-(``_add_segment``, one key range at a time), so a row is rewritten once a level, log(pages) times in all, where
+(``_add_segment``, one key range at a time; past the filters' budget the top level holds one segment,
+``_merged_with_top``), so a row is rewritten once a level, log(pages) times in all, where
 the row table lsh_bands took every flush's random keys into nearly every leaf (a cost that grew with the index).
 """
 
@@ -57,6 +59,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import groupby
@@ -69,8 +72,8 @@ from templater.config import (BUCKET_CAP, ID_CHUNK, CACHE_KIB, CHECKPOINT_BYTES,
                               ROUND_LIMITS, REFERENCE_MEMBERS, FILTER_BITS_PER_KEY, FILTER_HASHES,
                               FILTER_FIRST_KEYS, RECENT_FILTER_KEYS, RECENT_FILTER_BITS, RECENT_FILTER_HASHES,
                               RECENT_TIER_FANOUT, PAIR_CHUNK, SEGMENT_BLOCK_ROWS, SEGMENT_FANOUT,
-                              SEGMENT_SLICE_ROWS, SEGMENT_FILTER_BITS, FILTER_MEMORY_BYTES, FILTER_MIN_BITS,
-                              FILTER_HEADROOM, FILTER_REBUILD_BLOCKS,
+                              SEGMENT_SLICE_ROWS, SEGMENT_FILTER_BITS, SEGMENT_FILTER_MAX_BITS, FILTER_MEMORY_BYTES,
+                              FILTER_MIN_BITS, FILTER_HEADROOM, FILTER_REBUILD_BLOCKS,
                               BLOOM_CHUNK_KEYS, BLOOM_DENSE_SPAN)  # noqa: F401
 from templater import native
 from templater.errors import InputError, SettingsMismatchError
@@ -1111,39 +1114,62 @@ def _filter_size(rows: int, bits: float) -> int:
     return max(1024, size // (BLOOM_BLOCK_BITS // 8) * (BLOOM_BLOCK_BITS // 8))
 
 
+def _filter_targets(rows: Sequence[int]) -> list[float]:
+    """Bits a key row of the filter of each segment of the index (``rows``: every segment's key rows).
+
+    The filters together take what ``_fair_bits`` gives every row (SEGMENT_FILTER_BITS, or their share of
+    FILTER_MEMORY_BYTES past it), shared so that the false "maybe" answers summed over the segments are fewest: every
+    key of a batch is probed in every segment and each false "maybe" costs a block read, so what counts is the sum
+    of the segments' false rates, not each one's. The sum is least when each segment's rate is in proportion to its
+    rows (a Bloom filter's rate falls as exp(-bits * ln(2)**2)): a segment FILTER_SIZE_RATIO times smaller than
+    the rows' mean (by rows, of the log) gets ln(ratio) / ln(2)**2 bits a row more, 2.9 for a ratio of 4, which cost
+    little memory, and the sum of the rates is about the largest segments', not the number of segments times theirs
+    (an even share gave the three level-0 segments of 1.4M rows the rate of the level-3 ones of 93M). Never fewer
+    than FILTER_MIN_BITS, never more than SEGMENT_FILTER_MAX_BITS."""
+    sizes = [max(int(n), 1) for n in rows]
+    total = sum(sizes)
+    base = _fair_bits(total)
+    mean_log = sum(n * math.log(n) for n in sizes) / max(total, 1)
+    return [min(SEGMENT_FILTER_MAX_BITS, max(FILTER_MIN_BITS, base + (mean_log - math.log(n)) / _LN2_SQUARED))
+            for n in sizes]
+
+
+_LN2_SQUARED = math.log(2) ** 2
+
+
 def _new_filter_bits(held: _Segments, rows: int, leaving: Sequence[_Segment] = ()) -> float:
-    """Bits a row of the filter of a new segment of ``rows`` rows (the segments ``leaving`` merged into it): the
-    index's fair share (``_fair_bits`` of all its rows), or FILTER_HEADROOM less when that would pass
-    FILTER_MEMORY_BYTES (``_share_filters`` then thins the others to the same)."""
+    """Bits a row of the filter of a new segment of ``rows`` rows (the segments ``leaving`` merged into it): its
+    share (``_filter_targets`` of the index's segments with it), or FILTER_HEADROOM less when that would pass
+    FILTER_MEMORY_BYTES (``_share_filters`` then thins the others to theirs)."""
     gone = {s.segment for s in leaving}
-    total = rows + sum(s.rows for s in held.items if s.segment not in gone)
-    fair = _fair_bits(total)
-    if held.filter_bytes(leaving) + _filter_size(rows, fair) > FILTER_MEMORY_BYTES:
-        fair = max(FILTER_MIN_BITS, fair / FILTER_HEADROOM)
-    return fair
+    share = _filter_targets([s.rows for s in held.items if s.segment not in gone and s.rows] + [rows])[-1]
+    if held.filter_bytes(leaving) + _filter_size(rows, share) > FILTER_MEMORY_BYTES:
+        share = max(FILTER_MIN_BITS, share / FILTER_HEADROOM)
+    return share
 
 
 def _share_filters(db: sqlite_utils.Database, held: _Segments) -> None:
-    """Keep the segments' filters within FILTER_MEMORY_BYTES with the same bits a row for all, as the index grows.
+    """Keep the segments' filters within FILTER_MEMORY_BYTES, each near its share (``_filter_targets``), as the
+    index grows.
 
-    When the filters pass the budget, or a segment's filter has less than half the fair share (``_fair_bits``: an
-    index written before the budget was shared, whose newest segments got 1 KiB filters), every filter outside
-    [fair / 2, fair / FILTER_HEADROOM] bits a row is rebuilt from its segment's keys at fair / FILTER_HEADROOM (the
-    bytes a filter of that size made at the segment's writing would have). So the filters then take at most about
+    When the filters pass the budget, or a segment's filter has less than half its share (an index written before
+    the budget was shared, whose newest segments got 1 KiB filters), every filter outside [share / 2, share /
+    FILTER_HEADROOM] bits a row is rebuilt from its segment's keys at share / FILTER_HEADROOM (the bytes a filter of
+    that size made at the segment's writing would have). So the filters then take at most about
     FILTER_MEMORY_BYTES / FILTER_HEADROOM, the next rebuild comes after the index grows by about FILTER_HEADROOM,
     and no segment is left with a filter that cannot answer."""
     live = [s for s in held.items if s.rows]
-    fair = _fair_bits(sum(s.rows for s in live))
-    low = max(FILTER_MIN_BITS, fair / FILTER_HEADROOM)
+    shares = _filter_targets([s.rows for s in live])
 
     def bits_a_row(s: _Segment) -> float:
         return len(s.bits) * 8 / s.rows
 
-    if held.filter_bytes() <= FILTER_MEMORY_BYTES and all(bits_a_row(s) >= fair / 2 for s in live):
+    if held.filter_bytes() <= FILTER_MEMORY_BYTES and all(bits_a_row(s) >= share / 2 for s, share in zip(live, shares)):
         return
-    for s in live:
+    for s, share in zip(live, shares):
+        low = max(FILTER_MIN_BITS, share / FILTER_HEADROOM)
         size = _filter_size(s.rows, low)
-        if (size < len(s.bits) and bits_a_row(s) > low) or (size > len(s.bits) and bits_a_row(s) < fair / 2):
+        if (size < len(s.bits) and bits_a_row(s) > low) or (size > len(s.bits) and bits_a_row(s) < share / 2):
             s.bits = _rebuilt_filter(db, s, size)
             db.conn.execute("UPDATE lsh_segments SET filter = ? WHERE segment = ?", [s.bits.tobytes(), s.segment])
 
@@ -1295,17 +1321,41 @@ def _merge_segments(db: sqlite_utils.Database, held: _Segments, merged: list[_Se
 
 def _add_segment(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) -> None:
     """Rows in (key, doc) order as a new segment of level 0; then every level holding SEGMENT_FANOUT segments
-    merges them into one of the next level (each row is rewritten once a level: log(pages) times in all)."""
+    merges them into one of the next level (each row is rewritten once a level: log(pages) times in all), except
+    at the top past the filters' budget: the highest level then holds one segment (``_merged_with_top``)."""
     held = _segments(db)
     writer = _SegmentWriter(db, held.next_id(), 0, len(keys), _new_filter_bits(held, len(keys)))
     writer.write(keys, docs)
     held.items.append(writer.close())
     level = 0
     while len(same := [s for s in held.items if s.level == level]) >= SEGMENT_FANOUT:
-        _merge_segments(db, held, same, level + 1)
+        merged, made = _merged_with_top(held, same, level + 1)
+        _merge_segments(db, held, merged, made)
         level += 1
     _share_filters(db, held)
     held.changed(db)
+
+
+def _merged_with_top(held: _Segments, same: list[_Segment], level: int) -> tuple[list[_Segment], int]:
+    """(the segments to merge, oldest first; the level of the segment they make) when ``same``, SEGMENT_FANOUT
+    segments of one level, merge into one of ``level``.
+
+    Once the filters share FILTER_MEMORY_BYTES (fewer than SEGMENT_FILTER_BITS a row: ``_fair_bits``), where
+    ``level`` is the highest level of the index its segments are merged in too, so the top level holds one segment,
+    which grows (tiered levels below it, leveled at the top): it goes up a level when it holds SEGMENT_FANOUT times
+    the rows of a merge from below. A batch probes every segment and the false "maybe" answers of the large ones are
+    most of its block reads past the budget (at 10M pages, three level-3 segments of 93M rows each at 5-6 bits a
+    row: about 8% each); one top segment costs a third of those, for a merge that rewrites the top's rows too. Below
+    the budget (10 bits a row, about 1% each) the top level stays tiered: there the extra rewriting cost more than
+    the block reads it saved (3M pages: 18.3 against 10.3 us a page of merges, 17.3 against 27.2 of lookups). An
+    index with several segments at its top level takes them all in at its next merge into that level."""
+    top = max((s.level for s in held.items), default=0)
+    if level != top or _fair_bits(sum(s.rows for s in held.items)) >= SEGMENT_FILTER_BITS:
+        return same, level
+    taken = {s.segment for s in same} | {s.segment for s in held.items if s.level == level}
+    merged = [s for s in held.items if s.segment in taken]  # (oldest first: ids rise)
+    below = sum(s.rows for s in same)
+    return merged, level + 1 if sum(s.rows for s in merged) >= SEGMENT_FANOUT * below else level
 
 
 def _segment_rows(db: sqlite_utils.Database, keys: np.ndarray, cap: int | None = BUCKET_CAP) -> np.ndarray:

@@ -338,19 +338,23 @@ SEGMENT_SLICE_ROWS = 1 << 20  # key rows a merge (or a scan of every candidate p
 # every segment one key range at a time, so memory stays bounded whatever the size of the index
 SEGMENT_FILTER_BITS = 10  # Bloom filter bits per key row of a segment: with FILTER_HASHES = 5 its filter answers
 # "maybe" for 0.9% of absent keys (2.2% at 8 bits, with a segment probed per level and a batch's 5,000 keys)
+SEGMENT_FILTER_MAX_BITS = 24  # bits a row a small segment's filter may take at most (its share grows with the ratio of
+# the index's rows to its own: store.lsh._filter_targets)
 BLOOM_CHUNK_KEYS = 1 << 16  # keys whose filter bit positions are made at once (five int64 positions a key and their
 # temporaries: a merge's whole slice at once took ~200 MB)
 BLOOM_DENSE_SPAN = 8  # filter bits a chunk of keys spans per bit position it sets, at most, for the chunk to be set as
 # one packed slice (keys in order: a segment's); past it, position by position (measured: about 2.4 ns a spanned bit
 # against 19 ns a position)
-FILTER_MEMORY_BYTES = 192 * 2**20  # the segments' Bloom filters together take at most about this much memory,
-# shared evenly: every segment gets the same bits a row, SEGMENT_FILTER_BITS while they fit, fewer as the index grows
-# past about 150M key rows (5M pages): more false "maybe" answers (each a block read), but memory that does not grow
-# with the crawl (store.lsh._share_filters; a cap that went to the segments in the order they came left the newest
-# with 1 KiB filters that answer "maybe" for every key: inserts fell from 5,901 to 1,571 docs per CPU second at 6.4M)
+FILTER_MEMORY_BYTES = 192 * 2**20  # the segments' Bloom filters together take at most about this much memory:
+# SEGMENT_FILTER_BITS a row on average while they fit, fewer as the index grows past about 150M key rows (5M pages),
+# shared by segment size (a small segment gets more bits a row: store.lsh._filter_targets; past the budget the top
+# level holds one segment: _merged_with_top): more false "maybe" answers (each a block read), but memory that does
+# not grow with the crawl (store.lsh._share_filters; a cap that went to the segments in the order they came left the
+# newest with 1 KiB filters that answer "maybe" for every key: inserts fell from 5,901 to 1,571 docs per CPU second at
+# 6.4M)
 FILTER_MIN_BITS = 4  # bits a row below which no filter is thinned (5 hashes at 4 bits: about 20% false "maybe";
 # thinner filters answer "maybe" for most keys): past about 400M key rows the filters' memory grows instead
-FILTER_HEADROOM = 1.25  # filters thinned to share the budget are made this much thinner than the fair share, so the
+FILTER_HEADROOM = 1.25  # filters thinned to share the budget are made this much thinner than their share, so the
 # next thinning comes after the index grows by about a quarter (each rebuilds filters from their segments' keys)
 FILTER_REBUILD_BLOCKS = 4_096  # segment blocks whose keys a filter's rebuild reads at once (1M rows: 8 MB of keys)
 ROUND_LIMITS = (1, 4, 16, 64, 256, 1 << 62)  # candidates verified per (page, cluster) before giving up, cumulative

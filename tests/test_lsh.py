@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 
 from dataclasses import replace
 
@@ -530,6 +531,27 @@ def test_a_segment_filter_of_any_size_never_misses_a_key_and_is_made_the_same_in
     assert lsh._fair_bits(10**6) == lsh.FILTER_MIN_BITS  # never thinner than that
 
 
+def test_the_filters_bits_go_where_they_save_the_most_false_answers(monkeypatch):
+    """Segments' shares of the filters' memory (``_filter_targets``): together what the even share gives (10 bits a
+    row, or the budget), each segment's false rate in proportion to its rows (bits differ by ln(ratio) / ln(2)**2
+    between two sizes), so the rates summed over the segments are fewer than with an even share; one segment alone
+    gets the even share."""
+    rows = [92_800_000] * 3 + [23_200_000] * 2 + [5_800_000, 1_450_000]
+    for budget in (1 << 40, 192 * 2**20):
+        monkeypatch.setattr(lsh, "FILTER_MEMORY_BYTES", budget)
+        shares = lsh._filter_targets(rows)
+        even = lsh._fair_bits(sum(rows))
+        assert sum(n * b for n, b in zip(rows, shares)) == pytest.approx(even * sum(rows))
+        assert shares[0] < even < shares[-1] <= lsh.SEGMENT_FILTER_MAX_BITS
+        assert shares[3] - shares[0] == pytest.approx(math.log(4) / math.log(2) ** 2)
+        rate = [math.exp(-b * math.log(2) ** 2) for b in shares]  # (a Bloom filter's, with the best number of hashes)
+        assert rate[3] / rate[0] == pytest.approx(rows[3] / rows[0])
+        assert sum(rate) < len(rows) * math.exp(-even * math.log(2) ** 2)
+        assert lsh._filter_targets([5000]) == [lsh._fair_bits(5000)]
+    monkeypatch.setattr(lsh, "FILTER_MEMORY_BYTES", 3000)
+    assert min(lsh._filter_targets([10**6, 10**4])) == lsh.FILTER_MIN_BITS  # never thinner than that
+
+
 def _filter_state(db) -> list[tuple[int, int, bytes]]:
     return db.conn.execute("SELECT segment, rows, filter FROM lsh_segments ORDER BY segment").fetchall()
 
@@ -554,11 +576,12 @@ def test_the_filters_share_their_memory_as_the_index_grows_and_none_is_left_unab
         monkeypatch.setattr(lsh, "RECENT_PAGES", 200)
         monkeypatch.setattr(lsh, "SEGMENT_FANOUT", 3)
         held = lsh._segments(tight)
-        total = sum(s.rows for s in held.items)
-        fair = min(lsh.SEGMENT_FILTER_BITS, budget * 8 / max(total, 1))
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(lsh, "FILTER_MEMORY_BYTES", budget)
+            shares = lsh._filter_targets([s.rows for s in held.items])
         assert held.filter_bytes() <= budget
-        for s in held.items:
-            assert len(s.bits) * 8 / s.rows >= fair / 2, (start, s.segment, len(s.bits), s.rows)
+        for s, share in zip(held.items, shares):
+            assert len(s.bits) * 8 / s.rows >= share / 2, (start, s.segment, len(s.bits), s.rows)
             assert np.array_equal(lsh._rebuilt_filter(tight, s, len(s.bits)), s.bits)
             thinned |= len(s.bits) < lsh._filter_size(s.rows, lsh.SEGMENT_FILTER_BITS)
         assert [(s.segment, s.rows, s.bits.tobytes()) for s in held.items] == _filter_state(tight)
@@ -659,6 +682,7 @@ def test_killed_while_writing_keys_and_resumed_equals_an_uninterrupted_index(tmp
     monkeypatch.setattr(lsh, "RECENT_PAGES", 5)
     monkeypatch.setattr(lsh, "SEGMENT_FANOUT", 2)  # merges after the 2nd and 4th segments, a second level after the 4th
     monkeypatch.setattr(lsh, "SEGMENT_BLOCK_ROWS", 8)
+    monkeypatch.setattr(lsh, "FILTER_MEMORY_BYTES", 1)  # past the filters' budget: the top level holds one segment
     values = make_signatures(np.random.default_rng(6), 34, 4, 0.5)
     names = [f"p{i:02d}" for i in range(34)]
     batches = [names[i:i + 3] for i in range(0, 34, 3)]  # merges after 6, 12, ... 30 pages; 4 left in runs
@@ -668,8 +692,10 @@ def test_killed_while_writing_keys_and_resumed_equals_an_uninterrupted_index(tmp
                                    "dup_clusters")}
     expected = dump(tmp_path / "whole.db")
     assert expected["lsh_blocks"] and expected["lsh_runs"] and len(expected["lsh_segments"]) == 2
-    assert sorted(row[1] for row in expected["lsh_segments"]) == [0, 2]  # 5 flushes: 2 merges into level 1, 1 into 2
-    for kill_at in range(1, 32):  # all 31 writes: 12 runs, 7 segments made (blocks, then the row), 3 merges
+    # 5 flushes: a merge into level 1 after the 2nd; after the 4th, the two of level 0 and the top (level 1) into
+    # one segment of level 2 (the top level holds one segment)
+    assert sorted(row[1] for row in expected["lsh_segments"]) == [0, 2]
+    for kill_at in range(1, 29):  # all 28 writes: 12 runs, 7 segments made (blocks, then the row), 2 merges
         path = tmp_path / f"killed{kill_at}.db"
         status = _index_in_child(path, batches, values, kill_at)
         assert os.WIFSIGNALED(status)
@@ -896,3 +922,23 @@ def test_accepted_passes_a_failed_containment_pair_by_resemblance():
                        lambda mask: smaller[mask])
     assert off.tolist() == [False, False, False, False, False]
     assert lsh.accepted(settings, same, containment, lambda mask: jaccard[mask]).tolist() == [False] * 5
+
+
+def test_past_the_filters_budget_the_top_level_holds_one_segment(monkeypatch):
+    """``_merged_with_top``: below the budget a merge into the highest level leaves its segments as they are
+    (tiered); past it the merge takes them in (oldest first), and the top goes up a level once it holds
+    SEGMENT_FANOUT times the rows of a merge from below."""
+    def segment(i, level, rows):
+        return lsh._Segment(i, level, rows, np.zeros(1, np.int64), np.zeros(64, np.uint8))
+
+    top = segment(1, 2, 3 * 4 * 400)
+    same = [segment(i, 1, 400) for i in range(2, 6)]
+    held = lsh._Segments(0, [top, *same])
+    monkeypatch.setattr(lsh, "FILTER_MEMORY_BYTES", 1 << 40)
+    assert lsh._merged_with_top(held, same, 2) == (same, 2)
+    monkeypatch.setattr(lsh, "FILTER_MEMORY_BYTES", 1000)
+    assert lsh._merged_with_top(held, same, 2) == ([top, *same], 3)  # 12 + 4 units of 400: four merges from below
+    smaller = lsh._Segments(0, [segment(1, 2, 2 * 4 * 400), *same])
+    assert lsh._merged_with_top(smaller, same, 2) == (smaller.items, 2)
+    below = lsh._Segments(0, [segment(1, 3, 10**6), top, *same])  # a merge into a level under the top: tiered
+    assert lsh._merged_with_top(below, same, 2) == (same, 2)
