@@ -1114,6 +1114,9 @@ def _filter_size(rows: int, bits: float) -> int:
     return max(1024, size // (BLOOM_BLOCK_BITS // 8) * (BLOOM_BLOCK_BITS // 8))
 
 
+_LN2_SQUARED = math.log(2) ** 2  # a Bloom filter's false rate falls as exp(-bits a row * _LN2_SQUARED)
+
+
 def _filter_targets(rows: Sequence[int]) -> list[float]:
     """Bits a key row of the filter of each segment of the index (``rows``: every segment's key rows).
 
@@ -1121,7 +1124,7 @@ def _filter_targets(rows: Sequence[int]) -> list[float]:
     FILTER_MEMORY_BYTES past it), shared so that the false "maybe" answers summed over the segments are fewest: every
     key of a batch is probed in every segment and each false "maybe" costs a block read, so what counts is the sum
     of the segments' false rates, not each one's. The sum is least when each segment's rate is in proportion to its
-    rows (a Bloom filter's rate falls as exp(-bits * ln(2)**2)): a segment FILTER_SIZE_RATIO times smaller than
+    rows (a Bloom filter's rate falls as exp(-bits * ln(2)**2)): a segment ``ratio`` times smaller than
     the rows' mean (by rows, of the log) gets ln(ratio) / ln(2)**2 bits a row more, 2.9 for a ratio of 4, which cost
     little memory, and the sum of the rates is about the largest segments', not the number of segments times theirs
     (an even share gave the three level-0 segments of 1.4M rows the rate of the level-3 ones of 93M). Never fewer
@@ -1133,8 +1136,6 @@ def _filter_targets(rows: Sequence[int]) -> list[float]:
     return [min(SEGMENT_FILTER_MAX_BITS, max(FILTER_MIN_BITS, base + (mean_log - math.log(n)) / _LN2_SQUARED))
             for n in sizes]
 
-
-_LN2_SQUARED = math.log(2) ** 2
 
 
 def _new_filter_bits(held: _Segments, rows: int, leaving: Sequence[_Segment] = ()) -> float:
