@@ -1600,18 +1600,14 @@ def test_status_names_every_compiled_module_or_its_absence():
 
 # --- parse.lean_markup: script and style content left out before libxml2 reads the page -------------------------
 
-from lxml import etree  # noqa: E402
+import sys  # noqa: E402
+
+from conftest import ROOT  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+from check_lean_markup import stripped_tree  # noqa: E402  (the tree once parse.py strips DROP_TAGS, serialized)
 
 needs_lean = pytest.mark.skipif(not parse._LEAN, reason="lean_markup hands lxml the page as it is here")
-
-
-def stripped_tree(data: bytes) -> bytes | None:
-    """The tree libxml2 builds of ``data`` once parse.py strips its DROP_TAGS, serialized (None: nothing parses)."""
-    root = parse._parse(data)
-    if root is None:
-        return None
-    etree.strip_elements(root, *config.DROP_TAGS, with_tail=False)
-    return etree.tostring(root)
 
 
 LEAN_PIECES = [
