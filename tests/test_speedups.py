@@ -530,8 +530,10 @@ def test_rules_c_cannot_take_go_to_lxml_beside_those_it_can():
 @given(st.lists(st.tuples(st.sampled_from(["div", "p", "section", "span"]),
                           st.text(alphabet=st.sampled_from(" \t\n\r\u00a0abc-\u00e9"), max_size=12),
                           st.text(alphabet=st.sampled_from("abc-\u00e9 "), max_size=6)), max_size=12),
-       st.sampled_from(["a", "b", "abc", "c-a", "\u00e9"]))
+       st.sampled_from(["a", "b", "abc", "c-a", "\u00e9", "a b", "", "c\ta"]))
 def test_c_rule_matching_matches_lxml_on_generated_classes(elements, token):
+    """(A token of one word is looked for in the class value as it is; one with white space, or none, in its
+    normalize-space'd copy: both against lxml's XPath.)"""
     from lxml import etree
 
     from templater import extract
