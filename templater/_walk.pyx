@@ -1971,6 +1971,34 @@ def head_titles(top, elements, titles):
     return found
 
 
+# --- document._exact_headline: the blocks whose text is one of the declared titles' forms ---------------------------
+def title_blocks(blocks, block_chars, Py_ssize_t longest, Py_ssize_t shortest, lengths, wanted, str marks):
+    """document._title_blocks_plain(blocks, chars, longest, shortest, lengths, wanted, marks): the indexes, in order,
+    of the blocks of at most ``longest`` characters (``chars``: their lengths) and at least half ``shortest``, whose
+    text right-stripped of ``marks`` is as long as an entry of ``lengths`` (a set of int) or holds U+0130, and
+    lower-cased is in ``wanted`` (a set of str); None where ``blocks`` is not a tuple as long as ``chars`` (a C
+    contiguous int64 array)."""
+    cdef const int64_t[::1] chars
+    try:
+        chars = block_chars
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(blocks, tuple) or len(<tuple>blocks) != chars.shape[0]:
+        return None
+    cdef list found = []
+    cdef Py_ssize_t i, c, n = chars.shape[0]
+    cdef str text
+    for i in range(n):
+        c = chars[i]
+        if c > longest or 2 * c < shortest:
+            continue
+        text = (<tuple>blocks)[i].text
+        text = text.rstrip(marks)
+        if (len(text) in lengths or "\u0130" in text) and text.lower() in wanted:
+            found.append(i)
+    return found
+
+
 # --- document._Contexts.of: where each kept block's element sits ------------------------------------------------
 cdef tuple _NO_CONTEXT = (None, None, None, None, 0, False, 0, 0)
 
