@@ -1999,6 +1999,50 @@ def title_blocks(blocks, block_chars, Py_ssize_t longest, Py_ssize_t shortest, l
     return found
 
 
+# --- document.build_document's loop over the kept blocks (document._Builder.add) -----------------------------------
+def add_blocks(builder, list blocks, list contexts, memo, node_class):
+    """``builder.add(block, ctx, memo)`` of each block of ``blocks`` with its context of ``contexts`` (the compiled
+    ``block_contexts`` tuples), in order, on a document._Builder without links (``base_url`` None): a block outside
+    any <pre> and data table cell (a paragraph, a heading, a list item) is added here, as the method adds it
+    (``node_class``: DocNode); any other goes to the method. False (nothing added) where a context is not such a
+    tuple, or the builder collects links; True when done."""
+    if builder.base_url is not None or len(blocks) != len(contexts):
+        return False
+    for ctx in contexts:
+        if type(ctx) is not tuple or len(<tuple>ctx) != 8:
+            return False
+    cdef list nodes = builder.nodes
+    cdef tuple c
+    cdef str text
+    cdef Py_ssize_t i
+    for i in range(len(blocks)):
+        block = blocks[i]
+        c = <tuple>contexts[i]
+        pre, cell, table, item, depth, ordered, quote, heading = c
+        if pre is not None or cell is not None:
+            builder.add(block, c, memo)  # (code, or a cell: a data table's or, where the table lays the page
+            continue  # out, a paragraph)
+        builder.pre = None
+        if builder.table is not None:
+            builder._close_table()
+        text = block.text
+        if item is not None and depth:
+            if item is builder.item and nodes and (<object>nodes[len(nodes) - 1]).kind == "item":
+                last = nodes[len(nodes) - 1]
+                nodes[len(nodes) - 1] = node_class("item", last.text + "\n" + text, last.level, last.ordered,
+                                                   last.quote, (), False, last.links + ())
+            else:
+                builder.item = item
+                nodes.append(node_class("item", text, depth, ordered, quote, (), False, ()))
+            continue
+        builder.item = None
+        if heading:
+            nodes.append(node_class("heading", text, heading, False, quote, (), False, ()))
+        else:
+            nodes.append(node_class("paragraph", text, 0, False, quote, (), False, ()))
+    return True
+
+
 # --- document._Contexts.of: where each kept block's element sits ------------------------------------------------
 cdef tuple _NO_CONTEXT = (None, None, None, None, 0, False, 0, 0)
 

@@ -363,8 +363,10 @@ def build_document(seg: Segmented, keep, *, links: bool = False) -> Document:
     found = each([block.element for block in kept]) if each is not None else None
     if found is None:
         found = [contexts.of(block.element) for block in kept]
-    for block, ctx in zip(kept, found):
-        builder.add(block, ctx, contexts)
+    adds = getattr(native.walk, "add_blocks", None)  # the loop below, in C where it is built (links aside)
+    if adds is None or not adds(builder, kept, found, contexts, DocNode):
+        for block, ctx in zip(kept, found):
+            builder.add(block, ctx, contexts)
     return Document(title=title, nodes=tuple(builder.finish()))
 
 

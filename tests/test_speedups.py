@@ -1265,6 +1265,60 @@ def test_documents_are_the_same_without_the_compiled_contexts(monkeypatch):
     assert [document.build_document(seg, k, links=True) for seg, k in zip(pages, keep)] == fast
 
 
+def documents_by_the_method(monkeypatch, segs, keeps):
+    """build_document of each page with each block added by _Builder.add (the compiled loop taken away)."""
+    from templater import document
+
+    with monkeypatch.context() as patch:
+        if native.walk is not None:
+            patch.setattr(native.walk, "add_blocks", None, raising=False)
+        return [document.build_document(seg, keep) for seg, keep in zip(segs, keeps)]
+
+
+def test_documents_are_the_same_without_the_compiled_loop(monkeypatch):
+    """build_document with its blocks added in C (paragraphs, headings, items; code and cells by the method) and by
+    _Builder.add alone: every sample page, all its blocks kept and a random half of them."""
+    from templater import document
+
+    pages = list(sample_pages(limit=20))
+    random = np.random.default_rng(7)
+    keeps = [np.ones(len(seg.blocks), dtype=bool) for seg in pages] + [
+        random.random(len(seg.blocks)) < 0.5 for seg in pages]
+    segs = pages + pages
+    fast = [document.build_document(seg, keep) for seg, keep in zip(segs, keeps)]
+    assert documents_by_the_method(monkeypatch, segs, keeps) == fast
+    assert {node.kind for doc in fast for node in doc.nodes} >= {"item", "heading", "paragraph"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(CONTEXT_PIECES, max_size=40), st.randoms(use_true_random=False))
+def test_documents_are_the_same_without_the_compiled_loop_on_generated_markup(pieces, random):
+    from templater import document
+
+    markup = f"<html><body>{''.join(pieces)}</body></html>"
+    root = parse_html(markup)
+    if root is None:
+        return
+    seg = blocks.segment(root, Page("p", "https://a.example/p", markup))
+    keep = np.array([random.random() < 0.7 for _ in seg.blocks], dtype=bool)
+    fast = document.build_document(seg, keep)
+    with pytest.MonkeyPatch.context() as patch:
+        assert documents_by_the_method(patch, [seg], [keep]) == [fast]
+
+
+def test_the_compiled_loop_declines_what_it_does_not_add():
+    from templater import document
+
+    if native.walk is None:
+        return
+    builder = document._Builder("https://a.example/")  # (links: the method collects them)
+    assert native.walk.add_blocks(builder, [], [], None, document.DocNode) is False
+    builder = document._Builder(None)
+    assert native.walk.add_blocks(builder, [None], [document._Context()], None, document.DocNode) is False
+    assert native.walk.add_blocks(builder, [None], [], None, document.DocNode) is False
+    assert builder.nodes == []
+
+
 # --- metadata._in_comments: the compiled walk up against the regex over each ancestor's class and id -------------
 
 COMMENT_PIECES = st.one_of(
