@@ -1477,7 +1477,8 @@ def test_c_named_candidates_decline_and_keep():
 @needs_walk
 @settings(max_examples=500, deadline=None)
 @given(st.binary(max_size=200) | st.lists(st.sampled_from([b"ld+json", b"LD+JSON", b"ld+", b"+json", b"uthor", b"a",
-                                                           b"<script", b"\xff", b" "]), max_size=30).map(b"".join),
+                                                           b"<script", b"\xff", b" ", b"uthouth", b"u",
+                                                           b"b" * 15]), max_size=30).map(b"".join),
        st.lists(st.sampled_from([b"ld+json", b"LD+JSON", b"uthor", b"ublish", b"a", b"", b"\xff", b"+", b"zz+"]) |
                 st.binary(max_size=4), max_size=6),
        st.integers(min_value=0, max_value=250))
