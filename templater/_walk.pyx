@@ -1457,6 +1457,47 @@ cdef struct Rule:
     const char *tag  # NULL: any element
     const char *id_  # NULL: no id test
     const char *token  # " TOKEN ", NULL: no class test
+    size_t word  # len(TOKEN) where TOKEN is a word (not empty, no XPath white space): tested in place; else 0
+
+
+cdef inline bint _xpath_space(unsigned char c) noexcept:
+    """White space as normalize-space reads it (XPath 1.0: space, tab, line feed, carriage return)."""
+    return c == 32 or c == 9 or c == 10 or c == 13
+
+
+cdef void _set_rule(Rule *rule, tag, id_, token) noexcept:
+    """A rule of match_rules' (tag, id, " TOKEN ") bytes (each may be None), pointing into them (kept by the
+    caller)."""
+    cdef const char *t
+    cdef size_t size, k
+    rule.tag = <const char *>tag if tag is not None else NULL
+    rule.id_ = <const char *>id_ if id_ is not None else NULL
+    rule.token = <const char *>token if token is not None else NULL
+    rule.word = 0
+    if token is not None:
+        t = <const char *>token
+        size = strlen(t)
+        if size > 2:
+            for k in range(1, size - 1):
+                if _xpath_space(<unsigned char>t[k]):
+                    return
+            rule.word = size - 2
+
+
+cdef bint _has_class_word(const unsigned char *p, const char *word, size_t size) noexcept:
+    """Whether one of the words of ``p`` (its runs between XPath white space) is ``word`` (``size`` bytes): what
+    ' ' + normalize-space(p) + ' ' holding ' ' + word + ' ' says, for a word of no white space, read in place."""
+    cdef const unsigned char *start
+    while True:
+        while _xpath_space(p[0]):
+            p += 1
+        if p[0] == 0:
+            return False
+        start = p
+        while p[0] != 0 and not _xpath_space(p[0]):
+            p += 1
+        if <size_t>(p - start) == size and memcmp(start, word, size) == 0:
+            return True
 
 
 cdef bint _value_is(xmlAttr *a, const char *expected) noexcept:
@@ -1473,9 +1514,14 @@ cdef bint _value_is(xmlAttr *a, const char *expected) noexcept:
     return expected[0] == 0
 
 
-cdef bint _class_holds(xmlAttr *a, const char *token, Buffer *scratch) except -1:
-    """' ' + normalize-space(the attribute's text and CDATA) + ' ' holds ``token`` (a NULL attribute reads as "")."""
+cdef bint _class_holds(xmlAttr *a, const char *token, Buffer *scratch, size_t word=0) except -1:
+    """' ' + normalize-space(the attribute's text and CDATA) + ' ' holds ``token`` (a NULL attribute reads as "").
+    ``word``: len(TOKEN) of a token " TOKEN " whose TOKEN is a word (``_set_rule``): an attribute of one text node is
+    then read in place (``_has_class_word``), not copied normalized."""
     cdef xmlNode *t = a.children if a is not NULL else NULL
+    if word and t is not NULL and t.next is NULL and (t.type == tree.XML_TEXT_NODE or
+                                                       t.type == tree.XML_CDATA_SECTION_NODE):
+        return t.content is not NULL and _has_class_word(t.content, token + 1, word)
     cdef const unsigned char *p
     cdef bint pending = False, any = False
     scratch.size = 0
@@ -1519,9 +1565,7 @@ def match_rules(root, rules):
         raise MemoryError
     try:
         for i, (tag, id_, token) in enumerate(held):
-            c_rules[i].tag = <const char *>tag if tag is not None else NULL
-            c_rules[i].id_ = <const char *>id_ if id_ is not None else NULL
-            c_rules[i].token = <const char *>token if token is not None else NULL
+            _set_rule(&c_rules[i], tag, id_, token)
         return _match_rules((<_Element>root)._doc, <xmlNode *>c_root.doc.children, c_rules, len(held), &scratch)
     finally:
         free(c_rules)
@@ -1541,7 +1585,7 @@ cdef bint _rule_holds(xmlNode *cur, const Rule *rule, Buffer *scratch) except -1
                 hit = _value_is(a, rule.id_)
             a = a.next
     if rule.token is not NULL:  # the first class attribute, normalize-space'd, between spaces
-        hit = _class_holds(_first(cur, "class"), rule.token, scratch)
+        hit = _class_holds(_first(cur, "class"), rule.token, scratch, rule.word)
     return hit
 
 
@@ -1567,9 +1611,7 @@ def match_rules_over(blocks, rules):
     found = [[] for _ in range(count)]
     try:
         for i, (tag, id_, token) in enumerate(held):
-            c_rules[i].tag = <const char *>tag if tag is not None else NULL
-            c_rules[i].id_ = <const char *>id_ if id_ is not None else NULL
-            c_rules[i].token = <const char *>token if token is not None else NULL
+            _set_rule(&c_rules[i], tag, id_, token)
         for block in blocks:
             element = _element_of(block, descriptor)
             node = _element_node(element)
@@ -1927,6 +1969,78 @@ def head_titles(top, elements, titles):
     except _Decline:
         return None
     return found
+
+
+# --- document._exact_headline: the blocks whose text is one of the declared titles' forms ---------------------------
+def title_blocks(blocks, block_chars, Py_ssize_t longest, Py_ssize_t shortest, lengths, wanted, str marks):
+    """document._title_blocks_plain(blocks, chars, longest, shortest, lengths, wanted, marks): the indexes, in order,
+    of the blocks of at most ``longest`` characters (``chars``: their lengths) and at least half ``shortest``, whose
+    text right-stripped of ``marks`` is as long as an entry of ``lengths`` (a set of int) or holds U+0130, and
+    lower-cased is in ``wanted`` (a set of str); None where ``blocks`` is not a tuple as long as ``chars`` (a C
+    contiguous int64 array)."""
+    cdef const int64_t[::1] chars
+    try:
+        chars = block_chars
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(blocks, tuple) or len(<tuple>blocks) != chars.shape[0]:
+        return None
+    cdef list found = []
+    cdef Py_ssize_t i, c, n = chars.shape[0]
+    cdef str text
+    for i in range(n):
+        c = chars[i]
+        if c > longest or 2 * c < shortest:
+            continue
+        text = (<tuple>blocks)[i].text
+        text = text.rstrip(marks)
+        if (len(text) in lengths or "\u0130" in text) and text.lower() in wanted:
+            found.append(i)
+    return found
+
+
+# --- document.build_document's loop over the kept blocks (document._Builder.add) -----------------------------------
+def add_blocks(builder, list blocks, list contexts, memo, node_class):
+    """``builder.add(block, ctx, memo)`` of each block of ``blocks`` with its context of ``contexts`` (the compiled
+    ``block_contexts`` tuples), in order, on a document._Builder without links (``base_url`` None): a block outside
+    any <pre> and data table cell (a paragraph, a heading, a list item) is added here, as the method adds it
+    (``node_class``: DocNode); any other goes to the method. False (nothing added) where a context is not such a
+    tuple, or the builder collects links; True when done."""
+    if builder.base_url is not None or len(blocks) != len(contexts):
+        return False
+    for ctx in contexts:
+        if type(ctx) is not tuple or len(<tuple>ctx) != 8:
+            return False
+    cdef list nodes = builder.nodes
+    cdef tuple c
+    cdef str text
+    cdef Py_ssize_t i
+    for i in range(len(blocks)):
+        block = blocks[i]
+        c = <tuple>contexts[i]
+        pre, cell, table, item, depth, ordered, quote, heading = c
+        if pre is not None or cell is not None:
+            builder.add(block, c, memo)  # (code, or a cell: a data table's or, where the table lays the page
+            continue  # out, a paragraph)
+        builder.pre = None
+        if builder.table is not None:
+            builder._close_table()
+        text = block.text
+        if item is not None and depth:
+            if item is builder.item and nodes and (<object>nodes[len(nodes) - 1]).kind == "item":
+                last = nodes[len(nodes) - 1]
+                nodes[len(nodes) - 1] = node_class("item", last.text + "\n" + text, last.level, last.ordered,
+                                                   last.quote, (), False, last.links + ())
+            else:
+                builder.item = item
+                nodes.append(node_class("item", text, depth, ordered, quote, (), False, ()))
+            continue
+        builder.item = None
+        if heading:
+            nodes.append(node_class("heading", text, heading, False, quote, (), False, ()))
+        else:
+            nodes.append(node_class("paragraph", text, 0, False, quote, (), False, ()))
+    return True
 
 
 # --- document._Contexts.of: where each kept block's element sits ------------------------------------------------

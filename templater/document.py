@@ -18,6 +18,7 @@ The steps of ``build_document``:
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import re
@@ -208,6 +209,22 @@ def _sole_h1(seg: Segmented) -> int | None:
 
 
 def _host_labels(url: str) -> list[str]:
+    """``_host_labels_plain(url)``, worked out once a site: an http(s) URL's host is read by urlsplit from the URL's
+    start up to its path, query or fragment (``_SITE_PREFIX``), the part urlsplit reads it from, which a site's pages
+    share (urlsplit itself costs more than the rest of the headline's search on most pages)."""
+    found = _SITE_PREFIX.match(url) if url else None
+    return list(_prefix_labels(found.group())) if found is not None else _host_labels_plain(url)
+
+
+_SITE_PREFIX = re.compile(r"https?://[^/?#\s]*(?=[/?#]|$)")  # a URL's scheme and netloc, where it has no white space
+
+
+@functools.lru_cache(maxsize=1024)
+def _prefix_labels(prefix: str) -> tuple[str, ...]:
+    return tuple(_host_labels_plain(prefix))
+
+
+def _host_labels_plain(url: str) -> list[str]:
     """The names in a URL's host that may be its site's name ("joythebaker" of joythebaker.com)."""
     host = (urlsplit(url).hostname or "") if url else ""
     labels = host.split(".")[:-1]  # less the top-level domain
@@ -254,11 +271,8 @@ def _exact_headline(seg: Segmented, titles: list[str]) -> int | None:
     wanted = {form for t in dict.fromkeys(titles) for form in _title_forms(t, host)}  # og:title is often <title>
     longest = min(max(map(len, wanted)) + len(PERMALINK_MARKS), HEADLINE_MAX_CHARS)
     lengths = {len(form) for form in wanted}  # a text lower-cased is as long as it was but for each U+0130 in it:
-    found = []  # one whose length is no form's (and has none) is lower-cased for nothing
-    for i in _title_sized(seg, longest, min(lengths)):
-        text = seg.blocks[i].text.rstrip(PERMALINK_MARKS)
-        if (len(text) in lengths or "\u0130" in text) and text.lower() in wanted:
-            found.append(seg.blocks[i])
+    # one whose length is no form's (and has none) is lower-cased for nothing
+    found = [seg.blocks[i] for i in _title_blocks(seg, longest, min(lengths), lengths, wanted)]
     found = [b for b in found if not _names_site(b.text, host)] or found
     headings = [b for b in found if b.tag in HEADING_LEVELS]
     whole_headings = [b for b in headings if b.text.rstrip(PERMALINK_MARKS).lower() in whole]
@@ -267,6 +281,29 @@ def _exact_headline(seg: Segmented, titles: list[str]) -> int | None:
     ranked = ([b for b in headings if b.link_chars * 2 < len(b.text)], headings,
               [b for b in found if b.link_chars * 2 < len(b.text)])
     return next((max(group, key=lambda b: (len(b.text), -b.index)).index for group in ranked if group), None)
+
+
+def _title_blocks(seg: Segmented, longest: int, shortest: int, lengths: set[int], wanted: set[str]) -> list[int]:
+    """Indexes of the blocks, in order, of at most ``longest`` characters whose text right-stripped of
+    PERMALINK_MARKS is one of ``wanted`` lower-cased (``lengths``: the lengths of its entries; ``shortest``: the
+    least of them): by the compiled walk where it is built (``_walk.title_blocks``), else
+    ``_title_blocks_plain``."""
+    scan = getattr(native.walk, "title_blocks", None)
+    found = scan(seg.blocks, seg.block_chars(), longest, shortest, lengths, wanted,
+                 PERMALINK_MARKS) if scan is not None else None
+    return found if found is not None else _title_blocks_plain(seg, longest, shortest, lengths, wanted)
+
+
+def _title_blocks_plain(seg: Segmented, longest: int, shortest: int, lengths: set[int], wanted: set[str]) -> list[int]:
+    """``_title_blocks``' definition: the blocks ``_title_sized`` gives whose right-stripped text is as long as a
+    form or holds U+0130 (the one letter str.lower() makes two of), and lower-cased is a form."""
+    found = []
+    blocks = seg.blocks
+    for i in _title_sized(seg, longest, shortest):
+        text = blocks[i].text.rstrip(PERMALINK_MARKS)
+        if (len(text) in lengths or "\u0130" in text) and text.lower() in wanted:
+            found.append(i)
+    return found
 
 
 def _title_sized(seg: Segmented, longest: int, shortest: int) -> list[int]:
@@ -326,8 +363,10 @@ def build_document(seg: Segmented, keep, *, links: bool = False) -> Document:
     found = each([block.element for block in kept]) if each is not None else None
     if found is None:
         found = [contexts.of(block.element) for block in kept]
-    for block, ctx in zip(kept, found):
-        builder.add(block, ctx, contexts)
+    adds = getattr(native.walk, "add_blocks", None)  # the loop below, in C where it is built (links aside)
+    if adds is None or not adds(builder, kept, found, contexts, DocNode):
+        for block, ctx in zip(kept, found):
+            builder.add(block, ctx, contexts)
     return Document(title=title, nodes=tuple(builder.finish()))
 
 

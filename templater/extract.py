@@ -349,9 +349,12 @@ def _names(text: str, name: str) -> bool:
 
 
 def _name_of(text: str) -> str | None:
-    """A title's or heading's first word, lower-cased, without a manual section ("git-stage(1)" -> "git-stage")."""
-    found = _LEADING_TERM.match(text or "")
-    return found.group(1).lower() if found else None
+    """A title's or heading's first word, lower-cased, without a manual section ("git-stage(1)" -> "git-stage"):
+    what _LEADING_TERM matches, found by str.split (which splits where its \\s matches) and a cut at the first "("
+    (a heading a page has dozens of: the pattern's match costs several times more)."""
+    words = text.split(None, 1) if text else None
+    first = words[0].partition("(")[0] if words else None
+    return first.lower() if first else None
 
 
 def nested_lists(shapes: frozenset[str], settings: LearnSettings = LearnSettings()) -> dict[str, str]:

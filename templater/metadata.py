@@ -339,8 +339,8 @@ def jsonld_metadata(html: str | bytes) -> dict[str, object]:
 
 def _jsonld_objects(html: str | bytes) -> Iterable[dict]:
     """Every JSON object of the page's ld+json scripts, @graph and lists flattened; broken blocks skipped."""
-    if isinstance(html, bytes):
-        if find_in(html, b"ld+json") < 0 and find_in(html, b"LD+JSON") < 0:
+    if isinstance(html, bytes):  # (one scan, in either case, tells a page that has neither spelling: most pages)
+        if find_folded(html, b"ld+json") < 0 or (find_in(html, b"ld+json") < 0 and find_in(html, b"LD+JSON") < 0):
             return
         blocks = (m.group(1).decode("utf-8", "replace") for m in _jsonld_scripts(html))
     else:

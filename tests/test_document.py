@@ -469,3 +469,66 @@ def test_layout_table_is_the_xpath(body):
     assert tables
     for table in tables:
         assert document.layout_table(table) == xpath(table)
+
+
+# --- the headline's search in C (document._title_blocks) and the host's labels once a site, against their definitions --
+TITLE_TEXTS = st.text(alphabet=st.sampled_from("aAbB \u0130i\u0307\u00b6\u00a7\U0001f517-|"), max_size=9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(TITLE_TEXTS, min_size=1, max_size=12), st.lists(TITLE_TEXTS, min_size=1, max_size=4),
+       st.integers(min_value=0, max_value=12))
+def test_title_blocks_are_their_definition(texts, titles, slack):
+    """Generated blocks (the permalink marks, U+0130 which lower-cases to two letters, case, spaces) against the forms
+    of generated titles: the compiled search, the plain one and the pure path give the same indexes."""
+    from templater import native
+
+    markup = "<html><body>" + "".join(f"<p>{t}</p>" for t in texts) + "</body></html>"
+    seg = segment(parse_html(markup), Page("p", "https://a.example/p", markup))
+    wanted = {t.strip().lower() for t in titles if t.strip()}
+    if not wanted or not seg.blocks:
+        return
+    lengths = {len(w) for w in wanted}
+    longest = max(lengths) + len(document.PERMALINK_MARKS) + slack - 6
+    plain = document._title_blocks_plain(seg, longest, min(lengths), lengths, wanted)
+    assert document._title_blocks(seg, longest, min(lengths), lengths, wanted) == plain
+    if native.walk is not None:
+        assert native.walk.title_blocks(list(seg.blocks), seg.block_chars(), 9, 1, lengths, wanted, "") is None
+        assert native.walk.title_blocks(seg.blocks, seg.block_chars() * 1.0, 9, 1, lengths, wanted, "") is None
+
+
+def test_headlines_are_the_same_on_the_pure_path(monkeypatch):
+    """Every sample page's headline (title and block) found by the compiled search and without it."""
+    import gzip
+
+    from templater import native
+
+    with gzip.open(SAMPLES / "pages.jsonl.gz", "rt", encoding="utf-8") as lines:
+        records = [json.loads(line) for line in lines if line.strip()]
+    segs = [segment(root, Page(r["id"], r["url"], r["html"])) for r in records
+            if (root := parse_html(r["html"])) is not None]
+    found = [document._find_title(seg) for seg in segs]
+    assert sum(index is not None for _, index in found) > 5
+    monkeypatch.setattr(native, "walk", None)
+    assert [document._find_title(seg) for seg in segs] == found
+
+
+URL_PARTS = st.sampled_from(["http://", "https://", "HTTP://", "ftp://", "//", "http:/", " http://", "http://\t", ""])
+HOST_PARTS = st.lists(st.sampled_from(["www.", "Blog.", "joythebaker", ".com", ".co.uk", ":8080", "user:pw@", "@",
+                                       "[::1]", "[", "]", "news", " ", "\t", "\n", "\u00e9", "\uff0e", "-", "."]),
+                      max_size=6).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(URL_PARTS, HOST_PARTS, st.sampled_from(["", "/", "/a/b.html", "?q=1", "#top", "/x?y#z", "\\\\x", " /p"]))
+def test_host_labels_once_a_site_are_urlsplits(scheme, host, rest):
+    """The labels read from a URL's scheme and netloc (cached by them) are those urlsplit reads from the whole URL,
+    and a URL urlsplit refuses is refused alike."""
+    url = scheme + host + rest
+    try:
+        expected = document._host_labels_plain(url)
+    except ValueError:
+        with pytest.raises(ValueError):
+            document._host_labels(url)
+        return
+    assert document._host_labels(url) == expected

@@ -359,6 +359,13 @@ def test_names_by_split_is_the_pattern(text, name):
     assert extract._names(seg_text, name) == names_by_pattern(seg_text, name)
 
 
+@settings(max_examples=2000, deadline=None)
+@given(hst.text(alphabet=hst.sampled_from(NAME_CHARS) | hst.characters(), max_size=14) | hst.none())
+def test_name_of_by_split_is_the_pattern(text):
+    found = extract._LEADING_TERM.match(text or "")
+    assert extract._name_of(text) == (found.group(1).lower() if found else None)
+
+
 def test_name_line_finds_the_manual_pages_name_line():
     markup = ("<html><head><title>git-stage(1) Manual Page</title></head><body><h1>git-stage(1) Manual Page</h1>"
               "<p>git-stage \u2013 Add file contents to the staging area</p><p>git-stage - said again later</p>"

@@ -623,6 +623,28 @@ def test_jsonld_scripts_are_the_regex_matches(html):
 
 
 @settings(max_examples=500, deadline=None)
+@given(_LD_MARKUP)
+def test_jsonld_objects_are_read_where_the_markup_spells_ld_json_so(html):
+    """The JSON-LD of a page is read only where its markup says "ld+json" or "LD+JSON" (a case-blind scan first rules
+    out the pages that say neither): the objects of the scripts found, from bytes as from their text."""
+    def defined(markup: bytes) -> list:
+        if b"ld+json" not in markup and b"LD+JSON" not in markup:
+            return []
+        return [o for m in metadata._JSONLD.finditer(markup) for o in metadata._flatten(_loaded(m.group(1)))]
+
+    assert list(metadata._jsonld_objects(html)) == defined(html)
+    assert list(metadata._jsonld_objects(html.decode("utf-8"))) == defined(html)
+
+
+def _loaded(block: bytes):
+    block = block.decode("utf-8", "replace").strip().removeprefix("<!--").removesuffix("-->").strip()
+    try:
+        return json.loads(block.removeprefix("//<![CDATA[").removesuffix("//]]>").strip(), strict=False)
+    except ValueError:
+        return None
+
+
+@settings(max_examples=500, deadline=None)
 @given(st.lists(st.sampled_from([b"a", b"A", b"+", b"/", b"b", b"\xc3", b"Z", b"z", b"@", b"["]), max_size=12).map(
     b"".join), st.lists(st.sampled_from([b"a", b"A", b"+", b"/", b"b", b"z", b"@", b"["]), max_size=4).map(b"".join),
     st.integers(0, 14))

@@ -530,8 +530,10 @@ def test_rules_c_cannot_take_go_to_lxml_beside_those_it_can():
 @given(st.lists(st.tuples(st.sampled_from(["div", "p", "section", "span"]),
                           st.text(alphabet=st.sampled_from(" \t\n\r\u00a0abc-\u00e9"), max_size=12),
                           st.text(alphabet=st.sampled_from("abc-\u00e9 "), max_size=6)), max_size=12),
-       st.sampled_from(["a", "b", "abc", "c-a", "\u00e9"]))
+       st.sampled_from(["a", "b", "abc", "c-a", "\u00e9", "a b", "", "c\ta"]))
 def test_c_rule_matching_matches_lxml_on_generated_classes(elements, token):
+    """(A token of one word is looked for in the class value as it is; one with white space, or none, in its
+    normalize-space'd copy: both against lxml's XPath.)"""
     from lxml import etree
 
     from templater import extract
@@ -1263,6 +1265,60 @@ def test_documents_are_the_same_without_the_compiled_contexts(monkeypatch):
     assert [document.build_document(seg, k, links=True) for seg, k in zip(pages, keep)] == fast
 
 
+def documents_by_the_method(monkeypatch, segs, keeps):
+    """build_document of each page with each block added by _Builder.add (the compiled loop taken away)."""
+    from templater import document
+
+    with monkeypatch.context() as patch:
+        if native.walk is not None:
+            patch.setattr(native.walk, "add_blocks", None, raising=False)
+        return [document.build_document(seg, keep) for seg, keep in zip(segs, keeps)]
+
+
+def test_documents_are_the_same_without_the_compiled_loop(monkeypatch):
+    """build_document with its blocks added in C (paragraphs, headings, items; code and cells by the method) and by
+    _Builder.add alone: every sample page, all its blocks kept and a random half of them."""
+    from templater import document
+
+    pages = list(sample_pages(limit=20))
+    random = np.random.default_rng(7)
+    keeps = [np.ones(len(seg.blocks), dtype=bool) for seg in pages] + [
+        random.random(len(seg.blocks)) < 0.5 for seg in pages]
+    segs = pages + pages
+    fast = [document.build_document(seg, keep) for seg, keep in zip(segs, keeps)]
+    assert documents_by_the_method(monkeypatch, segs, keeps) == fast
+    assert {node.kind for doc in fast for node in doc.nodes} >= {"item", "heading", "paragraph"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(CONTEXT_PIECES, max_size=40), st.randoms(use_true_random=False))
+def test_documents_are_the_same_without_the_compiled_loop_on_generated_markup(pieces, random):
+    from templater import document
+
+    markup = f"<html><body>{''.join(pieces)}</body></html>"
+    root = parse_html(markup)
+    if root is None:
+        return
+    seg = blocks.segment(root, Page("p", "https://a.example/p", markup))
+    keep = np.array([random.random() < 0.7 for _ in seg.blocks], dtype=bool)
+    fast = document.build_document(seg, keep)
+    with pytest.MonkeyPatch.context() as patch:
+        assert documents_by_the_method(patch, [seg], [keep]) == [fast]
+
+
+def test_the_compiled_loop_declines_what_it_does_not_add():
+    from templater import document
+
+    if native.walk is None:
+        return
+    builder = document._Builder("https://a.example/")  # (links: the method collects them)
+    assert native.walk.add_blocks(builder, [], [], None, document.DocNode) is False
+    builder = document._Builder(None)
+    assert native.walk.add_blocks(builder, [None], [document._Context()], None, document.DocNode) is False
+    assert native.walk.add_blocks(builder, [None], [], None, document.DocNode) is False
+    assert builder.nodes == []
+
+
 # --- metadata._in_comments: the compiled walk up against the regex over each ancestor's class and id -------------
 
 COMMENT_PIECES = st.one_of(
@@ -1421,7 +1477,8 @@ def test_c_named_candidates_decline_and_keep():
 @needs_walk
 @settings(max_examples=500, deadline=None)
 @given(st.binary(max_size=200) | st.lists(st.sampled_from([b"ld+json", b"LD+JSON", b"ld+", b"+json", b"uthor", b"a",
-                                                           b"<script", b"\xff", b" "]), max_size=30).map(b"".join),
+                                                           b"<script", b"\xff", b" ", b"uthouth", b"u",
+                                                           b"b" * 15]), max_size=30).map(b"".join),
        st.lists(st.sampled_from([b"ld+json", b"LD+JSON", b"uthor", b"ublish", b"a", b"", b"\xff", b"+", b"zz+"]) |
                 st.binary(max_size=4), max_size=6),
        st.integers(min_value=0, max_value=250))
