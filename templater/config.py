@@ -272,9 +272,9 @@ ANCHOR_KEYS = 10  # anchor keys a page keeps at most: its first in text order (a
 # + its tail keys)
 ANCHOR_TAIL_KEYS = 2  # ... and its last this many (a copy cut from the start keeps the original's end, not its start).
 # 10 + 2 (the 12 index rows a page of 12 + 0) found a 30% cut from the start on two of eight seeds of the typed set and
-# lost nothing; at a million pages the same batches go into a 12 + 0 and a 10 + 2 index at the same rate within about
-# 1% when the two take turns (bench/bench_index_paired.py; docs/near-duplicates.md: the 14% measured before came from
-# separate runs on a loaded machine, which differ by 10-15% for one code). Every index stores its anchor_keys (since
+# lost nothing; the same batches cost 10 + 2 0-2% more CPU a page than 12 + 0 when the two indexes take turns
+# (bench/bench_index_paired.py at 500,000 and 1,000,000 pages; docs/near-duplicates.md: the 14% measured before came
+# from separate runs on a loaded machine, which differ by 10-15% for one code). Every index stores its anchor_keys (since
 # anchors were a setting) and anchor_tail_keys (else LEGACY_ANCHOR_TAIL_KEYS), so one built with 12 + 0 keeps 12 + 0
 LEGACY_ANCHOR_TAIL_KEYS = 0  # what an index stored before ``anchor_tail_keys`` was a setting kept: no tail keys
 SAME_SITE_JACCARD = 0.3  # pages of one site must also reach this Jaccard: a short extraction that sits inside a
