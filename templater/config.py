@@ -268,12 +268,14 @@ ANCHOR_RATE = 16  # one shingle in this many is an anchor (by its hash); each pa
 # a text (in text order) is one more index key: a passage two texts share gives them the same keys whatever else
 # either holds, so a story inside a much longer page becomes a candidate (its Jaccard is far below the S-curve).
 # 0: no anchor keys. Chosen on the typed truth set (docs/near-duplicates.md)
-ANCHOR_KEYS = 12  # anchor keys a page keeps at most: its first in text order (a page's index rows: 16 bands + these)
-ANCHOR_TAIL_KEYS = 0  # ... and its last this many (a copy cut from the start keeps the original's end, not its start).
-# Off by default: 4 found one more 30% cut of five seeds of the typed set (docs/near-duplicates.md) for 4 more index
-# rows a page (bench_index at 100,000 pages: inserts 5% fewer per CPU second, 6% more disk); 10 first and 2 last keys
-# (the same rows) found a 30% cut on two of eight seeds and lost nothing, but inserted 14% fewer pages per CPU second
-# at a million pages in two rounds interleaved with 12 and 0
+ANCHOR_KEYS = 10  # anchor keys a page keeps at most: its first in text order (a page's index rows: 16 bands + these
+# + its tail keys)
+ANCHOR_TAIL_KEYS = 2  # ... and its last this many (a copy cut from the start keeps the original's end, not its start).
+# 10 + 2 (the 12 index rows a page of 12 + 0) found a 30% cut from the start on two of eight seeds of the typed set and
+# lost nothing; the same batches cost 10 + 2 0-2% more CPU a page than 12 + 0 when the two indexes take turns
+# (bench/bench_index_paired.py at 500,000 and 1,000,000 pages; docs/near-duplicates.md: the 14% measured before came
+# from separate runs on a loaded machine, which differ by 10-15% for one code). Every index stores its anchor_keys (since
+# anchors were a setting) and anchor_tail_keys (else LEGACY_ANCHOR_TAIL_KEYS), so one built with 12 + 0 keeps 12 + 0
 LEGACY_ANCHOR_TAIL_KEYS = 0  # what an index stored before ``anchor_tail_keys`` was a setting kept: no tail keys
 SAME_SITE_JACCARD = 0.3  # pages of one site must also reach this Jaccard: a short extraction that sits inside a
 # longer one of its site is mostly the site's own leftovers, not a copy (pairs this far below the S-curve seldom

@@ -475,3 +475,32 @@ def test_tail_anchor_keys_are_a_stored_setting_and_older_indexes_keep_none(tmp_p
                           replace(settings, anchor_tail_keys=tail))
         assert dedup.describe_settings(db)["anchor_tail_keys"] == tail
         assert clusters(db) == pairs
+
+
+@pytest.mark.parametrize("fixture", ["lsh_v5.db", "lsh_v7.db"])
+def test_an_index_built_with_twelve_first_anchor_keys_keeps_them(tmp_path, fixture):
+    """The default became 10 first and 2 last anchor keys; an index stored with 12 + 0 (tests/fixtures/lsh_v5.db:
+    anchor_tail_keys not stored; lsh_v7.db: stored) keeps 12 + 0: ``pipeline.index_settings`` (what run and extract
+    sign with) gives them, and new pages go in with them, while a new index stores the defaults."""
+    import shutil
+    from pathlib import Path
+
+    from templater import config
+    from templater.pipeline import index_settings
+
+    assert (config.ANCHOR_KEYS, config.ANCHOR_TAIL_KEYS) == (10, 2)
+    path = tmp_path / fixture
+    shutil.copy(Path(__file__).parent / "fixtures" / fixture, path)
+    old = open_db(path)
+    settings = index_settings(old)
+    assert (settings.anchor_keys, settings.anchor_tail_keys) == (12, 0)
+    pages = lsh.stats(old)["pages"]
+    rng = np.random.default_rng(3)
+    dedup.index_texts(old, [TextItem("new-page", "http://example.org/new", " ".join(article(rng)))], settings)
+    assert lsh.stats(old)["pages"] == pages + 1
+    with pytest.raises(SettingsMismatchError, match="anchor_keys: 12 != 10"):
+        dedup.index_texts(old, [TextItem("other", "http://example.org/other", " ".join(article(rng)))],
+                          ShingleSettings())
+    new = open_db(tmp_path / "new.db")
+    dedup.index_texts(new, [TextItem("a", "http://example.org/a", " ".join(article(rng)))])
+    assert (dedup.describe_settings(new)["anchor_keys"], dedup.describe_settings(new)["anchor_tail_keys"]) == (10, 2)

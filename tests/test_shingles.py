@@ -613,7 +613,8 @@ def test_signatures_are_pinned(name, compiled, monkeypatch):
     if not compiled:
         monkeypatch.setattr(native, "numeric", None)
     settings, expected = PINNED[name]
-    s = ShingleSettings(**{"anchor_tail_keys": 0, **settings})  # pinned before tail keys: the first keys alone
+    # pinned when a page kept its first 12 anchor keys and no tail keys (the defaults until 10 + 2)
+    s = ShingleSettings(**{"anchor_keys": 12, "anchor_tail_keys": 0, **settings})
     sig = sh.sign(PINNED_TEXTS, s)
     shingles = sh.shingle_hashes(PINNED_TEXTS, s)
     sample = sh.verification_sets(shingles, s)
