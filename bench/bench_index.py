@@ -32,7 +32,10 @@ Phases, each timed on its own:
 Then the bytes per page on disk (database file after a checkpoint) and the process's peak resident memory.
 ``--phases`` prints where the inserts' CPU went: each step of ``add_signatures`` timed by CPU (nested steps count in
 their callers too: merges of segments and filter rebuilds within the flushes) and the commits, and per page the keys
-that passed a segment's filter, the blocks read and the keys found (the difference: false "maybe" answers).
+that passed a segment's filter, the blocks read and the keys found (the difference: false "maybe" answers); and
+a line at each merge of segments: its CPU, resident memory before it, the rise of the peak (VmHWM, reset before
+the merge: what the merge itself held) and resident memory after it, and SQLite's own peak during it. ``--every N``
+prints the progress line (rates since the last line, peak RSS so far) every N pages.
 ``--merge-rows N`` times one merge of the band index alone instead: SEGMENT_FANOUT - 1 segments of level 0 with N
 random (key, doc) rows each, then the N rows of a flush, inside a caller's transaction (the merge runs in the
 savepoint ``add_signatures`` makes): CPU per merged row, and by part (ordering the rows, setting the new segment's

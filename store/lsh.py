@@ -705,18 +705,6 @@ def _by_key(keys: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return keys[order], docs[order]
 
 
-def _merged_runs(runs: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """Runs of rows in key order (oldest first) as one, in key order: the compiled k-way merge (``merge_rows``: by
-    key then doc, in one pass), else a stable sort of their keys (a key's docs in run order). Readers of the recent
-    runs take a key's docs in no order (they sort what they take), so either serves."""
-    if (compiled := _kernels()) is not None and len(runs) > 1:
-        keys = np.empty(sum(len(k) for k, _ in runs), dtype=np.int64)
-        docs = np.empty(len(keys), dtype=np.int64)
-        compiled.merge_rows([_int64(k) for k, _ in runs], [_int64(d) for _, d in runs], keys, docs)
-        return keys, docs
-    return _by_key(np.concatenate([k for k, _ in runs]), np.concatenate([d for _, d in runs]))
-
-
 def _gather(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
     """Positions in ``sorted_keys`` of every row whose key is one of ``keys`` (distinct), key by key."""
     first = np.searchsorted(sorted_keys, keys, side="left")
@@ -798,7 +786,7 @@ class _Recent:
         while len(self.levels) >= fan and len(set(self.levels[-fan:])) == 1:
             parts, level = self.tiers[-fan:], self.levels[-1] + 1
             del self.tiers[-fan:], self.levels[-fan:]
-            self.tiers.append(_merged_runs(parts))
+            self.tiers.append(_by_key(np.concatenate([k for k, _ in parts]), np.concatenate([d for _, d in parts])))
             self.levels.append(level)
 
     def find(self, keys: np.ndarray) -> np.ndarray:
@@ -814,7 +802,7 @@ class _Recent:
         """Every row, in key order."""
         if not self.tiers:
             return np.empty(0, np.int64), np.empty(0, np.int64)
-        return _merged_runs(self.tiers)
+        return _by_key(np.concatenate([k for k, _ in self.tiers]), np.concatenate([d for _, d in self.tiers]))
 
     def drop(self, docs: np.ndarray) -> None:
         kept = [((k[keep], d[keep]), level) for (k, d), level in zip(self.tiers, self.levels) if len(k)
