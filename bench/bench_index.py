@@ -6,7 +6,7 @@
                                 [--anchor-rate 16] [--anchor-keys 12]
                                 [--keep]
                                 [--phases] [--filter-memory-mib 192] [--recent-pages 50000]
-                                [--min-free-gib 0] [--no-pairs] [--existing]
+                                [--min-free-gib 0] [--no-pairs] [--every 0] [--existing]
     python bench/bench_index.py --merge-rows 1400000
 
 
@@ -32,7 +32,10 @@ Phases, each timed on its own:
 Then the bytes per page on disk (database file after a checkpoint) and the process's peak resident memory.
 ``--phases`` prints where the inserts' CPU went: each step of ``add_signatures`` timed by CPU (nested steps count in
 their callers too: merges of segments and filter rebuilds within the flushes) and the commits, and per page the keys
-that passed a segment's filter, the blocks read and the keys found (the difference: false "maybe" answers).
+that passed a segment's filter, the blocks read and the keys found (the difference: false "maybe" answers); and
+a line at each merge of segments: its CPU, resident memory before it, the rise of the peak (VmHWM, reset before
+the merge: what the merge itself held) and resident memory after it, and SQLite's own peak during it. ``--every N``
+prints the progress line (rates since the last line, peak RSS so far) every N pages.
 ``--merge-rows N`` times one merge of the band index alone instead: SEGMENT_FANOUT - 1 segments of level 0 with N
 random (key, doc) rows each, then the N rows of a flush, inside a caller's transaction (the merge runs in the
 savepoint ``add_signatures`` makes): CPU per merged row, and by part (ordering the rows, setting the new segment's
@@ -213,12 +216,13 @@ def insert_all(db, args, settings: ShingleSettings) -> tuple[int, list[float], l
                         (shingles.hashes.nbytes if shingles is not None else 0))
         pool.push(values, sets)
         done = start + count
-        if len(batch_times) % max(1, len(range(0, args.n, args.batch)) // 10) == 0 or done == args.n:
+        if (done % args.every < count if args.every else
+                len(batch_times) % max(1, len(range(0, args.n, args.batch)) // 10) == 0) or done == args.n:
             step = len(batch_times) - reported
             print(f"  {done:>9,} pages  {done / sum(batch_times):>8,.0f} docs/s so far  "
                   f"(last batch {count / batch_times[-1]:,.0f} docs/s); per CPU second {done / sum(cpu_times):,.0f} so "
                   f"far, {args.batch * step / sum(cpu_times[-step:]):,.0f} since the last line; max RSS "
-                  f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB", flush=True)
+                  f"{max_rss():,.0f} MiB", flush=True)
             reported = len(batch_times)
     args.n = min(args.n, sum(min(args.batch, args.n - i * args.batch) for i in range(len(batch_times))))
     return planted, batch_times, cpu_times, own_bytes
@@ -312,7 +316,44 @@ def timed_phases() -> dict[str, list]:
         if not hasattr(owner, name):  # (an older store.lsh, linked in for a comparison)
             continue
         setattr(owner, name, wrap(name, getattr(owner, name)))
+    lsh._merge_segments = merge_memory(lsh._merge_segments)
     return spent
+
+
+def merge_memory(function):
+    """``_merge_segments`` printing each merge's memory as it ends: resident memory before it, the rise of the peak
+    (VmHWM, reset before the merge; the run's peak is kept by ``max_rss``) over it, resident memory after it, and
+    SQLite's own peak during it (sqlite3_memory_highwater)."""
+    def run(db, held, merged, level):
+        before = peak_reset()
+        sqlite_peak(reset=True)
+        began = time.process_time()
+        made = function(db, held, merged, level)
+        print(f"    merge of {len(merged)} segments ({sum(s.rows for s in merged) / 1e6:,.1f}M rows) into level {level}: "
+              f"{time.process_time() - began:.1f} s CPU; resident {before:,.0f} MiB before, peak +"
+              f"{memory_status('VmHWM') - before:,.0f}, {memory_status('VmRSS'):,.0f} after; SQLite's peak "
+              f"{sqlite_peak():,.0f} MiB", flush=True)
+        return made
+    return run
+
+
+def sqlite_peak(reset: bool = False) -> float:
+    """SQLite's peak memory (sqlite3_memory_highwater, MiB) since the last reset, from the library the sqlite3 module
+    uses (0 where it cannot be found)."""
+    global _SQLITE
+    if _SQLITE is None:
+        import ctypes
+        import _sqlite3
+        try:
+            _SQLITE = ctypes.CDLL(_sqlite3.__file__)  # (its symbols, and those of the libsqlite3 it links)
+            _SQLITE.sqlite3_memory_highwater.restype = ctypes.c_int64
+            _SQLITE.sqlite3_memory_highwater.argtypes = [ctypes.c_int]
+        except (OSError, AttributeError):
+            _SQLITE = False
+    return _SQLITE.sqlite3_memory_highwater(1 if reset else 0) / 2**20 if _SQLITE else 0.0
+
+
+_SQLITE = None
 
 
 def print_phases(spent: dict[str, list], total_cpu: float, pages: int) -> None:
@@ -420,8 +461,18 @@ def memory_status(name: str) -> float:
     return 0.0
 
 
+_PEAK = [0.0]  # the process's peak resident memory before the last reset of VmHWM, MiB
+
+
+def max_rss() -> float:
+    """The process's peak resident memory, MiB (getrusage, VmHWM and the peaks before VmHWM's resets)."""
+    return max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, memory_status("VmHWM"), _PEAK[0])
+
+
 def peak_reset() -> float:
-    """Reset the process's peak resident memory (VmHWM, Linux) to its resident memory now, which it returns."""
+    """Reset the process's peak resident memory (VmHWM, Linux) to its resident memory now, which it returns (the
+    peak until now is kept for ``max_rss``)."""
+    _PEAK[0] = max_rss()
     try:
         Path("/proc/self/clear_refs").write_text("5")
     except OSError:
@@ -445,7 +496,7 @@ def measure_existing(path: Path, args) -> None:
     time_lookups(db, settings, pages, args.lookups)
     size = path.stat().st_size
     print(f"disk: {size / 2**20:,.0f} MiB, {size / max(pages, 1):,.0f} bytes per page; peak memory (max RSS) "
-          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB")
+          f"{max_rss():,.0f} MiB")
     db.conn.close()
 
 
@@ -479,6 +530,8 @@ def main() -> None:
     parser.add_argument("--min-free-gib", type=float, default=0,
                         help="stop inserting when the database's disk has less free (0: never)")
     parser.add_argument("--no-pairs", action="store_true", help="leave out the pairs phase")
+    parser.add_argument("--every", type=int, default=0,
+                        help="print a progress line every this many pages (0: every 10%% of the batches)")
     parser.add_argument("--existing", action="store_true",
                         help="insert nothing: measure the index in --db as it is (filters, clusters, pairs, lookups)")
     parser.add_argument("--merge-rows", type=int, default=0,
@@ -526,7 +579,7 @@ def main() -> None:
     db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     size = path.stat().st_size
     print(f"disk: {size / 2**20:,.0f} MiB, {size / args.n:,.0f} bytes per page; peak memory (max RSS) "
-          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB, of which the benchmark's own synthetic "
+          f"{max_rss():,.0f} MiB, of which the benchmark's own synthetic "
           f"arrays take up to {own_bytes / 2**20:,.0f} MiB")
     db.conn.close()
     if not args.keep:

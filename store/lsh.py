@@ -73,7 +73,7 @@ from templater.config import (BUCKET_CAP, ID_CHUNK, CACHE_KIB, CHECKPOINT_BYTES,
                               FILTER_FIRST_KEYS, RECENT_FILTER_KEYS, RECENT_FILTER_BITS, RECENT_FILTER_HASHES,
                               RECENT_TIER_FANOUT, PAIR_CHUNK, SEGMENT_BLOCK_ROWS, SEGMENT_FANOUT,
                               SEGMENT_SLICE_ROWS, SEGMENT_FILTER_BITS, SEGMENT_FILTER_MAX_BITS, FILTER_MEMORY_BYTES,
-                              FILTER_MIN_BITS, FILTER_HEADROOM, FILTER_REBUILD_BLOCKS,
+                              FILTER_MIN_BITS, FILTER_HEADROOM, FILTER_REBUILD_BLOCKS, FILTER_IO_BYTES,
                               BLOOM_CHUNK_KEYS, BLOOM_DENSE_SPAN)  # noqa: F401
 from templater import native
 from templater.errors import InputError, SettingsMismatchError
@@ -1090,14 +1090,55 @@ def _segments(db: sqlite_utils.Database) -> _Segments:
     token = _state(db, "segments_token")
     held = vars(db).get("_lsh_segments")
     if held is None or held.token != token:
-        # (a filter is copied out of its BLOB into memory numpy allocates, which asks for huge pages for large
-        # arrays: a probe reads one random block a key)
+        # (a filter is read into memory numpy allocates, which asks for huge pages for large arrays: a probe reads
+        # one random block a key; ``length`` reads no BLOB)
         held = _Segments(token, [_Segment(s, level, rows, np.frombuffer(fences, dtype=np.int64),
-                                          np.array(np.frombuffer(bits, dtype=np.uint8)))
-                                 for s, level, rows, fences, bits in db.conn.execute(
-                                     "SELECT segment, level, rows, fences, filter FROM lsh_segments ORDER BY segment")])
+                                          _read_filter(db.conn, s, size))
+                                 for s, level, rows, fences, size in db.conn.execute(
+                                     "SELECT segment, level, rows, fences, length(filter) FROM lsh_segments"
+                                     " ORDER BY segment").fetchall()])
         vars(db)["_lsh_segments"] = held
     return held
+
+
+def _incremental(conn) -> bool:
+    """Whether the connection has SQLite's incremental BLOB I/O (``blobopen``: Python 3.11 and later)."""
+    return hasattr(conn, "blobopen")
+
+
+def _filter_value(conn, bits: np.ndarray) -> tuple[str, object]:
+    """(the SQL value, its parameter) that puts a filter into its row of lsh_segments: a zeroblob of its size, which
+    ``_write_filter`` then fills (where Python has SQLite's incremental BLOB I/O: 3.11), else the filter bound at once
+    (as a buffer: no bytes copy)."""
+    return ("zeroblob(?)", len(bits)) if _incremental(conn) else ("?", memoryview(bits))
+
+
+def _write_filter(conn, segment: int, bits: np.ndarray) -> None:
+    """Fill a segment's filter BLOB (the zeroblob ``_filter_value`` put there) FILTER_IO_BYTES at a time: a filter
+    bound as one value is held three times over as it is written (Python's bytes, SQLite's copy, the record SQLite
+    builds), which was the peak of a merge into the top (+360 MiB for a 120 MiB filter)."""
+    if not _incremental(conn) or not len(bits):
+        return
+    view = memoryview(np.ascontiguousarray(bits, dtype=np.uint8))
+    with conn.blobopen("lsh_segments", "filter", segment) as blob:
+        for start in range(0, len(view), FILTER_IO_BYTES):
+            blob.write(view[start:start + FILTER_IO_BYTES])
+
+
+def _read_filter(conn, segment: int, size: int) -> np.ndarray:
+    """A segment's filter (``size`` bytes) read from its BLOB FILTER_IO_BYTES at a time (SQLite's incremental BLOB
+    I/O; read whole without it), so it is not held twice."""
+    bits = np.empty(size, dtype=np.uint8)
+    if not _incremental(conn):
+        bits[:] = np.frombuffer(conn.execute("SELECT filter FROM lsh_segments WHERE segment = ?",
+                                             [segment]).fetchone()[0], dtype=np.uint8)
+        return bits
+    if size:
+        with conn.blobopen("lsh_segments", "filter", segment, readonly=True) as blob:
+            for start in range(0, size, FILTER_IO_BYTES):
+                chunk = blob.read(FILTER_IO_BYTES)
+                bits[start:start + len(chunk)] = np.frombuffer(chunk, dtype=np.uint8)
+    return bits
 
 
 def _fair_bits(total_rows: int) -> float:
@@ -1167,12 +1208,19 @@ def _share_filters(db: sqlite_utils.Database, held: _Segments) -> None:
 
     if held.filter_bytes() <= FILTER_MEMORY_BYTES and all(bits_a_row(s) >= share / 2 for s, share in zip(live, shares)):
         return
-    for s, share in zip(live, shares):
-        low = max(FILTER_MIN_BITS, share / FILTER_HEADROOM)
-        size = _filter_size(s.rows, low)
-        if (size < len(s.bits) and bits_a_row(s) > low) or (size > len(s.bits) and bits_a_row(s) < share / 2):
-            s.bits = _rebuilt_filter(db, s, size)
-            db.conn.execute("UPDATE lsh_segments SET filter = ? WHERE segment = ?", [s.bits.tobytes(), s.segment])
+    try:
+        for s, share in zip(live, shares):
+            low = max(FILTER_MIN_BITS, share / FILTER_HEADROOM)
+            size = _filter_size(s.rows, low)
+            if (size < len(s.bits) and bits_a_row(s) > low) or (size > len(s.bits) and bits_a_row(s) < share / 2):
+                s.bits = np.zeros(0, dtype=np.uint8)  # (the old filter goes before the new one is made)
+                s.bits = _rebuilt_filter(db, s, size)
+                value, parameter = _filter_value(db.conn, s.bits)
+                db.conn.execute(f"UPDATE lsh_segments SET filter = {value} WHERE segment = ?", [parameter, s.segment])
+                _write_filter(db.conn, s.segment, s.bits)
+    except BaseException:  # (a segment may be left without its filter in memory: read them again from the database)
+        vars(db).pop("_lsh_segments", None)
+        raise
 
 
 def _rebuilt_filter(db: sqlite_utils.Database, segment: _Segment, size: int) -> np.ndarray:
@@ -1244,8 +1292,10 @@ class _SegmentWriter:
     def close(self) -> _Segment:
         self._blocks(final=True)
         fences = np.concatenate(self.fences) if self.fences else np.empty(0, np.int64)
-        self.db.conn.execute("INSERT INTO lsh_segments (segment, level, rows, fences, filter) VALUES (?, ?, ?, ?, ?)",
-                             [self.segment, self.level, self.rows, fences.tobytes(), self.bits.tobytes()])
+        value, parameter = _filter_value(self.db.conn, self.bits)
+        self.db.conn.execute(f"INSERT INTO lsh_segments (segment, level, rows, fences, filter) VALUES (?, ?, ?, ?, {value})",
+                             [self.segment, self.level, self.rows, memoryview(fences), parameter])
+        _write_filter(self.db.conn, self.segment, self.bits)
         return _Segment(self.segment, self.level, self.rows, fences, self.bits)
 
 
@@ -1397,15 +1447,18 @@ def _drop_segment_rows(db: sqlite_utils.Database, keys: np.ndarray, docs: np.nda
     changed = False
     for s in held.items:
         _, blocks = s.blocks_of(sorted_set(keys), None)
+        dropped = 0
         for block in blocks.tolist():
             block_keys, block_docs = _read_blocks(db, s, block, block)
             drop = np.array([(k, d) in gone for k, d in zip(block_keys.tolist(), block_docs.tolist())], dtype=bool)
             if drop.any():
                 db.conn.execute("UPDATE lsh_blocks SET keys = ?, docs = ? WHERE id = ?",
                                 [block_keys[~drop].tobytes(), block_docs[~drop].tobytes(), s.base + block])
-                s.rows -= int(drop.sum())
-                db.conn.execute("UPDATE lsh_segments SET rows = ? WHERE segment = ?", [s.rows, s.segment])
-                changed = True
+                dropped += int(drop.sum())
+        if dropped:  # (one UPDATE a segment: it rewrites the segment's row, filter and all)
+            s.rows -= dropped
+            db.conn.execute("UPDATE lsh_segments SET rows = ? WHERE segment = ?", [s.rows, s.segment])
+            changed = True
     if changed:
         held.changed(db)
 

@@ -358,6 +358,9 @@ FILTER_MIN_BITS = 4  # bits a row below which no filter is thinned (5 hashes at 
 # thinner filters answer "maybe" for most keys): past about 400M key rows the filters' memory grows instead
 FILTER_HEADROOM = 1.25  # filters thinned to share the budget are made this much thinner than their share, so the
 # next thinning comes after the index grows by about a quarter (each rebuilds filters from their segments' keys)
+FILTER_IO_BYTES = 1 << 22  # bytes of a segment's filter written to or read from its BLOB at once (SQLite's incremental
+# BLOB I/O): a filter bound as one value was held three times over while written (the bytes, SQLite's copy, the
+# record it builds: +360 MiB for a 120 MiB filter, the peak of a merge into the top at 6.4M pages) and twice when read
 FILTER_REBUILD_BLOCKS = 4_096  # segment blocks whose keys a filter's rebuild reads at once (1M rows: 8 MB of keys)
 ROUND_LIMITS = (1, 4, 16, 64, 256, 1 << 62)  # candidates verified per (page, cluster) before giving up, cumulative
 REFERENCE_MEMBERS = 1_000  # a cluster's reference pages (its longest text per site, which a page joining it must
