@@ -85,14 +85,14 @@ def _grown(first, second) -> str:
 
 def main() -> None:
     argv = sys.argv[1:]
-    if "--" not in argv:
-        sys.exit("usage: probe_memory.py [options] -- COMMAND ARGS...")
-    cut = argv.index("--")
+    cut = argv.index("--") if "--" in argv else len(argv)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--every", type=float, default=15.0, help="seconds between samples")
     parser.add_argument("--count", type=Path, default=None, help="a file whose lines count the pages done")
     parser.add_argument("--trace", type=int, nargs=2, metavar=("A", "B"), default=None)
     args = parser.parse_args(argv[:cut])
+    if cut == len(argv):
+        parser.error("no command: give it after --")
     mallinfo, used = _libraries()
     if args.trace:
         tracemalloc.start(8)
