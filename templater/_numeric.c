@@ -545,6 +545,196 @@ static PyObject *tune_heap(PyObject *self, PyObject *unused) {
 }
 
 
+
+/* --- native.tune_heap's second step: libxml2's small blocks from a pool of their own ---------------------------- */
+/* libxml2 builds a page's tree from thousands of small blocks (nodes of 120 bytes, attributes, names, text) that it
+ * takes through its xmlMalloc/xmlFree hooks, and frees them all when the page goes: through glibc each block is a
+ * trip into _int_malloc and _int_free (bins, merging; about a tenth of extract's instructions). pool_libxml2(path)
+ * hands the libxml2 of the lxml module at ``path`` (xmlGcMemSetup, looked up in the loaded module) functions that
+ * serve blocks up to POOL_MAX_BYTES from free lists, one a size class of 16 bytes: a freed block goes on its list and
+ * the next request of its class takes it back; nothing merges, nothing is searched. Each pooled block has a header
+ * word in front, POOL_MAGIC | its class. A block the pool did not make (taken before the pool was set, larger than
+ * POOL_MAX_BYTES, or once a thread's pool holds POOL_MAX_SLABS slabs) is glibc's and goes back to glibc: the word in
+ * front of it is glibc's chunk size, which never has POOL_MAGIC's high bits. The lists are a thread's own (no lock:
+ * libxml2 parses without the GIL; a block freed by another thread joins that thread's lists). Slabs are never given
+ * back, so the pool's memory is what a thread's largest tree needed, at most POOL_MAX_SLABS * POOL_SLAB_BYTES. */
+#define POOL_CLASSES 32                                   /* payloads of 16, 32, ..., 512 bytes */
+#define POOL_MAX_BYTES (POOL_CLASSES * 16)
+#define POOL_SLAB_BYTES (256 * 1024)
+#define POOL_MAX_SLABS 128                                /* 32 MiB a thread */
+#define POOL_MAGIC 0xA11C0C0000000000ULL
+#define POOL_CLASS_MASK 0xFFULL
+
+typedef struct PoolFree { struct PoolFree *next; } PoolFree;
+typedef struct {
+    PoolFree *lists[POOL_CLASSES];
+    char *cursor;                                         /* the unused end of the newest slab */
+    size_t left;
+    size_t slabs;
+} Pool;
+static __thread Pool pool;
+
+static void *pool_malloc(size_t n) {
+    if (n > POOL_MAX_BYTES) return malloc(n);
+    Pool *p = &pool;
+    unsigned c = n ? (unsigned)((n - 1) >> 4) : 0;
+    PoolFree *f = p->lists[c];
+    if (f) {
+        p->lists[c] = f->next;
+        return f;
+    }
+    size_t slot = 16 + ((size_t)c + 1) * 16;              /* 8 bytes of padding, the header word, the payload */
+    if (p->left < slot) {
+        if (p->slabs >= POOL_MAX_SLABS) return malloc(n);
+        char *slab = malloc(POOL_SLAB_BYTES);
+        if (!slab) return NULL;
+        p->slabs++;
+        char *start = (char *)(((uintptr_t)slab + 15) & ~(uintptr_t)15);
+        p->cursor = start;
+        p->left = POOL_SLAB_BYTES - (size_t)(start - slab);
+    }
+    char *s = p->cursor;
+    p->cursor += slot;
+    p->left -= slot;
+    ((uint64_t *)s)[1] = POOL_MAGIC | c;
+    return s + 16;                                        /* 16-byte aligned, as glibc's */
+}
+
+static inline int pool_owned(void *block, unsigned *c) {
+    uint64_t header = ((uint64_t *)block)[-1];
+    *c = (unsigned)(header & POOL_CLASS_MASK);
+    return (header & ~POOL_CLASS_MASK) == POOL_MAGIC;
+}
+
+static void pool_free(void *block) {
+    unsigned c;
+    if (!block) return;
+    if (!pool_owned(block, &c)) {
+        free(block);
+        return;
+    }
+    PoolFree *f = block;
+    f->next = pool.lists[c];
+    pool.lists[c] = f;
+}
+
+static void *pool_realloc(void *block, size_t n) {
+    unsigned c;
+    if (!block) return pool_malloc(n);
+    if (!pool_owned(block, &c)) return realloc(block, n);
+    size_t held = ((size_t)c + 1) * 16;
+    if (n <= held) return block;
+    void *moved = pool_malloc(n);
+    if (!moved) return NULL;
+    memcpy(moved, block, held);
+    pool_free(block);
+    return moved;
+}
+
+static char *pool_strdup(const char *text) {
+    size_t n = strlen(text) + 1;
+    char *copy = pool_malloc(n);
+    if (copy) memcpy(copy, text, n);
+    return copy;
+}
+
+typedef void (*XmlFree)(void *);
+typedef void *(*XmlMalloc)(size_t);
+typedef void *(*XmlRealloc)(void *, size_t);
+typedef char *(*XmlStrdup)(const char *);
+typedef int (*XmlGcMemSetup)(XmlFree, XmlMalloc, XmlMalloc, XmlRealloc, XmlStrdup);
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <dlfcn.h>
+#define POOL_DLFCN 1
+#endif
+
+static int pool_set = 0;
+
+static PyObject *pool_libxml2(PyObject *self, PyObject *arg) {
+    /* pool_libxml2(path) -> bool: libxml2's allocation functions, in the lxml module loaded from path, are the
+     * pool's (True, now or before); False where that module or its xmlGcMemSetup is not found. */
+    if (pool_set) Py_RETURN_TRUE;
+#ifdef POOL_DLFCN
+    PyObject *encoded = PyUnicode_EncodeFSDefault(arg);
+    if (!encoded) return NULL;
+    void *handle = dlopen(PyBytes_AS_STRING(encoded), RTLD_NOW | RTLD_NOLOAD);
+    Py_DECREF(encoded);
+    if (!handle) Py_RETURN_FALSE;
+    XmlGcMemSetup setup = (XmlGcMemSetup)dlsym(handle, "xmlGcMemSetup");
+    int done = setup && setup(pool_free, pool_malloc, pool_malloc, pool_realloc, pool_strdup) == 0;
+    dlclose(handle);                                      /* (NOLOAD: lxml's own reference keeps it loaded) */
+    pool_set = done;
+    return PyBool_FromLong(done);
+#else
+    Py_RETURN_FALSE;
+#endif
+}
+
+static PyObject *pool_stats(PyObject *self, PyObject *unused) {
+    /* pool_stats() -> (slabs, free blocks): the calling thread's pool. */
+    Py_ssize_t free_blocks = 0;
+    for (int c = 0; c < POOL_CLASSES; c++)
+        for (PoolFree *f = pool.lists[c]; f; f = f->next) free_blocks++;
+    return Py_BuildValue("(nn)", (Py_ssize_t)pool.slabs, free_blocks);
+}
+
+static PyObject *pool_exercise(PyObject *self, PyObject *ops) {
+    /* pool_exercise(ops) -> bool: the pool's functions run through ops, a list of (kind, slot, size): kind 0 takes a
+     * pooled block of size into slot, 1 reallocates slot's block to size, 2 frees slot's block, 3 takes a block from
+     * glibc into slot (the pool frees it: a block taken before the pool was set). Every block is filled with a
+     * pattern of its own and checked before it is moved or freed; False at the first block whose bytes changed. */
+    enum { SLOTS = 64 };
+    unsigned char *blocks[SLOTS] = {0};
+    size_t sizes[SLOTS] = {0};
+    int ok = 1;
+    if (!PyList_Check(ops)) {
+        PyErr_SetString(PyExc_TypeError, "pool_exercise takes a list of (kind, slot, size)");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ops) && ok; i++) {
+        int kind, slot;
+        Py_ssize_t size;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(ops, i), "iin", &kind, &slot, &size)) goto fail;
+        if (slot < 0 || slot >= SLOTS || size < 0 || size > (1 << 20)) {
+            PyErr_SetString(PyExc_ValueError, "slot in 0..63, size in 0..1 MiB");
+            goto fail;
+        }
+        unsigned char mark = (unsigned char)(slot * 31 + 7);
+        for (size_t k = 0; blocks[slot] && k < sizes[slot]; k++)
+            if (blocks[slot][k] != (unsigned char)(mark + k)) ok = 0;
+        if (kind == 2 || ((kind == 0 || kind == 3) && blocks[slot])) {
+            pool_free(blocks[slot]);
+            blocks[slot] = NULL;
+            sizes[slot] = 0;
+        }
+        if (kind == 0 || kind == 3 || kind == 1) {
+            unsigned char *block = kind == 3 ? malloc((size_t)size + 1)
+                                 : kind == 1 ? pool_realloc(blocks[slot], (size_t)size)
+                                 : pool_malloc((size_t)size);
+            if (!block) {
+                PyErr_NoMemory();
+                goto fail;
+            }
+            size_t kept = kind == 1 && sizes[slot] < (size_t)size ? sizes[slot] : (kind == 1 ? (size_t)size : 0);
+            for (size_t k = 0; k < kept; k++)
+                if (block[k] != (unsigned char)(mark + k)) ok = 0;
+            for (size_t k = 0; k < (size_t)size; k++) block[k] = (unsigned char)(mark + k);
+            blocks[slot] = block;
+            sizes[slot] = (size_t)size;
+        }
+    }
+    for (int s = 0; s < SLOTS; s++) {
+        for (size_t k = 0; blocks[s] && k < sizes[s]; k++)
+            if (blocks[s][k] != (unsigned char)((unsigned char)(s * 31 + 7) + k)) ok = 0;
+        pool_free(blocks[s]);
+    }
+    return PyBool_FromLong(ok);
+fail:
+    for (int s = 0; s < SLOTS; s++) pool_free(blocks[s]);
+    return NULL;
+}
+
 /* --- features._text_columns: the blocks' text counts as the (blocks x 10) float64 matrix ------------------------ */
 /* Per text, the counts of features._text_columns_plain's regexes, from the code points' classes (C_* bits of
  * features._CLASS_TABLE): one pass over the text for punctuation, digits, whitespace-split words and their
@@ -2698,6 +2888,13 @@ static PyMethodDef methods[] = {
      "utf8_controls_to_space(text) -> bytes: parse.clean_text's encode-and-translate step."},
     {"tune_heap", tune_heap, METH_NOARGS,
      "tune_heap() -> bool: glibc's fast bins off (mallopt M_MXFAST 0), for page work; False where not glibc."},
+    {"pool_libxml2", pool_libxml2, METH_O,
+     "pool_libxml2(path) -> bool: libxml2's allocation functions, in the lxml module loaded from path, serve small "
+     "blocks from per-size free lists (native.tune_heap)."},
+    {"pool_stats", pool_stats, METH_NOARGS, "pool_stats() -> (slabs, free blocks) of the calling thread's pool."},
+    {"pool_exercise", pool_exercise, METH_O,
+     "pool_exercise(ops) -> bool: the pool's malloc/realloc/free run through (kind, slot, size) ops, every block's "
+     "bytes checked (tests)."},
     {"has_controls", has_controls, METH_O,
      "has_controls(data) -> bool: parse.has_controls (an ASCII control character but tab, newline, return)."},
     {"text_matrix", text_matrix, METH_VARARGS,
