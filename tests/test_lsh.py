@@ -6,6 +6,7 @@ import functools
 import math
 
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -760,9 +761,13 @@ def test_compiled_pair_measures_equal_the_python_measures(shapes, verify, measur
         pairs += [(2 * i, 2 * i + 1), (2 * i + 1, 2 * i), (2 * i, 2 * i)]
     source = lsh._SignatureSource(None, settings, np.empty(0, np.int64), np.empty((0, settings.permutations)))
     source.sorted = {d: comparable_set(h, settings) for d, h in docs.items()}
+    expected = {}
     for jaccard, pair_by_pair in ((False, set_similarity), (True, set_jaccard)):
-        expected = [pair_by_pair(source.sorted[x], source.sorted[y], settings) for x, y in pairs]
-        assert source._compiled_measures(pairs, jaccard=jaccard).tolist() == expected
+        expected[jaccard] = [pair_by_pair(source.sorted[x], source.sorted[y], settings) for x, y in pairs]
+        assert [v.tolist() for v in source._compiled_measures(pairs, jaccard=jaccard)] == [expected[jaccard]]
+    # the Jaccard measured on the sets copied for the similarity: the same values as on their own
+    assert [v.tolist() for v in source._compiled_measures(pairs, jaccard=False, jaccard_too=True)] == \
+        [expected[False], expected[True]]
 
 
 @pytest.mark.skipif(lsh._kernels() is None, reason="templater._pairs is not built")
@@ -852,6 +857,15 @@ def test_band_rows_are_the_distinct_rows_in_lexsort_order(doc_list, seed, spread
     flat_docs = np.concatenate([np.repeat(docs, 4), np.repeat(docs, [len(a) for a in anchors])])
     rows = sorted(set(zip(flat_keys.tolist(), flat_docs.tolist())))
     got_keys, got_docs = lsh._band_rows(keys, docs, anchors)
+    assert list(zip(got_keys.tolist(), got_docs.tolist())) == rows
+    # the anchors end to end with their counts, as add_signatures gathers them (``_anchor_rows``): the same rows
+    offsets = np.r_[0, np.cumsum([len(a) for a in anchors])]
+    order = rng.permutation(len(docs)).tolist()
+    gathered = lsh._anchor_rows(SimpleNamespace(anchors=Shingles(np.concatenate(anchors).astype(np.uint64), offsets)),
+                                order)
+    assert gathered[1].tolist() == [len(anchors[i]) for i in order]
+    assert gathered[0].tolist() == [k for i in order for k in anchors[i].tolist()]
+    got_keys, got_docs = lsh._band_rows(keys[order], docs[order], joined=gathered)
     assert list(zip(got_keys.tolist(), got_docs.tolist())) == rows
 
 
