@@ -495,7 +495,7 @@ class _SignatureSource:
     def similarities(self, pairs: list[tuple[int, int]]) -> list[float]:
         """``similarity`` of each pair (a, b), as a list (read from ``pair_similarity`` when all were measured)."""
         known = self.pair_similarity
-        if self.settings.verify != "estimate" and all(p in known for p in pairs):
+        if not pairs or (self.settings.verify != "estimate" and all(p in known for p in pairs)):
             return [known[p] for p in pairs]
         a, b = (np.array(side, dtype=np.int64) for side in zip(*pairs))
         return self.similarity(a, b).tolist()

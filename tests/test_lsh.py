@@ -983,3 +983,29 @@ def test_filters_written_and_read_through_blob_io_hold_the_bytes_a_whole_value_h
         monkeypatch.setattr(lsh, "_incremental", lambda conn, on=incremental: on)
         reopened = open_db(tmp_path / f"{not incremental}.db")
         assert [(s.segment, s.rows, s.bits.tobytes()) for s in lsh._segments(reopened).items] == stored[0]
+
+
+def test_verdicts_and_similarities_as_lists_are_the_array_answers():
+    """Clustering's list questions (``verdicts_of``, ``similarities``: one pair at a time, read from the caches or
+    measured) give what ``passing`` and ``similarity`` give for all the pairs at once."""
+    settings = ShingleSettings()
+    rng = np.random.default_rng(3)
+    base = rng.integers(0, 2**32, 400, dtype=np.uint64).astype(np.uint32)
+    sets = {d: sorted_set(np.concatenate([base[:320 - 40 * d], rng.integers(0, 2**32, 12 * d, dtype=np.uint64)
+                                          .astype(np.uint32)])) for d in range(1, 7)}
+
+    def source():
+        made = lsh._SignatureSource(None, settings, np.empty(0, np.int64), np.empty((0, settings.permutations)))
+        made.sets, made.sites = dict(sets), {d: "a.example" if d % 2 else "b.example" for d in sets}
+        return made
+
+    pairs = [(x, y) for x in sets for y in sets if x != y]
+    a, b = (np.array(side, dtype=np.int64) for side in zip(*pairs))
+    verdicts, similarities = source().passing(a, b).tolist(), source().similarity(a, b).tolist()
+    assert any(verdicts) and not all(verdicts)
+    one = source()
+    assert [one.verdicts_of([p])[0] for p in pairs] == verdicts
+    assert one.similarities(pairs) == similarities  # (read from the cache)
+    assert source().similarities(pairs) == similarities
+    assert source().verdicts_of(pairs + pairs[:3]) == verdicts + verdicts[:3]
+    assert source().verdicts_of([]) == [] and source().similarities([]) == []
