@@ -417,7 +417,7 @@ class _SignatureSource:
     def __init__(self, db: sqlite_utils.Database, settings: ShingleSettings, docs: np.ndarray, values: np.ndarray,
                  shingle_sets: dict[int, np.ndarray] | None = None, urls: Sequence[str] | None = None):
         self.db, self.settings = db, settings
-        self.rows = {int(d): values[i] for i, d in enumerate(docs.tolist())}
+        self._batch = docs, values  # the batch's signatures, as ``rows`` when first needed (verify = "estimate")
         self.urls = dict(zip(docs.tolist(), urls)) if urls is not None else {}  # sites made when first needed
         self.sites: dict[int, str] = {}
         self.sets = dict(shingle_sets or {})  # as stored
@@ -427,6 +427,12 @@ class _SignatureSource:
         self.pair_similarity: dict[tuple[int, int], float] = {}
         self.pair_jaccard: dict[tuple[int, int], float] = {}
         self.verdicts: dict[tuple[int, int], bool] = {}  # (a, b) -> ``passing``'s verdict, given once
+
+    @functools.cached_property
+    def rows(self) -> dict[int, np.ndarray]:
+        """doc -> signature: the batch's, and the stored pages' read so far."""
+        docs, values = self._batch
+        return {int(d): values[i] for i, d in enumerate(docs.tolist())}
 
     def signatures(self, docs: np.ndarray) -> np.ndarray:
         missing = [d for d in set(docs.tolist()) if d not in self.rows]
@@ -450,6 +456,13 @@ class _SignatureSource:
         self.same(docs, docs)
         return [self.sites.get(d, "") for d in docs.tolist()]
 
+    def site(self, doc: int) -> str:
+        """One page's site (``site_list`` of one page, without its arrays when the site is known)."""
+        site = self.sites.get(doc)
+        if site is None and doc in self.urls:
+            site = self.sites[doc] = site_of(self.urls[doc])
+        return site if site is not None else self.site_list(np.array([doc], dtype=np.int64))[0]
+
     def passing(self, a: np.ndarray, b: np.ndarray, sims: np.ndarray | None = None) -> np.ndarray:
         """Whether each pair is a near-duplicate (``accepted``). Without ``sims`` a pair's verdict is made once and
         kept (``verdicts``: clustering asks again, one or two pairs at a time, for pairs asked for together before;
@@ -468,6 +481,25 @@ class _SignatureSource:
         known.update(zip(pairs, ok.tolist()))
         return ok
 
+    def verdicts_of(self, pairs: list[tuple[int, int]]) -> list[bool]:
+        """``passing``'s verdict of each pair (a, b), as a list: the pairs not judged yet are judged together in one
+        ``passing`` call, the others read from ``verdicts`` (clustering asks for one or two pairs at a time, most of
+        them judged already: no arrays for those)."""
+        known = self.verdicts
+        missing = list(dict.fromkeys(p for p in pairs if p not in known))
+        if missing:
+            a, b = (np.array(side, dtype=np.int64) for side in zip(*missing))
+            self.passing(a, b)
+        return [known[p] for p in pairs]
+
+    def similarities(self, pairs: list[tuple[int, int]]) -> list[float]:
+        """``similarity`` of each pair (a, b), as a list (read from ``pair_similarity`` when all were measured)."""
+        known = self.pair_similarity
+        if not pairs or (self.settings.verify != "estimate" and all(p in known for p in pairs)):
+            return [known[p] for p in pairs]
+        a, b = (np.array(side, dtype=np.int64) for side in zip(*pairs))
+        return self.similarity(a, b).tolist()
+
     def _smaller(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """The size of the smaller comparable set of each pair (the sets are loaded: the pairs were verified)."""
         return np.array([min(len(self.sorted[x]), len(self.sorted[y])) for x, y in zip(a.tolist(), b.tolist())],
@@ -482,16 +514,30 @@ class _SignatureSource:
         pairs = list(zip(a.tolist(), b.tolist()))
         missing = list(dict.fromkeys(p for p in pairs if p not in known))
         if missing and native.pairs is not None:
+            # containment's verdicts ask for the Jaccard of many of the same pairs (``accepted``): it is measured on
+            # the sets copied for the similarity, not copied again (a value is its pair's alone, whoever asks)
+            jaccard_too = measure is set_similarity and self._jaccard_asked
             for part in _chunks(missing, PAIR_CHUNK):  # (the part's sets are copied end to end for the call)
-                known.update(zip(part, self._compiled_measures(part, jaccard=measure is set_jaccard).tolist()))
+                values = self._compiled_measures(part, jaccard=measure is set_jaccard, jaccard_too=jaccard_too)
+                known.update(zip(part, values[0].tolist()))
+                if jaccard_too:
+                    self.pair_jaccard.update(zip(part, values[1].tolist()))
         else:
             for x, y in missing:
                 known[x, y] = measure(self.sorted[x], self.sorted[y], self.settings)
         return np.array([known[p] for p in pairs], dtype=float)
 
-    def _compiled_measures(self, pairs: list[tuple[int, int]], *, jaccard: bool) -> np.ndarray:
-        """``set_similarity`` (``set_jaccard``) of the comparable sets of ``pairs``, all in one call of the compiled
-        ``templater._pairs`` (the same values: a test holds them to the Python functions)."""
+    @functools.cached_property
+    def _jaccard_asked(self) -> bool:
+        """Whether ``accepted`` may ask for the Jaccard of pairs whose similarity (containment) it was given."""
+        settings = self.settings
+        return settings.measure == "containment" and (settings.same_site_jaccard > 0 or settings.resemblance > 0)
+
+    def _compiled_measures(self, pairs: list[tuple[int, int]], *, jaccard: bool,
+                           jaccard_too: bool = False) -> list[np.ndarray]:
+        """[``set_similarity`` (``set_jaccard``) of the comparable sets of ``pairs``], and their ``set_jaccard`` after
+        it with ``jaccard_too``, each in one call of the compiled ``templater._pairs`` on the same copied sets (the
+        same values: a test holds them to the Python functions)."""
         docs = list(dict.fromkeys(d for pair in pairs for d in pair))
         number = {d: i for i, d in enumerate(docs)}
         sets = [self.sorted[d] for d in docs]
@@ -501,10 +547,11 @@ class _SignatureSource:
         a = np.array([number[x] for x, _ in pairs], dtype=np.int64)
         b = np.array([number[y] for _, y in pairs], dtype=np.int64)
         sample = self.settings.sample if self.settings.verify == "sample" else 0
-        out = native.pairs.pair_measures(np.concatenate(sets).astype(dtype, copy=False), offsets, a, b,
-                                         np.dtype(dtype).itemsize, sample, self.settings.sample_min_hashes,
-                                         int(jaccard or self.settings.measure == "jaccard"))
-        return np.frombuffer(out, dtype=np.float64)
+        hashes = np.concatenate(sets).astype(dtype, copy=False)
+        flags = [int(jaccard or self.settings.measure == "jaccard")] + ([1] if jaccard_too else [])
+        return [np.frombuffer(native.pairs.pair_measures(hashes, offsets, a, b, np.dtype(dtype).itemsize, sample,
+                                                         self.settings.sample_min_hashes, flag), dtype=np.float64)
+                for flag in flags]
 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         if self.settings.verify == "estimate":
@@ -540,7 +587,8 @@ def add_signatures(db: sqlite_utils.Database, pages: Sequence[IndexedPage], sign
         # leaves the index first)
         band = band_keys(signatures.values[positions], settings)
         anchor_lists = _anchor_lists(signatures, positions)
-        found = _lookup_rows(db, sorted_set(np.concatenate([band.ravel(), *anchor_lists, own])))
+        anchor_rows = _anchor_rows(signatures, positions)
+        found = _lookup_rows(db, sorted_set(np.concatenate([band.ravel(), anchor_rows[0], own])))
         split = int(np.searchsorted(found[:, 0], PAGE_KEY_BASE, side="left"))
         known = _known_pages(db, [pages[i].page_id for i in positions], list(own_keys.values()), found[split:])
         same = [i for i in positions if pages[i].page_id in known
@@ -562,7 +610,8 @@ def add_signatures(db: sqlite_utils.Database, pages: Sequence[IndexedPage], sign
         joined = _insert_docs(db, docs, [pages[i] for i in order], signatures.values[order], seen, settings, sets,
                               [anchor_lists[at[i]] for i in order], np.array([own_keys[i] for i in order],
                                                                          dtype=np.int64),
-                              band[[at[i] for i in order]], None if changed else found[:split])
+                              band[[at[i] for i in order]], None if changed else found[:split],
+                              anchor_rows if order == positions else _anchor_rows(signatures, order))
     return AddResult(added=len(fresh), updated=len(changed), unchanged=len(same),
                      empty=int(signatures.empty.sum()), joined=joined)
 
@@ -590,7 +639,8 @@ def stored_form(shingles: Shingles, order: list[int], settings: ShingleSettings)
     """Each page's verification set as stored: its sample, or all its hashes in text order (repeats kept)."""
     shingles = verification_sets(shingles, settings)
     hashes = shingles.hashes.astype(np.uint32 if settings.hash_bits == 32 else np.uint64, copy=False)
-    return [hashes[shingles.offsets[i]:shingles.offsets[i + 1]] for i in order]
+    offsets = shingles.offsets.tolist()
+    return [hashes[offsets[i]:offsets[i + 1]] for i in order]
 
 
 def _refresh(db: sqlite_utils.Database, pages: list[IndexedPage], docs: list[int]) -> None:
@@ -639,13 +689,16 @@ def _known_pages(db: sqlite_utils.Database, page_ids: Sequence[str], keys: Seque
             for row in _page_docs(db, page_ids, "doc, page_id, signature, first_seen", keys, rows)}
 
 
-def _band_rows(keys: np.ndarray, docs: np.ndarray,
-               anchors: Sequence[np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The (key, doc) rows of a batch, band keys and anchor keys, sorted by key then doc (a pair repeated once)."""
+def _band_rows(keys: np.ndarray, docs: np.ndarray, anchors: Sequence[np.ndarray] | None = None, *,
+               joined: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The (key, doc) rows of a batch, band keys and anchor keys, sorted by key then doc (a pair repeated once).
+    ``joined``, in place of ``anchors``: the pages' anchor keys end to end and each page's count (``_anchor_rows``)."""
     flat_keys, flat_docs = keys.ravel(), np.repeat(docs, keys.shape[1])
-    if anchors is not None and any(len(a) for a in anchors):
-        flat_keys = np.concatenate([flat_keys, *anchors]).astype(np.int64)
-        flat_docs = np.concatenate([flat_docs, np.repeat(docs, [len(a) for a in anchors])]).astype(np.int64)
+    if joined is None and anchors is not None and any(len(a) for a in anchors):
+        joined = np.concatenate(anchors), np.array([len(a) for a in anchors], dtype=np.int64)
+    if joined is not None and len(joined[0]):
+        flat_keys = np.concatenate([flat_keys, joined[0]]).astype(np.int64)
+        flat_docs = np.concatenate([flat_docs, np.repeat(docs, joined[1])]).astype(np.int64)
     low = int(docs.min()) if len(docs) else 0
     if len(docs) and int(docs.max()) - low < 1 << DOC_SPAN_BITS and len(flat_keys) and int(flat_keys.min()) >= 0 \
             and int(flat_keys.max()) < 1 << (63 - DOC_SPAN_BITS):
@@ -667,6 +720,18 @@ def _anchor_lists(signatures: Signatures, order: list[int]) -> list[np.ndarray]:
         return [np.empty(0, np.int64)] * len(order)
     flat, offsets = signatures.anchors.hashes.astype(np.int64), signatures.anchors.offsets.tolist()
     return [flat[offsets[i]:offsets[i + 1]] for i in order]
+
+
+def _anchor_rows(signatures: Signatures, order: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """The anchor keys (int64) of the pages at ``order`` end to end, and each page's count: what
+    ``_anchor_lists`` gives, gathered in one pass (a concatenation of a batch's 200 arrays costs ten times more)."""
+    if signatures.anchors is None:
+        return np.empty(0, np.int64), np.zeros(len(order), np.int64)
+    offsets = np.asarray(signatures.anchors.offsets, dtype=np.int64)
+    at = np.asarray(order, dtype=np.int64)
+    starts, counts = offsets[at], offsets[at + 1] - offsets[at]
+    spans = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+    return signatures.anchors.hashes[spans].astype(np.int64), counts
 
 
 def _anchors_of(blob: bytes | None) -> np.ndarray:
@@ -1484,13 +1549,15 @@ def _lookup_rows(db: sqlite_utils.Database, keys: np.ndarray) -> np.ndarray:
 def _insert_docs(db: sqlite_utils.Database, docs: np.ndarray, pages: list[IndexedPage], values: np.ndarray,
                  first_seen: list[int], settings: ShingleSettings, sets: list[np.ndarray] | None,
                  anchors: list[np.ndarray], own_keys: np.ndarray, band: np.ndarray,
-                 bucket: np.ndarray | None = None) -> int:
+                 bucket: np.ndarray | None = None, anchor_rows: tuple[np.ndarray, np.ndarray] | None = None) -> int:
     """Insert band and anchor keys (``band``: the pages' band keys; and the pages' page keys, ``own_keys``), find
-    and verify candidates (``bucket``: the stored rows of their keys, when looked up already), then store the pages
-    with their clusters."""
+    and verify candidates (``bucket``: the stored rows of their keys, when looked up already; ``anchor_rows``:
+    ``anchors`` end to end with their counts, ``_anchor_rows``, when made already), then store the pages with their
+    clusters."""
     if not len(docs):
         return 0
-    pairs = _candidate_pairs(db, *_band_rows(band, docs, anchors), len(docs), _page_rows(docs, [], own_keys), bucket)
+    pairs = _candidate_pairs(db, *_band_rows(band, docs, anchors, joined=anchor_rows), len(docs),
+                             _page_rows(docs, [], own_keys), bucket)
     source = _SignatureSource(db, settings, docs, values,
                               dict(zip(docs.tolist(), sets)) if sets is not None else None, [p.url for p in pages])
     edges, sizes = _verified_edges(db, pairs, docs, source)
@@ -1509,16 +1576,12 @@ def _insert_docs(db: sqlite_utils.Database, docs: np.ndarray, pages: list[Indexe
 
 
 def _blobs(arrays: np.ndarray | Sequence[np.ndarray]) -> list[bytes]:
-    """Each row of a 2-D array, or each array of a list of 1-D arrays of one dtype, as bytes (``tobytes``): cut from
-    one bytes object of them all, not converted one by one."""
+    """Each row of a 2-D array (cut from one bytes object of them all), or each array of a list of 1-D arrays, as
+    bytes (``tobytes``: a batch's 200 arrays one by one take a fifth of the time of their concatenation and cuts)."""
     if isinstance(arrays, np.ndarray) and arrays.ndim == 2:
         data, width = np.ascontiguousarray(arrays).tobytes(), arrays.shape[1] * arrays.itemsize
         return [data[i:i + width] for i in range(0, len(data), width)] if width else [b""] * len(arrays)
-    if not len(arrays):
-        return []
-    data = np.concatenate(arrays).tobytes()
-    ends = (np.cumsum([len(a) for a in arrays]) * arrays[0].itemsize).tolist()
-    return [data[start:end] for start, end in zip([0, *ends[:-1]], ends)]
+    return [a.tobytes() for a in arrays]
 
 
 def _candidate_pairs(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray, pages: int,
@@ -1589,12 +1652,22 @@ def _verified_edges(db: sqlite_utils.Database, pairs: np.ndarray, docs: np.ndarr
     x, y = codes >> PAIR_SHIFT, codes & ((1 << PAIR_SHIFT) - 1)
     old = sorted_set(y[~np.isin(y, docs)])
     cluster_of: dict[int, int] = {}
-    for doc, cluster, url in _select_in(db, "SELECT doc, cluster, url FROM lsh_signatures WHERE doc IN ({ids})",
-                                        old.tolist()):
+    # the partners' clusters, sites and sets in one statement (verification needs every partner's site and set)
+    sets = source.settings.verify != "estimate"
+    dtype = np.uint32 if source.settings.hash_bits == 32 else np.uint64
+    older: list[int] = []  # stored before migration 7: their sets are in lsh_shingles
+    for doc, cluster, url, blob in _select_in(
+            db, f"SELECT doc, cluster, url, {'hashes' if sets else 'NULL'} FROM lsh_signatures WHERE doc IN ({{ids}})",
+            old.tolist()):
         cluster_of[doc] = cluster
-        source.sites.setdefault(doc, site_of(url))  # read with the clusters: verification needs every partner's site
-    if source.settings.verify != "estimate":  # and the partners' sets: one statement, not one per round
-        source.sets.update(stored_sets(db, [d for d in old.tolist() if d not in source.sets], source.settings))
+        source.sites.setdefault(doc, site_of(url))
+        if sets and doc not in source.sets:
+            if blob is None:
+                older.append(doc)
+            else:
+                source.sets[doc] = np.frombuffer(blob, dtype=dtype)
+    if older:
+        source.sets.update(stored_sets(db, sorted(set(older)), source.settings))
     group = np.array([cluster_of.get(d, d) for d in y.tolist()], dtype=np.int64)
     sizes = _cluster_sizes(db, sorted(set(cluster_of.values())))
     found = _first_passing(x, group, y, shared, source)
@@ -1672,10 +1745,7 @@ def _compatible(mine: References, theirs: References, source: _SignatureSource) 
     of its site is not a copy of it, even when a copy of the longer one on another site contains it)."""
     pairs = {(_longest(mine), _longest(theirs))} | {(mine[s][0], theirs[s][0]) for s in mine.keys() & theirs.keys()}
     pairs = [(a, b) for a, b in pairs if a != b]
-    if not pairs:
-        return True
-    a, b = (np.array(side, dtype=np.int64) for side in zip(*pairs))
-    return bool(source.passing(a, b).all())
+    return all(source.verdicts_of(pairs)) if pairs else True
 
 
 class _NewReferences(dict):
@@ -1690,7 +1760,7 @@ class _NewReferences(dict):
     def __missing__(self, doc: int) -> References:
         if doc not in self.new:
             raise KeyError(doc)
-        refs = self[doc] = {self.source.site_list(np.array([doc], dtype=np.int64))[0]: (doc, self.chars.get(doc, 0))}
+        refs = self[doc] = {self.source.site(doc): (doc, self.chars.get(doc, 0))}
         return refs
 
 
@@ -1715,9 +1785,9 @@ def _join(docs: np.ndarray, edges: list[tuple[int, int, int]], references: dict[
         roots = [r for r in options if r != uf.find(x) and _compatible(refs[x], refs[r], source)]
         if not roots:
             continue
-        targets = np.array([_longest(refs[r]) for r in roots], dtype=np.int64)
-        sims = source.similarity(np.full(len(roots), x, dtype=np.int64), targets)
-        ranked = sorted(zip((-sims).tolist(), targets.tolist(), roots))
+        targets = [_longest(refs[r]) for r in roots]
+        sims = source.similarities([(x, t) for t in targets])
+        ranked = sorted(zip([-sim for sim in sims], targets, roots))
         for rank, (_, _, met) in enumerate(ranked):
             root, mine = uf.find(met), uf.find(x)
             if root == mine or (rank and not _compatible(refs[mine], refs[root], source)):

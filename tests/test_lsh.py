@@ -6,6 +6,7 @@ import functools
 import math
 
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -760,9 +761,13 @@ def test_compiled_pair_measures_equal_the_python_measures(shapes, verify, measur
         pairs += [(2 * i, 2 * i + 1), (2 * i + 1, 2 * i), (2 * i, 2 * i)]
     source = lsh._SignatureSource(None, settings, np.empty(0, np.int64), np.empty((0, settings.permutations)))
     source.sorted = {d: comparable_set(h, settings) for d, h in docs.items()}
+    expected = {}
     for jaccard, pair_by_pair in ((False, set_similarity), (True, set_jaccard)):
-        expected = [pair_by_pair(source.sorted[x], source.sorted[y], settings) for x, y in pairs]
-        assert source._compiled_measures(pairs, jaccard=jaccard).tolist() == expected
+        expected[jaccard] = [pair_by_pair(source.sorted[x], source.sorted[y], settings) for x, y in pairs]
+        assert [v.tolist() for v in source._compiled_measures(pairs, jaccard=jaccard)] == [expected[jaccard]]
+    # the Jaccard measured on the sets copied for the similarity: the same values as on their own
+    assert [v.tolist() for v in source._compiled_measures(pairs, jaccard=False, jaccard_too=True)] == \
+        [expected[False], expected[True]]
 
 
 @pytest.mark.skipif(lsh._kernels() is None, reason="templater._pairs is not built")
@@ -852,6 +857,15 @@ def test_band_rows_are_the_distinct_rows_in_lexsort_order(doc_list, seed, spread
     flat_docs = np.concatenate([np.repeat(docs, 4), np.repeat(docs, [len(a) for a in anchors])])
     rows = sorted(set(zip(flat_keys.tolist(), flat_docs.tolist())))
     got_keys, got_docs = lsh._band_rows(keys, docs, anchors)
+    assert list(zip(got_keys.tolist(), got_docs.tolist())) == rows
+    # the anchors end to end with their counts, as add_signatures gathers them (``_anchor_rows``): the same rows
+    offsets = np.r_[0, np.cumsum([len(a) for a in anchors])]
+    order = rng.permutation(len(docs)).tolist()
+    gathered = lsh._anchor_rows(SimpleNamespace(anchors=Shingles(np.concatenate(anchors).astype(np.uint64), offsets)),
+                                order)
+    assert gathered[1].tolist() == [len(anchors[i]) for i in order]
+    assert gathered[0].tolist() == [k for i in order for k in anchors[i].tolist()]
+    got_keys, got_docs = lsh._band_rows(keys[order], docs[order], joined=gathered)
     assert list(zip(got_keys.tolist(), got_docs.tolist())) == rows
 
 
@@ -969,3 +983,29 @@ def test_filters_written_and_read_through_blob_io_hold_the_bytes_a_whole_value_h
         monkeypatch.setattr(lsh, "_incremental", lambda conn, on=incremental: on)
         reopened = open_db(tmp_path / f"{not incremental}.db")
         assert [(s.segment, s.rows, s.bits.tobytes()) for s in lsh._segments(reopened).items] == stored[0]
+
+
+def test_verdicts_and_similarities_as_lists_are_the_array_answers():
+    """Clustering's list questions (``verdicts_of``, ``similarities``: one pair at a time, read from the caches or
+    measured) give what ``passing`` and ``similarity`` give for all the pairs at once."""
+    settings = ShingleSettings()
+    rng = np.random.default_rng(3)
+    base = rng.integers(0, 2**32, 400, dtype=np.uint64).astype(np.uint32)
+    sets = {d: sorted_set(np.concatenate([base[:320 - 40 * d], rng.integers(0, 2**32, 12 * d, dtype=np.uint64)
+                                          .astype(np.uint32)])) for d in range(1, 7)}
+
+    def source():
+        made = lsh._SignatureSource(None, settings, np.empty(0, np.int64), np.empty((0, settings.permutations)))
+        made.sets, made.sites = dict(sets), {d: "a.example" if d % 2 else "b.example" for d in sets}
+        return made
+
+    pairs = [(x, y) for x in sets for y in sets if x != y]
+    a, b = (np.array(side, dtype=np.int64) for side in zip(*pairs))
+    verdicts, similarities = source().passing(a, b).tolist(), source().similarity(a, b).tolist()
+    assert any(verdicts) and not all(verdicts)
+    one = source()
+    assert [one.verdicts_of([p])[0] for p in pairs] == verdicts
+    assert one.similarities(pairs) == similarities  # (read from the cache)
+    assert source().similarities(pairs) == similarities
+    assert source().verdicts_of(pairs + pairs[:3]) == verdicts + verdicts[:3]
+    assert source().verdicts_of([]) == [] and source().similarities([]) == []
