@@ -37,7 +37,7 @@ from .extract import CompiledTemplate, extract_page
 from .grouping import assign_groups, cluster_layouts, host_of, layout_containment, match_prefix, shape_set
 from .parse import parse_checked
 from .sources import check_input, input_format, iter_records
-from .template import learn_template
+from .template import learn_template, pages_once
 from .datatypes import Extraction, Page, RawPage, Segmented, Skip, SkipReason, Template
 
 if TYPE_CHECKING:  # annotations only: a store opens without sqlite-utils (store.db.Database)
@@ -495,11 +495,12 @@ def learn_sample(ids: list[str], settings: LearnSettings) -> list[str]:
 def learn_cluster(group: str, layout: int, segs: Sequence[Segmented | Skip], settings: LearnSettings, *,
                   reason: str = "learned") -> Template | None:
     """The template of one layout cluster from its sampled pages (in ``learn_sample`` order), or None when too few
-    of them could be segmented."""
+    of them could be segmented. A page fetched twice is learned from once (``pages_once``)."""
     segs = [s for s in segs if isinstance(s, Segmented) and len(s.blocks) <= config.MAX_LEARN_BLOCKS]
     if len(segs) < settings.min_template_pages:
         return None
-    return learn_template(segs, site=site_name(group, layout), layout=layout, settings=settings, reason=reason)
+    return learn_template(pages_once(segs), site=site_name(group, layout), layout=layout, settings=settings,
+                          reason=reason)
 
 
 def layout_signature(sets: list[np.ndarray], settings: LearnSettings) -> np.ndarray:

@@ -88,6 +88,22 @@ def learn_template(pages: Sequence[Segmented], *, site: str, version: int = 1, l
                     reason=reason, settings=settings)
 
 
+def pages_once(pages: Sequence[Segmented]) -> list[Segmented]:
+    """The pages less those whose URL an earlier page has: one page fetched twice (a recrawl kept with the first
+    crawl) is one page of evidence, whatever changed between the fetches (a comment, a counter). Copies under other
+    URLs are left to distinct_pages, whose tests read a page's own text; but a page fetched twice and a copy of it
+    are most of a small cluster, so their article is on most pages and is no page's own text: counted once here
+    first, the article stays theirs."""
+    seen: set[str] = set()
+    out = []
+    for seg in pages:
+        url = seg.page.url
+        if url not in seen:
+            seen.add(url)
+            out.append(seg)
+    return out
+
+
 def distinct_pages(pages: Sequence[Segmented], settings: LearnSettings = LearnSettings()) -> list[Segmented]:
     """The pages less near-copies: a page whose own text (the word 3-grams of its long blocks, less the blocks and the
     3-grams most pages share) is mostly (settings.near_copy of the smaller set) a kept page's own text, or the other

@@ -484,3 +484,62 @@ def test_lists_of_other_stories_are_not_a_pages_own_text():
     pages = [original, copy, other]
     assert [s.page.id for s in distinct_pages(pages)] == ["coriginal", "cother"]
     assert len(distinct_pages(pages, LearnSettings(near_copy_links=1.0, near_copy_shared=1.0))) == 3
+
+
+def _at(html: str, page_id: str, url: str):
+    from templater.blocks import segment
+    from templater.datatypes import Page
+    from templater.parse import parse_html
+
+    return segment(parse_html(html), Page(page_id, url, html))
+
+
+def test_pages_once_keeps_the_first_page_of_each_url():
+    from templater.template import pages_once
+
+    from sitegen import article_html
+
+    url = "https://news.example.com/story/1.html"
+    first, again, other = (_at(article_html(seed)[0], page_id, u) for seed, page_id, u in (
+        (1, "a", url), (2, "b", url), (3, "c", "https://news.example.com/story/3.html")))
+    assert [s.page.id for s in pages_once([first, again, other])] == ["a", "c"]
+    assert [s.page.id for s in pages_once([other, again, first])] == ["c", "b"]
+    assert pages_once([]) == []
+
+
+def test_a_page_fetched_twice_and_its_copy_keep_their_article():
+    """A cluster of three pages that are one story: a post fetched twice (one comment apart) and a copy of it under
+    another URL with its comments rewritten. Learned from all three, the story is on every page, so it is the site's
+    text and no page's own text, and the template drops it; the two fetches are one page (``pages_once``), and with
+    the copy the story is on the pages' own text, counted once, and kept."""
+    import random
+
+    from templater import config
+    from templater.pipeline import learn_cluster
+
+    from sitegen import article_html, sentence
+
+    rng = random.Random(3)
+    comments = [sentence(rng, 20) for _ in range(5)]
+
+    def with_comments(html: str, texts: list[str]) -> str:
+        box = "".join(f"<p>{text}</p>" for text in texts)
+        return html.replace("</body>", f'<div class="responses">{box}</div></body>')
+
+    html, text = article_html(70, paragraphs=4)
+    url = "https://news.example.com/story/70.html"
+    first = _at(with_comments(html, comments[:4]), "first", url)
+    again = _at(with_comments(html, comments), "again", url)
+    copy = _at(with_comments(html, [sentence(rng, 20) for _ in range(4)]), "copy",
+               "https://news.example.com/story/70-copy.html")
+    pages = [first, again, copy]
+    body = text.split("\n")[1:]
+    settings = LearnSettings()
+    dropped = learn_template(pages, site="s", settings=settings)
+    allowed, _ = apply_template(first, CompiledTemplate(dropped))
+    assert not any(line in kept_text(first, allowed) for line in body)  # what learning from all three did
+    template = learn_cluster("news.example.com/story/", 0, pages, settings)
+    assert template is not None and len(pages) >= config.MIN_TEMPLATE_PAGES
+    for seg in (first, again, copy):
+        allowed, _ = apply_template(seg, CompiledTemplate(template))
+        assert all(line in kept_text(seg, allowed) for line in body)
