@@ -24,10 +24,11 @@ Tables (component "lsh"):
     lsh_blocks      id (segment << 32 | block) -> keys, docs (int64 BLOBs): a segment's rows, SEGMENT_BLOCK_ROWS a
                     block
     lsh_runs        run -> keys, docs (int64 BLOBs, sorted by key then doc): the (key, doc) rows of the pages added
-                    since the last flush (at most about RECENT_PAGES pages), one run per batch (one INSERT), held in
-                    memory as a few sorted arrays (``_Recent``) that every lookup reads beside the segments; they
-                    become a new segment of level 0 when RECENT_PAGES pages have come (migration 5; migration 3's
-                    row table lsh_recent cost one B-tree insert per key row, its rows become one run)
+                    since the last flush, one run per batch (one INSERT), held in memory as a few sorted arrays
+                    (``_Recent``) that every lookup reads beside the segments; they become a new segment of level 0
+                    when they hold RECENT_ROWS rows (about 9,000 pages: what they take in memory is bounded) or
+                    RECENT_PAGES pages have come (migration 5; migration 3's row table lsh_recent cost one B-tree
+                    insert per key row, its rows become one run)
     lsh_links       (doc, other) WITHOUT ROWID, both directions: a spanning forest of every cluster, the verified
                     pairs that joined it; removing a page whose links leave one piece needs no re-verification
     lsh_shingles    doc -> the page's verification set, 4 or 8 bytes a hash: its bottom-k sample (verify =
@@ -69,6 +70,7 @@ import numpy as np
 
 from store.db import MIGRATIONS_TABLE, db_name, migrate, transaction
 from templater.config import (BUCKET_CAP, ID_CHUNK, CACHE_KIB, CHECKPOINT_BYTES, WAL_KEEP_BYTES, RECENT_PAGES,
+                              RECENT_ROWS,
                               ROUND_LIMITS, REFERENCE_MEMBERS, FILTER_BITS_PER_KEY, FILTER_HASHES,
                               FILTER_FIRST_KEYS, RECENT_FILTER_KEYS, RECENT_FILTER_BITS, RECENT_FILTER_HASHES,
                               RECENT_TIER_FANOUT, PAIR_CHUNK, SEGMENT_BLOCK_ROWS, SEGMENT_FANOUT,
@@ -771,16 +773,18 @@ class _Recent:
         self.tiers: list[tuple[np.ndarray, np.ndarray]] = []
         self.levels: list[int] = []
         self.filter = _WordFilter(RECENT_FILTER_KEYS)  # its keys: most of a batch's are in no tier
+        self.size = 0  # rows held
         if runs:
             self.add(*_by_key(np.concatenate([k for k, _ in runs]), np.concatenate([d for _, d in runs])))
 
     def clear(self) -> None:
-        self.tiers, self.levels, self.filter = [], [], _WordFilter(RECENT_FILTER_KEYS)
+        self.tiers, self.levels, self.filter, self.size = [], [], _WordFilter(RECENT_FILTER_KEYS), 0
 
     def add(self, keys: np.ndarray, docs: np.ndarray, distinct: np.ndarray | None = None) -> None:
         """A run in key order (``distinct``: its distinct keys, when known)."""
         self.tiers.append((keys, docs))
         self.levels.append(0)
+        self.size += len(keys)
         self.filter.add(_distinct_sorted(keys) if distinct is None else distinct, lambda: self.rows()[0])
         fan = RECENT_TIER_FANOUT
         while len(self.levels) >= fan and len(set(self.levels[-fan:])) == 1:
@@ -808,6 +812,7 @@ class _Recent:
         kept = [((k[keep], d[keep]), level) for (k, d), level in zip(self.tiers, self.levels) if len(k)
                 for keep in [~np.isin(d, docs)]]
         self.tiers, self.levels = [t for t, _ in kept], [level for _, level in kept]
+        self.size = sum(len(k) for k, _ in self.tiers)
 
 
 def _distinct_sorted(keys: np.ndarray) -> np.ndarray:
@@ -1542,12 +1547,14 @@ def _candidate_pairs(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarr
 
 
 def _merge_recent(db: sqlite_utils.Database, added: int, *, limit: int | None = None) -> None:
-    """Count ``added`` pages into the recent runs; when they hold RECENT_PAGES (``limit``), write their rows as a
-    new segment (``_add_segment``: the levels merge as they fill) and empty them."""
+    """Count ``added`` pages into the recent runs; when they hold RECENT_PAGES (``limit``) or RECENT_ROWS key rows
+    (what they take in memory), write their rows as a new segment (``_add_segment``: the levels merge as they
+    fill) and empty them. Both counts are the database's (lsh_state, lsh_runs' rows): a run resumed after a kill
+    flushes where an uninterrupted one does."""
     recent = _next(db, "recent_docs", added) + added
-    if recent < (RECENT_PAGES if limit is None else limit):
-        return
     held = _recent(db)
+    if recent < (RECENT_PAGES if limit is None else limit) and held.size < RECENT_ROWS:
+        return
     keys, docs = held.rows()
     if ((keys[1:] == keys[:-1]) & (docs[1:] < docs[:-1])).any():  # (docs come in order unless pages were re-indexed)
         order = np.lexsort((docs, keys))
