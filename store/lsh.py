@@ -707,6 +707,20 @@ def _by_key(keys: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return keys[order], docs[order]
 
 
+def _merged_runs(keys: Sequence[np.ndarray], docs: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Runs in key order (each run's docs ascending within a key, but for re-indexed pages) merged into one, in key
+    order: by the compiled kernel (``merge_rows``) straight into the result, or by ``_by_key``, whose concatenation,
+    order and gathered copy held two and a half times the rows beside the runs (the transient peak of the recent
+    runs' merges and flushes)."""
+    compiled = _kernels()
+    if compiled is None or len(keys) < 2:
+        return _by_key(np.concatenate(keys), np.concatenate(docs)) if len(keys) != 1 else (keys[0], docs[0])
+    merged_keys = np.empty(sum(len(k) for k in keys), dtype=np.int64)
+    merged_docs = np.empty(len(merged_keys), dtype=np.int64)
+    compiled.merge_rows([_int64(k) for k in keys], [_int64(d) for d in docs], merged_keys, merged_docs)
+    return merged_keys, merged_docs
+
+
 def _gather(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
     """Positions in ``sorted_keys`` of every row whose key is one of ``keys`` (distinct), key by key."""
     first = np.searchsorted(sorted_keys, keys, side="left")
@@ -790,7 +804,7 @@ class _Recent:
         while len(self.levels) >= fan and len(set(self.levels[-fan:])) == 1:
             parts, level = self.tiers[-fan:], self.levels[-1] + 1
             del self.tiers[-fan:], self.levels[-fan:]
-            self.tiers.append(_by_key(np.concatenate([k for k, _ in parts]), np.concatenate([d for _, d in parts])))
+            self.tiers.append(_merged_runs([k for k, _ in parts], [d for _, d in parts]))
             self.levels.append(level)
 
     def find(self, keys: np.ndarray) -> np.ndarray:
@@ -806,7 +820,7 @@ class _Recent:
         """Every row, in key order."""
         if not self.tiers:
             return np.empty(0, np.int64), np.empty(0, np.int64)
-        return _by_key(np.concatenate([k for k, _ in self.tiers]), np.concatenate([d for _, d in self.tiers]))
+        return _merged_runs([k for k, _ in self.tiers], [d for _, d in self.tiers])
 
     def drop(self, docs: np.ndarray) -> None:
         kept = [((k[keep], d[keep]), level) for (k, d), level in zip(self.tiers, self.levels) if len(k)
@@ -1556,12 +1570,13 @@ def _merge_recent(db: sqlite_utils.Database, added: int, *, limit: int | None = 
     if recent < (RECENT_PAGES if limit is None else limit) and held.size < RECENT_ROWS:
         return
     keys, docs = held.rows()
+    held.clear()  # (the tiers go before the segment is written: a flush that fails leaves memory's token ahead of the
+    # database's, which rolls back, so the runs are read again)
     if ((keys[1:] == keys[:-1]) & (docs[1:] < docs[:-1])).any():  # (docs come in order unless pages were re-indexed)
         order = np.lexsort((docs, keys))
         keys, docs = keys[order], docs[order]
     _add_segment(db, keys, docs)
     db.conn.execute("DELETE FROM lsh_runs")
-    held.clear()
     held.token = _token_after(held.token, keys, -docs)
     _set_state(db, "recent_token", held.token)
     _set_state(db, "recent_docs", 0)

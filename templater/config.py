@@ -340,7 +340,7 @@ SEGMENT_BLOCK_ROWS = 256  # (key, doc) rows per block of a segment of the band i
 # its segment's filter costs one small read; the blocks' first keys, 8 bytes a block, stay in memory)
 SEGMENT_FANOUT = 4  # segments of one level merged into one of the next level: each key row is rewritten about
 # log4(pages / RECENT_PAGES) times (4 times at 10M pages) and a lookup probes at most 3 segments a level
-SEGMENT_SLICE_ROWS = 1 << 20  # key rows a merge (or a scan of every candidate pair) holds at once, about: it reads
+SEGMENT_SLICE_ROWS = 1 << 18  # key rows a merge (or a scan of every candidate pair) holds at once, about: it reads
 # every segment one key range at a time, so memory stays bounded whatever the size of the index
 SEGMENT_FILTER_BITS = 10  # Bloom filter bits per key row of a segment: with FILTER_HASHES = 5 its filter answers
 # "maybe" for 0.9% of absent keys (2.2% at 8 bits, with a segment probed per level and a batch's 5,000 keys)
