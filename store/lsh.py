@@ -26,7 +26,7 @@ Tables (component "lsh"):
     lsh_runs        run -> keys, docs (int64 BLOBs, sorted by key then doc): the (key, doc) rows of the pages added
                     since the last flush, one run per batch (one INSERT), held in memory as a few sorted arrays
                     (``_Recent``) that every lookup reads beside the segments; they become a new segment of level 0
-                    when they hold RECENT_ROWS rows (about 9,000 pages: what they take in memory is bounded) or
+                    when they hold RECENT_ROWS rows (about 18,000 pages: what they take in memory is bounded) or
                     RECENT_PAGES pages have come (migration 5; migration 3's row table lsh_recent cost one B-tree
                     insert per key row, its rows become one run)
     lsh_links       (doc, other) WITHOUT ROWID, both directions: a spanning forest of every cluster, the verified
@@ -61,7 +61,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import groupby
 from typing import TYPE_CHECKING
@@ -680,8 +680,18 @@ def _anchors_of(blob: bytes | None) -> np.ndarray:
 def _token_after(token: int, keys: np.ndarray, docs: np.ndarray) -> int:
     """The state token after a change of ``keys``/``docs`` rows: made from the rows (not drawn), so two processes
     that write the same rows write the same token, and a token read back tells whether memory still matches."""
-    return hash((token, len(keys), int(keys.sum()) if len(keys) else 0, int(docs.sum()) if len(docs) else 0,
-                 int(np.bitwise_xor.reduce(keys)) if len(keys) else 0)) & ((1 << 62) - 1)
+    return _tokens_after(token, len(keys), int(keys.sum()) if len(keys) else 0, int(docs.sum()) if len(docs) else 0,
+                         int(np.bitwise_xor.reduce(keys)) if len(keys) else 0)
+
+
+def _wrapped(value: int) -> int:
+    """An integer as an int64 holds it (numpy's sums wrap around)."""
+    return (value + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
+def _tokens_after(token: int, rows: int, key_sum: int, doc_sum: int, key_xor: int) -> int:
+    """``_token_after`` of rows given by their count, sums and xor (of rows taken in parts)."""
+    return hash((token, rows, key_sum, doc_sum, key_xor)) & ((1 << 62) - 1)
 
 
 def _ordered_rows(keys: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -1393,9 +1403,15 @@ def _add_segment(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) 
     """Rows in (key, doc) order as a new segment of level 0; then every level holding SEGMENT_FANOUT segments
     merges them into one of the next level (each row is rewritten once a level: log(pages) times in all), except
     at the top past the filters' budget: the highest level then holds one segment (``_merged_with_top``)."""
+    _add_segment_rows(db, len(keys), [(keys, docs)])
+
+
+def _add_segment_rows(db: sqlite_utils.Database, rows: int, parts: Iterable[tuple[np.ndarray, np.ndarray]]) -> None:
+    """``_add_segment`` of ``rows`` rows given in parts, each in (key, doc) order and above the one before."""
     held = _segments(db)
-    writer = _SegmentWriter(db, held.next_id(), 0, len(keys), _new_filter_bits(held, len(keys)))
-    writer.write(keys, docs)
+    writer = _SegmentWriter(db, held.next_id(), 0, rows, _new_filter_bits(held, rows))
+    for keys, docs in parts:
+        writer.write(keys, docs)
     held.items.append(writer.close())
     level = 0
     while len(same := [s for s in held.items if s.level == level]) >= SEGMENT_FANOUT:
@@ -1569,15 +1585,36 @@ def _merge_recent(db: sqlite_utils.Database, added: int, *, limit: int | None = 
     held = _recent(db)
     if recent < (RECENT_PAGES if limit is None else limit) and held.size < RECENT_ROWS:
         return
-    keys, docs = held.rows()
-    held.clear()  # (the tiers go before the segment is written: a flush that fails leaves memory's token ahead of the
-    # database's, which rolls back, so the runs are read again)
-    if ((keys[1:] == keys[:-1]) & (docs[1:] < docs[:-1])).any():  # (docs come in order unless pages were re-indexed)
-        order = np.lexsort((docs, keys))
-        keys, docs = keys[order], docs[order]
-    _add_segment(db, keys, docs)
+    tiers, rows = held.tiers, held.size
+    held.clear()  # (a flush that fails leaves memory's token ahead of the database's, which rolls back: the runs are
+    # read again)
+    summed = [0, 0, 0]  # the rows' count, key sum and doc sum (with ``xor``: what ``_token_after`` makes of them)
+    xor = [0]
+
+    def parts() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        # one key range of about SEGMENT_SLICE_ROWS rows at a time, merged from every tier: the flush holds the
+        # tiers and one range's rows, not a second copy of them all in order
+        largest = max(tiers, key=lambda t: len(t[0]))[0]
+        pieces = min(-(-rows // SEGMENT_SLICE_ROWS), len(largest))
+        cuts = np.unique(largest[np.linspace(0, len(largest), pieces + 1)[1:-1].astype(np.int64)]).tolist()
+        for low, high in zip([None, *cuts], [*cuts, None]):
+            sliced = [(k[lo:hi], d[lo:hi]) for k, d in tiers
+                      for lo, hi in [(0 if low is None else int(np.searchsorted(k, low, side="left")),
+                                      len(k) if high is None else int(np.searchsorted(k, high, side="left")))]]
+            keys, docs = _merged_runs([k for k, _ in sliced], [d for _, d in sliced])
+            if ((keys[1:] == keys[:-1]) & (docs[1:] < docs[:-1])).any():  # (docs come in order unless pages were
+                order = np.lexsort((docs, keys))  # re-indexed)
+                keys, docs = keys[order], docs[order]
+            summed[0] += len(keys)
+            summed[1] = _wrapped(summed[1] + (int(keys.sum()) if len(keys) else 0))  # (as numpy sums all the rows)
+            summed[2] = _wrapped(summed[2] + (int(docs.sum()) if len(docs) else 0))
+            xor[0] ^= int(np.bitwise_xor.reduce(keys)) if len(keys) else 0
+            yield keys, docs
+
+    if tiers:
+        _add_segment_rows(db, rows, parts())
     db.conn.execute("DELETE FROM lsh_runs")
-    held.token = _token_after(held.token, keys, -docs)
+    held.token = _tokens_after(held.token, summed[0], summed[1], _wrapped(-summed[2]), xor[0])
     _set_state(db, "recent_token", held.token)
     _set_state(db, "recent_docs", 0)
 

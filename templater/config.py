@@ -315,18 +315,21 @@ RECENT_PAGES = 50_000  # pages whose keys wait in lsh_runs before one sorted mer
 # at every commit and cost grew with the index (issue: 4.4k docs per CPU second at 200k pages); small inserts now
 # touch only the small table, and the big one takes a batch of RECENT_PAGES pages at once, as 50,000-page
 # batches did (bench/bench_index.py, docs/near-duplicates.md)
-RECENT_ROWS = 1 << 18  # key rows the recent runs hold at most (in memory, as their sorted tiers: 4 MiB of keys and
-# docs, about 9,000 pages of 16 bands, anchor keys and a page key): past it they are written as a segment of level 0
-# as at RECENT_PAGES, so a run's memory stops growing with the crawl at about 9,000 pages, not 50,000 (about 1.5 MB
-# per 1,000 pages until then: the rows and the heap's free space between their arrays; docs/benchmarks.md)
+RECENT_ROWS = 1 << 19  # key rows the recent runs hold at most (in memory, as their sorted tiers: 8 MiB of keys and
+# docs, about 18,000 pages of 16 bands, anchor keys and a page key): past it they are written as a segment of level 0
+# as at RECENT_PAGES, so what they hold stops growing with the crawl at about 18,000 pages, not 50,000 (about 1.5 MB
+# per 1,000 pages until then, with the heap's free space between their arrays; docs/benchmarks.md). Smaller costs
+# inserts: the pages a new page duplicates are more often in a segment on disk (a block read) than in memory
+# (bench_index_paired, 200,000 pages against 50,000-page flushes: 2**20 rows -1.3%, 2**19 -2.8%, 2**18 -12% at 100k)
 FILTER_BITS_PER_KEY = 8  # Bloom filter bits per key of the recent runs' filter (and of migration 5's parts): with
 # FILTER_HASHES = 5 a full part answers "maybe" for 2.2% of absent keys
 FILTER_HASHES = 5  # bits set and probed per key
 FILTER_FIRST_KEYS = 1 << 18  # keys of the first filter part (a power of two); each next part holds as many as all
 # before it, so no part is ever rebuilt and a probe reads about log2(keys / FILTER_FIRST_KEYS) parts
-RECENT_FILTER_KEYS = 1 << 19  # keys the recent runs' Bloom filter is sized for (in memory only, 1 MiB; rebuilt twice
-# as large past it: the runs hold at most RECENT_ROWS rows and a batch, so a flush comes first): most keys of a batch are in no run, and probing the filter costs less than a binary search of
-# every tier (two thirds of an insert's numpy time without it)
+RECENT_FILTER_KEYS = 1 << 20  # keys the recent runs' Bloom filter is sized for (in memory only, 2 MiB; rebuilt twice
+# as large past it: the runs hold at most RECENT_ROWS rows and a batch, so a flush comes first): most keys of a batch
+# are in no run, and probing the filter costs less than a binary search of every tier (two thirds of an insert's numpy
+# time without it)
 RECENT_FILTER_BITS = 16  # its bits per key: a key's RECENT_FILTER_HASHES bits lie in one 64-bit word (a batch's keys
 # are added word by word, 3.4x faster than bit by bit); about 0.2% false "maybe" when full
 RECENT_FILTER_HASHES = 4

@@ -491,8 +491,8 @@ def test_select_in_pads_its_lists_to_few_statements_with_the_same_rows(tmp_path_
        seed=st.integers(0, 2**32 - 1), recent_rows=st.sampled_from([1, 20, 50, 1 << 30]))
 def test_the_stored_keys_give_the_candidates_of_brute_force_banding(tmp_path_factory, batches, recent, block, fanout,
                                                                     memory, seed, recent_rows):
-    """Whatever the batches, flushes of the recent runs (RECENT_PAGES, RECENT_ROWS), blocks (SEGMENT_BLOCK_ROWS), merges of
-    segments (SEGMENT_FANOUT) and filter sizes (FILTER_MEMORY_BYTES 0: the smallest filters; 3000: filters thinned as the index grows), the index's buckets
+    """Whatever the batches, flushes of the recent runs (RECENT_PAGES, RECENT_ROWS), blocks (SEGMENT_BLOCK_ROWS),
+    merges of segments (SEGMENT_FANOUT) and filter sizes (FILTER_MEMORY_BYTES 0: the smallest filters; 3000: filters thinned as the index grows), the index's buckets
     (whole, and capped), the candidates it finds on insert and all its candidate pairs are those of banding every
     page by brute force."""
     import pytest as _pytest
