@@ -432,12 +432,18 @@ def _index_dump(db) -> dict:
             "clusters": stored_clusters(db)}
 
 
-def test_the_recent_runs_hold_at_most_recent_rows_and_index_as_unbounded_runs_do(tmp_path, monkeypatch):
+@pytest.mark.parametrize("compiled", [True, False])
+def test_the_recent_runs_hold_at_most_recent_rows_and_index_as_unbounded_runs_do(tmp_path, monkeypatch, compiled):
     """With RECENT_ROWS, the recent runs (the key rows held in memory) stay under it after every batch, in memory and
     in lsh_runs, however many pages come; pages, clusters, links, candidates and buckets are those of runs that
     only RECENT_PAGES bounds (here never reached), through changed and removed pages; and an index whose runs
-    outgrew the bound (written before it) is flushed at its next batch and goes on as if bounded from the start."""
+    outgrew the bound (written before it) is flushed at its next batch and goes on as if bounded from the start.
+    A flush writes the rows key range by key range, merged from the tiers: the segments hold every row once, in
+    order. The same with the numpy merges (whose tiers hold a re-indexed page's rows out of doc order within a key)."""
+    if not compiled:
+        monkeypatch.setattr(lsh, "_kernels", lambda: None)
     monkeypatch.setattr(lsh, "RECENT_PAGES", 10**9)
+    monkeypatch.setattr(lsh, "SEGMENT_SLICE_ROWS", 16)  # a flush (and a merge) writes its rows in many key ranges
     bound = 120  # (8 bands and a page key: 9 rows a page, a flush every 14 pages or so)
     values = make_signatures(np.random.default_rng(21), 260, 12, 0.5)
     names = [f"p{i:03d}" for i in range(260)]
@@ -462,6 +468,10 @@ def test_the_recent_runs_hold_at_most_recent_rows_and_index_as_unbounded_runs_do
     expected = _index_dump(unbounded)
     assert expected["clusters"] and _index_dump(bounded) == expected and _index_dump(older) == expected
     check_invariants(bounded)
+    for s in lsh._segments(bounded).items:
+        keys, docs = lsh._read_blocks(bounded, s, 0, len(s.fences) - 1)
+        assert len(keys) == s.rows and np.array_equal(np.lexsort((docs, keys)), np.arange(len(keys)))
+        assert not ((keys[1:] == keys[:-1]) & (docs[1:] == docs[:-1])).any()
 
 
 @given(st.lists(st.integers(0, 60), min_size=1, max_size=40), st.integers(1, 64))
