@@ -321,7 +321,8 @@ RECENT_ROWS = 1 << 19  # key rows the recent runs hold at most (in memory, as th
 # per 1,000 pages until then, with the heap's free space between their arrays; docs/benchmarks.md). Smaller costs
 # inserts: the pages a new page duplicates are more often in a segment on disk (a block read) than in memory
 # (bench_index_paired against 50,000-page flushes, whole 200,000-page runs: 2**20 rows -1.3%, 2**19 -2.8%; over the
-# first 150,000 pages, before the other index's first merge, 2**19 about -10%; 2**18 -12% over the first 100,000)
+# first 150,000 pages, before the other index's first merge, 2**19 -10.7%, over 250,000 -4.8%; 2**18 -12% over the
+# first 100,000)
 FILTER_BITS_PER_KEY = 8  # Bloom filter bits per key of the recent runs' filter (and of migration 5's parts): with
 # FILTER_HASHES = 5 a full part answers "maybe" for 2.2% of absent keys
 FILTER_HASHES = 5  # bits set and probed per key
