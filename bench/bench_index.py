@@ -5,7 +5,7 @@
                                 [--page-size 0] [--verify sample|exact|estimate] [--set-size 1000] [--sample 256]
                                 [--anchor-rate 16] [--anchor-keys 12]
                                 [--keep]
-                                [--phases] [--filter-memory-mib 192] [--recent-pages 50000]
+                                [--phases] [--filter-memory-mib 192] [--recent-pages 50000] [--recent-rows 524288]
                                 [--min-free-gib 0] [--no-pairs] [--every 0] [--existing]
     python bench/bench_index.py --merge-rows 1400000
 
@@ -41,9 +41,10 @@ random (key, doc) rows each, then the N rows of a flush, inside a caller's trans
 savepoint ``add_signatures`` makes): CPU per merged row, and by part (ordering the rows, setting the new segment's
 filter, writing its blocks, reading the merged ones), then the commit and the checkpoint, and the rise of resident
 memory during the flush and the merge (the peak, VmHWM, reset before them; Linux).
-``--filter-memory-mib`` and ``--recent-pages`` set config.FILTER_MEMORY_BYTES and RECENT_PAGES for the run: a scale
-model of a larger index (``--n 400000 --recent-pages 2000 --filter-memory-mib 7.68`` makes the segments and the
-filters' share of memory that 10M pages make with the defaults, at a 25th of the pages). The end of the run prints
+``--filter-memory-mib``, ``--recent-pages`` and ``--recent-rows`` set config.FILTER_MEMORY_BYTES, RECENT_PAGES and
+RECENT_ROWS for the run: a scale model of a larger index (``--n 400000 --recent-pages 2000 --filter-memory-mib
+7.68`` makes the segments and the filters' share of memory that 10M pages make with the defaults, at a 25th of the
+pages). The end of the run prints
 the segments' filters (memory, bits a key row).
 ``--page-size`` creates the database with that SQLite page size before ``open_db`` (0: open_db's default).
 ``--min-free-gib G`` stops inserting (after committing what is in) when the database's disk has less than G GiB free,
@@ -527,6 +528,8 @@ def main() -> None:
                         help="the segments' filters' memory budget (config.FILTER_MEMORY_BYTES), MiB")
     parser.add_argument("--recent-pages", type=int, default=lsh.RECENT_PAGES,
                         help="pages between flushes of the recent runs into a segment (config.RECENT_PAGES)")
+    parser.add_argument("--recent-rows", type=int, default=getattr(lsh, "RECENT_ROWS", 0),
+                        help="key rows the recent runs hold at most before a flush (config.RECENT_ROWS)")
     parser.add_argument("--min-free-gib", type=float, default=0,
                         help="stop inserting when the database's disk has less free (0: never)")
     parser.add_argument("--no-pairs", action="store_true", help="leave out the pairs phase")
@@ -538,6 +541,8 @@ def main() -> None:
                         help="time one merge of segments of this many rows instead (see above)")
     args = parser.parse_args()
     lsh.FILTER_MEMORY_BYTES, lsh.RECENT_PAGES = int(args.filter_memory_mib * 2**20), args.recent_pages
+    if hasattr(lsh, "RECENT_ROWS"):  # (an older store.lsh, linked in for a comparison, flushes by pages alone)
+        lsh.RECENT_ROWS = args.recent_rows
     if args.merge_rows:
         time_merge(args.merge_rows)
         return

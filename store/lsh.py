@@ -24,10 +24,11 @@ Tables (component "lsh"):
     lsh_blocks      id (segment << 32 | block) -> keys, docs (int64 BLOBs): a segment's rows, SEGMENT_BLOCK_ROWS a
                     block
     lsh_runs        run -> keys, docs (int64 BLOBs, sorted by key then doc): the (key, doc) rows of the pages added
-                    since the last flush (at most about RECENT_PAGES pages), one run per batch (one INSERT), held in
-                    memory as a few sorted arrays (``_Recent``) that every lookup reads beside the segments; they
-                    become a new segment of level 0 when RECENT_PAGES pages have come (migration 5; migration 3's
-                    row table lsh_recent cost one B-tree insert per key row, its rows become one run)
+                    since the last flush, one run per batch (one INSERT), held in memory as a few sorted arrays
+                    (``_Recent``) that every lookup reads beside the segments; they become a new segment of level 0
+                    when they hold RECENT_ROWS rows (about 18,000 pages: what they take in memory is bounded) or
+                    RECENT_PAGES pages have come (migration 5; migration 3's row table lsh_recent cost one B-tree
+                    insert per key row, its rows become one run)
     lsh_links       (doc, other) WITHOUT ROWID, both directions: a spanning forest of every cluster, the verified
                     pairs that joined it; removing a page whose links leave one piece needs no re-verification
     lsh_shingles    doc -> the page's verification set, 4 or 8 bytes a hash: its bottom-k sample (verify =
@@ -60,7 +61,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import groupby
 from typing import TYPE_CHECKING
@@ -69,6 +70,7 @@ import numpy as np
 
 from store.db import MIGRATIONS_TABLE, db_name, migrate, transaction
 from templater.config import (BUCKET_CAP, ID_CHUNK, CACHE_KIB, CHECKPOINT_BYTES, WAL_KEEP_BYTES, RECENT_PAGES,
+                              RECENT_ROWS,
                               ROUND_LIMITS, REFERENCE_MEMBERS, FILTER_BITS_PER_KEY, FILTER_HASHES,
                               FILTER_FIRST_KEYS, RECENT_FILTER_KEYS, RECENT_FILTER_BITS, RECENT_FILTER_HASHES,
                               RECENT_TIER_FANOUT, PAIR_CHUNK, SEGMENT_BLOCK_ROWS, SEGMENT_FANOUT,
@@ -743,8 +745,18 @@ def _anchors_of(blob: bytes | None) -> np.ndarray:
 def _token_after(token: int, keys: np.ndarray, docs: np.ndarray) -> int:
     """The state token after a change of ``keys``/``docs`` rows: made from the rows (not drawn), so two processes
     that write the same rows write the same token, and a token read back tells whether memory still matches."""
-    return hash((token, len(keys), int(keys.sum()) if len(keys) else 0, int(docs.sum()) if len(docs) else 0,
-                 int(np.bitwise_xor.reduce(keys)) if len(keys) else 0)) & ((1 << 62) - 1)
+    return _tokens_after(token, len(keys), int(keys.sum()) if len(keys) else 0, int(docs.sum()) if len(docs) else 0,
+                         int(np.bitwise_xor.reduce(keys)) if len(keys) else 0)
+
+
+def _wrapped(value: int) -> int:
+    """An integer as an int64 holds it (numpy's sums wrap around)."""
+    return (value + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
+def _tokens_after(token: int, rows: int, key_sum: int, doc_sum: int, key_xor: int) -> int:
+    """``_token_after`` of rows given by their count, sums and xor (of rows taken in parts)."""
+    return hash((token, rows, key_sum, doc_sum, key_xor)) & ((1 << 62) - 1)
 
 
 def _ordered_rows(keys: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -768,6 +780,20 @@ def _by_key(keys: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     """Rows in key order (a stable sort: concatenated sorted runs merge in linear time)."""
     order = np.argsort(keys, kind="stable")
     return keys[order], docs[order]
+
+
+def _merged_runs(keys: Sequence[np.ndarray], docs: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Runs in key order (each run's docs ascending within a key, but for re-indexed pages) merged into one, in key
+    order: by the compiled kernel (``merge_rows``) straight into the result, or by ``_by_key``, whose concatenation,
+    order and gathered copy held two and a half times the rows beside the runs (the transient peak of the recent
+    runs' merges and flushes)."""
+    compiled = _kernels()
+    if compiled is None or len(keys) < 2:
+        return _by_key(np.concatenate(keys), np.concatenate(docs)) if len(keys) != 1 else (keys[0], docs[0])
+    merged_keys = np.empty(sum(len(k) for k in keys), dtype=np.int64)
+    merged_docs = np.empty(len(merged_keys), dtype=np.int64)
+    compiled.merge_rows([_int64(k) for k in keys], [_int64(d) for d in docs], merged_keys, merged_docs)
+    return merged_keys, merged_docs
 
 
 def _gather(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
@@ -836,22 +862,24 @@ class _Recent:
         self.tiers: list[tuple[np.ndarray, np.ndarray]] = []
         self.levels: list[int] = []
         self.filter = _WordFilter(RECENT_FILTER_KEYS)  # its keys: most of a batch's are in no tier
+        self.size = 0  # rows held
         if runs:
             self.add(*_by_key(np.concatenate([k for k, _ in runs]), np.concatenate([d for _, d in runs])))
 
     def clear(self) -> None:
-        self.tiers, self.levels, self.filter = [], [], _WordFilter(RECENT_FILTER_KEYS)
+        self.tiers, self.levels, self.filter, self.size = [], [], _WordFilter(RECENT_FILTER_KEYS), 0
 
     def add(self, keys: np.ndarray, docs: np.ndarray, distinct: np.ndarray | None = None) -> None:
         """A run in key order (``distinct``: its distinct keys, when known)."""
         self.tiers.append((keys, docs))
         self.levels.append(0)
+        self.size += len(keys)
         self.filter.add(_distinct_sorted(keys) if distinct is None else distinct, lambda: self.rows()[0])
         fan = RECENT_TIER_FANOUT
         while len(self.levels) >= fan and len(set(self.levels[-fan:])) == 1:
             parts, level = self.tiers[-fan:], self.levels[-1] + 1
             del self.tiers[-fan:], self.levels[-fan:]
-            self.tiers.append(_by_key(np.concatenate([k for k, _ in parts]), np.concatenate([d for _, d in parts])))
+            self.tiers.append(_merged_runs([k for k, _ in parts], [d for _, d in parts]))
             self.levels.append(level)
 
     def find(self, keys: np.ndarray) -> np.ndarray:
@@ -867,12 +895,13 @@ class _Recent:
         """Every row, in key order."""
         if not self.tiers:
             return np.empty(0, np.int64), np.empty(0, np.int64)
-        return _by_key(np.concatenate([k for k, _ in self.tiers]), np.concatenate([d for _, d in self.tiers]))
+        return _merged_runs([k for k, _ in self.tiers], [d for _, d in self.tiers])
 
     def drop(self, docs: np.ndarray) -> None:
         kept = [((k[keep], d[keep]), level) for (k, d), level in zip(self.tiers, self.levels) if len(k)
                 for keep in [~np.isin(d, docs)]]
         self.tiers, self.levels = [t for t, _ in kept], [level for _, level in kept]
+        self.size = sum(len(k) for k, _ in self.tiers)
 
 
 def _distinct_sorted(keys: np.ndarray) -> np.ndarray:
@@ -1439,9 +1468,15 @@ def _add_segment(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) 
     """Rows in (key, doc) order as a new segment of level 0; then every level holding SEGMENT_FANOUT segments
     merges them into one of the next level (each row is rewritten once a level: log(pages) times in all), except
     at the top past the filters' budget: the highest level then holds one segment (``_merged_with_top``)."""
+    _add_segment_rows(db, len(keys), [(keys, docs)])
+
+
+def _add_segment_rows(db: sqlite_utils.Database, rows: int, parts: Iterable[tuple[np.ndarray, np.ndarray]]) -> None:
+    """``_add_segment`` of ``rows`` rows given in parts, each in (key, doc) order and above the one before."""
     held = _segments(db)
-    writer = _SegmentWriter(db, held.next_id(), 0, len(keys), _new_filter_bits(held, len(keys)))
-    writer.write(keys, docs)
+    writer = _SegmentWriter(db, held.next_id(), 0, rows, _new_filter_bits(held, rows))
+    for keys, docs in parts:
+        writer.write(keys, docs)
     held.items.append(writer.close())
     level = 0
     while len(same := [s for s in held.items if s.level == level]) >= SEGMENT_FANOUT:
@@ -1605,20 +1640,44 @@ def _candidate_pairs(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarr
 
 
 def _merge_recent(db: sqlite_utils.Database, added: int, *, limit: int | None = None) -> None:
-    """Count ``added`` pages into the recent runs; when they hold RECENT_PAGES (``limit``), write their rows as a
-    new segment (``_add_segment``: the levels merge as they fill) and empty them."""
+    """Count ``added`` pages into the recent runs; when they hold RECENT_PAGES (``limit``) or RECENT_ROWS key rows
+    (what they take in memory), write their rows as a new segment (``_add_segment``: the levels merge as they
+    fill) and empty them. Both counts are the database's (lsh_state, lsh_runs' rows): a run resumed after a kill
+    flushes where an uninterrupted one does."""
     recent = _next(db, "recent_docs", added) + added
-    if recent < (RECENT_PAGES if limit is None else limit):
-        return
     held = _recent(db)
-    keys, docs = held.rows()
-    if ((keys[1:] == keys[:-1]) & (docs[1:] < docs[:-1])).any():  # (docs come in order unless pages were re-indexed)
-        order = np.lexsort((docs, keys))
-        keys, docs = keys[order], docs[order]
-    _add_segment(db, keys, docs)
+    if recent < (RECENT_PAGES if limit is None else limit) and held.size < RECENT_ROWS:
+        return
+    tiers, rows = held.tiers, held.size
+    held.clear()  # (a flush that fails leaves memory's token ahead of the database's, which rolls back: the runs are
+    # read again)
+    summed = [0, 0, 0]  # the rows' count, key sum and doc sum (with ``xor``: what ``_token_after`` makes of them)
+    xor = [0]
+
+    def parts() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        # one key range of about SEGMENT_SLICE_ROWS rows at a time, merged from every tier: the flush holds the
+        # tiers and one range's rows, not a second copy of them all in order
+        largest = max(tiers, key=lambda t: len(t[0]))[0]
+        pieces = min(-(-rows // SEGMENT_SLICE_ROWS), len(largest))
+        cuts = np.unique(largest[np.linspace(0, len(largest), pieces + 1)[1:-1].astype(np.int64)]).tolist()
+        for low, high in zip([None, *cuts], [*cuts, None]):
+            sliced = [(k[lo:hi], d[lo:hi]) for k, d in tiers
+                      for lo, hi in [(0 if low is None else int(np.searchsorted(k, low, side="left")),
+                                      len(k) if high is None else int(np.searchsorted(k, high, side="left")))]]
+            keys, docs = _merged_runs([k for k, _ in sliced], [d for _, d in sliced])
+            if ((keys[1:] == keys[:-1]) & (docs[1:] < docs[:-1])).any():  # (docs come in order unless pages were
+                order = np.lexsort((docs, keys))  # re-indexed)
+                keys, docs = keys[order], docs[order]
+            summed[0] += len(keys)
+            summed[1] = _wrapped(summed[1] + (int(keys.sum()) if len(keys) else 0))  # (as numpy sums all the rows)
+            summed[2] = _wrapped(summed[2] + (int(docs.sum()) if len(docs) else 0))
+            xor[0] ^= int(np.bitwise_xor.reduce(keys)) if len(keys) else 0
+            yield keys, docs
+
+    if tiers:
+        _add_segment_rows(db, rows, parts())
     db.conn.execute("DELETE FROM lsh_runs")
-    held.clear()
-    held.token = _token_after(held.token, keys, -docs)
+    held.token = _tokens_after(held.token, summed[0], summed[1], _wrapped(-summed[2]), xor[0])
     _set_state(db, "recent_token", held.token)
     _set_state(db, "recent_docs", 0)
 

@@ -315,14 +315,23 @@ RECENT_PAGES = 50_000  # pages whose keys wait in lsh_runs before one sorted mer
 # at every commit and cost grew with the index (issue: 4.4k docs per CPU second at 200k pages); small inserts now
 # touch only the small table, and the big one takes a batch of RECENT_PAGES pages at once, as 50,000-page
 # batches did (bench/bench_index.py, docs/near-duplicates.md)
+RECENT_ROWS = 1 << 19  # key rows the recent runs hold at most (in memory, as their sorted tiers: 8 MiB of keys and
+# docs, about 18,000 pages of 16 bands, anchor keys and a page key): past it they are written as a segment of level 0
+# as at RECENT_PAGES, so what they hold stops growing with the crawl at about 18,000 pages, not 50,000 (about 1.5 MB
+# per 1,000 pages until then, with the heap's free space between their arrays; docs/benchmarks.md). Smaller costs
+# inserts: the pages a new page duplicates are more often in a segment on disk (a block read) than in memory
+# (bench_index_paired against 50,000-page flushes, whole 200,000-page runs: 2**20 rows -1.3%, 2**19 -2.8%; over the
+# first 150,000 pages, before the other index's first merge, 2**19 -10.7%, over 250,000 -4.8%; 2**18 -12% over the
+# first 100,000)
 FILTER_BITS_PER_KEY = 8  # Bloom filter bits per key of the recent runs' filter (and of migration 5's parts): with
 # FILTER_HASHES = 5 a full part answers "maybe" for 2.2% of absent keys
 FILTER_HASHES = 5  # bits set and probed per key
 FILTER_FIRST_KEYS = 1 << 18  # keys of the first filter part (a power of two); each next part holds as many as all
 # before it, so no part is ever rebuilt and a probe reads about log2(keys / FILTER_FIRST_KEYS) parts
-RECENT_FILTER_KEYS = 1 << 21  # keys the recent runs' Bloom filter is sized for (in memory only, 4 MiB; rebuilt twice
-# as large past it): most keys of a batch are in no run, and probing the filter costs less than a binary search of
-# every tier (two thirds of an insert's numpy time without it)
+RECENT_FILTER_KEYS = 1 << 20  # keys the recent runs' Bloom filter is sized for (in memory only, 2 MiB; rebuilt twice
+# as large past it: the runs hold at most RECENT_ROWS rows and a batch, so a flush comes first): most keys of a batch
+# are in no run, and probing the filter costs less than a binary search of every tier (two thirds of an insert's numpy
+# time without it)
 RECENT_FILTER_BITS = 16  # its bits per key: a key's RECENT_FILTER_HASHES bits lie in one 64-bit word (a batch's keys
 # are added word by word, 3.4x faster than bit by bit); about 0.2% false "maybe" when full
 RECENT_FILTER_HASHES = 4
@@ -336,7 +345,7 @@ SEGMENT_BLOCK_ROWS = 256  # (key, doc) rows per block of a segment of the band i
 # its segment's filter costs one small read; the blocks' first keys, 8 bytes a block, stay in memory)
 SEGMENT_FANOUT = 4  # segments of one level merged into one of the next level: each key row is rewritten about
 # log4(pages / RECENT_PAGES) times (4 times at 10M pages) and a lookup probes at most 3 segments a level
-SEGMENT_SLICE_ROWS = 1 << 20  # key rows a merge (or a scan of every candidate pair) holds at once, about: it reads
+SEGMENT_SLICE_ROWS = 1 << 18  # key rows a merge (or a scan of every candidate pair) holds at once, about: it reads
 # every segment one key range at a time, so memory stays bounded whatever the size of the index
 SEGMENT_FILTER_BITS = 10  # Bloom filter bits per key row of a segment: with FILTER_HASHES = 5 its filter answers
 # "maybe" for 0.9% of absent keys (2.2% at 8 bits, with a segment probed per level and a batch's 5,000 keys)

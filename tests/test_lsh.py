@@ -422,6 +422,59 @@ def test_recent_keys_merge_into_the_band_index_and_lookups_read_both(tmp_path, m
         (keys[i] == keys[j]).any() for j in range(len(live)) for i in range(j))
 
 
+def _index_dump(db) -> dict:
+    """Everything the index stores about pages, clusters and candidates (not how its key rows are laid out)."""
+    tables = {t: db.conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
+              for t in ("lsh_signatures", "lsh_links", "dup_clusters")}
+    pairs = np.concatenate(list(lsh.iter_candidate_pairs(db)))
+    rows = lsh._bucket_rows(db, sorted_set(np.concatenate([lsh._recent(db).rows()[0], *[
+        np.frombuffer(k, dtype=np.int64) for (k,) in db.conn.execute("SELECT keys FROM lsh_blocks")]])), cap=10**6)
+    return {**tables, "pairs": sorted(map(tuple, pairs.tolist())), "rows": rows.tolist(),
+            "clusters": stored_clusters(db)}
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_the_recent_runs_hold_at_most_recent_rows_and_index_as_unbounded_runs_do(tmp_path, monkeypatch, compiled):
+    """With RECENT_ROWS, the recent runs (the key rows held in memory) stay under it after every batch, in memory and
+    in lsh_runs, however many pages come; pages, clusters, links, candidates and buckets are those of runs that
+    only RECENT_PAGES bounds (here never reached), through changed and removed pages; and an index whose runs
+    outgrew the bound (written before it) is flushed at its next batch and goes on as if bounded from the start.
+    A flush writes the rows key range by key range, merged from the tiers: the segments hold every row once, in
+    order. The same with the numpy merges (whose tiers hold a re-indexed page's rows out of doc order within a key)."""
+    if not compiled:
+        monkeypatch.setattr(lsh, "_kernels", lambda: None)
+    monkeypatch.setattr(lsh, "RECENT_PAGES", 10**9)
+    monkeypatch.setattr(lsh, "SEGMENT_SLICE_ROWS", 16)  # a flush (and a merge) writes its rows in many key ranges
+    bound = 120  # (8 bands and a page key: 9 rows a page, a flush every 14 pages or so)
+    values = make_signatures(np.random.default_rng(21), 260, 12, 0.5)
+    names = [f"p{i:03d}" for i in range(260)]
+    batches = [(start, min(start + size, 260)) for start, size in zip(range(0, 260, 9), [9] * 29)]
+    bounded, unbounded, older = (open_db(tmp_path / f"{n}.db") for n in ("bounded", "unbounded", "older"))
+    for n, (start, end) in enumerate(batches):
+        for db, rows in ((bounded, bound), (unbounded, 1 << 40), (older, 1 << 40 if n < 15 else bound)):
+            monkeypatch.setattr(lsh, "RECENT_ROWS", rows)
+            add(db, names[start:end], values[start:end])
+            if n % 7 == 3:  # a page changed (re-indexed) and a page removed: rows leave the runs and the segments
+                add(db, names[start:start + 1], values[end - 1:end])
+                lsh.remove_pages(db, names[start + 1:start + 2])
+            held = lsh._recent(db)
+            stored = sum(len(k) // 8 for (k,) in db.conn.execute("SELECT keys FROM lsh_runs"))
+            assert held.size == stored == len(held.rows()[0])
+            if rows == bound:
+                assert held.size < bound  # a batch that fills them flushes them
+                assert sum(k.nbytes + d.nbytes for k, d in held.tiers) < 16 * bound
+                assert len(held.filter.words) * 64 == lsh.RECENT_FILTER_KEYS * lsh.RECENT_FILTER_BITS  # never rebuilt
+    monkeypatch.setattr(lsh, "RECENT_ROWS", bound)
+    assert not lsh._segments(unbounded).items and len(lsh._segments(bounded).items) > 2
+    expected = _index_dump(unbounded)
+    assert expected["clusters"] and _index_dump(bounded) == expected and _index_dump(older) == expected
+    check_invariants(bounded)
+    for s in lsh._segments(bounded).items:
+        keys, docs = lsh._read_blocks(bounded, s, 0, len(s.fences) - 1)
+        assert len(keys) == s.rows and np.array_equal(np.lexsort((docs, keys)), np.arange(len(keys)))
+        assert not ((keys[1:] == keys[:-1]) & (docs[1:] == docs[:-1])).any()
+
+
 @given(st.lists(st.integers(0, 60), min_size=1, max_size=40), st.integers(1, 64))
 @hsettings(max_examples=60, deadline=None)
 def test_select_in_pads_its_lists_to_few_statements_with_the_same_rows(tmp_path_factory, ids, chunk):
@@ -446,17 +499,18 @@ def test_select_in_pads_its_lists_to_few_statements_with_the_same_rows(tmp_path_
 @hsettings(max_examples=30, deadline=None)
 @given(batches=st.lists(st.integers(1, 9), min_size=1, max_size=8), recent=st.integers(1, 12),
        block=st.sampled_from([1, 2, 8, 256]), fanout=st.integers(2, 4), memory=st.sampled_from([0, 3000, 1 << 30]),
-       seed=st.integers(0, 2**32 - 1))
+       seed=st.integers(0, 2**32 - 1), recent_rows=st.sampled_from([1, 20, 50, 1 << 30]))
 def test_the_stored_keys_give_the_candidates_of_brute_force_banding(tmp_path_factory, batches, recent, block, fanout,
-                                                                    memory, seed):
-    """Whatever the batches, flushes of the recent runs (RECENT_PAGES), blocks (SEGMENT_BLOCK_ROWS), merges of
-    segments (SEGMENT_FANOUT) and filter sizes (FILTER_MEMORY_BYTES 0: the smallest filters; 3000: filters thinned as the index grows), the index's buckets
+                                                                    memory, seed, recent_rows):
+    """Whatever the batches, flushes of the recent runs (RECENT_PAGES, RECENT_ROWS), blocks (SEGMENT_BLOCK_ROWS),
+    merges of segments (SEGMENT_FANOUT) and filter sizes (FILTER_MEMORY_BYTES 0: the smallest filters; 3000: filters thinned as the index grows), the index's buckets
     (whole, and capped), the candidates it finds on insert and all its candidate pairs are those of banding every
     page by brute force."""
     import pytest as _pytest
 
     with _pytest.MonkeyPatch.context() as patch:
         patch.setattr(lsh, "RECENT_PAGES", recent)
+        patch.setattr(lsh, "RECENT_ROWS", recent_rows)
         patch.setattr(lsh, "SEGMENT_BLOCK_ROWS", block)
         patch.setattr(lsh, "SEGMENT_FANOUT", fanout)
         patch.setattr(lsh, "FILTER_MEMORY_BYTES", memory)
