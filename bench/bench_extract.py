@@ -2,7 +2,7 @@
 """Extraction speed with learned templates, against trafilatura and plain lxml parsing, in the same run.
 
     python bench/bench_extract.py [CORPUS.jsonl.gz] [--limit N] [--interleave K] [--repeat K] [--clock wall|cpu]
-                                  [--stages]
+                                  [--stages] [--peers own|same]
 
 Default corpus: the dev corpus's `sites` suite cut by ../shared/eval/suites.py (written to a temp folder when
 missing). Stages timed, on one core, over the same pages:
@@ -22,6 +22,11 @@ beside the total so the spread shows. --repeat K (with --interleave 1 only) time
 times each and keeps the best (trafilatura's lru_caches flatter its second pass over the same pages); --clock cpu
 counts the process's CPU time instead of wall time (steadier on a shared machine); --stages adds extraction's
 per-stage breakdown (ms/page, the same work as extract, timed step by step).
+--peers own (the default) runs the lxml loop and trafilatura in a process of their own, started before templater
+sets its allocators in this one (native.tune_heap: glibc's fast bins off, libxml2's blocks from templater's pool),
+so the peers run as their own users run them; each chunk is still timed in turn with templater's, and the time is
+taken inside the peers' process. --peers same runs them in this process, after ingest has set those allocators,
+which lxml's parser in the peers then uses too (the way of earlier versions of this bench).
 """
 
 from __future__ import annotations
@@ -85,9 +90,53 @@ def trafilatura_loop(records: list[dict]) -> None:
         trafilatura.extract(r["html"], url=r["url"])
 
 
-def interleaved(db, records: list[dict], ids: list[str], chunks: int) -> tuple[float, float, float, tuple]:
+class PeerProcess:
+    """The lxml loop and trafilatura in a process of their own (spawned, so nothing of this process's allocators
+    goes with it), each run timed there on request over records [lo, hi) of the same corpus."""
+
+    def __init__(self, path: Path, limit: int | None, clock: str) -> None:
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=_peer_main, args=(child, str(path), limit, clock), daemon=True)
+        self.process.start()
+        child.close()
+        self.conn.recv()  # (ready: the records loaded, lxml and trafilatura imported)
+
+    def run(self, name: str, lo: int, hi: int, repeat: int = 1) -> float:
+        self.conn.send((name, lo, hi, repeat))
+        return self.conn.recv()
+
+    def close(self) -> None:
+        self.conn.send(None)
+        self.process.join()
+
+
+def _peer_main(conn, path: str, limit: int | None, clock: str) -> None:
+    global CLOCK
+    CLOCK = time.process_time if clock == "cpu" else time.perf_counter
+    records = load(Path(path), limit)
+    import lxml.html  # noqa: F401  (imported before the clock runs)
+    import trafilatura  # noqa: F401
+
+    loops = {"lxml": lxml_loop, "trafilatura": trafilatura_loop}
+    conn.send("ready")
+    while (task := conn.recv()) is not None:
+        name, lo, hi, repeat = task
+        conn.send(timed(lambda: loops[name](records[lo:hi]), repeat))
+
+
+def in_process_peers(records: list[dict]):
+    """The peers' runs in this process: name, lo, hi, repeat -> seconds (--peers same)."""
+    loops = {"lxml": lxml_loop, "trafilatura": trafilatura_loop}
+    return lambda name, lo, hi, repeat=1: timed(lambda: loops[name](records[lo:hi]), repeat)
+
+
+def interleaved(db, records: list[dict], ids: list[str], chunks: int, peers) -> tuple[float, float, float, tuple]:
     """Seconds of templater extract, the lxml loop and trafilatura over all pages, taken chunk by chunk in turn
-    (the order rotating), and (min, median, max) of the chunks' extract-to-trafilatura ratios."""
+    (the order rotating), and (min, median, max) of the chunks' extract-to-trafilatura ratios. ``peers(name, lo,
+    hi)`` times a peer's run (in this process or in the peers' own)."""
     import statistics
 
     import lxml.html  # noqa: F401  (imported before the clock runs, as for the whole-pass way)
@@ -102,9 +151,9 @@ def interleaved(db, records: list[dict], ids: list[str], chunks: int) -> tuple[f
         return done + (sum(1 for _ in stream) if hi == len(ids) else 0)  # (the last chunk runs its end too)
 
     runs = {
-        "extract": extract_chunk,
-        "lxml": lambda lo, hi: lxml_loop(records[lo:hi]),
-        "trafilatura": lambda lo, hi: trafilatura_loop(records[lo:hi]),
+        "extract": lambda lo, hi: timed(lambda: extract_chunk(lo, hi)),
+        "lxml": lambda lo, hi: peers("lxml", lo, hi),
+        "trafilatura": lambda lo, hi: peers("trafilatura", lo, hi),
     }
     names = list(runs)
     spent = dict.fromkeys(names, 0.0)
@@ -115,7 +164,7 @@ def interleaved(db, records: list[dict], ids: list[str], chunks: int) -> tuple[f
             continue
         chunk = {}
         for name in names[k % 3:] + names[:k % 3]:
-            chunk[name] = timed(lambda: runs[name](lo, hi))
+            chunk[name] = runs[name](lo, hi)
             spent[name] += chunk[name]
         ratios.append(chunk["trafilatura"] / chunk["extract"])
     return (spent["extract"], spent["lxml"], spent["trafilatura"],
@@ -212,6 +261,9 @@ def main() -> int:
                         help="with --interleave 1: time the extract/parse/peer stages K times, keep the best")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     parser.add_argument("--stages", action="store_true", help="print extraction's per-stage breakdown")
+    parser.add_argument("--peers", choices=("own", "same"), default="own",
+                        help="run lxml and trafilatura in a process of their own (as their users run them) or in "
+                             "this one, after templater has set its allocators")
     args = parser.parse_args()
     if args.interleave < 1 or args.repeat < 1:
         parser.error("--interleave and --repeat take a positive number")
@@ -222,6 +274,8 @@ def main() -> int:
     path = Path(args.corpus) if args.corpus else suite_file("sites")
     records = load(path, args.limit)
     n = len(records)
+    own = PeerProcess(path, args.limit, args.clock) if args.peers == "own" else None  # (before ingest sets the heap)
+    peers = own.run if own else in_process_peers(records)
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Path(tmp) / "pages.jsonl"
         corpus.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
@@ -232,12 +286,14 @@ def main() -> int:
         if len(ids) != n:  # the chunks pair stored pages with records by position
             parser.error(f"{n - len(ids)} of the {n} pages were skipped by ingest: give a corpus of readable pages")
         if args.interleave > 1:
-            extract, parse, peer, spread = interleaved(db, records, ids, args.interleave)
+            extract, parse, peer, spread = interleaved(db, records, ids, args.interleave, peers)
         else:
             extract = timed(lambda: sum(1 for _ in pipeline.extract(db)), args.repeat)
-            parse = timed(lambda: lxml_loop(records), args.repeat)
-            peer = timed(lambda: trafilatura_loop(records), args.repeat)
+            parse = peers("lxml", 0, n, args.repeat)
+            peer = peers("trafilatura", 0, n, args.repeat)
             spread = None
+        if own:
+            own.close()
         methods = dict(db.execute("SELECT method, count(*) FROM extractions GROUP BY method").fetchall())
         memory = peak_mb()
         stages = stage_breakdown(db) if args.stages else {}
@@ -245,7 +301,7 @@ def main() -> int:
     rate = {"lxml parse": n / parse, "trafilatura": n / peer, "templater learn (ingest+build)": n / learn,
             "templater extract": n / extract}
     print(f"pages={n} corpus={path.name} extraction methods={methods} clock={args.clock} repeat={args.repeat} "
-          f"interleave={args.interleave}")
+          f"interleave={args.interleave} peers={args.peers}")
     print(f"{'stage':34} {'pages/s':>9} {'x trafilatura':>14} {'x lxml parse':>13}")
     for name, value in rate.items():
         print(f"{name:34} {value:9.1f} {value / rate['trafilatura']:14.2f} {value / rate['lxml parse']:13.2f}")
