@@ -557,9 +557,7 @@ static PyObject *tune_heap(PyObject *self, PyObject *unused) {
  * POOL_MAX_BYTES, or once a thread's pool holds POOL_MAX_SLABS slabs) is glibc's and goes back to glibc: the word in
  * front of it is glibc's chunk size, which never has POOL_MAGIC's high bits. The lists are a thread's own (no lock:
  * libxml2 parses without the GIL; a block freed by another thread joins that thread's lists). Slabs are never given
- * back, so the pool's memory is what a thread's largest tree needed, at most POOL_MAX_SLABS * POOL_SLAB_BYTES. A
- * thread that ends leaves its lists and the rest of its slab to the next thread that needs a slab (pool_orphans,
- * under a lock taken only then): threads that come and go do not each keep memory of their own. */
+ * back, so the pool's memory is what a thread's largest tree needed, at most POOL_MAX_SLABS * POOL_SLAB_BYTES. */
 #define POOL_CLASSES 32                                   /* payloads of 16, 32, ..., 512 bytes */
 #define POOL_MAX_BYTES (POOL_CLASSES * 16)
 #define POOL_SLAB_BYTES (256 * 1024)
@@ -576,83 +574,6 @@ typedef struct {
 } Pool;
 static __thread Pool pool;
 
-#if defined(__unix__) || defined(__APPLE__)
-#include <dlfcn.h>
-#include <pthread.h>
-#define POOL_DLFCN 1
-static Pool pool_orphans;                                 /* what ended threads left: taken whole by one thread */
-static int pool_orphaned = 0;
-static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_key_t pool_key;
-static int pool_key_made = 0;
-
-static void pool_scatter(Pool *into, char *cursor, size_t left) {
-    /* A slab's unused rest cut into blocks on into's lists, the largest classes first (a rest under 32 bytes stays
-     * unused): two rests meet where a thread takes or leaves another's, and only one can stay the cursor. */
-    for (int c = POOL_CLASSES - 1; c >= 0; c--) {
-        size_t slot = 16 + ((size_t)c + 1) * 16;
-        while (left >= slot) {
-            ((uint64_t *)cursor)[1] = POOL_MAGIC | (uint64_t)c;
-            PoolFree *f = (PoolFree *)(cursor + 16);
-            f->next = into->lists[c];
-            into->lists[c] = f;
-            cursor += slot;
-            left -= slot;
-        }
-    }
-}
-
-static void pool_join(Pool *into, Pool *from) {
-    /* from's lists, rest and slabs joined to into's (from is then empty). */
-    for (int c = 0; c < POOL_CLASSES; c++) {
-        PoolFree *head = from->lists[c];
-        if (!head) continue;
-        PoolFree *tail = head;
-        while (tail->next) tail = tail->next;
-        tail->next = into->lists[c];
-        into->lists[c] = head;
-    }
-    if (from->left > into->left) {
-        pool_scatter(into, into->cursor, into->left);
-        into->cursor = from->cursor;
-        into->left = from->left;
-    } else {
-        pool_scatter(into, from->cursor, from->left);
-    }
-    into->slabs += from->slabs;
-    memset(from, 0, sizeof *from);
-}
-
-static void pool_fork_prepare(void) { pthread_mutex_lock(&pool_lock); }
-static void pool_fork_release(void) { pthread_mutex_unlock(&pool_lock); }
-
-static void pool_leave(void *unused) {
-    /* A thread ends: its lists and the rest of its slab go to pool_orphans. */
-    (void)unused;
-    pthread_mutex_lock(&pool_lock);
-    pool_join(&pool_orphans, &pool);
-    pool_orphaned = 1;
-    pthread_mutex_unlock(&pool_lock);
-}
-
-static int pool_adopt(Pool *p) {
-    /* The calling thread, out of room, takes what ended threads left (1), if anything (0). Registers the thread's
-     * end (pool_leave) the first time. */
-    if (pool_key_made && !pthread_getspecific(pool_key)) pthread_setspecific(pool_key, p);
-    if (!__atomic_load_n(&pool_orphaned, __ATOMIC_ACQUIRE)) return 0;
-    pthread_mutex_lock(&pool_lock);
-    int took = pool_orphaned;
-    if (took) {
-        pool_join(p, &pool_orphans);
-        pool_orphaned = 0;
-    }
-    pthread_mutex_unlock(&pool_lock);
-    return took;
-}
-#else
-static int pool_adopt(Pool *p) { (void)p; return 0; }
-#endif
-
 static void *pool_malloc(size_t n) {
     if (n > POOL_MAX_BYTES) return malloc(n);
     Pool *p = &pool;
@@ -663,7 +584,6 @@ static void *pool_malloc(size_t n) {
         return f;
     }
     size_t slot = 16 + ((size_t)c + 1) * 16;              /* 8 bytes of padding, the header word, the payload */
-    if (p->left < slot && pool_adopt(p)) return pool_malloc(n);
     if (p->left < slot) {
         if (p->slabs >= POOL_MAX_SLABS) return malloc(n);
         char *slab = malloc(POOL_SLAB_BYTES);
@@ -701,7 +621,7 @@ static void pool_free(void *block) {
 static void *pool_realloc(void *block, size_t n) {
     unsigned c;
     if (!block) return pool_malloc(n);
-    if (!pool_owned(block, &c)) return realloc(block, n ? n : 1);  /* (glibc's realloc(p, 0) frees p) */
+    if (!pool_owned(block, &c)) return realloc(block, n);
     size_t held = ((size_t)c + 1) * 16;
     if (n <= held) return block;
     void *moved = pool_malloc(n);
@@ -724,6 +644,11 @@ typedef void *(*XmlRealloc)(void *, size_t);
 typedef char *(*XmlStrdup)(const char *);
 typedef int (*XmlGcMemSetup)(XmlFree, XmlMalloc, XmlMalloc, XmlRealloc, XmlStrdup);
 
+#if defined(__unix__) || defined(__APPLE__)
+#include <dlfcn.h>
+#define POOL_DLFCN 1
+#endif
+
 static int pool_set = 0;
 
 static PyObject *pool_libxml2(PyObject *self, PyObject *arg) {
@@ -737,11 +662,7 @@ static PyObject *pool_libxml2(PyObject *self, PyObject *arg) {
     Py_DECREF(encoded);
     if (!handle) Py_RETURN_FALSE;
     XmlGcMemSetup setup = (XmlGcMemSetup)dlsym(handle, "xmlGcMemSetup");
-    if (setup && !pool_key_made) {
-        pool_key_made = pthread_key_create(&pool_key, pool_leave) == 0
-                        && pthread_atfork(pool_fork_prepare, pool_fork_release, pool_fork_release) == 0;
-    }
-    int done = setup && pool_key_made && setup(pool_free, pool_malloc, pool_malloc, pool_realloc, pool_strdup) == 0;
+    int done = setup && setup(pool_free, pool_malloc, pool_malloc, pool_realloc, pool_strdup) == 0;
     dlclose(handle);                                      /* (NOLOAD: lxml's own reference keeps it loaded) */
     pool_set = done;
     return PyBool_FromLong(done);
@@ -751,17 +672,11 @@ static PyObject *pool_libxml2(PyObject *self, PyObject *arg) {
 }
 
 static PyObject *pool_stats(PyObject *self, PyObject *unused) {
-    /* pool_stats() -> (slabs, free blocks, slabs left by ended threads): the calling thread's pool, and what
-     * ended threads left for the next one. */
-    Py_ssize_t free_blocks = 0, orphaned = 0;
+    /* pool_stats() -> (slabs, free blocks): the calling thread's pool. */
+    Py_ssize_t free_blocks = 0;
     for (int c = 0; c < POOL_CLASSES; c++)
         for (PoolFree *f = pool.lists[c]; f; f = f->next) free_blocks++;
-#ifdef POOL_DLFCN
-    pthread_mutex_lock(&pool_lock);
-    orphaned = (Py_ssize_t)pool_orphans.slabs;
-    pthread_mutex_unlock(&pool_lock);
-#endif
-    return Py_BuildValue("(nnn)", (Py_ssize_t)pool.slabs, free_blocks, orphaned);
+    return Py_BuildValue("(nn)", (Py_ssize_t)pool.slabs, free_blocks);
 }
 
 static PyObject *pool_exercise(PyObject *self, PyObject *ops) {
@@ -2976,8 +2891,7 @@ static PyMethodDef methods[] = {
     {"pool_libxml2", pool_libxml2, METH_O,
      "pool_libxml2(path) -> bool: libxml2's allocation functions, in the lxml module loaded from path, serve small "
      "blocks from per-size free lists (native.tune_heap)."},
-    {"pool_stats", pool_stats, METH_NOARGS,
-     "pool_stats() -> (slabs, free blocks, slabs left by ended threads): the calling thread's pool."},
+    {"pool_stats", pool_stats, METH_NOARGS, "pool_stats() -> (slabs, free blocks) of the calling thread's pool."},
     {"pool_exercise", pool_exercise, METH_O,
      "pool_exercise(ops) -> bool: the pool's malloc/realloc/free run through (kind, slot, size) ops, every block's "
      "bytes checked (tests)."},

@@ -1804,42 +1804,6 @@ def test_the_libxml2_pool_serves_libxml2_and_reuses_a_freed_tree_s_blocks():
     assert native.numeric.pool_stats()[0] == slabs
 
 
-def test_threads_that_end_leave_their_pool_to_the_next_and_parse_the_same_trees():
-    """Threads parse without the GIL, each from its own free lists; a thread that ends leaves its slabs to the next
-    thread that needs one, so threads that come and go do not each keep memory: ten threads one after the other
-    hold what one needed. Trees parsed in threads (two at a time) are the same as the main thread's."""
-    import platform
-    import threading
-
-    if native.numeric is None or platform.libc_ver()[0] != "glibc" or os.environ.get(native.POOL_ENV) == "0":
-        pytest.skip("the C extension is not built, or not glibc, or the pool is turned off")
-    from lxml import etree
-
-    native.tune_heap()
-    pages = [seg.page.html.encode("utf-8") for seg in sample_pages(6)]
-    trees = [etree.tostring(parse_html(page)) for page in pages]
-    seen, orphaned = [], []
-
-    def work():
-        seen.append([etree.tostring(parse_html(page)) for page in pages])
-
-    def one_thread():
-        thread = threading.Thread(target=work)
-        thread.start()
-        thread.join()
-        orphaned.append(native.numeric.pool_stats()[2])
-
-    for _ in range(10):
-        one_thread()
-    assert orphaned[0] >= 1 and orphaned[-1] == orphaned[0]
-    pair = [threading.Thread(target=work) for _ in range(2)]
-    for thread in pair:
-        thread.start()
-    for thread in pair:
-        thread.join()
-    assert all(result == trees for result in seen) and len(seen) == 12
-
-
 def test_extraction_is_the_same_with_glibc_s_malloc_for_libxml2(tmp_path):
     """`templater run` on the samples writes the same bytes with the pool turned off (TEMPLATER_LIBXML2_POOL=0)."""
     outputs = []
