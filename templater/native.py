@@ -63,22 +63,12 @@ COMPILED = walk is not None
 _heap_tuned = False
 
 
-POOL_ENV = "TEMPLATER_LIBXML2_POOL"  # "0": libxml2 keeps glibc's malloc (the pool is for page work; see tune_heap)
-
-
 def tune_heap() -> None:
-    """Set the process's allocators for page work, once: glibc's fast bins off (``numeric.tune_heap``, which saves
-    merging a freed page's tree twice), and libxml2's small blocks (a tree's nodes, attributes and strings) served
-    from per-size free lists of the process's own (``numeric.pool_libxml2``: a page's tree is taken and given back
-    without glibc's bins; at most 32 MiB a thread, never given back), unless POOL_ENV is "0". It applies to every
-    lxml tree of the process from then on. Nothing on the pure path or without glibc. Outputs do not depend on it."""
+    """Set the process's allocator for page work, once (``numeric.tune_heap``: glibc's fast bins off, which saves
+    merging a freed page's tree twice); nothing on the pure path or without glibc. Outputs do not depend on it."""
     global _heap_tuned
     if not _heap_tuned and numeric is not None:
         numeric.tune_heap()
-        if os.environ.get(POOL_ENV, "1") != "0":
-            from lxml import etree
-
-            numeric.pool_libxml2(etree.__file__)
     _heap_tuned = True
 
 

@@ -1657,8 +1657,6 @@ def test_status_names_every_compiled_module_or_its_absence():
 
 # --- parse.lean_markup: script and style content left out before libxml2 reads the page -------------------------
 
-import os  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 
 from conftest import ROOT  # noqa: E402
@@ -1767,51 +1765,3 @@ def test_tune_heap_turns_glibc_fast_bins_off_where_glibc_runs():
     assert native.numeric.tune_heap() is expected
     assert native.numeric.tune_heap() is expected
     native.tune_heap()
-
-
-_POOL_OPS = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 63),
-                               st.one_of(st.integers(0, 600), st.integers(0, 5000))), max_size=300)
-
-
-@settings(max_examples=200, deadline=None)
-@given(_POOL_OPS)
-def test_the_libxml2_pool_keeps_every_block_s_bytes(ops):
-    """The pool's malloc/realloc/free (numeric.pool_libxml2's functions) under any sequence of takes, reallocations
-    (within a class, across classes, beyond the pool's largest class), frees and blocks glibc made: no block's bytes
-    change while it is held, a reallocated block keeps its prefix."""
-    if native.numeric is None:
-        pytest.skip("the C extension is not built")
-    assert native.numeric.pool_exercise(list(ops)) is True
-
-
-def test_the_libxml2_pool_serves_libxml2_and_reuses_a_freed_tree_s_blocks():
-    """Once native.tune_heap has set it (glibc and lxml's module found), libxml2's trees come from the pool: parsing
-    the same pages again takes no new slab (the freed trees' blocks are taken back), and the trees are the same."""
-    import platform
-
-    if native.numeric is None or platform.libc_ver()[0] != "glibc" or os.environ.get(native.POOL_ENV) == "0":
-        pytest.skip("the C extension is not built, or not glibc, or the pool is turned off")
-    from lxml import etree
-
-    native.tune_heap()
-    assert native.numeric.pool_libxml2(etree.__file__) is True
-    pages = [seg.page.html.encode("utf-8") for seg in sample_pages(6)]
-    trees = [etree.tostring(parse_html(page)) for page in pages]
-    slabs = native.numeric.pool_stats()[0]
-    assert slabs >= 1
-    for _ in range(3):
-        assert [etree.tostring(parse_html(page)) for page in pages] == trees
-    assert native.numeric.pool_stats()[0] == slabs
-
-
-def test_extraction_is_the_same_with_glibc_s_malloc_for_libxml2(tmp_path):
-    """`templater run` on the samples writes the same bytes with the pool turned off (TEMPLATER_LIBXML2_POOL=0)."""
-    outputs = []
-    for pool in ("1", "0"):
-        env = {**os.environ, native.POOL_ENV: pool}
-        out = tmp_path / f"out{pool}.jsonl"
-        subprocess.run([sys.executable, "-m", "cli", "run", str(SAMPLES / "pages.jsonl.gz"), "--db",
-                        str(tmp_path / f"s{pool}.db"), "-o", str(out), "-q", "--jobs", "1"], cwd=ROOT, env=env,
-                       check=True)
-        outputs.append(out.read_bytes())
-    assert outputs[0] == outputs[1] and outputs[0].count(b"\n") > 10
