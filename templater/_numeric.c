@@ -573,7 +573,7 @@ static PyObject *tune_heap(PyObject *self, PyObject *unused) {
 #define XA_BIG ((size_t)8192)
 #define XA_HEAD ((size_t)16)          /* before each block: its size (for realloc), keeping 16-byte alignment */
 #define XA_CHUNK_HEAD ((size_t)64)    /* at each chunk's start: its live count and the free list's link */
-#define XA_KEEP 256                   /* free chunks kept resident (16 MiB) */
+#define XA_KEEP 64                    /* free chunks kept resident (4 MiB) */
 #define XA_PROTECT_STEP (16 * XA_CHUNK)
 #define XA_BIAS ((long)1 << 40)       /* a chunk's count while a thread allocates from it (see xa_retire) */
 
