@@ -4,8 +4,8 @@
  * Kept compiled because it pays (measured: numpy's per-call overhead on pages of a few hundred blocks makes
  * block_features, context_features, the text counts and the ensemble several times slower; signing: see its
  * section); each function computes what its numpy or Python definition computes, and tests/test_speedups.py
- * (tests/test_shingles.py for signing) holds them equal with numpy as the oracle. No lxml or libxml2 here: the
- * tree walks are templater/_walk.pyx (Cython over lxml's C API).
+ * (tests/test_shingles.py for signing) holds them equal with numpy as the oracle. No lxml here: the tree walks are
+ * templater/_walk.pyx (Cython over lxml's C API); libxml2 is met once, to hand it an allocator (xml_heap).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
