@@ -4,8 +4,8 @@
  * Kept compiled because it pays (measured: numpy's per-call overhead on pages of a few hundred blocks makes
  * block_features, context_features, the text counts and the ensemble several times slower; signing: see its
  * section); each function computes what its numpy or Python definition computes, and tests/test_speedups.py
- * (tests/test_shingles.py for signing) holds them equal with numpy as the oracle. No lxml or libxml2 here: the
- * tree walks are templater/_walk.pyx (Cython over lxml's C API).
+ * (tests/test_shingles.py for signing) holds them equal with numpy as the oracle. No lxml here: the tree walks are
+ * templater/_walk.pyx (Cython over lxml's C API); libxml2 is met once, to hand it an allocator (xml_heap).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -542,6 +542,210 @@ static PyObject *tune_heap(PyObject *self, PyObject *unused) {
 #else
     Py_RETURN_FALSE;
 #endif
+}
+
+
+/* --- native.tune_heap: libxml2's allocator ---------------------------------------------------------------------- */
+/* xml_heap(path) -> bool: lxml's libxml2 (in the extension module at ``path``, found loaded) allocates from chunks
+ * of 64 KiB, one after the other, instead of glibc's malloc; True where it was set up (once a process).
+ *
+ * A page's tree is thousands of small blocks (nodes, attributes, their strings) made one after the other and freed
+ * together. glibc hands them out from wherever its bins hold space (the previous page's freed blocks, merged and
+ * split again), so a tree lies scattered over the heap, and the parse, every walk over the tree and the free pay
+ * for it (and the free merges every block with its neighbours). Here a thread takes each block from the end of its
+ * current chunk (a bump of a pointer), so a tree lies in a few chunks in the order it was built; a chunk counts
+ * its live blocks, and goes back to a list of free chunks when the last one is freed (by any thread), to be reused
+ * whole. Blocks above XA_BIG bytes, and every block once the reserved address range is used up, come from malloc.
+ * Memory libxml2 allocated before the switch (lxml's dictionary, its parser contexts) is told by its address,
+ * outside the reserved range, and freed or grown by glibc as before. Nothing but where the blocks lie changes: the
+ * trees, and so every output, are the same (tests/test_speedups.py's test_xml_heap_*).
+ *
+ * The cost: a chunk stays while any block in it lives (a long-lived block, a compiled XPath's, holds its chunk),
+ * and a thread's current chunk is given back when the thread ends. Free chunks beyond XA_KEEP are given back to the
+ * system (MADV_DONTNEED). Only the libxml2 of lxml.etree's module is switched: lxml.objectify's module links a copy
+ * of its own, which keeps glibc's malloc and must not free what etree's allocates (templater never uses it). */
+#if defined(__linux__) && defined(__GNUC__)
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sys/mman.h>
+
+#define XA_CHUNK ((size_t)1 << 16)
+#define XA_BIG ((size_t)8192)
+#define XA_HEAD ((size_t)16)          /* before each block: its size (for realloc), keeping 16-byte alignment */
+#define XA_CHUNK_HEAD ((size_t)64)    /* at each chunk's start: its live count and the free list's link */
+#define XA_KEEP 64                    /* free chunks kept resident (4 MiB) */
+#define XA_PROTECT_STEP (16 * XA_CHUNK)
+#define XA_BIAS ((long)1 << 40)       /* a chunk's count while a thread allocates from it (see xa_retire) */
+
+typedef struct xa_chunk {
+    long live;              /* XA_BIAS - frees while current; blocks alive once retired; 0: free */
+    struct xa_chunk *next;
+} xa_chunk;
+
+static char *xa_base = NULL, *xa_limit = NULL, *xa_fresh = NULL, *xa_writable = NULL;
+static xa_chunk *xa_free_chunks = NULL;
+static long xa_free_count = 0;
+static char xa_lock_flag = 0;
+static pthread_key_t xa_thread_key;
+static __thread char *xa_bump = NULL, *xa_end = NULL;
+static __thread xa_chunk *xa_current = NULL;
+static __thread long xa_made = 0;   /* blocks taken from the current chunk */
+
+static inline void xa_lock(void) { while (__atomic_test_and_set(&xa_lock_flag, __ATOMIC_ACQUIRE)) { } }
+static inline void xa_unlock(void) { __atomic_clear(&xa_lock_flag, __ATOMIC_RELEASE); }
+static void xa_fork_prepare(void) { xa_lock(); }
+static void xa_fork_parent(void) { xa_unlock(); }
+static void xa_fork_child(void) { xa_unlock(); }
+
+static inline size_t xa_round(size_t n) { return (n + 15) & ~(size_t)15; }
+static inline int xa_ours(const void *p) { return (const char *)p >= xa_base && (const char *)p < xa_limit; }
+static inline xa_chunk *xa_chunk_of(const void *p) {
+    return (xa_chunk *)(xa_base + (((const char *)p - xa_base) & ~(XA_CHUNK - 1)));
+}
+
+static void xa_release(xa_chunk *chunk) {     /* a chunk whose blocks are all freed: to the free list */
+    int keep;
+    xa_lock();
+    keep = xa_free_count < XA_KEEP;
+    xa_unlock();
+    if (!keep) madvise(chunk, XA_CHUNK, MADV_DONTNEED);   /* (reads as zeros when reused) */
+    xa_lock();
+    chunk->next = xa_free_chunks;
+    xa_free_chunks = chunk;
+    xa_free_count++;
+    xa_unlock();
+}
+
+static void xa_retire(void) {   /* the thread's current chunk: its count from "bias less frees" to "alive" */
+    xa_chunk *chunk = xa_current;
+    if (chunk == NULL) return;
+    xa_current = NULL;
+    xa_bump = xa_end = NULL;
+    if (__atomic_add_fetch(&chunk->live, xa_made - XA_BIAS, __ATOMIC_ACQ_REL) == 0) xa_release(chunk);
+    xa_made = 0;
+}
+
+static void xa_thread_end(void *unused) { (void)unused; xa_retire(); }
+
+static int xa_next_chunk(void) {   /* a new current chunk for the thread; 0 where the range is used up */
+    xa_chunk *chunk = NULL;
+    xa_retire();
+    xa_lock();
+    if (xa_free_chunks != NULL) {
+        chunk = xa_free_chunks;
+        xa_free_chunks = chunk->next;
+        xa_free_count--;
+    } else if (xa_fresh + XA_CHUNK <= xa_limit) {
+        if (xa_fresh + XA_CHUNK > xa_writable) {
+            size_t step = (size_t)(xa_limit - xa_writable) < XA_PROTECT_STEP ? (size_t)(xa_limit - xa_writable)
+                                                                               : XA_PROTECT_STEP;
+            if (mprotect(xa_writable, step, PROT_READ | PROT_WRITE) == 0) xa_writable += step;
+        }
+        if (xa_fresh + XA_CHUNK <= xa_writable) {
+            chunk = (xa_chunk *)xa_fresh;
+            xa_fresh += XA_CHUNK;
+        }
+    }
+    xa_unlock();
+    if (chunk == NULL) return 0;
+    chunk->live = XA_BIAS;
+    xa_current = chunk;
+    xa_made = 0;
+    xa_bump = (char *)chunk + XA_CHUNK_HEAD;
+    xa_end = (char *)chunk + XA_CHUNK;
+    pthread_setspecific(xa_thread_key, chunk);   /* (any non-NULL value: the thread's end retires its chunk) */
+    return 1;
+}
+
+static void *xa_malloc(size_t n) {
+    size_t need = XA_HEAD + xa_round(n);
+    char *block;
+    if (n > XA_BIG) return malloc(n);
+    if ((size_t)(xa_end - xa_bump) < need || xa_bump == NULL) {
+        if (!xa_next_chunk()) return malloc(n);
+    }
+    block = xa_bump;
+    xa_bump += need;
+    xa_made++;
+    *(size_t *)block = n;
+    return block + XA_HEAD;
+}
+
+static void xa_free(void *p) {
+    xa_chunk *chunk;
+    if (p == NULL) return;
+    if (!xa_ours(p)) {
+        free(p);
+        return;
+    }
+    chunk = xa_chunk_of(p);
+    if (__atomic_sub_fetch(&chunk->live, 1, __ATOMIC_ACQ_REL) == 0) xa_release(chunk);
+}
+
+static void *xa_realloc(void *p, size_t n) {
+    size_t old, have;
+    void *grown;
+    if (p == NULL) return xa_malloc(n);
+    if (!xa_ours(p)) return realloc(p, n);
+    old = *(size_t *)((char *)p - XA_HEAD);
+    if (n <= old) return p;
+    have = xa_round(old);
+    if ((char *)p + have == xa_bump && n <= XA_BIG && xa_round(n) - have <= (size_t)(xa_end - xa_bump)) {
+        xa_bump += xa_round(n) - have;   /* the thread's last block, grown where it lies */
+        *(size_t *)((char *)p - XA_HEAD) = n;
+        return p;
+    }
+    grown = xa_malloc(n);
+    if (grown == NULL) return NULL;
+    memcpy(grown, p, old);
+    xa_free(p);
+    return grown;
+}
+
+static char *xa_strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *copy = xa_malloc(n);
+    if (copy != NULL) memcpy(copy, s, n);
+    return copy;
+}
+
+typedef int (*xa_setup_fn)(void (*)(void *), void *(*)(size_t), void *(*)(void *, size_t), char *(*)(const char *));
+
+static int xa_set_up(const char *path) {
+    void *module, *reserved = MAP_FAILED;
+    xa_setup_fn setup;
+    size_t size;
+    if (xa_base != NULL) return 1;
+    module = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+    if (module == NULL) return 0;
+    setup = (xa_setup_fn)dlsym(module, "xmlMemSetup");
+    if (setup == NULL) return 0;
+    for (size = (size_t)1 << 36; size >= ((size_t)1 << 28) && reserved == MAP_FAILED; size >>= 1)
+        reserved = mmap(NULL, size + XA_CHUNK, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (reserved == MAP_FAILED) return 0;
+    size <<= 1;   /* (the loop halved it once more after the mapping succeeded) */
+    if (pthread_key_create(&xa_thread_key, xa_thread_end) != 0
+            || pthread_atfork(xa_fork_prepare, xa_fork_parent, xa_fork_child) != 0) {
+        munmap(reserved, size + XA_CHUNK);
+        return 0;
+    }
+    xa_base = (char *)(((uintptr_t)reserved + XA_CHUNK - 1) & ~(uintptr_t)(XA_CHUNK - 1));
+    xa_limit = xa_base + size;
+    xa_fresh = xa_writable = xa_base;
+    if (setup(xa_free, xa_malloc, xa_realloc, xa_strdup) != 0) {   /* (nothing allocated from the range yet) */
+        xa_base = xa_limit = NULL;
+        return 0;
+    }
+    return 1;
+}
+#else
+static int xa_set_up(const char *path) { (void)path; return 0; }
+#endif
+
+static PyObject *xml_heap(PyObject *self, PyObject *arg) {
+    const char *path = PyUnicode_AsUTF8(arg);
+    if (path == NULL) return NULL;
+    return PyBool_FromLong(xa_set_up(path));
 }
 
 
@@ -2698,6 +2902,8 @@ static PyMethodDef methods[] = {
      "utf8_controls_to_space(text) -> bytes: parse.clean_text's encode-and-translate step."},
     {"tune_heap", tune_heap, METH_NOARGS,
      "tune_heap() -> bool: glibc's fast bins off (mallopt M_MXFAST 0), for page work; False where not glibc."},
+    {"xml_heap", xml_heap, METH_O,
+     "xml_heap(path) -> bool: the libxml2 of the loaded module at path allocates from chunks of its own (once)."},
     {"has_controls", has_controls, METH_O,
      "has_controls(data) -> bool: parse.has_controls (an ASCII control character but tab, newline, return)."},
     {"text_matrix", text_matrix, METH_VARARGS,

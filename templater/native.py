@@ -64,11 +64,16 @@ _heap_tuned = False
 
 
 def tune_heap() -> None:
-    """Set the process's allocator for page work, once (``numeric.tune_heap``: glibc's fast bins off, which saves
-    merging a freed page's tree twice); nothing on the pure path or without glibc. Outputs do not depend on it."""
+    """Set the process's allocators for page work, once: glibc's fast bins off (``numeric.tune_heap``, which saves
+    merging a freed page's tree twice), and lxml's libxml2 allocating from chunks of its own (``numeric.xml_heap``:
+    a page's tree laid out in the order it is built, freed chunk by chunk); nothing on the pure path or without
+    glibc. Outputs do not depend on it. Called where page work starts (no other thread parsing then)."""
     global _heap_tuned
     if not _heap_tuned and numeric is not None:
+        from lxml import etree
+
         numeric.tune_heap()
+        numeric.xml_heap(etree.__file__)
     _heap_tuned = True
 
 

@@ -1765,3 +1765,84 @@ def test_tune_heap_turns_glibc_fast_bins_off_where_glibc_runs():
     assert native.numeric.tune_heap() is expected
     assert native.numeric.tune_heap() is expected
     native.tune_heap()
+
+
+# libxml2's allocator (native.tune_heap's numeric.xml_heap): where a tree's blocks lie changes, nothing else. Each
+# side runs in a process of its own (the allocator is set for a process's life): the same trees, serialized, with
+# glibc's malloc and with the chunks, blocks made and freed by several threads, grown (long texts built from
+# pieces), above the chunks' size limit, and in a forked child.
+_XML_HEAP_RUN = r"""
+import gzip, hashlib, json, os, queue, sys, threading
+from lxml import etree
+from templater import native
+from templater.parse import parse_html
+
+if sys.argv[1] == "chunks":
+    assert native.numeric.xml_heap(etree.__file__) is True
+    assert native.numeric.xml_heap(etree.__file__) is True  # (once a process: a second call changes nothing)
+with gzip.open(sys.argv[2], "rt", encoding="utf-8") as f:
+    pages = [json.loads(line)["html"] for line in f]
+pages += ["<p>" + "&amp;x" * 40000 + "</p>",  # a text node grown piece by piece past the chunks' size limit
+          "<div title='" + "v" * 20000 + "'>" + "<b>w</b> " * 3000 + "</div>",
+          "<table>" + "<tr><td>c</td></tr>" * 5000 + "</table>"]
+digest = hashlib.sha256()
+for html in pages:
+    root = parse_html(html)
+    digest.update(b"-" if root is None else etree.tostring(root))
+    if root is not None:
+        digest.update(repr(root.xpath("count(//*)")).encode())
+handed = queue.Queue()
+failures = []
+
+def parse_some(k):  # trees made here, freed by the other threads
+    try:
+        for html in pages[k::4] * 3:
+            handed.put(parse_html(html))
+    except BaseException as e:
+        failures.append(e)
+
+def free_some():
+    while (tree := handed.get()) is not None:
+        del tree
+
+freeing = [threading.Thread(target=free_some) for _ in range(2)]
+parsing = [threading.Thread(target=parse_some, args=(k,)) for k in range(4)]
+for t in freeing + parsing:
+    t.start()
+for t in parsing:
+    t.join()
+for t in freeing:
+    handed.put(None)
+for t in freeing:
+    t.join()
+assert not failures, failures
+child = os.fork()
+if child == 0:
+    root = parse_html(pages[0])
+    os._exit(0 if root is not None and etree.tostring(root) else 1)
+assert os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]) == 0
+print(digest.hexdigest())
+"""
+
+
+def test_xml_heap_gives_the_trees_glibc_gives():
+    import subprocess
+    import sys
+
+    if native.numeric is None:
+        pytest.skip("the C extension is not built")
+    pages = str(SAMPLES / "pages.jsonl.gz")
+    runs = {side: subprocess.run([sys.executable, "-c", _XML_HEAP_RUN, side, pages], capture_output=True, text=True)
+            for side in ("glibc", "chunks")}
+    for side, run in runs.items():
+        assert run.returncode == 0, (side, run.stderr[-3000:])
+    assert runs["chunks"].stdout == runs["glibc"].stdout and len(runs["glibc"].stdout.strip()) == 64
+
+
+def test_xml_heap_needs_a_loaded_libxml2():
+    if native.numeric is None:
+        pytest.skip("the C extension is not built")
+    if native.numeric.xml_heap("/no/such/module.so"):  # (True only where a process set it up already)
+        from lxml import etree
+
+        assert native.numeric.xml_heap(etree.__file__) is True
