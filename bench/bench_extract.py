@@ -23,7 +23,7 @@ times each and keeps the best (trafilatura's lru_caches flatter its second pass 
 counts the process's CPU time instead of wall time (steadier on a shared machine); --stages adds extraction's
 per-stage breakdown (ms/page, the same work as extract, timed step by step).
 --peers own (the default) runs the lxml loop and trafilatura in a process of their own, started before templater
-sets its allocators in this one (native.tune_heap: glibc's fast bins off, libxml2's blocks from templater's pool),
+sets its allocators in this one (native.tune_heap: glibc's fast bins off, libxml2's blocks from chunks of its own),
 so the peers run as their own users run them; each chunk is still timed in turn with templater's, and the time is
 taken inside the peers' process. --peers same runs them in this process, after ingest has set those allocators,
 which lxml's parser in the peers then uses too (the way of earlier versions of this bench).
