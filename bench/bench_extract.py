@@ -116,19 +116,18 @@ class PeerProcess:
 def _peer_main(conn, path: str, limit: int | None, clock: str) -> None:
     global CLOCK
     CLOCK = time.process_time if clock == "cpu" else time.perf_counter
-    records = load(Path(path), limit)
+    run = in_process_peers(load(Path(path), limit))
     import lxml.html  # noqa: F401  (imported before the clock runs)
     import trafilatura  # noqa: F401
 
-    loops = {"lxml": lxml_loop, "trafilatura": trafilatura_loop}
     conn.send("ready")
     while (task := conn.recv()) is not None:
-        name, lo, hi, repeat = task
-        conn.send(timed(lambda: loops[name](records[lo:hi]), repeat))
+        conn.send(run(*task))
 
 
 def in_process_peers(records: list[dict]):
-    """The peers' runs in this process: name, lo, hi, repeat -> seconds (--peers same)."""
+    """The peers' runs in the calling process: name, lo, hi, repeat -> seconds (--peers same, and the peers' own
+    process)."""
     loops = {"lxml": lxml_loop, "trafilatura": trafilatura_loop}
     return lambda name, lo, hi, repeat=1: timed(lambda: loops[name](records[lo:hi]), repeat)
 
