@@ -255,6 +255,34 @@ def _shadow(db: sqlite_utils.Database, component: str, steps: Sequence[Migration
     db.templater_shadowed.add(component)
 
 
+def is_busy(error: sqlite3.OperationalError) -> bool:
+    """Whether SQLite gave up waiting for another connection's lock."""
+    text = str(error).lower()
+    return "locked" in text or "busy" in text
+
+
+def begin_immediate(conn: sqlite3.Connection) -> None:
+    """``BEGIN IMMEDIATE`` that waits for as long as the writer holding the lock makes progress.
+
+    SQLite's busy handler sleeps and retries, so a writer that commits and begins again at once can take the lock
+    back every time while another process sleeps, and that process fails after the busy timeout although the first
+    was working, not stuck (two runs on one database). Here a busy error ends the wait only when no other connection
+    committed during a whole busy timeout (``PRAGMA data_version`` unchanged): a writer stuck in one transaction still
+    gets the error after one timeout; one that keeps committing is waited for."""
+    version = conn.execute("PRAGMA data_version").fetchone()[0]
+    while True:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as error:
+            if not is_busy(error):
+                raise
+            now = conn.execute("PRAGMA data_version").fetchone()[0]
+            if now == version:
+                raise
+            version = now
+
+
 @contextmanager
 def transaction(db: sqlite_utils.Database, *, name: str = "work") -> Iterator[None]:
     """One write transaction, committed together or not at all (a savepoint when the caller holds one)."""
@@ -270,7 +298,7 @@ def transaction(db: sqlite_utils.Database, *, name: str = "work") -> Iterator[No
             raise
         conn.execute(f"RELEASE {name}")
         return
-    conn.execute("BEGIN IMMEDIATE")
+    begin_immediate(conn)
     try:
         yield
     except BaseException:

@@ -127,12 +127,6 @@ def close_inherited_locks() -> None:
         _held.pop().close()
 
 
-def is_busy(error: sqlite3.OperationalError) -> bool:
-    """Whether SQLite gave up waiting for another connection's lock."""
-    text = str(error).lower()
-    return "locked" in text or "busy" in text
-
-
 # --- runs -------------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)

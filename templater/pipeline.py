@@ -25,7 +25,7 @@ from store import pages as page_store
 from store import pins as pin_store
 from store import signature_index as sig_store
 from store import templates as template_store
-from store.db import db_path, describe_error, open_db, open_reader  # noqa: F401 -- describe_error: for the CLI
+from store.db import begin_immediate, db_path, describe_error, open_db, open_reader  # noqa: F401 -- describe_error: for the CLI
 
 from . import config, dedup, document, fallback, metadata, native, workers
 from .blocks import segment
@@ -163,7 +163,7 @@ class _Batch:
 
     def write(self) -> None:
         if self.pending == 0:
-            self.db.execute("BEGIN IMMEDIATE")
+            begin_immediate(self.db.conn)
         self.pending += 1
         if self.pending >= self.size:
             self.commit()
@@ -401,7 +401,7 @@ def learn_group(db: sqlite_utils.Database, group: str, ids: list[str], settings:
             site = _learn_cluster(db, group, layout, cluster, cluster_sets, settings, summary, reason=reason,
                                   template=template)
             assignments += [(pid, group, site) for pid in cluster]
-    db.execute("BEGIN IMMEDIATE")
+    begin_immediate(db.conn)
     try:
         page_store.assign_sites(db, assignments)
         db.execute("COMMIT")
@@ -449,7 +449,7 @@ def _learn_cluster(db: sqlite_utils.Database, group: str, layout: int, ids: list
     if template is None:
         summary.counts["pages without template"] += len(ids)
         return None
-    db.execute("BEGIN IMMEDIATE")
+    begin_immediate(db.conn)
     try:
         _, written = template_store.save_template(db, template, group_key=group,
                                                   layout_shapes=layout_signature(sets, settings))
@@ -703,7 +703,7 @@ class GrowingBatch:
 
     def begin(self) -> None:
         if not self.db.conn.in_transaction:
-            self.db.execute("BEGIN IMMEDIATE")
+            begin_immediate(self.db.conn)
 
     def step(self, pages: int) -> None:
         """``pages`` more written: commit when the transaction has its size."""

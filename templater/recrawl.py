@@ -40,7 +40,7 @@ import numpy as np
 from store import lsh
 from store import pages as page_store
 from store import runs as run_store
-from store.db import transaction
+from store.db import is_busy, transaction
 from store.pages import blob_vector
 
 from . import config, dedup, pipeline, signature_run, workers
@@ -143,7 +143,7 @@ def busy_as_store_error(db: sqlite_utils.Database) -> Iterator[None]:
     try:
         yield
     except sqlite3.OperationalError as e:
-        if not run_store.is_busy(e):
+        if not is_busy(e):
             raise
         path = run_store.database_path(db) or "the database"
         raise StoreError(f"{path} stayed locked by another writer (a build, ingest or rules import?) past the busy "

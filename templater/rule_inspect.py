@@ -29,6 +29,7 @@ from lxml import etree
 from store import inspection as views
 from store import pages as page_store
 from store import pins as pin_store
+from store.db import begin_immediate
 
 from . import config
 from .config import PIN_SAMPLE_PAGES, REPORT_MAX_PAGES, SAMPLE_CHARS, LearnSettings
@@ -424,7 +425,7 @@ def import_rules(db: sqlite_utils.Database, document: dict, *, site: str | None 
                         "pin; a site's learned template has tens: keep the rules that matter")
     pins = [_parse_rule(item, number, source) for number, item in enumerate(document["rules"])]
     pins = _measure_pins(db, site, pins, source)
-    db.execute("BEGIN IMMEDIATE")
+    begin_immediate(db.conn)
     try:
         pin_store.save_pins(db, site, pins, now=now())
         db.execute("COMMIT")
@@ -592,7 +593,7 @@ def _usable_segment(stored: page_store.StoredPage) -> Segmented | None:
 def remove_pinned(db: sqlite_utils.Database, site: str) -> int:
     """Remove a site's pinned rules (its learned rules apply again); the number removed."""
     pin_store.ensure_schema(db)
-    db.execute("BEGIN IMMEDIATE")
+    begin_immediate(db.conn)
     try:
         removed = pin_store.remove_pins(db, site)
         db.execute("COMMIT")

@@ -48,3 +48,69 @@ def test_a_forked_worker_does_not_keep_the_writer_lock_of_its_dead_parent(tmp_pa
         os.waitpid(child, 0)
         for fd in (ready_r, ready_w, done_r, done_w):
             os.close(fd)
+
+
+def _wal(path, timeout_ms):
+    import sqlite3
+
+    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute(f"PRAGMA busy_timeout = {timeout_ms}")
+    return conn
+
+
+def test_begin_immediate_waits_for_a_writer_that_keeps_committing(tmp_path):
+    """Another writer that commits and begins again at once (a long run's batches) holds the lock far longer than
+    the busy timeout in all, but it makes progress: begin_immediate waits for it instead of failing."""
+    import threading
+    import time
+
+    from store.db import begin_immediate
+
+    path = tmp_path / "w.db"
+    first = _wal(path, 5_000)
+    first.execute("CREATE TABLE t (x)")
+    holding, done = threading.Event(), threading.Event()
+
+    def busy_writer():
+        for i in range(40):  # 40 transactions of 20 ms, back to back: 0.8 s against a 50 ms timeout
+            first.execute("BEGIN IMMEDIATE")
+            first.execute("INSERT INTO t VALUES (?)", (i,))
+            holding.set()
+            time.sleep(0.02)
+            first.execute("COMMIT")
+        done.set()
+
+    thread = threading.Thread(target=busy_writer)
+    thread.start()
+    holding.wait()
+    second = _wal(path, 50)
+    try:
+        begin_immediate(second)
+        second.execute("INSERT INTO t VALUES (-1)")
+        second.execute("COMMIT")
+    finally:
+        thread.join()
+    assert done.is_set()
+    assert second.execute("SELECT count(*) FROM t").fetchone()[0] == 41
+
+
+def test_begin_immediate_gives_up_on_a_writer_stuck_in_one_transaction(tmp_path):
+    import sqlite3
+
+    import pytest
+
+    from store.db import begin_immediate, is_busy
+
+    path = tmp_path / "s.db"
+    first = _wal(path, 5_000)
+    first.execute("CREATE TABLE t (x)")
+    first.execute("BEGIN IMMEDIATE")
+    first.execute("INSERT INTO t VALUES (1)")
+    second = _wal(path, 50)
+    with pytest.raises(sqlite3.OperationalError) as error:
+        begin_immediate(second)
+    assert is_busy(error.value) and not second.in_transaction
+    first.execute("COMMIT")
+    begin_immediate(second)  # free again
+    second.execute("COMMIT")
