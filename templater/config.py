@@ -105,6 +105,7 @@ LANGID_STALE_SECONDS = 3600  # a half-written copy of the language model this ol
 CODE_CACHE_ENTRIES = 4096  # compiled patterns and dataclass methods kept in the cache file (a start uses ~400)
 # --- pipeline (templater/pipeline.py: ingest, build, extract; --jobs) ------------------------------------------
 PIPELINE_BATCH_PAGES = 200  # pages per committed transaction (ingest), per index call and first transaction (extract)
+GC_YOUNG_OBJECTS = 20_000  # the collector's youngest generation where pages are extracted (pipeline.tune_collector)
 WORK_CHUNK = 16  # pages a worker process reads and extracts (or prepares for ingest) per task (--jobs)
 WORK_AHEAD = 4  # tasks handed out per worker before their results are taken back: bounds what waits in memory
 POOL_STOP_S = 10.0  # seconds a pool left early (an error, Ctrl-C) waits for the tasks it handed out (at most
