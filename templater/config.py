@@ -93,6 +93,7 @@ LANG_SAMPLE_CHARS = 256  # the detector reads this much of the text (its cost gr
 MAX_TAGS = 30  # tags kept
 MAX_TAG_CHARS = 40  # a longer "keyword" is a phrase of the text, not a tag
 BYLINE_DATE_LEVELS = 3  # a date beside a byline is looked for this many ancestors up
+TEXT_MEMO = 4096  # distinct texts whose date and author are kept (metadata.find_date, normalize_author)
 NAMED_SCAN_BLOCKS = 40  # named bylines and dates are looked for among this many blocks from the headline on
 RULE_ELEMENTS = 5  # a meta rule's first elements tried for a value
 MAX_INLINE_CHILDREN = 12  # a block element with more children is not searched for inline bylines and dates

@@ -33,7 +33,7 @@ from .config import (  # the thresholds are config.py's (its metadata section)
     BLOCK_TAGS, MAX_AUTHOR_CHARS, MAX_NAME_WORDS, MAX_DATE_TEXT_CHARS, MAX_BYLINE_CHARS, NEAR_HEADLINE_BLOCKS,
     HEAD_BLOCKS, MIN_YEAR, MAX_FUTURE_YEARS, LANG_MIN_CHARS, LANG_SAMPLE_CHARS, MAX_TAGS, MAX_TAG_CHARS, BYLINE_DATE_LEVELS,
     NAMED_SCAN_BLOCKS, RULE_ELEMENTS, MAX_INLINE_CHILDREN, MAX_JSONLD_BYTES, MAX_SCRIPT_DATES, MIN_SCRIPT_NAME_WORDS,
-    SCRIPT_KEY_CHARS, LANGID_STALE_SECONDS)
+    SCRIPT_KEY_CHARS, LANGID_STALE_SECONDS, TEXT_MEMO)
 from .datatypes import METADATA_FIELDS, Metadata, Rule, RuleAction, Segmented
 from .parse import compile_xpath
 
@@ -500,9 +500,6 @@ def normalize_language(value) -> str | None:
 
 _LANGUAGE_SPLIT = re.compile(r"[-_]")
 _LANGUAGE_CODE = re.compile(r"[a-z]{2,3}")
-
-
-TEXT_MEMO = 4096  # distinct texts whose date and author are kept (find_date, normalize_author)
 
 
 # --- dates ------------------------------------------------------------------------------------------------------
