@@ -93,6 +93,7 @@ LANG_SAMPLE_CHARS = 256  # the detector reads this much of the text (its cost gr
 MAX_TAGS = 30  # tags kept
 MAX_TAG_CHARS = 40  # a longer "keyword" is a phrase of the text, not a tag
 BYLINE_DATE_LEVELS = 3  # a date beside a byline is looked for this many ancestors up
+TEXT_MEMO = 4096  # distinct texts whose date and author are kept (metadata.find_date, normalize_author)
 NAMED_SCAN_BLOCKS = 40  # named bylines and dates are looked for among this many blocks from the headline on
 RULE_ELEMENTS = 5  # a meta rule's first elements tried for a value
 MAX_INLINE_CHILDREN = 12  # a block element with more children is not searched for inline bylines and dates
@@ -105,6 +106,7 @@ LANGID_STALE_SECONDS = 3600  # a half-written copy of the language model this ol
 CODE_CACHE_ENTRIES = 4096  # compiled patterns and dataclass methods kept in the cache file (a start uses ~400)
 # --- pipeline (templater/pipeline.py: ingest, build, extract; --jobs) ------------------------------------------
 PIPELINE_BATCH_PAGES = 200  # pages per committed transaction (ingest), per index call and first transaction (extract)
+GC_YOUNG_OBJECTS = 20_000  # the collector's youngest generation where pages are extracted (pipeline.tune_collector)
 WORK_CHUNK = 16  # pages a worker process reads and extracts (or prepares for ingest) per task (--jobs)
 WORK_AHEAD = 4  # tasks handed out per worker before their results are taken back: bounds what waits in memory
 POOL_STOP_S = 10.0  # seconds a pool left early (an error, Ctrl-C) waits for the tasks it handed out (at most

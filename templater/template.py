@@ -14,6 +14,7 @@ The steps, in order:
 
 from __future__ import annotations
 
+import functools
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -25,7 +26,7 @@ from lxml import etree
 
 from . import metadata, native
 from .align import lcs_length, lcs_pairs
-from .blocks import fill_xpaths
+from .blocks import fill_xpaths, path_mask
 from .parse import compile_xpath
 from .config import BLOCK_TAGS as _BLOCK_TAGS
 from .config import RELATED_MAX_SHARE, LearnSettings
@@ -700,17 +701,25 @@ def _holds_two(element, blocks: set) -> bool:
 def link_runs(seg: Segmented, settings: LearnSettings = LearnSettings()) -> np.ndarray:
     """Blocks in a row of at least link_run blocks whose text is more than shape_max_link_density link text:
     lists of links, whatever their markup."""
-    blocks = seg.blocks  # _link_share of every block, as arrays (the same divisions, done by numpy)
-    share = seg.block_links() / np.maximum(seg.block_chars(), 1)
-    share[np.fromiter(["/a/" in b.tag_path for b in blocks], dtype=bool, count=len(blocks))] = 1.0
-    heavy = share > settings.shape_max_link_density
-    edges = np.diff(np.concatenate(([0], heavy.view(np.int8), [0])))
-    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
-    out = np.zeros(len(heavy), dtype=bool)
-    run = ends - starts >= settings.link_run
-    for start, end in zip(starts[run], ends[run]):
-        out[start:end] = True
+    share = seg.block_links() / np.maximum(seg.block_chars(), 1)  # _link_share of every block, as arrays (the same
+    share[path_mask(seg, _in_link)] = 1.0  # divisions, done by numpy; the tag path tested once a distinct path)
+    heavy = (share > settings.shape_max_link_density).view(np.uint8).tobytes()
+    out = np.zeros(len(share), dtype=bool)
+    for run in _runs(settings.link_run).finditer(heavy):  # each run of heavy blocks at least link_run long, whole
+        out[run.start():run.end()] = True
     return out
+
+
+def _in_link(tag_path: str) -> bool:
+    return "/a/" in tag_path
+
+
+@functools.lru_cache(maxsize=16)
+def _runs(least: int) -> re.Pattern:
+    """A pattern of a run of at least ``least`` 1 bytes, greedy: over a mask's bytes, its matches are the mask's
+    maximal runs of True that long (a shorter run fails from each of its places; a longer one matches whole from
+    its first)."""
+    return re.compile(b"\x01{%d,}" % max(least, 0))
 
 
 def _link_share(block: Block) -> float:

@@ -662,3 +662,21 @@ def test_find_folded_is_a_case_blind_regex_search(html, needle, start):
         assert metadata.find_folded(html, needle, start) == expected
     finally:
         native.numeric = saved
+
+
+@settings(max_examples=500, deadline=None)
+@given(_DATE_TEXTS | st.text(max_size=30))
+def test_a_date_or_author_kept_for_its_text_is_the_one_worked_out_anew(text):
+    for _ in range(2):  # the first answer is kept, the second read from what was kept
+        assert metadata.find_date(text) == metadata._find_date(text)
+        assert metadata.normalize_author(text) == metadata._normalize_author(text)
+
+
+def test_a_kept_date_belongs_to_the_year_it_was_worked_out_in(monkeypatch):
+    text = "Posted on May 3, 2030"  # within MAX_FUTURE_YEARS (1) of 2029, not of 2025
+    monkeypatch.setattr(metadata, "_year", (2025, float("inf")))
+    assert metadata.find_date(text) is None
+    monkeypatch.setattr(metadata, "_year", (2029, float("inf")))
+    assert metadata.find_date(text) == "2030-05-03"
+    monkeypatch.setattr(metadata, "_year", (2025, float("inf")))
+    assert metadata.find_date(text) is None

@@ -92,3 +92,40 @@ def test_the_models_workers_share_are_loaded_before_they_are_forked():
     pipeline.warm_models()
     assert fallback.default_weights.cache_info().currsize == 1  # the shipped weights: read once, in the parent
     assert metadata._identifier.cache_info().currsize == 1  # the language model
+
+
+def test_extracting_pages_leaves_no_cyclic_garbage_so_the_collector_may_run_rarely(tmp_path):
+    """tune_collector's premise: a page's extraction (template and fallback pages, the document, the metadata)
+    frees what it made by reference counting alone."""
+    import gc
+
+    db = pipeline.open_store(tmp_path / "s.db")
+    pipeline.ingest(db, [SAMPLES / "pages.jsonl.gz"])
+    pipeline.build(db)
+    list(pipeline.extract(db, ids=[pid for pid, _, _ in pipeline.page_store.iter_page_keys(db)][:2]))  # warm
+    thresholds = gc.get_threshold()
+    gc.collect()
+    gc.disable()
+    try:
+        results = list(pipeline.extract(db))
+        assert {r.method for r in results} == {"template", "fallback"}
+        del results
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+        gc.set_threshold(*thresholds)
+
+
+def test_the_collector_is_tuned_up_and_never_down():
+    import gc
+
+    thresholds = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        pipeline.tune_collector(5000)
+        assert gc.get_threshold() == (5000, 10, 10)
+        gc.set_threshold(90_000, 10, 10)
+        pipeline.tune_collector(5000)  # a caller's larger threshold stays
+        assert gc.get_threshold() == (90_000, 10, 10)
+    finally:
+        gc.set_threshold(*thresholds)

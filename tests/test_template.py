@@ -543,3 +543,43 @@ def test_a_page_fetched_twice_and_its_copy_keep_their_article():
     for seg in (first, again, copy):
         allowed, _ = apply_template(seg, CompiledTemplate(template))
         assert all(line in kept_text(seg, allowed) for line in body)
+
+
+def _link_runs_plain(seg, settings=LearnSettings()):
+    """link_runs' definition: the blocks' link shares, then their runs by the edges of the heavy mask."""
+    blocks = seg.blocks
+    share = np.array([1.0 if "/a/" in b.tag_path else b.link_chars / max(len(b.text), 1) for b in blocks])
+    heavy = share > settings.shape_max_link_density
+    edges = np.diff(np.concatenate(([0], heavy.view(np.int8), [0])))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    out = np.zeros(len(heavy), dtype=bool)
+    for start, end in zip(starts, ends):
+        if end - start >= settings.link_run:
+            out[start:end] = True
+    return out
+
+
+def test_link_runs_is_its_definition_on_generated_pages():
+    from templater.template import link_runs
+
+    for seg, _ in site_pages(6):
+        for run in (1, 2, 3, 5):
+            settings = LearnSettings(link_run=run)
+            assert (link_runs(seg, settings) == _link_runs_plain(seg, settings)).all()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.booleans(), max_size=60), st.integers(min_value=0, max_value=6))
+def test_the_runs_pattern_finds_every_maximal_run_that_long(mask, least):
+    from templater.template import _runs
+
+    found = [m.span() for m in _runs(least).finditer(bytes(mask)) if m.end() > m.start()]
+    runs, start = [], None
+    for i, heavy in enumerate([*mask, False]):
+        if heavy and start is None:
+            start = i
+        elif not heavy and start is not None:
+            if i - start >= max(least, 1):
+                runs.append((start, i))
+            start = None
+    assert found == runs
