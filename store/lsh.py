@@ -385,10 +385,10 @@ def ensure_settings(db: sqlite_utils.Database, settings: ShingleSettings | None 
 
 
 def _next(db: sqlite_utils.Database, name: str, count: int = 1) -> int:
-    """Take ``count`` values of a counter; returns the first."""
-    (first,) = db.conn.execute("SELECT value FROM lsh_state WHERE name = ?", [name]).fetchone()
-    db.conn.execute("UPDATE lsh_state SET value = ? WHERE name = ?", [first + count, name])
-    return first
+    """Take ``count`` values of a counter; returns the first (one statement: the UPDATE returns the new value)."""
+    ((last,),) = db.conn.execute("UPDATE lsh_state SET value = value + ? WHERE name = ? RETURNING value",
+                                 [count, name]).fetchall()
+    return last - count
 
 
 def _chunks(values: Sequence, size: int = ID_CHUNK) -> Iterator[Sequence]:
@@ -577,8 +577,7 @@ def add_signatures(db: sqlite_utils.Database, pages: Sequence[IndexedPage], sign
     A page id seen before with the same signature only refreshes its url and counts; with another signature it is
     removed and added again, keeping its first_seen. Pages without shingles are not indexed.
     """
-    prepare(db)
-    settings = ensure_settings(db, signatures.settings)
+    settings = ensure_settings(db, signatures.settings)  # (which prepares the tables: ``load_settings``)
     _check_batch(pages, signatures, settings, shingles)
     positions = _last_nonempty(pages, signatures)
     with transaction(db, name="lsh"):
@@ -588,7 +587,6 @@ def add_signatures(db: sqlite_utils.Database, pages: Sequence[IndexedPage], sign
         # pages are known, the band keys' buckets give the stored candidates (read again only when a changed page
         # leaves the index first)
         band = band_keys(signatures.values[positions], settings)
-        anchor_lists = _anchor_lists(signatures, positions)
         anchor_rows = _anchor_rows(signatures, positions)
         found = _lookup_rows(db, sorted_set(np.concatenate([band.ravel(), anchor_rows[0], own])))
         split = int(np.searchsorted(found[:, 0], PAGE_KEY_BASE, side="left"))
@@ -607,13 +605,17 @@ def add_signatures(db: sqlite_utils.Database, pages: Sequence[IndexedPage], sign
         docs = np.array([known[pages[i].page_id][0] for i in changed] + list(range(first_new, first_new + len(fresh))),
                         dtype=np.int64)
         seen = [known[pages[i].page_id][2] for i in changed] + [generation] * len(fresh)
-        sets = stored_form(shingles, order, settings) if settings.verify != "estimate" else None
+        sets = set_blobs = None
+        if settings.verify != "estimate":
+            hashes, offsets = _stored_hashes(shingles, settings)
+            sets = [hashes[offsets[i]:offsets[i + 1]] for i in order]
+            set_blobs = _cut_blobs(hashes, offsets, order)
         at = {i: n for n, i in enumerate(positions)}
         joined = _insert_docs(db, docs, [pages[i] for i in order], signatures.values[order], seen, settings, sets,
-                              [anchor_lists[at[i]] for i in order], np.array([own_keys[i] for i in order],
-                                                                         dtype=np.int64),
-                              band[[at[i] for i in order]], None if changed else found[:split],
-                              anchor_rows if order == positions else _anchor_rows(signatures, order))
+                              set_blobs, np.array([own_keys[i] for i in order], dtype=np.int64),
+                              band[[at[i] for i in order]],
+                              anchor_rows if order == positions else _anchor_rows(signatures, order),
+                              None if changed else found[:split])
     return AddResult(added=len(fresh), updated=len(changed), unchanged=len(same),
                      empty=int(signatures.empty.sum()), joined=joined)
 
@@ -639,13 +641,27 @@ def _last_nonempty(pages: Sequence[IndexedPage], signatures: Signatures) -> list
 
 def stored_form(shingles: Shingles, order: list[int], settings: ShingleSettings) -> list[np.ndarray]:
     """Each page's verification set as stored: its sample, or all its hashes in text order (repeats kept)."""
-    shingles = verification_sets(shingles, settings)
-    hashes = shingles.hashes.astype(np.uint32 if settings.hash_bits == 32 else np.uint64, copy=False)
-    offsets = shingles.offsets.tolist()
+    hashes, offsets = _stored_hashes(shingles, settings)
     return [hashes[offsets[i]:offsets[i + 1]] for i in order]
 
 
+def _stored_hashes(shingles: Shingles, settings: ShingleSettings) -> tuple[np.ndarray, list[int]]:
+    """The pages' verification sets as stored (``stored_form``) end to end, and their offsets."""
+    shingles = verification_sets(shingles, settings)
+    return (shingles.hashes.astype(np.uint32 if settings.hash_bits == 32 else np.uint64, copy=False),
+            shingles.offsets.tolist())
+
+
+def _cut_blobs(flat: np.ndarray, offsets: Sequence[int], order: Iterable[int]) -> list[bytes]:
+    """The bytes of ``flat[offsets[i]:offsets[i + 1]]`` for each i of ``order``, cut from one bytes object of
+    ``flat`` (a batch's 200 arrays' ``tobytes`` one by one cost three times more)."""
+    data, width = flat.tobytes(), flat.itemsize
+    return [data[offsets[i] * width:offsets[i + 1] * width] for i in order]
+
+
 def _refresh(db: sqlite_utils.Database, pages: list[IndexedPage], docs: list[int]) -> None:
+    if not pages:
+        return
     db.conn.executemany(
         "UPDATE lsh_signatures SET url = ?, boilerplate_chars = ?, text_chars = ?,"
         " fetched_at = coalesce(?, fetched_at) WHERE doc = ?",
@@ -715,18 +731,9 @@ def _band_rows(keys: np.ndarray, docs: np.ndarray, anchors: Sequence[np.ndarray]
     return flat_keys[fresh], flat_docs[fresh]
 
 
-def _anchor_lists(signatures: Signatures, order: list[int]) -> list[np.ndarray]:
-    """The anchor keys (int64) of the pages at ``order``: views of one converted array (``Signatures.anchors_of``
-    converts each page's keys on its own)."""
-    if signatures.anchors is None:
-        return [np.empty(0, np.int64)] * len(order)
-    flat, offsets = signatures.anchors.hashes.astype(np.int64), signatures.anchors.offsets.tolist()
-    return [flat[offsets[i]:offsets[i + 1]] for i in order]
-
-
 def _anchor_rows(signatures: Signatures, order: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """The anchor keys (int64) of the pages at ``order`` end to end, and each page's count: what
-    ``_anchor_lists`` gives, gathered in one pass (a concatenation of a batch's 200 arrays costs ten times more)."""
+    """The anchor keys (int64) of the pages at ``order`` end to end, and each page's count, gathered in one pass (a
+    concatenation of a batch's 200 arrays costs ten times more)."""
     if signatures.anchors is None:
         return np.empty(0, np.int64), np.zeros(len(order), np.int64)
     offsets = np.asarray(signatures.anchors.offsets, dtype=np.int64)
@@ -1583,15 +1590,15 @@ def _lookup_rows(db: sqlite_utils.Database, keys: np.ndarray) -> np.ndarray:
 
 def _insert_docs(db: sqlite_utils.Database, docs: np.ndarray, pages: list[IndexedPage], values: np.ndarray,
                  first_seen: list[int], settings: ShingleSettings, sets: list[np.ndarray] | None,
-                 anchors: list[np.ndarray], own_keys: np.ndarray, band: np.ndarray,
-                 bucket: np.ndarray | None = None, anchor_rows: tuple[np.ndarray, np.ndarray] | None = None) -> int:
-    """Insert band and anchor keys (``band``: the pages' band keys; and the pages' page keys, ``own_keys``), find
-    and verify candidates (``bucket``: the stored rows of their keys, when looked up already; ``anchor_rows``:
-    ``anchors`` end to end with their counts, ``_anchor_rows``, when made already), then store the pages with their
-    clusters."""
+                 set_blobs: list[bytes] | None, own_keys: np.ndarray, band: np.ndarray,
+                 anchor_rows: tuple[np.ndarray, np.ndarray], bucket: np.ndarray | None = None) -> int:
+    """Insert band and anchor keys (``band``: the pages' band keys; ``anchor_rows``: their anchor keys end to end
+    and each page's count, ``_anchor_rows``; and the pages' page keys, ``own_keys``), find and verify candidates
+    (``bucket``: the stored rows of their keys, when looked up already), then store the pages with their clusters
+    (``sets``: their verification sets, None with verify="estimate"; ``set_blobs``: their bytes)."""
     if not len(docs):
         return 0
-    pairs = _candidate_pairs(db, *_band_rows(band, docs, anchors, joined=anchor_rows), len(docs),
+    pairs = _candidate_pairs(db, *_band_rows(band, docs, joined=anchor_rows), len(docs),
                              _page_rows(docs, [], own_keys), bucket)
     source = _SignatureSource(db, settings, docs, values,
                               dict(zip(docs.tolist(), sets)) if sets is not None else None, [p.url for p in pages])
@@ -1599,12 +1606,15 @@ def _insert_docs(db: sqlite_utils.Database, docs: np.ndarray, pages: list[Indexe
     labels, links, merged = _merge(docs, edges, sizes, {d: p.text_chars for d, p in zip(docs.tolist(), pages)},
                                    source)
     doc_list = docs.tolist()
+    # the page rows' anchor keys cut from one bytes object (``_cut_blobs``), as their verification sets were
+    ends = np.cumsum(anchor_rows[1]).tolist()
+    anchor_blobs = _cut_blobs(anchor_rows[0], [0, *ends], range(len(ends)))
+    set_blobs = [None] * len(doc_list) if set_blobs is None else set_blobs
     db.conn.executemany(
         "INSERT INTO lsh_signatures (doc, page_id, url, signature, first_seen, boilerplate_chars, text_chars,"
         " cluster, fetched_at, anchors, hashes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [(d, p.page_id, p.url, v, s, p.boilerplate_chars, p.text_chars, labels.get(d, d), p.fetched_at, a or None, h)
-         for d, p, v, s, a, h in zip(doc_list, pages, _blobs(values), first_seen, _blobs(anchors),
-                                     _blobs(sets) if sets is not None else [None] * len(doc_list))])
+         for d, p, v, s, a, h in zip(doc_list, pages, _blobs(values), first_seen, anchor_blobs, set_blobs)])
     _relabel(db, merged)
     _add_links(db, links)
     return len(links)

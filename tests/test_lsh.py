@@ -923,6 +923,18 @@ def test_band_rows_are_the_distinct_rows_in_lexsort_order(doc_list, seed, spread
     assert list(zip(got_keys.tolist(), got_docs.tolist())) == rows
 
 
+@given(st.lists(st.lists(st.integers(0, 2**32 - 1), max_size=6), max_size=12), st.sampled_from([np.uint32, np.int64]),
+       st.integers(0, 2**32 - 1))
+@hsettings(max_examples=60, deadline=None)
+def test_blobs_cut_from_one_buffer_are_each_arrays_bytes(arrays, dtype, seed):
+    """``_cut_blobs``: the pages' stored bytes cut from one buffer of them all, in any order, as each array's own
+    ``tobytes`` (what the INSERT of the pages' rows bound before)."""
+    flat = np.array([v for a in arrays for v in a], dtype=dtype)
+    offsets = np.r_[0, np.cumsum([len(a) for a in arrays])].astype(np.int64).tolist()
+    order = np.random.default_rng(seed).permutation(len(arrays)).tolist()
+    assert lsh._cut_blobs(flat, offsets, order) == [np.array(arrays[i], dtype=dtype).tobytes() for i in order]
+
+
 @given(st.lists(st.integers(0, 2**47 - 1), max_size=80), st.lists(st.integers(0, 2**47 - 1), max_size=80),
        st.integers(2, 40))
 @hsettings(max_examples=60, deadline=None)

@@ -297,6 +297,19 @@ def test_sample_shingles_are_each_texts_smallest_distinct_hashes(sets, size, wid
     assert [again.of(i).tolist() for i in range(len(values))] == [ref_sample(s, size) for s in values]
 
 
+@hsettings(max_examples=100, deadline=None)
+@given(sets=st.lists(st.lists(st.integers(0, 20), max_size=6), max_size=6), size=st.integers(1, 6))
+def test_as_samples_keeps_texts_that_are_samples_already(sets, size):
+    """``as_samples`` returns its input when every text (empty ones too) is ascending, distinct and at most
+    ``size`` hashes, and samples it otherwise (a text may start below where the text before it ended)."""
+    shingles = Shingles(np.array([h for s in sets for h in s], dtype=np.uint64),
+                        np.concatenate(([0], np.cumsum([len(s) for s in sets]))).astype(np.int64))
+    kept = all(len(s) <= size and all(a < b for a, b in zip(s, s[1:])) for s in sets)
+    got = sh.as_samples(shingles, size)
+    assert (got is shingles) == kept
+    assert [got.of(i).tolist() for i in range(len(sets))] == [ref_sample(s, size) for s in sets]
+
+
 def test_sample_jaccard_is_exact_below_the_sample_size():
     rng = np.random.default_rng(3)
     a = np.unique(rng.integers(0, 2**32, 200, dtype=np.uint64))
