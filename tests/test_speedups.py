@@ -1839,6 +1839,48 @@ def test_xml_heap_gives_the_trees_glibc_gives():
     assert runs["chunks"].stdout == runs["glibc"].stdout and len(runs["glibc"].stdout.strip()) == 64
 
 
+# After a tree larger than the resident chunks' limit is freed, the chunks beyond it are given back to the system;
+# later pages take resident chunks only (a chunk given back faults again on each of its pages when it is reused).
+_XML_HEAP_REUSE = r"""
+import gzip, json, sys
+from lxml import etree
+from templater import native
+from templater.parse import parse_html
+
+assert native.numeric.xml_heap(etree.__file__) is True
+with gzip.open(sys.argv[1], "rt", encoding="utf-8") as f:
+    pages = [json.loads(line)["html"] for line in f]
+big = parse_html("<table>" + "<tr><td>c</td><td>d</td></tr>" * 40000 + "</table>")
+resident, given_back, made = native.numeric.xml_heap_chunks()
+del big
+after_big = native.numeric.xml_heap_chunks()
+for html in pages * 3:
+    root = parse_html(html)
+    del root
+after_pages = native.numeric.xml_heap_chunks()
+print(json.dumps([[resident, given_back, made], list(after_big), list(after_pages)]))
+"""
+
+
+def test_xml_heap_reuses_resident_chunks_before_those_given_back():
+    import json
+    import subprocess
+    import sys
+
+    if native.numeric is None:
+        pytest.skip("the C extension is not built")
+    run = subprocess.run([sys.executable, "-c", _XML_HEAP_REUSE, str(SAMPLES / "pages.jsonl.gz")],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    (_, _, made), (resident, given_back, made_big), (resident_end, given_back_end, made_end) = json.loads(run.stdout)
+    if made == 0:
+        pytest.skip("xml_heap is not available here")
+    assert given_back > 0 and resident > 0  # the big tree's chunks: some kept, the rest given back
+    assert made_big == made and resident + given_back <= made  # (the chunks that stay hold blocks still alive)
+    assert given_back_end == given_back  # the pages took and returned resident chunks only
+    assert made_end == made and 0 < resident_end <= resident  # (nothing new made: the pages' trees fit in those)
+
+
 def test_xml_heap_needs_a_loaded_libxml2():
     if native.numeric is None:
         pytest.skip("the C extension is not built")
