@@ -945,24 +945,46 @@ ctypedef int (*_IsId)(tree.xmlDoc *, xmlNode *, xmlAttr *) noexcept
 ctypedef void *(*_AddId)(void *, tree.xmlDoc *, const unsigned char *, xmlAttr *) noexcept
 cdef _IsId _xml_is_id = NULL
 cdef _AddId _xml_add_id = NULL
-cdef bint _ids_looked_up = False
+# parse's strip of the dropped elements (lxml's etree.strip_elements(root, *names, with_tail=False)): libxml2's own
+# xmlDictExists, xmlUnlinkNode and xmlFreeNode.
+ctypedef const unsigned char *(*_DictExists)(tree.xmlDict *, const unsigned char *, int) noexcept
+ctypedef void (*_NodeFunction)(xmlNode *) noexcept
+cdef _DictExists _xml_dict_exists = NULL
+cdef _NodeFunction _xml_unlink_node = NULL
+cdef _NodeFunction _xml_free_node = NULL
+cdef bint _libxml2_looked_up = False
 
 
-cdef bint _id_functions() except -1:
-    """Whether libxml2's xmlIsID and xmlAddID are at hand (looked up once, in lxml's loaded module)."""
-    global _xml_is_id, _xml_add_id, _ids_looked_up
+cdef int _libxml2_functions() except -1:
+    """Look libxml2's functions above up, once, in lxml's loaded module (NULL where one is missing)."""
+    global _xml_is_id, _xml_add_id, _xml_dict_exists, _xml_unlink_node, _xml_free_node, _libxml2_looked_up
     cdef void *handle
     cdef bytes path
-    if not _ids_looked_up:
-        _ids_looked_up = True
+    if not _libxml2_looked_up:
+        _libxml2_looked_up = True
         from lxml import etree as etree_module
         path = etree_module.__file__.encode()
         handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD)
         if handle is not NULL:
             _xml_is_id = <_IsId>dlsym(handle, "xmlIsID")
             _xml_add_id = <_AddId>dlsym(handle, "xmlAddID")
+            _xml_dict_exists = <_DictExists>dlsym(handle, "xmlDictExists")
+            _xml_unlink_node = <_NodeFunction>dlsym(handle, "xmlUnlinkNode")
+            _xml_free_node = <_NodeFunction>dlsym(handle, "xmlFreeNode")
             dlclose(handle)  # (NOLOAD: lxml's own reference keeps the module loaded)
+    return 0
+
+
+cdef bint _id_functions() except -1:
+    """Whether libxml2's xmlIsID and xmlAddID are at hand."""
+    _libxml2_functions()
     return _xml_is_id is not NULL and _xml_add_id is not NULL
+
+
+cdef bint _strip_functions() except -1:
+    """Whether libxml2's xmlDictExists, xmlUnlinkNode and xmlFreeNode are at hand."""
+    _libxml2_functions()
+    return _xml_dict_exists is not NULL and _xml_unlink_node is not NULL and _xml_free_node is not NULL
 
 
 def register_ids(root):
@@ -999,33 +1021,7 @@ def register_ids(root):
     return True
 
 
-# parse's strip of the dropped elements (lxml's etree.strip_elements(root, *names, with_tail=False)): libxml2's own
-# xmlDictExists, xmlUnlinkNode and xmlFreeNode, found in lxml's module like xmlIsID above.
-ctypedef const unsigned char *(*_DictExists)(tree.xmlDict *, const unsigned char *, int) noexcept
-ctypedef void (*_NodeFunction)(xmlNode *) noexcept
-cdef _DictExists _xml_dict_exists = NULL
-cdef _NodeFunction _xml_unlink_node = NULL
-cdef _NodeFunction _xml_free_node = NULL
-cdef bint _strip_looked_up = False
 DEF STRIP_NAMES = 32
-
-
-cdef bint _strip_functions() except -1:
-    """Whether libxml2's xmlDictExists, xmlUnlinkNode and xmlFreeNode are at hand (looked up once)."""
-    global _xml_dict_exists, _xml_unlink_node, _xml_free_node, _strip_looked_up
-    cdef void *handle
-    cdef bytes path
-    if not _strip_looked_up:
-        _strip_looked_up = True
-        from lxml import etree as etree_module
-        path = etree_module.__file__.encode()
-        handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD)
-        if handle is not NULL:
-            _xml_dict_exists = <_DictExists>dlsym(handle, "xmlDictExists")
-            _xml_unlink_node = <_NodeFunction>dlsym(handle, "xmlUnlinkNode")
-            _xml_free_node = <_NodeFunction>dlsym(handle, "xmlFreeNode")
-            dlclose(handle)
-    return _xml_dict_exists is not NULL and _xml_unlink_node is not NULL and _xml_free_node is not NULL
 
 
 cdef bint _has_proxy_within(xmlNode *top) noexcept:
