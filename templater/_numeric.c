@@ -562,8 +562,11 @@ static PyObject *tune_heap(PyObject *self, PyObject *unused) {
  *
  * The cost: a chunk stays while any block in it lives (a long-lived block, a compiled XPath's, holds its chunk),
  * and a thread's current chunk is given back when the thread ends. Free chunks beyond XA_KEEP are given back to the
- * system (MADV_DONTNEED). Only the libxml2 of lxml.etree's module is switched: lxml.objectify's module links a copy
- * of its own, which keeps glibc's malloc and must not free what etree's allocates (templater never uses it). */
+ * system (MADV_DONTNEED) and kept on a list of their own, taken only when no resident free chunk is left: a chunk
+ * given back costs a page fault for each of its pages when it is used again, and one list for both (a chunk given
+ * back on top once a tree of more than XA_KEEP chunks was freed) had every later page fault on all its chunks.
+ * Only the libxml2 of lxml.etree's module is switched: lxml.objectify's module links a copy of its own, which keeps
+ * glibc's malloc and must not free what etree's allocates (templater never uses it). */
 #if defined(__linux__) && defined(__GNUC__)
 #include <dlfcn.h>
 #include <pthread.h>
@@ -583,8 +586,10 @@ typedef struct xa_chunk {
 } xa_chunk;
 
 static char *xa_base = NULL, *xa_limit = NULL, *xa_fresh = NULL, *xa_writable = NULL;
-static xa_chunk *xa_free_chunks = NULL;
-static long xa_free_count = 0;
+static xa_chunk *xa_resident = NULL;   /* free chunks still backed by memory, reused first */
+static long xa_resident_count = 0;
+static xa_chunk *xa_given_back = NULL; /* free chunks given back to the system (a page fault a page of them) */
+static long xa_given_back_count = 0;
 static char xa_lock_flag = 0;
 static pthread_key_t xa_thread_key;
 static __thread char *xa_bump = NULL, *xa_end = NULL;
@@ -603,16 +608,22 @@ static inline xa_chunk *xa_chunk_of(const void *p) {
     return (xa_chunk *)(xa_base + (((const char *)p - xa_base) & ~(XA_CHUNK - 1)));
 }
 
-static void xa_release(xa_chunk *chunk) {     /* a chunk whose blocks are all freed: to the free list */
+static void xa_release(xa_chunk *chunk) {     /* a chunk whose blocks are all freed: to a free list */
     int keep;
     xa_lock();
-    keep = xa_free_count < XA_KEEP;
+    keep = xa_resident_count < XA_KEEP;
+    if (keep) {
+        chunk->next = xa_resident;
+        xa_resident = chunk;
+        xa_resident_count++;
+    }
     xa_unlock();
-    if (!keep) madvise(chunk, XA_CHUNK, MADV_DONTNEED);   /* (reads as zeros when reused) */
+    if (keep) return;
+    madvise(chunk, XA_CHUNK, MADV_DONTNEED);   /* (reads as zeros when reused) */
     xa_lock();
-    chunk->next = xa_free_chunks;
-    xa_free_chunks = chunk;
-    xa_free_count++;
+    chunk->next = xa_given_back;
+    xa_given_back = chunk;
+    xa_given_back_count++;
     xa_unlock();
 }
 
@@ -631,10 +642,15 @@ static int xa_next_chunk(void) {   /* a new current chunk for the thread; 0 wher
     xa_chunk *chunk = NULL;
     xa_retire();
     xa_lock();
-    if (xa_free_chunks != NULL) {
-        chunk = xa_free_chunks;
-        xa_free_chunks = chunk->next;
-        xa_free_count--;
+    if (xa_resident != NULL) {   /* (a resident chunk first: one given back faults again on every page it is
+                                    touched, and a tree larger than XA_KEEP chunks would leave them on top) */
+        chunk = xa_resident;
+        xa_resident = chunk->next;
+        xa_resident_count--;
+    } else if (xa_given_back != NULL) {
+        chunk = xa_given_back;
+        xa_given_back = chunk->next;
+        xa_given_back_count--;
     } else if (xa_fresh + XA_CHUNK <= xa_limit) {
         if (xa_fresh + XA_CHUNK > xa_writable) {
             size_t step = (size_t)(xa_limit - xa_writable) < XA_PROTECT_STEP ? (size_t)(xa_limit - xa_writable)
@@ -738,8 +754,19 @@ static int xa_set_up(const char *path) {
     }
     return 1;
 }
+
+static PyObject *xml_heap_chunks(PyObject *self, PyObject *unused) {
+    long resident, given_back, made;
+    xa_lock();
+    resident = xa_resident_count;
+    given_back = xa_given_back_count;
+    made = xa_base == NULL ? 0 : (long)((xa_fresh - xa_base) / (long)XA_CHUNK);
+    xa_unlock();
+    return Py_BuildValue("(lll)", resident, given_back, made);
+}
 #else
 static int xa_set_up(const char *path) { (void)path; return 0; }
+static PyObject *xml_heap_chunks(PyObject *self, PyObject *unused) { return Py_BuildValue("(iii)", 0, 0, 0); }
 #endif
 
 static PyObject *xml_heap(PyObject *self, PyObject *arg) {
@@ -2904,6 +2931,9 @@ static PyMethodDef methods[] = {
      "tune_heap() -> bool: glibc's fast bins off (mallopt M_MXFAST 0), for page work; False where not glibc."},
     {"xml_heap", xml_heap, METH_O,
      "xml_heap(path) -> bool: the libxml2 of the loaded module at path allocates from chunks of its own (once)."},
+    {"xml_heap_chunks", xml_heap_chunks, METH_NOARGS,
+     "xml_heap_chunks() -> (resident, given_back, made): xml_heap's free chunks kept in memory and given back to the "
+     "system, and the chunks it has made."},
     {"has_controls", has_controls, METH_O,
      "has_controls(data) -> bool: parse.has_controls (an ASCII control character but tab, newline, return)."},
     {"text_matrix", text_matrix, METH_VARARGS,

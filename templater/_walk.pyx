@@ -945,24 +945,46 @@ ctypedef int (*_IsId)(tree.xmlDoc *, xmlNode *, xmlAttr *) noexcept
 ctypedef void *(*_AddId)(void *, tree.xmlDoc *, const unsigned char *, xmlAttr *) noexcept
 cdef _IsId _xml_is_id = NULL
 cdef _AddId _xml_add_id = NULL
-cdef bint _ids_looked_up = False
+# parse's strip of the dropped elements (lxml's etree.strip_elements(root, *names, with_tail=False)): libxml2's own
+# xmlDictExists, xmlUnlinkNode and xmlFreeNode.
+ctypedef const unsigned char *(*_DictExists)(tree.xmlDict *, const unsigned char *, int) noexcept
+ctypedef void (*_NodeFunction)(xmlNode *) noexcept
+cdef _DictExists _xml_dict_exists = NULL
+cdef _NodeFunction _xml_unlink_node = NULL
+cdef _NodeFunction _xml_free_node = NULL
+cdef bint _libxml2_looked_up = False
 
 
-cdef bint _id_functions() except -1:
-    """Whether libxml2's xmlIsID and xmlAddID are at hand (looked up once, in lxml's loaded module)."""
-    global _xml_is_id, _xml_add_id, _ids_looked_up
+cdef int _libxml2_functions() except -1:
+    """Look libxml2's functions above up, once, in lxml's loaded module (NULL where one is missing)."""
+    global _xml_is_id, _xml_add_id, _xml_dict_exists, _xml_unlink_node, _xml_free_node, _libxml2_looked_up
     cdef void *handle
     cdef bytes path
-    if not _ids_looked_up:
-        _ids_looked_up = True
+    if not _libxml2_looked_up:
+        _libxml2_looked_up = True
         from lxml import etree as etree_module
         path = etree_module.__file__.encode()
         handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD)
         if handle is not NULL:
             _xml_is_id = <_IsId>dlsym(handle, "xmlIsID")
             _xml_add_id = <_AddId>dlsym(handle, "xmlAddID")
+            _xml_dict_exists = <_DictExists>dlsym(handle, "xmlDictExists")
+            _xml_unlink_node = <_NodeFunction>dlsym(handle, "xmlUnlinkNode")
+            _xml_free_node = <_NodeFunction>dlsym(handle, "xmlFreeNode")
             dlclose(handle)  # (NOLOAD: lxml's own reference keeps the module loaded)
+    return 0
+
+
+cdef bint _id_functions() except -1:
+    """Whether libxml2's xmlIsID and xmlAddID are at hand."""
+    _libxml2_functions()
     return _xml_is_id is not NULL and _xml_add_id is not NULL
+
+
+cdef bint _strip_functions() except -1:
+    """Whether libxml2's xmlDictExists, xmlUnlinkNode and xmlFreeNode are at hand."""
+    _libxml2_functions()
+    return _xml_dict_exists is not NULL and _xml_unlink_node is not NULL and _xml_free_node is not NULL
 
 
 def register_ids(root):
@@ -997,6 +1019,86 @@ def register_ids(root):
                 return True
         cur = cur.next
     return True
+
+
+DEF STRIP_NAMES = 32
+
+
+cdef bint _has_proxy_within(xmlNode *top) noexcept:
+    """Whether top or a node below it has a Python proxy (lxml's hasProxy): such a subtree is not freed here."""
+    cdef xmlNode *cur = top
+    while True:
+        if cur._private is not NULL:
+            return True
+        if cur.type == tree.XML_ELEMENT_NODE and cur.children is not NULL:
+            cur = cur.children
+            continue
+        while cur is not top and cur.next is NULL:
+            cur = cur.parent
+        if cur is top:
+            return False
+        cur = cur.next
+
+
+def strip_elements(root, names):
+    """``etree.strip_elements(root, *names, with_tail=False)`` on a tree lxml parsed: every element below root named
+    one of names and in no namespace (the names libxml2's dictionary holds for the document, compared by pointer
+    as lxml's matcher does) removed with its subtree and freed, its tail kept. True when done; False where it stopped
+    (a node other than elements, texts, comments and processing instructions below root, a proxy inside an element
+    to remove, a document without a dictionary, more than STRIP_NAMES names): lxml's strip_elements then finishes
+    the job, and the tree is the one it alone gives (the elements removed here are those it removes)."""
+    if not isinstance(root, _Element) or not _strip_functions():
+        return False
+    cdef xmlNode *c_root = (<_Element>root)._c_node
+    if c_root is NULL or c_root.doc is NULL or c_root.doc.dict is NULL or len(names) > STRIP_NAMES:
+        return False
+    cdef const unsigned char *wanted[STRIP_NAMES]
+    cdef Py_ssize_t count = 0, k
+    cdef bytes encoded
+    for name in names:
+        encoded = name.encode("utf-8")
+        wanted[count] = _xml_dict_exists(c_root.doc.dict, encoded, len(encoded))
+        if wanted[count] is not NULL:
+            count += 1
+    if count == 0:
+        return True
+    cdef xmlNode *cur = c_root.children
+    cdef xmlNode *after
+    cdef bint drop
+    if cur is NULL:
+        return True
+    while True:
+        if cur.type == tree.XML_ELEMENT_NODE:
+            drop = False
+            if cur.ns is NULL or cur.ns.href is NULL or cur.ns.href[0] == 0:  # (a name without {ns}: no namespace)
+                for k in range(count):
+                    if cur.name is wanted[k]:
+                        drop = True
+                        break
+            if drop:
+                if _has_proxy_within(cur):
+                    return False
+                after = cur.next
+                if after is not NULL:
+                    _xml_unlink_node(cur)
+                    _xml_free_node(cur)
+                    cur = after
+                    continue
+                after = cur.parent
+                _xml_unlink_node(cur)
+                _xml_free_node(cur)
+                cur = after  # (its last child gone: go on after it)
+            elif cur.children is not NULL:
+                cur = cur.children
+                continue
+        elif (cur.type != tree.XML_TEXT_NODE and cur.type != tree.XML_COMMENT_NODE and cur.type != tree.XML_PI_NODE
+              and cur.type != tree.XML_CDATA_SECTION_NODE):
+            return False
+        while cur is not c_root and cur.next is NULL:
+            cur = cur.parent
+        if cur is c_root:
+            return True
+        cur = cur.next
 
 
 DEF FEW = 16  # up to this many elements, inside compares node pointers; more go into a set

@@ -192,8 +192,16 @@ def _parse_clean(markup: bytes) -> etree._Element | None:
         root = repaired if repaired is not None else root
     if root is None:
         return None
-    etree.strip_elements(root, *config.DROP_TAGS, with_tail=False)
+    strip_dropped(root)
     return root
+
+
+def strip_dropped(root: etree._Element) -> None:
+    """Remove config.DROP_TAGS' elements below root with their content, keeping their tails: lxml's
+    ``strip_elements(..., with_tail=False)``, in the compiled walk where it is built (one pass over the tree, which
+    hands back to lxml's where it stops)."""
+    if native.walk is None or not native.walk.strip_elements(root, config.DROP_TAGS):
+        etree.strip_elements(root, *config.DROP_TAGS, with_tail=False)
 
 
 def _parse(data: bytes) -> etree._Element | None:

@@ -1754,6 +1754,59 @@ def test_lean_markup_without_the_c_pass_is_the_page(monkeypatch):
     assert parse.lean_markup(data) is data
 
 
+# --- parse.strip_dropped: the compiled strip against lxml's strip_elements (its definition) ----------------------
+
+def assert_same_strip(data: bytes):
+    """The compiled strip of a page's tree finishes (True) and gives the tree lxml's strip_elements gives."""
+    from lxml import etree
+
+    ours, theirs = parse._parse(data), parse._parse(data)
+    if ours is None:
+        return
+    assert native.walk.strip_elements(ours, config.DROP_TAGS) is True
+    etree.strip_elements(theirs, *config.DROP_TAGS, with_tail=False)
+    assert etree.tostring(ours) == etree.tostring(theirs)
+
+
+@needs_walk
+def test_c_strip_is_lxmls_strip_elements_on_the_samples():
+    for seg in sample_pages():
+        data = parse.clean_utf8(seg.page.html.encode("utf-8"))
+        assert_same_strip(data)  # the page's own bytes: the dropped elements with their content
+        assert_same_strip(parse.lean_markup(data))  # the bytes parse_html hands libxml2
+
+
+@needs_walk
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(LEAN_CONTENT_PIECES + LEAN_PIECES), max_size=30))
+def test_c_strip_is_lxmls_strip_elements(pieces):
+    """Dropped elements nested in each other, first and last among their siblings, alone under their parent, with
+    tails, comments and processing instructions beside them."""
+    assert_same_strip("".join(pieces).encode("utf-8"))
+
+
+@needs_walk
+def test_c_strip_hands_back_to_lxml_where_it_stops():
+    from lxml import etree
+
+    markup = b"<html><body><p>a<script>s</script>b</p><div><svg><g/></svg><span>c</span></div></body></html>"
+    root = parse._parse(markup)
+    held = root.find(".//g")  # a proxy inside an element to remove: lxml moves that subtree to a document of its own
+    assert native.walk.strip_elements(root, config.DROP_TAGS) is False
+    parse.strip_dropped(root)
+    assert etree.tostring(root) == b"<html><body><p>ab</p><div><span>c</span></div></body></html>"
+    assert held.tag == "g" and held.getparent().tag == "svg"
+    root = parse._parse(markup)
+    etree.SubElement(root.find("body"), "{urn:x}script").text = "kept"  # in a namespace: not a dropped name
+    etree.SubElement(root.find("body"), "script").text = "dropped"
+    parse.strip_dropped(root)
+    assert etree.tostring(root) == (b'<html><body><p>ab</p><div><span>c</span></div>'
+                                    b'<ns0:script xmlns:ns0="urn:x">kept</ns0:script></body></html>')
+    plain = parse._parse(b"<p>no dropped element</p>")  # names the document's dictionary lacks: nothing to do
+    assert native.walk.strip_elements(plain, ("nosuchelement",)) is True
+    assert etree.tostring(plain) == b"<html><body><p>no dropped element</p></body></html>"
+
+
 def test_tune_heap_turns_glibc_fast_bins_off_where_glibc_runs():
     """native.tune_heap's C step says whether it set the allocator (glibc: mallopt M_MXFAST 0); a second call is
     harmless, and the library's own call changes nothing of what extraction gives (the other tests run with it)."""
@@ -1837,6 +1890,48 @@ def test_xml_heap_gives_the_trees_glibc_gives():
     for side, run in runs.items():
         assert run.returncode == 0, (side, run.stderr[-3000:])
     assert runs["chunks"].stdout == runs["glibc"].stdout and len(runs["glibc"].stdout.strip()) == 64
+
+
+# After a tree larger than the resident chunks' limit is freed, the chunks beyond it are given back to the system;
+# later pages take resident chunks only (a chunk given back faults again on each of its pages when it is reused).
+_XML_HEAP_REUSE = r"""
+import gzip, json, sys
+from lxml import etree
+from templater import native
+from templater.parse import parse_html
+
+assert native.numeric.xml_heap(etree.__file__) is True
+with gzip.open(sys.argv[1], "rt", encoding="utf-8") as f:
+    pages = [json.loads(line)["html"] for line in f]
+big = parse_html("<table>" + "<tr><td>c</td><td>d</td></tr>" * 40000 + "</table>")
+resident, given_back, made = native.numeric.xml_heap_chunks()
+del big
+after_big = native.numeric.xml_heap_chunks()
+for html in pages * 3:
+    root = parse_html(html)
+    del root
+after_pages = native.numeric.xml_heap_chunks()
+print(json.dumps([[resident, given_back, made], list(after_big), list(after_pages)]))
+"""
+
+
+def test_xml_heap_reuses_resident_chunks_before_those_given_back():
+    import json
+    import subprocess
+    import sys
+
+    if native.numeric is None:
+        pytest.skip("the C extension is not built")
+    run = subprocess.run([sys.executable, "-c", _XML_HEAP_REUSE, str(SAMPLES / "pages.jsonl.gz")],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    (_, _, made), (resident, given_back, made_big), (resident_end, given_back_end, made_end) = json.loads(run.stdout)
+    if made == 0:
+        pytest.skip("xml_heap is not available here")
+    assert given_back > 0 and resident > 0  # the big tree's chunks: some kept, the rest given back
+    assert made_big == made and resident + given_back <= made  # (the chunks that stay hold blocks still alive)
+    assert given_back_end == given_back  # the pages took and returned resident chunks only
+    assert made_end == made and 0 < resident_end <= resident  # (nothing new made: the pages' trees fit in those)
 
 
 def test_xml_heap_needs_a_loaded_libxml2():
