@@ -385,10 +385,11 @@ def ensure_settings(db: sqlite_utils.Database, settings: ShingleSettings | None 
 
 
 def _next(db: sqlite_utils.Database, name: str, count: int = 1) -> int:
-    """Take ``count`` values of a counter; returns the first (one statement: the UPDATE returns the new value)."""
-    ((last,),) = db.conn.execute("UPDATE lsh_state SET value = value + ? WHERE name = ? RETURNING value",
-                                 [count, name]).fetchall()
-    return last - count
+    """Take ``count`` values of a counter; returns the first. (Two statements: ``UPDATE ... RETURNING`` would need
+    SQLite 3.35, newer than some systems' Python links.)"""
+    (first,) = db.conn.execute("SELECT value FROM lsh_state WHERE name = ?", [name]).fetchone()
+    db.conn.execute("UPDATE lsh_state SET value = ? WHERE name = ?", [first + count, name])
+    return first
 
 
 def _chunks(values: Sequence, size: int = ID_CHUNK) -> Iterator[Sequence]:
