@@ -571,9 +571,7 @@ def _find_date_once(text: str, year: int) -> str | None:
 
 
 def _find_date(text: str) -> str | None:
-    """find_date's definition, worked out anew."""
-    if not _YEAR.search(text):
-        return None
+    """find_date's definition, worked out anew (on a text with a year: find_date tests that first)."""
     for pattern in (_ISO, _YMD):
         found = pattern.search(text)
         if found:
@@ -702,9 +700,7 @@ def _author_once(value: str) -> str | None:
 
 
 def _normalize_author(value) -> str | None:
-    """normalize_author's definition, worked out anew."""
-    if not isinstance(value, str):
-        return None
+    """normalize_author's definition, worked out anew (on a str: normalize_author tests that first)."""
     value = " ".join(value.split())
     found = _BYLINE.match(value)
     if found:

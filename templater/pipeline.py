@@ -26,7 +26,8 @@ from store import pages as page_store
 from store import pins as pin_store
 from store import signature_index as sig_store
 from store import templates as template_store
-from store.db import begin_immediate, db_path, describe_error, open_db, open_reader  # noqa: F401 -- describe_error: for the CLI
+from store.db import begin_immediate, db_path, open_db, open_reader, transaction
+from store.db import describe_error  # noqa: F401 -- for the CLI
 
 from . import config, dedup, document, fallback, metadata, native, workers
 from .blocks import segment
@@ -402,14 +403,8 @@ def learn_group(db: sqlite_utils.Database, group: str, ids: list[str], settings:
             site = _learn_cluster(db, group, layout, cluster, cluster_sets, settings, summary, reason=reason,
                                   template=template)
             assignments += [(pid, group, site) for pid in cluster]
-    begin_immediate(db.conn)
-    try:
+    with transaction(db):
         page_store.assign_sites(db, assignments)
-        db.execute("COMMIT")
-    except BaseException:
-        if db.conn.in_transaction:  # SQLite ends it itself on some errors (a full disk)
-            db.execute("ROLLBACK")
-        raise
     return summary
 
 
@@ -450,15 +445,9 @@ def _learn_cluster(db: sqlite_utils.Database, group: str, layout: int, ids: list
     if template is None:
         summary.counts["pages without template"] += len(ids)
         return None
-    begin_immediate(db.conn)
-    try:
+    with transaction(db):
         _, written = template_store.save_template(db, template, group_key=group,
                                                   layout_shapes=layout_signature(sets, settings))
-        db.execute("COMMIT")
-    except BaseException:
-        if db.conn.in_transaction:  # SQLite ends it itself on some errors (a full disk)
-            db.execute("ROLLBACK")
-        raise
     summary.counts["templates learned" if written else "templates unchanged"] += 1
     summary.counts["pages with template"] += len(ids)
     return template.site

@@ -29,7 +29,7 @@ from lxml import etree
 from store import inspection as views
 from store import pages as page_store
 from store import pins as pin_store
-from store.db import begin_immediate
+from store.db import transaction
 
 from . import config
 from .config import PIN_SAMPLE_PAGES, REPORT_MAX_PAGES, SAMPLE_CHARS, LearnSettings
@@ -425,14 +425,8 @@ def import_rules(db: sqlite_utils.Database, document: dict, *, site: str | None 
                         "pin; a site's learned template has tens: keep the rules that matter")
     pins = [_parse_rule(item, number, source) for number, item in enumerate(document["rules"])]
     pins = _measure_pins(db, site, pins, source)
-    begin_immediate(db.conn)
-    try:
+    with transaction(db):
         pin_store.save_pins(db, site, pins, now=now())
-        db.execute("COMMIT")
-    except BaseException:
-        if db.conn.in_transaction:  # SQLite ends it itself on some errors (a full disk)
-            db.execute("ROLLBACK")
-        raise
     log.info("pinned %d rules for %s from %s", len(pins), site, source)
     return show_rules(db, site)
 
@@ -593,14 +587,8 @@ def _usable_segment(stored: page_store.StoredPage) -> Segmented | None:
 def remove_pinned(db: sqlite_utils.Database, site: str) -> int:
     """Remove a site's pinned rules (its learned rules apply again); the number removed."""
     pin_store.ensure_schema(db)
-    begin_immediate(db.conn)
-    try:
+    with transaction(db):
         removed = pin_store.remove_pins(db, site)
-        db.execute("COMMIT")
-    except BaseException:
-        if db.conn.in_transaction:  # SQLite ends it itself on some errors (a full disk)
-            db.execute("ROLLBACK")
-        raise
     if not removed:
         raise InputError(f"site {site!r} has no pinned rules; `templater rules list --db DB` shows which have")
     return removed

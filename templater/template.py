@@ -257,7 +257,7 @@ def dynamic_rules(pages: Sequence[Segmented], dropped: Sequence[np.ndarray], hea
             continue  # too rare, or where the site puts its headlines (a permalink <h3><a> is one)
         chars = sum(len(b.text) for b in blocks)
         # a block inside a link (<a><article><h2>...) is link text all through
-        link_share = 1.0 if "/a/" in tag_path else sum(b.link_chars for b in blocks) / max(chars, 1)
+        link_share = 1.0 if _in_link(tag_path) else sum(b.link_chars for b in blocks) / max(chars, 1)
         short = float(np.median([len(b.text) for b in blocks])) <= settings.shape_max_chars
         per_page = len(blocks) / pages_with[tag_path]
         if blocks[0].tag in settings.heading_tags and not (link_share > settings.shape_max_link_density
@@ -724,7 +724,7 @@ def _runs(least: int) -> re.Pattern:
 
 def _link_share(block: Block) -> float:
     """The share of the block's text that is link text (all of it for a block inside a link: <a><article><h2>)."""
-    if "/a/" in block.tag_path:
+    if _in_link(block.tag_path):
         return 1.0
     return block.link_chars / max(len(block.text), 1)
 
