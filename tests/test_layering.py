@@ -174,3 +174,11 @@ def test_no_module_is_named_like_a_standard_library_one():
     on sys.path (spark-submit runs cli.py as a script): none of ours is."""
     names = {path.stem for path in OURS.values()} | {"templater", "store", "cli"}
     assert not names & set(sys.stdlib_module_names)
+
+
+def test_path_independent_modules_exist():
+    """CI's pure-Python pass leaves out the modules conftest names PATH_INDEPENDENT: each name is a test module."""
+    from conftest import PATH_INDEPENDENT
+
+    modules = {path.stem for path in (ROOT / "tests").glob("test_*.py")}
+    assert PATH_INDEPENDENT <= modules, sorted(PATH_INDEPENDENT - modules)
