@@ -416,7 +416,8 @@ def test_footnotes_in_an_aside_the_page_marks_as_notes_are_content():
     ("bdb.html", True), ("bdb.html#bdb.Bdb", True), ("#section", True), ("sub/page.html", True),
     ("../library/pdb.html", True), ("../c-api/list.html", False), ("/3.1/library/pdb.html", False),
     ("https://book.example.com/3.1/library/pdb.html", False), ("//book.example.com/x.html", False),
-    ("mailto:someone@example.com", False), ("javascript:void(0)", False), ("http://[bad", False)])
+    ("mailto:someone@example.com", False), ("javascript:void(0)", False), ("http://[bad", False), ("#", False),
+    ("", False), ("blog.php?post=12", False), ("?page=2", False)])
 def test_a_link_into_the_document_tree_is_relative_and_stays_in_the_pages_folder(href, inside):
     assert in_document_tree(href, "/3.1/library/") is inside
 
