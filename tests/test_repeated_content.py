@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from templater.config import REPEAT_MIN_CHARS
 from templater.extract import CompiledTemplate, drop_repeats, extract_page, match_regions, match_template, name_line
-from templater.fallback import among_own_text, in_document_tree, region_chrome
+from templater.fallback import among_own_text, document_contents, in_document_tree, region_chrome, section_anchors
 from templater.features import number_tree
 from templater.rule_inspect import explain_blocks
 from templater.blocks import segment
@@ -430,3 +430,19 @@ def test_a_relative_path_stays_in_the_tree_unless_it_climbs_out(names, climbs):
     target = "/".join(["", "a", "b", "c"][: 4 - climbs] + names) + ".html"
     assert in_document_tree(href, folder) is target.startswith(folder)
     assert not in_document_tree("https://example.com" + target, folder) and not in_document_tree(target, folder)
+
+
+def test_a_list_of_the_pages_own_sections_is_its_contents_a_list_of_tabs_is_not():
+    """In-page anchors count as the document tree where they name one of the page's sections (a heading, an
+    element that opens with one, an empty anchor right before one: section_anchors); a tab bar's anchors name
+    panels, and a bare "#" is a script's button."""
+    html = ('<html><body><main><h1 id="top">Guide</h1><ul><li><a href="#usage">Usage</a></li>'
+            '<li><a href="#options">Options</a></li><li><a href="#notes">Notes</a></li></ul>'
+            '<ul><li><a href="#most-read">Most read</a></li><li><a href="#">Share</a></li></ul>'
+            '<section id="usage"><h2>Usage</h2><p>Text.</p></section><span id="options"></span><h2>Options</h2>'
+            '<h2 id="notes">Notes</h2><div id="most-read"><p>Other story</p></div></main></body></html>')
+    seg = segment(parse_html(html), Page(id="t", url="https://book.example.com/guide/usage.html", html=html))
+    assert section_anchors(seg.root) == {"top", "usage", "options", "notes"}
+    entries = np.array([b.tag == "li" for b in seg.blocks])
+    found = document_contents(seg, entries)
+    assert [b.text for b in seg.blocks if found[b.index]] == ["Usage", "Options", "Notes"]
