@@ -183,6 +183,18 @@ def head_title(root: etree._Element) -> etree._Element | None:
 _memo: tuple = (None, {})  # (weak reference to the last page asked about, its memo)
 
 
+def in_declared_main(block) -> bool:
+    """Whether the block sits in a <main> element or one with role="main"."""
+    if "/main/" in block.tag_path + "/":
+        return True
+    node = block.element
+    while node is not None:
+        if node.get("role") == "main":
+            return True
+        node = node.getparent()
+    return False
+
+
 def page_memo(seg: Segmented) -> dict:
     """A dict of what extraction's steps work out once a page and ask again in turn (the last page's only; held
     weakly, so a page's tree is freed as soon as its extraction is done, while its memory is still in the cache and

@@ -18,7 +18,7 @@ from lxml import etree
 
 from . import config, document, fallback, native
 from .align import lcs_length_masks, match_masks
-from .blocks import page_memo, path_mask, tag_path_index
+from .blocks import in_declared_main, page_memo, path_mask, tag_path_index
 from .config import HEADLINE_TAGS, LearnSettings
 from .errors import RuleError
 from .grouping import host_of
@@ -395,18 +395,6 @@ def _nested_path(path: str, nested: dict[str, str]) -> str | None:
         if path.startswith(prefix) and path.endswith("/" + item) and path.count("/") > prefix.count("/"):
             return prefix + item
     return None
-
-
-def in_declared_main(block) -> bool:
-    """Whether the block sits in a <main> element or one with role="main"."""
-    if "/main/" in block.tag_path + "/":
-        return True
-    node = block.element
-    while node is not None:
-        if node.get("role") == "main":
-            return True
-        node = node.getparent()
-    return False
 
 
 def terms_of_text(seg: Segmented, shaped: np.ndarray, settings: LearnSettings = LearnSettings(),

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import functools
 import os
+import posixpath
 import zipfile
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -34,7 +36,7 @@ from . import ann, config, native
 from .errors import InputError
 from .features import (CLASS_GROUPS, CONTEXT_NAMES, FEATURE_NAMES, TAG_GROUPS, Tree, block_features,
                        context_features, inside, line_features, number_tree, sum_up)
-from .blocks import path_mask
+from .blocks import in_declared_main, path_mask
 from .headline import find_headline, heading_words, keep_headline
 from .template import link_runs
 from .datatypes import Segmented
@@ -52,6 +54,9 @@ OUTSIDE_TRUSTED = "(outside a trusted content region)"  # drop_reasons' words fo
 # vouch for
 WEIGHTS_FILE = "ann_weights.npz"
 _FORM_BITS = np.uint32(sum(1 << n for n, (name, _) in enumerate(TAG_GROUPS) if name == FORM_TAG_GROUP))
+NOTE_ROLES = frozenset({"note", "doc-footnote", "doc-endnote", "doc-endnotes"})  # ARIA roles of an element holding a
+# note to the page's text (page_notes)
+LIST_ENTRY_TAGS = frozenset({"li", "dt", "dd"})  # a block with one of these on its tag path is a list's entry
 COMMENT_CLASS_GROUP = "comment"  # CLASS_GROUPS' group of comment threads (comment_threads)
 _COMMENT_BITS = np.uint32(sum(1 << n for n, (name, _) in enumerate(CLASS_GROUPS) if name == COMMENT_CLASS_GROUP))
 
@@ -182,7 +187,7 @@ def classify_blocks(seg: Segmented, weights: ann.Weights, *, allowed: np.ndarray
             vouched = trusted & allowed
             doubtful = vouched & (scores <= settings.trusted_threshold)
             if doubtful.any():  # region_chrome only judges these: on a page with none it is not asked
-                vouched &= ~(doubtful & region_chrome(seg, tree, trusted, settings))
+                vouched &= ~(doubtful & region_chrome(seg, tree, trusted, settings, among=doubtful))
             keep |= vouched
     return keep_headline(seg, features, keep & ~captions(seg))
 
@@ -195,11 +200,13 @@ def headings(seg: Segmented) -> np.ndarray:
 
 
 def region_chrome(seg: Segmented, tree: Tree, trusted: np.ndarray,
-                  settings: LearnSettings = LearnSettings()) -> np.ndarray:
+                  settings: LearnSettings = LearnSettings(), *, among: np.ndarray | None = None) -> np.ndarray:
     """Blocks that look like chrome even inside the trusted content region: under an element whose class or id
-    names one of region_chrome_groups, mostly link text (above region_link_density), or under one of
-    region_chrome_tags below the region; never a block in code, a table or a definition list below the region
-    (protected_tags): the template's ``settings``."""
+    names one of region_chrome_groups, mostly link text (above region_link_density; not the entries of the page's
+    table of contents: document_contents), or under one of region_chrome_tags below the region; never a block in
+    code, a table or a definition list below the region (protected_tags), nor in a note to the page's text
+    (page_notes): the template's ``settings``. ``among``: the blocks asked about (default every trusted block; the
+    others' answer may say chrome where a note or a table of contents is not looked for)."""
     named = inside(tree, (tree.class_bits & _group_bits(settings.region_chrome_groups)) != 0)[tree.owner]
     chars = seg.block_chars()
     links = seg.block_links()
@@ -207,7 +214,111 @@ def region_chrome(seg: Segmented, tree: Tree, trusted: np.ndarray,
     position = np.zeros(len(seg.blocks), dtype=bool)  # only trusted blocks are judged by their place
     position[np.flatnonzero(trusted)] = [not settings.region_chrome_tags.isdisjoint(tags) for tags in below]
     linked = (links > settings.region_link_density * chars) & ~among_own_text(seg, trusted, links, settings)
-    return (named | linked | position) & ~protected_blocks(seg, trusted, below, settings=settings)
+    chrome = (named | linked | position) & ~protected_blocks(seg, trusted, below, settings=settings)
+    judged = chrome & trusted & (True if among is None else among)
+    if judged.any():  # (a page's few blocks that look like chrome in its region: their elements are read)
+        chrome &= ~(page_notes(seg, judged) | document_contents(seg, judged & linked & ~named & ~position,
+                                                               settings.heading_tags))
+    return chrome
+
+
+def page_notes(seg: Segmented, candidates: np.ndarray) -> np.ndarray:
+    """Among ``candidates``, the blocks inside an element whose ARIA role makes it a note to the page's text
+    (NOTE_ROLES: a footnote or endnote, as docutils writes <aside class="footnote" role="note"> and pandoc its
+    endnotes' section): the page's own text set apart, in an <aside> or not, and never chrome."""
+    out = np.zeros(len(seg.blocks), dtype=bool)
+    blocks = seg.blocks
+    for i in np.flatnonzero(candidates).tolist():
+        node = blocks[i].element
+        while node is not None and node.get("role") not in NOTE_ROLES:
+            node = node.getparent()
+        out[i] = node is not None
+    return out
+
+
+def document_contents(seg: Segmented, candidates: np.ndarray, heading_tags: frozenset[str] = config.HEADING_TAGS
+                      ) -> np.ndarray:
+    """Among ``candidates``, the entries of the page's table of contents: list entries (a step of their tag path is
+    one of LIST_ENTRY_TAGS) in the element the page declares its main content (<main>, [role=main]) whose links
+    all stay in the page's document tree, by relative URLs into the page's folder or below (in_document_tree), or
+    name one of the page's sections (an anchor of a heading, or of an element that opens with one:
+    section_anchors): a chapter's list of its sections' pages, a list of the page's sections, as documentation
+    generators (Sphinx's toctree, a book's contents) link the pages of one book. Mostly links, after the page's
+    last paragraph, they look like a "see also" list, yet they are the page's content. A news page's related
+    stories and tag lists link by absolute or site-rooted URLs, most into other folders; its tabs' anchors name
+    panels, not sections."""
+    out = np.zeros(len(seg.blocks), dtype=bool)
+    blocks = seg.blocks
+    folder = sections = None
+    for i in np.flatnonzero(candidates).tolist():
+        block = blocks[i]
+        if LIST_ENTRY_TAGS.isdisjoint(block.tag_path.split("/")) or not in_declared_main(block):
+            continue
+        if folder is None:
+            path = urlsplit(seg.page.url).path
+            folder = path[: path.rfind("/") + 1] or "/"
+        hrefs = own_links(block.element)
+        inside = bool(hrefs) and all(in_document_tree(href, folder) for href in hrefs)
+        if inside and any(href.lstrip().startswith("#") for href in hrefs):
+            sections = section_anchors(seg.root, heading_tags) if sections is None else sections
+            inside = all(href.strip()[1:] in sections for href in hrefs if href.lstrip().startswith("#"))
+        out[i] = inside
+    return out
+
+
+def section_anchors(root, heading_tags: frozenset[str] = config.HEADING_TAGS) -> frozenset[str]:
+    """The ids of the page's headings and of its elements whose first child element is a heading (a <section
+    id="usage"><h2>), and of an empty element right before a heading (<span id="usage"></span><h2>): what a
+    table of the page's own contents links to."""
+    out = set()
+    for element in root.iter():
+        ident = element.get("id") if isinstance(element.tag, str) else None
+        if not ident:
+            continue
+        if element.tag in heading_tags:
+            out.add(ident)
+            continue
+        first = next((child for child in element if isinstance(child.tag, str)), None)
+        if first is None and not (element.text or "").strip():
+            first = element.getnext()
+            while first is not None and not isinstance(first.tag, str):
+                first = first.getnext()
+        if first is not None and first.tag in heading_tags:
+            out.add(ident)
+    return frozenset(out)
+
+
+def own_links(element) -> list[str]:
+    """The href of each link among the element's own inline content (not inside a block-level descendant: another
+    block's)."""
+    hrefs = []
+    stack = [element]
+    while stack:
+        for child in stack.pop():
+            tag = child.tag
+            if not isinstance(tag, str) or tag in config.BLOCK_TAGS:
+                continue
+            if tag == "a" and child.get("href") is not None:
+                hrefs.append(child.get("href"))
+            stack.append(child)
+    return hrefs
+
+
+def in_document_tree(href: str, folder: str) -> bool:
+    """Whether a link leads to a file of the page's document tree: a relative URL (no scheme, no host, not rooted
+    at the site's top) into ``folder`` (the page's folder, ending in "/") or below it, without a query (a static
+    file, not a script's page: "blog.php?post=12"), or an anchor of the page itself ("#usage"; not a bare "#", the
+    target of a script's button)."""
+    href = href.strip()
+    if href.startswith("#"):
+        return len(href) > 1
+    try:
+        parts = urlsplit(href)
+    except ValueError:  # a malformed URL ("http://[x") is no link into the tree
+        return False
+    if not parts.path or parts.scheme or parts.netloc or parts.query or href.startswith(("/", "\\")):
+        return False
+    return (posixpath.normpath(folder + parts.path) + "/").startswith(folder)
 
 
 def among_own_text(seg: Segmented, trusted: np.ndarray, links: np.ndarray | None = None,

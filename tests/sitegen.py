@@ -262,6 +262,74 @@ def guide_pages(count: int, *, start: int = 0, terms: bool = False, colophon: bo
                       range(start, start + count), "g", "https://guide.example.com/book/ch{}.html")
 
 
+BOOK = """<html><head><title>{title} &#8212; Example Book</title></head><body>
+<div class="related" role="navigation"><h3>Navigation</h3><ul><li><a href="../genindex.html">index</a></li>
+<li><a href="../modindex.html">modules</a> |</li><li><a href="{next}">next</a> |</li>
+<li><a href="../index.html">Example Book</a> &#187;</li></ul></div>
+<div class="document"><div class="documentwrapper"><div class="bodywrapper"><div class="body" role="main">
+<section id="{anchor}"><h1>{title}</h1>
+{body}
+</section></div></div></div>
+<div class="sphinxsidebar" role="navigation"><h3>Table of Contents</h3><ul>{local}</ul>
+<h4>Next topic</h4><p class="topless"><a href="{next}">{next_title}</a></p>
+<h3>This Page</h3><ul><li><a href="../bugs.html">Report a Bug</a></li>
+<li><a href="../_sources/x.txt">Show Source</a></li></ul></div><div class="clearer"></div></div>
+<div class="footer">&#169; Copyright 2001-2025, Example Foundation. Created using Sphinx.</div>
+</body></html>"""
+
+
+def book_html(seed: int, *, links: str = "relative", notes: bool = False) -> tuple[str, str]:
+    """(html, the page's text one block a line) of a page of a Sphinx-style book in its chapter's folder: on every
+    fourth page a chapter's index (an introduction, then its toctree: a nested list of links to the chapter's pages
+    and their sections, the last of the page's content), else a page of sections of prose. ``links``: how the
+    toctree links its pages, "relative" (a generator's "page3.html#usage") or "rooted" (a news site's
+    "/book/page3.html"). With ``notes``, the page's last section ends with its footnotes in an <aside role="note">,
+    as docutils writes them."""
+    rng = random.Random(seed)
+    title = f"{rng.choice(WORDS).capitalize()} {seed} " + sentence(rng, 2)[:-1].lower()
+    own = [title]
+    body = []
+    local = []
+    if seed % 4 == 0:
+        intro = " ".join(sentence(rng, rng.randint(10, 16)) for _ in range(3))
+        lead = "The following pages are documented in this chapter:"
+        body += [f"<p>{intro}</p>", f"<p>{lead}</p>", '<div class="toctree-wrapper compound"><ul>']
+        own += [intro, lead]
+        for n in range(1, 6):
+            page = f"{rng.choice(WORDS)}{seed}-{n}"
+            href = f"{page}.html" if links == "relative" else f"/book/{page}.html"
+            entry, sections = f"{page} \N{EM DASH} {sentence(rng, 4)[:-1]}", [sentence(rng, 2)[:-1] for _ in range(3)]
+            body.append(f'<li class="toctree-l1"><a class="reference internal" href="{href}">{entry}</a><ul>'
+                        + "".join(f'<li class="toctree-l2"><a class="reference internal" href="{href}#s{k}">{s}</a>'
+                                  "</li>" for k, s in enumerate(sections)) + "</ul></li>")
+            own += [entry] + sections
+        body.append("</ul></div>")
+    else:
+        for n in range(3):
+            heading = sentence(rng, 3)[:-1]
+            paras = [" ".join(sentence(rng, rng.randint(8, 16)) for _ in range(3)) for _ in range(2)]
+            body.append(f'<section id="s{n}"><h2>{heading}</h2>' + "".join(f"<p>{p}</p>" for p in paras) + "</section>")
+            local.append(f'<li><a class="reference internal" href="#s{n}">{heading}</a></li>')
+            own += [heading] + paras
+    if notes:
+        note = "Footnote: " + sentence(rng, 14)
+        body.append('<p class="rubric">Footnotes</p><aside class="footnote-list brackets">'
+                    '<aside class="footnote brackets" id="id1" role="note"><span class="label">'
+                    '<span class="fn-bracket">[</span><a role="doc-backlink" href="#id2">1</a>'
+                    f'<span class="fn-bracket">]</span></span><p>{note}</p></aside></aside>')
+        own += ["Footnotes", "[1]", note]
+    following = f"{rng.choice(WORDS)}{seed + 1}.html"
+    html = BOOK.format(title=title, anchor=f"page-{seed}", body="\n".join(body), local="".join(local), next=following,
+                       next_title=sentence(rng, 3)[:-1])
+    return html, "\n".join(own)
+
+
+def book_pages(count: int, *, start: int = 0, links: str = "relative", notes: bool = False):
+    """Segmented pages of the book (one chapter's folder) with their texts."""
+    return _segmented(lambda seed: book_html(seed, links=links, notes=notes), range(start, start + count), "b",
+                      "https://book.example.com/3.1/library/page{}.html")
+
+
 FEED = """<html><head><title>{title} - Daily Example</title></head><body>
 <div class="top"><a href="/">Daily Example</a> <a href="/news">News</a> <a href="/sport">Sport</a></div>
 <div class="page"><article><h1>{title}</h1>

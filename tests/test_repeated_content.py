@@ -5,10 +5,13 @@ single-page classifier keeps code, tables and definition lists inside a trusted 
 import re
 
 import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from templater.config import REPEAT_MIN_CHARS
 from templater.extract import CompiledTemplate, drop_repeats, extract_page, match_regions, match_template, name_line
-from templater.fallback import among_own_text, region_chrome
+from templater.fallback import among_own_text, document_contents, in_document_tree, region_chrome, section_anchors
 from templater.features import number_tree
 from templater.rule_inspect import explain_blocks
 from templater.blocks import segment
@@ -17,8 +20,8 @@ from templater.config import REGION_CHROME_SHARE, WRAPPER_DEPTH
 from templater.template import learn_template
 from templater.datatypes import Page, Segmented
 
-from sitegen import (COLOPHON, INTERFACE_REPEATED, REPEATED_CONTENT, feed_html, feed_pages, guide_pages,
-                     interface_pages, list_page, reference_html, reference_pages, site_pages)
+from sitegen import (COLOPHON, INTERFACE_REPEATED, REPEATED_CONTENT, book_pages, feed_html, feed_pages,
+                     guide_pages, interface_pages, list_page, reference_html, reference_pages, site_pages)
 
 
 def _template(pages):
@@ -366,3 +369,80 @@ def test_rules_explain_names_the_name_line():
     seg = manual_page(6, *COMMANDS[6])
     line = next(b for b in explain_blocks(seg, compiled).blocks if b.text.startswith("tool-tag-it - "))
     assert line.kept and line.reason == "name line" and "name line" in line.why
+
+
+# --- a book's table of contents and footnotes ---------------------------------------------------------------
+
+def book_template() -> CompiledTemplate:
+    return CompiledTemplate(learn_template([seg for seg, _ in book_pages(12)], site="book.example.com/3.1/library/"))
+
+
+def test_a_books_table_of_contents_after_its_text_is_content_a_rooted_list_of_links_is_not():
+    """A chapter's index page ends its declared main content with a toctree: a nested list of links, after the
+    page's last paragraph, that look like a "see also" list. Its links are relative and stay in the page's folder
+    (fallback.document_contents): the book's own pages, kept. The same list linking by site-rooted URLs (as a news
+    page's related stories do) is what the classifier drops, and `rules explain` says why."""
+    compiled = book_template()
+    seg, text = book_pages(1, start=40)[0]
+    entries = [b.index for b in seg.blocks if "/div/ul/li" in b.tag_path and "/section/" in b.tag_path]
+    assert len(entries) == 20
+    explained = explain_blocks(seg, compiled)
+    assert all(explained.blocks[i].kept for i in entries)
+    result = extract_page(seg, compiled)
+    assert all(line in result.text or line == result.title for line in text.split("\n"))
+    rooted, _ = book_pages(1, start=40, links="rooted")[0]
+    explained = explain_blocks(rooted, compiled)
+    dropped = [explained.blocks[i] for i in entries if not explained.blocks[i].kept]
+    assert len(dropped) >= 15 and all("mostly links" in b.why for b in dropped)  # (one scores above the threshold)
+
+
+def test_footnotes_in_an_aside_the_page_marks_as_notes_are_content():
+    """docutils writes a page's footnotes as <aside role="note"> at the end of its section: inside the trusted
+    region an <aside> is a chrome position, but an element whose ARIA role makes it a note holds the page's own
+    text (fallback.page_notes). The same aside without the role is dropped as before, and says why."""
+    compiled = book_template()
+    seg, text = book_pages(1, start=41, notes=True)[0]
+    note = next(line for line in text.split("\n") if line.startswith("Footnote: "))
+    result = extract_page(seg, compiled)
+    assert note in result.text and "[1]" in result.text
+    html = seg.page.html.replace(' role="note"', "")
+    plain = segment(parse_html(html), Page(id="b41", url=seg.page.url, html=html))
+    explained = explain_blocks(plain, compiled)
+    dropped = [b for b in explained.blocks if b.text == note]
+    assert dropped and not dropped[0].kept and "chrome position" in dropped[0].why
+
+
+@pytest.mark.parametrize("href, inside", [
+    ("bdb.html", True), ("bdb.html#bdb.Bdb", True), ("#section", True), ("sub/page.html", True),
+    ("../library/pdb.html", True), ("../c-api/list.html", False), ("/3.1/library/pdb.html", False),
+    ("https://book.example.com/3.1/library/pdb.html", False), ("//book.example.com/x.html", False),
+    ("mailto:someone@example.com", False), ("javascript:void(0)", False), ("http://[bad", False), ("#", False),
+    ("", False), ("blog.php?post=12", False), ("?page=2", False)])
+def test_a_link_into_the_document_tree_is_relative_and_stays_in_the_pages_folder(href, inside):
+    assert in_document_tree(href, "/3.1/library/") is inside
+
+
+@given(st.lists(st.from_regex(r"[a-z0-9_-]{1,8}", fullmatch=True), min_size=1, max_size=4),
+       st.integers(min_value=0, max_value=3))
+def test_a_relative_path_stays_in_the_tree_unless_it_climbs_out(names, climbs):
+    folder = "/a/b/c/"
+    href = "../" * climbs + "/".join(names) + ".html"
+    target = "/".join(["", "a", "b", "c"][: 4 - climbs] + names) + ".html"
+    assert in_document_tree(href, folder) is target.startswith(folder)
+    assert not in_document_tree("https://example.com" + target, folder) and not in_document_tree(target, folder)
+
+
+def test_a_list_of_the_pages_own_sections_is_its_contents_a_list_of_tabs_is_not():
+    """In-page anchors count as the document tree where they name one of the page's sections (a heading, an
+    element that opens with one, an empty anchor right before one: section_anchors); a tab bar's anchors name
+    panels, and a bare "#" is a script's button."""
+    html = ('<html><body><main><h1 id="top">Guide</h1><ul><li><a href="#usage">Usage</a></li>'
+            '<li><a href="#options">Options</a></li><li><a href="#notes">Notes</a></li></ul>'
+            '<ul><li><a href="#most-read">Most read</a></li><li><a href="#">Share</a></li></ul>'
+            '<section id="usage"><h2>Usage</h2><p>Text.</p></section><span id="options"></span><h2>Options</h2>'
+            '<h2 id="notes">Notes</h2><div id="most-read"><p>Other story</p></div></main></body></html>')
+    seg = segment(parse_html(html), Page(id="t", url="https://book.example.com/guide/usage.html", html=html))
+    assert section_anchors(seg.root) == {"top", "usage", "options", "notes"}
+    entries = np.array([b.tag == "li" for b in seg.blocks])
+    found = document_contents(seg, entries)
+    assert [b.text for b in seg.blocks if found[b.index]] == ["Usage", "Options", "Notes"]
