@@ -82,6 +82,7 @@ META_MIN_VALUES = 2  # ... that shows at least this many different values (a fix
 # --- metadata (templater/metadata.py): dates, authors, tags, language ----------------------------------------
 MAX_AUTHOR_CHARS = 80  # a longer "author" is a sentence, not a name
 MAX_NAME_WORDS = 5  # words of one author's name
+MAX_ACRONYM_LETTERS = 4  # a one-word name in capitals of at most this many letters is kept so ("AFP", "CNN")
 MAX_DATE_TEXT_CHARS = 80  # a block longer than this is not a date line
 MAX_BYLINE_CHARS = 100  # a block longer than this is not a byline
 NEAR_HEADLINE_BLOCKS = 12  # visible dates and bylines are looked for this many blocks around the headline

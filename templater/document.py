@@ -263,9 +263,11 @@ def _title_forms(title: str, host: list[str]) -> list[str]:
 
 
 def _exact_headline(seg: Segmented, titles: list[str]) -> int | None:
-    """The block whose text is one of the titles' forms (case aside): a heading saying a whole title first, then
-    the longest heading saying a form that is not made of a link, then the longest such heading, then the longest
-    block saying one that is not made of links (a site's name is shorter than its headlines)."""
+    """The block whose text is one of the titles' forms (case aside): a heading saying a whole title first (one not
+    made of a link before one that is, then the highest level: a page's related stories list its own headline as a
+    linked card or a lower heading before its <h1>), then the longest heading saying a form that is not made of a
+    link, then the longest such heading, then the longest block saying one that is not made of links (a site's
+    name is shorter than its headlines)."""
     whole = {t.lower() for t in titles}
     host = _host_labels(seg.page.url)
     wanted = {form for t in dict.fromkeys(titles) for form in _title_forms(t, host)}  # og:title is often <title>
@@ -277,7 +279,8 @@ def _exact_headline(seg: Segmented, titles: list[str]) -> int | None:
     headings = [b for b in found if b.tag in HEADING_LEVELS]
     whole_headings = [b for b in headings if b.text.rstrip(PERMALINK_MARKS).lower() in whole]
     if whole_headings:
-        return whole_headings[0].index
+        return min(whole_headings, key=lambda b: (b.link_chars * 2 >= len(b.text), HEADING_LEVELS[b.tag],
+                                                  b.index)).index
     ranked = ([b for b in headings if b.link_chars * 2 < len(b.text)], headings,
               [b for b in found if b.link_chars * 2 < len(b.text)])
     return next((max(group, key=lambda b: (len(b.text), -b.index)).index for group in ranked if group), None)

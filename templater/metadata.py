@@ -33,7 +33,7 @@ from .config import (  # the thresholds are config.py's (its metadata section)
     BLOCK_TAGS, MAX_AUTHOR_CHARS, MAX_NAME_WORDS, MAX_DATE_TEXT_CHARS, MAX_BYLINE_CHARS, NEAR_HEADLINE_BLOCKS,
     HEAD_BLOCKS, MIN_YEAR, MAX_FUTURE_YEARS, LANG_MIN_CHARS, LANG_SAMPLE_CHARS, MAX_TAGS, MAX_TAG_CHARS, BYLINE_DATE_LEVELS,
     NAMED_SCAN_BLOCKS, RULE_ELEMENTS, MAX_INLINE_CHILDREN, MAX_JSONLD_BYTES, MAX_SCRIPT_DATES, MIN_SCRIPT_NAME_WORDS,
-    SCRIPT_KEY_CHARS, LANGID_STALE_SECONDS, TEXT_MEMO)
+    SCRIPT_KEY_CHARS, LANGID_STALE_SECONDS, TEXT_MEMO, MAX_ACRONYM_LETTERS)
 from .datatypes import METADATA_FIELDS, Metadata, Rule, RuleAction, Segmented
 from .parse import compile_xpath
 
@@ -67,6 +67,7 @@ _META_FIELDS = {
     "tags": ("article:tag", "keywords", "news_keywords", "parsely-tags", "sailthru.tags", "og:article:tag"),
     "language": ("content-language", "dc.language", "og:locale", "language", "inlanguage"),
     "canonical_url": ("og:url", "twitter:url"),
+    "source": ("dc.source", "dcterms.source"),  # not a field: the agency or site a story came from (read_metadata)
 }
 _META_RANK = {name: (field, rank) for field, names in _META_FIELDS.items() for rank, name in enumerate(names)}
 
@@ -129,6 +130,7 @@ _NAME_SPLIT = re.compile(r"\s*(?:,|;|&|\|)\s*|\s+(?:and|AND|And|und|et|y|e)\s+")
 _NAME_CUT = re.compile(r"\s*(?:\||·|•|—|–| - |\s(?:on|at|in|for)\s|\bupdated\b|\bpublished\b|\bposted\b|\d{1,2}:\d\d|"
                        r"\b(?:19|20)\d\d\b|\s" + _MONTH + r",?\s+[0-3]?\d\b).*$", re.IGNORECASE)  # "Jane Doe Mar 03, 2017"
 _NAME_WORD = re.compile(r"^[^\W\d_][\w.'’-]*$")
+_ACRONYM = re.compile(r"^[^\W\d_]+(?:/[^\W\d_]+)+$")  # letters joined by slashes: a name's word in capitals ("RFE/RL")
 _HANDLE = re.compile(r"(?<!\S)@\w+")  # a social handle beside the name ("Jane Doe @janedoe")
 
 _AUTHOR_CLASS = re.compile(r"(?i)author|byline|writer|reporter")
@@ -181,6 +183,9 @@ def read_metadata(seg: Segmented, *, rules: Sequence[Rule] = (), text: str = "")
         found["date"] = script_date(seg.page.html)
     if found["author"] is None:
         found["author"] = script_author(seg.page.html)
+    source = found.pop("source")  # (a Dublin Core source: the agency, the site; a story's byline outranks it)
+    if found["author"] is None:
+        found["author"] = normalize_author(source)
     found["language"] = found["language"] or detect_language(text)  # the model's load (~1 s a process) only
     return Metadata(**found)  # where a page declares no language
 
@@ -189,10 +194,10 @@ def read_metadata(seg: Segmented, *, rules: Sequence[Rule] = (), text: str = "")
 
 def declared_metadata(root, html: str | bytes, url: str, *, times: list | None = None, elements: tuple | None = None,
                       ) -> dict[str, str | tuple[str, ...] | None]:
-    """Fields as the page declares them (JSON-LD first, then <meta>, microdata, <link>, <html lang>); ``times``, a
-    list, gets the page's <time> elements (in document order) on the way; ``elements``:
-    ``declared_elements_plain(root)`` where the caller has it (the segmentation walk gathers it:
-    ``Segmented.declared``)."""
+    """Fields as the page declares them (JSON-LD first, then <meta>, microdata, <link>, <html lang>), and under
+    "source" (not a field of Metadata) the source a ``<meta name=dc.source>`` names; ``times``, a list, gets the
+    page's <time> elements (in document order) on the way; ``elements``: ``declared_elements_plain(root)`` where the
+    caller has it (the segmentation walk gathers it: ``Segmented.declared``)."""
     found: dict = dict.fromkeys(METADATA_FIELDS)
     for key, value in jsonld_metadata(html).items():
         found[key] = value
@@ -203,6 +208,7 @@ def declared_metadata(root, html: str | bytes, url: str, *, times: list | None =
                 ranked.setdefault("tags", (rank, []))[1].extend(value)
             elif value and (key not in ranked or rank < ranked[key][0]):
                 ranked[key] = (rank, value)
+    found["source"] = None
     for key, (_, value) in ranked.items():
         if found.get(key) is None:
             found[key] = value
@@ -723,9 +729,10 @@ def _clean_name(part: str) -> str | None:
     half = len(words) // 2
     if half and len(words) % 2 == 0 and words[:half] == words[half:]:
         words = words[:half]  # "Sean Martin Sean Martin": a name shown twice (a photo's alt text, then the link)
-    if len(words) > MAX_NAME_WORDS or not all(_NAME_WORD.match(w) for w in words):
+    if len(words) > MAX_NAME_WORDS or not all(_NAME_WORD.match(w) or _ACRONYM.match(w) and w.isupper()
+                                              for w in words):
         return None
-    if part.isupper() or part.islower():
+    if part.islower() or part.isupper() and not _acronym(words):
         words = [w.capitalize() for w in words]
     elif not all(w[0].isupper() or w.lower() in _NAME_PARTICLES for w in words):
         return None  # "the Syrian defense ministries": words of a sentence, not a name
@@ -734,6 +741,15 @@ def _clean_name(part: str) -> str | None:
     if not words or words[0].lower() in _NOT_NAMES or words[0].lower() in _ROLES:
         return None
     return " ".join(words)
+
+
+def _acronym(words: list[str]) -> bool:
+    """Whether a name in capitals is an acronym, kept as it is written: one word of at most MAX_ACRONYM_LETTERS
+    letters ("AFP", "CNN", "TV3") or of initials joined by dots or slashes ("RFE/RL", "C.M.S.A")."""
+    if len(words) != 1:
+        return False
+    letters = sum(c.isalpha() for c in words[0])
+    return letters <= MAX_ACRONYM_LETTERS or "/" in words[0] or "." in words[0]
 
 
 def same_author(a: str | None, b: str | None) -> bool:

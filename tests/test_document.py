@@ -182,6 +182,22 @@ def test_the_one_h1_is_the_headline_where_the_declared_titles_say_otherwise():
     assert doc_of(logo)[1].title == "Robots cost jobs"  # a linked <h1> is the site's logo
 
 
+def test_the_headline_is_the_h1_not_the_same_title_in_a_related_stories_list_before_it():
+    """A page's related stories list its own story (a linked card, an <h3>) before its headline: the <h1> saying
+    the whole title is the headline, the card stays where it is."""
+    card = ("<ul class='related'><li><a href='/other'><h3>Other news of the week</h3></a></li><li><h3><a href='/a'>"
+            "Phones shipped with malware</a></h3></li><li><h4>Phones shipped with malware</h4></li></ul>")
+    markup = (f"<html><head><title>Phones shipped with malware</title></head><body>{card}<article><h1>Phones "
+              "shipped with malware</h1><p class='byline'>By Lee Bell</p><p>The phones carried the malware from "
+              "the factory, a security firm found.</p></article></body></html>")
+    seg, result = doc_of(markup)
+    assert result.title == "Phones shipped with malware" and seg.blocks[document.find_title(seg)[1]].tag == "h1"
+    assert result.author == "Lee Bell"
+    plain = markup.replace("<a href='/a'>Phones shipped with malware</a>", "Phones shipped with malware")
+    seg, _ = doc_of(plain)
+    assert seg.blocks[document.find_title(seg)[1]].tag == "h1"  # the highest level among headings not made of links
+
+
 def test_a_title_part_spelling_the_host_is_the_site_name():
     markup = ("<html><head><title>Joy the Baker - Papa Says</title></head><body><h1><a href='/'>Joy the Baker</a>"
               "</h1><h3><a href='/papa-says/'>Papa Says</a></h3><p>My father says many things.</p></body></html>")

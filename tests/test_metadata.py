@@ -293,6 +293,33 @@ def test_a_sites_author_named_only_in_a_plain_meta_is_learned_and_a_shown_byline
     assert extract_page(seg_of(shown, "https://ex.com/s/8"), compiled).author == "Jane Roe"
 
 
+def test_a_declared_source_is_the_author_only_where_the_page_names_no_other():
+    """<meta name=dc.source> names the agency or site a story came from: the author of a page that declares none
+    and shows no byline, on a site with no rule learned; a declared author, a shown byline or a script's byline
+    outranks it, and it is no field of its own."""
+    head = '<meta name="dc.source" content="Associated Press">'
+    body = f"<h1>Troops respond to the attack</h1><p>{ENGLISH}</p>"
+    assert read(page(head, body), text=ENGLISH).author == "Associated Press"
+    assert read(page(head + '<meta name="dc.creator" content="Jo Lee">', body), text=ENGLISH).author == "Jo Lee"
+    shown = body.replace("<p>", '<p class="byline">By Newt Gingrich</p><p>', 1)
+    assert read(page(head, shown), text=ENGLISH).author == "Newt Gingrich"
+    script = '<script>var page = {"authorName": "Ann Lee"};</script>'
+    assert read(page(head, body + script), text=ENGLISH).author == "Ann Lee"
+    assert read(page('<meta name="dc.source" content="https://example.com/feed">', body), text=ENGLISH).author is None
+    assert "source" not in metadata.METADATA_FIELDS
+    declared = metadata.declared_metadata(parse_html(page(head)), page(head), "https://example.com/a")
+    assert declared["source"] == "Associated Press" and declared["author"] is None
+    assert metadata.declared_metadata(parse_html(page()), page(), "https://example.com/a")["source"] is None
+
+
+@pytest.mark.parametrize("value, author", [
+    ("RFE/RL", "RFE/RL"), ("AFP", "AFP"), ("By AP", "AP"), ("Jo Lee and CNN", "Jo Lee; CNN"), ("C.M.S.A", "C.M.S.A"),
+    ("JANE DOE", "Jane Doe"), ("AGENCIAS", "Agencias"), ("reuters", "Reuters"), ("and/or", None),
+    ("Jane Doe / staff", None)])
+def test_a_name_in_capitals_of_one_word_is_an_acronym_kept_as_written(value, author):
+    assert metadata.normalize_author(value) == author
+
+
 def test_head_meta_xpaths_skip_metas_that_declare_an_author_or_a_date():
     root = parse_html(page('<meta name="author" content="Jane Roe"><meta property="og:site_name" content="Jane Roe">'
                            '<meta name="dc.source" content="Someone Else">'))
