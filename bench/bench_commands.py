@@ -20,7 +20,8 @@ pages (its own database, ingested and built before the rounds) and the two loops
 OTHER/bin/templater` adds another installation's two start-up commands and its `templater extract` (and each
 variant) to the same rounds (e.g. the main branch's checkout, to compare a change in one run), each installation on
 a database of its own that its own `ingest` + `build` filled (not timed): an older installation refuses a newer
-schema, so an A/B across a migration cannot share one. `--startup-only` times the start-up rows alone. Before the rounds the
+schema, so an A/B across a migration cannot share one; each row is also printed against its baseline row, per round
+and as the median of the per-round ratios. `--startup-only` times the start-up rows alone. Before the rounds the
 project's modules are compiled to bytecode (what pip does when it installs a package; an editable install under
 PYTHONDONTWRITEBYTECODE would otherwise compile them from source in every process), the baseline's into a bytecode
 folder of the bench's own (PYTHONPYCACHEPREFIX), so nothing is written into the other checkout; each installation also
@@ -323,6 +324,7 @@ def main() -> int:
         print_table(runs, n)
         print_against_baseline(runs)
     print_startup(started)
+    print_against_baseline(started)
     print_projection(runs, splits, args.variant)
     return 0
 
@@ -367,7 +369,7 @@ def print_startup(runs: dict[str, Runs]) -> None:
     print(f"\n{'start-up (median of rounds)':34} {'wall s':>7} {'CPU s':>7} {'peak RSS MB':>11}  goal {STARTUP_GOAL_S} "
           "CPU s (templater rows)")
     for name, r in runs.items():
-        print(f"{name:34} {statistics.median(r.wall):7.2f} {statistics.median(r.cpu):7.2f} {max(r.rss_mb):11.0f}")
+        print(f"{name:34} {statistics.median(r.wall):7.2f} {statistics.median(r.cpu):7.3f} {max(r.rss_mb):11.0f}")
 
 
 def print_table(runs: dict[str, Runs], n: int) -> None:

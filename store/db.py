@@ -200,8 +200,11 @@ def _ensure_migrations_table(db: sqlite_utils.Database, *, schema: str = "main")
                " NOT NULL, applied_at TEXT DEFAULT (datetime('now')), PRIMARY KEY (component, version))")
 
 
-def migrate(db: sqlite_utils.Database, component: str, steps: Sequence[Migration]) -> None:
-    """Apply the steps of ``component`` not yet applied, each in its own transaction.
+def migrate(db: sqlite_utils.Database, component: str, steps: Sequence[Migration], *,
+            fresh: Migration | None = None) -> None:
+    """Apply the steps of ``component`` not yet applied, each in its own transaction; ``fresh``, where given, makes
+    a component the file does not hold at the latest version at once (what the steps make of it), in one
+    transaction that records every version.
 
     A schema newer than ``steps`` is refused. On a read-only open nothing is applied: a component the file does not
     hold is made, empty, in the attached in-memory database; one that is only older is refused."""
@@ -222,6 +225,8 @@ def migrate(db: sqlite_utils.Database, component: str, steps: Sequence[Migration
                              "writes (`templater build --db ...`) to upgrade it")
         _shadow(db, component, steps)
         return
+    if fresh is not None and not done and _made_fresh(db, component, len(steps), fresh):
+        return
     for version, step in enumerate(steps, 1):
         if version in done:
             continue
@@ -232,6 +237,18 @@ def migrate(db: sqlite_utils.Database, component: str, steps: Sequence[Migration
             step(db)
             db.conn.execute(f"INSERT INTO {MIGRATIONS_TABLE} (component, version) VALUES (?, ?)",
                             [component, version])
+
+
+def _made_fresh(db: sqlite_utils.Database, component: str, version: int, fresh: Migration) -> bool:
+    """Make ``component`` at ``version`` with ``fresh`` and record versions 1 to ``version``, in one transaction;
+    False (nothing done) when another process made the component between our look and our write lock."""
+    with transaction(db, name="migrate"):
+        if db.execute(f"SELECT 1 FROM {MIGRATIONS_TABLE} WHERE component = ? LIMIT 1", [component]).fetchone():
+            return False
+        fresh(db)
+        db.conn.executemany(f"INSERT INTO {MIGRATIONS_TABLE} (component, version) VALUES (?, ?)",
+                            [(component, v) for v in range(1, version + 1)])
+    return True
 
 
 def _shadow(db: sqlite_utils.Database, component: str, steps: Sequence[Migration]) -> None:

@@ -183,22 +183,49 @@ class Member:
 
 # --- schema, settings, transactions ---------------------------------------------------------------------------
 
+_KEPT_TABLES = (  # made by the first version and unchanged since
+    "CREATE TABLE lsh_settings (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE lsh_state (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+    "CREATE TABLE lsh_links (doc INTEGER NOT NULL, other INTEGER NOT NULL, PRIMARY KEY (doc, other)) WITHOUT ROWID",
+    "CREATE TABLE lsh_shingles (doc INTEGER PRIMARY KEY, hashes BLOB NOT NULL)",
+    "CREATE TABLE dup_clusters (cluster INTEGER PRIMARY KEY, size INTEGER NOT NULL)",
+)
+_CLUSTER_INDEX = "CREATE INDEX lsh_signatures_cluster ON lsh_signatures (cluster) WHERE cluster != doc"
+_SIGNATURE_COLUMNS = ("(doc INTEGER PRIMARY KEY, page_id TEXT NOT NULL, url TEXT NOT NULL, signature BLOB NOT NULL,"
+                      " first_seen INTEGER NOT NULL, boilerplate_chars INTEGER NOT NULL, text_chars INTEGER NOT NULL,"
+                      " cluster INTEGER NOT NULL, fetched_at TEXT, anchors BLOB, hashes BLOB)")  # (migration 8's)
+_RUNS_TABLE = "CREATE TABLE lsh_runs (run INTEGER PRIMARY KEY, keys BLOB NOT NULL, docs BLOB NOT NULL)"
+_SEGMENT_TABLES = (
+    "CREATE TABLE lsh_segments (segment INTEGER PRIMARY KEY, level INTEGER NOT NULL, rows INTEGER NOT NULL,"
+    " fences BLOB NOT NULL, filter BLOB NOT NULL)",
+    "CREATE TABLE lsh_blocks (id INTEGER PRIMARY KEY, keys BLOB NOT NULL, docs BLOB NOT NULL)",
+)
+
+
 def _create_tables(db: sqlite_utils.Database) -> None:
     for sql in (
-        "CREATE TABLE lsh_settings (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
-        "CREATE TABLE lsh_state (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+        *_KEPT_TABLES[:2],
         "CREATE TABLE lsh_signatures (doc INTEGER PRIMARY KEY, page_id TEXT NOT NULL UNIQUE, url TEXT NOT NULL,"
         " signature BLOB NOT NULL, first_seen INTEGER NOT NULL, boilerplate_chars INTEGER NOT NULL,"
         " text_chars INTEGER NOT NULL, cluster INTEGER NOT NULL)",
-        "CREATE INDEX lsh_signatures_cluster ON lsh_signatures (cluster) WHERE cluster != doc",
+        _CLUSTER_INDEX,
         "CREATE TABLE lsh_bands (key INTEGER NOT NULL, doc INTEGER NOT NULL, PRIMARY KEY (key, doc)) WITHOUT ROWID",
-        "CREATE TABLE lsh_links (doc INTEGER NOT NULL, other INTEGER NOT NULL, PRIMARY KEY (doc, other))"
-        " WITHOUT ROWID",
-        "CREATE TABLE lsh_shingles (doc INTEGER PRIMARY KEY, hashes BLOB NOT NULL)",
-        "CREATE TABLE dup_clusters (cluster INTEGER PRIMARY KEY, size INTEGER NOT NULL)",
+        *_KEPT_TABLES[2:],
         "INSERT INTO lsh_state (name, value) VALUES ('next_doc', 1), ('generation', 1)",
     ):
         db.execute(sql)
+
+
+def _create_latest(db: sqlite_utils.Database) -> None:
+    """A new index's tables and state rows as the latest version has them, made at once: what STEPS make of a file
+    without the index (``tests/test_lsh.py`` compares the two), without making, filling and dropping the tables of
+    the versions before (nine transactions and ~90 statements of a new database's first extract)."""
+    for sql in (*_KEPT_TABLES, f"CREATE TABLE lsh_signatures {_SIGNATURE_COLUMNS}", _CLUSTER_INDEX, _RUNS_TABLE,
+                *_SEGMENT_TABLES):
+        db.execute(sql)
+    empty = _tokens_after(0, 0, 0, 0, 0)  # the token of no rows: what migrations 5 and 6 store for an empty index
+    db.execute("INSERT INTO lsh_state (name, value) VALUES ('next_doc', 1), ('generation', 1), ('recent_docs', 0),"
+               " ('recent_token', ?), ('segments_token', ?)", [empty, empty])
 
 
 def _add_fetch_times(db: sqlite_utils.Database) -> None:
@@ -235,7 +262,7 @@ def _add_sample_min(db: sqlite_utils.Database) -> None:
 def _runs_and_filters(db: sqlite_utils.Database) -> None:
     """Migration 5: the recent keys as sorted runs (``lsh_runs``: the rows of lsh_recent become one run, and the
     table goes) and Bloom filters over lsh_bands' keys (``lsh_filter``, built here from lsh_bands)."""
-    db.execute("CREATE TABLE lsh_runs (run INTEGER PRIMARY KEY, keys BLOB NOT NULL, docs BLOB NOT NULL)")
+    db.execute(_RUNS_TABLE)
     db.execute("CREATE TABLE lsh_filter (part INTEGER PRIMARY KEY, capacity INTEGER NOT NULL, keys INTEGER NOT NULL,"
                " bits BLOB NOT NULL)")
     rows = np.array(db.execute("SELECT key, doc FROM lsh_recent ORDER BY key, doc").fetchall(),
@@ -257,9 +284,8 @@ def _segments_from_bands(db: sqlite_utils.Database) -> None:
     """Migration 6: the band index as segments of sorted blocks (``lsh_segments``, ``lsh_blocks``): the rows of the
     row table lsh_bands become one segment (of the level its page count reaches), and lsh_bands and its filters
     (lsh_filter) go."""
-    db.execute("CREATE TABLE lsh_segments (segment INTEGER PRIMARY KEY, level INTEGER NOT NULL, rows INTEGER NOT NULL,"
-               " fences BLOB NOT NULL, filter BLOB NOT NULL)")
-    db.execute("CREATE TABLE lsh_blocks (id INTEGER PRIMARY KEY, keys BLOB NOT NULL, docs BLOB NOT NULL)")
+    for sql in _SEGMENT_TABLES:
+        db.execute(sql)
     rows = db.execute("SELECT count(*) FROM lsh_bands").fetchone()[0]
     pages = db.execute("SELECT count(*) FROM lsh_signatures").fetchone()[0]
     held = _Segments(0, [])
@@ -293,13 +319,11 @@ def _page_keys(db: sqlite_utils.Database) -> None:
     the index): the table is rebuilt without it (same columns, same rows) and the stored pages' page keys become one
     segment."""
     columns = [row[1] for row in db.execute("PRAGMA table_info(lsh_signatures)").fetchall()]
-    db.execute("CREATE TABLE lsh_signatures_new (doc INTEGER PRIMARY KEY, page_id TEXT NOT NULL, url TEXT NOT NULL,"
-               " signature BLOB NOT NULL, first_seen INTEGER NOT NULL, boilerplate_chars INTEGER NOT NULL,"
-               " text_chars INTEGER NOT NULL, cluster INTEGER NOT NULL, fetched_at TEXT, anchors BLOB, hashes BLOB)")
+    db.execute(f"CREATE TABLE lsh_signatures_new {_SIGNATURE_COLUMNS}")
     db.execute(f"INSERT INTO lsh_signatures_new ({', '.join(columns)}) SELECT {', '.join(columns)} FROM lsh_signatures")
     db.execute("DROP TABLE lsh_signatures")
     db.execute("ALTER TABLE lsh_signatures_new RENAME TO lsh_signatures")
-    db.execute("CREATE INDEX lsh_signatures_cluster ON lsh_signatures (cluster) WHERE cluster != doc")
+    db.execute(_CLUSTER_INDEX)
     keys, docs = [np.empty(0, np.int64)], [np.empty(0, np.int64)]
     cursor = db.execute("SELECT doc, page_id FROM lsh_signatures ORDER BY doc")
     while chunk := cursor.fetchmany(SEGMENT_SLICE_ROWS):  # (16 bytes a page held, not a Python row)
@@ -328,7 +352,7 @@ def held(db: sqlite_utils.Database) -> bool:
 
 def prepare(db: sqlite_utils.Database) -> None:
     """Create or migrate the index tables and tune this connection (cache, checkpoints) for the band index."""
-    migrate(db, "lsh", STEPS)
+    migrate(db, "lsh", STEPS, fresh=_create_latest)
     conn = db.conn
     if vars(db).get("_lsh_tuned") is conn:  # (the pragmas hold for the connection: set once, not every batch)
         return

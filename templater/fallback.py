@@ -26,7 +26,6 @@ from __future__ import annotations
 import functools
 import os
 import posixpath
-import zipfile
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -578,10 +577,18 @@ def load_weights(file, *, source: str | None = None) -> ann.Weights:
     source = source or str(file)
     try:
         weights = ann.read_weights(file)
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as error:
+    except (OSError, KeyError, ValueError, _bad_zip_file()) as error:
         raise InputError(f"cannot read weights from {source}: {error}; write them with `templater train`") from error
     check_weights(weights, source)
     return weights
+
+
+def _bad_zip_file() -> type[Exception]:
+    """zipfile.BadZipFile, imported only when an error is matched (an except clause's classes are evaluated then):
+    a start that reads the shipped weights' uncompressed copy imports no zipfile (~1% of a short extract's start)."""
+    from zipfile import BadZipFile
+
+    return BadZipFile
 
 
 def check_weights(weights: ann.Weights, source: str) -> None:

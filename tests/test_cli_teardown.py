@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import gzip
 import json
+import os
 import re
 import subprocess
 import sys
@@ -120,15 +121,31 @@ def test_the_program_logs_warnings_on_stderr_in_its_format_and_help_does_without
 def test_extract_loads_no_module_it_does_not_use(tmp_path):
     """An `extract` with the index on (the samples: sites with templates and with several layouts) loads neither
     numpy.ma (np.unique imports it on its first call: ~15 ms of a start) nor hashlib's OpenSSL library (~4 ms): the
-    index's page keys take BLAKE2b from its own module."""
+    index's page keys take BLAKE2b from its own module; nor, once a first run has written the cache folder (the
+    classifier weights' uncompressed copy), zipfile, nor the html package (its entity table) where no HTML is
+    written."""
+    import shutil
+
     pages, db = Path(cli.__file__).parent / "samples" / "pages.jsonl.gz", tmp_path / "t.db"
+    environment = {**os.environ, "TEMPLATER_CACHE": str(tmp_path / "cache")}
     for argv in (["ingest", str(pages)], ["build"]):
-        _run([*OURS, *argv, "--db", str(db), "--quiet", "--jobs", "1"], tmp_path)
+        subprocess.run([*OURS, *argv, "--db", str(db), "--quiet", "--jobs", "1"], cwd=tmp_path, env=environment,
+                       check=True, capture_output=True)
+    shutil.copyfile(db, tmp_path / "first.db")
+    subprocess.run([*OURS, "extract", "--db", str(tmp_path / "first.db"), "--quiet", "--jobs", "1", "--output",
+                    os.devnull], cwd=tmp_path, env=environment, check=True, capture_output=True)
     script = ("import sys\nsys.argv = ['templater', 'extract', '--db', sys.argv[1], '--jobs', '1', '--quiet',"
               " '--output', sys.argv[2]]\nimport cli\ntry:\n    cli.main()\nexcept SystemExit:\n    pass\n"
-              "print(sorted({'numpy.ma', 'hashlib', '_hashlib'} & set(sys.modules)), file=sys.stderr)")
+              "print(sorted({'numpy.ma', 'hashlib', '_hashlib', 'zipfile', 'html', 'html.entities'}"
+              " & set(sys.modules)), file=sys.stderr)")
     done = subprocess.run([sys.executable, "-c", script, str(db), str(tmp_path / "out.jsonl")], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, env=environment)
     assert done.returncode == 0 and done.stderr.strip().splitlines()[-1] == "[]", done.stderr
     with gzip.open(pages, "rt") as f:  # (every page extracted: the path was run)
         assert len((tmp_path / "out.jsonl").read_text().splitlines()) == sum(1 for line in f if line.strip())
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:  # (the index at its latest version)
+        assert conn.execute("SELECT count(*) FROM schema_migrations WHERE component = 'lsh'").fetchone()[0] == 9
+        assert {"lsh_signatures", "lsh_runs", "lsh_segments", "lsh_blocks"} <= {
+            row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}

@@ -1075,3 +1075,53 @@ def test_verdicts_and_similarities_as_lists_are_the_array_answers():
     assert source().similarities(pairs) == similarities
     assert source().verdicts_of(pairs + pairs[:3]) == verdicts + verdicts[:3]
     assert source().verdicts_of([]) == [] and source().similarities([]) == []
+
+
+def _lsh_schema_and_rows(db) -> dict:
+    """Each lsh table's and index's columns (table_info, index_info, WITHOUT ROWID or not, partial index's clause),
+    every row of the index's tables, and the versions recorded: what a new index is, apart from the SQL's spelling
+    and the tables' order in sqlite_master."""
+    conn = db.conn
+    names = sorted(r[0] for r in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type IN ('table', 'index') AND (name LIKE 'lsh%' OR name LIKE 'dup%')"))
+    out: dict = {"versions": conn.execute(
+        "SELECT version FROM schema_migrations WHERE component = 'lsh' ORDER BY version").fetchall()}
+    for name in names:
+        kind, sql = conn.execute("SELECT type, sql FROM sqlite_master WHERE name = ?", [name]).fetchone()
+        if kind == "table":
+            out[name] = (conn.execute(f"PRAGMA table_info({name})").fetchall(), "WITHOUT ROWID" in (sql or ""),
+                         sorted(conn.execute(f"SELECT * FROM {name}").fetchall()))
+        else:
+            out[name] = (conn.execute(f"PRAGMA index_xinfo({name})").fetchall(),
+                         sql and sql.partition(" WHERE ")[2])
+    return out
+
+
+def test_a_new_index_is_made_at_the_latest_version_as_the_steps_make_it(tmp_path):
+    """A file without the index gets it at the latest version in one transaction (``_create_latest``), with the
+    tables, columns, indexes, state rows and recorded versions that the steps one after the other give; a file
+    that holds an older version still goes through the steps."""
+    from store.db import migrate
+
+    stepped = open_db(tmp_path / "stepped.db")
+    migrate(stepped, "lsh", lsh.STEPS)
+    fresh = open_db(tmp_path / "fresh.db")
+    statements = []
+    fresh.conn.set_trace_callback(statements.append)
+    lsh.prepare(fresh)
+    fresh.conn.set_trace_callback(None)
+    assert _lsh_schema_and_rows(fresh) == _lsh_schema_and_rows(stepped)
+    assert "lsh_bands" not in str(statements) and statements.count("COMMIT") == 1
+    assert lsh._state(fresh, "recent_token") == lsh._token_after(0, np.empty(0, np.int64), np.empty(0, np.int64))
+    # both work alike from there on
+    settings = ShingleSettings()
+    for db in (stepped, fresh):
+        lsh.ensure_settings(db, settings)
+    assert _lsh_schema_and_rows(fresh) == _lsh_schema_and_rows(stepped)
+    # an older version is migrated step by step, not remade
+    old = open_db(tmp_path / "old.db")
+    migrate(old, "lsh", lsh.STEPS[:4])
+    lsh.prepare(old)
+    again = open_db(tmp_path / "again.db")
+    migrate(again, "lsh", lsh.STEPS)
+    assert _lsh_schema_and_rows(old) == _lsh_schema_and_rows(again)
