@@ -724,11 +724,11 @@ def lone_repeats(seg: Segmented, long: np.ndarray, repeat: np.ndarray, trusted: 
     nor its first paragraph quoted again in a share-by-email box after the story."""
     where = np.flatnonzero(long)
     flags = repeat[where]
-    before = np.concatenate(([True], flags[:-1]))  # the first or last long block has no text of the page's around it
-    after = np.concatenate((flags[1:], [True]))
     out = np.zeros(len(long), dtype=bool)
-    for i in where[flags & ~before & ~after]:
-        out[i] = bool(trusted[i]) and in_declared_main(seg.blocks[i])
+    for run in re.finditer(b"\x01+", flags.view(np.uint8).tobytes()):  # each run of repeats among the long blocks
+        if run.start() > 0 and run.end() < len(flags):  # with the page's own long text before and after it
+            for i in where[run.start():run.end()].tolist():
+                out[i] = bool(trusted[i]) and in_declared_main(seg.blocks[i])
     return out
 
 

@@ -24,7 +24,7 @@ import re
 import numpy as np
 from lxml import etree
 
-from . import metadata, native
+from . import features, metadata, native
 from .align import lcs_length, lcs_pairs
 from .blocks import fill_xpaths, path_mask
 from .parse import compile_xpath
@@ -59,6 +59,8 @@ _NAMED = etree.XPath("//body//*[@id or @class][not(self::body)]")
 _ELEMENT_PATH = re.compile(r"(?:/[^\W\d][\w.-]*(?:\[\d+\])?)+")
 NEAR_COPY_SHINGLES = ShingleSettings(kind="word", n=3, hash_bits=64)  # what distinct_pages compares (no collisions)
 SHORT_LABEL = "short label"  # chrome_shape's word for a short block that titles nothing ...
+LINKS = "links"  # ... and for a list of links
+_LIST_ENTRY = frozenset({"li", "ul", "ol", "menu"})  # a block of links that is one of these or in one: a list's entry
 
 
 
@@ -544,10 +546,12 @@ def keep_repeated_content(pages: Sequence[Segmented], rules: list[Rule], static:
     rows = [varying_rows(seg, mask, settings) for seg, mask in zip(pages, dropped)]
     containers = [content_containers(seg, mask, region, run, settings, row)
                   for seg, mask, run, row in zip(pages, dropped, runs, rows)]
+    among = [interleaved_blocks(seg, mask, container, settings)
+             for seg, mask, container in zip(pages, dropped, containers)]
 
     def content(block: Block, page: int) -> bool:
         return not repeated_chrome(block, content_ancestry(block.element, containers[page]), bool(runs[page][
-            block.index]), rows[page], settings)
+            block.index]), rows[page], settings, interleaved=bool(among[page][block.index]))
 
     votes: dict[str, list[bool]] = defaultdict(list)
     shape_paths = {r.tag_path for r in rules if r.action == RuleAction.DROP_SHAPE}
@@ -568,18 +572,74 @@ def keep_repeated_content(pages: Sequence[Segmented], rules: list[Rule], static:
 
 
 def repeated_chrome(block: Block, ancestry: list[str] | None, run: bool, rows: set,
-                    settings: LearnSettings = LearnSettings()) -> str:
+                    settings: LearnSettings = LearnSettings(), *, interleaved: bool = False) -> str:
     """Why a repeated block is chrome, in words ('' when it is content): in a row of links (link_runs), or
     chrome_shape's reason, but for a short label among the page's own varying blocks or the one line of a section
-    (varying_rows)."""
+    (varying_rows), and for a short label or a lone link-heavy line outside lists (``interleaved``:
+    interleaved_blocks) between the page's own text in the element it declares its main content."""
     shape = chrome_shape(block, ancestry, settings)
+    if interleaved and not run and (shape == SHORT_LABEL or shape == LINKS and _LIST_ENTRY.isdisjoint(
+            (ancestry or ())[:2])) and not _holds_image(block) and not named_chrome(block.element, settings):
+        return ""  # a grid's header cell, the root of a class's inheritance tree, its inherited members' line
     if shape and shape != SHORT_LABEL:
         return shape
     if run:
-        return "links"
+        return LINKS
     if shape and block.element is not None and (block.element.getparent(), block.element.tag) in rows:
         return ""  # a table's header cell or a section's one line, not a lone label
     return shape
+
+
+def interleaved_blocks(seg: Segmented, dropped: np.ndarray, containers: Sequence,
+                       settings: LearnSettings = LearnSettings()) -> np.ndarray:
+    """Blocks of the element the page declares its main content (<main>, [role=main]; among its content
+    ``containers``) with the page's own text (a block not ``dropped``, with text, at most own_content_links link
+    text) of that element both before and after them: what the site repeats between a reference page's own
+    blocks (a grid's header row over its own rows, a summary table's caption, the line of inherited members
+    between a summary and the details) sits inside the page's text, not at its edges, where a news page's
+    boxes of other stories, share bars and sign-up boxes stand."""
+    out = np.zeros(len(seg.blocks), dtype=bool)
+    declared = [e for e in containers if (e.tag == "main" or e.get("role") == "main") and not wraps_page(e, settings)]
+    if not declared:
+        return out
+    chars = seg.block_chars()
+    own = ~dropped & (chars > 0) & (seg.block_links() <= settings.own_content_links * chars)
+    for element in declared:
+        inside = _owned_by(seg, element)
+        mine = (own & inside).astype(np.int64)
+        before = np.cumsum(mine) - mine
+        out |= inside & (before > 0) & (before + mine < mine.sum())
+    return out
+
+
+def wraps_page(element, settings: LearnSettings = LearnSettings()) -> bool:
+    """Whether a declared main element wraps the page rather than its text: right under <body> (at most
+    wrapper_depth steps from the root) or holding the site's navigation or sidebars (<nav>, <aside>)."""
+    depth = sum(1 for _ in element.iterancestors())
+    return depth < settings.wrapper_depth or next(element.iter("nav", "aside"), None) is not None
+
+
+def named_chrome(element, settings: LearnSettings = LearnSettings()) -> bool:
+    """Whether the element or an ancestor below the declared main content (<main>, [role=main]) has a class or id
+    word of region_chrome_groups (a share bar, a sign-up box, an advertisement, a related box: features.CLASS_GROUPS)."""
+    bits = _chrome_bits(settings.region_chrome_groups)
+    node = element
+    while node is not None and node.tag != "main" and node.get("role") != "main":
+        if features.class_bits(node) & bits:
+            return True
+        node = node.getparent()
+    return False
+
+
+@functools.lru_cache(maxsize=16)
+def _chrome_bits(groups: tuple[str, ...]) -> int:
+    names = [name for name, _ in features.CLASS_GROUPS]
+    return sum(1 << names.index(g) for g in groups if g in names)
+
+
+def _holds_image(block: Block) -> bool:
+    """Whether the block's element holds an image (the credit or caption beside a picture)."""
+    return block.element is not None and next(block.element.iter("img", "picture", "svg"), None) is not None
 
 
 def content_containers(seg: Segmented, dropped: np.ndarray, region: Rule | None, runs: np.ndarray,
@@ -647,7 +707,7 @@ def chrome_shape(block: Block, ancestry: list[str] | None, settings: LearnSettin
     short = len(block.text) <= settings.shape_max_chars
     structure = not settings.structure_tags.isdisjoint(ancestry)
     if _link_share(block) > settings.shape_max_link_density:
-        return "" if structure or not (short or not settings.list_tags.isdisjoint(ancestry)) else "links"
+        return "" if structure or not (short or not settings.list_tags.isdisjoint(ancestry)) else LINKS
     return "" if not short or structure or block.tag in settings.label_tags else SHORT_LABEL
 
 
