@@ -84,7 +84,7 @@ def learn_template(pages: Sequence[Segmented], *, site: str, version: int = 1, l
     rules = keep_repeated_content(pages, rules, static, region, dropped, settings)
     if region is not None:
         rules.append(region)
-    rules += container_rules(pages, headlines, settings)
+    rules += container_rules(pages, headlines, settings, dropped)
     rules += metadata_rules(every, settings)  # every page: a copy repeats its original's values, which must vary
     return Template(site=site, version=version, rules=tuple(rules), page_count=page_count,
                     learned_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), layout=layout,
@@ -275,27 +275,51 @@ def dynamic_rules(pages: Sequence[Segmented], dropped: Sequence[np.ndarray], hea
 
 
 def container_rules(pages: Sequence[Segmented], headlines: Sequence[int | None],
-                    settings: LearnSettings) -> list[Rule]:
+                    settings: LearnSettings, dropped: Sequence[np.ndarray] | None = None) -> list[Rule]:
     """Containers named like reader comments or like lists of other articles (by id or class) on enough pages:
     XPath drop rules.
 
     Comments and "most popular" / "related" boxes vary from page to page like the article itself, so neither
     repetition nor shape finds them; the site's own markup names them. A container that holds the page's
     headline is never taken for either; a related-articles container must also hold less than
-    related_max_share of the page's text (the rule's XPath says so, so it holds at extraction too).
+    related_max_share of the page's text (the rule's XPath says so, so it holds at extraction too). A
+    related-named container of mostly text, not links, between the page's own text in the element it declares its
+    main content (``dropped``: the pages' static blocks; related_text) is the page's: a reference's related
+    packages with their descriptions.
     """
     found: Counter = Counter()
     samples: dict[str, str] = {}
-    for seg, headline in zip(pages, headlines):
+    for page, (seg, headline) in enumerate(zip(pages, headlines)):
         keep_out = seg.blocks[headline].element if headline is not None else None
         containers = _named_containers(seg.root, COMMENT_NAME, keep_out, anchors=True)
-        containers += _named_containers(seg.root, RELATED_NAME, keep_out, share=settings.related_max_share)
+        related = _named_containers(seg.root, RELATED_NAME, keep_out, share=settings.related_max_share)
+        if related and dropped is not None:
+            related = [(xpath, e) for xpath, e in related if not related_text(seg, e, dropped[page], settings)]
+        containers += related
         for xpath, element in containers:
             samples.setdefault(xpath, " ".join("".join(element.itertext()).split())[:120])
         found.update({xpath for xpath, _ in containers})
     need = max(settings.min_static_pages, settings.comment_support * len(pages))
     return [Rule(xpath=xpath, action=RuleAction.DROP_XPATH, support=round(n / len(pages), 4), sample=samples[xpath])
             for xpath, n in sorted(found.items()) if n >= need]
+
+
+def related_text(seg: Segmented, element, dropped: np.ndarray, settings: LearnSettings = LearnSettings()) -> bool:
+    """Whether a related-named element holds text of the page's rather than links to other pages: its blocks are
+    mostly (more than own_content_links) not link text, it sits in the element the page declares its main content
+    (not one that wraps the page: wraps_page) and the page's own text of that element (interleaved_blocks) stands
+    both before and after it."""
+    inside = _owned_by(seg, element)
+    chars = seg.block_chars()[inside].sum()
+    if not chars or seg.block_links()[inside].sum() > (1 - settings.own_content_links) * chars:
+        return False
+    main = element.getparent()
+    while main is not None and main.tag != "main" and main.get("role") != "main":
+        main = main.getparent()
+    if main is None:
+        return False
+    among = interleaved_blocks(seg, dropped | inside, [main], settings)
+    return bool(among[inside].all())
 
 
 def _named_containers(root, name: re.Pattern, keep_out=None, *, anchors: bool = False,
@@ -575,11 +599,12 @@ def repeated_chrome(block: Block, ancestry: list[str] | None, run: bool, rows: s
                     settings: LearnSettings = LearnSettings(), *, interleaved: bool = False) -> str:
     """Why a repeated block is chrome, in words ('' when it is content): in a row of links (link_runs), or
     chrome_shape's reason, but for a short label among the page's own varying blocks or the one line of a section
-    (varying_rows), and for a short label or a lone link-heavy line outside lists (``interleaved``:
-    interleaved_blocks) between the page's own text in the element it declares its main content."""
+    (varying_rows), and for a short label or a lone line of links between the page's own text in the element it
+    declares its main content (``interleaved``: interleaved_blocks), where it is no list's entry, holds no image (a
+    picture's credit) and has no class or id of chrome's (named_chrome: a share bar)."""
     shape = chrome_shape(block, ancestry, settings)
-    if interleaved and not run and (shape == SHORT_LABEL or shape == LINKS and _LIST_ENTRY.isdisjoint(
-            (ancestry or ())[:2])) and not _holds_image(block) and not named_chrome(block.element, settings):
+    if interleaved and not run and shape in (SHORT_LABEL, LINKS) and _LIST_ENTRY.isdisjoint((ancestry or ())[:2]) \
+            and not _holds_image(block) and not named_chrome(block.element, settings):
         return ""  # a grid's header cell, the root of a class's inheritance tree, its inherited members' line
     if shape and shape != SHORT_LABEL:
         return shape
