@@ -60,7 +60,7 @@ _ELEMENT_PATH = re.compile(r"(?:/[^\W\d][\w.-]*(?:\[\d+\])?)+")
 NEAR_COPY_SHINGLES = ShingleSettings(kind="word", n=3, hash_bits=64)  # what distinct_pages compares (no collisions)
 SHORT_LABEL = "short label"  # chrome_shape's word for a short block that titles nothing ...
 LINKS = "links"  # ... and for a list of links
-_LIST_ENTRY = frozenset({"li", "ul", "ol", "menu"})  # a block of links that is one of these or in one: a list's entry
+_LIST_ENTRY = frozenset({"li", "ul", "ol", "menu"})  # a block that is one of these or in one: a list's entry
 
 
 
