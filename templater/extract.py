@@ -679,9 +679,9 @@ def drop_repeats(seg: Segmented, keep: np.ndarray, trusted: np.ndarray | None = 
                  settings: LearnSettings = LearnSettings()) -> np.ndarray:
     """Keep only the first of kept blocks with the same long text (pages that print their article twice), but
     every one in code, a table or a definition list of the ``trusted`` content region (fallback.protected_blocks:
-    reference pages describe the parameters of overloads and options in the same words), and every lone repeat
-    there in the page's declared main content (lone_repeats: a reference page's summary line said again in its
-    details)."""
+    reference pages describe the parameters of overloads and options in the same words), and every repeat there in
+    the page's declared main content with the page's own long text on both sides (lone_repeats: a reference page's
+    summary line said again in its details, the paragraphs a method's overloads share)."""
     seen: set[str] = set()
     chars = seg.block_chars()
     long = keep & (chars >= settings.repeat_min_chars)
@@ -706,17 +706,18 @@ def drop_repeats(seg: Segmented, keep: np.ndarray, trusted: np.ndarray | None = 
 
 def lone_repeats(seg: Segmented, long: np.ndarray, repeat: np.ndarray, trusted: np.ndarray) -> np.ndarray:
     """Repeats in the trusted region, inside the element the page declares its main content (<main>,
-    [role=main]), between two kept long blocks (repeat_min_chars) that are not repeats: one line said again among
-    the page's own text (a method's summary sentence in its details, before its parameters), not an article
-    printed twice (a run of repeated paragraphs), a news page's lede printed over its story (pages without <main>)
-    nor its first paragraph quoted again in a share-by-email box after the story."""
+    [role=main]), in a run of repeats between two kept long blocks (repeat_min_chars) that are not repeats: lines
+    said again among the page's own text (a method's summary sentence in its details, before its parameters; the
+    paragraphs a method's overloads share, between each overload's signature and its own text), not an article
+    printed twice (its second copy's run ends the page's long blocks), a news page's lede printed over its story
+    (pages without <main>) nor its first paragraph quoted again in a share-by-email box after the story."""
     where = np.flatnonzero(long)
     flags = repeat[where]
-    before = np.concatenate(([True], flags[:-1]))  # the first or last long block has no text of the page's around it
-    after = np.concatenate((flags[1:], [True]))
     out = np.zeros(len(long), dtype=bool)
-    for i in where[flags & ~before & ~after]:
-        out[i] = bool(trusted[i]) and in_declared_main(seg.blocks[i])
+    for run in re.finditer(b"\x01+", flags.view(np.uint8).tobytes()):  # each run of repeats among the long blocks
+        if run.start() > 0 and run.end() < len(flags):  # with the page's own long text before and after it
+            for i in where[run.start():run.end()].tolist():
+                out[i] = bool(trusted[i]) and in_declared_main(seg.blocks[i])
     return out
 
 

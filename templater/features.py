@@ -164,13 +164,14 @@ def _number_tree_plain(seg: Segmented) -> Tree:
 
     owner = [number(b.element) for b in seg.blocks]
     return Tree(parent=np.array(parent, dtype=np.int64), depth=np.array(depth, dtype=np.int64),
-                class_bits=np.fromiter((_class_bits(e) for e in elements), dtype=np.uint32, count=len(elements)),
+                class_bits=np.fromiter((class_bits(e) for e in elements), dtype=np.uint32, count=len(elements)),
                 tag_bits=np.fromiter((_tag_bits(e.tag) for e in elements), dtype=np.uint32, count=len(elements)),
                 hint=np.fromiter((_is_hint(e) for e in elements), dtype=bool, count=len(elements)),
                 owner=np.array(owner, dtype=np.int64))
 
 
-def _class_bits(element) -> int:
+def class_bits(element) -> int:
+    """The CLASS_GROUPS bits of an element's own class and id words."""
     attrs = element.attrib
     return _words_bits(attrs.get("class", ""), attrs.get("id", "")) if attrs else 0
 

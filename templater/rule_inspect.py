@@ -40,7 +40,8 @@ from .fallback import OUTSIDE_TRUSTED, drop_reasons, select_blocks
 from .metadata import META_ACTIONS
 from .parse import compile_xpath
 from .pipeline import Progress, TemplateIndex, now, segment_file, stored_segment
-from .template import content_ancestry, declared_content, link_runs, repeated_chrome, varying_rows
+from .template import (content_ancestry, declared_content, interleaved_blocks, link_runs, repeated_chrome,
+                       varying_rows)
 from .report import (CLASSIFIER, FALLBACK_PREFIX, NAME_LINE, OUTSIDE_REGION, PINNED_RULE, TEMPLATE_ONLY,
                      BlockDecision, PageCoverage, PageExplanation, ReportData, TemplateSummary, render_report, shorten)
 from .datatypes import MATCH_ACTIONS, Rule, RuleAction, RuleMatch, Segmented, Skip
@@ -329,11 +330,13 @@ def _template_causes(seg: Segmented, compiled: CompiledTemplate, allowed: np.nda
     roots = _content_roots(seg, compiled)
     settings = compiled.settings
     runs, rows = link_runs(seg, settings), varying_rows(seg, ~allowed, settings)
+    among = interleaved_blocks(seg, ~allowed, roots, settings)
     causes = {}
     for b in seg.blocks:
         if allowed[b.index]:
             continue
-        shape = repeated_chrome(b, content_ancestry(b.element, roots), bool(runs[b.index]), rows, settings) or (
+        shape = repeated_chrome(b, content_ancestry(b.element, roots), bool(runs[b.index]), rows, settings,
+                                interleaved=bool(among[b.index])) or (
             "inside the content here, chrome where the rule was learned")
         if b.hash in by_hash:
             i = by_hash[b.hash]

@@ -24,7 +24,7 @@ import re
 import numpy as np
 from lxml import etree
 
-from . import metadata, native
+from . import features, metadata, native
 from .align import lcs_length, lcs_pairs
 from .blocks import fill_xpaths, path_mask
 from .parse import compile_xpath
@@ -59,6 +59,8 @@ _NAMED = etree.XPath("//body//*[@id or @class][not(self::body)]")
 _ELEMENT_PATH = re.compile(r"(?:/[^\W\d][\w.-]*(?:\[\d+\])?)+")
 NEAR_COPY_SHINGLES = ShingleSettings(kind="word", n=3, hash_bits=64)  # what distinct_pages compares (no collisions)
 SHORT_LABEL = "short label"  # chrome_shape's word for a short block that titles nothing ...
+LINKS = "links"  # ... and for a list of links
+_LIST_ENTRY = frozenset({"li", "ul", "ol", "menu"})  # a block that is one of these or in one: a list's entry
 
 
 
@@ -82,7 +84,7 @@ def learn_template(pages: Sequence[Segmented], *, site: str, version: int = 1, l
     rules = keep_repeated_content(pages, rules, static, region, dropped, settings)
     if region is not None:
         rules.append(region)
-    rules += container_rules(pages, headlines, settings)
+    rules += container_rules(pages, headlines, settings, dropped)
     rules += metadata_rules(every, settings)  # every page: a copy repeats its original's values, which must vary
     return Template(site=site, version=version, rules=tuple(rules), page_count=page_count,
                     learned_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), layout=layout,
@@ -273,27 +275,51 @@ def dynamic_rules(pages: Sequence[Segmented], dropped: Sequence[np.ndarray], hea
 
 
 def container_rules(pages: Sequence[Segmented], headlines: Sequence[int | None],
-                    settings: LearnSettings) -> list[Rule]:
+                    settings: LearnSettings, dropped: Sequence[np.ndarray] | None = None) -> list[Rule]:
     """Containers named like reader comments or like lists of other articles (by id or class) on enough pages:
     XPath drop rules.
 
     Comments and "most popular" / "related" boxes vary from page to page like the article itself, so neither
     repetition nor shape finds them; the site's own markup names them. A container that holds the page's
     headline is never taken for either; a related-articles container must also hold less than
-    related_max_share of the page's text (the rule's XPath says so, so it holds at extraction too).
+    related_max_share of the page's text (the rule's XPath says so, so it holds at extraction too). A
+    related-named container of mostly text, not links, between the page's own text in the element it declares its
+    main content (``dropped``: the pages' static blocks; related_text) is the page's: a reference's related
+    packages with their descriptions.
     """
     found: Counter = Counter()
     samples: dict[str, str] = {}
-    for seg, headline in zip(pages, headlines):
+    for page, (seg, headline) in enumerate(zip(pages, headlines)):
         keep_out = seg.blocks[headline].element if headline is not None else None
         containers = _named_containers(seg.root, COMMENT_NAME, keep_out, anchors=True)
-        containers += _named_containers(seg.root, RELATED_NAME, keep_out, share=settings.related_max_share)
+        related = _named_containers(seg.root, RELATED_NAME, keep_out, share=settings.related_max_share)
+        if related and dropped is not None:
+            related = [(xpath, e) for xpath, e in related if not related_text(seg, e, dropped[page], settings)]
+        containers += related
         for xpath, element in containers:
             samples.setdefault(xpath, " ".join("".join(element.itertext()).split())[:120])
         found.update({xpath for xpath, _ in containers})
     need = max(settings.min_static_pages, settings.comment_support * len(pages))
     return [Rule(xpath=xpath, action=RuleAction.DROP_XPATH, support=round(n / len(pages), 4), sample=samples[xpath])
             for xpath, n in sorted(found.items()) if n >= need]
+
+
+def related_text(seg: Segmented, element, dropped: np.ndarray, settings: LearnSettings = LearnSettings()) -> bool:
+    """Whether a related-named element holds text of the page's rather than links to other pages: its blocks are
+    mostly (more than own_content_links) not link text, it sits in the element the page declares its main content
+    (not one that wraps the page: wraps_page) and the page's own text of that element (interleaved_blocks) stands
+    both before and after it."""
+    inside = _owned_by(seg, element)
+    chars = seg.block_chars()[inside].sum()
+    if not chars or seg.block_links()[inside].sum() > (1 - settings.own_content_links) * chars:
+        return False
+    main = element.getparent()
+    while main is not None and main.tag != "main" and main.get("role") != "main":
+        main = main.getparent()
+    if main is None:
+        return False
+    among = interleaved_blocks(seg, dropped | inside, [main], settings)
+    return bool(among[inside].all())
 
 
 def _named_containers(root, name: re.Pattern, keep_out=None, *, anchors: bool = False,
@@ -544,10 +570,12 @@ def keep_repeated_content(pages: Sequence[Segmented], rules: list[Rule], static:
     rows = [varying_rows(seg, mask, settings) for seg, mask in zip(pages, dropped)]
     containers = [content_containers(seg, mask, region, run, settings, row)
                   for seg, mask, run, row in zip(pages, dropped, runs, rows)]
+    among = [interleaved_blocks(seg, mask, container, settings)
+             for seg, mask, container in zip(pages, dropped, containers)]
 
     def content(block: Block, page: int) -> bool:
         return not repeated_chrome(block, content_ancestry(block.element, containers[page]), bool(runs[page][
-            block.index]), rows[page], settings)
+            block.index]), rows[page], settings, interleaved=bool(among[page][block.index]))
 
     votes: dict[str, list[bool]] = defaultdict(list)
     shape_paths = {r.tag_path for r in rules if r.action == RuleAction.DROP_SHAPE}
@@ -568,18 +596,75 @@ def keep_repeated_content(pages: Sequence[Segmented], rules: list[Rule], static:
 
 
 def repeated_chrome(block: Block, ancestry: list[str] | None, run: bool, rows: set,
-                    settings: LearnSettings = LearnSettings()) -> str:
+                    settings: LearnSettings = LearnSettings(), *, interleaved: bool = False) -> str:
     """Why a repeated block is chrome, in words ('' when it is content): in a row of links (link_runs), or
     chrome_shape's reason, but for a short label among the page's own varying blocks or the one line of a section
-    (varying_rows)."""
+    (varying_rows), and for a short label or a lone line of links between the page's own text in the element it
+    declares its main content (``interleaved``: interleaved_blocks), where it is no list's entry, holds no image (a
+    picture's credit) and has no class or id of chrome's (named_chrome: a share bar)."""
     shape = chrome_shape(block, ancestry, settings)
+    if interleaved and not run and shape in (SHORT_LABEL, LINKS) and _LIST_ENTRY.isdisjoint((ancestry or ())[:2]) \
+            and not _holds_image(block) and not named_chrome(block.element, settings):
+        return ""  # a grid's header cell, the root of a class's inheritance tree, its inherited members' line
     if shape and shape != SHORT_LABEL:
         return shape
     if run:
-        return "links"
+        return LINKS
     if shape and block.element is not None and (block.element.getparent(), block.element.tag) in rows:
         return ""  # a table's header cell or a section's one line, not a lone label
     return shape
+
+
+def interleaved_blocks(seg: Segmented, dropped: np.ndarray, containers: Sequence,
+                       settings: LearnSettings = LearnSettings()) -> np.ndarray:
+    """Blocks of the element the page declares its main content (<main>, [role=main]; among its content
+    ``containers``) with the page's own text (a block not ``dropped``, with text, at most own_content_links link
+    text) of that element both before and after them: what the site repeats between a reference page's own
+    blocks (a grid's header row over its own rows, a summary table's caption, the line of inherited members
+    between a summary and the details) sits inside the page's text, not at its edges, where a news page's
+    boxes of other stories, share bars and sign-up boxes stand."""
+    out = np.zeros(len(seg.blocks), dtype=bool)
+    declared = [e for e in containers if (e.tag == "main" or e.get("role") == "main") and not wraps_page(e, settings)]
+    if not declared:
+        return out
+    chars = seg.block_chars()
+    own = ~dropped & (chars > 0) & (seg.block_links() <= settings.own_content_links * chars)
+    for element in declared:
+        inside = _owned_by(seg, element)
+        mine = (own & inside).astype(np.int64)
+        before = np.cumsum(mine) - mine
+        out |= inside & (before > 0) & (before + mine < mine.sum())
+    return out
+
+
+def wraps_page(element, settings: LearnSettings = LearnSettings()) -> bool:
+    """Whether a declared main element wraps the page rather than its text: right under <body> (at most
+    wrapper_depth steps from the root) or holding the site's navigation or sidebars (<nav>, <aside>)."""
+    depth = sum(1 for _ in element.iterancestors())
+    return depth < settings.wrapper_depth or next(element.iter("nav", "aside"), None) is not None
+
+
+def named_chrome(element, settings: LearnSettings = LearnSettings()) -> bool:
+    """Whether the element or an ancestor below the declared main content (<main>, [role=main]) has a class or id
+    word of region_chrome_groups (a share bar, a sign-up box, an advertisement, a related box: features.CLASS_GROUPS)."""
+    bits = _chrome_bits(settings.region_chrome_groups)
+    node = element
+    while node is not None and node.tag != "main" and node.get("role") != "main":
+        if features.class_bits(node) & bits:
+            return True
+        node = node.getparent()
+    return False
+
+
+@functools.lru_cache(maxsize=16)
+def _chrome_bits(groups: tuple[str, ...]) -> int:
+    names = [name for name, _ in features.CLASS_GROUPS]
+    return sum(1 << names.index(g) for g in groups if g in names)
+
+
+def _holds_image(block: Block) -> bool:
+    """Whether the block's element holds an image (the credit or caption beside a picture)."""
+    return block.element is not None and next(block.element.iter("img", "picture", "svg"), None) is not None
 
 
 def content_containers(seg: Segmented, dropped: np.ndarray, region: Rule | None, runs: np.ndarray,
@@ -647,7 +732,7 @@ def chrome_shape(block: Block, ancestry: list[str] | None, settings: LearnSettin
     short = len(block.text) <= settings.shape_max_chars
     structure = not settings.structure_tags.isdisjoint(ancestry)
     if _link_share(block) > settings.shape_max_link_density:
-        return "" if structure or not (short or not settings.list_tags.isdisjoint(ancestry)) else "links"
+        return "" if structure or not (short or not settings.list_tags.isdisjoint(ancestry)) else LINKS
     return "" if not short or structure or block.tag in settings.label_tags else SHORT_LABEL
 
 

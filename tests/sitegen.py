@@ -200,6 +200,130 @@ def interface_pages(count: int, *, start: int = 0):
                       "https://api.example.com/function/{}.html")
 
 
+CLASS = """<html><head><title>{name} - Example Library API</title></head><body>
+<header><nav><ul><li><a href="/overview">Overview</a></li><li><a href="/package">Package</a></li>
+<li><a href="/tree">Tree</a></li><li><a href="/index-all">Index</a></li><li><a href="/help">Help</a></li></ul></nav>
+</header>
+<div class="flex-box"><div class="flex-content"><main role="main">
+<div class="header"><div class="sub-title">Package <a href="package-summary.html">org.example.util</a></div>
+<h1>Class {name}</h1></div>
+<div class="inheritance"><a href="https://docs.example.org/Object.html">java.lang.Object</a>
+<div class="inheritance">org.example.util.{name}</div></div>
+<section class="class-description"><div class="type-signature">public class {name} extends Object</div>
+<div class="block"><p>{description}</p></div></section>
+{related}
+<section class="summary"><ul class="summary-list"><li><section class="constructor-summary"><h2>Constructor Summary</h2>
+<div class="caption"><span>Constructors</span></div>
+<div class="summary-table"><div class="table-header">Constructor</div><div class="table-header">Description</div>
+<div class="col-constructor-name"><a href="#init">{name}()</a></div>
+<div class="col-last"><div class="block">{constructor}</div></div></div></section></li>
+<li><section class="method-summary"><h2>Method Summary</h2>
+<div class="summary-table"><div class="table-header">Modifier and Type</div><div class="table-header">Method</div>
+<div class="table-header">Description</div>{rows}</div>
+<div class="inherited-list"><h3>Methods inherited from class java.lang.<a href="/o">Object</a></h3>
+<code><a href="/o#clone">clone</a>, <a href="/o#equals">equals</a>, <a href="/o#finalize">finalize</a>,
+<a href="/o#getClass">getClass</a>, <a href="/o#hashCode">hashCode</a>, <a href="/o#notify">notify</a>,
+<a href="/o#toString">toString</a>, <a href="/o#wait">wait</a></code></div></section></li></ul></section>
+<section class="details"><ul class="details-list"><li><section class="method-details"><h2>Method Details</h2>
+<ul class="member-list">{details}</ul></section></li></ul></section>
+</main>
+<footer><p class="legal-copy">Copyright 2001-2025 The Example Foundation. All rights reserved.</p></footer>
+</div></div></body></html>"""
+
+# What every class page repeats inside its <main> (the gold keeps it): header cells, a caption, the root of the
+# inheritance tree, the inherited members' line, a deprecation label and the overloads' shared description
+CLASS_REPEATED = ("Constructors", "Constructor", "Modifier and Type", "Description", "java.lang.Object",
+                  "clone, equals, finalize", "Deprecated.", "Provides highly reusable")
+
+
+def class_html(seed: int) -> tuple[str, str]:
+    """(html, the content's text one block a line) of an API reference's page for one class, as Javadoc writes it:
+    in <main>, a grid of cells under header cells that every page repeats (its descriptions longer than a short
+    cell, so the grid is no row of short cells), a table's caption, the inheritance tree's root and the inherited
+    members' line of links, a "Deprecated." label before one method's note, a method's overloads whose details
+    say the same two paragraphs again, and on a quarter of the pages a box named like related links that holds a
+    related package with its description."""
+    rng = random.Random(seed)
+    name = "".join(w.capitalize() for w in rng.sample(WORDS, 2)) + "Utils"
+    description = f"Operations on {name[:-5]} values that are null safe. " + " ".join(sentence(rng, 14)
+                                                                                       for _ in range(4))
+    constructor = f"{name} instances should not be constructed in standard programming. " + sentence(rng, 6)
+    methods = [rng.choice(WORDS) + rng.choice(WORDS).capitalize() for _ in range(3)]
+    shared = [sentence(rng, 16) for _ in range(2)]
+    note = "as of 3.6, use " + sentence(rng, 6)
+    rows, details, own = [], [], []
+    for i, method in enumerate(methods):
+        summary = f"Returns the {method} of the given value, " + sentence(rng, 16 + 2 * i)
+        deprecated = i == 1
+        block = (f'<div class="block"><span class="deprecated-label">Deprecated.</span><div class="deprecation-comment">'
+                 f'{note}</div></div>' if deprecated else f'<div class="block">{summary}</div>')
+        rows.append(f'<div class="col-first"><code>static int</code></div><div class="col-second"><code><a href="#{method}">'
+                    f'{method}</a>(int value)</code></div><div class="col-last">{block}</div>')
+        own += ["static int", f"{method}(int value)"] + (["Deprecated.", note] if deprecated else [summary])
+    for method in methods[:2]:
+        for overload in ("int value", "long value"):
+            details.append(f'<li><section class="detail"><h3>{method}</h3><div class="member-signature">public static '
+                           f'int {method}({overload})</div><div class="block">'
+                           + "".join(f"<p>{p}</p>" for p in shared) + f"<p>{method} {overload}: {sentence(rng, 16)}</p>"
+                           + f'</div><dl class="notes"><dt>Parameters:</dt><dd>value - {sentence(rng, 4)}</dd></dl>'
+                           '</section></li>')
+    package = rng.choice(WORDS)
+    related = "" if seed % 4 else (
+        '<div id="related-package-summary"><div class="caption"><span>Related Packages</span></div><div '
+        f'class="summary-table"><div class="col-first"><a href="../package-summary.html">org.example.{package}</a>'
+        f'</div><div class="col-last"><div class="block">Provides highly reusable {package} methods, chiefly concerned'
+        " with adding value to the language's own classes.</div></div></div></div>")
+    html = CLASS.format(name=name, description=description, constructor=constructor, rows="".join(rows),
+                        details="".join(details), related=related)
+    return html, "\n".join([f"Class {name}", "java.lang.Object", f"org.example.util.{name}",
+                            f"public class {name} extends Object", description]
+                           + ([] if seed % 4 else ["Related Packages", f"org.example.{package}"])
+                           + [constructor] + own + shared)
+
+
+def class_pages(count: int, *, start: int = 0):
+    """Segmented class pages of the API reference with their texts."""
+    return _segmented(class_html, range(start, start + count), "c", "https://api.example.com/util/{}.html")
+
+
+WRAPPED = """<html><head><title>{title} - Example Times</title></head><body>
+<div id="page"{wrapper}><nav class="top"><a href="/">Example Times</a> <a href="/world">World</a>
+<a href="/sport">Sport</a></nav>
+<div class="story"{story}><h1>{title}</h1>
+<ul class="reactions"><li>Like</li><li>Dislike</li></ul><div class="prefs">Edit content preferences</div>
+{paragraphs}
+<div class="legal">Copyright The Example Press. All rights reserved.</div></div>
+<div class="bottom">{teasers}</div></div></body></html>"""
+
+
+def wrapped_html(seed: int, *, wrapper: bool = True) -> tuple[str, str]:
+    """(html, the story's text one paragraph a line) of a news page whose role=main element wraps the whole page
+    (right under <body>, with the site's <nav>): the same "Like | Dislike" list and preferences label between the
+    headline and the story on every page are the site's, not the story's. Without ``wrapper``, the story's division
+    is the role=main element, the preferences label is left out, the same agency's credit stands beside a
+    picture between two paragraphs and a box of links to related stories between two others."""
+    rng = random.Random(seed)
+    title = sentence(rng, 6)[:-1]
+    paras = [" ".join(sentence(rng, rng.randint(8, 16)) for _ in range(3)) for _ in range(4)]
+    teasers = "".join(f'<p>{sentence(rng, 5)}</p>' for _ in range(3))
+    body = [f"<p>{p}</p>" for p in paras]
+    if not wrapper:
+        body.insert(2, f'<p><img src="/pictures/{seed}.jpg" alt=""><span>EXAMPLE PRESS AGENCY</span></p>')
+        body.insert(4, '<div class="related-stories"><h4>Related</h4>' + "".join(
+            f'<p><a href="/story/{seed}/{i}">{sentence(rng, 6)}</a></p>' for i in range(3)) + "</div>")
+    html = WRAPPED.format(title=title, paragraphs="\n".join(body), teasers=teasers,
+                          wrapper=' role="main"' if wrapper else "", story="" if wrapper else ' role="main"')
+    if not wrapper:
+        html = html.replace('<div class="prefs">Edit content preferences</div>', "")
+    return html, "\n".join([title] + paras)
+
+
+def wrapped_pages(count: int, *, start: int = 0, wrapper: bool = True):
+    """Segmented pages of the news site with their texts (``wrapper``: wrapped_html's)."""
+    return _segmented(lambda seed: wrapped_html(seed, wrapper=wrapper), range(start, start + count), "w",
+                      "https://times.example.com/story/{}.html")
+
+
 GUIDE = """<html><head><title>{title} - Example Guide</title></head><body>
 <div class="navheader"><a href="/">Home</a> <a href="/prev">Prev</a> <a href="/next">Next</a></div>
 <div class="chapter">

@@ -20,8 +20,9 @@ from templater.config import REGION_CHROME_SHARE, WRAPPER_DEPTH
 from templater.template import learn_template
 from templater.datatypes import Page, Segmented
 
-from sitegen import (COLOPHON, INTERFACE_REPEATED, REPEATED_CONTENT, book_pages, feed_html, feed_pages,
-                     guide_pages, interface_pages, list_page, reference_html, reference_pages, site_pages)
+from sitegen import (CLASS_REPEATED, COLOPHON, INTERFACE_REPEATED, REPEATED_CONTENT, book_pages, class_pages,
+                     feed_html, feed_pages, guide_pages, interface_pages, list_page, reference_html, reference_pages,
+                     site_pages, wrapped_pages)
 
 
 def _template(pages):
@@ -446,3 +447,44 @@ def test_a_list_of_the_pages_own_sections_is_its_contents_a_list_of_tabs_is_not(
     entries = np.array([b.tag == "li" for b in seg.blocks])
     found = document_contents(seg, entries)
     assert [b.text for b in seg.blocks if found[b.index]] == ["Usage", "Options", "Notes"]
+# --- what a reference page repeats between its own text in its declared <main> ------------------------------------
+
+def test_repeated_labels_and_link_lines_between_the_pages_own_text_in_its_main_are_content():
+    """A class page of an API reference repeats, inside its <main> and between its own blocks, a grid's header cells
+    over descriptions too long for a row of short cells, a table's caption, the root of the inheritance tree, the
+    inherited members' line of links and a "Deprecated." label: content (template.interleaved_blocks), where a
+    news page's labels are chrome; so is its related packages' table with their descriptions, although named like
+    a box of related links (template.related_text). The overloads' shared paragraphs, a run of repeats with the page's own long text
+    on both sides, are kept each time (extract.lone_repeats); the site's navigation and footer go."""
+    compiled = CompiledTemplate(learn_template([seg for seg, _ in class_pages(8)], site="api.example.com/util/"))
+    samples = " ".join(r.sample for r in compiled.template.rules if r.action in ("drop", "drop-shape"))
+    assert "Overview" in samples and "Copyright" in samples
+    seg, text = class_pages(1, start=40)[0]
+    result = extract_page(seg, compiled)
+    for repeated in CLASS_REPEATED:
+        assert repeated in result.text, repeated
+    lines = text.split("\n")
+    assert lines[0] == result.title
+    # but the deprecation's note and the related box's caption, whose classes name a comment and related links:
+    # inside the trusted region, the classifier drops a short block there (fallback.region_chrome)
+    assert all(line in result.text for line in lines[1:] if not line.startswith(("as of", "Related Packages")))
+    assert result.text.count(lines[-1]) == 4 and result.text.count(lines[-2]) == 4  # two methods, two overloads each
+    assert "Overview" not in result.text and "Copyright" not in result.text
+    explained = explain_blocks(seg, compiled)
+    assert all(b.why for b in explained.blocks if not b.kept)
+
+
+def test_labels_between_a_storys_text_stay_chrome_where_main_wraps_the_page_or_beside_a_picture():
+    """A news site's role=main element that wraps the page (right under <body>, with the site's <nav>: wraps_page)
+    vouches for nothing: the same "Like | Dislike" list and preferences label between headline and story on every page
+    stay drop rules. Where the story's division is the role=main element, the list (a list's entries), the same
+    agency's credit beside a picture between two paragraphs and a related box of links stay the site's too."""
+    for wrapper in (True, False):
+        pages = wrapped_pages(8, wrapper=wrapper)
+        compiled = CompiledTemplate(learn_template([seg for seg, _ in pages], site="times.example.com/story/"))
+        seg, text = wrapped_pages(1, start=40, wrapper=wrapper)[0]
+        result = extract_page(seg, compiled)
+        assert result.title + "\n" + result.text == text
+        for chrome in ("Like", "Dislike", "Edit content preferences", "EXAMPLE PRESS AGENCY", "Related"):
+            assert chrome not in result.text.split("\n")
+    assert any(r.action == "drop-xpath" and "related-stories" in r.xpath for r in compiled.template.rules)

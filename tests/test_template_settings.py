@@ -172,9 +172,10 @@ def test_a_store_of_schema_4_records_the_near_copy_lone_its_templates_were_learn
     assert again == before
 
 
-# (site's pages, a tag list or threshold learning reads, a value that changes the rules learned)
+# (site's pages, a tag list or threshold learning reads, a value that changes the rules learned; the reference
+# pages' table cells sit between their own text in their declared main: content whatever structure_tags says)
 LEARNED = [(guide_pages, "chrome_tags", frozenset({"div", "article"})), (interface_pages, "heading_tags", frozenset()),
-           (reference_pages, "label_tags", frozenset()), (reference_pages, "structure_tags", frozenset()),
+           (reference_pages, "label_tags", frozenset()), (interface_pages, "structure_tags", frozenset()),
            (reference_pages, "list_tags", frozenset({"div"})), (interface_pages, "nav_paths", ("/div/",)),
            (site_pages, "related_max_share", 1.0), (site_pages, "content_tags", frozenset({"div"})),
            (guide_pages, "region_chrome_share", 0.0), (guide_pages, "row_cells", 100), (guide_pages, "link_run", 100)]
