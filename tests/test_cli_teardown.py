@@ -104,6 +104,40 @@ def test_the_collector_is_paused_while_the_program_loads_and_on_in_a_command_bod
         assert gc.isenabled() == enabled and gc.get_freeze_count() == frozen
 
 
+def test_one_blas_thread_unless_the_user_chose_a_count_or_trains():
+    environ = {}
+    assert cli.one_blas_thread(["templater", "extract", "--db", "t.db"], environ)
+    assert environ == {"OPENBLAS_NUM_THREADS": "1"}
+    for chosen in ({"OMP_NUM_THREADS": "4"}, {"OPENBLAS_NUM_THREADS": "2"}, {"MKL_NUM_THREADS": "3"}):
+        environ = dict(chosen)
+        assert not cli.one_blas_thread(["templater", "run", "pages.jsonl"], environ) and environ == chosen
+    environ = {}
+    assert not cli.one_blas_thread(["templater", "train", "set.jsonl"], environ) and environ == {}
+    assert cli.one_blas_thread(["templater", "--version"], environ)
+
+
+BLAS_PROBE = """
+import os, sys
+sys.argv = [{name!r}, "extract"]
+import cli
+import numpy
+print(os.environ.get("OPENBLAS_NUM_THREADS"))
+"""
+
+
+def test_the_program_asks_for_one_blas_thread_before_numpy_loads():
+    """Run as `templater`, cli sets OPENBLAS_NUM_THREADS=1 at its first line, before any import that loads numpy
+    (OpenBLAS reads it once, as it loads); imported by another program, it leaves the environment alone."""
+    environment = {k: v for k, v in os.environ.items() if k not in cli.BLAS_THREAD_VARIABLES}
+
+    def probe(name):
+        return subprocess.run([sys.executable, "-c", BLAS_PROBE.format(name=name)], capture_output=True, text=True,
+                              check=True, timeout=120, env=environment).stdout.split()
+
+    assert probe("/usr/local/bin/templater") == ["1"]
+    assert probe("-c") == ["None"]
+
+
 def test_the_program_logs_warnings_on_stderr_in_its_format_and_help_does_without_logging():
     """main() sets up the stderr log as a command's body starts (handled_errors), not before: --help does not
     import logging."""
