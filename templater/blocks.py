@@ -183,6 +183,11 @@ def head_title(root: etree._Element) -> etree._Element | None:
 _memo: tuple = (None, {})  # (weak reference to the last page asked about, its memo)
 
 
+def declares_main(element) -> bool:
+    """Whether the element declares the page's main content: a <main> element or one with role="main"."""
+    return element.tag == "main" or element.get("role") == "main"
+
+
 def in_declared_main(block) -> bool:
     """Whether the block sits in a <main> element or one with role="main"."""
     if "/main/" in block.tag_path + "/":

@@ -34,7 +34,7 @@ import numpy as np
 from . import ann, config, native
 from .errors import InputError
 from .features import (CLASS_GROUPS, CONTEXT_NAMES, FEATURE_NAMES, TAG_GROUPS, Tree, block_features,
-                       context_features, inside, line_features, number_tree, sum_up)
+                       context_features, group_bits, inside, line_features, number_tree, sum_up)
 from .blocks import in_declared_main, path_mask
 from .headline import find_headline, heading_words, keep_headline
 from .template import link_runs
@@ -58,13 +58,6 @@ NOTE_ROLES = frozenset({"note", "doc-footnote", "doc-endnote", "doc-endnotes"}) 
 LIST_ENTRY_TAGS = frozenset({"li", "dt", "dd"})  # a block with one of these on its tag path is a list's entry
 COMMENT_CLASS_GROUP = "comment"  # CLASS_GROUPS' group of comment threads (comment_threads)
 _COMMENT_BITS = np.uint32(sum(1 << n for n, (name, _) in enumerate(CLASS_GROUPS) if name == COMMENT_CLASS_GROUP))
-
-
-@functools.lru_cache(maxsize=64)
-def _group_bits(groups: tuple[str, ...]) -> np.uint32:
-    """The CLASS_GROUPS bits of the named groups (a template's region_chrome_groups)."""
-    names = [name for name, _ in CLASS_GROUPS]
-    return np.uint32(sum(1 << names.index(g) for g in groups if g in names))
 
 
 def select_blocks(seg: Segmented, *, method: str = DEFAULT_METHOD, allowed: np.ndarray | None = None,
@@ -206,7 +199,7 @@ def region_chrome(seg: Segmented, tree: Tree, trusted: np.ndarray,
     code, a table or a definition list below the region (protected_tags), nor in a note to the page's text
     (page_notes): the template's ``settings``. ``among``: the blocks asked about (default every trusted block; the
     others' answer may say chrome where a note or a table of contents is not looked for)."""
-    named = inside(tree, (tree.class_bits & _group_bits(settings.region_chrome_groups)) != 0)[tree.owner]
+    named = inside(tree, (tree.class_bits & np.uint32(group_bits(settings.region_chrome_groups))) != 0)[tree.owner]
     chars = seg.block_chars()
     links = seg.block_links()
     below = _below_region(seg, trusted)

@@ -170,6 +170,13 @@ def _number_tree_plain(seg: Segmented) -> Tree:
                 owner=np.array(owner, dtype=np.int64))
 
 
+@functools.lru_cache(maxsize=64)
+def group_bits(groups: tuple[str, ...]) -> int:
+    """The CLASS_GROUPS bits of the named groups (a template's region_chrome_groups)."""
+    names = [name for name, _ in CLASS_GROUPS]
+    return sum(1 << names.index(g) for g in groups if g in names)
+
+
 def class_bits(element) -> int:
     """The CLASS_GROUPS bits of an element's own class and id words."""
     attrs = element.attrib

@@ -26,7 +26,7 @@ from lxml import etree
 
 from . import features, metadata, native
 from .align import lcs_length, lcs_pairs
-from .blocks import fill_xpaths, path_mask
+from .blocks import declares_main, fill_xpaths, path_mask
 from .parse import compile_xpath
 from .config import BLOCK_TAGS as _BLOCK_TAGS
 from .config import RELATED_MAX_SHARE, LearnSettings
@@ -314,7 +314,7 @@ def related_text(seg: Segmented, element, dropped: np.ndarray, settings: LearnSe
     if not chars or seg.block_links()[inside].sum() > (1 - settings.own_content_links) * chars:
         return False
     main = element.getparent()
-    while main is not None and main.tag != "main" and main.get("role") != "main":
+    while main is not None and not declares_main(main):
         main = main.getparent()
     if main is None:
         return False
@@ -624,7 +624,7 @@ def interleaved_blocks(seg: Segmented, dropped: np.ndarray, containers: Sequence
     between a summary and the details) sits inside the page's text, not at its edges, where a news page's
     boxes of other stories, share bars and sign-up boxes stand."""
     out = np.zeros(len(seg.blocks), dtype=bool)
-    declared = [e for e in containers if (e.tag == "main" or e.get("role") == "main") and not wraps_page(e, settings)]
+    declared = [e for e in containers if declares_main(e) and not wraps_page(e, settings)]
     if not declared:
         return out
     chars = seg.block_chars()
@@ -647,19 +647,13 @@ def wraps_page(element, settings: LearnSettings = LearnSettings()) -> bool:
 def named_chrome(element, settings: LearnSettings = LearnSettings()) -> bool:
     """Whether the element or an ancestor below the declared main content (<main>, [role=main]) has a class or id
     word of region_chrome_groups (a share bar, a sign-up box, an advertisement, a related box: features.CLASS_GROUPS)."""
-    bits = _chrome_bits(settings.region_chrome_groups)
+    bits = features.group_bits(settings.region_chrome_groups)
     node = element
-    while node is not None and node.tag != "main" and node.get("role") != "main":
+    while node is not None and not declares_main(node):
         if features.class_bits(node) & bits:
             return True
         node = node.getparent()
     return False
-
-
-@functools.lru_cache(maxsize=16)
-def _chrome_bits(groups: tuple[str, ...]) -> int:
-    names = [name for name, _ in features.CLASS_GROUPS]
-    return sum(1 << names.index(g) for g in groups if g in names)
 
 
 def _holds_image(block: Block) -> bool:
@@ -683,7 +677,7 @@ def content_containers(seg: Segmented, dropped: np.ndarray, region: Rule | None,
     out = []
     for element in candidates:
         inside = _owned_by(seg, element)
-        declared = element.tag == "main" or element.get("role") == "main"
+        declared = declares_main(element)
         chrome = sum(chars[i] for i in np.flatnonzero(inside & dropped) if repeated_chrome(
             seg.blocks[i], content_ancestry(seg.blocks[i].element, [element]), bool(runs[i]), rows or set(),
             settings) not in (("", SHORT_LABEL) if declared else ("",)))
