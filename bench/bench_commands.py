@@ -16,7 +16,8 @@ for templater, the near-duplicate index and the stores are all counted:
               bytes (the parsing floor; nothing written)
 
 Start-up is timed the same way on the first STARTUP_PAGES pages: `templater --help`, `templater extract` of those
-pages (its own database, ingested and built before the rounds) and the two loops on them; `--baseline
+pages (its own database, ingested and built before the rounds; once more without the BLAS thread variables that
+every other row gets, as a user's shell starts it) and the two loops on them; `--baseline
 OTHER/bin/templater` adds another installation's two start-up commands and its `templater extract` (and each
 variant) to the same rounds (e.g. the main branch's checkout, to compare a change in one run), each installation on
 a database of its own that its own `ingest` + `build` filled (not timed): an older installation refuses a newer
@@ -256,13 +257,18 @@ def main() -> int:
                                                   str(small_folder / "out.jsonl"), small], None),
             f"lxml loop, {small} pages": ([sys.executable, "-c", LXML_LOOP, str(small_pages), os.devnull, small], None),
         }
+        # the same extract as a user's shell starts it, without the thread variables every other row gets: what the
+        # program's own BLAS setting (cli.one_blas_thread) leaves of OpenBLAS's threads
+        plain = f"templater extract, {small} pages, thread variables unset"
+        startup[plain] = startup[f"templater extract, {small} pages"]
+        envs[plain] = {k: v for k, v in env.items() if k not in ONE_THREAD}
         warm = ["templater --help", f"templater extract, {small} pages"]
         if args.baseline:
             startup[f"{BASELINE_PREFIX}templater --help"] = ([str(args.baseline), "--help"], None)
             startup[f"{BASELINE_PREFIX}templater extract, {small} pages"] = (
                 [str(args.baseline), *startup[f"templater extract, {small} pages"][0][1:]], their_small_base)
-            envs = dict.fromkeys((f"{BASELINE_PREFIX}templater --help",
-                                  f"{BASELINE_PREFIX}templater extract, {small} pages"), theirs_env)
+            envs.update(dict.fromkeys((f"{BASELINE_PREFIX}templater --help",
+                                       f"{BASELINE_PREFIX}templater extract, {small} pages"), theirs_env))
             warm += list(envs)
         for name in warm:  # warm-up runs (not timed): the bytecode of every module they import and each
             argv, start_db = startup[name]  # installation's own caches (code, language model) are written
@@ -366,10 +372,11 @@ def print_against_baseline(runs: dict[str, Runs]) -> None:
 
 
 def print_startup(runs: dict[str, Runs]) -> None:
-    print(f"\n{'start-up (median of rounds)':34} {'wall s':>7} {'CPU s':>7} {'peak RSS MB':>11}  goal {STARTUP_GOAL_S} "
-          "CPU s (templater rows)")
+    width = max(34, *map(len, runs))
+    print(f"\n{'start-up (median of rounds)':{width}} {'wall s':>7} {'CPU s':>7} {'peak RSS MB':>11}  goal "
+          f"{STARTUP_GOAL_S} CPU s (templater rows)")
     for name, r in runs.items():
-        print(f"{name:34} {statistics.median(r.wall):7.2f} {statistics.median(r.cpu):7.3f} {max(r.rss_mb):11.0f}")
+        print(f"{name:{width}} {statistics.median(r.wall):7.2f} {statistics.median(r.cpu):7.3f} {max(r.rss_mb):11.0f}")
 
 
 def print_table(runs: dict[str, Runs], n: int) -> None:
