@@ -6,18 +6,23 @@
 
 Each line: the lines written so far to --count (the pages done, for a command writing JSON Lines there), the
 process's anonymous and file-backed resident memory (/proc/self/status RssAnon, RssFile), SQLite's memory
-(sqlite3_memory_used, process-wide) and glibc's heap (mallinfo2: arena, in use, free). --no-index beside the same
-command shows what the near-duplicate index holds. --trace A B: tracemalloc snapshots when --count reaches A and B
+(sqlite3_memory_used, process-wide; and each open connection's page cache and prepared statements, by its file's
+name, from sqlite3_db_status), glibc's heap (mallinfo2: arena, in use, free, and its blocks mapped apart: mmapped),
+Python's object arenas (sys._debugmallocstats) and the chunks the xml heap (native.tune_heap) holds live. --no-index
+beside the same command shows what the near-duplicate index holds. --trace A B: tracemalloc snapshots when --count reaches A and B
 lines, and the 15 allocation sites whose memory grew most between them (Python's allocations and numpy's arrays;
-not libxml2's or SQLite's). Linux only.
+not libxml2's or SQLite's); with --trace-late, tracing starts only at A (the run before it at full speed), so the
+second snapshot holds what was allocated since A and is still held at B. Linux only.
 """
 
 from __future__ import annotations
 
 import argparse
 import ctypes
+import gc
 import os
 import sys
+import tempfile
 import threading
 import time
 import tracemalloc
@@ -32,7 +37,8 @@ class _Mallinfo2(ctypes.Structure):
 
 
 def _libraries():
-    """(glibc's mallinfo2, SQLite's sqlite3_memory_used), either None where it cannot be found."""
+    """(glibc's mallinfo2, SQLite's sqlite3_memory_used, SQLite's sqlite3_db_status), each None where it cannot be
+    found."""
     import _sqlite3
     try:
         libc = ctypes.CDLL("libc.so.6")
@@ -44,9 +50,68 @@ def _libraries():
         sqlite = ctypes.CDLL(_sqlite3.__file__)  # (its symbols, and those of the libsqlite3 it links)
         sqlite.sqlite3_memory_used.restype = ctypes.c_int64
         used = sqlite.sqlite3_memory_used
+        status = sqlite.sqlite3_db_status
+        status.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int),
+                           ctypes.c_int]
+        sqlite.sqlite3_db_filename.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+        sqlite.sqlite3_db_filename.restype = ctypes.c_char_p
+        status = (status, sqlite.sqlite3_db_filename)
     except (OSError, AttributeError):
-        used = None
-    return mallinfo, used
+        used = status = None
+    return mallinfo, used, status
+
+
+def _connections(status) -> str:
+    """Each open sqlite3 connection's page cache and prepared statements (MiB), named by its file's name."""
+    import sqlite3
+
+    if status is None or sys.implementation.name != "cpython":
+        return ""
+    parts, (db_status, filename) = [], status
+    for conn in (o for o in gc.get_objects() if type(o) is sqlite3.Connection):
+        handle = ctypes.c_void_p.from_address(id(conn) + object.__basicsize__).value  # (pysqlite's sqlite3 *db)
+        if not handle:  # closed
+            continue
+        values = []
+        for op in (1, 3):  # SQLITE_DBSTATUS_CACHE_USED, SQLITE_DBSTATUS_STMT_USED
+            current, high = ctypes.c_int(), ctypes.c_int()
+            db_status(handle, op, ctypes.byref(current), ctypes.byref(high), 0)
+            values.append(current.value / 2**20)
+        name = Path((filename(handle, b"main") or b"").decode(errors="replace")).name or ":memory:"
+        parts.append(f"{name} cache {values[0]:.0f} stmt {values[1]:.1f}")
+    return "  [" + "; ".join(parts) + "]" if parts else ""
+
+
+def _python_arenas() -> float:
+    """MiB of Python's object arenas in use (sys._debugmallocstats, written to the C stderr: read back from a file)."""
+    if not hasattr(sys, "_debugmallocstats"):
+        return 0.0
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as out:
+        saved = os.dup(2)
+        try:
+            os.dup2(out.fileno(), 2)
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        text = out.read().decode(errors="replace")
+    for line in text.splitlines():
+        if line.startswith("# arenas allocated current"):
+            return int(line.split("=")[1])  # (arenas of 1 MiB: CPython 3.10 on)
+    return 0.0
+
+
+def _xml_chunks() -> float:
+    """MiB of the xml heap's chunks holding live blocks (made, less those free: resident or given back)."""
+    try:
+        from templater import native
+
+        resident, given_back, made = native.numeric.xml_heap_chunks()
+    except (ImportError, AttributeError):
+        return 0.0
+    return (made - resident - given_back) * 2**16 / 2**20
 
 
 def _lines(path: Path | None) -> int:
@@ -57,21 +122,23 @@ def _lines(path: Path | None) -> int:
         return 0
 
 
-def sample(path: Path | None, mallinfo, used) -> str:
+def sample(path: Path | None, mallinfo, used, status=None) -> str:
     """One line of the probe (MiB)."""
-    status = {}
+    rss = {}
     with open("/proc/self/status") as f:
         for line in f:
             name, _, value = line.partition(":")
             if name in ("RssAnon", "RssFile"):
-                status[name] = int(value.split()[0]) / 1024
+                rss[name] = int(value.split()[0]) / 1024
     heap = ""
     if mallinfo is not None:
         m = mallinfo()
-        heap = f"  heap arena {m.arena / 2**20:.0f} in use {m.uordblks / 2**20:.0f} free {m.fordblks / 2**20:.0f}"
+        heap = (f"  heap arena {m.arena / 2**20:.0f} in use {m.uordblks / 2**20:.0f} free {m.fordblks / 2**20:.0f}"
+                f" mmapped {m.hblkhd / 2**20:.0f}")
     sqlite = f"  SQLite {used() / 2**20:.0f}" if used is not None else ""
-    return (f"{_lines(path):>8} lines  RssAnon {status.get('RssAnon', 0):.0f} RssFile {status.get('RssFile', 0):.0f}"
-            f"{sqlite}{heap}  (MiB)")
+    return (f"{_lines(path):>8} lines  RssAnon {rss.get('RssAnon', 0):.0f} RssFile {rss.get('RssFile', 0):.0f}"
+            f"{sqlite}{heap}  Python arenas {_python_arenas():.0f}  xml chunks {_xml_chunks():.0f}  (MiB)"
+            f"{_connections(status)}")
 
 
 def _grown(first, second) -> str:
@@ -90,19 +157,22 @@ def main() -> None:
     parser.add_argument("--every", type=float, default=15.0, help="seconds between samples")
     parser.add_argument("--count", type=Path, default=None, help="a file whose lines count the pages done")
     parser.add_argument("--trace", type=int, nargs=2, metavar=("A", "B"), default=None)
+    parser.add_argument("--trace-late", action="store_true", help="start tracing at A, not at the start")
     args = parser.parse_args(argv[:cut])
     if cut == len(argv):
         parser.error("no command: give it after --")
-    mallinfo, used = _libraries()
-    if args.trace:
+    mallinfo, used, status = _libraries()
+    if args.trace and not args.trace_late:
         tracemalloc.start(8)
     done = threading.Event()
 
     def probe() -> None:
         snapshots = []
         while not done.wait(args.every):
-            print(sample(args.count, mallinfo, used), file=sys.stderr, flush=True)
+            print(sample(args.count, mallinfo, used, status), file=sys.stderr, flush=True)
             if args.trace and len(snapshots) < 2 and _lines(args.count) >= args.trace[len(snapshots)]:
+                if not tracemalloc.is_tracing():
+                    tracemalloc.start(8)
                 snapshots.append(tracemalloc.take_snapshot().filter_traces(
                     [tracemalloc.Filter(False, tracemalloc.__file__)]))
                 if len(snapshots) == 2:
@@ -118,7 +188,7 @@ def main() -> None:
     finally:
         done.set()
         thread.join()
-        print("end: " + sample(args.count, mallinfo, used), file=sys.stderr, flush=True)
+        print("end: " + sample(args.count, mallinfo, used, status), file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

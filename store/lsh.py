@@ -69,7 +69,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from store.db import MIGRATIONS_TABLE, db_name, migrate, transaction
-from templater.config import (BUCKET_CAP, ID_CHUNK, CACHE_KIB, CHECKPOINT_BYTES, WAL_KEEP_BYTES, RECENT_PAGES,
+from templater.config import (BUCKET_CAP, ID_CHUNK, IN_LIST_IDS, SITE_CACHE, CACHE_KIB, CHECKPOINT_BYTES, WAL_KEEP_BYTES, RECENT_PAGES,
                               RECENT_ROWS,
                               ROUND_LIMITS, REFERENCE_MEMBERS, FILTER_BITS_PER_KEY, FILTER_HASHES,
                               FILTER_FIRST_KEYS, RECENT_FILTER_KEYS, RECENT_FILTER_BITS, RECENT_FILTER_HASHES,
@@ -100,7 +100,7 @@ DOC_SPAN_BITS = 16  # a batch's (key, doc) rows are sorted as one int64 (key << 
 # lie within 2**16 of each other and its keys below 2**47
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=SITE_CACHE)
 def site_of(url: str | None) -> str:
     """The site a page's URL names: its host, lower-cased, without "www." ("" when there is none)."""
     if not url or "://" not in url:
@@ -422,15 +422,18 @@ def _chunks(values: Sequence, size: int = ID_CHUNK) -> Iterator[Sequence]:
 
 
 def _select_in(db: sqlite_utils.Database, sql: str, ids: Sequence) -> list[tuple]:
-    """Rows of ``sql`` (with one ``{ids}`` placeholder) for every id, querying ID_CHUNK ids at a time.
+    """Rows of ``sql`` (with one ``{ids}`` placeholder) for every id, querying IN_LIST_IDS ids at a time.
 
     Each list is padded to a power of two with its first id again (the same rows): a few distinct statements
     rather than one per list length. The connection keeps its last 128 statements prepared, each as large as its
     list, so one per length grew an extract's memory with the crawl (~1.3 MB per 1,000 pages at 10,000 pages, as
-    the lists of candidates lengthen)."""
+    the lists of candidates lengthen), and so did lists of up to ID_CHUNK ids (about 5 MB of statements a query at
+    the longest lengths): IN_LIST_IDS bounds them. A longer list is cut in order of its ids (SQLite reads an IN
+    list's values in order), so the rows come in the order one statement over the whole list gave them."""
     rows: list[tuple] = []
-    for chunk in _chunks(list(ids), ID_CHUNK):
-        size = min(1 << (len(chunk) - 1).bit_length(), ID_CHUNK)
+    ids = list(ids) if len(ids) <= IN_LIST_IDS else sorted(set(ids))
+    for chunk in _chunks(ids, IN_LIST_IDS):
+        size = min(1 << (len(chunk) - 1).bit_length(), IN_LIST_IDS)
         padded = [*chunk, *[chunk[0]] * (size - len(chunk))]
         rows.extend(db.conn.execute(sql.format(ids=",".join("?" * size)), padded).fetchall())
     return rows

@@ -306,6 +306,13 @@ SIMILAR_LIMIT = 10  # near-duplicates `templater similar` lists by default
 # --- lsh (store/lsh.py): the near-duplicate index in SQLite ----------------------------------------------------
 BUCKET_CAP = 256  # candidates offered by one band key
 ID_CHUNK = 10_000  # ids per IN (...) list
+IN_LIST_IDS = 512  # ids per IN (...) list of the index's reads by doc (store.lsh._select_in), padded to a power of
+# two: a connection keeps its last 128 statements prepared, each about 190 bytes an id of its list, and lists of up to
+# ID_CHUNK ids (about 5 MB of statements for each of the dozen queries read this way) made extract's SQLite memory grow
+# with the crawl as the candidate lists lengthened (2.5 MiB of statements at 10,000 pages, 10.6 at 38,000, over the
+# heap limit); at 512 a query's statements take at most about 0.2 MB
+SITE_CACHE = 4_096  # URLs whose site (store.lsh.site_of) is remembered: each new page's URL is seen once or twice, so
+# a larger cache only grew with the crawl (about 300 bytes an entry: 20 MB at its former 65,536)
 CACHE_KIB = 128 * 1024  # SQLite page cache for this connection: lsh_bands' upper levels stay in it; its leaves are
 # read at random (by the few keys its filters pass) and the OS caches the file (was 512 MiB, more than the 400 MB a
 # whole run may take)
