@@ -222,6 +222,25 @@ def iter_page_keys(db: sqlite_utils.Database) -> Iterator[tuple[str, str, str | 
     yield from db.execute("SELECT id, url, site FROM pages WHERE retired = 0 ORDER BY id")
 
 
+def live_page_count(db: sqlite_utils.Database) -> int:
+    """How many live pages the store holds."""
+    return db.execute("SELECT count(*) FROM pages WHERE retired = 0").fetchone()[0]
+
+
+def iter_live_ids(db: sqlite_utils.Database, *, chunk: int | None = None) -> Iterator[list[str]]:
+    """The ids of every live page, in id order, ``chunk`` at a time: each list read by its own short query (the
+    ids after the last one given), so a caller holds one list at a time, not every id of the crawl, and no read
+    stays open between lists (a writer may commit meanwhile). ``chunk``: config.PAGE_ID_CHUNK unless given."""
+    chunk = chunk or config.PAGE_ID_CHUNK
+    rows = db.execute("SELECT id FROM pages WHERE retired = 0 ORDER BY id LIMIT ?", [chunk]).fetchall()
+    while rows:
+        yield [r[0] for r in rows]
+        if len(rows) < chunk:
+            return
+        rows = db.execute("SELECT id FROM pages WHERE retired = 0 AND id > ? ORDER BY id LIMIT ?",
+                          [rows[-1][0], chunk]).fetchall()
+
+
 def page_shapes(db: sqlite_utils.Database, ids: Iterable[str]) -> dict[str, np.ndarray]:
     out = {}
     for chunk in _chunks(list(ids), config.STORE_ID_CHUNK):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import gc
+import itertools
 import logging
 import sqlite3
 import time
@@ -642,15 +643,19 @@ def _extracted(db: sqlite_utils.Database, *, method: str, ids: Sequence[str] | N
                progress: Progress | None, weights: fallback.ann.Weights | None, q: float,
                skipped: Counter | None, jobs: int, links: bool,
                render: Callable[[Extraction], str] | None = None) -> Iterator[tuple[Extraction, str | None]]:
-    ids = [pid for pid, _, _ in page_store.iter_page_keys(db)] if ids is None else list(dict.fromkeys(ids))
-    skipped = Counter() if skipped is None else skipped  # each page once, in the order given
+    if ids is None:  # every live page, its ids read a chunk at a time as the work goes (not held all at once)
+        total, chunks = page_store.live_page_count(db), _work_chunks(page_store.iter_live_ids(db))
+    else:  # each page once, in the order given
+        ids = list(dict.fromkeys(ids))
+        total, chunks = len(ids), _work_chunks([ids])
+    skipped = Counter() if skipped is None else skipped
     classifier = {"weights": weights, "q": q, "links": links}  # extract_page's options
     signing = index_settings(db) if index else None
     pending: list[Extraction] = []
     signed: list[dedup.SignedText] = []
     with GrowingBatch(db) as batch:
-        for done, (digest, result, signature, rendered) in enumerate(iter_extracted(
-                db, ids, method=method, classifier=classifier, jobs=jobs, signing=signing,
+        for done, (digest, result, signature, rendered) in enumerate(_iter_chunks_extracted(
+                db, chunks, total, method=method, classifier=classifier, jobs=jobs, signing=signing,
                 render=render), 1):
             if isinstance(result, Skip):
                 batch.begin()
@@ -658,7 +663,7 @@ def _extracted(db: sqlite_utils.Database, *, method: str, ids: Sequence[str] | N
                                        page_id=result.id, url=result.url, now=now())
                 skipped[result.reason] += 1
                 if progress:
-                    progress(done, len(ids))
+                    progress(done, total)
                 continue
             batch.begin()
             page_store.save_extraction(db, page_id=result.id, site=result.site, method=result.method,
@@ -674,7 +679,7 @@ def _extracted(db: sqlite_utils.Database, *, method: str, ids: Sequence[str] | N
                 pending.clear()
                 signed.clear()
             if progress:
-                progress(done, len(ids))
+                progress(done, total)
             yield result, rendered
         if index and pending:
             _index(db, pending, signed, signing)
@@ -855,8 +860,21 @@ def iter_extracted(db: sqlite_utils.Database, ids: Sequence[str], *, method: str
     With ``jobs`` above 1, worker processes read and extract chunks of WORK_CHUNK pages (each with a read-only
     connection of its own) and the results come back in the order of ``ids``: the same values as ``jobs=1``.
     """
-    chunks = [ids[i:i + WORK_CHUNK] for i in range(0, len(ids), WORK_CHUNK)]
-    if jobs <= 1 or len(chunks) < 2:
+    yield from _iter_chunks_extracted(db, _work_chunks([ids]), len(ids), method=method, classifier=classifier,
+                                      jobs=jobs, signing=signing, render=render)
+
+
+def _work_chunks(lists: Iterable[Sequence[str]]) -> Iterator[list[str]]:
+    """The ids of ``lists``, one after the other, in chunks of WORK_CHUNK (the last one shorter)."""
+    return workers.chunked(itertools.chain.from_iterable(lists), WORK_CHUNK)
+
+
+def _iter_chunks_extracted(db: sqlite_utils.Database, chunks: Iterable[Sequence[str]], total: int, *, method: str,
+                           classifier: dict | None = None, jobs: int = 1, signing: ShingleSettings | None = None,
+                           render: Callable[[Extraction], str] | None = None) -> Iterator[Extracted]:
+    """``iter_extracted`` of the ids in ``chunks`` (of WORK_CHUNK ids, the last one shorter; ``total`` ids in
+    all), the chunks taken as the work goes."""
+    if jobs <= 1 or total <= WORK_CHUNK:
         path = db_path(db)  # pages are read through a connection of their own: the writer's cache (sized for the
         reader = open_reader(path) if path else db  # index) would otherwise keep every page read, up to its size
         try:

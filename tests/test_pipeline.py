@@ -31,6 +31,24 @@ def test_run_learns_a_template_and_extracts_every_page(tmp_path):
     assert all("Copyright" not in r.text for r in results)
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_every_page_is_extracted_once_in_id_order_whatever_the_chunks_its_ids_are_read_in(tmp_path, monkeypatch, jobs):
+    """extract of every live page reads their ids a chunk at a time (config.PAGE_ID_CHUNK): chunks that do not
+    divide the work's (WORK_CHUNK) give the same pages, in the same order, with the same progress total."""
+    write_site(tmp_path / "site.jsonl.gz", 23)
+    db = pipeline.open_store(tmp_path / "t.db")
+    pipeline.ingest(db, [tmp_path / "site.jsonl.gz"])
+    pipeline.build(db)
+    pipeline.page_store.retire_pages(db, ["p7"])
+    whole = [(r.id, r.text) for r in pipeline.extract(db, jobs=jobs)]
+    assert [i for i, _ in whole] == sorted(f"p{seed}" for seed in range(23) if seed != 7)
+    monkeypatch.setattr(pipeline.config, "PAGE_ID_CHUNK", 5)
+    monkeypatch.setattr(pipeline, "WORK_CHUNK", 3)
+    totals = set()
+    chunked = [(r.id, r.text) for r in pipeline.extract(db, jobs=jobs, progress=lambda done, total: totals.add(total))]
+    assert chunked == whole and totals == {22}
+
+
 def test_reingest_is_idempotent_and_rebuild_keeps_the_version(tmp_path):
     write_site(tmp_path / "site.jsonl.gz", 5)
     db = pipeline.open_store(tmp_path / "t.db")

@@ -176,3 +176,17 @@ def test_extractions_keep_their_title_and_metadata_and_older_databases_still_ope
     writer = pipeline.open_store(tmp_path / "t.db")  # a command that writes adds the table
     assert {r.id: r.to_json() for r in pipeline.extract(writer)} == records
     assert {r["id"]: r for r in page_store.load_extractions(writer, sorted(records))} == records
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 64])
+def test_live_ids_come_a_chunk_at_a_time_in_id_order_without_the_retired(tmp_path, chunk):
+    db = pipeline.open_store(tmp_path / "t.db")
+    ids = ["b", "a", "a1", "Z", "é", "a/b", "k10/x", "k2/x", "k1/x", "", "c"]
+    for page_id in ids:
+        upsert(db, page_id, "<p>x</p>", page_store.content_hash("<p>x</p>"))
+    page_store.retire_pages(db, ["a1", "k2/x"])
+    lists = list(page_store.iter_live_ids(db, chunk=chunk))
+    live = [pid for pid, _, _ in page_store.iter_page_keys(db)]
+    assert [pid for part in lists for pid in part] == live and len(live) == len(ids) - 2
+    assert all(len(part) == chunk for part in lists[:-1]) and 0 < len(lists[-1]) <= chunk
+    assert page_store.live_page_count(db) == len(live)
