@@ -114,6 +114,18 @@ def opened_fixture(fixture: Path, tmp_path: Path):
     return before, old, db, [json.loads(s) for (s,) in db.execute("SELECT settings FROM templates ORDER BY id")]
 
 
+def migrates_with(fixture: Path, tmp_path: Path, values: dict) -> None:
+    """A copy of an old store whose templates were saved without the settings ``values`` names: opened by templater,
+    each template gets ``values`` (what it was learned with), and the store extracts as before."""
+    before, old, db, saved = opened_fixture(fixture, tmp_path)
+    assert old and all(set(s) == set(ADDED) - set(values) for s in old)
+    assert all(s == {**old_s, **values} for s, old_s in zip(saved, old))
+    assert all(t.settings == dataclasses.replace(LearnSettings(), **values)
+               for _, _, t in template_store.iter_current(db))
+    again = {r.id: r.text for r in pipeline.iter_crawl_extractions(db, sorted(before))}
+    assert again == before
+
+
 def test_an_old_store_gets_the_settings_its_templates_were_applied_with_and_extracts_as_before(tmp_path):
     """tests/fixtures/templates_v1.db (tests/fixtures/make_templates_v1.py, the code of 3cf8f85): templates saved
     without the extraction thresholds, and the extractions that code made with them."""
@@ -166,13 +178,7 @@ def test_a_store_of_schema_4_records_the_near_copy_lone_its_templates_were_learn
     """tests/fixtures/templates_v4.db (tests/fixtures/make_templates_v4.py, the code of 6b35ed3): templates saved
     without near_copy_lone, whose share the second near-copy test then read from near_copy (0.8): migration 5 writes
     0.8 into each, and the store extracts as before."""
-    before, old, db, saved = opened_fixture(FIXTURE_V4, tmp_path)  # migrations 5 and 6
-    assert old and all(set(s) == set(ADDED) - set(BEFORE_5) for s in old)
-    assert all(s == {**old_s, **BEFORE_5} for s, old_s in zip(saved, old))
-    assert all(t.settings == dataclasses.replace(LearnSettings(), **BEFORE_5)
-               for _, _, t in template_store.iter_current(db))
-    again = {r.id: r.text for r in pipeline.iter_crawl_extractions(db, sorted(before))}
-    assert again == before
+    migrates_with(FIXTURE_V4, tmp_path, BEFORE_5)  # migrations 5 and 6
 
 
 
@@ -180,13 +186,7 @@ def test_a_store_of_schema_5_records_that_its_templates_read_near_copies_block_b
     """tests/fixtures/templates_v5.db (tests/fixtures/make_templates_v5.py, the code of 7078a15): templates saved
     without near_copy_lines, when the near-copy tests read a page block by block: migration 6 writes False into each,
     and the store extracts as before."""
-    before, old, db, saved = opened_fixture(FIXTURE_V5, tmp_path)  # migration 6
-    assert old and all(set(s) == set(ADDED) - set(BEFORE_6) for s in old)
-    assert all(s == {**old_s, **BEFORE_6} for s, old_s in zip(saved, old))
-    assert all(t.settings == dataclasses.replace(LearnSettings(), **BEFORE_6)
-               for _, _, t in template_store.iter_current(db))
-    again = {r.id: r.text for r in pipeline.iter_crawl_extractions(db, sorted(before))}
-    assert again == before
+    migrates_with(FIXTURE_V5, tmp_path, BEFORE_6)  # migration 6
 
 
 # (site's pages, a tag list or threshold learning reads, a value that changes the rules learned; the reference
