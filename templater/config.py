@@ -172,6 +172,10 @@ NEAR_COPY_LONE = 0.5  # ... and what the two alone share is at least this share 
 # outweighs either page's own rest. Entries of a series that share an intro and an outro inside their paragraphs
 # (googledesktop.blogspot.com's "featured gadget" posts: 0.69) share no paragraph word for word. 0.8 (near_copy's
 # value, which the test read before) in templates learned before the setting
+NEAR_COPY_LINES = True  # the near-copy tests read a run of consecutive blocks of one element (lines broken by <br>:
+# a poem, an address, a list) as one text, long when the run is near_copy_chars long; False: block by block, so a page
+# whose text is short lines has no own text and its copies count as pages of their own (what a template learned before
+# the setting was made with)
 REGION_TEXT_SHARE = 0.8  # the content region holds at least this share of a page's remaining text
 REGION_PAGE_SHARE = 0.5  # ... on at least this share of the pages
 NAV_PATHS = ("/nav/", "/aside/")  # a varying block inside <nav> (breadcrumbs, section menus) or <aside> is not the
@@ -498,6 +502,7 @@ class LearnSettings:
     near_copy_size: float = NEAR_COPY_SIZE
     near_copy_shared: float = NEAR_COPY_SHARED
     near_copy_lone: float = NEAR_COPY_LONE
+    near_copy_lines: bool = NEAR_COPY_LINES
     region_text_share: float = REGION_TEXT_SHARE
     region_page_share: float = REGION_PAGE_SHARE
     linked_headings_per_page: float = LINKED_HEADINGS_PER_PAGE

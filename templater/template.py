@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 
 import re
@@ -108,9 +108,10 @@ def pages_once(pages: Sequence[Segmented]) -> list[Segmented]:
 
 
 def distinct_pages(pages: Sequence[Segmented], settings: LearnSettings = LearnSettings()) -> list[Segmented]:
-    """The pages less near-copies: a page whose own text (the word 3-grams of its long blocks, less the blocks and the
-    3-grams most pages share) is mostly (settings.near_copy of the smaller set) a kept page's own text, or the other
-    way round, is left out, when the smaller text has at least settings.near_copy_size of the larger's 3-grams.
+    """The pages less near-copies: a page whose own text (the word 3-grams of its long blocks, or runs of one element's
+    lines: settings.near_copy_lines; less the blocks and the 3-grams most pages share) is mostly (settings.near_copy of
+    the smaller set) a kept page's own text, or the other way round, is left out, when the smaller text has at least
+    settings.near_copy_size of the larger's 3-grams.
     So is a page whose own prose (the same, less blocks mostly links: settings.near_copy_links) shares at least
     settings.near_copy_shared of the smaller with a kept page's, when what the two alone share (no third page of the
     cluster has it) is settings.near_copy_lone of itself and what one of them has alone (near_copy unless the two
@@ -125,8 +126,9 @@ def distinct_pages(pages: Sequence[Segmented], settings: LearnSettings = LearnSe
     is rewritten has new text there; text other pages show is the site's, not the article's, and does not count
     against the pair.
     """
-    longs = [{b.hash: (b.text, b.link_chars <= settings.near_copy_links * len(b.text)) for b in seg.blocks
-              if len(b.text) >= settings.near_copy_chars} for seg in pages]
+    longs = [{key: (text, links <= settings.near_copy_links * len(text))
+              for key, text, links in _text_units(seg, lines=settings.near_copy_lines)
+              if len(text) >= settings.near_copy_chars} for seg in pages]
     need = max(settings.near_copy_common_pages, len(pages) / 2)
     held = Counter(h for blocks in longs for h in blocks)
     common = {h for h, n in held.items() if n >= need}
@@ -154,6 +156,28 @@ def distinct_pages(pages: Sequence[Segmented], settings: LearnSettings = LearnSe
         out.append(seg)
         kept.append((own, own_prose, own_lone, own_pair))
     return out
+
+
+def _text_units(seg: Segmented, *, lines: bool = True) -> Iterator[tuple[int, str, int]]:
+    """A page's texts as distinct_pages reads them: (key, text, link characters) per run of consecutive blocks of
+    one element (the lines of a poem, an address or a list written with <br> are one text, as a paragraph is),
+    keyed by the block's hash, or by the run's hashes together; its lines joined by newlines. Without ``lines``
+    (settings.near_copy_lines off), block by block."""
+    blocks = seg.blocks
+    start = 0
+    while start < len(blocks):
+        end = start + 1
+        element = blocks[start].element if lines else None
+        while end < len(blocks) and element is not None and blocks[end].element is element:
+            end += 1
+        if end == start + 1:
+            block = blocks[start]
+            yield block.hash, block.text, block.link_chars
+        else:
+            run = blocks[start:end]
+            yield (hash(tuple(b.hash for b in run)), "\n".join(b.text for b in run),
+                   sum(b.link_chars for b in run))
+        start = end
 
 
 class _PagesWith:

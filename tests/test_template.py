@@ -583,3 +583,41 @@ def test_the_runs_pattern_finds_every_maximal_run_that_long(mask, least):
                 runs.append((start, i))
             start = None
     assert found == runs
+
+
+def _poem_html(rng, lines: list[str]) -> str:
+    """An article page of the test site whose body is one paragraph of short lines broken by <br> (a poem)."""
+    from sitegen import article_html
+
+    html, text = article_html(rng.randint(100, 999), paragraphs=1)
+    return html.replace(text.split("\n")[1], "<br>".join(lines))
+
+
+def test_a_poem_and_its_cut_copy_count_once():
+    """A poem's lines are blocks of one element, each shorter than near_copy_chars: read one by one, the page has no
+    own text, so its copy cut from the start was a second page, and the lines both show (on two of three pages)
+    were learned as the site's text. Read as one text a run of one element's lines is the poem's; the two count
+    once, and the template keeps the poem on the original and the copy."""
+    import random
+
+    from templater.template import _text_units, distinct_pages
+
+    from sitegen import sentence
+
+    rng = random.Random(3)
+    poem = [sentence(rng, 6) for _ in range(24)]
+    html = _poem_html(random.Random(1), poem)
+    original = _page(html, "poem")
+    copy = _page(html.replace("<br>".join(poem), "<br>".join(poem[7:])), "cut")
+    other = _page(_poem_html(random.Random(2), [sentence(rng, 6) for _ in range(20)]), "other")
+    runs = [text for _, text, _ in _text_units(original) if "\n" in text]
+    assert runs == ["\n".join(poem)]
+    assert all(len(line) < LearnSettings().near_copy_chars for line in poem)
+    assert [s.page.id for s in distinct_pages([original, copy, other])] == ["cpoem", "cother"]
+    assert len(distinct_pages([original, copy, other], LearnSettings(near_copy_lines=False))) == 3  # block by block
+    template = learn_template([original, copy, other], site="s")
+    for seg, lines in ((original, poem), (copy, poem[7:])):
+        allowed, _ = apply_template(seg, CompiledTemplate(template))
+        assert all(line in kept_text(seg, allowed) for line in lines)
+    # two poems of the site are two pages
+    assert len(distinct_pages([original, other])) == 2
