@@ -357,8 +357,11 @@ PAIR_CHUNK = 4_096  # candidate pairs measured per call of the compiled template
 # array for it: a bounded copy, where the all-pairs pass asks for 100,000 pairs at once)
 INSERT_WIDTH = 256  # (key, doc) rows per INSERT statement of migration 5's merge into the row table lsh_bands (0.8 s
 # CPU for 1.4M rows, against 2.7 s one row a statement)
-SEGMENT_BLOCK_ROWS = 256  # (key, doc) rows per block of a segment of the band index (4 KiB of BLOB: a key found by
-# its segment's filter costs one small read; the blocks' first keys, 8 bytes a block, stay in memory)
+SEGMENT_BLOCK_ROWS = 254  # (key, doc) rows per block of a segment of the band index (4,064 bytes of BLOB: a key found
+# by its segment's filter costs one small read; the blocks' first keys, 8 bytes a block, stay in memory). Four blocks
+# fill a 16 KiB database page whatever the block's row id (a cell and its pointer: 4,078-4,082 bytes); 256 rows made
+# 4,110-4,114, so a page held three blocks and a quarter of lsh_blocks was empty space: every flush, merge and
+# checkpoint wrote a third more pages and the cache held a quarter fewer blocks
 SEGMENT_FANOUT = 4  # segments of one level merged into one of the next level: each key row is rewritten about
 # log4(pages / RECENT_PAGES) times (4 times at 10M pages) and a lookup probes at most 3 segments a level
 SEGMENT_SLICE_ROWS = 1 << 18  # key rows a merge (or a scan of every candidate pair) holds at once, about: it reads

@@ -336,6 +336,50 @@ def test_an_index_found_by_a_unique_page_id_index_migrates_to_page_keys(tmp_path
     assert sorted(segment_rows(db, pages=True)) == page_key_rows(db)
 
 
+def test_an_index_with_blocks_of_256_rows_indexes_on_as_one_built_today(tmp_path, monkeypatch):
+    """tests/fixtures/lsh_v9.db (made by make_lsh_v9.py with the code of 7078a15: segment blocks of 256 rows, before
+    SEGMENT_BLOCK_ROWS became 254) and an index built today from the same texts in the same batches hold the same
+    pages, clusters, links, candidate pairs and buckets (each key's rows, whole and capped, read across the 256-row
+    blocks); so they do after more pages go into the recent runs, and after the flush whose merge rewrites the old
+    segments in blocks of 254 rows."""
+    import runpy
+    import shutil
+    from pathlib import Path
+
+    fixtures = Path(__file__).parent / "fixtures"
+    stories = runpy.run_path(str(fixtures / "make_lsh_v9.py"), run_name="fixture")["stories"]
+    monkeypatch.setattr(lsh, "RECENT_PAGES", 12)
+    shutil.copy(fixtures / "lsh_v9.db", tmp_path / "v9.db")
+    old, today = open_db(tmp_path / "v9.db"), open_db(tmp_path / "today.db")
+    block_rows = lambda db: sorted({len(k) >> 3 for (k,) in db.conn.execute("SELECT keys FROM lsh_blocks")})  # noqa: E731
+    assert block_rows(old)[-1] == 256 and len(lsh._segments(old).items) == 3
+    items = stories()
+    for start in range(0, len(items), 6):
+        dedup.index_texts(today, items[start:start + 6])
+    assert block_rows(today)[-1] == lsh.SEGMENT_BLOCK_ROWS == 254
+    more = stories(4, seed=29)  # 12 pages: 6 into the recent runs, then 6 more and a flush that merges
+    for step in range(3):
+        dumps = [index_dump(db) for db in (old, today)]
+        assert dumps[0] == dumps[1], step
+        assert len(dumps[0]["dup_clusters"]) == 12 + 2 * step
+        if step < 2:
+            for db in (old, today):
+                dedup.index_texts(db, more[6 * step:6 * step + 6])
+    assert [(s.level, block_rows(old)[-1]) for s in lsh._segments(old).items] == [(1, 254)]  # all rewritten
+
+
+def index_dump(db) -> dict:
+    """Pages, clusters, links, candidate pairs, and every key's bucket whole and capped at 1 and 2 rows."""
+    out = {t: db.conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
+           for t in ("lsh_signatures", "lsh_links", "dup_clusters")}
+    out["pairs"] = sorted(p for chunk in lsh.iter_candidate_pairs(db) for p in map(tuple, chunk.tolist()))
+    keys = np.unique(np.concatenate([lsh._recent(db).rows()[0], *[
+        np.frombuffer(k, dtype=np.int64) for (k,) in db.conn.execute("SELECT keys FROM lsh_blocks")]]))
+    for cap in (1, 2, 10**6):
+        out[f"rows{cap}"] = lsh._bucket_rows(db, keys, cap=cap).tolist()
+    return out
+
+
 def segment_rows(db, *, pages: bool = False) -> list[tuple[int, int]]:
     """Every (key, doc) row of the band index's segments, in block order: the band and anchor keys' rows, or
     (``pages``) the page keys' rows."""

@@ -548,6 +548,51 @@ def test_the_stored_keys_give_the_candidates_of_brute_force_banding(tmp_path_fac
         assert pairs == {(b, a) for a, b in shared}
 
 
+def test_four_segment_blocks_fill_a_database_page(db):
+    """A block of SEGMENT_BLOCK_ROWS rows is a cell small enough that four fill a 16 KiB page of lsh_blocks, whatever
+    its row id (segment << 32 | block: a varint of 5 to 9 bytes); blocks of 256 rows took a page each three."""
+    lsh.prepare(db)
+    conn = db.conn
+    assert conn.execute("PRAGMA page_size").fetchone()[0] == 16384
+    rng = np.random.default_rng(5)
+    blocks = 400
+    for segment in (1, 1 << 20, 1 << 30):
+        keys = np.sort(rng.integers(0, 2**47, size=blocks * lsh.SEGMENT_BLOCK_ROWS))
+        before = conn.execute("PRAGMA page_count").fetchone()[0]
+        conn.execute("BEGIN")
+        writer = lsh._SegmentWriter(db, segment, 0, len(keys), 10.0)
+        writer.write(keys, np.arange(len(keys), dtype=np.int64))
+        writer._blocks(final=True)
+        conn.execute("COMMIT")
+        pages = conn.execute("PRAGMA page_count").fetchone()[0] - before
+        assert writer.blocks == blocks and blocks / 4 <= pages <= blocks / 4 + 3, (segment, pages)  # (+ interior pages)
+
+
+def test_segments_of_256_row_blocks_give_whole_capped_buckets(db, monkeypatch):
+    """An index whose older segments have blocks of 256 rows (as written before SEGMENT_BLOCK_ROWS was 254) and newer
+    ones of 254: each key's first BUCKET_CAP docs, wherever a block boundary cuts its rows, and all of them uncapped,
+    are those of the rows written."""
+    lsh.prepare(db)
+    rng = np.random.default_rng(8)
+    written = []
+    for segment, block in ((1, 256), (2, 254), (3, 256)):
+        monkeypatch.setattr(lsh, "SEGMENT_BLOCK_ROWS", block)
+        keys = np.concatenate([rng.integers(0, 1000, size=3000), np.repeat([500, 501, 502], [300, 260, 700]),
+                               rng.integers(1000, 2**40, size=2000)])
+        docs = segment * 100_000 + rng.permutation(len(keys))
+        order = np.lexsort((docs, keys))
+        lsh._add_segment(db, keys[order], docs[order])
+        written += list(zip(keys[order].tolist(), docs[order].tolist()))
+    monkeypatch.setattr(lsh, "SEGMENT_BLOCK_ROWS", 254)
+    probe = sorted_set(np.array([k for k, _ in written], dtype=np.int64))
+    heads: dict[int, list[int]] = {}
+    for k, d in sorted(set(written)):
+        heads.setdefault(k, []).append(d)
+    capped = lsh._bucket_rows(db, probe, cap=lsh.BUCKET_CAP)
+    assert capped.tolist() == [[k, d] for k, ds in sorted(heads.items()) for d in ds[:lsh.BUCKET_CAP]]
+    assert lsh._bucket_rows(db, probe, cap=10**6).tolist() == [[k, d] for k, ds in sorted(heads.items()) for d in ds]
+
+
 def test_filters_never_miss_a_key_and_grow_in_parts(monkeypatch):
     monkeypatch.setattr(lsh, "FILTER_FIRST_KEYS", 1 << 10)
     rng = np.random.default_rng(3)
