@@ -11,13 +11,15 @@ by the first process that compiled them and read by the next ones:
 - a pattern's engine code (what ``re._compiler.compile`` hands to ``_sre.compile``), keyed by the pattern and its
   flags, given to ``_sre.compile`` as compiled;
 - a dataclass method's code object, keyed by the source text ``dataclasses`` generated, run by ``exec`` as that
-  text would be.
+  text would be;
+- where each module's file was found (``ModuleFiles``), keyed by ``sys.path``, with the modification time of every
+  folder searched: a start whose folders are all unchanged imports from those files without searching ``sys.path``.
 
-Both are what the interpreter would compute from the same key, so nothing behaves otherwise: the file is named
+Each is what the interpreter would compute from the same key, so nothing behaves otherwise: the file is named
 after the interpreter's version, bytecode tag, optimisation level and the engine's magic number, a file that does
 not check out (its CRC, its layout) is ignored, a miss compiles as Python does, and anything unexpected in the
 interpreter's internals leaves them unpatched. Only the process that installed the cache writes it (never a forked
-worker), by an atomic rename, and only when it compiled something new; the file holds at most
+worker), by an atomic rename, and only when it compiled or found something new; the file holds at most
 ``config.CODE_CACHE_ENTRIES`` entries. ``TEMPLATER_CODE_CACHE=0`` turns it off. The folder is the language model's
 cache folder ($TEMPLATER_CACHE, else $XDG_CACHE_HOME/templater, else ~/.cache/templater).
 
