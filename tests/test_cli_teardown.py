@@ -183,3 +183,34 @@ def test_extract_loads_no_module_it_does_not_use(tmp_path):
         assert conn.execute("SELECT count(*) FROM schema_migrations WHERE component = 'lsh'").fetchone()[0] == 9
         assert {"lsh_signatures", "lsh_runs", "lsh_segments", "lsh_blocks"} <= {
             row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+NUMPY_PROBE = """
+import json, sys
+sys.argv[0] = {name!r}
+import cli
+import numpy as np
+vector, table = np.arange(1, 65, dtype=np.float32) / 7, np.arange(64 * 9, dtype=np.float32).reshape(64, 9) / 3
+print(json.dumps([np.ndarray.all.__doc__ is not None, np.float64.__doc__ is not None,
+                  (np.log1p(vector) @ table).tobytes().hex(), np.unique([3, 1, 3, 2]).tolist(),
+                  np.sort(np.array([2.5, -1.0, 7.25])).tolist(), str(np.ones((2, 3)).sum(axis=0))]))
+"""
+
+
+def test_the_program_imports_numpy_without_the_modules_that_only_add_its_docstrings():
+    """Run as `templater`, cli stands empty modules in for numpy's two docstring modules before numpy loads
+    (cli.skip_numpy_docstrings): numpy's compiled functions and scalar types have no docstrings, and what numpy
+    computes (a float32 product through BLAS, as the language model's, sorts, sums) is the same bit for bit;
+    imported by another program, cli leaves numpy whole."""
+    def probe(name):
+        done = subprocess.run([sys.executable, "-c", NUMPY_PROBE.format(name=name)], capture_output=True, text=True,
+                              check=True, timeout=120)
+        return json.loads(done.stdout)
+
+    program, library = probe("/usr/local/bin/templater"), probe("-c")
+    assert program[:2] == [False, False] and library[:2] == [True, True]
+    assert program[2:] == library[2:]
+    import importlib.util
+
+    assert all(importlib.util.find_spec(name) is not None for name in cli.NUMPY_DOCSTRING_MODULES)  # numpy's names
+    assert cli.skip_numpy_docstrings({"numpy": object()}) is False  # numpy loaded already: nothing stood in

@@ -129,3 +129,63 @@ def test_the_cli_installs_the_cache_before_its_imports():
     source = (ROOT / "cli.py").read_text(encoding="utf-8")
     assert source.index("codecache.install()") < source.index("import typer")
     assert source.index("codecache.install()") < source.index("import json")
+
+
+MODULES_PROBE = r'''
+import json, sys
+from templater import codecache
+codecache.install()
+import email.utils, helper, json.decoder, sqlite3
+out = {"used": codecache._module_files is not None, "helper": helper.WHERE, "specs": {}}
+for name in ("helper", "email", "email.utils", "json.decoder", "sqlite3", "_sqlite3", "templater.codecache"):
+    module = sys.modules[name]
+    spec = module.__spec__
+    out["specs"][name] = [type(spec.loader).__name__, spec.name, spec.origin, spec.cached, spec.has_location,
+                          spec.parent, spec.submodule_search_locations, module.__file__, getattr(module, "__cached__", None),
+                          getattr(module, "__path__", None), module.__package__]
+codecache.save()
+print(json.dumps(out))
+'''
+
+
+def modules_probe(tmp_path: Path) -> dict:
+    environment = {name: value for name, value in os.environ.items() if name != codecache.ENV}
+    environment.update(TEMPLATER_CACHE=str(tmp_path / "cache"), PYTHONPATH=str(tmp_path / "lib"))
+    done = subprocess.run([sys.executable, str(tmp_path / "app" / "probe.py")], cwd=tmp_path, env=environment,
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def test_modules_are_found_where_the_previous_start_found_them_until_a_folder_changes(tmp_path):
+    (tmp_path / "app").mkdir()
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "app" / "probe.py").write_text(MODULES_PROBE, encoding="utf-8")
+    (tmp_path / "lib" / "helper.py").write_text("WHERE = 'lib'\n", encoding="utf-8")
+    first = modules_probe(tmp_path)  # the standard finders; the map is written
+    second = modules_probe(tmp_path)  # the map
+    assert not first["used"] and second["used"]
+    assert second["specs"] == first["specs"] and second["helper"] == "lib"
+    # a module put in a folder searched before the one the map names (the script's, first on sys.path) shadows it
+    # again: the folder's time changed, the map is dropped for that start and written anew
+    (tmp_path / "app" / "helper.py").write_text("WHERE = 'app'\n", encoding="utf-8")
+    shadowed = modules_probe(tmp_path)
+    again = modules_probe(tmp_path)
+    assert not shadowed["used"] and again["used"]
+    assert shadowed["helper"] == again["helper"] == "app"
+    assert again["specs"] == shadowed["specs"] and again["specs"]["helper"][2] == str(tmp_path / "app" / "helper.py")
+
+
+def test_a_relative_folder_on_sys_path_turns_the_module_map_off(monkeypatch):
+    monkeypatch.setattr(sys, "path", ["", *sys.path])
+    assert codecache._module_files_key() is None
+    monkeypatch.setattr(sys, "path", ["/usr/lib/python3", "__a-path-hook-marker-that-is-no-folder__"])
+    assert codecache._module_files_key() == ("modules", ("/usr/lib/python3", "__a-path-hook-marker-that-is-no-folder__"))
+
+
+def test_a_map_of_another_layout_is_ignored(tmp_path, monkeypatch):
+    cache = codecache.CodeCache(str(tmp_path / "code.bin"))
+    cache.put(codecache._module_files_key(), ({}, {"json": ("not", "a", "spec")}))
+    meta_path = list(sys.meta_path)
+    monkeypatch.setattr(codecache, "_module_files", None)
+    codecache._install_module_finder(cache)
+    assert sys.meta_path == meta_path and codecache._module_files is None
