@@ -37,15 +37,39 @@ if PAUSED_COLLECTOR:
 # numpy help, so it imports numpy without them (``skip_numpy_docstrings``); a test or another program importing cli
 # gets numpy whole.
 NUMPY_DOCSTRING_MODULES = ("numpy._core._add_newdocs", "numpy._core._add_newdocs_scalars")
+# numpy's major versions whose ``_core`` imports those modules for their side effect alone (checked by a test on the
+# installed one); under any other (1.x names them otherwise, a later one may use them) numpy is imported whole
+NUMPY_DOCSTRING_MAJORS = ("2",)
 
 
-def skip_numpy_docstrings(modules) -> bool:
+def installed_numpy_major(find_spec=None) -> str | None:
+    """The major version of the numpy that an import would load, read from its ``version.py`` without importing it;
+    None when there is none or the file does not say."""
+    if find_spec is None:
+        from importlib.util import find_spec
+    try:
+        spec = find_spec("numpy")
+        with open(os.path.join(os.path.dirname(spec.origin), "version.py"), encoding="utf-8") as handle:
+            text = handle.read(8192)
+    except (ImportError, OSError, ValueError, TypeError, AttributeError):
+        return None
+    for line in text.splitlines():
+        name, equals, value = line.partition("=")
+        if equals and name.strip() == "version":
+            return value.strip().strip("\"'").split(".")[0] or None
+    return None
+
+
+def skip_numpy_docstrings(modules, major=None) -> bool:
     """Before numpy is imported, stand empty modules in ``modules`` (``sys.modules``) for the two modules of numpy
     whose only work is adding docstrings to its compiled objects (numpy's own documentation build mocks the second
     one out the same way): numpy's ``_core`` package imports them for that side effect alone and uses no name of
     theirs. Nothing computed changes; ``help()`` on numpy's compiled functions would show no text. Whether the stand-ins
-    were put in (not when numpy is loaded already)."""
+    were put in: not when numpy is loaded already, nor when the numpy installed (``major``, else read from its files)
+    is not of a major version in ``NUMPY_DOCSTRING_MAJORS``."""
     if any(name.split(".")[0] == "numpy" for name in modules):
+        return False
+    if (major if major is not None else installed_numpy_major()) not in NUMPY_DOCSTRING_MAJORS:
         return False
     import types
 

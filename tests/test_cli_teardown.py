@@ -208,9 +208,24 @@ def test_the_program_imports_numpy_without_the_modules_that_only_add_its_docstri
         return json.loads(done.stdout)
 
     program, library = probe("/usr/local/bin/templater"), probe("-c")
-    assert program[:2] == [False, False] and library[:2] == [True, True]
+    assert library[:2] == [True, True]
     assert program[2:] == library[2:]
     import importlib.util
 
     assert all(importlib.util.find_spec(name) is not None for name in cli.NUMPY_DOCSTRING_MODULES)  # numpy's names
     assert cli.skip_numpy_docstrings({"numpy": object()}) is False  # numpy loaded already: nothing stood in
+    import numpy
+
+    assert cli.installed_numpy_major() == numpy.__version__.split(".")[0]
+    checked = numpy.__version__.split(".")[0] in cli.NUMPY_DOCSTRING_MAJORS
+    assert program[:2] == ([False, False] if checked else [True, True])  # stand-ins only for a major checked
+
+
+def test_numpy_is_imported_whole_under_a_major_version_not_checked():
+    """A numpy of another major version (1.x names the modules otherwise; a later one may use them) meets no
+    stand-ins, and a numpy that cannot be found or whose version file does not say is left alone too."""
+    modules = {}
+    assert cli.skip_numpy_docstrings(modules, major="3") is False and modules == {}
+    assert cli.skip_numpy_docstrings(modules, major="1") is False and modules == {}
+    assert cli.installed_numpy_major(find_spec=lambda name: None) is None
+    assert cli.skip_numpy_docstrings(modules, major="2") is True and set(modules) == set(cli.NUMPY_DOCSTRING_MODULES)
