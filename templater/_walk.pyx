@@ -953,12 +953,16 @@ ctypedef void (*_NodeFunction)(xmlNode *) noexcept
 cdef _DictExists _xml_dict_exists = NULL
 cdef _NodeFunction _xml_unlink_node = NULL
 cdef _NodeFunction _xml_free_node = NULL
+ctypedef int (*_DictOwns)(tree.xmlDict *, const unsigned char *) noexcept nogil
+cdef _DictOwns _xml_dict_owns = NULL  # (names_outside_dict, for the tests)
 cdef bint _libxml2_looked_up = False
 
 
 cdef int _libxml2_functions() except -1:
     """Look libxml2's functions above up, once, in lxml's loaded module (NULL where one is missing)."""
     global _xml_is_id, _xml_add_id, _xml_dict_exists, _xml_unlink_node, _xml_free_node, _libxml2_looked_up
+    global _xml_dict_owns, _html_memory_context, _html_read_memory, _html_free_context, _sax2_start_document
+    global _dict_reference, _dict_free, _free_doc, _str_dup
     cdef void *handle
     cdef bytes path
     if not _libxml2_looked_up:
@@ -972,6 +976,15 @@ cdef int _libxml2_functions() except -1:
             _xml_dict_exists = <_DictExists>dlsym(handle, "xmlDictExists")
             _xml_unlink_node = <_NodeFunction>dlsym(handle, "xmlUnlinkNode")
             _xml_free_node = <_NodeFunction>dlsym(handle, "xmlFreeNode")
+            _xml_dict_owns = <_DictOwns>dlsym(handle, "xmlDictOwns")
+            _html_memory_context = <_NewMemoryContext>dlsym(handle, "htmlCreateMemoryParserCtxt")
+            _html_read_memory = <_ReadMemory>dlsym(handle, "htmlCtxtReadMemory")
+            _html_free_context = <_ContextFunction>dlsym(handle, "htmlFreeParserCtxt")
+            _sax2_start_document = <_SaxFunction>dlsym(handle, "xmlSAX2StartDocument")
+            _dict_reference = <_DictFunction>dlsym(handle, "xmlDictReference")
+            _dict_free = <_DictFunction>dlsym(handle, "xmlDictFree")
+            _free_doc = <_DocFunction>dlsym(handle, "xmlFreeDoc")
+            _str_dup = <_StrDup>dlsym(handle, "xmlStrdup")
             dlclose(handle)  # (NOLOAD: lxml's own reference keeps the module loaded)
     return 0
 
@@ -1066,30 +1079,11 @@ cdef _DictFunction _dict_reference = NULL
 cdef _DictFunction _dict_free = NULL
 cdef _DocFunction _free_doc = NULL
 cdef _StrDup _str_dup = NULL
-cdef bint _parse_looked_up = False
 
 
 cdef bint _parse_functions() except -1:
-    """Whether libxml2's functions parse_html calls are at hand (looked up once in lxml's loaded module)."""
-    global _html_memory_context, _html_read_memory, _html_free_context, _sax2_start_document, _dict_reference
-    global _dict_free, _free_doc, _str_dup, _parse_looked_up
-    cdef void *handle
-    cdef bytes path
-    if not _parse_looked_up:
-        _parse_looked_up = True
-        from lxml import etree as etree_module
-        path = etree_module.__file__.encode()
-        handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD)
-        if handle is not NULL:
-            _html_memory_context = <_NewMemoryContext>dlsym(handle, "htmlCreateMemoryParserCtxt")
-            _html_read_memory = <_ReadMemory>dlsym(handle, "htmlCtxtReadMemory")
-            _html_free_context = <_ContextFunction>dlsym(handle, "htmlFreeParserCtxt")
-            _sax2_start_document = <_SaxFunction>dlsym(handle, "xmlSAX2StartDocument")
-            _dict_reference = <_DictFunction>dlsym(handle, "xmlDictReference")
-            _dict_free = <_DictFunction>dlsym(handle, "xmlDictFree")
-            _free_doc = <_DocFunction>dlsym(handle, "xmlFreeDoc")
-            _str_dup = <_StrDup>dlsym(handle, "xmlStrdup")
-            dlclose(handle)
+    """Whether libxml2's functions parse_html calls are at hand."""
+    _libxml2_functions()
     return (_html_memory_context is not NULL and _html_read_memory is not NULL and _html_free_context is not NULL
             and _sax2_start_document is not NULL and _dict_reference is not NULL and _dict_free is not NULL
             and _free_doc is not NULL and _str_dup is not NULL)
@@ -2826,16 +2820,13 @@ def short_text(element, Py_ssize_t limit):
         free(out.data)
 
 
-ctypedef int (*_DictOwns)(tree.xmlDict *, const unsigned char *) noexcept nogil
-
-
 def names_outside_dict(_Element root):
     """(elements, attributes) of root's document whose names its dictionary does not own: none in a tree lxml's
     parser built (it moves them there), and none in one parse_html built (libxml2 2.14 makes them there)."""
-    from lxml import etree as etree_module
-    cdef void *handle = dlopen(etree_module.__file__.encode(), RTLD_NOW | RTLD_NOLOAD)
-    cdef _DictOwns owns = <_DictOwns>dlsym(handle, "xmlDictOwns")
-    dlclose(handle)
+    _libxml2_functions()
+    if _xml_dict_owns is NULL:
+        raise RuntimeError("xmlDictOwns is not at hand")
+    cdef _DictOwns owns = _xml_dict_owns
     cdef tree.xmlDoc *doc = root._c_node.doc
     cdef xmlNode *cur = doc.children
     cdef xmlAttr *attr
