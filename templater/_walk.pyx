@@ -18,7 +18,8 @@ from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memset, strcmp, strlen, strncmp, strstr
 from lxml.includes cimport tree
 from lxml.includes.tree cimport xmlAttr, xmlNode
-from lxml.includes.etreepublic cimport _Document, _Element, elementFactory, import_lxml__etree
+from lxml.includes.etreepublic cimport _Document, _Element, adoptExternalDocument, elementFactory, import_lxml__etree
+from lxml.includes cimport xmlerror, xmlparser
 
 import_lxml__etree()
 
@@ -952,12 +953,16 @@ ctypedef void (*_NodeFunction)(xmlNode *) noexcept
 cdef _DictExists _xml_dict_exists = NULL
 cdef _NodeFunction _xml_unlink_node = NULL
 cdef _NodeFunction _xml_free_node = NULL
+ctypedef int (*_DictOwns)(tree.xmlDict *, const unsigned char *) noexcept nogil
+cdef _DictOwns _xml_dict_owns = NULL  # (names_outside_dict, for the tests)
 cdef bint _libxml2_looked_up = False
 
 
 cdef int _libxml2_functions() except -1:
     """Look libxml2's functions above up, once, in lxml's loaded module (NULL where one is missing)."""
     global _xml_is_id, _xml_add_id, _xml_dict_exists, _xml_unlink_node, _xml_free_node, _libxml2_looked_up
+    global _xml_dict_owns, _html_memory_context, _html_read_memory, _html_free_context, _sax2_start_document
+    global _dict_reference, _dict_free, _free_doc, _str_dup
     cdef void *handle
     cdef bytes path
     if not _libxml2_looked_up:
@@ -971,6 +976,15 @@ cdef int _libxml2_functions() except -1:
             _xml_dict_exists = <_DictExists>dlsym(handle, "xmlDictExists")
             _xml_unlink_node = <_NodeFunction>dlsym(handle, "xmlUnlinkNode")
             _xml_free_node = <_NodeFunction>dlsym(handle, "xmlFreeNode")
+            _xml_dict_owns = <_DictOwns>dlsym(handle, "xmlDictOwns")
+            _html_memory_context = <_NewMemoryContext>dlsym(handle, "htmlCreateMemoryParserCtxt")
+            _html_read_memory = <_ReadMemory>dlsym(handle, "htmlCtxtReadMemory")
+            _html_free_context = <_ContextFunction>dlsym(handle, "htmlFreeParserCtxt")
+            _sax2_start_document = <_SaxFunction>dlsym(handle, "xmlSAX2StartDocument")
+            _dict_reference = <_DictFunction>dlsym(handle, "xmlDictReference")
+            _dict_free = <_DictFunction>dlsym(handle, "xmlDictFree")
+            _free_doc = <_DocFunction>dlsym(handle, "xmlFreeDoc")
+            _str_dup = <_StrDup>dlsym(handle, "xmlStrdup")
             dlclose(handle)  # (NOLOAD: lxml's own reference keeps the module loaded)
     return 0
 
@@ -1038,6 +1052,112 @@ cdef bint _has_proxy_within(xmlNode *top) noexcept:
         if cur is top:
             return False
         cur = cur.next
+
+
+# --- parse._parse: libxml2's HTML parser run as lxml's fromstring runs it, less its renaming walk -----------------
+# lxml's HTMLParser parses a page with htmlCtxtReadMemory on a context it set up once (its SAX handler's error hook,
+# no comments, no processing instructions, no CDATA nodes, the document's names in the thread's dictionary, no
+# registry of ids where collect_ids is off) and then walks every element of the new tree (_fixHtmlDictNames) to
+# look each element and attribute name up in that dictionary again, freeing the copies the tree builder made
+# (libxml2's SAX2 handlers copy an HTML element's and attribute's name). parse_html runs the same parse on a
+# context set up the same way, and gives the names to the dictionary as the tree builder makes them
+# (_start_element, _attribute: each name looked up once, never copied), so the tree is the one lxml builds, its
+# names the dictionary's, without the walk. lxml's own wrapper (adoptExternalDocument) makes the document.
+ctypedef xmlparser.xmlParserCtxt *(*_NewMemoryContext)(const char *, int) noexcept nogil
+ctypedef tree.xmlDoc *(*_ReadMemory)(xmlparser.xmlParserCtxt *, const char *, int, const char *, const char *,
+                                     int) noexcept nogil
+ctypedef void (*_ContextFunction)(xmlparser.xmlParserCtxt *) noexcept nogil
+ctypedef void (*_SaxFunction)(void *) noexcept nogil
+ctypedef int (*_DictFunction)(tree.xmlDict *) noexcept nogil
+ctypedef void (*_DocFunction)(tree.xmlDoc *) noexcept nogil
+ctypedef unsigned char *(*_StrDup)(const unsigned char *) noexcept nogil
+cdef _NewMemoryContext _html_memory_context = NULL
+cdef _ReadMemory _html_read_memory = NULL
+cdef _ContextFunction _html_free_context = NULL
+cdef _SaxFunction _sax2_start_document = NULL
+cdef _DictFunction _dict_reference = NULL
+cdef _DictFunction _dict_free = NULL
+cdef _DocFunction _free_doc = NULL
+cdef _StrDup _str_dup = NULL
+
+
+cdef bint _parse_functions() except -1:
+    """Whether libxml2's functions parse_html calls are at hand."""
+    _libxml2_functions()
+    return (_html_memory_context is not NULL and _html_read_memory is not NULL and _html_free_context is not NULL
+            and _sax2_start_document is not NULL and _dict_reference is not NULL and _dict_free is not NULL
+            and _free_doc is not NULL and _str_dup is not NULL)
+
+
+cdef void _quiet(void *context, const xmlerror.xmlError *error) noexcept nogil:
+    """The parse's errors, which lxml keeps in the parser's error log: nobody reads them here."""
+    pass
+
+
+cdef void _start_document(void *context) noexcept nogil:
+    """lxml's _initSaxDocument where ids are not collected: the document takes the context's dictionary."""
+    cdef xmlparser.xmlParserCtxt *c_ctxt = <xmlparser.xmlParserCtxt *>context
+    _sax2_start_document(context)
+    cdef tree.xmlDoc *c_doc = c_ctxt.myDoc
+    if c_doc is not NULL and c_ctxt.dict is not NULL and c_doc.dict is NULL:
+        c_ctxt.dictNames = 1
+        c_doc.dict = c_ctxt.dict
+        _dict_reference(c_ctxt.dict)
+    c_ctxt.loadsubset |= xmlparser.XML_SKIP_IDS
+
+
+def parse_html(bytes data, _Element probe, parser, int options, bytes encoding):
+    """The root of ``data`` parsed as lxml's ``etree.fromstring(data, parser)`` parses it (``parser``: an
+    HTMLParser with remove_comments, remove_pis, strip_cdata and collect_ids off, whose libxml2 options are
+    ``options`` and encoding ``encoding``), None where lxml raises or finds no root; False where libxml2's
+    functions are not at hand. ``probe``: an element of a document lxml parsed in this thread (its dictionary is
+    the thread's, which the new document shares)."""
+    if not _parse_functions():
+        return False
+    cdef tree.xmlDict *thread_dict = probe._c_node.doc.dict if probe._c_node is not NULL else NULL
+    if thread_dict is NULL:
+        return False
+    cdef xmlparser.xmlParserCtxt *ctxt = _html_memory_context("dummy", 5)
+    if ctxt is NULL:
+        raise MemoryError()
+    cdef xmlparser.xmlSAXHandler *sax = ctxt.sax
+    cdef tree.xmlDoc *result = NULL
+    cdef const char *text = data
+    if len(data) > 0x7fffffff:  # (lxml refuses such a page too)
+        return False
+    cdef int length = len(data)
+    cdef const char *c_encoding = encoding
+    try:
+        if sax is NULL or sax.initialized == 0:
+            return False
+        sax.initialized = xmlparser.XML_SAX2_MAGIC  # lxml's _registerHtmlErrorHandler
+        sax.serror = <xmlerror.xmlStructuredErrorFunc>_quiet
+        sax.startElementNs = NULL
+        sax.endElementNs = NULL
+        sax._private = NULL
+        sax.comment = NULL  # lxml's _configureSaxContext
+        sax.processingInstruction = NULL
+        sax.cdataBlock = NULL
+        sax.startDocument = _start_document
+        if ctxt.dict is not thread_dict:  # lxml's initParserDict
+            if ctxt.dict is not NULL:
+                _dict_free(ctxt.dict)
+            ctxt.dict = thread_dict
+            _dict_reference(thread_dict)
+        ctxt.dictNames = 1
+        with nogil:
+            result = _html_read_memory(ctxt, text, length, NULL, c_encoding, options)
+        if ctxt.myDoc is not NULL:
+            if ctxt.myDoc is not result:
+                _free_doc(ctxt.myDoc)
+            ctxt.myDoc = NULL
+    finally:
+        _html_free_context(ctxt)
+    if result is NULL:
+        return None
+    if result.encoding is NULL:
+        result.encoding = _str_dup(<const unsigned char *>"UTF-8")
+    return adoptExternalDocument(result, parser, True).getroot()
 
 
 def strip_elements(root, names):
@@ -2698,3 +2818,35 @@ def short_text(element, Py_ssize_t limit):
         return out.data[:out.size].decode("utf-8") if out.size else ""
     finally:
         free(out.data)
+
+
+def names_outside_dict(_Element root):
+    """(elements, attributes) of root's document whose names its dictionary does not own: none in a tree lxml's
+    parser built (it moves them there), and none in one parse_html built (libxml2 2.14 makes them there)."""
+    _libxml2_functions()
+    if _xml_dict_owns is NULL:
+        raise RuntimeError("xmlDictOwns is not at hand")
+    cdef _DictOwns owns = _xml_dict_owns
+    cdef tree.xmlDoc *doc = root._c_node.doc
+    cdef xmlNode *cur = doc.children
+    cdef xmlAttr *attr
+    cdef int elements = 0, attributes = 0
+    while cur is not NULL:
+        if cur.type == tree.XML_ELEMENT_NODE:
+            if owns(doc.dict, cur.name) != 1:
+                elements += 1
+            attr = cur.properties
+            while attr is not NULL:
+                if owns(doc.dict, attr.name) != 1:
+                    attributes += 1
+                attr = attr.next
+        if cur.children is not NULL and cur.type == tree.XML_ELEMENT_NODE:
+            cur = cur.children
+            continue
+        while cur is not NULL and cur.next is NULL:
+            cur = cur.parent
+            if cur is not NULL and <void *>cur == <void *>doc:
+                cur = NULL
+        if cur is not NULL:
+            cur = cur.next
+    return elements, attributes

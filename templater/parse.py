@@ -11,6 +11,7 @@ are, into the same bytes their decoded text would give, without decoding and enc
 from __future__ import annotations
 
 import re
+import threading
 
 from lxml import etree
 
@@ -207,10 +208,54 @@ def strip_dropped(root: etree._Element) -> None:
 def _parse(data: bytes) -> etree._Element | None:
     if not data or data.isspace():  # not data.strip(), which copies the page when it ends with a newline
         return None
+    if _DIRECT:
+        root = native.walk.parse_html(data, _thread_probe(), _PARSER, PARSE_OPTIONS, _ENCODING)
+        if root is not False:
+            return root
+    return _parse_lxml(data)
+
+
+def _parse_lxml(data: bytes) -> etree._Element | None:
+    """``_parse`` by lxml's ``etree.fromstring`` (the definition ``_walk.parse_html`` follows)."""
     try:
         return etree.fromstring(data, parser=_PARSER)
     except (etree.ParserError, etree.XMLSyntaxError, ValueError):
         return None
+
+
+# The compiled parse (``_walk.parse_html``): libxml2's parse as lxml's fromstring runs it with _PARSER, without the
+# walk lxml makes over every element of the new tree afterwards to look each element and attribute name up in its
+# dictionary again (_fixHtmlDictNames: with libxml2 2.14 they are the dictionary's already, so it changes nothing;
+# about 7% of the parse's instructions). _PARSER's libxml2 options, as lxml's HTMLParser derives them from its
+# arguments: HTML_PARSE_RECOVER (recover=True), HTML_PARSE_NONET (no_network=True), HTML_PARSE_COMPACT
+# (compact=True), HTML_PARSE_NODEFDTD (default_doctype=False); no HTML_PARSE_NOBLANKS, no XML_PARSE_HUGE.
+PARSE_OPTIONS = 0x1 | 0x800 | 0x10000 | 0x4
+_ENCODING = b"utf-8"  # _PARSER's
+_PROBES = threading.local()  # per thread, an element of a document lxml parsed in it: the thread's dictionary
+
+
+def _thread_probe() -> etree._Element:
+    probe = getattr(_PROBES, "root", None)
+    if probe is None:
+        probe = _PROBES.root = etree.fromstring(b"<p>probe</p>", parser=_PARSER)
+    return probe
+
+
+def _direct_parse_works() -> bool:
+    """Whether the compiled parse is at hand and builds, on a probe page, the tree lxml's fromstring builds with
+    the names in the dictionary (where _IDS_ON_DEMAND: _PARSER collects no ids, as parse_html's context)."""
+    if not _IDS_ON_DEMAND or native.walk is None or not hasattr(native.walk, "parse_html"):
+        return False
+    page = (b"<!DOCTYPE html><html lang=en><head><title>t</title><meta charset=utf-8></head><body class='a b'>"
+            b"<!-- c --><?pi x?><p id=x>one &amp; <b>two</b><br>three<table><td>cell</table><svg><g/></svg>"
+            b"<![CDATA[d]]><div><p>four</div></body></html>")
+    direct = native.walk.parse_html(page, _thread_probe(), _PARSER, PARSE_OPTIONS, _ENCODING)
+    if direct is False or direct is None:
+        return False
+    plain = _parse_lxml(page)
+    return (etree.tostring(direct.getroottree()) == etree.tostring(plain.getroottree())
+            and direct.getroottree().docinfo.encoding == plain.getroottree().docinfo.encoding
+            and native.walk.names_outside_dict(direct) == (0, 0))
 
 
 def _swallowed_by_title(root: etree._Element) -> bool:
@@ -248,3 +293,6 @@ def compile_xpath(expression: str) -> etree.XPath | IdXPath:
     may call id() comes wrapped (IdXPath) where the parser leaves the ids to be registered on demand."""
     xpath = etree.XPath(expression)
     return IdXPath(xpath) if _IDS_ON_DEMAND and _ID_CALL.search(expression) else xpath
+
+
+_DIRECT = _direct_parse_works()

@@ -19,6 +19,7 @@ FORMAT_NAMES = {
     "templater/chartable.py": {"UNICODE_SIZE", "TABLE_BYTES", "FORMAT_VERSION"},  # the table file's layout
     "templater/ann.py": {"WEIGHTS_CACHE_FORMAT"},  # the cached archive's layout
     "templater/codecache.py": {"FORMAT"},  # the cache file's layout
+    "templater/parse.py": {"PARSE_OPTIONS"},  # libxml2's option bits of lxml's parser (as lxml derives them)
     "templater/rule_inspect.py": {"EXPORT_FORMAT"},
     "templater/shingles.py": {"ALGORITHM_VERSION", "VALUE_BITS", "GOLDEN", "MIX1", "MIX2", "CHAR_PRIME",
                               "NGRAM_BASE", "BAND_BASE", "MASK64", "SPACE", "BMP_END", "ANCHOR_TAG"},

@@ -1807,6 +1807,57 @@ def test_c_strip_hands_back_to_lxml_where_it_stops():
     assert etree.tostring(plain) == b"<html><body><p>no dropped element</p></body></html>"
 
 
+# --- parse._parse: the compiled parse against lxml's etree.fromstring with parse.py's parser (its definition) -------
+
+def assert_same_parse(data: bytes):
+    """The compiled parse gives the tree, the document's encoding and the names' dictionary that lxml's fromstring
+    gives with parse._PARSER (None where lxml finds nothing)."""
+    from lxml import etree
+
+    ours = native.walk.parse_html(data, parse._thread_probe(), parse._PARSER, parse.PARSE_OPTIONS, parse._ENCODING)
+    theirs = parse._parse_lxml(data)
+    assert ours is not False
+    if theirs is None:
+        assert ours is None
+        return
+    assert etree.tostring(ours.getroottree()) == etree.tostring(theirs.getroottree())
+    assert ours.getroottree().docinfo.encoding == theirs.getroottree().docinfo.encoding
+    assert native.walk.names_outside_dict(ours) == native.walk.names_outside_dict(theirs) == (0, 0)
+    assert [e.tag for e in ours.iter("p", "div", "a")] == [e.tag for e in theirs.iter("p", "div", "a")]
+
+
+@needs_walk
+def test_c_parse_is_lxmls_fromstring_on_the_samples():
+    assert parse._DIRECT  # (libxml2 2.14 here: the parse takes the compiled path)
+    for seg in sample_pages():
+        data = parse.clean_utf8(seg.page.html.encode("utf-8"))
+        assert_same_parse(data)
+        assert_same_parse(parse.lean_markup(data))
+
+
+@needs_walk
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(LEAN_CONTENT_PIECES + LEAN_PIECES) | piece, max_size=30))
+def test_c_parse_is_lxmls_fromstring(pieces):
+    assert_same_parse("".join(pieces).encode("utf-8"))
+
+
+@needs_walk
+def test_c_parse_edges():
+    for data in (b"x", b"<", b"</p>", b"<!-- only a comment -->", b"<?pi only?>", b"\xef\xbb\xbf<p>bom</p>",
+                 b"<!DOCTYPE html>", b"<html></html>", b"<![CDATA[x]]>", b"<p id=a id=b>twice</p>",
+                 b"<html><head><title>" + b"t" * 300):
+        assert_same_parse(data)
+    assert parse._parse(b"") is None and parse._parse(b" \n") is None
+    import threading  # each thread parses with its own dictionary (lxml's per thread), as fromstring does
+
+    out = []
+    worker = threading.Thread(target=lambda: out.append(parse._parse(b"<p class=c>in a thread</p>")))
+    worker.start()
+    worker.join()
+    assert out[0].find(".//p").get("class") == "c" and native.walk.names_outside_dict(out[0]) == (0, 0)
+
+
 def test_tune_heap_turns_glibc_fast_bins_off_where_glibc_runs():
     """native.tune_heap's C step says whether it set the allocator (glibc: mallopt M_MXFAST 0); a second call is
     harmless, and the library's own call changes nothing of what extraction gives (the other tests run with it)."""
