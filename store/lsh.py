@@ -69,8 +69,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from store.db import MIGRATIONS_TABLE, db_name, migrate, transaction
-from templater.config import (BUCKET_CAP, ID_CHUNK, IN_LIST_IDS, SITE_CACHE, CACHE_KIB, CHECKPOINT_BYTES, WAL_KEEP_BYTES, RECENT_PAGES,
-                              RECENT_ROWS,
+from templater.config import (BUCKET_CAP, ID_CHUNK, IN_LIST_IDS, SITE_CACHE, CACHE_KIB, CHECKPOINT_BYTES,
+                              WAL_KEEP_BYTES, RECENT_PAGES, RECENT_ROWS,
                               ROUND_LIMITS, REFERENCE_MEMBERS, FILTER_BITS_PER_KEY, FILTER_HASHES,
                               FILTER_FIRST_KEYS, RECENT_FILTER_KEYS, RECENT_FILTER_BITS, RECENT_FILTER_HASHES,
                               RECENT_TIER_FANOUT, PAIR_CHUNK, SEGMENT_BLOCK_ROWS, SEGMENT_FANOUT,
