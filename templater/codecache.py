@@ -100,9 +100,9 @@ class CodeCache:
         return found
 
     def add(self, key, value) -> None:
+        """Keep ``value`` under ``key`` unless a value is kept there already."""
         if key not in self.entries:
-            self.entries[key] = marshal.dumps(value)
-            self.added += 1
+            self.put(key, value)
 
     def put(self, key, value) -> None:
         """Keep ``value`` under ``key`` in place of what was there (as the newest entry)."""
