@@ -118,7 +118,17 @@ def _v6(db: sqlite_utils.Database) -> None:
     _complete_settings(db, V6_SETTINGS)
 
 
-MIGRATIONS = [_v1, _v2, _v3, _v4, _v5, _v6]
+# What templates saved before migration 7 were learned with besides: a heading named like comments was dropped
+# itself, and what follows it was not (comment_headings off)
+V7_SETTINGS = {"comment_headings": False}
+
+
+def _v7(db: sqlite_utils.Database) -> None:
+    """Every template's settings complete again: what it lacks, the values of V7_SETTINGS."""
+    _complete_settings(db, V7_SETTINGS)
+
+
+MIGRATIONS = [_v1, _v2, _v3, _v4, _v5, _v6, _v7]
 
 
 def ensure_schema(db: sqlite_utils.Database) -> None:

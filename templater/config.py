@@ -73,6 +73,8 @@ LEARN_SEED = 7
 HEADLINE_TAGS = frozenset({"h1", "h2", "h3"})  # tags a headline may have (learning and the single-page methods) ...
 HEADLINE_MIN_OVERLAP = 0.5  # ... and the least share of its words found in the page's <title> (or declared titles)
 COMMENT_SUPPORT = 0.2  # a comments (or related-articles) container on this share of a cluster's pages: a drop rule
+COMMENT_HEADINGS = True  # a heading named like comments (<h2 id="comments">) after the headline: what follows it is
+# dropped too (its siblings, the comments of blog engines that give them no container), as after an empty anchor
 META_SUPPORT = 0.5  # a meta rule finds the right value on at least this share of the pages that declare it ...
 META_PRECISION = 0.8  # ... and is wrong on at most 1 - this share of those where it finds a value
 META_VISIBLE_SUPPORT = 0.5  # without declarations: a byline or date shape on this share of the pages
@@ -506,6 +508,7 @@ class LearnSettings:
     near_copy_shared: float = NEAR_COPY_SHARED
     near_copy_lone: float = NEAR_COPY_LONE
     near_copy_lines: bool = NEAR_COPY_LINES
+    comment_headings: bool = COMMENT_HEADINGS
     region_text_share: float = REGION_TEXT_SHARE
     region_page_share: float = REGION_PAGE_SHARE
     linked_headings_per_page: float = LINKED_HEADINGS_PER_PAGE

@@ -315,7 +315,9 @@ def container_rules(pages: Sequence[Segmented], headlines: Sequence[int | None],
     samples: dict[str, str] = {}
     for page, (seg, headline) in enumerate(zip(pages, headlines)):
         keep_out = seg.blocks[headline].element if headline is not None else None
-        containers = _named_containers(seg.root, COMMENT_NAME, keep_out, anchors=True)
+        containers = _named_containers(seg.root, COMMENT_NAME, keep_out, anchors=True,
+                                       headings=settings.heading_tags if settings.comment_headings else frozenset(),
+                                       paragraph=lambda e, s=seg, h=headline: _paragraph_between(s, h, e, settings))
         related = _named_containers(seg.root, RELATED_NAME, keep_out, share=settings.related_max_share)
         if related and dropped is not None:
             related = [(xpath, e) for xpath, e in related if not related_text(seg, e, dropped[page], settings)]
@@ -347,13 +349,17 @@ def related_text(seg: Segmented, element, dropped: np.ndarray, settings: LearnSe
 
 
 def _named_containers(root, name: re.Pattern, keep_out=None, *, anchors: bool = False,
-                      share: float = RELATED_MAX_SHARE) -> list[tuple[str, object]]:
+                      share: float = RELATED_MAX_SHARE, headings: frozenset = frozenset(),
+                      paragraph=None) -> list[tuple[str, object]]:
     """(generalized XPath, element) of the outermost elements whose id or a class ``name`` matches, less those
     holding ``keep_out`` (the headline) and, unless ``anchors``, those holding ``share`` of the page's
     text: inside such an element, the inner containers are looked for.
 
     With ``anchors``, an empty element with such an id (<a id="comments"></a> of old blog engines) stands for
-    what follows it, when it comes after the headline."""
+    what follows it, when it comes after the headline; so does a heading (a tag of ``headings``) with such an id
+    after the headline and the page's text (``paragraph(heading)``: a paragraph stands between them; not a comment
+    count under the headline), besides being dropped itself: <h2 id="comments">Comments</h2> or "7 Responses to
+    ..." over comments that are its siblings, with no container of their own."""
     size_test = "" if anchors else f"[{related_size_test(share)}]"
     limit = None
     out = []
@@ -378,10 +384,28 @@ def _named_containers(root, name: re.Pattern, keep_out=None, *, anchors: bool = 
                         f"{size_test}", element))
         elif len(element) or (element.text or "").strip() or not anchors:
             out.append((f"//*[@id='{ident}']{size_test}", element))
+            if element.tag in headings and keep_out is not None and paragraph is not None and paragraph(element):
+                out.append((_anchor_rule(ident), element))
         elif keep_out is None or _order(keep_out) < _order(element):
-            out.append((f"//*[@id='{ident}']/ancestor-or-self::*[following-sibling::*][1]/following-sibling::*",
-                        element))
+            out.append((_anchor_rule(ident), element))
     return out
+
+
+def _paragraph_between(seg: Segmented, headline: int | None, element, settings: LearnSettings) -> bool:
+    """Whether a block of settings.paragraph_chars or more (mostly not links) stands between the page's headline
+    and ``element`` (after the headline, before the element in document order)."""
+    if headline is None:
+        return False
+    order = {id(e): i for i, e in enumerate(seg.root.iter())}
+    start, end = order.get(id(seg.blocks[headline].element), -1), order.get(id(element), -1)
+    return any(start < order.get(id(b.element), -1) < end and len(b.text) >= settings.paragraph_chars
+               and 2 * b.link_chars < len(b.text) for b in seg.blocks[headline + 1:])
+
+
+def _anchor_rule(ident: str) -> str:
+    """The rule for what follows an anchor with that id: the elements after the nearest of it and its ancestors
+    that has an element after it (extract.py evaluates this form in the compiled walk)."""
+    return f"//*[@id='{ident}']/ancestor-or-self::*[following-sibling::*][1]/following-sibling::*"
 
 
 def size_limit(root, share: float = RELATED_MAX_SHARE) -> float:

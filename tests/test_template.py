@@ -163,6 +163,39 @@ def test_comments_after_an_empty_anchor_are_dropped_and_the_article_kept():
     assert not any(t.startswith("Reader 40-") for t in kept)
 
 
+def _comments_heading(html, seed):
+    # Movable Type and WordPress themes: <h2 id="comments">Comments</h2>, then each comment and its "Posted by"
+    # line as siblings of the article, with no container of their own
+    return html.replace("\n</div>\n<div class=\"related\">",
+                        f'\n<h2 id="comments">{seed % 5 + 2} Comments</h2>{_reader_comments(seed)}'
+                        f'<p class="posted">Posted by reader {seed}</p></div>\n<div class="related">')
+
+
+def test_comments_after_a_heading_named_comments_are_dropped_and_the_article_kept():
+    pages = _variant_pages(6, _comments_heading)
+    template = learn_template([s for s, _ in pages], site="s")
+    assert {r.xpath: r.support for r in _containers(template)} == {
+        "//*[@id='comments']": 1.0,
+        "//*[@id='comments']/ancestor-or-self::*[following-sibling::*][1]/following-sibling::*": 1.0}
+    seg, text = _variant_pages(1, _comments_heading, start=40)[0]
+    kept = kept_text(seg, apply_template(seg, CompiledTemplate(template))[0])
+    assert all(line in kept for line in text.split("\n"))
+    assert not any(t.startswith(("Reader 40-", "Posted by", "4 Comments")) for t in kept)
+
+
+def test_a_heading_named_comments_is_dropped_alone_with_the_setting_off_or_before_the_headline():
+    pages = [s for s, _ in _variant_pages(6, _comments_heading)]
+    off = learn_template(pages, site="s", settings=LearnSettings(comment_headings=False))
+    assert [r.xpath for r in _containers(off)] == ["//*[@id='comments']"]
+    seg, _ = _variant_pages(1, _comments_heading, start=40)[0]
+    assert any(t.startswith("Reader 40-") for t in kept_text(seg, apply_template(seg, CompiledTemplate(off))[0]))
+
+    def heading_first(html, seed):  # a comment count under the headline, then the article
+        return html.replace('<div class="byline">', f'<h4 id="comments">{seed} comments</h4><div class="byline">')
+    first = learn_template([s for s, _ in _variant_pages(6, heading_first)], site="s")
+    assert [r.xpath for r in _containers(first)] == ["//*[@id='comments']"]
+
+
 def test_an_anchor_before_the_headline_makes_no_rule():
     def anchor_first(html, seed):
         return html.replace('<div class="article">', '<div class="article"><a id="comments"></a>')

@@ -29,9 +29,11 @@ FIXTURE_V2 = Path(__file__).parent / "fixtures" / "templates_v2.db"
 FIXTURE_V3 = Path(__file__).parent / "fixtures" / "templates_v3.db"
 FIXTURE_V4 = Path(__file__).parent / "fixtures" / "templates_v4.db"
 FIXTURE_V5 = Path(__file__).parent / "fixtures" / "templates_v5.db"
+FIXTURE_V6 = Path(__file__).parent / "fixtures" / "templates_v6.db"
 ADDED = {**template_store.V2_SETTINGS, **template_store.V3_SETTINGS, **template_store.V4_SETTINGS,
-         **template_store.V5_SETTINGS, **template_store.V6_SETTINGS}  # every migration's
-BEFORE_6 = {"near_copy_lines": False}  # the near-copy tests block by block before migration 6
+         **template_store.V5_SETTINGS, **template_store.V6_SETTINGS, **template_store.V7_SETTINGS}  # every migration's
+BEFORE_7 = {"comment_headings": False}  # a heading named like comments dropped alone before migration 7
+BEFORE_6 = {"near_copy_lines": False, **BEFORE_7}  # the near-copy tests block by block before migration 6
 BEFORE_5 = {"near_copy_lone": 0.8, **BEFORE_6}  # the second near-copy test's last share before migration 5
 # (near_copy's value)
 BEFORE_4 = {"near_copy_links": 1.0, "near_copy_shared": 1.0, **BEFORE_5}  # the near-copy tests of migration 4, off
@@ -129,7 +131,7 @@ def migrates_with(fixture: Path, tmp_path: Path, values: dict) -> None:
 def test_an_old_store_gets_the_settings_its_templates_were_applied_with_and_extracts_as_before(tmp_path):
     """tests/fixtures/templates_v1.db (tests/fixtures/make_templates_v1.py, the code of 3cf8f85): templates saved
     without the extraction thresholds, and the extractions that code made with them."""
-    before, old, db, saved = opened_fixture(FIXTURE, tmp_path)  # migrations 2 to 6 of the templates component
+    before, old, db, saved = opened_fixture(FIXTURE, tmp_path)  # migrations 2 to 7 of the templates component
     assert old and all("wrapper_depth" not in s for s in old)
     assert all(s == ADDED for s in saved)
     again = {r.id: r.text for r in pipeline.iter_crawl_extractions(db, sorted(before))}
@@ -141,20 +143,21 @@ def test_the_migrations_record_every_setting_with_the_value_of_today():
     """What a template saved before a setting existed was made and applied with config.py's value of the day of the
     migration that adds it: today's defaults, as literals (a later config.py must not change old templates), but
     near_copy_links and near_copy_shared, whose tests came with migration 4: 1.0 turns them off, near_copy_lone
-    (migration 5), which was near_copy's 0.8, and near_copy_lines (migration 6), off."""
+    (migration 5), which was near_copy's 0.8, and near_copy_lines (migration 6) and comment_headings (migration 7),
+    off."""
     assert ADDED == dataclasses.replace(LearnSettings(), **BEFORE_4).to_dict()
     steps = [template_store.V2_SETTINGS, template_store.V3_SETTINGS, template_store.V4_SETTINGS,
-             template_store.V5_SETTINGS, template_store.V6_SETTINGS]
+             template_store.V5_SETTINGS, template_store.V6_SETTINGS, template_store.V7_SETTINGS]
     assert sum(len(step) for step in steps) == len(ADDED)  # no setting added twice
 
 
 def test_a_store_of_schema_2_gets_the_settings_of_migration_3_and_extracts_as_before(tmp_path):
     """tests/fixtures/templates_v2.db (tests/fixtures/make_templates_v2.py, the code of 1a61856): templates saved
     with the settings of migration 2 only, and the extractions that code made with them."""
-    before, old, db, saved = opened_fixture(FIXTURE_V2, tmp_path)  # migrations 3 to 6
+    before, old, db, saved = opened_fixture(FIXTURE_V2, tmp_path)  # migrations 3 to 7
     assert old and all(set(s) == set(template_store.V2_SETTINGS) for s in old)
     assert all(s == {**old_s, **template_store.V3_SETTINGS, **template_store.V4_SETTINGS, **template_store.V5_SETTINGS,
-                     **template_store.V6_SETTINGS} for s, old_s in zip(saved, old))
+                     **template_store.V6_SETTINGS, **template_store.V7_SETTINGS} for s, old_s in zip(saved, old))
     assert all(t.settings == dataclasses.replace(LearnSettings(), **BEFORE_4)
                for _, _, t in template_store.iter_current(db))
     again = {r.id: r.text for r in pipeline.iter_crawl_extractions(db, sorted(before))}
@@ -165,7 +168,7 @@ def test_a_store_of_schema_3_records_the_near_copy_size_its_templates_were_learn
     """tests/fixtures/templates_v3.db (tests/fixtures/make_templates_v3.py, the code of 9e66844): templates saved
     without near_copy_size, which learning read from config.py then (0.3), and before the near-copy tests of
     near_copy_links and near_copy_shared: migration 4 writes 0.3 and 1.0 (those tests off) into each."""
-    before, old, db, saved = opened_fixture(FIXTURE_V3, tmp_path)  # migrations 4 to 6
+    before, old, db, saved = opened_fixture(FIXTURE_V3, tmp_path)  # migrations 4 to 7
     assert old and all(set(s) == set(ADDED) - set(template_store.V4_SETTINGS) - set(BEFORE_5) for s in old)
     assert all(s == {**old_s, "near_copy_size": 0.3, **BEFORE_4} for s, old_s in zip(saved, old))
     assert all(t.settings == dataclasses.replace(LearnSettings(), **BEFORE_4)
@@ -178,7 +181,7 @@ def test_a_store_of_schema_4_records_the_near_copy_lone_its_templates_were_learn
     """tests/fixtures/templates_v4.db (tests/fixtures/make_templates_v4.py, the code of 6b35ed3): templates saved
     without near_copy_lone, whose share the second near-copy test then read from near_copy (0.8): migration 5 writes
     0.8 into each, and the store extracts as before."""
-    migrates_with(FIXTURE_V4, tmp_path, BEFORE_5)  # migrations 5 and 6
+    migrates_with(FIXTURE_V4, tmp_path, BEFORE_5)  # migrations 5 to 7
 
 
 
@@ -186,7 +189,14 @@ def test_a_store_of_schema_5_records_that_its_templates_read_near_copies_block_b
     """tests/fixtures/templates_v5.db (tests/fixtures/make_templates_v5.py, the code of 7078a15): templates saved
     without near_copy_lines, when the near-copy tests read a page block by block: migration 6 writes False into each,
     and the store extracts as before."""
-    migrates_with(FIXTURE_V5, tmp_path, BEFORE_6)  # migration 6
+    migrates_with(FIXTURE_V5, tmp_path, BEFORE_6)  # migrations 6 and 7
+
+
+def test_a_store_of_schema_6_records_that_its_templates_dropped_a_comments_heading_alone(tmp_path):
+    """tests/fixtures/templates_v6.db (tests/fixtures/make_templates_v6.py, the code of c346579): templates saved
+    without comment_headings, when a heading named like comments was dropped without what follows it: migration 7
+    writes False into each, and the store extracts as before."""
+    migrates_with(FIXTURE_V6, tmp_path, BEFORE_7)  # migration 7
 
 
 # (site's pages, a tag list or threshold learning reads, a value that changes the rules learned; the reference
