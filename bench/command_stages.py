@@ -212,7 +212,7 @@ def report(spent: dict[str, float], calls: dict[str, int], pages: int, process_c
     lines = [f"{pages} pages; the command's CPU (user + system) {process_cpu:.2f} s, of which start-up "
              f"{spent.get(STARTUP, 0.0):.2f} s and {per_page:.2f} s = {1000 * per_page / n:.3f} ms a page after it "
              f"(thread time)",
-             f"{"step":46} {'ms a page':>9} {'share':>6} {'calls a page':>12}"]
+             f"{'step':46} {'ms a page':>9} {'share':>6} {'calls a page':>12}"]
     for row in [row for row, _ in STEPS] + [*FIRST_CALLS.values(), COLLECTOR, BETWEEN]:
         if row in spent:
             lines.append(f"{row:46} {1000 * spent[row] / n:9.3f} {100 * spent[row] / per_page:5.1f}% "
