@@ -2036,3 +2036,28 @@ def test_now_is_the_second_of_datetime_now():
     stamp = pipeline.now()
     after = datetime.now(timezone.utc).isoformat(timespec="seconds")
     assert before <= stamp <= after and len(stamp) == len(before)
+
+
+TABLE_PIECES = st.one_of(
+    piece,
+    st.sampled_from(["<table>", "<table role=presentation>", "</table>", "<tr>", "</tr>", "<td>", "<th>", "</td>",
+                     "<caption>", "<tbody>", "<h1>", "</h1>", "<h3>", "<pre>", "</pre>", "<li>", "<ul>", "</ul>",
+                     "<p>", "</p>", "<div>", "</div>"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(TABLE_PIECES, max_size=40), st.randoms(use_true_random=False))
+def test_compiled_loop_adds_table_cells_as_the_method(pieces, random):
+    """The compiled loop adds a data table's cells (and a layout or presentation table's cells as paragraphs) as
+    _Builder.add does: tables of every kind, nested, open and cut off."""
+    from templater import document
+
+    markup = f"<html><body>{''.join(pieces)}</body></html>"
+    root = parse_html(markup)
+    if root is None:
+        return
+    seg = blocks.segment(root, Page("p", "https://a.example/p", markup))
+    keep = np.array([random.random() < 0.8 for _ in seg.blocks], dtype=bool)
+    fast = document.build_document(seg, keep)
+    with pytest.MonkeyPatch.context() as patch:
+        assert documents_by_the_method(patch, [seg], [keep]) == [fast]
