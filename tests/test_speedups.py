@@ -1293,6 +1293,12 @@ def test_documents_are_the_same_without_the_compiled_loop(monkeypatch):
 @settings(max_examples=300, deadline=None)
 @given(st.lists(CONTEXT_PIECES, max_size=40), st.randoms(use_true_random=False))
 def test_documents_are_the_same_without_the_compiled_loop_on_generated_markup(pieces, random):
+    same_documents_on_markup(pieces, random, 0.7)
+
+
+def same_documents_on_markup(pieces, random, share):
+    """build_document of the page the pieces make, a random ``share`` of its blocks kept, with and without the
+    compiled loop."""
     from templater import document
 
     markup = f"<html><body>{''.join(pieces)}</body></html>"
@@ -1300,7 +1306,7 @@ def test_documents_are_the_same_without_the_compiled_loop_on_generated_markup(pi
     if root is None:
         return
     seg = blocks.segment(root, Page("p", "https://a.example/p", markup))
-    keep = np.array([random.random() < 0.7 for _ in seg.blocks], dtype=bool)
+    keep = np.array([random.random() < share for _ in seg.blocks], dtype=bool)
     fast = document.build_document(seg, keep)
     with pytest.MonkeyPatch.context() as patch:
         assert documents_by_the_method(patch, [seg], [keep]) == [fast]
@@ -2050,14 +2056,4 @@ TABLE_PIECES = st.one_of(
 def test_compiled_loop_adds_table_cells_as_the_method(pieces, random):
     """The compiled loop adds a data table's cells (and a layout or presentation table's cells as paragraphs) as
     _Builder.add does: tables of every kind, nested, open and cut off."""
-    from templater import document
-
-    markup = f"<html><body>{''.join(pieces)}</body></html>"
-    root = parse_html(markup)
-    if root is None:
-        return
-    seg = blocks.segment(root, Page("p", "https://a.example/p", markup))
-    keep = np.array([random.random() < 0.8 for _ in seg.blocks], dtype=bool)
-    fast = document.build_document(seg, keep)
-    with pytest.MonkeyPatch.context() as patch:
-        assert documents_by_the_method(patch, [seg], [keep]) == [fast]
+    same_documents_on_markup(pieces, random, 0.8)
