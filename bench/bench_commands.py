@@ -2,7 +2,7 @@
 """Whole-command speed: `templater extract` as a user runs it, against trafilatura and a plain lxml loop.
 
     python bench/bench_commands.py [CORPUS.jsonl.gz] [--suite all|sites|single] [--limit N] [--rounds K]
-                                   [--variant ARGS ...] [--baseline TEMPLATER] [--startup-only]
+                                   [--variant ARGS ...] [--baseline TEMPLATER] [--startup-only] [--stages]
 
 Every contestant is a separate process over the same pages, started the same way, in interleaved rounds (one
 run of each per round, in a rotating order), so start-up, imports, reading the input, writing the output and,
@@ -39,6 +39,10 @@ Each `--jobs N` variant (N above 1) also runs once in a wrapper that reads, at e
 process itself and of its workers (getrusage SELF and CHILDREN): with those, the wall throughput against one process
 is projected for W workers on W idle cores as T1 / max(writer, (writer + workers) / W), T1 being the `--jobs 1`
 (or plain) command's CPU time: what a loaded machine's wall clock cannot show.
+
+`--stages` runs `templater extract --jobs 1` once more after the rounds, on a fresh copy of the same database, under
+bench/command_stages.py (each step of a page's extraction wrapped with a CPU clock in that process only) and prints
+each step's CPU time a page; `--rounds 0 --stages` prints that alone.
 """
 
 from __future__ import annotations
@@ -222,6 +226,8 @@ def main() -> int:
                         help="another installation's templater executable: its start-up rows and its extract (and "
                              "variants) in the same rounds")
     parser.add_argument("--startup-only", action="store_true", help="time the start-up rows only")
+    parser.add_argument("--stages", action="store_true",
+                        help="after the rounds, one more `extract --jobs 1` with each step's CPU time a page")
     args = parser.parse_args()
 
     corpus = args.corpus or suite_file(args.suite)
@@ -325,7 +331,15 @@ def main() -> int:
                 timed_process([sys.executable, "-c", SPLIT_WRAPPER, str(record), *templater[1:],
                                *shlex.split(variant)], env=env)
                 splits[variant] = json.loads(record.read_text())
+        if args.stages:
+            fresh_db(base, db)
+            print(f"\nsteps of `templater extract --jobs 1` (bench/command_stages.py), load average {load_average()}",
+                  flush=True)
+            subprocess.run([sys.executable, str(Path(__file__).resolve().parent / "command_stages.py"), "--pages",
+                            limit, "--", *templater[1:], "--jobs", "1"], env=env, check=True)
         print(f"load average at end {load_average()}")
+    if args.rounds == 0:
+        return 0
     if runs:
         print_table(runs, n)
         print_against_baseline(runs)

@@ -2225,9 +2225,10 @@ def title_blocks(blocks, block_chars, Py_ssize_t longest, Py_ssize_t shortest, l
 def add_blocks(builder, list blocks, list contexts, memo, node_class):
     """``builder.add(block, ctx, memo)`` of each block of ``blocks`` with its context of ``contexts`` (the compiled
     ``block_contexts`` tuples), in order, on a document._Builder without links (``base_url`` None): a block outside
-    any <pre> and data table cell (a paragraph, a heading, a list item) is added here, as the method adds it
-    (``node_class``: DocNode); any other goes to the method. False (nothing added) where a context is not such a
-    tuple, or the builder collects links; True when done."""
+    any <pre> (a paragraph, a heading, a list item, a data table's cell, a layout table's cell as a paragraph) is
+    added here, as the method adds it (``node_class``: DocNode; ``memo.data_table`` tells a table's kind); code goes
+    to the method. False (nothing added) where a context is not such a tuple, or the builder collects links; True
+    when done."""
     if builder.base_url is not None or len(blocks) != len(contexts):
         return False
     for ctx in contexts:
@@ -2241,13 +2242,30 @@ def add_blocks(builder, list blocks, list contexts, memo, node_class):
         block = blocks[i]
         c = <tuple>contexts[i]
         pre, cell, table, item, depth, ordered, quote, heading = c
-        if pre is not None or cell is not None:
-            builder.add(block, c, memo)  # (code, or a cell: a data table's or, where the table lays the page
-            continue  # out, a paragraph)
+        if pre is not None:
+            builder.add(block, c, memo)  # (code)
+            continue
         builder.pre = None
+        text = block.text
+        if cell is not None and memo.data_table(table):  # a data table's cell: _Builder._add_cell's steps
+            builder.item = None
+            open_table = builder.table
+            if open_table is None or (<tuple>open_table)[0] is not table:
+                builder._close_table()
+                open_table = builder.table = (table, quote, {}, [])
+            rows = (<tuple>open_table)[2]
+            row = cell.getparent()
+            cells = (<dict>rows).get(row)
+            if cells is None:
+                cells = (<dict>rows)[row] = {}
+            texts = (<dict>cells).get(cell)
+            if texts is None:
+                texts = (<dict>cells)[cell] = []
+            (<list>texts).append(text)
+            (<list>(<tuple>open_table)[3]).append(text)
+            continue  # (a cell of a table that lays the page out: a paragraph, as below)
         if builder.table is not None:
             builder._close_table()
-        text = block.text
         if item is not None and depth:
             if item is builder.item and nodes and (<object>nodes[len(nodes) - 1]).kind == "item":
                 last = nodes[len(nodes) - 1]

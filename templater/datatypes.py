@@ -287,6 +287,8 @@ class Metadata:
                 "tags": list(self.tags) if self.tags is not None else None}
 
 
+KEPT = object()  # Extraction.with_parts: a part not given keeps its value
+
 METADATA_FIELDS = ("author", "date", "date_modified", "sitename", "description", "language", "canonical_url", "image",
                    "tags")
 
@@ -315,3 +317,13 @@ class Extraction:
         return {"id": self.id, "url": self.url, "site": self.site, "text": self.text, "method": self.method,
                 "template": self.template, "coverage": self.coverage, "title": self.title,
                 **self.metadata.to_json()}
+
+    def with_parts(self, *, document: Document | None | object = KEPT, metadata: Metadata | object = KEPT,
+                   ) -> Extraction:
+        """``dataclasses.replace(self, document=..., metadata=...)`` of the parts given (each page's result gets its
+        metadata, then loses its document once rendered): the same value, made by one constructor call (replace
+        reads every field through the dataclass's field table: ~4x the time)."""
+        return Extraction(self.id, self.url, self.site, self.text, self.method, self.template, self.coverage,
+                          self.kept, self.boilerplate_chars, self.title,
+                          self.document if document is KEPT else document,
+                          self.metadata if metadata is KEPT else metadata)

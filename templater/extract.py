@@ -632,7 +632,7 @@ def extract_page(seg: Segmented, compiled: CompiledTemplate | None = None, *, si
     (``weights``: the classifier's, default the shipped ones; ``q``: the fdr method's false-discovery rate)."""
     result = extract_content(seg, compiled, site=site, method=method, weights=weights, q=q, links=links)
     metadata = read_metadata(seg, rules=compiled.meta if compiled is not None else (), text=result.text)
-    return dataclasses.replace(result, metadata=metadata)
+    return result.with_parts(metadata=metadata)
 
 
 def extract_content(seg: Segmented, compiled: CompiledTemplate | None = None, *, site: str | None = None,

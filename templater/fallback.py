@@ -472,8 +472,9 @@ def _keep_region(seg: Segmented, tree: Tree, scores: np.ndarray) -> np.ndarray:
     elsewhere scoring above REGION_OUTSIDE; never a side form's blocks (side_forms)."""
     chars = seg.block_chars().astype(np.float64)
     form = side_forms(seg, tree, chars)[tree.owner]
-    per_element = np.zeros(len(tree.parent))
-    np.add.at(per_element, tree.owner, np.where(form, 0.0, chars * (scores - REGION_BASE)))
+    # (np.bincount adds in input order from zeros, as np.add.at into zeros does: the same floats, in half the time)
+    per_element = np.bincount(tree.owner, weights=np.where(form, 0.0, chars * (scores - REGION_BASE)),
+                              minlength=len(tree.parent))
     sums = sum_up(tree, per_element)
     best = int(np.argmax(sums))
     if _in_named(tree, best, _COMMENT_BITS):  # never a comment thread apart from the headline (comment_threads)
@@ -530,8 +531,7 @@ def side_forms(seg: Segmented, tree: Tree, chars: np.ndarray | None = None) -> n
     forms = (tree.tag_bits & _FORM_BITS) != 0
     if forms.any():
         chars = seg.block_chars().astype(np.float64) if chars is None else chars
-        per_element = np.zeros(len(tree.parent))
-        np.add.at(per_element, tree.owner, chars)
+        per_element = np.bincount(tree.owner, weights=chars, minlength=len(tree.parent))  # (as np.add.at would)
         forms &= sum_up(tree, per_element) >= SIDE_FORM_SHARE * chars.sum()
     return _apart_from_headline(seg, tree, forms)
 

@@ -94,7 +94,14 @@ class Summary:
 
 
 def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    """The current UTC time to the second, ISO 8601 (``datetime.now(timezone.utc).isoformat(timespec="seconds")``:
+    made once a second, not once a stored page)."""
+    return _utc_second(int(time.time()))
+
+
+@functools.lru_cache(maxsize=1)
+def _utc_second(second: int) -> str:
+    return datetime.fromtimestamp(second, timezone.utc).isoformat(timespec="seconds")
 
 
 def open_store(path: str | Path, *, create: bool = True, readonly: bool = False) -> sqlite_utils.Database:
@@ -836,7 +843,7 @@ class _ChunkExtractor:
         rendered text; the document was two thirds of a result's pickle, made by a worker and read by the
         writer)."""
         return result if self.render is None or result.document is None else \
-            dataclasses.replace(result, document=None)
+            result.with_parts(document=None)
 
 
 def tune_collector(threshold: int = config.GC_YOUNG_OBJECTS) -> None:

@@ -1293,6 +1293,12 @@ def test_documents_are_the_same_without_the_compiled_loop(monkeypatch):
 @settings(max_examples=300, deadline=None)
 @given(st.lists(CONTEXT_PIECES, max_size=40), st.randoms(use_true_random=False))
 def test_documents_are_the_same_without_the_compiled_loop_on_generated_markup(pieces, random):
+    same_documents_on_markup(pieces, random, 0.7)
+
+
+def same_documents_on_markup(pieces, random, share):
+    """build_document of the page the pieces make, a random ``share`` of its blocks kept, with and without the
+    compiled loop."""
     from templater import document
 
     markup = f"<html><body>{''.join(pieces)}</body></html>"
@@ -1300,7 +1306,7 @@ def test_documents_are_the_same_without_the_compiled_loop_on_generated_markup(pi
     if root is None:
         return
     seg = blocks.segment(root, Page("p", "https://a.example/p", markup))
-    keep = np.array([random.random() < 0.7 for _ in seg.blocks], dtype=bool)
+    keep = np.array([random.random() < share for _ in seg.blocks], dtype=bool)
     fast = document.build_document(seg, keep)
     with pytest.MonkeyPatch.context() as patch:
         assert documents_by_the_method(patch, [seg], [keep]) == [fast]
@@ -1992,3 +1998,62 @@ def test_xml_heap_needs_a_loaded_libxml2():
         from lxml import etree
 
         assert native.numeric.xml_heap(etree.__file__) is True
+
+
+floats = st.floats(allow_nan=True, allow_infinity=True, width=64)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 12), floats), max_size=40), st.integers(0, 5))
+def test_bincount_sums_as_add_at(pairs, extra):
+    """fallback's per-element sums (np.bincount with weights, in input order from zeros) are np.add.at's into zeros,
+    bit for bit, signed zeros, infinities and NaN included."""
+    owner = np.array([o for o, _ in pairs], dtype=np.int64)
+    values = np.array([v for _, v in pairs], dtype=np.float64)
+    size = (int(owner.max()) + 1 if len(owner) else 0) + extra
+    plain = np.zeros(size)
+    np.add.at(plain, owner, values)
+    assert np.bincount(owner, weights=values, minlength=size).tobytes() == plain.tobytes()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.booleans(), st.booleans(), st.one_of(st.none(), st.text(max_size=5)), st.integers(0, 9))
+def test_extraction_with_parts_is_replace(give_document, give_metadata, title, chars):
+    import dataclasses
+
+    from templater.datatypes import Document, Extraction, Metadata
+
+    result = Extraction(id="i", url="u", site="s", text="t", method="template", template="s@v1", coverage=0.5,
+                        kept=(1, 2), boilerplate_chars=chars, title=title, document=Document(title=title, nodes=()),
+                        metadata=Metadata(author="a"))
+    changes = {**({"document": None} if give_document else {}),
+               **({"metadata": Metadata(date="2020-01-01")} if give_metadata else {})}
+    fast, plain = result.with_parts(**changes), dataclasses.replace(result, **changes)
+    assert [getattr(fast, f.name) for f in dataclasses.fields(Extraction)] == \
+        [getattr(plain, f.name) for f in dataclasses.fields(Extraction)]
+
+
+def test_now_is_the_second_of_datetime_now():
+    from datetime import datetime, timezone
+
+    from templater import pipeline
+
+    before = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    stamp = pipeline.now()
+    after = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    assert before <= stamp <= after and len(stamp) == len(before)
+
+
+TABLE_PIECES = st.one_of(
+    piece,
+    st.sampled_from(["<table>", "<table role=presentation>", "</table>", "<tr>", "</tr>", "<td>", "<th>", "</td>",
+                     "<caption>", "<tbody>", "<h1>", "</h1>", "<h3>", "<pre>", "</pre>", "<li>", "<ul>", "</ul>",
+                     "<p>", "</p>", "<div>", "</div>"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(TABLE_PIECES, max_size=40), st.randoms(use_true_random=False))
+def test_compiled_loop_adds_table_cells_as_the_method(pieces, random):
+    """The compiled loop adds a data table's cells (and a layout or presentation table's cells as paragraphs) as
+    _Builder.add does: tables of every kind, nested, open and cut off."""
+    same_documents_on_markup(pieces, random, 0.8)
