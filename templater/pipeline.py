@@ -37,7 +37,8 @@ from .encoding import decode_page
 from .shingles import ShingleSettings
 from .errors import InputError
 from .extract import CompiledTemplate, extract_page
-from .grouping import assign_groups, cluster_layouts, host_of, layout_containment, match_prefix, shape_set
+from .grouping import (assign_groups, cluster_layouts, host_of, layout_containment, shape_set, url_prefixes,
+                       url_root)
 from .parse import parse_checked
 from .sources import check_input, input_format, iter_records
 from .template import learn_template, pages_once
@@ -308,20 +309,26 @@ def build(db: sqlite_utils.Database, *, settings: LearnSettings = LearnSettings(
     alone writes, group after group in the same order: the same store as ``jobs=1``.
     """
     summary = Summary()
-    keys = list(page_store.iter_page_keys(db))
-    groups = assign_groups([url for _, url, _ in keys], min_pages=settings.min_group_pages,
-                           ids=[pid for pid, _, _ in keys])
-    members: dict[str, list[str]] = defaultdict(list)
-    for (pid, _, _), group in zip(keys, groups):
-        members[group].append(pid)
-    done = 0
-    for (group, ids), plan in _iter_plans(db, sorted(members.items()), settings, jobs):
+    total, done = page_store.live_page_count(db), 0
+    for (group, ids), plan in _iter_plans(db, iter_groups(db, settings), settings, jobs):
         summary.merge(learn_group(db, group, ids, settings, plan=plan))
         done += len(ids)
         if progress:
-            progress(done, len(keys))
-    summary.counts["pages"] = len(keys)
+            progress(done, total)
+    summary.counts["pages"] = total
     return summary
+
+
+def iter_groups(db: sqlite_utils.Database, settings: LearnSettings) -> Iterator[tuple[str, list[str]]]:
+    """(URL group, its page ids in id order) of every live page, by group: ``assign_groups`` over the whole
+    crawl, read one host (a URL's shortest prefix: every prefix of it begins with it, so a group's count is its
+    host's pages') at a time. Hosts come in the order of their prefixes, and a host's groups all begin with its
+    prefix, so the groups come sorted, as sorting the crawl's would give them."""
+    for _, ids, urls in page_store.iter_pages_by_key(db, url_root):
+        members: dict[str, list[str]] = defaultdict(list)
+        for pid, group in zip(ids, assign_groups(urls, min_pages=settings.min_group_pages, ids=ids)):
+            members[group].append(pid)
+        yield from sorted(members.items())
 
 
 NOT_LEARNED = ...  # a plan's template before learning (None: a cluster that could not be learned); a singleton that
@@ -329,7 +336,7 @@ NOT_LEARNED = ...  # a plan's template before learning (None: a cluster that cou
 Plan = list[tuple[int, list[str], list[np.ndarray], "tuple[Template | None, Counter] | type(...)"]]
 
 
-def _iter_plans(db: sqlite_utils.Database, groups: list[tuple[str, list[str]]], settings: LearnSettings,
+def _iter_plans(db: sqlite_utils.Database, groups: Iterable[tuple[str, list[str]]], settings: LearnSettings,
                 jobs: int) -> Iterator[tuple[tuple[str, list[str]], Plan | None]]:
     """Each (group, ids) with its plan learned by worker processes, or None (learned by ``learn_group``): a worker
     clusters a group's pages by layout, then each cluster is learned as a task of its own, so the layouts of one
@@ -338,8 +345,9 @@ def _iter_plans(db: sqlite_utils.Database, groups: list[tuple[str, list[str]]], 
         yield from ((item, None) for item in groups)
         return
     ahead = WORK_AHEAD * jobs
+    groups, tasks = itertools.tee(groups)  # (what one holds and the other has not taken yet: at most ``ahead``)
     with workers.pool(jobs, _GroupPlanner, db, settings) as pool:
-        planned = workers.imap_ordered(pool, (("cluster", group, ids) for group, ids in groups), ahead=ahead)
+        planned = workers.imap_ordered(pool, (("cluster", group, ids) for group, ids in tasks), ahead=ahead)
         pending: deque = deque()  # (group, ids), plan, the learning tasks of its clusters
         for item, plan in zip(groups, planned):
             learning = [] if plan is None else [
@@ -531,34 +539,69 @@ def extract_file(db: sqlite_utils.Database, path: Path, *, url: str | None = Non
 
 
 class TemplateIndex:
-    """The current templates, by site and by URL prefix. The layout signatures (small) are read up front; a
-    site's template is read and compiled when a page first needs it and kept in a cache of ``cache_size`` sites
-    (the least recently used leaves first), so memory is bounded whatever the number of sites."""
+    """The current templates, by site and by URL prefix, read as pages need them: a site's template id and a URL
+    group's layout signatures are read when a page first asks for them and kept for the ``heads`` sites and groups
+    asked for last, and a site's template is read and compiled when a page first needs it and kept in a cache of
+    ``cache_size`` sites (the least recently used leave first), so memory is bounded whatever the number of sites.
+    ``sources`` and ``layouts`` read every site's head at once and keep them (a snapshot: what recrawl, whose
+    writer commits new templates while its workers classify, reads); from ``entries`` everything is held too."""
 
     def __init__(self, db: sqlite_utils.Database | None,
                  entries: Iterable[tuple[str, np.ndarray, Template]] | None = None, *,
-                 cache_size: int = config.TEMPLATE_CACHE) -> None:
+                 cache_size: int = config.TEMPLATE_CACHE, heads: int = config.LAYOUT_CACHE) -> None:
         """From a database's current templates (pins applied), or from ``entries`` already read from one (the
         (group, layout signature, pinned template) rows a Spark job broadcasts), in ``iter_current`` order."""
-        self.db, self.cache_size = db, cache_size
+        self.db, self.cache_size, self.heads = db, cache_size, heads
         self.cache: OrderedDict[str, CompiledTemplate] = OrderedDict()
-        self.sources: dict[str, int | Template] = {}  # site -> its template id in db, or the template itself
-        # group -> [(layout signature, site, the share of it a page must hold: the template's layout_match)]
-        self.layouts: dict[str, list[tuple[np.ndarray, str, float]]] = defaultdict(list)
-        heads = ((group, shapes, template.site, template, template.settings.layout_match)
-                 for group, shapes, template in entries) \
-            if entries is not None else template_store.iter_current_heads(db)
-        for group, shapes, site, source, threshold in heads:
-            self.sources[site] = source
-            self.layouts[group].append((shapes, site, threshold))
-        self.layouts = dict(self.layouts)
+        self._site_ids: OrderedDict[str, int | None] = OrderedDict()  # site -> its current template id, or None
+        self._group_layouts: OrderedDict[str, list[tuple[np.ndarray, str, float]]] = OrderedDict()
+        self._held: tuple[dict[str, int | Template], dict[str, list[tuple[np.ndarray, str, float]]]] | None = None
+        if entries is not None:
+            self._hold((group, shapes, template.site, template, template.settings.layout_match)
+                       for group, shapes, template in entries)
+
+    def _hold(self, heads: Iterable[tuple[str, np.ndarray, str, int | Template, float]]) -> None:
+        sources: dict[str, int | Template] = {}  # site -> its template id in db, or the template itself
+        layouts: dict[str, list[tuple[np.ndarray, str, float]]] = defaultdict(list)  # group -> [(layout
+        for group, shapes, site, source, threshold in heads:  # signature, site, the share of it a page must hold)]
+            sources[site] = source
+            layouts[group].append((shapes, site, threshold))
+        self._held = sources, dict(layouts)
+
+    @property
+    def sources(self) -> dict[str, int | Template]:
+        """Every site's template id (or template), all read now and kept."""
+        if self._held is None:
+            self._hold(template_store.iter_current_heads(self.db))
+        return self._held[0]
+
+    @property
+    def layouts(self) -> dict[str, list[tuple[np.ndarray, str, float]]]:
+        """group -> [(layout signature, site, the share of it a page must hold: the template's layout_match)] of
+        every group with a template, in ``iter_current`` order, all read now and kept."""
+        if self._held is None:
+            self._hold(template_store.iter_current_heads(self.db))
+        return self._held[1]
+
+    def _source(self, site: str) -> int | Template | None:
+        """A site's current template id (or template), None for a site without one."""
+        if self._held is not None:
+            return self._held[0].get(site)
+        return _cached(self._site_ids, site, self.heads, lambda: template_store.current_id(self.db, site))
+
+    def group_layouts(self, group: str) -> list[tuple[np.ndarray, str, float]]:
+        """A URL group's (layout signature, site, threshold) triples in ``layouts`` order; empty without one."""
+        if self._held is not None:
+            return self._held[1].get(group, [])
+        return _cached(self._group_layouts, group, self.heads,
+                       lambda: list(template_store.current_layouts(self.db, group)))
 
     def compiled(self, site: str) -> CompiledTemplate | None:
         """A site's compiled template (None for a site without one), from the cache or read now."""
         if site in self.cache:
             self.cache.move_to_end(site)
             return self.cache[site]
-        source = self.sources.get(site)
+        source = self._source(site)
         if source is None:
             return None
         if isinstance(source, Template):
@@ -582,13 +625,26 @@ class TemplateIndex:
     def find(self, seg: Segmented, site: str | None) -> CompiledTemplate | None:
         """The page's template: the one its build assigned, else the best layout of its longest known prefix
         where the page holds the share of it that template saved (its settings' layout_match)."""
-        if site in self.sources:
+        if site is not None and self._source(site) is not None:
             return self.compiled(site)
-        group = match_prefix(seg.page.url, self.layouts, seg.page.id)
-        if group is None:
+        layouts = next((found for found in map(self.group_layouts, url_prefixes(seg.page.url, seg.page.id))
+                        if found), None)
+        if layouts is None:
             return None
-        best = best_layout(seg, self.layouts[group])
+        best = best_layout(seg, layouts)
         return None if best is None else self.compiled(best)
+
+
+def _cached(cache: OrderedDict, key: str, size: int, read: Callable[[], T]) -> T:
+    """``cache[key]``, read now (``read()``) when absent, in a cache of ``size`` keys that drops the least recently
+    used first."""
+    if key in cache:
+        cache.move_to_end(key)
+        return cache[key]
+    value = cache[key] = read()
+    if len(cache) > size:
+        cache.popitem(last=False)
+    return value
 
 
 def _whole_template(db: sqlite_utils.Database, template_id: int) -> Template:
@@ -653,6 +709,7 @@ def _extracted(db: sqlite_utils.Database, *, method: str, ids: Sequence[str] | N
     signing = index_settings(db) if index else None
     pending: list[Extraction] = []
     signed: list[dedup.SignedText] = []
+    untrimmed = 0  # pages since the heap's free pages were last given back
     with GrowingBatch(db) as batch:
         for done, (digest, result, signature, rendered) in enumerate(_iter_chunks_extracted(
                 db, chunks, total, method=method, classifier=classifier, jobs=jobs, signing=signing,
@@ -676,8 +733,12 @@ def _extracted(db: sqlite_utils.Database, *, method: str, ids: Sequence[str] | N
                 if index:
                     _index(db, pending, signed, signing)
                 batch.step(len(pending))
+                untrimmed += len(pending)
                 pending.clear()
                 signed.clear()
+                if untrimmed >= config.TRIM_PAGES:  # the free space left between blocks in use: not resident
+                    native.trim_heap()
+                    untrimmed = 0
             if progress:
                 progress(done, total)
             yield result, rendered
