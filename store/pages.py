@@ -231,19 +231,47 @@ def iter_live_ids(db: sqlite_utils.Database, *, chunk: int | None = None) -> Ite
     """The ids of every live page, in id order, ``chunk`` at a time: each list read by its own short query (the
     ids after the last one given), so a caller holds one list at a time, not every id of the crawl, and no read
     stays open between lists (a writer may commit meanwhile). ``chunk``: config.PAGE_ID_CHUNK unless given."""
-    for rows in _iter_live_rows(db, "id", chunk or config.PAGE_ID_CHUNK):
+    for rows in _iter_by_id(db, "id", "pages WHERE retired = 0", chunk or config.PAGE_ID_CHUNK):
         yield [r[0] for r in rows]
 
 
-def _iter_live_rows(db: sqlite_utils.Database, columns: str, chunk: int) -> Iterator[list[tuple]]:
-    """Rows of ``columns`` (the first one ``id``) of every live page in id order, ``chunk`` rows per query."""
-    rows = db.execute(f"SELECT {columns} FROM pages WHERE retired = 0 ORDER BY id LIMIT ?", [chunk]).fetchall()
+def _iter_by_id(db: sqlite_utils.Database, columns: str, source: str, chunk: int) -> Iterator[list[tuple]]:
+    """Rows of ``columns`` (the first one ``id``) of ``source`` (a table and its WHERE clause) in id order,
+    ``chunk`` rows per query (each the rows after the last one given)."""
+    rows = db.execute(f"SELECT {columns} FROM {source} ORDER BY id LIMIT ?", [chunk]).fetchall()
     while rows:
         yield rows
         if len(rows) < chunk:
             return
-        rows = db.execute(f"SELECT {columns} FROM pages WHERE retired = 0 AND id > ? ORDER BY id LIMIT ?",
+        rows = db.execute(f"SELECT {columns} FROM {source} AND id > ? ORDER BY id LIMIT ?",
                           [rows[-1][0], chunk]).fetchall()
+
+
+def mark_ids(db: sqlite_utils.Database, ids: Iterable[str]) -> None:
+    """Add page ids to the connection's marked pages (a temporary table: gone with the connection), each once."""
+    db.execute("CREATE TEMP TABLE IF NOT EXISTS marked_pages (id TEXT PRIMARY KEY) WITHOUT ROWID")
+    with transaction(db, name="marks"):  # (one transaction: each insert would otherwise be its own)
+        db.conn.executemany("INSERT OR IGNORE INTO temp.marked_pages VALUES (?)", ((pid,) for pid in ids))
+
+
+def marked_count(db: sqlite_utils.Database) -> int:
+    """How many page ids the connection has marked (``mark_ids``)."""
+    if not db.execute("SELECT 1 FROM temp.sqlite_master WHERE name = 'marked_pages'").fetchone():
+        return 0
+    return db.execute("SELECT count(*) FROM temp.marked_pages").fetchone()[0]
+
+
+def iter_marked_ids(db: sqlite_utils.Database, *, chunk: int | None = None) -> Iterator[list[str]]:
+    """The ids the connection has marked (``mark_ids``), in id order, ``chunk`` at a time (config.PAGE_ID_CHUNK
+    unless given), each list read by its own short query, as ``iter_live_ids`` reads the live ones."""
+    if marked_count(db):
+        for rows in _iter_by_id(db, "id", "temp.marked_pages WHERE 1", chunk or config.PAGE_ID_CHUNK):
+            yield [r[0] for r in rows]
+
+
+def clear_marks(db: sqlite_utils.Database) -> None:
+    """Forget the connection's marked pages."""
+    db.execute("DROP TABLE IF EXISTS temp.marked_pages")
 
 
 def iter_pages_by_key(db: sqlite_utils.Database, key: Callable[[str, str], str], *,
@@ -258,7 +286,7 @@ def iter_pages_by_key(db: sqlite_utils.Database, key: Callable[[str, str], str],
                " PRIMARY KEY (key, id)) WITHOUT ROWID")
     try:
         with transaction(db, name="page_keys"):  # (one transaction: each insert would otherwise be its own)
-            for rows in _iter_live_rows(db, "id, url", chunk):
+            for rows in _iter_by_id(db, "id, url", "pages WHERE retired = 0", chunk):
                 db.conn.executemany("INSERT INTO temp.page_keys VALUES (?, ?, ?)",
                                     [(key(url, pid), pid, url) for pid, url in rows])
         current, ids, urls = None, [], []

@@ -544,19 +544,6 @@ static PyObject *tune_heap(PyObject *self, PyObject *unused) {
 #endif
 }
 
-/* trim_heap() -> bool: glibc's free pages within its heaps given back to the system (malloc_trim 0: the blocks stay
- * free in glibc's lists, their whole pages are no longer resident), True where that was done. Long runs of the
- * writer leave free space between blocks that stay in use (SQLite's page cache, the index's arrays) which grows
- * with the run; given back each batch, it is not resident any more. Nothing but residency changes. */
-static PyObject *trim_heap(PyObject *self, PyObject *unused) {
-#if defined(__GLIBC__)
-    malloc_trim(0);
-    Py_RETURN_TRUE;
-#else
-    Py_RETURN_FALSE;
-#endif
-}
-
 
 /* --- native.tune_heap: libxml2's allocator ---------------------------------------------------------------------- */
 /* xml_heap(path) -> bool: lxml's libxml2 (in the extension module at ``path``, found loaded) allocates from chunks
@@ -2942,8 +2929,6 @@ static PyMethodDef methods[] = {
      "utf8_controls_to_space(text) -> bytes: parse.clean_text's encode-and-translate step."},
     {"tune_heap", tune_heap, METH_NOARGS,
      "tune_heap() -> bool: glibc's fast bins off (mallopt M_MXFAST 0), for page work; False where not glibc."},
-    {"trim_heap", trim_heap, METH_NOARGS,
-     "trim_heap() -> bool: glibc's free heap pages given back to the system (malloc_trim 0); False where not glibc."},
     {"xml_heap", xml_heap, METH_O,
      "xml_heap(path) -> bool: the libxml2 of the loaded module at path allocates from chunks of its own (once)."},
     {"xml_heap_chunks", xml_heap_chunks, METH_NOARGS,

@@ -77,14 +77,6 @@ def tune_heap() -> None:
     _heap_tuned = True
 
 
-def trim_heap() -> None:
-    """Give the allocator's free pages back to the system (``numeric.trim_heap``: glibc's malloc_trim), where
-    a long run's writer has freed memory between blocks still in use; nothing on the pure path or without glibc.
-    Outputs do not depend on it."""
-    if numeric is not None:
-        numeric.trim_heap()
-
-
 def slow_path_warning() -> str | None:
     """A warning for users on the pure path who did not ask for it, else None."""
     if COMPILED or os.environ.get(PURE_ENV):

@@ -185,15 +185,17 @@ class _Batch:
 
 
 def ingest(db: sqlite_utils.Database, inputs: Sequence[str | Path], *, site: str | None = None,
-           progress: Progress | None = None, jobs: int = 1) -> Summary:
+           progress: Progress | None = None, jobs: int = 1, mark: bool = False) -> Summary:
     """Read pages from files and folders into the store; bad records are skipped and counted by reason.
 
     ``site`` names the pages of folders and .html files (``sources.iter_records``); the summary's ``pages`` lists
-    the ids of the pages read, in input order. With ``jobs`` above 1, worker processes decode, segment and compress
-    the records while this process reads the inputs and alone writes, in the order of the inputs: the same store as
-    ``jobs=1``.
+    the ids of the pages read, in input order, or with ``mark`` they are marked on the connection instead
+    (``store.pages.mark_ids``; ``extract(marked=True)`` takes them a chunk at a time): not held all at once. With
+    ``jobs`` above 1, worker processes decode, segment and compress the records while this process reads the inputs
+    and alone writes, in the order of the inputs: the same store as ``jobs=1``.
     """
     summary = Summary()
+    read = [] if mark else summary.pages  # (marked config.PAGE_ID_CHUNK ids at a time)
     with _Batch(db) as batch:
         for done, prepared in enumerate(iter_prepared(inputs, site=site, jobs=jobs), 1):
             outcome = _store_prepared(db, prepared, batch)
@@ -202,9 +204,14 @@ def ingest(db: sqlite_utils.Database, inputs: Sequence[str | Path], *, site: str
                 log.info("skipped %s: %s %s", outcome.source, outcome.reason, outcome.detail)
             else:
                 summary.counts[outcome] += 1
-                summary.pages.append(prepared.page.id)
+                read.append(prepared.page.id)
+                if mark and len(read) >= config.PAGE_ID_CHUNK:
+                    page_store.mark_ids(db, read)
+                    read.clear()
             if progress:
                 progress(done, None)
+        if mark:
+            page_store.mark_ids(db, read)
     return summary
 
 
@@ -664,8 +671,10 @@ def best_layout(seg: Segmented, layouts: Sequence[tuple[np.ndarray, T, float]]) 
 def extract(db: sqlite_utils.Database, *, method: str = "auto", ids: Sequence[str] | None = None,
             index: bool = False, progress: Progress | None = None,
             weights: fallback.ann.Weights | None = None, q: float = fallback.FDR_Q,
-            skipped: Counter | None = None, jobs: int = 1, links: bool = False) -> Iterator[Extraction]:
-    """Extract every stored page (or the given ids) with its template, store the result, and yield it.
+            skipped: Counter | None = None, jobs: int = 1, links: bool = False,
+            marked: bool = False) -> Iterator[Extraction]:
+    """Extract every stored page (or the given ids, or with ``marked`` those the connection marked: ``ingest``'s
+    ``mark``) with its template, store the result, and yield it.
 
     With ``index``, each BATCH_PAGES extracted texts (signed where they were extracted: in the workers) go into the
     near-duplicate index (one ``dedup.index_signed`` call) in the transaction of their extractions. Transactions
@@ -678,28 +687,31 @@ def extract(db: sqlite_utils.Database, *, method: str = "auto", ids: Sequence[st
     (``Template.settings``: what it was learned with).
     """
     for result, _ in _extracted(db, method=method, ids=ids, index=index, progress=progress,
-                                weights=weights, q=q, skipped=skipped, jobs=jobs, links=links):
+                                weights=weights, q=q, skipped=skipped, jobs=jobs, links=links, marked=marked):
         yield result
 
 
 def extract_rendered(db: sqlite_utils.Database, render: Callable[[Extraction], str] | None, *, method: str = "auto",
                      ids: Sequence[str] | None = None, index: bool = False, progress: Progress | None = None,
                      weights: fallback.ann.Weights | None = None, q: float = fallback.FDR_Q,
-                     skipped: Counter | None = None, jobs: int = 1,
-                     links: bool = False) -> Iterator[tuple[Extraction, str | None]]:
+                     skipped: Counter | None = None, jobs: int = 1, links: bool = False,
+                     marked: bool = False) -> Iterator[tuple[Extraction, str | None]]:
     """``extract``, each result with ``render(result)`` (what the command writes of it: a JSON line, a Markdown
     page; None without ``render``), made where the page was extracted (in the workers with ``jobs`` above 1: the
     writing process only writes). With ``render``, the results carry no ``document`` (it is rendered): the same
     for any ``jobs``. ``render`` must be picklable where workers are spawned rather than forked."""
     yield from _extracted(db, method=method, ids=ids, index=index, progress=progress,
-                          weights=weights, q=q, skipped=skipped, jobs=jobs, links=links, render=render)
+                          weights=weights, q=q, skipped=skipped, jobs=jobs, links=links, render=render, marked=marked)
 
 
 def _extracted(db: sqlite_utils.Database, *, method: str, ids: Sequence[str] | None, index: bool,
                progress: Progress | None, weights: fallback.ann.Weights | None, q: float,
                skipped: Counter | None, jobs: int, links: bool,
-               render: Callable[[Extraction], str] | None = None) -> Iterator[tuple[Extraction, str | None]]:
-    if ids is None:  # every live page, its ids read a chunk at a time as the work goes (not held all at once)
+               render: Callable[[Extraction], str] | None = None,
+               marked: bool = False) -> Iterator[tuple[Extraction, str | None]]:
+    if marked:  # the pages the connection marked, in id order, read a chunk at a time
+        total, chunks = page_store.marked_count(db), _work_chunks(page_store.iter_marked_ids(db))
+    elif ids is None:  # every live page, its ids read a chunk at a time as the work goes (not held all at once)
         total, chunks = page_store.live_page_count(db), _work_chunks(page_store.iter_live_ids(db))
     else:  # each page once, in the order given
         ids = list(dict.fromkeys(ids))
@@ -709,7 +721,6 @@ def _extracted(db: sqlite_utils.Database, *, method: str, ids: Sequence[str] | N
     signing = index_settings(db) if index else None
     pending: list[Extraction] = []
     signed: list[dedup.SignedText] = []
-    untrimmed = 0  # pages since the heap's free pages were last given back
     with GrowingBatch(db) as batch:
         for done, (digest, result, signature, rendered) in enumerate(_iter_chunks_extracted(
                 db, chunks, total, method=method, classifier=classifier, jobs=jobs, signing=signing,
@@ -733,12 +744,8 @@ def _extracted(db: sqlite_utils.Database, *, method: str, ids: Sequence[str] | N
                 if index:
                     _index(db, pending, signed, signing)
                 batch.step(len(pending))
-                untrimmed += len(pending)
                 pending.clear()
                 signed.clear()
-                if untrimmed >= config.TRIM_PAGES:  # the free space left between blocks in use: not resident
-                    native.trim_heap()
-                    untrimmed = 0
             if progress:
                 progress(done, total)
             yield result, rendered

@@ -237,3 +237,29 @@ def test_templates_read_as_pages_need_them_are_those_read_up_front(tmp_path, hea
     seg = pipeline.stored_segment(stored[0])
     moved = pipeline.dataclasses.replace(seg, page=pipeline.dataclasses.replace(seg.page, url="https://else.net/x"))
     assert lazy.find(moved, None) is None and held.find(moved, None) is None
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_run_extracts_the_pages_ingest_marked_in_id_order_a_chunk_at_a_time(tmp_path, monkeypatch, jobs):
+    """`run` extracts the pages of its inputs: ingest marks their ids on the connection (not in the summary) and
+    extract takes them a chunk at a time, each page once and in id order, as the ids given sorted would; pages
+    stored before and not read again are left out."""
+    write_site(tmp_path / "old.jsonl.gz", 4, start=50)
+    write_site(tmp_path / "site.jsonl.gz", 9)
+    write_site(tmp_path / "again.jsonl.gz", 3, start=2)  # pages read twice
+    monkeypatch.setattr(pipeline.config, "PAGE_ID_CHUNK", 4)
+    given = pipeline.open_store(tmp_path / "given.db")
+    pipeline.ingest(given, [tmp_path / "old.jsonl.gz"])
+    read = pipeline.ingest(given, [tmp_path / "site.jsonl.gz", tmp_path / "again.jsonl.gz"]).pages
+    pipeline.build(given)
+    want = [(r.id, r.text) for r in pipeline.extract(given, ids=sorted(set(read)), jobs=jobs)]
+    db = pipeline.open_store(tmp_path / "marked.db")
+    pipeline.ingest(db, [tmp_path / "old.jsonl.gz"])
+    summary = pipeline.ingest(db, [tmp_path / "site.jsonl.gz", tmp_path / "again.jsonl.gz"], mark=True)
+    assert summary.pages == [] and summary.counts == {"new": 9, "unchanged": 3}
+    pipeline.build(db)
+    totals = set()
+    got = [(r.id, r.text) for r in pipeline.extract(db, marked=True, jobs=jobs,
+                                                    progress=lambda done, total: totals.add(total))]
+    assert got == want and [i for i, _ in got] == [f"p{seed}" for seed in sorted(range(9), key=str)]
+    assert totals == {9}
