@@ -538,9 +538,10 @@ PagesOutputOption = typer.Option(None, "--output", "-o", help="JSON Lines file f
 
 
 def extract_all(store, rendering: Rendering, *, fallback: str, index: bool, quiet: bool, ids=None, weights=None,
-                q: float | None = None, drop_duplicates: bool = False, jobs: Optional[int] = 1) -> None:
-    """Extract the given stored pages (default: every one) and write them as --format says (the shared body of
-    `extract` and `run`). With ``drop_duplicates`` the extractions wait in a temporary file until the index has
+                q: float | None = None, drop_duplicates: bool = False, jobs: Optional[int] = 1,
+                marked: bool = False) -> None:
+    """Extract the given stored pages (default: every one; ``marked``: those ingest marked on the connection) and
+    write them as --format says (the shared body of `extract` and `run`). With ``drop_duplicates`` the extractions wait in a temporary file until the index has
     every page, then only pages that are not a cluster's non-canonical member are written."""
     if drop_duplicates and not index:
         raise InputError("--drop-duplicates needs the near-duplicate index: leave out --no-index")
@@ -555,7 +556,8 @@ def extract_all(store, rendering: Rendering, *, fallback: str, index: bool, quie
             render = rendering.text if held is None else None  # --drop-duplicates: written later, from ``held``
             for result, text in pipeline.extract_rendered(
                     store, render, method=fallback, index=index, links=rendering.links, progress=progress, ids=ids,
-                    weights=weights, q=config.FDR_Q if q is None else q, skipped=summary.skipped, jobs=cores(jobs)):
+                    weights=weights, q=config.FDR_Q if q is None else q, skipped=summary.skipped, jobs=cores(jobs),
+                    marked=marked):
                 if held is None:
                     write(result, text)
                 else:
@@ -742,12 +744,12 @@ def run(inputs: list[Path] = InputsArgument, db: Path = DbOption, output: Option
         sources.check_inputs(inputs)
         store = pipeline.open_store(db)
         with progress_bar("ingest", quiet) as progress:
-            ingested = pipeline.ingest(store, inputs, site=site, progress=progress, jobs=cores(jobs))
+            ingested = pipeline.ingest(store, inputs, site=site, progress=progress, jobs=cores(jobs), mark=True)
         report("ingest", ingested, quiet)
         fail_if_all_skipped(ingested, db)
         with progress_bar("build", quiet) as progress:
             report("build", pipeline.build(store, progress=progress, jobs=cores(jobs)), quiet)
-        extract_all(store, rendering, fallback=fallback, index=index, quiet=quiet, ids=sorted(set(ingested.pages)),
+        extract_all(store, rendering, fallback=fallback, index=index, quiet=quiet, marked=True,
                     weights=classifier, q=fdr_q, drop_duplicates=drop_duplicates, jobs=jobs)
 
 

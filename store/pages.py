@@ -14,7 +14,7 @@ import json
 import re
 import threading
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -24,7 +24,7 @@ import zstandard
 from templater import config
 from templater.datatypes import METADATA_FIELDS
 
-from .db import migrate
+from .db import migrate, transaction
 
 if TYPE_CHECKING:  # annotations only: a store opens without sqlite-utils (store.db.Database)
     import sqlite_utils
@@ -231,14 +231,83 @@ def iter_live_ids(db: sqlite_utils.Database, *, chunk: int | None = None) -> Ite
     """The ids of every live page, in id order, ``chunk`` at a time: each list read by its own short query (the
     ids after the last one given), so a caller holds one list at a time, not every id of the crawl, and no read
     stays open between lists (a writer may commit meanwhile). ``chunk``: config.PAGE_ID_CHUNK unless given."""
-    chunk = chunk or config.PAGE_ID_CHUNK
-    rows = db.execute("SELECT id FROM pages WHERE retired = 0 ORDER BY id LIMIT ?", [chunk]).fetchall()
-    while rows:
+    for rows in _iter_by_id(db, "id", "pages WHERE retired = 0", chunk or config.PAGE_ID_CHUNK):
         yield [r[0] for r in rows]
+
+
+def _iter_by_id(db: sqlite_utils.Database, columns: str, source: str, chunk: int) -> Iterator[list[tuple]]:
+    """Rows of ``columns`` (the first one ``id``) of ``source`` (a table and its WHERE clause) in id order,
+    ``chunk`` rows per query (each the rows after the last one given)."""
+    rows = db.execute(f"SELECT {columns} FROM {source} ORDER BY id LIMIT ?", [chunk]).fetchall()
+    while rows:
+        yield rows
         if len(rows) < chunk:
             return
-        rows = db.execute("SELECT id FROM pages WHERE retired = 0 AND id > ? ORDER BY id LIMIT ?",
+        rows = db.execute(f"SELECT {columns} FROM {source} AND id > ? ORDER BY id LIMIT ?",
                           [rows[-1][0], chunk]).fetchall()
+
+
+def mark_ids(db: sqlite_utils.Database, ids: Iterable[str]) -> None:
+    """Add page ids to the connection's marked pages (a temporary table: gone with the connection), each once."""
+    db.execute("CREATE TEMP TABLE IF NOT EXISTS marked_pages (id TEXT PRIMARY KEY) WITHOUT ROWID")
+    with transaction(db, name="marks"):  # (one transaction: each insert would otherwise be its own)
+        db.conn.executemany("INSERT OR IGNORE INTO temp.marked_pages VALUES (?)", ((pid,) for pid in ids))
+
+
+def marked_count(db: sqlite_utils.Database) -> int:
+    """How many page ids the connection has marked (``mark_ids``)."""
+    if not db.execute("SELECT 1 FROM temp.sqlite_master WHERE name = 'marked_pages'").fetchone():
+        return 0
+    return db.execute("SELECT count(*) FROM temp.marked_pages").fetchone()[0]
+
+
+def iter_marked_ids(db: sqlite_utils.Database, *, chunk: int | None = None) -> Iterator[list[str]]:
+    """The ids the connection has marked (``mark_ids``), in id order, ``chunk`` at a time (config.PAGE_ID_CHUNK
+    unless given), each list read by its own short query, as ``iter_live_ids`` reads the live ones."""
+    if marked_count(db):
+        for rows in _iter_by_id(db, "id", "temp.marked_pages WHERE 1", chunk or config.PAGE_ID_CHUNK):
+            yield [r[0] for r in rows]
+
+
+def clear_marks(db: sqlite_utils.Database) -> None:
+    """Forget the connection's marked pages."""
+    db.execute("DROP TABLE IF EXISTS temp.marked_pages")
+
+
+def iter_pages_by_key(db: sqlite_utils.Database, key: Callable[[str, str], str], *,
+                      chunk: int | None = None) -> Iterator[tuple[str, list[str], list[str]]]:
+    """(key, ids, urls) of every live page, grouped by ``key(url, id)``: each key once, in key order (as Python
+    orders strings), its pages in id order. The (key, id) pairs go into a temporary table first (read ``chunk``
+    pages at a time, config.PAGE_ID_CHUNK unless given), so a caller holds one key's pages at a time, not the
+    crawl's; no read stays open between queries (a writer may commit meanwhile)."""
+    chunk = chunk or config.PAGE_ID_CHUNK
+    db.execute("DROP TABLE IF EXISTS temp.page_keys")
+    db.execute("CREATE TEMP TABLE page_keys (key TEXT NOT NULL, id TEXT NOT NULL, url TEXT NOT NULL,"
+               " PRIMARY KEY (key, id)) WITHOUT ROWID")
+    try:
+        with transaction(db, name="page_keys"):  # (one transaction: each insert would otherwise be its own)
+            for rows in _iter_by_id(db, "id, url", "pages WHERE retired = 0", chunk):
+                db.conn.executemany("INSERT INTO temp.page_keys VALUES (?, ?, ?)",
+                                    [(key(url, pid), pid, url) for pid, url in rows])
+        current, ids, urls = None, [], []
+        rows = db.execute("SELECT key, id, url FROM temp.page_keys ORDER BY key, id LIMIT ?", [chunk]).fetchall()
+        while rows:
+            for name, pid, url in rows:
+                if name != current:
+                    if ids:
+                        yield current, ids, urls
+                    current, ids, urls = name, [], []
+                ids.append(pid)
+                urls.append(url)
+            if len(rows) < chunk:
+                break
+            rows = db.execute("SELECT key, id, url FROM temp.page_keys WHERE (key, id) > (?, ?) ORDER BY key, id"
+                              " LIMIT ?",
+                              [rows[-1][0], rows[-1][1], chunk]).fetchall()
+        if ids:
+            yield current, ids, urls
+    finally:
+        db.execute("DROP TABLE IF EXISTS temp.page_keys")
 
 
 def page_shapes(db: sqlite_utils.Database, ids: Iterable[str]) -> dict[str, np.ndarray]:

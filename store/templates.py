@@ -237,6 +237,20 @@ def iter_current_heads(db: sqlite_utils.Database) -> Iterator[tuple[str, np.ndar
         yield group, blob_vector(blob), site, template_id, layout_match(text)
 
 
+def current_id(db: sqlite_utils.Database, site: str) -> int | None:
+    """The id of a site's current template version, None for a site without one."""
+    row = db.execute("SELECT id FROM templates WHERE site = ? AND current = 1", [site]).fetchone()
+    return None if row is None else row[0]
+
+
+def current_layouts(db: sqlite_utils.Database, group: str) -> Iterator[tuple[np.ndarray, str, float]]:
+    """(layout shape set, site, layout_match) of each current template of a URL group, in ``iter_current_heads``
+    order (by site): that group's share of it, read alone."""
+    for blob, site, text in db.execute("SELECT layout_shapes, site, settings FROM templates WHERE group_key = ? AND"
+                                       " current = 1 ORDER BY site", [group]):
+        yield blob_vector(blob), site, layout_match(text)
+
+
 def layout_match(text: str | None) -> float:
     """The layout_match a template saved (``text``: its settings), LearnSettings' default where it saved none."""
     value = settings_dict(text).get("layout_match")

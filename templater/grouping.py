@@ -46,6 +46,13 @@ def url_prefixes(url: str, page_id: str | None = None) -> list[str]:
     return _path_prefixes(host, path)
 
 
+def url_root(url: str, page_id: str | None = None) -> str:
+    """The URL's shortest group key (its host's, or a local file's site's), which begins every key of its
+    ``url_prefixes``; '' for a URL that has none."""
+    prefixes = url_prefixes(url, page_id)
+    return prefixes[-1] if prefixes else ""
+
+
 def _file_prefixes(url: str, page_id: str | None) -> list[str]:
     """The group keys of a local file from its id ``site/path`` (folders' pages: ``sources``); none without."""
     if not page_id or not url.startswith("file:") or "://" in page_id or "/" not in page_id.strip("/"):

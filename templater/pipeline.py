@@ -37,7 +37,8 @@ from .encoding import decode_page
 from .shingles import ShingleSettings
 from .errors import InputError
 from .extract import CompiledTemplate, extract_page
-from .grouping import assign_groups, cluster_layouts, host_of, layout_containment, match_prefix, shape_set
+from .grouping import (assign_groups, cluster_layouts, host_of, layout_containment, shape_set, url_prefixes,
+                       url_root)
 from .parse import parse_checked
 from .sources import check_input, input_format, iter_records
 from .template import learn_template, pages_once
@@ -191,15 +192,17 @@ class _Batch:
 
 
 def ingest(db: sqlite_utils.Database, inputs: Sequence[str | Path], *, site: str | None = None,
-           progress: Progress | None = None, jobs: int = 1) -> Summary:
+           progress: Progress | None = None, jobs: int = 1, mark: bool = False) -> Summary:
     """Read pages from files and folders into the store; bad records are skipped and counted by reason.
 
     ``site`` names the pages of folders and .html files (``sources.iter_records``); the summary's ``pages`` lists
-    the ids of the pages read, in input order. With ``jobs`` above 1, worker processes decode, segment and compress
-    the records while this process reads the inputs and alone writes, in the order of the inputs: the same store as
-    ``jobs=1``.
+    the ids of the pages read, in input order, or with ``mark`` they are marked on the connection instead
+    (``store.pages.mark_ids``; ``extract(marked=True)`` takes them a chunk at a time): not held all at once. With
+    ``jobs`` above 1, worker processes decode, segment and compress the records while this process reads the inputs
+    and alone writes, in the order of the inputs: the same store as ``jobs=1``.
     """
     summary = Summary()
+    read = [] if mark else summary.pages  # (marked config.PAGE_ID_CHUNK ids at a time)
     with _Batch(db) as batch:
         for done, prepared in enumerate(iter_prepared(inputs, site=site, jobs=jobs), 1):
             outcome = _store_prepared(db, prepared, batch)
@@ -208,9 +211,14 @@ def ingest(db: sqlite_utils.Database, inputs: Sequence[str | Path], *, site: str
                 log.info("skipped %s: %s %s", outcome.source, outcome.reason, outcome.detail)
             else:
                 summary.counts[outcome] += 1
-                summary.pages.append(prepared.page.id)
+                read.append(prepared.page.id)
+                if mark and len(read) >= config.PAGE_ID_CHUNK:
+                    page_store.mark_ids(db, read)
+                    read.clear()
             if progress:
                 progress(done, None)
+        if mark:
+            page_store.mark_ids(db, read)
     return summary
 
 
@@ -315,20 +323,26 @@ def build(db: sqlite_utils.Database, *, settings: LearnSettings = LearnSettings(
     alone writes, group after group in the same order: the same store as ``jobs=1``.
     """
     summary = Summary()
-    keys = list(page_store.iter_page_keys(db))
-    groups = assign_groups([url for _, url, _ in keys], min_pages=settings.min_group_pages,
-                           ids=[pid for pid, _, _ in keys])
-    members: dict[str, list[str]] = defaultdict(list)
-    for (pid, _, _), group in zip(keys, groups):
-        members[group].append(pid)
-    done = 0
-    for (group, ids), plan in _iter_plans(db, sorted(members.items()), settings, jobs):
+    total, done = page_store.live_page_count(db), 0
+    for (group, ids), plan in _iter_plans(db, iter_groups(db, settings), settings, jobs):
         summary.merge(learn_group(db, group, ids, settings, plan=plan))
         done += len(ids)
         if progress:
-            progress(done, len(keys))
-    summary.counts["pages"] = len(keys)
+            progress(done, total)
+    summary.counts["pages"] = total
     return summary
+
+
+def iter_groups(db: sqlite_utils.Database, settings: LearnSettings) -> Iterator[tuple[str, list[str]]]:
+    """(URL group, its page ids in id order) of every live page, by group: ``assign_groups`` over the whole
+    crawl, read one host (a URL's shortest prefix: every prefix of it begins with it, so a group's count is its
+    host's pages') at a time. Hosts come in the order of their prefixes, and a host's groups all begin with its
+    prefix, so the groups come sorted, as sorting the crawl's would give them."""
+    for _, ids, urls in page_store.iter_pages_by_key(db, url_root):
+        members: dict[str, list[str]] = defaultdict(list)
+        for pid, group in zip(ids, assign_groups(urls, min_pages=settings.min_group_pages, ids=ids)):
+            members[group].append(pid)
+        yield from sorted(members.items())
 
 
 NOT_LEARNED = ...  # a plan's template before learning (None: a cluster that could not be learned); a singleton that
@@ -336,7 +350,7 @@ NOT_LEARNED = ...  # a plan's template before learning (None: a cluster that cou
 Plan = list[tuple[int, list[str], list[np.ndarray], "tuple[Template | None, Counter] | type(...)"]]
 
 
-def _iter_plans(db: sqlite_utils.Database, groups: list[tuple[str, list[str]]], settings: LearnSettings,
+def _iter_plans(db: sqlite_utils.Database, groups: Iterable[tuple[str, list[str]]], settings: LearnSettings,
                 jobs: int) -> Iterator[tuple[tuple[str, list[str]], Plan | None]]:
     """Each (group, ids) with its plan learned by worker processes, or None (learned by ``learn_group``): a worker
     clusters a group's pages by layout, then each cluster is learned as a task of its own, so the layouts of one
@@ -345,8 +359,9 @@ def _iter_plans(db: sqlite_utils.Database, groups: list[tuple[str, list[str]]], 
         yield from ((item, None) for item in groups)
         return
     ahead = WORK_AHEAD * jobs
+    groups, tasks = itertools.tee(groups)  # (what one holds and the other has not taken yet: at most ``ahead``)
     with workers.pool(jobs, _GroupPlanner, db, settings) as pool:
-        planned = workers.imap_ordered(pool, (("cluster", group, ids) for group, ids in groups), ahead=ahead)
+        planned = workers.imap_ordered(pool, (("cluster", group, ids) for group, ids in tasks), ahead=ahead)
         pending: deque = deque()  # (group, ids), plan, the learning tasks of its clusters
         for item, plan in zip(groups, planned):
             learning = [] if plan is None else [
@@ -538,34 +553,69 @@ def extract_file(db: sqlite_utils.Database, path: Path, *, url: str | None = Non
 
 
 class TemplateIndex:
-    """The current templates, by site and by URL prefix. The layout signatures (small) are read up front; a
-    site's template is read and compiled when a page first needs it and kept in a cache of ``cache_size`` sites
-    (the least recently used leaves first), so memory is bounded whatever the number of sites."""
+    """The current templates, by site and by URL prefix, read as pages need them: a site's template id and a URL
+    group's layout signatures are read when a page first asks for them and kept for the ``heads`` sites and groups
+    asked for last, and a site's template is read and compiled when a page first needs it and kept in a cache of
+    ``cache_size`` sites (the least recently used leave first), so memory is bounded whatever the number of sites.
+    ``sources`` and ``layouts`` read every site's head at once and keep them (a snapshot: what recrawl, whose
+    writer commits new templates while its workers classify, reads); from ``entries`` everything is held too."""
 
     def __init__(self, db: sqlite_utils.Database | None,
                  entries: Iterable[tuple[str, np.ndarray, Template]] | None = None, *,
-                 cache_size: int = config.TEMPLATE_CACHE) -> None:
+                 cache_size: int = config.TEMPLATE_CACHE, heads: int = config.LAYOUT_CACHE) -> None:
         """From a database's current templates (pins applied), or from ``entries`` already read from one (the
         (group, layout signature, pinned template) rows a Spark job broadcasts), in ``iter_current`` order."""
-        self.db, self.cache_size = db, cache_size
+        self.db, self.cache_size, self.heads = db, cache_size, heads
         self.cache: OrderedDict[str, CompiledTemplate] = OrderedDict()
-        self.sources: dict[str, int | Template] = {}  # site -> its template id in db, or the template itself
-        # group -> [(layout signature, site, the share of it a page must hold: the template's layout_match)]
-        self.layouts: dict[str, list[tuple[np.ndarray, str, float]]] = defaultdict(list)
-        heads = ((group, shapes, template.site, template, template.settings.layout_match)
-                 for group, shapes, template in entries) \
-            if entries is not None else template_store.iter_current_heads(db)
-        for group, shapes, site, source, threshold in heads:
-            self.sources[site] = source
-            self.layouts[group].append((shapes, site, threshold))
-        self.layouts = dict(self.layouts)
+        self._site_ids: OrderedDict[str, int | None] = OrderedDict()  # site -> its current template id, or None
+        self._group_layouts: OrderedDict[str, list[tuple[np.ndarray, str, float]]] = OrderedDict()
+        self._held: tuple[dict[str, int | Template], dict[str, list[tuple[np.ndarray, str, float]]]] | None = None
+        if entries is not None:
+            self._hold((group, shapes, template.site, template, template.settings.layout_match)
+                       for group, shapes, template in entries)
+
+    def _hold(self, heads: Iterable[tuple[str, np.ndarray, str, int | Template, float]]) -> None:
+        sources: dict[str, int | Template] = {}  # site -> its template id in db, or the template itself
+        layouts: dict[str, list[tuple[np.ndarray, str, float]]] = defaultdict(list)  # group -> [(layout
+        for group, shapes, site, source, threshold in heads:  # signature, site, the share of it a page must hold)]
+            sources[site] = source
+            layouts[group].append((shapes, site, threshold))
+        self._held = sources, dict(layouts)
+
+    @property
+    def sources(self) -> dict[str, int | Template]:
+        """Every site's template id (or template), all read now and kept."""
+        if self._held is None:
+            self._hold(template_store.iter_current_heads(self.db))
+        return self._held[0]
+
+    @property
+    def layouts(self) -> dict[str, list[tuple[np.ndarray, str, float]]]:
+        """group -> [(layout signature, site, the share of it a page must hold: the template's layout_match)] of
+        every group with a template, in ``iter_current`` order, all read now and kept."""
+        if self._held is None:
+            self._hold(template_store.iter_current_heads(self.db))
+        return self._held[1]
+
+    def _source(self, site: str) -> int | Template | None:
+        """A site's current template id (or template), None for a site without one."""
+        if self._held is not None:
+            return self._held[0].get(site)
+        return _cached(self._site_ids, site, self.heads, lambda: template_store.current_id(self.db, site))
+
+    def group_layouts(self, group: str) -> list[tuple[np.ndarray, str, float]]:
+        """A URL group's (layout signature, site, threshold) triples in ``layouts`` order; empty without one."""
+        if self._held is not None:
+            return self._held[1].get(group, [])
+        return _cached(self._group_layouts, group, self.heads,
+                       lambda: list(template_store.current_layouts(self.db, group)))
 
     def compiled(self, site: str) -> CompiledTemplate | None:
         """A site's compiled template (None for a site without one), from the cache or read now."""
         if site in self.cache:
             self.cache.move_to_end(site)
             return self.cache[site]
-        source = self.sources.get(site)
+        source = self._source(site)
         if source is None:
             return None
         if isinstance(source, Template):
@@ -589,13 +639,26 @@ class TemplateIndex:
     def find(self, seg: Segmented, site: str | None) -> CompiledTemplate | None:
         """The page's template: the one its build assigned, else the best layout of its longest known prefix
         where the page holds the share of it that template saved (its settings' layout_match)."""
-        if site in self.sources:
+        if site is not None and self._source(site) is not None:
             return self.compiled(site)
-        group = match_prefix(seg.page.url, self.layouts, seg.page.id)
-        if group is None:
+        layouts = next((found for found in map(self.group_layouts, url_prefixes(seg.page.url, seg.page.id))
+                        if found), None)
+        if layouts is None:
             return None
-        best = best_layout(seg, self.layouts[group])
+        best = best_layout(seg, layouts)
         return None if best is None else self.compiled(best)
+
+
+def _cached(cache: OrderedDict, key: str, size: int, read: Callable[[], T]) -> T:
+    """``cache[key]``, read now (``read()``) when absent, in a cache of ``size`` keys that drops the least recently
+    used first."""
+    if key in cache:
+        cache.move_to_end(key)
+        return cache[key]
+    value = cache[key] = read()
+    if len(cache) > size:
+        cache.popitem(last=False)
+    return value
 
 
 def _whole_template(db: sqlite_utils.Database, template_id: int) -> Template:
@@ -615,8 +678,10 @@ def best_layout(seg: Segmented, layouts: Sequence[tuple[np.ndarray, T, float]]) 
 def extract(db: sqlite_utils.Database, *, method: str = "auto", ids: Sequence[str] | None = None,
             index: bool = False, progress: Progress | None = None,
             weights: fallback.ann.Weights | None = None, q: float = fallback.FDR_Q,
-            skipped: Counter | None = None, jobs: int = 1, links: bool = False) -> Iterator[Extraction]:
-    """Extract every stored page (or the given ids) with its template, store the result, and yield it.
+            skipped: Counter | None = None, jobs: int = 1, links: bool = False,
+            marked: bool = False) -> Iterator[Extraction]:
+    """Extract every stored page (or the given ids, or with ``marked`` those the connection marked: ``ingest``'s
+    ``mark``) with its template, store the result, and yield it.
 
     With ``index``, each BATCH_PAGES extracted texts (signed where they were extracted: in the workers) go into the
     near-duplicate index (one ``dedup.index_signed`` call) in the transaction of their extractions. Transactions
@@ -629,28 +694,31 @@ def extract(db: sqlite_utils.Database, *, method: str = "auto", ids: Sequence[st
     (``Template.settings``: what it was learned with).
     """
     for result, _ in _extracted(db, method=method, ids=ids, index=index, progress=progress,
-                                weights=weights, q=q, skipped=skipped, jobs=jobs, links=links):
+                                weights=weights, q=q, skipped=skipped, jobs=jobs, links=links, marked=marked):
         yield result
 
 
 def extract_rendered(db: sqlite_utils.Database, render: Callable[[Extraction], str] | None, *, method: str = "auto",
                      ids: Sequence[str] | None = None, index: bool = False, progress: Progress | None = None,
                      weights: fallback.ann.Weights | None = None, q: float = fallback.FDR_Q,
-                     skipped: Counter | None = None, jobs: int = 1,
-                     links: bool = False) -> Iterator[tuple[Extraction, str | None]]:
+                     skipped: Counter | None = None, jobs: int = 1, links: bool = False,
+                     marked: bool = False) -> Iterator[tuple[Extraction, str | None]]:
     """``extract``, each result with ``render(result)`` (what the command writes of it: a JSON line, a Markdown
     page; None without ``render``), made where the page was extracted (in the workers with ``jobs`` above 1: the
     writing process only writes). With ``render``, the results carry no ``document`` (it is rendered): the same
     for any ``jobs``. ``render`` must be picklable where workers are spawned rather than forked."""
     yield from _extracted(db, method=method, ids=ids, index=index, progress=progress,
-                          weights=weights, q=q, skipped=skipped, jobs=jobs, links=links, render=render)
+                          weights=weights, q=q, skipped=skipped, jobs=jobs, links=links, render=render, marked=marked)
 
 
 def _extracted(db: sqlite_utils.Database, *, method: str, ids: Sequence[str] | None, index: bool,
                progress: Progress | None, weights: fallback.ann.Weights | None, q: float,
                skipped: Counter | None, jobs: int, links: bool,
-               render: Callable[[Extraction], str] | None = None) -> Iterator[tuple[Extraction, str | None]]:
-    if ids is None:  # every live page, its ids read a chunk at a time as the work goes (not held all at once)
+               render: Callable[[Extraction], str] | None = None,
+               marked: bool = False) -> Iterator[tuple[Extraction, str | None]]:
+    if marked:  # the pages the connection marked, in id order, read a chunk at a time
+        total, chunks = page_store.marked_count(db), _work_chunks(page_store.iter_marked_ids(db))
+    elif ids is None:  # every live page, its ids read a chunk at a time as the work goes (not held all at once)
         total, chunks = page_store.live_page_count(db), _work_chunks(page_store.iter_live_ids(db))
     else:  # each page once, in the order given
         ids = list(dict.fromkeys(ids))

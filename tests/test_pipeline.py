@@ -2,6 +2,8 @@ import gzip
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from templater import pipeline
 from templater.errors import StoreError
@@ -147,3 +149,117 @@ def test_the_collector_is_tuned_up_and_never_down():
         assert gc.get_threshold() == (90_000, 10, 10)
     finally:
         gc.set_threshold(*thresholds)
+
+
+_HOSTS = ["a.com", "a.com.b", "a.com-x", "www.a.com", "A.com", "a.co", "b.org", ""]
+_PATHS = ["/", "/x/", "/x/y/p.html", "/x/2017/p", "/y/q", "/x/y/", "/z/1/2"]
+
+
+def _crawl_urls(draw_pairs):
+    """(id, url) of made-up pages: hosts that are prefixes of each other (their order and their prefixes' order
+    differ), upper case and www., local files (grouped by their id) and URLs without a host."""
+    pages = []
+    for n, (host, path) in enumerate(draw_pairs):
+        if host:
+            pages.append((f"p{n:03d}", f"https://{host}{path}"))
+        elif n % 2:
+            pages.append((f"site{n % 3}{path}p{n}.html", f"file:///tmp/p{n}.html"))
+        else:
+            pages.append((f"p{n:03d}", "not a url"))
+    return pages
+
+
+def _store_urls(path, pages, *, retired=()):
+    import numpy as np
+
+    db = pipeline.open_store(path)
+    with pipeline.transaction(db):
+        for pid, url in pages:
+            pipeline.page_store.upsert_page(db, id=pid, url=url, host=pipeline.host_of(url), html="<p>x</p>",
+                                            digest=pid, fetched_at=None, encoding="utf-8",
+                                            hashes=np.zeros(1, np.uint32), shapes=np.zeros(1, np.uint32),
+                                            text_chars=1, now="2026-01-01T00:00:00+00:00")
+    pipeline.page_store.retire_pages(db, list(retired))
+    return db
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_HOSTS), st.sampled_from(_PATHS)), max_size=40), st.integers(1, 5),
+       st.integers(1, 4))
+def test_build_reads_the_groups_a_host_at_a_time_as_the_whole_crawl_gives_them(tmp_path_factory, drawn, chunk,
+                                                                               min_pages):
+    """iter_groups (build's groups, read one URL root at a time through a temporary table) gives the groups, their
+    order and their pages' order that assign_groups over every live page and a sort give, whatever the chunks the
+    pages are read in; the temporary table is gone after."""
+    from collections import defaultdict
+
+    pages = _crawl_urls(drawn)
+    retired = [pid for pid, _ in pages[::7]]
+    db = _store_urls(tmp_path_factory.mktemp("g") / "g.db", pages, retired=retired)
+    live = sorted((pid, url) for pid, url in dict(pages).items() if pid not in retired)
+    members = defaultdict(list)
+    for (pid, _), group in zip(live, pipeline.assign_groups([u for _, u in live], min_pages=min_pages,
+                                                            ids=[p for p, _ in live])):
+        members[group].append(pid)
+    settings_ = pipeline.LearnSettings(min_group_pages=min_pages)
+    assert list(pipeline.iter_groups(db, settings_)) == sorted(members.items())
+    by_root = list(pipeline.page_store.iter_pages_by_key(db, pipeline.url_root, chunk=chunk))
+    assert [root for root, _, _ in by_root] == sorted({pipeline.url_root(u, p) for p, u in live})
+    assert sorted((p, u) for _, ids, urls in by_root for p, u in zip(ids, urls)) == live
+    assert all(ids == sorted(ids) for _, ids, _ in by_root)
+    assert "page_keys" not in {r[0] for r in db.execute("SELECT name FROM temp.sqlite_master")}
+
+
+@pytest.mark.parametrize("heads", [1, 2, 4096])
+def test_templates_read_as_pages_need_them_are_those_read_up_front(tmp_path, heads):
+    """TemplateIndex reads a site's template id and a URL group's layouts when a page first needs them (kept for
+    ``heads`` sites and groups): each page finds the template it finds with every site's read up front, the pages
+    of a site without its stored site too (by URL prefix and layout), and a page of no known group none."""
+    write_site(tmp_path / "site.jsonl.gz", 6)
+    with gzip.open(tmp_path / "other.jsonl.gz", "wt", encoding="utf-8") as f:
+        for seed in range(6):
+            html, _ = article_html(100 + seed)
+            f.write(json.dumps({"id": f"q{seed}", "url": f"https://blog.example.org/post/{seed}.html",
+                                "html": html}) + "\n")
+    db = pipeline.open_store(tmp_path / "t.db")
+    pipeline.ingest(db, [tmp_path / "site.jsonl.gz", tmp_path / "other.jsonl.gz"])
+    pipeline.build(db)
+    held = pipeline.TemplateIndex(db)
+    assert len(held.sources) == 2  # (read whole)
+    lazy = pipeline.TemplateIndex(db, heads=heads)
+    stored = list(pipeline.page_store.load_pages(db, [f"p{i}" for i in range(6)] + [f"q{i}" for i in range(6)]))
+    for page in stored * 2:
+        seg = pipeline.stored_segment(page)
+        for site in (page.site, None, "no such site/"):
+            want, got = held.find(seg, site), lazy.find(seg, site)
+            assert (want and want.site) == (got and got.site) and want is not None
+    assert len(lazy._site_ids) <= heads and len(lazy._group_layouts) <= heads
+    seg = pipeline.stored_segment(stored[0])
+    moved = pipeline.dataclasses.replace(seg, page=pipeline.dataclasses.replace(seg.page, url="https://else.net/x"))
+    assert lazy.find(moved, None) is None and held.find(moved, None) is None
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_run_extracts_the_pages_ingest_marked_in_id_order_a_chunk_at_a_time(tmp_path, monkeypatch, jobs):
+    """`run` extracts the pages of its inputs: ingest marks their ids on the connection (not in the summary) and
+    extract takes them a chunk at a time, each page once and in id order, as the ids given sorted would; pages
+    stored before and not read again are left out."""
+    write_site(tmp_path / "old.jsonl.gz", 4, start=50)
+    write_site(tmp_path / "site.jsonl.gz", 9)
+    write_site(tmp_path / "again.jsonl.gz", 3, start=2)  # pages read twice
+    monkeypatch.setattr(pipeline.config, "PAGE_ID_CHUNK", 4)
+    given = pipeline.open_store(tmp_path / "given.db")
+    pipeline.ingest(given, [tmp_path / "old.jsonl.gz"])
+    read = pipeline.ingest(given, [tmp_path / "site.jsonl.gz", tmp_path / "again.jsonl.gz"]).pages
+    pipeline.build(given)
+    want = [(r.id, r.text) for r in pipeline.extract(given, ids=sorted(set(read)), jobs=jobs)]
+    db = pipeline.open_store(tmp_path / "marked.db")
+    pipeline.ingest(db, [tmp_path / "old.jsonl.gz"])
+    summary = pipeline.ingest(db, [tmp_path / "site.jsonl.gz", tmp_path / "again.jsonl.gz"], mark=True)
+    assert summary.pages == [] and summary.counts == {"new": 9, "unchanged": 3}
+    pipeline.build(db)
+    totals = set()
+    got = [(r.id, r.text) for r in pipeline.extract(db, marked=True, jobs=jobs,
+                                                    progress=lambda done, total: totals.add(total))]
+    assert got == want and [i for i, _ in got] == [f"p{seed}" for seed in sorted(range(9), key=str)]
+    assert totals == {9}
