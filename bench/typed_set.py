@@ -14,7 +14,9 @@ paragraph when short.
 Positive edit types (the copy goes under another URL of the same site, the page's own template around it):
 
     replace-1/2/3       that share of the article's words replaced by random words of the gold corpus, scattered
-    cut-end-10/20/30    that share of the article's words cut from its end (whole text slots, then part of one)
+    cut-end-10/20/30    that share of the article's words cut from its end (whole text slots, then part of one);
+                        a post's readers' comments, which some gold texts count, are not its article and stay
+                        whole (``cut_slots``)
     cut-start-10/20/30  the same from its start (the headline goes first)
     reorder             the article's body paragraphs (sibling elements after the headline, byline and date; at
                         least REORDER_MIN_PARAGRAPHS) shuffled in place, each with its markup
@@ -263,9 +265,51 @@ def replace_words(doc: Doc, rng, rate: float, sentences: Sentences) -> None:
         doc.set(i, words)
 
 
+COMMENT_NAMES = re.compile(r"comment|disqus|respond|reply|replies|discussion|reaction", re.I)  # class/id words of an
+# element holding readers' comments (comment_slots)
+MIN_POST_WORDS = 20  # a page's article less its readers' comments is the article a cut takes from when this long
+
+
+def comment_slots(doc: Doc) -> set[int]:
+    """The content slots inside readers' comments: inside an element whose class or id names comments
+    (COMMENT_NAMES) and that does not hold the article's first content slot (an element that holds it wraps the
+    page: a class on <html> or a post's container that lists comment features). Some datasets' gold texts count a
+    post's comments (dragnet, cleaneval): the gold of johndcook.com's post is 700 characters of post and 11,700 of
+    comments."""
+    if not doc.content:
+        return set()
+    first = doc.slots[doc.content[0]].element
+    wrappers = {first, *first.iterancestors()}  # held by reference: an lxml proxy's id() is not stable
+    named: dict[object, bool] = {}
+
+    def in_comments(element) -> bool:
+        for node in [element, *element.iterancestors()]:
+            if node not in named:
+                names = f"{node.get('class') or ''} {node.get('id') or ''}" if isinstance(node.tag, str) else ""
+                named[node] = node not in wrappers and bool(COMMENT_NAMES.search(names))
+            if named[node]:
+                return True
+        return False
+
+    return {i for i in doc.content if in_comments(doc.slots[i].element)}
+
+
+def cut_slots(doc: Doc) -> list[int]:
+    """The content slots a cut takes words from, in document order: the article less its readers' comments
+    (comment_slots) when that leaves at least MIN_POST_WORDS words, else every content slot. A copy cut from the start
+    of a commented post is the post's end with its comments; cutting the gold text would take the whole post away
+    where the comments are most of it (a page of comments only, which shares no sentence with the post)."""
+    comments = comment_slots(doc)
+    post = [i for i in doc.content if i not in comments]
+    return post if comments and sum(len(doc.slots[i].words) for i in post) >= MIN_POST_WORDS else doc.content
+
+
 def cut(doc: Doc, rate: float, *, from_start: bool) -> None:
-    remaining = round(rate * doc.content_words())
-    order = doc.content if from_start else list(reversed(doc.content))
+    """Cut ``rate`` of the article's words (cut_slots) from its start or its end: whole text slots, then part of
+    one."""
+    slots = cut_slots(doc)
+    remaining = round(rate * sum(len(doc.slots[i].words) for i in slots))
+    order = slots if from_start else list(reversed(slots))
     for i in order:
         if remaining <= 0:
             break

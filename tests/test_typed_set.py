@@ -147,3 +147,83 @@ def test_an_agency_story_that_two_sites_edited_is_one_story_of_the_corpus():
     assert ("a/1", "b/1") in pairs  # two sites: word-3-gram Jaccard >= NATURAL_RESEMBLANCE
     assert not {p for p in pairs if "c/1" in p}
     assert ("a/1", "a/2") not in pairs  # one site: 5-gram containment alone (under 0.8 here)
+
+
+COMMENTS = ["I drove across it this morning and the new surface is smooth as glass, well worth the long wait for it.",
+            "Two months late and a third over budget, yet the council calls it a success in its own press statement.",
+            "My daughter cycles over it to school every day, and the new cycle lane on the east side is a great help.",
+            "Does anyone know whether the night buses go back to their old route over the bridge from next week on?"]
+
+
+def commented(body: list[str], comments: list[str], wrapper: str = "") -> tuple[str, str]:
+    """A post whose gold text counts its readers' comments (as dragnet's and cleaneval's do): (html, gold)."""
+    thread = "".join(f"<li class='comment'><p>{c}</p></li>" for c in comments)
+    html = page(HEADLINE, body, "").replace("<div class='comments'><p></p></div>",
+                                            f"<div id='comments'><ol class='commentlist'>{thread}</ol></div>")
+    html = html[:html.index("<aside>")] + "</body></html>"  # no sidebar link to the post (gold words, not its article)
+    if wrapper:
+        html = html.replace("<html>", f"<html class='{wrapper}'>")
+    return html, " ".join([HEADLINE, "By Ann Smith", *body, *comments])
+
+
+def words_of(html: str, xpath: str) -> list[str]:
+    return text_of(html, xpath).split()
+
+
+def test_a_cut_takes_the_posts_words_and_leaves_its_readers_comments():
+    """A post's readers' comments (an element whose class or id names comments) are no part of the article a cut
+    takes from, though the gold text counts them: cut from the start, the copy is the post's end with its comments,
+    not a page of comments alone; cut from the end, the post loses its end."""
+    html, gold = commented(BODY, COMMENTS * 3)
+    post_words = len((HEADLINE + " By Ann Smith " + " ".join(BODY)).split())
+    doc = typed_set.parse_doc(html, gold)
+    assert {" ".join(doc.slots[i].words) for i in typed_set.comment_slots(doc)} == set(COMMENTS)
+    assert sum(len(doc.slots[i].words) for i in typed_set.cut_slots(doc)) == post_words
+    typed_set.cut(doc, 0.3, from_start=True)
+    out = doc.html()
+    assert text_of(out, "//div[@id='comments']") == " ".join(COMMENTS * 3)  # every comment stays
+    kept = words_of(out, "//div[@id='main']")
+    assert len(kept) == post_words - round(0.3 * post_words)
+    assert kept == (HEADLINE + " By Ann Smith " + " ".join(BODY)).split()[-len(kept):]  # the post's end
+    doc = typed_set.parse_doc(html, gold)
+    typed_set.cut(doc, 0.3, from_start=False)
+    assert words_of(doc.html(), "//div[@id='main']") == (HEADLINE + " By Ann Smith " + " ".join(BODY)).split()[
+        :post_words - round(0.3 * post_words)]
+    assert text_of(doc.html(), "//div[@id='comments']") == " ".join(COMMENTS * 3)
+
+
+def test_a_class_naming_comments_on_an_element_that_holds_the_post_is_no_thread():
+    """An element that holds the article's first words wraps the page (a blog platform's <html class="...
+    feature_newcomments">): its class does not make the post a comment, and the cut reads every content slot."""
+    html, gold = commented(BODY, COMMENTS, wrapper="feature_newcomments page")
+    doc = typed_set.parse_doc(html, gold)
+    assert {" ".join(doc.slots[i].words) for i in typed_set.comment_slots(doc)} == set(COMMENTS)
+    html, gold = commented(BODY, [], wrapper="feature_newcomments")
+    doc = typed_set.parse_doc(html, gold)
+    assert not typed_set.comment_slots(doc)
+    assert typed_set.cut_slots(doc) == doc.content
+
+
+def test_a_post_too_short_to_cut_leaves_the_cut_to_the_whole_gold_text():
+    """Under MIN_POST_WORDS words outside the comments (a thread page whose post is its title), the cut reads the
+    gold text whole, as before."""
+    html, gold = commented([], COMMENTS)
+    html = html.replace(f"<h1>{HEADLINE}</h1><div class='byline'>By Ann Smith</div>", "<h1>Bridge</h1>")
+    doc = typed_set.parse_doc(html, "Bridge " + " ".join(COMMENTS))
+    assert typed_set.comment_slots(doc)
+    assert typed_set.cut_slots(doc) == doc.content
+
+
+@hsettings(max_examples=40, deadline=None)
+@given(comments=st.integers(0, 12), rate=st.sampled_from([0.1, 0.2, 0.3]), from_start=st.booleans())
+def test_a_cut_removes_its_share_of_the_post_from_one_end_and_no_comment(comments, rate, from_start):
+    """Any number of comments, any cut: the copy's post is the original post less round(rate x its words) from the
+    chosen end, and its comments are the original's, whole."""
+    html, gold = commented(BODY, (COMMENTS * 3)[:comments])
+    post = (HEADLINE + " By Ann Smith " + " ".join(BODY)).split()
+    doc = typed_set.parse_doc(html, gold)
+    typed_set.cut(doc, rate, from_start=from_start)
+    out = doc.html()
+    left = len(post) - round(rate * len(post))
+    assert words_of(out, "//div[@id='main']") == (post[-left:] if from_start else post[:left])
+    assert text_of(out, "//div[@id='comments']") == " ".join((COMMENTS * 3)[:comments])
