@@ -78,12 +78,17 @@ def skip_numpy_docstrings(modules, major=None) -> bool:
     return True
 
 
+NUMPY_MAJOR = installed_numpy_major() if AS_PROGRAM else None
 if AS_PROGRAM:
-    skip_numpy_docstrings(sys.modules)
+    skip_numpy_docstrings(sys.modules, NUMPY_MAJOR)
 
 from templater import codecache  # noqa: E402
 
 codecache.install()  # first: the patterns and dataclass methods of the modules imported below come compiled
+if AS_PROGRAM:  # modules the start imports but a command seldom uses (numpy.linalg, subprocess...): run on first use
+    from templater import deferred
+
+    deferred.install(NUMPY_MAJOR)
 
 import contextlib  # noqa: E402 -- (and every import below) after the cache is installed
 import copy

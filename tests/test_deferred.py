@@ -1,0 +1,178 @@
+"""The modules the program defers to their first use (templater/deferred.py): a 3-page extract runs none of them,
+each runs whole when used, and numpy computes the same with its linear algebra deferred."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import cli
+from templater import deferred
+
+WATCHED = (*deferred.DEFERRED, "numpy.linalg", "numpy._typing")
+
+EXTRACT_PROBE = """
+import json, sys
+sys.argv = ['templater', 'extract', '--db', sys.argv[1], '--jobs', '1', '--quiet', '--output', sys.argv[2]]
+import cli
+from templater import deferred
+try:
+    cli.main()
+except SystemExit:
+    pass
+print(json.dumps({{name: [name in sys.modules, deferred.ran(name)] for name in {watched!r}}}), file=sys.stderr)
+"""
+
+
+def test_an_extract_runs_none_of_the_deferred_modules_and_writes_the_same(tmp_path):
+    """Run as the program, an `extract` of the samples (the index on) imports numpy without running numpy.linalg
+    (nor numpy._typing, which only it loads), and runs none of subprocess, pickle, tempfile, ctypes, shellingham,
+    bz2 and lzma, which typer, numpy and py3langid import at their top; its output is the bytes of an extract by
+    cli imported as a library (every module run at once)."""
+    pages, db = Path(cli.__file__).parent / "samples" / "pages.jsonl.gz", tmp_path / "t.db"
+    environment = {**os.environ, "TEMPLATER_CACHE": str(tmp_path / "cache")}
+    library = [sys.executable, "-c", "import cli; cli.main()"]
+    for argv in (["ingest", str(pages)], ["build"]):
+        subprocess.run([*library, *argv, "--db", str(db), "--quiet", "--jobs", "1"], cwd=tmp_path, env=environment,
+                       check=True, capture_output=True)
+    for name in ("first.db", "library.db"):
+        shutil.copyfile(db, tmp_path / name)
+    subprocess.run([*library, "extract", "--db", str(tmp_path / "first.db"), "--quiet", "--jobs", "1", "--output",
+                    os.devnull], cwd=tmp_path, env=environment, check=True, capture_output=True)  # (the cache written)
+    done = subprocess.run([sys.executable, "-c", EXTRACT_PROBE.format(watched=WATCHED), str(db),
+                           str(tmp_path / "out.jsonl")], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env=environment)
+    assert done.returncode == 0, done.stderr
+    state = json.loads(done.stderr.strip().splitlines()[-1])
+    assert state["numpy.linalg"] == [True, False]  # imported (numpy's modules take names from it), not run
+    assert not any(ran for _, ran in state.values()), state
+    subprocess.run([*library, "extract", "--db", str(tmp_path / "library.db"), "--quiet", "--jobs", "1", "--output",
+                    str(tmp_path / "library.jsonl")], cwd=tmp_path, env=environment, check=True, capture_output=True)
+    with gzip.open(pages, "rt") as f:
+        assert len((tmp_path / "out.jsonl").read_text().splitlines()) == sum(1 for line in f if line.strip())
+    assert (tmp_path / "out.jsonl").read_bytes() == (tmp_path / "library.jsonl").read_bytes()
+
+
+NUMPY_PROBE = """
+import json, sys
+sys.argv[0] = {name!r}
+import cli
+import numpy as np
+from templater import deferred
+ran_before = deferred.ran("numpy.linalg")
+a = np.array([[4.0, 1.5, -2.0], [1.0, 3.25, 0.5], [-2.5, 0.75, 5.0]])
+x, y = np.linspace(-1.0, 2.0, 17), np.cos(np.linspace(-1.0, 2.0, 17)) * 3.5
+polynomial = np.lib._polynomial_impl
+matrices = sys.modules["numpy.matrixlib.defmatrix"]
+out = [np.polyfit(x, y, 3).tobytes().hex(), np.roots([1.0, -6.0, 11.0, -6.0]).tobytes().hex(),
+       (np.asmatrix(a) ** 3).tobytes().hex(), (np.asmatrix(a) ** -1).tobytes().hex(),
+       np.linalg.inv(a).tobytes().hex(), np.linalg.eigvals(a).tobytes().hex(),
+       np.linalg.lstsq(a, x[:3], rcond=None)[0].tobytes().hex(), str(np.linalg.matrix_power(a, 2))]
+try:
+    np.linalg.inv(np.zeros((2, 2)))
+except np.linalg.LinAlgError as e:
+    out.append(repr(e))
+print(json.dumps([ran_before, out, polynomial.inv is np.linalg.inv, polynomial.eigvals is np.linalg.eigvals,
+                  polynomial.lstsq is np.linalg.lstsq, matrices.matrix_power is np.linalg.matrix_power]))
+"""
+
+
+def _numpy_probe(name):
+    done = subprocess.run([sys.executable, "-c", NUMPY_PROBE.format(name=name)], capture_output=True, text=True,
+                          check=True, timeout=120)
+    return json.loads(done.stdout)
+
+
+def test_numpy_computes_the_same_with_its_linear_algebra_deferred():
+    """numpy's functions that use numpy.linalg (polyfit, roots, a matrix's powers) and numpy.linalg's own give the
+    bytes and errors of a whole numpy's; once numpy.linalg has run, numpy's modules hold its functions again."""
+    program, library = _numpy_probe("/usr/local/bin/templater"), _numpy_probe("-c")
+    assert library[0] is True and program[1] == library[1] and program[2:] == library[2:] == [True] * 4
+    import numpy
+
+    if numpy.__version__.split(".")[0] in deferred.NUMPY_MAJORS:
+        assert program[0] is False  # numpy imported, its linear algebra not run until used
+
+
+LINALG_PROBE = """
+import json, sys
+import numpy, numpy.linalg
+own = {id(value) for value in vars(numpy.linalg._linalg).values()
+       if callable(value) and getattr(value, "__module__", "").startswith("numpy.linalg")}
+found = {}
+for name, module in sorted(sys.modules.items()):
+    if name.startswith("numpy.") and not name.startswith("numpy.linalg") and module is not None:
+        taken = sorted(key for key, value in vars(module).items() if id(value) in own)
+        if taken:
+            found[name] = taken
+print(json.dumps(found))
+"""
+
+
+def test_the_forwarded_names_are_all_that_numpy_takes_from_its_linear_algebra_at_import():
+    """Under the numpy major checked, the modules `import numpy` loads take from numpy.linalg at their top exactly
+    the functions deferred.NUMPY_LINALG_IMPORTERS forwards (another name would run numpy.linalg at import)."""
+    import numpy
+
+    if numpy.__version__.split(".")[0] not in deferred.NUMPY_MAJORS:
+        return
+    done = subprocess.run([sys.executable, "-c", LINALG_PROBE], capture_output=True, text=True, check=True,
+                          timeout=120)
+    assert json.loads(done.stdout) == {name: sorted(names) for name, names in deferred.NUMPY_LINALG_IMPORTERS.items()}
+
+
+def test_what_is_deferred_and_when():
+    """numpy.linalg only under a numpy major checked and before numpy loads (cli's docstring stand-ins aside);
+    modules loaded already are left alone."""
+    everything = set(deferred.DEFERRED)
+    assert set(deferred.deferred_names({}, "2")) == everything | {"numpy.linalg"}
+    assert set(deferred.deferred_names({}, "1")) == everything
+    assert set(deferred.deferred_names({}, None)) == everything
+    assert set(deferred.deferred_names({"numpy": object()}, "2")) == everything
+    assert set(deferred.deferred_names(dict.fromkeys(cli.NUMPY_DOCSTRING_MODULES), "2")) == everything | {
+        "numpy.linalg"}
+    assert "pickle" not in deferred.deferred_names({"pickle": object()}, "2")
+
+
+def test_a_module_whose_compiled_part_is_missing_is_imported_at_once(monkeypatch):
+    """An importer's `try: import ctypes / except ImportError` must see the error: a module whose compiled part
+    cannot be found is not deferred; one whose part is there is."""
+    finder = deferred.DeferredImports({"json": (), "csv": ()}, deferred._lazy_module_type())
+    monkeypatch.setitem(deferred.NEEDS, "json", ("templater_no_such_module",))
+    monkeypatch.setitem(deferred.NEEDS, "csv", ("_csv",))
+    assert not isinstance(finder.find_spec("json").loader, deferred._DeferredLoader)
+    assert isinstance(finder.find_spec("csv").loader, deferred._DeferredLoader)
+    assert finder.find_spec("os.path") is None
+
+
+DEFERRED_IMPORT_PROBE = """
+import json, sys
+from templater import deferred
+sys.modules.pop("csv", None)
+finder = deferred.DeferredImports({"csv": ()}, deferred._lazy_module_type())
+sys.meta_path.insert(0, finder)
+import csv
+first = deferred.ran("csv")
+import csv  # a further import reads __spec__ only
+from importlib import import_module
+import_module("csv")
+second = deferred.ran("csv")
+dialect = csv.excel.delimiter
+sys.modules.pop("shlex", None)
+finder.names["shlex"] = ()
+import shlex
+package = hasattr(shlex, "__path__")
+from shlex import quote  # (the import system asks a module it finds whether it is a package: not run by that)
+print(json.dumps([first, second, deferred.ran("csv"), dialect, package, quote("a b")]))
+"""
+
+
+def test_a_deferred_module_runs_at_its_first_attribute_read_not_at_a_further_import():
+    done = subprocess.run([sys.executable, "-c", DEFERRED_IMPORT_PROBE], capture_output=True, text=True, check=True,
+                          timeout=120, cwd=Path(cli.__file__).parent)
+    assert json.loads(done.stdout) == [False, False, True, ",", False, "'a b'"]
