@@ -546,8 +546,9 @@ def extract_all(store, rendering: Rendering, *, fallback: str, index: bool, quie
                 q: float | None = None, drop_duplicates: bool = False, jobs: Optional[int] = 1,
                 marked: bool = False) -> None:
     """Extract the given stored pages (default: every one; ``marked``: those ingest marked on the connection) and
-    write them as --format says (the shared body of `extract` and `run`). With ``drop_duplicates`` the extractions wait in a temporary file until the index has
-    every page, then only pages that are not a cluster's non-canonical member are written."""
+    write them as --format says (the shared body of `extract` and `run`). With ``drop_duplicates`` the extractions
+    wait in a temporary file until the index has every page, then only pages that are not a cluster's non-canonical
+    member are written."""
     if drop_duplicates and not index:
         raise InputError("--drop-duplicates needs the near-duplicate index: leave out --no-index")
     summary = pipeline.Summary()
