@@ -269,11 +269,6 @@ def iter_marked_ids(db: sqlite_utils.Database, *, chunk: int | None = None) -> I
             yield [r[0] for r in rows]
 
 
-def clear_marks(db: sqlite_utils.Database) -> None:
-    """Forget the connection's marked pages."""
-    db.execute("DROP TABLE IF EXISTS temp.marked_pages")
-
-
 def iter_pages_by_key(db: sqlite_utils.Database, key: Callable[[str, str], str], *,
                       chunk: int | None = None) -> Iterator[tuple[str, list[str], list[str]]]:
     """(key, ids, urls) of every live page, grouped by ``key(url, id)``: each key once, in key order (as Python

@@ -639,8 +639,9 @@ class TemplateIndex:
     def find(self, seg: Segmented, site: str | None) -> CompiledTemplate | None:
         """The page's template: the one its build assigned, else the best layout of its longest known prefix
         where the page holds the share of it that template saved (its settings' layout_match)."""
-        if site is not None and self._source(site) is not None:
-            return self.compiled(site)
+        assigned = self.compiled(site) if site is not None else None  # (None: the site has no template)
+        if assigned is not None:
+            return assigned
         layouts = next((found for found in map(self.group_layouts, url_prefixes(seg.page.url, seg.page.id))
                         if found), None)
         if layouts is None:
