@@ -82,7 +82,7 @@ from templater.errors import InputError, SettingsMismatchError
 from templater.unionfind import UnionFind
 from templater.shingles import (ALGORITHM_VERSION, LEGACY_ANCHOR_TAIL_KEYS, LEGACY_LINES, LEGACY_MEASURE,
                                 RESEMBLANCE_MIN_SHINGLES, ShingleSettings, Shingles,
-                                Signatures, band_keys, comparable_set, estimate_similarity, set_jaccard, set_similarity,
+                                Signatures, band_keys, comparable_sets, estimate_similarity, set_jaccard, set_similarity,
                                 sorted_set, verification_sets)
 
 try:  # hashlib's own BLAKE2b, without the OpenSSL library hashlib loads first (~4 ms of every start-up)
@@ -500,16 +500,28 @@ class _SignatureSource:
         if not len(a):
             return np.zeros(0, bool)
         if sims is not None:
-            return accepted(self.settings, self.same(a, b), sims, lambda mask: self._jaccard(a[mask], b[mask]),
-                            lambda mask: self._smaller(a[mask], b[mask]))
+            return accepted(self.settings, self._same_where_needed(a, b, sims), sims,
+                            lambda mask: self._jaccard(a[mask], b[mask]), lambda mask: self._smaller(a[mask], b[mask]))
         pairs = list(zip(a.tolist(), b.tolist()))
         known = self.verdicts
         if all(p in known for p in pairs):
             return np.array([known[p] for p in pairs], dtype=bool)
-        ok = accepted(self.settings, self.same(a, b), self.similarity(a, b),
+        sims = self.similarity(a, b)
+        ok = accepted(self.settings, self._same_where_needed(a, b, sims), sims,
                       lambda mask: self._jaccard(a[mask], b[mask]), lambda mask: self._smaller(a[mask], b[mask]))
         known.update(zip(pairs, ok.tolist()))
         return ok
+
+    def _same_where_needed(self, a: np.ndarray, b: np.ndarray, sims: np.ndarray) -> np.ndarray:
+        """``same`` of the pairs whose similarity reaches the lower of the two thresholds, False for the others: a
+        pair below both fails whatever its sites (``accepted`` asks its sites only to choose its threshold and to
+        ask a passing pair of one site for its Jaccard), so most candidates' sites are never made."""
+        settings = self.settings
+        need = sims >= min(float(settings.threshold), float(settings.cross_site_threshold))
+        same = np.zeros(len(a), dtype=bool)
+        if need.any():
+            same[need] = self.same(a[need], b[need])
+        return same
 
     def verdicts_of(self, pairs: list[tuple[int, int]]) -> list[bool]:
         """``passing``'s verdict of each pair (a, b), as a list: the pairs not judged yet are judged together in one
@@ -591,8 +603,8 @@ class _SignatureSource:
     def _set_similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         docs = set(a.tolist()) | set(b.tolist())
         self.sets.update(stored_sets(self.db, [d for d in docs if d not in self.sets], self.settings))
-        for doc in docs - self.sorted.keys():
-            self.sorted[doc] = comparable_set(self.sets[doc], self.settings)
+        new = sorted(docs - self.sorted.keys())
+        self.sorted.update(zip(new, comparable_sets([self.sets[doc] for doc in new], self.settings)))
         return self._pairs(a, b, self.pair_similarity, set_similarity)
 
 
@@ -1738,7 +1750,8 @@ def _stored_partners(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarr
 
 def _verified_edges(db: sqlite_utils.Database, pairs: np.ndarray, docs: np.ndarray,
                     source: _SignatureSource) -> tuple[list[tuple[int, int, int]], dict[int, int]]:
-    """(new page, group, verified partner) for every group a new page links to, and the old labels' sizes.
+    """(new page, group, verified partner) for every group a new page links to, and the sizes of the stored clusters
+    among those groups.
 
     ``pairs`` are (new page, stored page) and (new page, earlier new page), one row per shared band. A group is an
     existing cluster (by its label) or another page of this batch.
@@ -1757,7 +1770,7 @@ def _verified_edges(db: sqlite_utils.Database, pairs: np.ndarray, docs: np.ndarr
             db, f"SELECT doc, cluster, url, {'hashes' if sets else 'NULL'} FROM lsh_signatures WHERE doc IN ({{ids}})",
             old.tolist()):
         cluster_of[doc] = cluster
-        source.sites.setdefault(doc, site_of(url))
+        source.urls.setdefault(doc, url)  # (its site made when a verdict needs it: ``_same_where_needed``)
         if sets and doc not in source.sets:
             if blob is None:
                 older.append(doc)
@@ -1766,9 +1779,11 @@ def _verified_edges(db: sqlite_utils.Database, pairs: np.ndarray, docs: np.ndarr
     if older:
         source.sets.update(stored_sets(db, sorted(set(older)), source.settings))
     group = np.array([cluster_of.get(d, d) for d in y.tolist()], dtype=np.int64)
-    sizes = _cluster_sizes(db, sorted(set(cluster_of.values())))
     found = _first_passing(x, group, y, shared, source)
-    return found, sizes
+    # the sizes of the clusters an edge reaches: joining and the references need no other (most candidates fail, and
+    # the clusters of the pages they name were read, with each one's references, for nothing)
+    labels = set(cluster_of.values())
+    return found, _cluster_sizes(db, sorted({g for _, g, _ in found if g in labels}))
 
 
 def _cluster_sizes(db: sqlite_utils.Database, labels: list[int]) -> dict[int, int]:
