@@ -506,11 +506,50 @@ class _SignatureSource:
         known = self.verdicts
         if all(p in known for p in pairs):
             return np.array([known[p] for p in pairs], dtype=bool)
-        sims = self.similarity(a, b)
-        ok = accepted(self.settings, self._same_where_needed(a, b, sims), sims,
-                      lambda mask: self._jaccard(a[mask], b[mask]), lambda mask: self._smaller(a[mask], b[mask]))
+        if native.pairs is not None and self.settings.verify != "estimate":
+            sims, jaccards, smaller = self._measured(a, b, pairs)
+            ok = accepted(self.settings, self._same_where_needed(a, b, sims), sims, lambda mask: jaccards[mask],
+                          lambda mask: smaller[mask])
+        else:
+            sims = self.similarity(a, b)
+            ok = accepted(self.settings, self._same_where_needed(a, b, sims), sims,
+                          lambda mask: self._jaccard(a[mask], b[mask]), lambda mask: self._smaller(a[mask], b[mask]))
         known.update(zip(pairs, ok.tolist()))
         return ok
+
+    def _measured(self, a: np.ndarray, b: np.ndarray,
+                  pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+        """(similarity, Jaccard (None when ``accepted`` never asks for it), the smaller comparable set's size) of
+        each pair (a[i], b[i]) = pairs[i], measured by the compiled ``templater._pairs`` on the pairs' sets copied
+        once, with arrays where ``similarity``, ``_jaccard`` and ``_smaller`` go pair by pair through their caches
+        (a batch's candidates are hundreds of pairs, measured once: the same values, which are kept as they keep
+        them)."""
+        settings = self.settings
+        docs, numbers = np.unique(np.concatenate((a, b)), return_inverse=True)
+        doc_list = docs.tolist()
+        self.sets.update(stored_sets(self.db, [d for d in doc_list if d not in self.sets], settings))
+        new = [d for d in doc_list if d not in self.sorted]
+        self.sorted.update(zip(new, comparable_sets([self.sets[d] for d in new], settings)))
+        sets = [self.sorted[d] for d in doc_list]
+        dtype = np.uint32 if settings.hash_bits == 32 else np.uint64
+        offsets = np.zeros(len(sets) + 1, dtype=np.int64)
+        np.cumsum([len(h) for h in sets], out=offsets[1:])
+        hashes = np.concatenate(sets).astype(dtype, copy=False)
+        na, nb = numbers[:len(a)].astype(np.int64), numbers[len(a):].astype(np.int64)
+        sample = settings.sample if settings.verify == "sample" else 0
+
+        def measure(jaccard: int) -> np.ndarray:
+            return np.frombuffer(native.pairs.pair_measures(hashes, offsets, na, nb, np.dtype(dtype).itemsize, sample,
+                                                            settings.sample_min_hashes, jaccard), dtype=np.float64)
+
+        sims = measure(int(settings.measure == "jaccard"))
+        self.pair_similarity.update(zip(pairs, sims.tolist()))
+        jaccards = None
+        if self._jaccard_asked:
+            jaccards = measure(1)
+            self.pair_jaccard.update(zip(pairs, jaccards.tolist()))
+        sizes = np.diff(offsets)
+        return sims, jaccards, np.minimum(sizes[na], sizes[nb])
 
     def _same_where_needed(self, a: np.ndarray, b: np.ndarray, sims: np.ndarray) -> np.ndarray:
         """``same`` of the pairs whose similarity reaches the lower of the two thresholds, False for the others: a
@@ -544,8 +583,11 @@ class _SignatureSource:
 
     def _smaller(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """The size of the smaller comparable set of each pair (the sets are loaded: the pairs were verified)."""
-        return np.array([min(len(self.sorted[x]), len(self.sorted[y])) for x, y in zip(a.tolist(), b.tolist())],
-                        dtype=np.int64)
+        if not len(a):
+            return np.zeros(0, dtype=np.int64)
+        docs, at = np.unique(np.concatenate((a, b)), return_inverse=True)  # (each set's size read once, not per pair)
+        sizes = np.array([len(self.sorted[d]) for d in docs.tolist()], dtype=np.int64)[at]
+        return np.minimum(sizes[:len(a)], sizes[len(a):])
 
     def _jaccard(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return self._pairs(a, b, self.pair_jaccard, set_jaccard)
@@ -580,14 +622,13 @@ class _SignatureSource:
         """[``set_similarity`` (``set_jaccard``) of the comparable sets of ``pairs``], and their ``set_jaccard`` after
         it with ``jaccard_too``, each in one call of the compiled ``templater._pairs`` on the same copied sets (the
         same values: a test holds them to the Python functions)."""
-        docs = list(dict.fromkeys(d for pair in pairs for d in pair))
-        number = {d: i for i, d in enumerate(docs)}
-        sets = [self.sorted[d] for d in docs]
+        docs, numbers = np.unique(np.array(pairs, dtype=np.int64).reshape(-1), return_inverse=True)  # (in numpy: a
+        # pair's sets by number, each set copied once)
+        sets = [self.sorted[d] for d in docs.tolist()]
         dtype = np.uint32 if self.settings.hash_bits == 32 else np.uint64
         offsets = np.zeros(len(docs) + 1, dtype=np.int64)
         np.cumsum([len(h) for h in sets], out=offsets[1:])
-        a = np.array([number[x] for x, _ in pairs], dtype=np.int64)
-        b = np.array([number[y] for _, y in pairs], dtype=np.int64)
+        a, b = numbers[0::2].astype(np.int64), numbers[1::2].astype(np.int64)
         sample = self.settings.sample if self.settings.verify == "sample" else 0
         hashes = np.concatenate(sets).astype(dtype, copy=False)
         flags = [int(jaccard or self.settings.measure == "jaccard")] + ([1] if jaccard_too else [])

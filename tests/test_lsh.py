@@ -1234,3 +1234,36 @@ def test_references_are_read_for_the_clusters_an_edge_reaches_only(tmp_path, mon
     reference = reference_sample_clusters(pages)
     assert all(any(c <= r for r in reference) for c in stored_clusters(db))
     check_invariants(db, anchors=True)
+
+
+@pytest.mark.skipif(native.pairs is None, reason="templater._pairs is not built")
+@given(st.lists(st.tuples(st.integers(0, 60), st.integers(0, 60), st.integers(0, 60)), min_size=1, max_size=10),
+       st.sampled_from(["sample", "exact"]), st.sampled_from(["containment", "jaccard"]), st.sampled_from([0.0, 0.5]),
+       st.integers(0, 2**32 - 1))
+@hsettings(max_examples=60, deadline=None)
+def test_measured_arrays_are_the_pair_by_pair_measures(shapes, verify, measure, resemblance, seed):
+    """``_measured`` (every pair's similarity, Jaccard and smaller set measured at once, in arrays) gives what
+    set_similarity, set_jaccard and the smaller set's size give pair by pair, and fills the caches with them; with a
+    pair repeated, a pair of a set with itself, and sets in any order (sorted as comparable_set sorts them)."""
+    settings = ShingleSettings(verify=verify, measure=measure, sample=16, resemblance=resemblance,
+                               same_site_jaccard=0.0 if resemblance == 0.0 else SAMPLED.same_site_jaccard)
+    rng = np.random.default_rng(seed)
+    sets: dict[int, np.ndarray] = {}
+    pairs = []
+    for i, (shared, only_a, only_b) in enumerate(shapes):
+        common = rng.integers(0, 300, size=shared, dtype=np.uint64)
+        sets[2 * i] = np.concatenate((common, rng.integers(0, 2**32, size=only_a, dtype=np.uint64)))
+        sets[2 * i + 1] = np.concatenate((common, rng.integers(0, 2**32, size=only_b, dtype=np.uint64)))
+        pairs += [(2 * i + 1, 2 * i), (2 * i, 2 * i), (2 * i + 1, 2 * i)]
+    source = lsh._SignatureSource(None, settings, np.empty(0, np.int64), np.empty((0, settings.permutations)), sets)
+    a, b = (np.array(side, dtype=np.int64) for side in zip(*pairs))
+    sims, jaccards, smaller = source._measured(a, b, pairs)
+    ordered = {d: comparable_set(h, settings) for d, h in sets.items()}
+    assert sims.tolist() == [set_similarity(ordered[x], ordered[y], settings) for x, y in pairs]
+    assert smaller.tolist() == [min(len(ordered[x]), len(ordered[y])) for x, y in pairs]
+    if source._jaccard_asked:
+        assert jaccards.tolist() == [set_jaccard(ordered[x], ordered[y], settings) for x, y in pairs]
+        assert all(source.pair_jaccard[p] == j for p, j in zip(pairs, jaccards.tolist()))
+    else:
+        assert jaccards is None
+    assert all(source.pair_similarity[p] == v for p, v in zip(pairs, sims.tolist()))
