@@ -81,8 +81,8 @@ from templater import native
 from templater.errors import InputError, SettingsMismatchError
 from templater.unionfind import UnionFind
 from templater.shingles import (ALGORITHM_VERSION, LEGACY_ANCHOR_TAIL_KEYS, LEGACY_LINES, LEGACY_MEASURE,
-                                RESEMBLANCE_MIN_SHINGLES, ShingleSettings, Shingles,
-                                Signatures, band_keys, comparable_sets, estimate_similarity, set_jaccard, set_similarity,
+                                RESEMBLANCE_MIN_SHINGLES, ShingleSettings, Shingles, comparable_sets,
+                                Signatures, band_keys, estimate_similarity, set_jaccard, set_similarity,
                                 sorted_set, verification_sets)
 
 try:  # hashlib's own BLAKE2b, without the OpenSSL library hashlib loads first (~4 ms of every start-up)
@@ -520,36 +520,26 @@ class _SignatureSource:
     def _measured(self, a: np.ndarray, b: np.ndarray,
                   pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
         """(similarity, Jaccard (None when ``accepted`` never asks for it), the smaller comparable set's size) of
-        each pair (a[i], b[i]) = pairs[i], measured by the compiled ``templater._pairs`` on the pairs' sets copied
-        once, with arrays where ``similarity``, ``_jaccard`` and ``_smaller`` go pair by pair through their caches
-        (a batch's candidates are hundreds of pairs, measured once: the same values, which are kept as they keep
-        them)."""
-        settings = self.settings
-        docs, numbers = np.unique(np.concatenate((a, b)), return_inverse=True)
-        doc_list = docs.tolist()
-        self.sets.update(stored_sets(self.db, [d for d in doc_list if d not in self.sets], settings))
-        new = [d for d in doc_list if d not in self.sorted]
-        self.sorted.update(zip(new, comparable_sets([self.sets[d] for d in new], settings)))
-        sets = [self.sorted[d] for d in doc_list]
-        dtype = np.uint32 if settings.hash_bits == 32 else np.uint64
-        offsets = np.zeros(len(sets) + 1, dtype=np.int64)
-        np.cumsum([len(h) for h in sets], out=offsets[1:])
-        hashes = np.concatenate(sets).astype(dtype, copy=False)
-        na, nb = numbers[:len(a)].astype(np.int64), numbers[len(a):].astype(np.int64)
-        sample = settings.sample if settings.verify == "sample" else 0
-
-        def measure(jaccard: int) -> np.ndarray:
-            return np.frombuffer(native.pairs.pair_measures(hashes, offsets, na, nb, np.dtype(dtype).itemsize, sample,
-                                                            settings.sample_min_hashes, jaccard), dtype=np.float64)
-
-        sims = measure(int(settings.measure == "jaccard"))
+        each pair (a[i], b[i]) = pairs[i], measured by the compiled ``templater._pairs`` PAIR_CHUNK pairs a call,
+        in arrays where ``similarity``, ``_jaccard`` and ``_smaller`` go pair by pair through their caches (a batch's
+        candidates are hundreds of pairs, measured once: the same values, which are kept as they keep them)."""
+        self._load_sorted(set(a.tolist()) | set(b.tolist()))
+        jaccard_too = self._jaccard_asked
+        parts = [self._compiled_measures(part, jaccard=False, jaccard_too=jaccard_too)
+                 for part in _chunks(pairs, PAIR_CHUNK)]
+        sims = np.concatenate([part[0] for part in parts])
         self.pair_similarity.update(zip(pairs, sims.tolist()))
         jaccards = None
-        if self._jaccard_asked:
-            jaccards = measure(1)
+        if jaccard_too:
+            jaccards = np.concatenate([part[1] for part in parts])
             self.pair_jaccard.update(zip(pairs, jaccards.tolist()))
-        sizes = np.diff(offsets)
-        return sims, jaccards, np.minimum(sizes[na], sizes[nb])
+        return sims, jaccards, self._smaller(a, b)
+
+    def _load_sorted(self, docs: set[int]) -> None:
+        """The comparable sets of ``docs`` in ``sorted`` (their stored sets read where not held)."""
+        self.sets.update(stored_sets(self.db, [d for d in docs if d not in self.sets], self.settings))
+        new = sorted(docs - self.sorted.keys())
+        self.sorted.update(zip(new, comparable_sets([self.sets[doc] for doc in new], self.settings)))
 
     def _same_where_needed(self, a: np.ndarray, b: np.ndarray, sims: np.ndarray) -> np.ndarray:
         """``same`` of the pairs whose similarity reaches the lower of the two thresholds, False for the others: a
@@ -642,10 +632,7 @@ class _SignatureSource:
         return self._set_similarity(a, b)
 
     def _set_similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        docs = set(a.tolist()) | set(b.tolist())
-        self.sets.update(stored_sets(self.db, [d for d in docs if d not in self.sets], self.settings))
-        new = sorted(docs - self.sorted.keys())
-        self.sorted.update(zip(new, comparable_sets([self.sets[doc] for doc in new], self.settings)))
+        self._load_sorted(set(a.tolist()) | set(b.tolist()))
         return self._pairs(a, b, self.pair_similarity, set_similarity)
 
 

@@ -1172,8 +1172,9 @@ def test_a_new_index_is_made_at_the_latest_version_as_the_steps_make_it(tmp_path
     assert _lsh_schema_and_rows(old) == _lsh_schema_and_rows(again)
 
 
-@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5), st.sampled_from([0.0, 0.5, 0.7, 0.75, 0.79, 0.8, 0.9, 1.0]),
-                          st.floats(0, 1), st.integers(0, 40)), min_size=1, max_size=30),
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5),
+                          st.sampled_from([0.0, 0.5, 0.7, 0.75, 0.79, 0.8, 0.9, 1.0]), st.floats(0, 1),
+                          st.integers(0, 40)), min_size=1, max_size=30),
        st.sampled_from([0.6, 0.8, 0.9]), st.sampled_from([0.5, 0.75, 0.8]), st.sampled_from([0.0, 0.5]),
        st.sampled_from([0.0, 0.6]), st.sampled_from(["containment", "jaccard"]))
 @hsettings(max_examples=120, deadline=None)
