@@ -7,7 +7,8 @@ The pages are the dev corpus suite's (default `sites`: sites with 3+ pages), rep
 k of a page gets the host `k<k>.<host>` and its words rewritten by a substitution of copy k (each word of the copy
 replaced with probability PERTURB by a word made from a hash of (k, word), the same in every page of the copy):
 a copy's pages still share their template with each other, but its text is not a near-duplicate of the other
-copies' (about 0.85**5 of its 5-word shingles survive). Each size takes the first N pages of copies 0, 1, 2, ...
+copies' (about 0.85**3 of its word 3-grams survive: most copies of a page are still candidates of each other in the
+index's bands, refused by verification). Each size takes the first N pages of copies 0, 1, 2, ...
 The inputs are written once per size into the cache folder (--cache; gzip level 1) and reused by later runs: each
 page is cut once into chunks and words and each copy's substitution computed once over the distinct words, so a
 page of a copy is a join (about 1.5 ms per page with the compression: 40k pages in about a minute).

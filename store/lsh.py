@@ -81,8 +81,8 @@ from templater import native
 from templater.errors import InputError, SettingsMismatchError
 from templater.unionfind import UnionFind
 from templater.shingles import (ALGORITHM_VERSION, LEGACY_ANCHOR_TAIL_KEYS, LEGACY_LINES, LEGACY_MEASURE,
-                                RESEMBLANCE_MIN_SHINGLES, ShingleSettings, Shingles,
-                                Signatures, band_keys, comparable_set, estimate_similarity, set_jaccard, set_similarity,
+                                RESEMBLANCE_MIN_SHINGLES, ShingleSettings, Shingles, comparable_sets,
+                                Signatures, band_keys, estimate_similarity, set_jaccard, set_similarity,
                                 sorted_set, verification_sets)
 
 try:  # hashlib's own BLAKE2b, without the OpenSSL library hashlib loads first (~4 ms of every start-up)
@@ -500,16 +500,57 @@ class _SignatureSource:
         if not len(a):
             return np.zeros(0, bool)
         if sims is not None:
-            return accepted(self.settings, self.same(a, b), sims, lambda mask: self._jaccard(a[mask], b[mask]),
-                            lambda mask: self._smaller(a[mask], b[mask]))
+            return accepted(self.settings, self._same_where_needed(a, b, sims), sims,
+                            lambda mask: self._jaccard(a[mask], b[mask]), lambda mask: self._smaller(a[mask], b[mask]))
         pairs = list(zip(a.tolist(), b.tolist()))
         known = self.verdicts
         if all(p in known for p in pairs):
             return np.array([known[p] for p in pairs], dtype=bool)
-        ok = accepted(self.settings, self.same(a, b), self.similarity(a, b),
-                      lambda mask: self._jaccard(a[mask], b[mask]), lambda mask: self._smaller(a[mask], b[mask]))
+        if native.pairs is not None and self.settings.verify != "estimate":
+            sims, jaccards, smaller = self._measured(a, b, pairs)
+            ok = accepted(self.settings, self._same_where_needed(a, b, sims), sims, lambda mask: jaccards[mask],
+                          lambda mask: smaller[mask])
+        else:
+            sims = self.similarity(a, b)
+            ok = accepted(self.settings, self._same_where_needed(a, b, sims), sims,
+                          lambda mask: self._jaccard(a[mask], b[mask]), lambda mask: self._smaller(a[mask], b[mask]))
         known.update(zip(pairs, ok.tolist()))
         return ok
+
+    def _measured(self, a: np.ndarray, b: np.ndarray,
+                  pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+        """(similarity, Jaccard (None when ``accepted`` never asks for it), the smaller comparable set's size) of
+        each pair (a[i], b[i]) = pairs[i], measured by the compiled ``templater._pairs`` PAIR_CHUNK pairs a call,
+        in arrays where ``similarity``, ``_jaccard`` and ``_smaller`` go pair by pair through their caches (a batch's
+        candidates are hundreds of pairs, measured once: the same values, which are kept as they keep them)."""
+        self._load_sorted(set(a.tolist()) | set(b.tolist()))
+        jaccard_too = self._jaccard_asked
+        parts = [self._compiled_measures(part, jaccard=False, jaccard_too=jaccard_too)
+                 for part in _chunks(pairs, PAIR_CHUNK)]
+        sims = np.concatenate([part[0] for part in parts])
+        self.pair_similarity.update(zip(pairs, sims.tolist()))
+        jaccards = None
+        if jaccard_too:
+            jaccards = np.concatenate([part[1] for part in parts])
+            self.pair_jaccard.update(zip(pairs, jaccards.tolist()))
+        return sims, jaccards, self._smaller(a, b)
+
+    def _load_sorted(self, docs: set[int]) -> None:
+        """The comparable sets of ``docs`` in ``sorted`` (their stored sets read where not held)."""
+        self.sets.update(stored_sets(self.db, [d for d in docs if d not in self.sets], self.settings))
+        new = sorted(docs - self.sorted.keys())
+        self.sorted.update(zip(new, comparable_sets([self.sets[doc] for doc in new], self.settings)))
+
+    def _same_where_needed(self, a: np.ndarray, b: np.ndarray, sims: np.ndarray) -> np.ndarray:
+        """``same`` of the pairs whose similarity reaches the lower of the two thresholds, False for the others: a
+        pair below both fails whatever its sites (``accepted`` asks its sites only to choose its threshold and to
+        ask a passing pair of one site for its Jaccard), so most candidates' sites are never made."""
+        settings = self.settings
+        need = sims >= min(float(settings.threshold), float(settings.cross_site_threshold))
+        same = np.zeros(len(a), dtype=bool)
+        if need.any():
+            same[need] = self.same(a[need], b[need])
+        return same
 
     def verdicts_of(self, pairs: list[tuple[int, int]]) -> list[bool]:
         """``passing``'s verdict of each pair (a, b), as a list: the pairs not judged yet are judged together in one
@@ -532,8 +573,11 @@ class _SignatureSource:
 
     def _smaller(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """The size of the smaller comparable set of each pair (the sets are loaded: the pairs were verified)."""
-        return np.array([min(len(self.sorted[x]), len(self.sorted[y])) for x, y in zip(a.tolist(), b.tolist())],
-                        dtype=np.int64)
+        if not len(a):
+            return np.zeros(0, dtype=np.int64)
+        docs, at = np.unique(np.concatenate((a, b)), return_inverse=True)  # (each set's size read once, not per pair)
+        sizes = np.array([len(self.sorted[d]) for d in docs.tolist()], dtype=np.int64)[at]
+        return np.minimum(sizes[:len(a)], sizes[len(a):])
 
     def _jaccard(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return self._pairs(a, b, self.pair_jaccard, set_jaccard)
@@ -568,14 +612,13 @@ class _SignatureSource:
         """[``set_similarity`` (``set_jaccard``) of the comparable sets of ``pairs``], and their ``set_jaccard`` after
         it with ``jaccard_too``, each in one call of the compiled ``templater._pairs`` on the same copied sets (the
         same values: a test holds them to the Python functions)."""
-        docs = list(dict.fromkeys(d for pair in pairs for d in pair))
-        number = {d: i for i, d in enumerate(docs)}
-        sets = [self.sorted[d] for d in docs]
+        docs, numbers = np.unique(np.array(pairs, dtype=np.int64).reshape(-1), return_inverse=True)  # (in numpy: a
+        # pair's sets by number, each set copied once)
+        sets = [self.sorted[d] for d in docs.tolist()]
         dtype = np.uint32 if self.settings.hash_bits == 32 else np.uint64
         offsets = np.zeros(len(docs) + 1, dtype=np.int64)
         np.cumsum([len(h) for h in sets], out=offsets[1:])
-        a = np.array([number[x] for x, _ in pairs], dtype=np.int64)
-        b = np.array([number[y] for _, y in pairs], dtype=np.int64)
+        a, b = numbers[0::2].astype(np.int64), numbers[1::2].astype(np.int64)
         sample = self.settings.sample if self.settings.verify == "sample" else 0
         hashes = np.concatenate(sets).astype(dtype, copy=False)
         flags = [int(jaccard or self.settings.measure == "jaccard")] + ([1] if jaccard_too else [])
@@ -589,10 +632,7 @@ class _SignatureSource:
         return self._set_similarity(a, b)
 
     def _set_similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        docs = set(a.tolist()) | set(b.tolist())
-        self.sets.update(stored_sets(self.db, [d for d in docs if d not in self.sets], self.settings))
-        for doc in docs - self.sorted.keys():
-            self.sorted[doc] = comparable_set(self.sets[doc], self.settings)
+        self._load_sorted(set(a.tolist()) | set(b.tolist()))
         return self._pairs(a, b, self.pair_similarity, set_similarity)
 
 
@@ -1738,7 +1778,8 @@ def _stored_partners(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarr
 
 def _verified_edges(db: sqlite_utils.Database, pairs: np.ndarray, docs: np.ndarray,
                     source: _SignatureSource) -> tuple[list[tuple[int, int, int]], dict[int, int]]:
-    """(new page, group, verified partner) for every group a new page links to, and the old labels' sizes.
+    """(new page, group, verified partner) for every group a new page links to, and the sizes of the stored clusters
+    among those groups.
 
     ``pairs`` are (new page, stored page) and (new page, earlier new page), one row per shared band. A group is an
     existing cluster (by its label) or another page of this batch.
@@ -1757,7 +1798,7 @@ def _verified_edges(db: sqlite_utils.Database, pairs: np.ndarray, docs: np.ndarr
             db, f"SELECT doc, cluster, url, {'hashes' if sets else 'NULL'} FROM lsh_signatures WHERE doc IN ({{ids}})",
             old.tolist()):
         cluster_of[doc] = cluster
-        source.sites.setdefault(doc, site_of(url))
+        source.urls.setdefault(doc, url)  # (its site made when a verdict needs it: ``_same_where_needed``)
         if sets and doc not in source.sets:
             if blob is None:
                 older.append(doc)
@@ -1766,9 +1807,11 @@ def _verified_edges(db: sqlite_utils.Database, pairs: np.ndarray, docs: np.ndarr
     if older:
         source.sets.update(stored_sets(db, sorted(set(older)), source.settings))
     group = np.array([cluster_of.get(d, d) for d in y.tolist()], dtype=np.int64)
-    sizes = _cluster_sizes(db, sorted(set(cluster_of.values())))
     found = _first_passing(x, group, y, shared, source)
-    return found, sizes
+    # the sizes of the clusters an edge reaches: joining and the references need no other (most candidates fail, and
+    # the clusters of the pages they name were read, with each one's references, for nothing)
+    labels = set(cluster_of.values())
+    return found, _cluster_sizes(db, sorted({g for _, g, _ in found if g in labels}))
 
 
 def _cluster_sizes(db: sqlite_utils.Database, labels: list[int]) -> dict[int, int]:

@@ -1170,3 +1170,101 @@ def test_a_new_index_is_made_at_the_latest_version_as_the_steps_make_it(tmp_path
     again = open_db(tmp_path / "again.db")
     migrate(again, "lsh", lsh.STEPS)
     assert _lsh_schema_and_rows(old) == _lsh_schema_and_rows(again)
+
+
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5),
+                          st.sampled_from([0.0, 0.5, 0.7, 0.75, 0.79, 0.8, 0.9, 1.0]), st.floats(0, 1),
+                          st.integers(0, 40)), min_size=1, max_size=30),
+       st.sampled_from([0.6, 0.8, 0.9]), st.sampled_from([0.5, 0.75, 0.8]), st.sampled_from([0.0, 0.5]),
+       st.sampled_from([0.0, 0.6]), st.sampled_from(["containment", "jaccard"]))
+@hsettings(max_examples=120, deadline=None)
+def test_sites_asked_only_where_a_verdict_needs_them(pairs, threshold, cross, same_jaccard, resemblance, measure):
+    """The verdicts made with sites only for the pairs reaching the lower threshold (``_same_where_needed``) are those
+    made with every pair's sites: same site or not, at and around both thresholds, with the same-site Jaccard check
+    and resemblance on and off; and the sites of pairs below both thresholds are never made."""
+    settings = ShingleSettings(threshold=threshold, cross_site_threshold=min(cross, threshold),
+                               same_site_jaccard=same_jaccard, resemblance=resemblance, measure=measure,
+                               resemblance_min_shingles=10)
+    hosts = ["a.example", "b.example", "www.a.example", "", "c.example", "a.example"]
+    urls = [f"https://{h}/page{d}" if h else "not a url" for d, h in enumerate(hosts)]
+    a = np.array([p[0] for p in pairs], dtype=np.int64)
+    b = np.array([p[1] for p in pairs], dtype=np.int64)
+    sims = np.array([p[2] for p in pairs])
+    jaccard, smaller = np.array([p[3] for p in pairs]), np.array([p[4] for p in pairs])
+    docs = np.arange(len(hosts), dtype=np.int64)
+
+    def verdicts(same):
+        return lsh.accepted(settings, same, sims.copy(), lambda mask: jaccard[mask], lambda mask: smaller[mask])
+
+    everything = lsh._SignatureSource(None, settings, docs, np.zeros((len(docs), 4), np.uint32), None, urls)
+    needed = lsh._SignatureSource(None, settings, docs, np.zeros((len(docs), 4), np.uint32), None, urls)
+    assert verdicts(needed._same_where_needed(a, b, sims)).tolist() == verdicts(everything.same(a, b)).tolist()
+    low = min(settings.threshold, settings.cross_site_threshold)
+    assert set(needed.sites) == set(a[sims >= low].tolist()) | set(b[sims >= low].tolist())
+
+
+def test_references_are_read_for_the_clusters_an_edge_reaches_only(tmp_path, monkeypatch):
+    """A batch's candidates name many stored clusters, most of which no new page joins (their candidates fail): only
+    the clusters a verified edge reaches have their sizes and reference pages read, and every cluster lies within one of
+    the reference's."""
+    rng = np.random.default_rng(5)
+    db = open_db(tmp_path / "index.db")
+    asked, candidates, reached = [], set(), set()
+    references, first_passing = lsh._references, lsh._first_passing
+
+    def spy_references(db_, sizes, source):
+        asked.append(set(sizes))
+        return references(db_, sizes, source)
+
+    def spy_first_passing(x, group, y, shared, source):
+        found = first_passing(x, group, y, shared, source)
+        candidates.update(group.tolist())
+        reached.update(g for _, g, _ in found)
+        return found
+
+    monkeypatch.setattr(lsh, "_references", spy_references)
+    monkeypatch.setattr(lsh, "_first_passing", spy_first_passing)
+    pages: dict[str, np.ndarray] = {}
+    for batch in range(6):
+        sets = make_sets(rng, 25, 3, 0.7)
+        ids = [f"p{batch}-{i}" for i in range(len(sets))]
+        add_sets(db, ids, sets)
+        pages.update(zip(ids, sets))
+    assert asked and all(labels <= reached for labels in asked)
+    assert candidates - reached  # (candidates that reached no group: their clusters were not read)
+    reference = reference_sample_clusters(pages)
+    assert all(any(c <= r for r in reference) for c in stored_clusters(db))
+    check_invariants(db, anchors=True)
+
+
+@pytest.mark.skipif(native.pairs is None, reason="templater._pairs is not built")
+@given(st.lists(st.tuples(st.integers(0, 60), st.integers(0, 60), st.integers(0, 60)), min_size=1, max_size=10),
+       st.sampled_from(["sample", "exact"]), st.sampled_from(["containment", "jaccard"]), st.sampled_from([0.0, 0.5]),
+       st.integers(0, 2**32 - 1))
+@hsettings(max_examples=60, deadline=None)
+def test_measured_arrays_are_the_pair_by_pair_measures(shapes, verify, measure, resemblance, seed):
+    """``_measured`` (every pair's similarity, Jaccard and smaller set measured at once, in arrays) gives what
+    set_similarity, set_jaccard and the smaller set's size give pair by pair, and fills the caches with them; with a
+    pair repeated, a pair of a set with itself, and sets in any order (sorted as comparable_set sorts them)."""
+    settings = ShingleSettings(verify=verify, measure=measure, sample=16, resemblance=resemblance,
+                               same_site_jaccard=0.0 if resemblance == 0.0 else SAMPLED.same_site_jaccard)
+    rng = np.random.default_rng(seed)
+    sets: dict[int, np.ndarray] = {}
+    pairs = []
+    for i, (shared, only_a, only_b) in enumerate(shapes):
+        common = rng.integers(0, 300, size=shared, dtype=np.uint64)
+        sets[2 * i] = np.concatenate((common, rng.integers(0, 2**32, size=only_a, dtype=np.uint64)))
+        sets[2 * i + 1] = np.concatenate((common, rng.integers(0, 2**32, size=only_b, dtype=np.uint64)))
+        pairs += [(2 * i + 1, 2 * i), (2 * i, 2 * i), (2 * i + 1, 2 * i)]
+    source = lsh._SignatureSource(None, settings, np.empty(0, np.int64), np.empty((0, settings.permutations)), sets)
+    a, b = (np.array(side, dtype=np.int64) for side in zip(*pairs))
+    sims, jaccards, smaller = source._measured(a, b, pairs)
+    ordered = {d: comparable_set(h, settings) for d, h in sets.items()}
+    assert sims.tolist() == [set_similarity(ordered[x], ordered[y], settings) for x, y in pairs]
+    assert smaller.tolist() == [min(len(ordered[x]), len(ordered[y])) for x, y in pairs]
+    if source._jaccard_asked:
+        assert jaccards.tolist() == [set_jaccard(ordered[x], ordered[y], settings) for x, y in pairs]
+        assert all(source.pair_jaccard[p] == j for p, j in zip(pairs, jaccards.tolist()))
+    else:
+        assert jaccards is None
+    assert all(source.pair_similarity[p] == v for p, v in zip(pairs, sims.tolist()))

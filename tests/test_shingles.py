@@ -346,6 +346,20 @@ def test_comparable_sets_follow_the_verify_setting():
         ShingleSettings(sample=0)
 
 
+@given(st.lists(st.lists(st.integers(0, 40), max_size=12), max_size=8), st.sampled_from(["sample", "exact"]),
+       st.integers(1, 10), st.sampled_from([np.uint32, np.uint64]))
+@hsettings(max_examples=150, deadline=None)
+def test_comparable_sets_equal_comparable_set_of_each(sets, verify, sample, dtype):
+    """comparable_sets (one test of order over every set) gives what comparable_set gives set by set: ascending sets
+    as they are (cut to the sample), others sorted, deduplicated and cut; empty sets, one value, repeats, a set whose
+    first value is below the previous set's last."""
+    settings = ShingleSettings(verify=verify, sample=sample)
+    arrays = [np.array(values, dtype=dtype) for values in sets]
+    arrays += [np.sort(np.unique(a)) for a in arrays]  # (stored samples are ascending)
+    got = sh.comparable_sets(arrays, settings)
+    assert [g.tolist() for g in got] == [sh.comparable_set(a, settings).tolist() for a in arrays]
+
+
 # --- containment: the default measure ----------------------------------------------------------------------------
 
 HASH_SETS = st.lists(st.integers(0, 2**32 - 1) | st.integers(0, 50), max_size=80)
