@@ -592,9 +592,22 @@ static xa_chunk *xa_given_back = NULL; /* free chunks given back to the system (
 static long xa_given_back_count = 0;
 static char xa_lock_flag = 0;
 static pthread_key_t xa_thread_key;
-static __thread char *xa_bump = NULL, *xa_end = NULL;
-static __thread xa_chunk *xa_current = NULL;
-static __thread long xa_made = 0;   /* blocks taken from the current chunk */
+typedef struct {
+    char *bump, *end;       /* the free end of the thread's current chunk */
+    xa_chunk *current;
+    long made;              /* blocks taken from the current chunk */
+} xa_state;
+/* A thread's state: the thread that set the heap up (the one that parses pages) keeps its own in a plain static,
+ * found by comparing thread ids; any other thread's is thread-local. (A thread-local variable of a module loaded
+ * at run time is reached through a call, __tls_get_addr, on every access: about a third of a block's
+ * allocation.) */
+static xa_state xa_first_state;
+static pthread_t xa_first_thread;
+static __thread xa_state xa_thread_state;
+
+static inline xa_state *xa_here(void) {
+    return pthread_equal(pthread_self(), xa_first_thread) ? &xa_first_state : &xa_thread_state;
+}
 
 static inline void xa_lock(void) { while (__atomic_test_and_set(&xa_lock_flag, __ATOMIC_ACQUIRE)) { } }
 static inline void xa_unlock(void) { __atomic_clear(&xa_lock_flag, __ATOMIC_RELEASE); }
@@ -627,20 +640,22 @@ static void xa_release(xa_chunk *chunk) {     /* a chunk whose blocks are all fr
     xa_unlock();
 }
 
-static void xa_retire(void) {   /* the thread's current chunk: its count from "bias less frees" to "alive" */
-    xa_chunk *chunk = xa_current;
+static void xa_retire(xa_state *state) {   /* the thread's current chunk: its count from "bias less frees" to "alive" */
+    xa_chunk *chunk = state->current;
     if (chunk == NULL) return;
-    xa_current = NULL;
-    xa_bump = xa_end = NULL;
-    if (__atomic_add_fetch(&chunk->live, xa_made - XA_BIAS, __ATOMIC_ACQ_REL) == 0) xa_release(chunk);
-    xa_made = 0;
+    state->current = NULL;
+    state->bump = state->end = NULL;
+    if (__atomic_add_fetch(&chunk->live, state->made - XA_BIAS, __ATOMIC_ACQ_REL) == 0) xa_release(chunk);
+    state->made = 0;
 }
 
-static void xa_thread_end(void *unused) { (void)unused; xa_retire(); }
+static void xa_thread_end(void *unused) { (void)unused; xa_retire(xa_here()); }
 
-static int xa_next_chunk(void) {   /* a new current chunk for the thread; 0 where the range is used up */
+/* a new current chunk for the thread; 0 where the range is used up (out of line: the allocation's common path
+ * stays short) */
+static __attribute__((noinline)) int xa_next_chunk(xa_state *state) {
     xa_chunk *chunk = NULL;
-    xa_retire();
+    xa_retire(state);
     xa_lock();
     if (xa_resident != NULL) {   /* (a resident chunk first: one given back faults again on every page it is
                                     touched, and a tree larger than XA_KEEP chunks would leave them on top) */
@@ -665,10 +680,10 @@ static int xa_next_chunk(void) {   /* a new current chunk for the thread; 0 wher
     xa_unlock();
     if (chunk == NULL) return 0;
     chunk->live = XA_BIAS;
-    xa_current = chunk;
-    xa_made = 0;
-    xa_bump = (char *)chunk + XA_CHUNK_HEAD;
-    xa_end = (char *)chunk + XA_CHUNK;
+    state->current = chunk;
+    state->made = 0;
+    state->bump = (char *)chunk + XA_CHUNK_HEAD;
+    state->end = (char *)chunk + XA_CHUNK;
     pthread_setspecific(xa_thread_key, chunk);   /* (any non-NULL value: the thread's end retires its chunk) */
     return 1;
 }
@@ -676,13 +691,15 @@ static int xa_next_chunk(void) {   /* a new current chunk for the thread; 0 wher
 static void *xa_malloc(size_t n) {
     size_t need = XA_HEAD + xa_round(n);
     char *block;
+    xa_state *state;
     if (n > XA_BIG) return malloc(n);
-    if ((size_t)(xa_end - xa_bump) < need || xa_bump == NULL) {
-        if (!xa_next_chunk()) return malloc(n);
+    state = xa_here();
+    if ((size_t)(state->end - state->bump) < need || state->bump == NULL) {
+        if (!xa_next_chunk(state)) return malloc(n);
     }
-    block = xa_bump;
-    xa_bump += need;
-    xa_made++;
+    block = state->bump;
+    state->bump += need;
+    state->made++;
     *(size_t *)block = n;
     return block + XA_HEAD;
 }
@@ -701,13 +718,15 @@ static void xa_free(void *p) {
 static void *xa_realloc(void *p, size_t n) {
     size_t old, have;
     void *grown;
+    xa_state *state;
     if (p == NULL) return xa_malloc(n);
     if (!xa_ours(p)) return realloc(p, n);
     old = *(size_t *)((char *)p - XA_HEAD);
     if (n <= old) return p;
     have = xa_round(old);
-    if ((char *)p + have == xa_bump && n <= XA_BIG && xa_round(n) - have <= (size_t)(xa_end - xa_bump)) {
-        xa_bump += xa_round(n) - have;   /* the thread's last block, grown where it lies */
+    state = xa_here();
+    if ((char *)p + have == state->bump && n <= XA_BIG && xa_round(n) - have <= (size_t)(state->end - state->bump)) {
+        state->bump += xa_round(n) - have;   /* the thread's last block, grown where it lies */
         *(size_t *)((char *)p - XA_HEAD) = n;
         return p;
     }
@@ -748,6 +767,7 @@ static int xa_set_up(const char *path) {
     xa_base = (char *)(((uintptr_t)reserved + XA_CHUNK - 1) & ~(uintptr_t)(XA_CHUNK - 1));
     xa_limit = xa_base + size;
     xa_fresh = xa_writable = xa_base;
+    xa_first_thread = pthread_self();
     if (setup(xa_free, xa_malloc, xa_realloc, xa_strdup) != 0) {   /* (nothing allocated from the range yet) */
         xa_base = xa_limit = NULL;
         return 0;
