@@ -377,11 +377,9 @@ def _patch_dataclasses(cache: CodeCache) -> None:
     dataclasses.exec = exec
 
 
-DOC_MIN_CHARS = 500  # docstrings shorter than this are cleaned as Python does (the lookup would cost about as much)
-
 
 def _patch_cleandoc(cache: CodeCache) -> None:
-    """``inspect.cleandoc`` answered from the cache for long docstrings: numpy cleans the docstrings of ~40 of its
+    """``inspect.cleandoc`` answered from the cache: numpy cleans the docstrings of ~40 of its
     compiled functions at its import (to attach them), typer the help of each command; the cleaned text is kept
     under the docstring itself, so what a caller gets is the string ``cleandoc`` returns for it."""
     import inspect
@@ -391,7 +389,7 @@ def _patch_cleandoc(cache: CodeCache) -> None:
         return
 
     def cleandoc(doc):
-        if type(doc) is not str or len(doc) < DOC_MIN_CHARS:
+        if type(doc) is not str:
             return original(doc)
         key = ("doc", doc)
         found = cache.get(key)
