@@ -84,18 +84,19 @@ if AS_PROGRAM:
 
 from templater import codecache  # noqa: E402
 
-codecache.install()  # first: the patterns and dataclass methods of the modules imported below come compiled
 if AS_PROGRAM:  # modules the start imports but a command seldom uses (numpy.linalg, subprocess...): run on first use
-    from templater import deferred
+    from templater import deferred  # (before the cache, whose dataclasses import inspect: tokenize, linecache)
 
     deferred.install(NUMPY_MAJOR)
+codecache.install()  # first: the patterns and dataclass methods of the modules imported below come compiled
+if AS_PROGRAM:
+    deferred.first()  # (ahead of the cache's module map, which would answer the deferred names itself)
 
 import contextlib  # noqa: E402 -- (and every import below) after the cache is installed
 import copy
 import importlib.util
 import json
 import re
-import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -104,6 +105,11 @@ from typing import Optional
 import typer
 
 from templater import DISTRIBUTION, __version__
+
+try:  # the signal module's own functions, without the enums its import makes (~0.6% of a 3-page extract); the
+    import _signal as signals  # handlers and numbers are the same (the module wraps these)
+except ImportError:  # (an interpreter without it)
+    import signal as signals
 from templater.errors import InputError, TemplaterError
 
 
@@ -278,7 +284,7 @@ INTERRUPTED_LINE = "interrupted: what was committed is kept; run the same comman
 
 
 def _interrupted(signum, frame) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)  # a second Ctrl-C ends the process at once
+    signals.signal(signals.SIGINT, signals.SIG_DFL)  # a second Ctrl-C ends the process at once
     watchdog = threading.Timer(config.INTERRUPT_GRACE_S, _exit_interrupted)  # an unwinding that hangs (a worker pool
     watchdog.daemon = True  # stopped mid-task) still ends: SQLite keeps only what was committed either way
     watchdog.start()
@@ -1309,7 +1315,7 @@ def stderr_log() -> None:
 
 def main() -> None:
     _STDERR_LOG_WANTED.append(True)
-    signal.signal(signal.SIGINT, _interrupted)
+    signals.signal(signals.SIGINT, _interrupted)
     try:
         command_app(sys.argv[1:])()
     except Interrupted:

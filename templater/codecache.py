@@ -164,6 +164,7 @@ def install() -> CodeCache | None:
         return None
     _patch_regex_compiler(cache)
     _patch_dataclasses(cache)
+    _patch_cleandoc(cache)
     _install_module_finder(cache)
     _active = cache
     return cache
@@ -374,3 +375,31 @@ def _patch_dataclasses(cache: CodeCache) -> None:
 
     exec.code_cache = cache
     dataclasses.exec = exec
+
+
+
+def _patch_cleandoc(cache: CodeCache) -> None:
+    """``inspect.cleandoc`` answered from the cache: numpy cleans the docstrings of ~40 of its
+    compiled functions at its import (to attach them), typer the help of each command; the cleaned text is kept
+    under the docstring itself, so what a caller gets is the string ``cleandoc`` returns for it."""
+    import inspect
+
+    original = inspect.cleandoc
+    if getattr(original, "code_cache", None) is not None:
+        return
+
+    def cleandoc(doc):
+        if type(doc) is not str:
+            return original(doc)
+        key = ("doc", doc)
+        found = cache.get(key)
+        if type(found) is str:
+            return found
+        cleaned = original(doc)
+        if type(cleaned) is str:
+            cache.add(key, cleaned)
+        return cleaned
+
+    cleandoc.__doc__, cleandoc.__wrapped__ = original.__doc__, original
+    cleandoc.code_cache = cache
+    inspect.cleandoc = cleandoc

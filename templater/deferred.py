@@ -6,6 +6,11 @@ objects), ``tempfile`` (py3langid's model writer), ``ctypes`` (numpy's ``ctypesl
 (typer's shell detection), ``bz2`` and ``lzma`` (``shutil``'s archive formats), and numpy's linear algebra
 (``numpy.linalg``, with the ``numpy._typing`` annotations it loads: 9% of a 3-page extract's instructions), which
 ``numpy.matrixlib`` and numpy's polynomial functions import at their top for ``matrix ** n``, ``roots`` and ``polyfit``.
+Likewise modules that their importers read in functions only: ``tokenize``, ``token`` and ``linecache`` (imported by
+``inspect`` and ``traceback`` for showing source), ``textwrap``, ``signal`` (the worker pool's; the command line
+sets its Ctrl-C handler through ``_signal``, which ``signal`` wraps), typer's ``colors``, and, under the numpy
+majors checked, ``numpy.lib``'s facade modules, numpy's buffer-format parser and ctypes helpers (``NUMPY_DEFERRED``):
+a 3-page extract reads none of them.
 
 ``install()`` puts a finder first on ``sys.meta_path`` that gives each of these modules, when first imported, the
 standard library's lazy loading (``importlib.util.LazyLoader``: the module is made, and its code runs on the first
@@ -31,8 +36,16 @@ from __future__ import annotations
 import sys
 from importlib.util import LazyLoader
 
-DEFERRED = ("subprocess", "pickle", "tempfile", "ctypes", "shellingham", "bz2", "lzma")
-NEEDS = {"subprocess": ("_posixsubprocess",), "ctypes": ("_ctypes",), "bz2": ("_bz2",), "lzma": ("_lzma",)}
+DEFERRED = ("subprocess", "pickle", "tempfile", "ctypes", "shellingham", "bz2", "lzma",
+            # read in functions only by their importers (traceback, inspect, logging, typer's vendored click, the
+            # worker pool): a 3-page extract never reads them
+            "tokenize", "token", "linecache", "textwrap", "signal", "typer.colors")
+NEEDS = {"subprocess": ("_posixsubprocess",), "ctypes": ("_ctypes",), "bz2": ("_bz2",), "lzma": ("_lzma",),
+         "signal": ("_signal",)}
+# numpy's modules that ``import numpy`` imports as modules and reads nothing of at import (its ctypes helpers, the
+# facades of ``numpy.lib``), under the numpy majors checked
+NUMPY_DEFERRED = ("numpy._core._internal", "numpy._core._dtype_ctypes", "numpy.lib.introspect", "numpy.lib.mixins",
+                  "numpy.lib.npyio", "numpy.lib.scimath", "numpy.lib.stride_tricks")
 # numpy's modules that take functions from numpy.linalg at their top, under the numpy majors checked
 NUMPY_LINALG_IMPORTERS = {"numpy.matrixlib.defmatrix": ("matrix_power",),
                           "numpy.lib._polynomial_impl": ("eigvals", "inv", "lstsq")}
@@ -144,6 +157,7 @@ def deferred_names(modules, numpy_major: str | None) -> dict[str, tuple[str, ...
     names = {name: () for name in DEFERRED if name not in modules}
     if numpy_major in NUMPY_MAJORS and "numpy" not in modules and "numpy.linalg" not in modules:
         names["numpy.linalg"] = tuple(sorted({name for found in NUMPY_LINALG_IMPORTERS.values() for name in found}))
+        names.update((name, ()) for name in NUMPY_DEFERRED if name not in modules)
     return names
 
 
@@ -158,6 +172,16 @@ def install(numpy_major: str | None) -> DeferredImports | None:
     finder = DeferredImports(deferred_names(sys.modules, numpy_major), module_type)
     sys.meta_path.insert(0, finder)
     return finder
+
+
+def first() -> bool:
+    """Put the installed finder back first on ``sys.meta_path`` (a finder inserted after it, such as the code
+    cache's module map, would answer the deferred names itself); whether one is installed."""
+    found = [finder for finder in sys.meta_path if isinstance(finder, DeferredImports)]
+    for finder in found:
+        sys.meta_path.remove(finder)
+        sys.meta_path.insert(0, finder)
+    return bool(found)
 
 
 def ran(name: str) -> bool:

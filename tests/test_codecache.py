@@ -54,6 +54,10 @@ except dataclasses.FrozenInstanceError:
 out["dataclasses"] = [repr(f), f == Frozen(1, "x", ()), hash(Frozen(1, "y")) == hash(Frozen(1, "y")), frozen,
                       sorted([Ordered(2, "b"), Ordered(1, "z")]) == [Ordered(1, "z"), Ordered(2, "b")],
                       repr(Ordered(3, "q"))]
+import inspect
+DOCS = ["\tFirst line.\n\n" + "\n".join("    " * (i % 3) + f"line {i}\t tab" for i in range(60)) + "\n   \n",
+        "  " + "x" * 600, "short\n   doc", inspect.getsource(codecache)[:2000]]
+out["docs"] = [inspect.cleandoc(doc) for doc in DOCS] + [inspect.getdoc(codecache.install)]
 if cache is not None:
     out["hits"], out["saved"] = cache.hits, codecache.save()
 print(json.dumps(out))
@@ -76,7 +80,7 @@ def cache_files(folder: Path) -> list[Path]:
     return sorted(folder.glob("code-*.bin"))
 
 
-def test_cached_patterns_and_dataclasses_behave_as_freshly_compiled_ones(tmp_path):
+def test_cached_patterns_dataclasses_and_docstrings_behave_as_freshly_compiled_ones(tmp_path):
     plain = probe(tmp_path / "off", **{codecache.ENV: "0"})
     assert "hits" not in plain and not cache_files(tmp_path / "off")
     first = probe(tmp_path)

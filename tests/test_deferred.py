@@ -14,7 +14,7 @@ from pathlib import Path
 import cli
 from templater import deferred
 
-WATCHED = (*deferred.DEFERRED, "numpy.linalg", "numpy._typing")
+WATCHED = (*deferred.DEFERRED, *deferred.NUMPY_DEFERRED, "numpy.linalg", "numpy._typing")
 
 EXTRACT_PROBE = """
 import json, sys
@@ -77,6 +77,13 @@ try:
     np.linalg.inv(np.zeros((2, 2)))
 except np.linalg.LinAlgError as e:
     out.append(repr(e))
+import io, linecache, signal, textwrap, token, tokenize  # (the other modules deferred: they run on use)
+out += [np.lib.stride_tricks.sliding_window_view(np.arange(6.0), 3).tobytes().hex(), repr(np.lib.scimath.sqrt(-4.0)),
+        np.asarray(memoryview(bytearray(b"abcdefgh")).cast("i")).tobytes().hex(),
+        str(np.asarray(memoryview(bytearray(b"abcdefgh")).cast("i")).dtype), np.lib.mixins.NDArrayOperatorsMixin.__name__,
+        np.lib.npyio.DataSource.__name__, sorted(np.lib.introspect.opt_func_info("add", "float64")),
+        textwrap.dedent("  a\\n   b"), linecache.getline(cli.__file__, 1), signal.Signals(signal.SIGINT).name,
+        [t.string for t in tokenize.generate_tokens(io.StringIO("x = 1\\n").readline)], token.tok_name[token.NAME]]
 print(json.dumps([ran_before, out, polynomial.inv is np.linalg.inv, polynomial.eigvals is np.linalg.eigvals,
                   polynomial.lstsq is np.linalg.lstsq, matrices.matrix_power is np.linalg.matrix_power]))
 """
@@ -90,7 +97,8 @@ def _numpy_probe(name):
 
 def test_numpy_computes_the_same_with_its_linear_algebra_deferred():
     """numpy's functions that use numpy.linalg (polyfit, roots, a matrix's powers) and numpy.linalg's own give the
-    bytes and errors of a whole numpy's; once numpy.linalg has run, numpy's modules hold its functions again."""
+    bytes and errors of a whole numpy's; once numpy.linalg has run, numpy's modules hold its functions again. The
+    other modules deferred (numpy's facades and buffer-format parser, tokenize, signal...) give the same on use."""
     program, library = _numpy_probe("/usr/local/bin/templater"), _numpy_probe("-c")
     assert library[0] is True and program[1] == library[1] and program[2:] == library[2:] == [True] * 4
     import numpy
@@ -129,13 +137,12 @@ def test_the_forwarded_names_are_all_that_numpy_takes_from_its_linear_algebra_at
 def test_what_is_deferred_and_when():
     """numpy.linalg only under a numpy major checked and before numpy loads (cli's docstring stand-ins aside);
     modules loaded already are left alone."""
-    everything = set(deferred.DEFERRED)
-    assert set(deferred.deferred_names({}, "2")) == everything | {"numpy.linalg"}
+    everything, numpys = set(deferred.DEFERRED), {"numpy.linalg", *deferred.NUMPY_DEFERRED}
+    assert set(deferred.deferred_names({}, "2")) == everything | numpys
     assert set(deferred.deferred_names({}, "1")) == everything
     assert set(deferred.deferred_names({}, None)) == everything
     assert set(deferred.deferred_names({"numpy": object()}, "2")) == everything
-    assert set(deferred.deferred_names(dict.fromkeys(cli.NUMPY_DOCSTRING_MODULES), "2")) == everything | {
-        "numpy.linalg"}
+    assert set(deferred.deferred_names(dict.fromkeys(cli.NUMPY_DOCSTRING_MODULES), "2")) == everything | numpys
     assert "pickle" not in deferred.deferred_names({"pickle": object()}, "2")
 
 
@@ -176,3 +183,14 @@ def test_a_deferred_module_runs_at_its_first_attribute_read_not_at_a_further_imp
     done = subprocess.run([sys.executable, "-c", DEFERRED_IMPORT_PROBE], capture_output=True, text=True, check=True,
                           timeout=120, cwd=Path(cli.__file__).parent)
     assert json.loads(done.stdout) == [False, False, True, ",", False, "'a b'"]
+
+
+def test_first_puts_the_finder_back_ahead_of_finders_inserted_after_it(monkeypatch):
+    """The program installs the finder before the code cache, whose module map then goes first on sys.meta_path:
+    first() puts the finder ahead of it again (else the map would answer the deferred names itself)."""
+    finder, other = deferred.DeferredImports({"csv": ()}, deferred._lazy_module_type()), object()
+    monkeypatch.setattr(sys, "meta_path", [other, finder, *sys.meta_path])
+    assert deferred.first() is True
+    assert sys.meta_path[:2] == [finder, other]
+    monkeypatch.setattr(sys, "meta_path", [other])
+    assert deferred.first() is False
