@@ -377,7 +377,6 @@ def _patch_dataclasses(cache: CodeCache) -> None:
     dataclasses.exec = exec
 
 
-
 def _patch_cleandoc(cache: CodeCache) -> None:
     """``inspect.cleandoc`` answered from the cache: numpy cleans the docstrings of ~40 of its
     compiled functions at its import (to attach them), typer the help of each command; the cleaned text is kept
