@@ -220,6 +220,77 @@ def _plain_values() -> None:
 
 _plain_values()
 
+
+class _BuiltOnUse:
+    """A command's ``params`` or ``callback``, built with the other on its first read (see ``_deferred_options``)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, command, owner=None):
+        if command is None:
+            return self
+        state = command.__dict__
+        if self.name not in state:
+            params_of, callback_of, command_info, short = state.pop("_options_of")
+            params, context_param_name = params_of(command_info.callback)
+            state.setdefault("params", params)
+            state.setdefault("callback", callback_of(callback=command_info.callback, params=params,
+                                                     context_param_name=context_param_name,
+                                                     pretty_exceptions_short=short))
+        return state[self.name]
+
+    def __set__(self, command, value) -> None:
+        command.__dict__[self.name] = value
+
+
+_OPTIONS_ON_USE: dict[type, type] = {}  # a command class -> its subclass with the options built on use
+
+
+def _deferred_options() -> None:
+    """typer makes every command of a group with its options (the function's signature and type hints, a click
+    parameter each: ~0.05 G instructions for our 24 commands) when it makes the group, where `templater --help` shows
+    a line of each command's help only. Here a command is made as typer makes it, with its ``params`` and
+    ``callback`` built by typer's own functions when first read (parsing its arguments, its help, running it), so
+    what any of them gives is typer's. Leaves typer as it is when its internals are not the ones known."""
+    try:
+        from typer import main as typer_main
+        build, params_of, callback_of = (typer_main.get_command_from_info, typer_main._get_params_name_from_function,
+                                         typer_main.get_callback)
+    except (ImportError, AttributeError):
+        return
+    if getattr(build, "options_on_use", False):
+        return
+
+    def no_params(callback):
+        return [], None
+
+    def no_callback(**kwargs):
+        return None
+
+    def get_command_from_info(command_info, *, pretty_exceptions_short, rich_markup_mode):
+        typer_main._get_params_name_from_function, typer_main.get_callback = no_params, no_callback
+        try:
+            command = build(command_info, pretty_exceptions_short=pretty_exceptions_short,
+                            rich_markup_mode=rich_markup_mode)
+        finally:
+            typer_main._get_params_name_from_function, typer_main.get_callback = params_of, callback_of
+        kind = type(command)
+        if kind not in _OPTIONS_ON_USE:
+            _OPTIONS_ON_USE[kind] = type(kind.__name__, (kind,), {"__module__": kind.__module__,
+                                                                  "params": _BuiltOnUse("params"),
+                                                                  "callback": _BuiltOnUse("callback")})
+        command.__class__ = _OPTIONS_ON_USE[kind]
+        del command.__dict__["params"], command.__dict__["callback"]
+        command.__dict__["_options_of"] = (params_of, callback_of, command_info, pretty_exceptions_short)
+        return command
+
+    get_command_from_info.options_on_use, get_command_from_info.typer_own = True, build
+    typer_main.get_command_from_info = get_command_from_info
+
+
+_deferred_options()
+
 config, dedup, evaluation_run, pipeline, signature_run, sources, training, rule_inspect, recrawls, fallback, \
     extract_module = (lazy_module(f"templater.{name}") for name in (
         "config", "dedup", "evaluation_run", "pipeline", "signature_run", "sources", "training", "rule_inspect",

@@ -194,3 +194,83 @@ def test_first_puts_the_finder_back_ahead_of_finders_inserted_after_it(monkeypat
     assert sys.meta_path[:2] == [finder, other]
     monkeypatch.setattr(sys, "meta_path", [other])
     assert deferred.first() is False
+
+
+def _eager_app(monkeypatch):
+    """typer's own get_command_from_info in place of the command line's (every command made with its options)."""
+    from typer import main as typer_main
+
+    monkeypatch.setattr(typer_main, "get_command_from_info", typer_main.get_command_from_info.typer_own)
+
+
+def _usages(app):
+    """Every command's and group's --help, bare runs, usage errors and suggestions, as argument lists."""
+    from typer.main import get_command_name
+
+    names = [[c.name or get_command_name(c.callback.__name__)] for c in app.registered_commands]
+    for group in app.registered_groups:
+        names.append([group.name])
+        names += [[group.name, c.name or get_command_name(c.callback.__name__)]
+                  for c in group.typer_instance.registered_commands]
+    return ([["--help"], [], ["--version"], ["--bogus"], ["extrat"], ["rules", "shw"], ["--help", "extract"]]
+            + [[*name, "--help"] for name in names] + names + [[*name, "--bogus"] for name in names]
+            + [["extract", "--jobs", "0"], ["extract", "--format", "pdf"], ["extract", "--fallback", "nope"],
+               ["dups", "--method", "nope", "--db", "missing.db"], ["rules", "show"]])
+
+
+def _commands(group, prefix=""):
+    """The commands of a click group and of its groups, by their words."""
+    found = {}
+    for name, command in group.commands.items():
+        if hasattr(command, "commands"):
+            found.update(_commands(command, f"{prefix}{name} "))
+        else:
+            found[prefix + name] = command
+    return found
+
+
+def _described(command):
+    """A command's parameters as plain values (each kind, names, default, help...)."""
+    return [(type(p).__name__, p.name, p.opts, p.secondary_opts, repr(p.default), p.required, p.multiple, p.nargs,
+             getattr(p, "help", None), p.expose_value, p.is_eager) for p in command.params]
+
+
+def test_a_command_s_options_are_built_on_first_use_as_typer_builds_them(monkeypatch):
+    """The app's group lists each command's help without building its options (`templater --help`); a command's
+    `params` and `callback`, built on their first read, are typer's: the same parameters, and the same output and
+    exit code as typer's own way for every command's --help, bare run and usage errors."""
+    from typer.main import get_command
+    from typer.testing import CliRunner
+
+    group = get_command(cli.app)
+    runner = CliRunner()
+    with group.make_context("templater", [], resilient_parsing=True) as context:
+        assert "extract" in group.get_help(context)
+    commands = _commands(group)
+    assert commands and all("_options_of" in vars(command) for command in commands.values())  # none built
+    built = {name: _described(command) for name, command in commands.items()}
+    assert all("_options_of" not in vars(command) and command.callback is not None for command in commands.values())
+    lazy = [(argv, runner.invoke(cli.app, argv, prog_name="templater")) for argv in _usages(cli.app)]
+    _eager_app(monkeypatch)
+    eager_group = get_command(cli.app)
+    eager_commands = _commands(eager_group)
+    assert all("_options_of" not in vars(command) for command in eager_commands.values())
+    assert built == {name: _described(command) for name, command in eager_commands.items()}
+    for argv, result in lazy:
+        eager = runner.invoke(cli.app, argv, prog_name="templater")
+        assert (result.exit_code, result.output) == (eager.exit_code, eager.output), argv
+
+
+def test_the_program_s_help_builds_no_command_s_options():
+    """`templater --help` run as the program reads no command function's signature (inspect.signature is typer's
+    way to a command's options) and prints the bytes typer prints when it builds them all."""
+    probe = ("import sys\nsys.argv = ['templater', '--help']\nimport cli, inspect\nseen = []\n"
+             "signature = inspect.signature\n"
+             "inspect.signature = lambda f, *a, **k: (seen.append(f.__name__), signature(f, *a, **k))[1]\n"
+             "{eager}try:\n    cli.main()\nexcept SystemExit:\n    pass\nprint(seen, file=sys.stderr)\n")
+    eager = "import typer.main as m\nm.get_command_from_info = m.get_command_from_info.typer_own\n"
+    runs = [subprocess.run([sys.executable, "-c", probe.format(eager=variant)], capture_output=True, text=True,
+                           timeout=120) for variant in ("", eager)]
+    assert runs[0].stdout == runs[1].stdout and runs[0].stdout.startswith("Usage: ")
+    assert set(eval(runs[0].stderr)) == {"main_options", "_show_version"}  # the group's own option (--version) only
+    assert "'extract'" in runs[1].stderr and "'dups'" in runs[1].stderr
