@@ -13,7 +13,10 @@ by the first process that compiled them and read by the next ones:
 - a dataclass method's code object, keyed by the source text ``dataclasses`` generated, run by ``exec`` as that
   text would be;
 - where each module's file was found (``ModuleFiles``), keyed by ``sys.path``, with the modification time of every
-  folder searched: a start whose folders are all unchanged imports from those files without searching ``sys.path``.
+  folder searched: a start whose folders are all unchanged imports from those files without searching ``sys.path``;
+- the code of typer's modules named in ``POSTPONED_ANNOTATIONS``, compiled with the annotations postponed (PEP 563:
+  kept as their text, as ``from __future__ import annotations`` keeps them), keyed by the source file's path,
+  modification time and size (``PostponedAnnotations``).
 
 Each is what the interpreter would compute from the same key, so nothing behaves otherwise: the file is named
 after the interpreter's version, bytecode tag, optimisation level and the engine's magic number, a file that does
@@ -166,6 +169,7 @@ def install() -> CodeCache | None:
     _patch_dataclasses(cache)
     _patch_cleandoc(cache)
     _install_module_finder(cache)
+    sys.meta_path.insert(0, PostponedAnnotations(cache))
     _active = cache
     return cache
 
@@ -211,6 +215,74 @@ class ModuleFiles:
             spec.submodule_search_locations = [os.path.dirname(origin)]
         spec.cached = cached
         return spec
+
+
+# typer's modules whose functions carry annotations that nothing reads at run time (``Annotated[..., Doc("...")]``
+# for each parameter of ``typer.Option``, ``Typer.command``...: typing builds ~1,000 of them at each import, ~0.011 G
+# instructions of a start); typer reads the annotations of the command line's functions, not these. A module that
+# reads its own annotations (typer.completion's placeholder function) is not among them.
+POSTPONED_ANNOTATIONS = frozenset({"typer.params", "typer.main", "typer.core", "typer.models", "typer.utils",
+                                   "typer._param_types"})
+
+
+class PostponedAnnotations:
+    """A finder first on ``sys.meta_path`` for the modules of ``POSTPONED_ANNOTATIONS``: the spec the finders after
+    it give, loaded by ``PostponedAnnotationsLoader`` when it is a plain source file's. Each function and class of
+    the module is what its source makes, its annotations apart: they are the text of the source (``typing.
+    get_type_hints`` evaluates them to the objects the module made before, ``tests/test_codecache.py``)."""
+
+    def __init__(self, cache: CodeCache) -> None:
+        self.cache = cache
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in POSTPONED_ANNOTATIONS:
+            return None
+        from importlib.machinery import SourceFileLoader
+
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(name, path, target)
+            if spec is None:
+                continue
+            if type(spec.loader) is SourceFileLoader and spec.origin == spec.loader.path:
+                spec.loader = _postponed_loader()(spec.loader.name, spec.loader.path)
+                spec.loader.cache = self.cache
+            return spec
+        return None
+
+
+_postponed_loader_type = None
+
+
+def _postponed_loader():
+    """The loader class: a source file's, its code compiled with the annotations postponed and kept in the cache."""
+    global _postponed_loader_type
+    if _postponed_loader_type is None:
+        from importlib.machinery import SourceFileLoader
+
+        class PostponedAnnotationsLoader(SourceFileLoader):
+            cache: CodeCache
+
+            def get_code(self, fullname):
+                import __future__
+
+                path = self.get_filename(fullname)
+                try:
+                    status = os.stat(path)
+                except OSError:
+                    return super().get_code(fullname)
+                key = ("postponed", path, status.st_mtime_ns, status.st_size)
+                code = self.cache.get(key)
+                if type(code) is not type(self.get_code.__code__):
+                    code = compile(self.get_data(path), path, "exec", dont_inherit=True,
+                                   flags=__future__.annotations.compiler_flag)
+                    self.cache.add(key, code)
+                return code
+
+        _postponed_loader_type = PostponedAnnotationsLoader
+    return _postponed_loader_type
 
 
 def _module_files_key() -> tuple | None:
@@ -277,6 +349,8 @@ def _record_module_files(cache: CodeCache) -> None:
         spec = module.__dict__.get("__spec__")
         loader = getattr(spec, "loader", None)
         kind = type(loader)
+        if kind is _postponed_loader_type:  # (a source file all the same; the finder compiles it as it did)
+            kind = SourceFileLoader
         if (kind is not SourceFileLoader and kind is not ExtensionFileLoader) or spec.name != name:
             continue
         origin = spec.origin

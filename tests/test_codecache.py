@@ -193,3 +193,56 @@ def test_a_map_of_another_layout_is_ignored(tmp_path, monkeypatch):
     monkeypatch.setattr(codecache, "_module_files", None)
     codecache._install_module_finder(cache)
     assert sys.meta_path == meta_path and codecache._module_files is None
+
+
+TYPER_PROBE = r'''
+import importlib, inspect, json, re, sys, typing
+from templater import codecache
+cache = codecache.install()
+import typer
+out = {}
+for name in sorted(codecache.POSTPONED_ANNOTATIONS):
+    module = importlib.import_module(name)
+    functions = []
+    for attr, value in vars(module).items():
+        if inspect.isfunction(value) and value.__module__ == name:
+            functions.append((attr, value))
+        elif inspect.isclass(value) and value.__module__ == name:
+            functions += [(f"{attr}.{key}", item) for key, item in vars(value).items() if inspect.isfunction(item)]
+    for qualified, function in functions:
+        try:
+            hints = repr(typing.get_type_hints(function, include_extras=True))
+        except Exception as error:  # (a name imported for type checkers only: the same either way)
+            hints = type(error).__name__
+        texts = [isinstance(a, str) for a in function.__annotations__.values()]
+        out[f"{name}.{qualified}"] = [hints, all(texts) if texts else None, function.__doc__,
+                                      re.sub(" at 0x[0-9a-f]+", "", repr(function.__defaults__)),
+                                      sorted(function.__kwdefaults__ or ())]
+out["loaders"] = sorted({type(sys.modules[name].__spec__.loader).__name__ for name in codecache.POSTPONED_ANNOTATIONS})
+if cache is not None:
+    out["saved"] = codecache.save()
+print(json.dumps(out))
+'''
+
+
+def test_typer_s_modules_with_postponed_annotations_are_typer_s_modules(tmp_path):
+    """typer's modules of POSTPONED_ANNOTATIONS, loaded through the cache (compiled, then kept), hold each function
+    of typer's with its defaults and docstring, and its annotations as text that evaluates to the objects typer
+    makes without the cache."""
+    def run(**env):
+        environment = {name: value for name, value in os.environ.items() if name != codecache.ENV}
+        environment.update(TEMPLATER_CACHE=str(tmp_path), **env)
+        done = subprocess.run([sys.executable, "-c", TYPER_PROBE], cwd=ROOT, env=environment, capture_output=True,
+                              text=True, check=True)
+        return json.loads(done.stdout)
+
+    plain, first, second = run(**{codecache.ENV: "0"}), run(), run()
+    assert first.pop("saved") is True and second.pop("saved") is False  # compiled once, then read
+    assert plain.pop("loaders") == ["SourceFileLoader"]
+    assert first.pop("loaders") == second.pop("loaders") == ["PostponedAnnotationsLoader"]
+    assert first == second and first.keys() == plain.keys() and len(plain) > 100
+    annotated = [name for name, (_, texts, *_) in plain.items() if texts is not None]
+    assert len(annotated) > 50 and not any(plain[name][1] for name in annotated)  # objects without the cache
+    assert all(first[name][1] for name in annotated)  # text with it
+    assert {name: [hints, *rest] for name, (hints, _, *rest) in first.items()} == \
+        {name: [hints, *rest] for name, (hints, _, *rest) in plain.items()}
