@@ -25,6 +25,9 @@ attribute read), with two additions:
   one that these are all the names numpy's modules take from it at import); a module taking another name from
   ``numpy.linalg`` at import just runs it there, as without this.
 
+typer's ``difflib`` (its close-match suggestion for a misspelt command) and ``typer.completion`` (shell completion,
+for an app that asks for it) are forwarded the same way (``TYPER_IMPORTERS``), in any typer version.
+
 Each module runs as it would have, only later: what it computes is the same. A module whose compiled part cannot
 be found (``NEEDS``: ``ctypes`` without ``_ctypes``...) is imported at once as before, so that an importer's
 ``try: import ctypes / except ImportError`` still sees the error. Imported by the command line only, run as the
@@ -50,6 +53,12 @@ NUMPY_DEFERRED = ("numpy._core._internal", "numpy._core._dtype_ctypes", "numpy.l
 NUMPY_LINALG_IMPORTERS = {"numpy.matrixlib.defmatrix": ("matrix_power",),
                           "numpy.lib._polynomial_impl": ("eigvals", "inv", "lstsq")}
 NUMPY_MAJORS = ("2",)
+# typer's modules that take a function by name at their top from a module they use in one case only: typer.core
+# suggests close command names after a misspelt one (difflib's ``get_close_matches``), typer.main sets up shell
+# completion (typer.completion, with its shells' classes) for an app that asks for it; forwarded as numpy.linalg's
+# are (any other name taken at import just runs the module there)
+TYPER_IMPORTERS = {"difflib": {"typer.core": ("get_close_matches",)},
+                   "typer.completion": {"typer.main": ("get_completion_inspect_parameters",)}}
 
 _plain_module = type(sys)
 _module_dict = _plain_module.__dict__["__dict__"].__get__  # a module's namespace, read without its __getattribute__
@@ -102,7 +111,7 @@ def _restore(name) -> None:
     if not stand_ins:
         return
     module = sys.modules.get(name)
-    for importer_name, names in NUMPY_LINALG_IMPORTERS.items():
+    for importer_name, names in TYPER_IMPORTERS.get(name, NUMPY_LINALG_IMPORTERS).items():
         importer = sys.modules.get(importer_name)
         for attr in names:
             if importer is not None and attr in stand_ins and getattr(importer, attr, None) is stand_ins[attr]:
@@ -155,6 +164,9 @@ def deferred_names(modules, numpy_major: str | None) -> dict[str, tuple[str, ...
     """The modules to defer (name -> the names forwarded): those not loaded yet; ``numpy.linalg`` under a numpy
     major checked, when numpy is not loaded yet (the docstring stand-ins of cli may be in ``modules``)."""
     names = {name: () for name in DEFERRED if name not in modules}
+    for name, importers in TYPER_IMPORTERS.items():
+        if name not in modules and not any(importer in modules for importer in importers):
+            names[name] = tuple(sorted({attr for found in importers.values() for attr in found}))
     if numpy_major in NUMPY_MAJORS and "numpy" not in modules and "numpy.linalg" not in modules:
         names["numpy.linalg"] = tuple(sorted({name for found in NUMPY_LINALG_IMPORTERS.values() for name in found}))
         names.update((name, ()) for name in NUMPY_DEFERRED if name not in modules)

@@ -14,7 +14,7 @@ from pathlib import Path
 import cli
 from templater import deferred
 
-WATCHED = (*deferred.DEFERRED, *deferred.NUMPY_DEFERRED, "numpy.linalg", "numpy._typing")
+WATCHED = (*deferred.DEFERRED, *deferred.NUMPY_DEFERRED, *deferred.TYPER_IMPORTERS, "numpy.linalg", "numpy._typing")
 
 EXTRACT_PROBE = """
 import json, sys
@@ -137,13 +137,14 @@ def test_the_forwarded_names_are_all_that_numpy_takes_from_its_linear_algebra_at
 def test_what_is_deferred_and_when():
     """numpy.linalg only under a numpy major checked and before numpy loads (cli's docstring stand-ins aside);
     modules loaded already are left alone."""
-    everything, numpys = set(deferred.DEFERRED), {"numpy.linalg", *deferred.NUMPY_DEFERRED}
+    everything, numpys = {*deferred.DEFERRED, *deferred.TYPER_IMPORTERS}, {"numpy.linalg", *deferred.NUMPY_DEFERRED}
     assert set(deferred.deferred_names({}, "2")) == everything | numpys
     assert set(deferred.deferred_names({}, "1")) == everything
     assert set(deferred.deferred_names({}, None)) == everything
     assert set(deferred.deferred_names({"numpy": object()}, "2")) == everything
     assert set(deferred.deferred_names(dict.fromkeys(cli.NUMPY_DOCSTRING_MODULES), "2")) == everything | numpys
     assert "pickle" not in deferred.deferred_names({"pickle": object()}, "2")
+    assert "difflib" not in deferred.deferred_names({"typer.core": object()}, "2")  # (its importer ran already)
 
 
 def test_a_module_whose_compiled_part_is_missing_is_imported_at_once(monkeypatch):
@@ -274,3 +275,15 @@ def test_the_program_s_help_builds_no_command_s_options():
     assert runs[0].stdout == runs[1].stdout and runs[0].stdout.startswith("Usage: ")
     assert set(eval(runs[0].stderr)) == {"main_options", "_show_version"}  # the group's own option (--version) only
     assert "'extract'" in runs[1].stderr and "'dups'" in runs[1].stderr
+
+
+def test_typer_s_suggestion_runs_difflib_on_first_use_and_gives_typer_s_words():
+    """Run as the program, typer's close-match suggestion for a misspelt command runs the deferred difflib at its
+    call, prints typer's words, and typer.core holds difflib's own function after; typer.completion never runs."""
+    probe = ("import sys\nsys.argv = ['templater', 'extrat']\nimport cli\ntry:\n    cli.main()\n"
+             "except SystemExit as e:\n    code = e.code\nimport difflib, typer.core\nfrom templater import deferred\n"
+             "print(code, typer.core.get_close_matches is difflib.get_close_matches, deferred.ran('typer.completion'),"
+             " file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert "No such command 'extrat'. Did you mean 'extract'?" in done.stderr
+    assert done.stderr.splitlines()[-1] == "2 True False"
