@@ -457,6 +457,7 @@ class _SignatureSource:
         self.pair_similarity: dict[tuple[int, int], float] = {}
         self.pair_jaccard: dict[tuple[int, int], float] = {}
         self.verdicts: dict[tuple[int, int], bool] = {}  # (a, b) -> ``passing``'s verdict, given once
+        self.held: _HeldSets | None = None  # the sets of a batch's candidates as one array (``hold``)
 
     @functools.cached_property
     def rows(self) -> dict[int, np.ndarray]:
@@ -517,14 +518,40 @@ class _SignatureSource:
         known.update(zip(pairs, ok.tolist()))
         return ok
 
+    def hold(self, docs: Sequence[int], blobs: Sequence[bytes]) -> None:
+        """Hold the verification sets of stored pages (``blobs``: each as stored, read with ``docs``) and the batch's
+        own (``sets``) as one array of comparable sets (``_HeldSets``), which ``passing`` measures pairs on: a batch's
+        candidates are thousands of stored pages, each measured once, and this takes no array and no Python step a
+        set (only sets not stored ascending, or longer than the sample, are made comparable one by one)."""
+        given = set(docs)
+        mine = [d for d in self.sets if d not in given]
+        dtype = np.uint32 if self.settings.hash_bits == 32 else np.uint64
+        self.held = _HeldSets([*mine, *docs], [*[self.sets[d].astype(dtype, copy=False).tobytes() for d in mine],
+                                                *blobs], self.settings)
+
     def _measured(self, a: np.ndarray, b: np.ndarray,
                   pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
         """(similarity, Jaccard (None when ``accepted`` never asks for it), the smaller comparable set's size) of
-        each pair (a[i], b[i]) = pairs[i], measured by the compiled ``templater._pairs`` PAIR_CHUNK pairs a call,
-        in arrays where ``similarity``, ``_jaccard`` and ``_smaller`` go pair by pair through their caches (a batch's
-        candidates are hundreds of pairs, measured once: the same values, which are kept as they keep them)."""
-        self._load_sorted(set(a.tolist()) | set(b.tolist()))
+        each pair (a[i], b[i]) = pairs[i], measured by the compiled ``templater._pairs`` (on the held sets when they
+        hold every pair's, else PAIR_CHUNK pairs a call on sets copied for it), in arrays where ``similarity``,
+        ``_jaccard`` and ``_smaller`` go pair by pair through their caches (a batch's candidates are thousands of
+        pairs, measured once: the same values, which are kept as they keep them)."""
         jaccard_too = self._jaccard_asked
+        numbers = self.held.numbers(np.concatenate((a, b))) if self.held is not None else None
+        if numbers is not None:
+            held = self.held
+            sims, *rest = _pair_values(held.hashes, held.offsets, numbers[:len(a)], numbers[len(a):], self.settings,
+                                       jaccard=False, jaccard_too=jaccard_too)
+            # kept for the pairs that reach a threshold (clustering asks again for some of them); another pair asked
+            # for again is measured again on the held sets (its verdict is kept by ``passing``)
+            near = np.flatnonzero(sims >= min(float(self.settings.threshold),
+                                              float(self.settings.cross_site_threshold))).tolist()
+            self.pair_similarity.update((pairs[i], float(sims[i])) for i in near)
+            if jaccard_too:
+                self.pair_jaccard.update((pairs[i], float(rest[0][i])) for i in near)
+            sizes = held.sizes[numbers]
+            return sims, rest[0] if jaccard_too else None, np.minimum(sizes[:len(a)], sizes[len(a):])
+        self._load_sorted(set(a.tolist()) | set(b.tolist()))
         parts = [self._compiled_measures(part, jaccard=False, jaccard_too=jaccard_too)
                  for part in _chunks(pairs, PAIR_CHUNK)]
         sims = np.concatenate([part[0] for part in parts])
@@ -536,9 +563,13 @@ class _SignatureSource:
         return sims, jaccards, self._smaller(a, b)
 
     def _load_sorted(self, docs: set[int]) -> None:
-        """The comparable sets of ``docs`` in ``sorted`` (their stored sets read where not held)."""
-        self.sets.update(stored_sets(self.db, [d for d in docs if d not in self.sets], self.settings))
+        """The comparable sets of ``docs`` in ``sorted`` (from the held sets, else their stored sets, read where not
+        given)."""
         new = sorted(docs - self.sorted.keys())
+        if self.held is not None and new:
+            self.sorted.update(self.held.views(new))
+            new = [d for d in new if d not in self.sorted]
+        self.sets.update(stored_sets(self.db, [d for d in new if d not in self.sets], self.settings))
         self.sorted.update(zip(new, comparable_sets([self.sets[doc] for doc in new], self.settings)))
 
     def _same_where_needed(self, a: np.ndarray, b: np.ndarray, sims: np.ndarray) -> np.ndarray:
@@ -619,12 +650,8 @@ class _SignatureSource:
         offsets = np.zeros(len(docs) + 1, dtype=np.int64)
         np.cumsum([len(h) for h in sets], out=offsets[1:])
         a, b = numbers[0::2].astype(np.int64), numbers[1::2].astype(np.int64)
-        sample = self.settings.sample if self.settings.verify == "sample" else 0
-        hashes = np.concatenate(sets).astype(dtype, copy=False)
-        flags = [int(jaccard or self.settings.measure == "jaccard")] + ([1] if jaccard_too else [])
-        return [np.frombuffer(native.pairs.pair_measures(hashes, offsets, a, b, np.dtype(dtype).itemsize, sample,
-                                                         self.settings.sample_min_hashes, flag), dtype=np.float64)
-                for flag in flags]
+        return _pair_values(np.concatenate(sets).astype(dtype, copy=False), offsets, a, b, self.settings,
+                            jaccard=jaccard, jaccard_too=jaccard_too)
 
     def similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         if self.settings.verify == "estimate":
@@ -634,6 +661,73 @@ class _SignatureSource:
     def _set_similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         self._load_sorted(set(a.tolist()) | set(b.tolist()))
         return self._pairs(a, b, self.pair_similarity, set_similarity)
+
+
+def _pair_values(hashes: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: np.ndarray, settings: ShingleSettings, *,
+                 jaccard: bool, jaccard_too: bool) -> list[np.ndarray]:
+    """[``set_similarity`` (``set_jaccard`` when ``jaccard``) of the comparable sets numbered ``a[i]``, ``b[i]`` in
+    ``hashes`` (set n is hashes[offsets[n]:offsets[n + 1]])], and their ``set_jaccard`` after it with ``jaccard_too``
+    (containment's: both from one merge of each pair's sets), by one call of the compiled ``templater._pairs``."""
+    sample = settings.sample if settings.verify == "sample" else 0
+    flag = int(jaccard or settings.measure == "jaccard")
+    both = jaccard_too and not flag
+    values = np.frombuffer(native.pairs.pair_measures(hashes, offsets, a, b, hashes.itemsize, sample,
+                                                      settings.sample_min_hashes, 2 if both else flag),
+                           dtype=np.float64)
+    if both:
+        return [values[:len(a)], values[len(a):]]
+    return [values, values] if jaccard_too else [values]
+
+
+class _HeldSets:
+    """Verification sets as ``comparable_set`` makes them, end to end in one array (``hashes``; set n is
+    hashes[offsets[n]:offsets[n + 1]], ``sizes[n]`` long), found by doc (``numbers``)."""
+
+    def __init__(self, docs: Sequence[int], blobs: Sequence[bytes], settings: ShingleSettings):
+        dtype = np.uint32 if settings.hash_bits == 32 else np.uint64
+        width = np.dtype(dtype).itemsize
+        hashes = np.frombuffer(b"".join(blobs), dtype=dtype)
+        sizes = np.fromiter(map(len, blobs), dtype=np.int64, count=len(blobs)) // width
+        offsets = np.zeros(len(blobs) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        # a set is comparable as stored when it rises strictly (sorted, distinct) and, verifying by sample, holds at
+        # most ``sample`` hashes: every stored sample; the others are made so one by one (``comparable_sets``)
+        falls = np.flatnonzero(hashes[1:] <= hashes[:-1]) + 1  # (positions whose hash does not rise from the one
+        # before: a fall within a set, or a set's first hash)
+        bad = np.searchsorted(offsets, falls, side="right") - 1
+        bad = bad[offsets[bad] != falls]
+        if settings.verify == "sample":
+            bad = np.concatenate((bad, np.flatnonzero(sizes > settings.sample)))
+        if len(bad):
+            sets = [hashes[offsets[n]:offsets[n + 1]] for n in range(len(blobs))]
+            fix = np.unique(bad).tolist()
+            for n, made in zip(fix, comparable_sets([sets[n] for n in fix], settings)):
+                sets[n] = made
+            sizes = np.fromiter(map(len, sets), dtype=np.int64, count=len(sets))
+            np.cumsum(sizes, out=offsets[1:])
+            hashes = np.concatenate(sets).astype(dtype, copy=False) if sets else hashes
+        docs = np.asarray(docs, dtype=np.int64)
+        self.order = np.argsort(docs, kind="stable")
+        self.docs = docs[self.order]
+        self.hashes, self.offsets, self.sizes = hashes, offsets, sizes
+
+    def numbers(self, docs: np.ndarray) -> np.ndarray | None:
+        """The set number of each doc, or None when a doc's set is not held."""
+        if not len(self.docs):
+            return None if len(docs) else np.zeros(0, np.int64)
+        at = np.minimum(np.searchsorted(self.docs, docs), len(self.docs) - 1)
+        return self.order[at] if (self.docs[at] == docs).all() else None
+
+    def views(self, docs: Sequence[int]) -> dict[int, np.ndarray]:
+        """doc -> its held set (a view), for the ``docs`` held."""
+        wanted = np.asarray(docs, dtype=np.int64)
+        if not len(self.docs) or not len(wanted):
+            return {}
+        at = np.minimum(np.searchsorted(self.docs, wanted), len(self.docs) - 1)
+        found = self.docs[at] == wanted
+        offsets = self.offsets
+        return {d: self.hashes[offsets[n]:offsets[n + 1]]
+                for d, n in zip(wanted[found].tolist(), self.order[at[found]].tolist())}
 
 
 # --- adding pages ----------------------------------------------------------------------------------------------
@@ -1789,28 +1883,28 @@ def _verified_edges(db: sqlite_utils.Database, pairs: np.ndarray, docs: np.ndarr
         return [], {}
     x, y = codes >> PAIR_SHIFT, codes & ((1 << PAIR_SHIFT) - 1)
     old = sorted_set(y[~np.isin(y, docs)])
-    cluster_of: dict[int, int] = {}
-    # the partners' clusters, sites and sets in one statement (verification needs every partner's site and set)
+    # the partners' clusters and sets in one statement, taken column by column: no Python step a partner
+    # (verification needs every partner's set; the URLs of the few whose similarity reaches a threshold are read
+    # when their sites are asked for, ``_same_where_needed``)
     sets = source.settings.verify != "estimate"
-    dtype = np.uint32 if source.settings.hash_bits == 32 else np.uint64
-    older: list[int] = []  # stored before migration 7: their sets are in lsh_shingles
-    for doc, cluster, url, blob in _select_in(
-            db, f"SELECT doc, cluster, url, {'hashes' if sets else 'NULL'} FROM lsh_signatures WHERE doc IN ({{ids}})",
-            old.tolist()):
-        cluster_of[doc] = cluster
-        source.urls.setdefault(doc, url)  # (its site made when a verdict needs it: ``_same_where_needed``)
-        if sets and doc not in source.sets:
-            if blob is None:
-                older.append(doc)
-            else:
-                source.sets[doc] = np.frombuffer(blob, dtype=dtype)
-    if older:
-        source.sets.update(stored_sets(db, sorted(set(older)), source.settings))
-    group = np.array([cluster_of.get(d, d) for d in y.tolist()], dtype=np.int64)
+    rows = _select_in(db, f"SELECT doc, cluster, {'hashes' if sets else 'NULL'} FROM lsh_signatures"
+                          " WHERE doc IN ({ids})", old.tolist())
+    row_docs, clusters, blobs = zip(*rows) if rows else ((), (), ())
+    if sets:
+        older = [doc for doc, blob in zip(row_docs, blobs) if blob is None]  # stored before migration 7: their sets
+        if older:  # are in lsh_shingles
+            kept = stored_sets(db, older, source.settings)
+            blobs = [kept[doc].tobytes() if blob is None else blob for doc, blob in zip(row_docs, blobs)]
+        source.hold(row_docs, blobs)
+    stored, cluster_of = np.array(row_docs, dtype=np.int64), np.array(clusters, dtype=np.int64)
+    order = np.argsort(stored)
+    stored, cluster_of = stored[order], cluster_of[order]
+    at = np.minimum(np.searchsorted(stored, y), max(len(stored) - 1, 0))
+    group = np.where(stored[at] == y, cluster_of[at], y) if len(stored) else y.copy()  # (a new page is its own group)
     found = _first_passing(x, group, y, shared, source)
     # the sizes of the clusters an edge reaches: joining and the references need no other (most candidates fail, and
     # the clusters of the pages they name were read, with each one's references, for nothing)
-    labels = set(cluster_of.values())
+    labels = set(clusters)
     return found, _cluster_sizes(db, sorted({g for _, g, _ in found if g in labels}))
 
 

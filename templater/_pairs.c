@@ -1,6 +1,7 @@
 /* templater._pairs: the near-duplicate index's verification measure of many candidate pairs in one call.
 
-pair_measures(hashes, offsets, a, b, width, sample, min_hashes, jaccard) -> bytes (float64, one per pair)
+pair_measures(hashes, offsets, a, b, width, sample, min_hashes, jaccard) -> bytes (float64, one per pair; two with
+    jaccard = 2)
 
 ``hashes``: every set's ``comparable_set`` array (sorted, distinct; ``width`` bytes a hash: 4 or 8) end to end;
 ``offsets`` (int64): set i is hashes[offsets[i]:offsets[i + 1]]; ``a``, ``b`` (int64): the pairs' set numbers.
@@ -10,7 +11,8 @@ sample; ``min_hashes``: below it a containment estimate is no verdict, 0.0) or v
 containment |A & B| / min(|A|, |B|), or Jaccard |A & B| / |A | B|; two empty sets are identical (1.0), one empty set
 shares nothing (0.0). The same integer counts and the same one division as the Python functions, which stay the
 definition and the test oracle (tests/test_lsh.py); a merge of the two sorted arrays instead of a binary search of
-every hash, without numpy's per-call cost (about 20 numpy calls a pair in Python). 
+every hash, without numpy's per-call cost (about 20 numpy calls a pair in Python). With ``jaccard`` = 2 both, from
+one merge of the two sets (containment's value of every pair, then the Jaccard of every pair).
 
 The band index's kernels (store/lsh.py keeps the numpy definitions, the fallback without this build, which a test holds
 these to bit for bit):
@@ -52,8 +54,32 @@ static Py_ssize_t count_upto(const char *base, Py_ssize_t n, uint64_t cut, int w
     return low;
 }
 
-static double measure(const char *pa, Py_ssize_t na, const char *pb, Py_ssize_t nb, int width, Py_ssize_t sample,
-                      Py_ssize_t min_hashes, int jaccard) {
+/* How many hashes two sorted distinct arrays share: a merge without branches (the next of each array is taken as a
+comparison's result, not as a jump the processor must guess: half the guesses fail on two sets that share half their
+hashes). */
+#define SHARED(name, type)                                                                                            \
+    static Py_ssize_t name(const char *pa, Py_ssize_t na, const char *pb, Py_ssize_t nb) {                           \
+        Py_ssize_t i = 0, j = 0, inter = 0;                                                                           \
+        while (i < na && j < nb) {                                                                                    \
+            type x, y;                                                                                                \
+            memcpy(&x, pa + i * sizeof(type), sizeof(type));                                                          \
+            memcpy(&y, pb + j * sizeof(type), sizeof(type));                                                          \
+            inter += x == y;                                                                                          \
+            i += x <= y;                                                                                              \
+            j += y <= x;                                                                                              \
+        }                                                                                                             \
+        return inter;                                                                                                 \
+    }
+SHARED(shared4, uint32_t)
+SHARED(shared8, uint64_t)
+
+/* What both measures of a pair count: the two sets' sizes as compared (*na, *nb: cut at the smaller largest hash of a
+full sample) and their shared hashes (*inter). Returns 1 when a containment estimate would rest on fewer than
+``min_hashes`` hashes of a sample (no verdict: containment 0.0; Jaccard is counted all the same), else 0. */
+static int pair_counts(const char *pa, Py_ssize_t *na_, const char *pb, Py_ssize_t *nb_, int width, Py_ssize_t sample,
+                       Py_ssize_t min_hashes, Py_ssize_t *inter_) {
+    Py_ssize_t na = *na_, nb = *nb_;
+    int short_sample = 0;
     if (sample > 0) {
         int full_a = na >= sample, full_b = nb >= sample;
         if (full_a || full_b) {
@@ -65,32 +91,27 @@ static double measure(const char *pa, Py_ssize_t na, const char *pb, Py_ssize_t 
                 cut = full_a ? at(pa, na - 1, width) : at(pb, nb - 1, width);
             }
             Py_ssize_t below_a = count_upto(pa, na, cut, width), below_b = count_upto(pb, nb, cut, width);
-            if (!jaccard) {
-                /* min((below_a, len_a), (below_b, len_b)) as Python compares tuples */
-                int first = below_a < below_b || (below_a == below_b && na <= nb);
-                Py_ssize_t small = first ? below_a : below_b, whole = first ? na : nb;
-                if (small < min_hashes && small < whole)
-                    return 0.0;
-            }
+            /* min((below_a, len_a), (below_b, len_b)) as Python compares tuples */
+            int first = below_a < below_b || (below_a == below_b && na <= nb);
+            Py_ssize_t small = first ? below_a : below_b, whole = first ? na : nb;
+            short_sample = small < min_hashes && small < whole;
             na = below_a;
             nb = below_b;
         }
     }
+    Py_ssize_t inter = width == 4 ? shared4(pa, na, pb, nb) : shared8(pa, na, pb, nb);
+    *na_ = na;
+    *nb_ = nb;
+    *inter_ = inter;
+    return short_sample;
+}
+
+/* containment (jaccard = 0) or Jaccard (jaccard = 1) from ``pair_counts`` */
+static double ratio(Py_ssize_t na, Py_ssize_t nb, Py_ssize_t inter, int short_sample, int jaccard) {
+    if (!jaccard && short_sample)
+        return 0.0;
     if (na == 0 || nb == 0)
         return na == nb ? 1.0 : 0.0;
-    Py_ssize_t i = 0, j = 0, inter = 0;
-    while (i < na && j < nb) {
-        uint64_t x = at(pa, i, width), y = at(pb, j, width);
-        if (x < y)
-            i++;
-        else if (y < x)
-            j++;
-        else {
-            inter++;
-            i++;
-            j++;
-        }
-    }
     if (jaccard)
         return (double)inter / (double)(na + nb - inter);
     return (double)inter / (double)(na < nb ? na : nb);
@@ -103,8 +124,8 @@ static PyObject *pair_measures(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*y*y*y*inni", &hashes, &offsets, &a, &b, &width, &sample, &min_hashes, &jaccard))
         return NULL;
     PyObject *out = NULL;
-    if ((width != 4 && width != 8) || hashes.len % width || offsets.len % 8 || offsets.len < 8 || a.len % 8 ||
-        a.len != b.len) {
+    if ((width != 4 && width != 8) || jaccard < 0 || jaccard > 2 || hashes.len % width || offsets.len % 8 ||
+        offsets.len < 8 || a.len % 8 || a.len != b.len) {
         PyErr_SetString(PyExc_ValueError, "pair_measures: bad buffer sizes");
         goto done;
     }
@@ -116,7 +137,7 @@ static PyObject *pair_measures(PyObject *self, PyObject *args) {
             goto done;
         }
     }
-    out = PyBytes_FromStringAndSize(NULL, count * 8);
+    out = PyBytes_FromStringAndSize(NULL, (jaccard == 2 ? 2 : 1) * count * 8);
     if (!out)
         goto done;
     double *values = (double *)PyBytes_AS_STRING(out);
@@ -128,8 +149,15 @@ static PyObject *pair_measures(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "pair_measures: set number out of range");
             goto done;
         }
-        values[k] = measure(base + off[x] * width, off[x + 1] - off[x], base + off[y] * width, off[y + 1] - off[y],
-                            width, sample, min_hashes, jaccard);
+        Py_ssize_t na = off[x + 1] - off[x], nb = off[y + 1] - off[y], inter;
+        int short_sample = pair_counts(base + off[x] * width, &na, base + off[y] * width, &nb, width, sample,
+                                       min_hashes, &inter);
+        if (jaccard == 2) {  /* both, from one count: containment values, then Jaccard values */
+            values[k] = ratio(na, nb, inter, short_sample, 0);
+            values[count + k] = ratio(na, nb, inter, short_sample, 1);
+        } else {
+            values[k] = ratio(na, nb, inter, short_sample, jaccard);
+        }
     }
 done:
     PyBuffer_Release(&hashes);

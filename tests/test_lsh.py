@@ -867,6 +867,15 @@ def test_compiled_pair_measures_equal_the_python_measures(shapes, verify, measur
     # the Jaccard measured on the sets copied for the similarity: the same values as on their own
     assert [v.tolist() for v in source._compiled_measures(pairs, jaccard=False, jaccard_too=True)] == \
         [expected[False], expected[True]]
+    # both from one merge of each pair (flag 2): the containment values, then the Jaccard values
+    if measure == "containment":
+        docs = sorted(source.sorted)
+        hashes = np.concatenate([source.sorted[d] for d in docs]).astype(dtype)
+        offsets = np.r_[0, np.cumsum([len(source.sorted[d]) for d in docs])].astype(np.int64)
+        a, b = (np.array([docs.index(p[side]) for p in pairs], dtype=np.int64) for side in (0, 1))
+        both = native.pairs.pair_measures(hashes, offsets, a, b, hashes.itemsize, settings.sample if verify == "sample"
+                                          else 0, min_hashes, 2)
+        assert np.frombuffer(both, dtype=np.float64).tolist() == expected[False] + expected[True]
 
 
 @pytest.mark.skipif(lsh._kernels() is None, reason="templater._pairs is not built")
@@ -1201,6 +1210,66 @@ def test_sites_asked_only_where_a_verdict_needs_them(pairs, threshold, cross, sa
     assert verdicts(needed._same_where_needed(a, b, sims)).tolist() == verdicts(everything.same(a, b)).tolist()
     low = min(settings.threshold, settings.cross_site_threshold)
     assert set(needed.sites) == set(a[sims >= low].tolist()) | set(b[sims >= low].tolist())
+
+
+@pytest.mark.skipif(native.pairs is None, reason="templater._pairs is not built")
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40), st.integers(0, 40), st.booleans(), st.booleans()),
+                min_size=1, max_size=10),
+       st.sampled_from(["sample", "exact"]), st.sampled_from(["containment", "jaccard"]), st.sampled_from([0.0, 0.5]),
+       st.sampled_from([32, 64]), st.integers(0, 2**32 - 1))
+@hsettings(max_examples=80, deadline=None)
+def test_held_sets_give_the_measures_and_verdicts_of_the_sets_one_by_one(shapes, verify, measure, resemblance, bits,
+                                                                          seed):
+    """The sets held as one array (``hold``: stored blobs and the batch's own sets) give every pair the similarity,
+    Jaccard, smaller size and verdict that the sets taken one by one give, whatever the stored form: samples as stored
+    (ascending), sets out of order or with repeats, longer than the sample, empty; and the views ``sorted`` takes
+    from them are ``comparable_set``'s. A pair whose set is not held is measured from the sets as before."""
+    settings = ShingleSettings(verify=verify, measure=measure, sample=16, resemblance=resemblance, hash_bits=bits,
+                               same_site_jaccard=0.0 if resemblance == 0.0 else SAMPLED.same_site_jaccard,
+                               resemblance_min_shingles=5)
+    rng = np.random.default_rng(seed)
+    dtype = np.uint32 if bits == 32 else np.uint64
+    sets: dict[int, np.ndarray] = {}
+    for i, (shared, only_a, only_b, shuffled, repeated) in enumerate(shapes):
+        common = rng.integers(0, 300, size=shared, dtype=np.uint64)
+        for doc, only in ((2 * i, only_a), (2 * i + 1, only_b)):
+            hashes = np.concatenate((common, rng.integers(0, 2**32, size=only, dtype=np.uint64))).astype(dtype)
+            hashes = np.unique(hashes) if not shuffled else rng.permutation(hashes)
+            sets[doc] = np.concatenate((hashes, hashes[:2])) if repeated else hashes
+    docs = sorted(sets)
+    pairs = [(x, y) for x in docs for y in docs if x % 3 == 0 or y % 2 == 0]
+    a, b = (np.array(side, dtype=np.int64) for side in zip(*pairs))
+    urls = [f"https://{'ab'[d % 2]}.example/{d}" for d in docs]
+    batch = docs[:len(docs) // 2]
+    one_by_one = lsh._SignatureSource(None, settings, np.array(docs), np.zeros((len(docs), 4), np.uint32), sets, urls)
+    held = lsh._SignatureSource(None, settings, np.array(docs), np.zeros((len(docs), 4), np.uint32),
+                                {d: sets[d] for d in batch}, urls)
+    stored = [d for d in docs if d not in batch]
+    held.hold(stored, [sets[d].tobytes() for d in stored])
+    measured = held._measured(a, b, pairs)
+    one_by_one._load_sorted(set(docs))
+    ordered = {d: comparable_set(h, settings) for d, h in sets.items()}
+    assert measured[0].tolist() == [set_similarity(ordered[x], ordered[y], settings) for x, y in pairs]
+    assert measured[2].tolist() == [min(len(ordered[x]), len(ordered[y])) for x, y in pairs]
+    if held._jaccard_asked:
+        assert measured[1].tolist() == [set_jaccard(ordered[x], ordered[y], settings) for x, y in pairs]
+        assert all(held.pair_jaccard[p] == set_jaccard(ordered[p[0]], ordered[p[1]], settings) for p in held.pair_jaccard)
+    assert all(held.pair_similarity[p] == set_similarity(ordered[p[0]], ordered[p[1]], settings)
+               for p in held.pair_similarity)  # (kept for the pairs that reach a threshold, measured again otherwise)
+    assert held.similarities(pairs) == measured[0].tolist()
+    fresh = lsh._SignatureSource(None, settings, np.array(docs), np.zeros((len(docs), 4), np.uint32),
+                                 {d: sets[d] for d in batch}, urls)
+    fresh.hold(stored, [sets[d].tobytes() for d in stored])
+    assert fresh.passing(a, b).tolist() == one_by_one.passing(a, b).tolist()
+    views = held.held.views(docs)
+    assert set(views) == set(docs) and all(np.array_equal(views[d], ordered[d]) for d in docs)
+    assert held.held.numbers(np.array([max(docs) + 1], dtype=np.int64)) is None
+    extra = max(docs) + 1  # a set given after the others were held: its pairs measured from the sets one by one
+    fresh.sets[extra] = one_by_one.sets[extra] = sets[docs[0]]
+    fresh.urls[extra] = one_by_one.urls[extra] = urls[0]
+    a, b = np.full(len(docs), extra), np.array(docs, dtype=np.int64)
+    assert fresh.passing(a, b).tolist() == one_by_one.passing(a, b).tolist()
+    assert fresh.similarity(a, b).tolist() == one_by_one.similarity(a, b).tolist()
 
 
 def test_references_are_read_for_the_clusters_an_edge_reaches_only(tmp_path, monkeypatch):
