@@ -827,27 +827,42 @@ static ALWAYS_INLINE Py_UCS4 code_at(int kind, const void *data, Py_ssize_t j) {
  * after whitespace) and their capitals, the sentence end (the last non-whitespace character), copyright
  * candidates (©, or "yr", or "ll r", case-blind). ``recent`` holds four flags (y, blank, l, whitespace) of each
  * of the last three characters, the latest lowest; it starts as one whitespace character before the text. */
+typedef struct {
+    int64_t punct, digits, spaced, capitals, copyright;
+    unsigned recent;
+    uint16_t last_solid;
+} ShapeRun;
+
+static const ShapeRun SHAPE_START = {0, 0, 0, 0, 0, 8, 0};
+
+static ALWAYS_INLINE void shape_step(ShapeRun *s, uint16_t bits) {
+    unsigned recent = s->recent, solid = !(bits & C_SPACE), starts = solid & (recent >> 3);
+    s->punct += (bits & C_PUNCT) != 0;
+    s->digits += (bits & C_DIGIT) != 0;
+    s->spaced += starts;
+    s->capitals += starts & ((bits & C_UPPER) != 0);
+    s->last_solid = solid ? bits : s->last_solid;
+    s->copyright |= ((bits & C_COPY) != 0) | (((bits & C_R) != 0) & ((recent & 1) | ((recent & 0x442) == 0x442)));
+    s->recent = ((recent << 4) | ((bits & C_Y) != 0) | ((bits & C_BLANK) != 0) << 1 | ((bits & C_L) != 0) << 2
+                 | ((bits & C_SPACE) != 0) << 3) & 0xFFF;
+}
+
+static ALWAYS_INLINE void shape_done(const ShapeRun *s, TextCounts *c) {
+    c->punct = s->punct; c->digits = s->digits; c->spaced = s->spaced; c->capitals = s->capitals;
+    c->copyright = s->copyright;
+    c->sentence_end = (s->last_solid & C_SENTENCE_END) != 0;
+}
+
 static ALWAYS_INLINE int shape_loop(Classes *classes, int kind, const void *data, Py_ssize_t length, TextCounts *c) {
     const uint16_t *table = classes->table;
-    int64_t punct = 0, digits = 0, spaced = 0, capitals = 0, copyright = 0;
-    unsigned recent = 8;
-    uint16_t last_solid = 0;
+    ShapeRun s = SHAPE_START;
     for (Py_ssize_t j = 0; j < length; j++) {
         Py_UCS4 code = code_at(kind, data, j);
         uint16_t bits = table[code];
         if (UNLIKELY(!bits) && class_of(classes, code, &bits) < 0) return -1;
-        unsigned solid = !(bits & C_SPACE), starts = solid & (recent >> 3);
-        punct += (bits & C_PUNCT) != 0;
-        digits += (bits & C_DIGIT) != 0;
-        spaced += starts;
-        capitals += starts & ((bits & C_UPPER) != 0);
-        last_solid = solid ? bits : last_solid;
-        copyright |= ((bits & C_COPY) != 0) | (((bits & C_R) != 0) & ((recent & 1) | ((recent & 0x442) == 0x442)));
-        recent = ((recent << 4) | ((bits & C_Y) != 0) | ((bits & C_BLANK) != 0) << 1 | ((bits & C_L) != 0) << 2
-                  | ((bits & C_SPACE) != 0) << 3) & 0xFFF;
+        shape_step(&s, bits);
     }
-    c->punct = punct; c->digits = digits; c->spaced = spaced; c->capitals = capitals; c->copyright = copyright;
-    c->sentence_end = (last_solid & C_SENTENCE_END) != 0;
+    shape_done(&s, c);
     return 0;
 }
 
@@ -900,13 +915,36 @@ static int title_match(const TitleWord *title, Py_ssize_t n_title, int kind, con
     return 0;
 }
 
-static ALWAYS_INLINE int word_loop(Classes *classes, const TitleWord *title, Py_ssize_t n_title, uint64_t keys,
-                                   int kind, const void *data, Py_ssize_t length, unsigned ascii, TextCounts *c) {
+typedef struct {
+    const TitleWord *title;
+    Py_ssize_t n_title;
+    uint64_t keys;
+} TitleWords;
+
+typedef struct {
+    int64_t words, hits;
+    unsigned in_word;
+    Py_ssize_t start;
+    Py_UCS4 sum;
+} WordRun;
+
+/* One step of the second pass: the character at j (``code``, lower-cased; j == length: the step past the end,
+ * where the last word ends, with word_char 0). */
+static ALWAYS_INLINE void word_step(WordRun *w, const TitleWords *t, int kind, const void *data, unsigned ascii,
+                                    Py_ssize_t j, Py_UCS4 code, unsigned word_char) {
+    unsigned begins = word_char & !w->in_word;
+    w->words += begins;
+    w->start = begins ? j : w->start;
+    w->sum = (begins ? 0 : w->sum) + (word_char ? code : 0);
+    if (UNLIKELY(w->in_word & !word_char & ((t->keys & title_key(j - w->start, w->sum)) != 0)))
+        w->hits += title_match(t->title, t->n_title, kind, data, w->start, j - w->start, w->sum, ascii);
+    w->in_word = word_char;
+}
+
+static ALWAYS_INLINE int word_loop(Classes *classes, const TitleWords *t, int kind, const void *data,
+                                   Py_ssize_t length, unsigned ascii, TextCounts *c) {
     const uint16_t *table = classes->table;
-    int64_t words = 0, hits = 0;
-    unsigned in_word = 0;
-    Py_ssize_t start = 0;
-    Py_UCS4 sum = 0;
+    WordRun w = {0, 0, 0, 0, 0};
     for (Py_ssize_t j = 0; j <= length; j++) {  /* one step past the end, where the last word ends */
         unsigned word_char = 0;
         Py_UCS4 code = 0;
@@ -917,39 +955,64 @@ static ALWAYS_INLINE int word_loop(Classes *classes, const TitleWord *title, Py_
             if (UNLIKELY(!bits) && class_of(classes, code, &bits) < 0) return -1;
             word_char = (bits & C_ALNUM) != 0;
         }
-        unsigned begins = word_char & !in_word;
-        words += begins;
-        start = begins ? j : start;
-        sum = (begins ? 0 : sum) + (word_char ? code : 0);
-        if (UNLIKELY(in_word & !word_char & ((keys & title_key(j - start, sum)) != 0)))
-            hits += title_match(title, n_title, kind, data, start, j - start, sum, ascii);
-        in_word = word_char;
+        word_step(&w, t, kind, data, ascii, j, code, word_char);
     }
-    c->words = words;
-    c->hits = hits;
+    c->words = w.words;
+    c->hits = w.hits;
     return 0;
 }
 
-static NOINLINE int word_counts(Classes *classes, const TitleWord *title, Py_ssize_t n_title, uint64_t keys,
-                                int kind, const void *data, Py_ssize_t length, unsigned ascii, TextCounts *c) {
-    if (kind == PyUnicode_1BYTE_KIND)
-        return word_loop(classes, title, n_title, keys, PyUnicode_1BYTE_KIND, data, length, ascii, c);
-    if (kind == PyUnicode_2BYTE_KIND)
-        return word_loop(classes, title, n_title, keys, PyUnicode_2BYTE_KIND, data, length, ascii, c);
-    return word_loop(classes, title, n_title, keys, PyUnicode_4BYTE_KIND, data, length, ascii, c);
+static NOINLINE int word_counts(Classes *classes, const TitleWords *t, int kind, const void *data,
+                                Py_ssize_t length, unsigned ascii, TextCounts *c) {
+    if (kind == PyUnicode_1BYTE_KIND) return word_loop(classes, t, PyUnicode_1BYTE_KIND, data, length, ascii, c);
+    if (kind == PyUnicode_2BYTE_KIND) return word_loop(classes, t, PyUnicode_2BYTE_KIND, data, length, ascii, c);
+    return word_loop(classes, t, PyUnicode_4BYTE_KIND, data, length, ascii, c);
 }
 
-static int count_text(Classes *classes, const TitleWord *title, Py_ssize_t n_title, uint64_t keys, PyObject *text,
-                      TextCounts *c) {
+/* Both passes in one loop over an ASCII text (a page's text is mostly ASCII): each character read once, its class
+ * bits looked up once. The second pass reads the class of the character lower-cased; taking the word bit from the
+ * character's own class gives the same where the table's C_ALNUM bit of each capital A-Z is its lower-case
+ * letter's, which the caller checks (``ascii_words``) before taking this loop. */
+static NOINLINE int ascii_counts(Classes *classes, const TitleWords *t, const Py_UCS1 *data, Py_ssize_t length,
+                                 TextCounts *c) {
+    const uint16_t *table = classes->table;
+    ShapeRun s = SHAPE_START;
+    WordRun w = {0, 0, 0, 0, 0};
+    for (Py_ssize_t j = 0; j < length; j++) {
+        Py_UCS4 code = data[j];
+        uint16_t bits = table[code];
+        if (UNLIKELY(!bits) && class_of(classes, code, &bits) < 0) return -1;
+        shape_step(&s, bits);
+        word_step(&w, t, PyUnicode_1BYTE_KIND, data, 1, j, code + ((code - 'A' < 26u) << 5), (bits & C_ALNUM) != 0);
+    }
+    word_step(&w, t, PyUnicode_1BYTE_KIND, data, 1, length, 0, 0);
+    shape_done(&s, c);
+    c->words = w.words;
+    c->hits = w.hits;
+    return 0;
+}
+
+/* Whether the table's C_ALNUM bit of each capital A-Z is known and equal to its lower-case letter's (what
+ * ascii_counts takes as given). */
+static int ascii_words(const uint16_t *table) {
+    for (int k = 0; k < 26; k++) {
+        uint16_t upper = table['A' + k], lower = table['a' + k];
+        if (!upper || !lower || ((upper ^ lower) & C_ALNUM)) return 0;
+    }
+    return 1;
+}
+
+static int count_text(Classes *classes, const TitleWords *t, int fused, PyObject *text, TextCounts *c) {
+    if (fused && PyUnicode_IS_ASCII(text))
+        return ascii_counts(classes, t, PyUnicode_1BYTE_DATA(text), PyUnicode_GET_LENGTH(text), c);
     if (shape_counts(classes, PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text), c) < 0)
         return -1;
     if (PyUnicode_IS_ASCII(text))
-        return word_counts(classes, title, n_title, keys, PyUnicode_1BYTE_KIND, PyUnicode_DATA(text),
-                           PyUnicode_GET_LENGTH(text), 1, c);
+        return word_counts(classes, t, PyUnicode_1BYTE_KIND, PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text), 1, c);
     PyObject *lower = PyObject_CallMethodNoArgs(text, lower_name);  /* may change the length (İ), and cases */
     if (!lower) return -1;
-    int status = word_counts(classes, title, n_title, keys, PyUnicode_KIND(lower), PyUnicode_DATA(lower),
-                             PyUnicode_GET_LENGTH(lower), 0, c);
+    int status = word_counts(classes, t, PyUnicode_KIND(lower), PyUnicode_DATA(lower), PyUnicode_GET_LENGTH(lower),
+                             0, c);
     Py_DECREF(lower);
     return status;
 }
@@ -1000,6 +1063,8 @@ static PyObject *text_matrix(PyObject *self, PyObject *args) {
         for (Py_ssize_t j = 0; j < title[k].length; j++) title[k].sum += title[k].codes[j];
         keys |= title_key(title[k].length, title[k].sum);
     }
+    TitleWords words = {title, n_title, keys};
+    int fused = ascii_words(classes.table);
     result = PyByteArray_FromStringAndSize(NULL, n * 10 * 8);
     if (!result) goto done;
     double *out = (double *)PyByteArray_AS_STRING(result);
@@ -1014,7 +1079,7 @@ static PyObject *text_matrix(PyObject *self, PyObject *args) {
         }
         Py_ssize_t length = PyUnicode_GET_LENGTH(text);
         TextCounts c = {0};
-        int status = !length ? 0 : !wanted || wanted[i] ? count_text(&classes, title, n_title, keys, text, &c)
+        int status = !length ? 0 : !wanted || wanted[i] ? count_text(&classes, &words, fused, text, &c)
                      : punct_count(&classes, PyUnicode_KIND(text), PyUnicode_DATA(text), length, &c.punct);
         Py_DECREF(text);
         if (status < 0) goto fail;
@@ -1882,8 +1947,10 @@ static const char *const lean_void[] = {  /* names libxml2 may close at once (ta
     "meta", "param", "source", "track", "wbr", NULL};
 
 static int lean_listed(const char *const *list, const unsigned char *name, Py_ssize_t size) {
-    for (; *list; list++)
-        if ((Py_ssize_t)strlen(*list) == size && memcmp(*list, name, (size_t)size) == 0) return 1;
+    if (size < 1) return 0;
+    for (; *list; list++)  /* (the first letters compared first: most tags' differ from every listed name's) */
+        if ((unsigned char)(*list)[0] == name[0] && (Py_ssize_t)strlen(*list) == size
+                && memcmp(*list, name, (size_t)size) == 0) return 1;
     return 0;
 }
 

@@ -47,6 +47,37 @@ def test_text_columns_of_some_rows(rows_of, title):
     assert not some[~rows][:, features.OWN_TEXT_COLUMNS].any()
 
 
+ASCII_TRICKY = "aZyYlLrR9_ .,;:!?\"')(c)\t\n\x1c\x7fCopyright ALL RIGHTS RESERVED all rights reserved"
+ascii_texts = st.text(alphabet=st.sampled_from(ASCII_TRICKY) | st.characters(max_codepoint=127), min_size=1,
+                      max_size=60)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(ascii_texts, st.booleans()), min_size=1, max_size=8),
+       st.text(alphabet=st.sampled_from(ASCII_TRICKY) | st.characters(max_codepoint=127), max_size=30))
+def test_text_columns_of_ascii_texts(rows_of, title):
+    """ASCII texts take the one-loop pass (both passes' counts together): the definition's columns, with title
+    words at a text's start, middle and end, with and without ``rows``."""
+    block_texts = [text for text, _ in rows_of]
+    seg = page_of(block_texts + [" ".join(block_texts)], title)
+    rows = np.array([wanted for _, wanted in rows_of] + [True], dtype=bool)
+    assert features._text_columns(seg).tobytes() == features._text_columns_plain(seg).tobytes()
+    assert features._text_columns(seg, rows).tobytes() == features._text_columns_plain(seg, rows).tobytes()
+
+
+def test_text_columns_of_ascii_texts_with_a_changed_word_class():
+    """Where the class table's word bit of a capital is not its lower-case letter's, ASCII texts take the two
+    passes (the one-loop pass takes the word bit from the capital's own class): the words are still read from the
+    lower-cased letters' classes, so the columns are the definition's."""
+    saved = int(features._CLASS_TABLE[ord("Q")])
+    try:
+        features._CLASS_TABLE[ord("Q")] = saved & ~features._C_ALNUM & 0xFFFF
+        seg = page_of(["QUICK quick Quick", "the QUEEN's quay", "Q"], "queen quick")
+        assert features._text_columns(seg).tobytes() == features._text_columns_plain(seg).tobytes()
+    finally:
+        features._CLASS_TABLE[ord("Q")] = saved
+
+
 def test_text_columns_title_words_and_case_folding():
     seg = page_of(["ΟΔΟΣ ΣΟΦΟΚΛΕΟΥΣ. The İstanbul river", "Copyright © 2020 all rights reserved  ", "ΣΣ x"],
                   "Istanbul οδος river")
