@@ -244,6 +244,12 @@ class _BuiltOnUse:
         command.__dict__[self.name] = value
 
 
+def _parameter_names(function) -> tuple[str, ...] | None:
+    """The names of a function's parameters, positional then keyword-only (None for what has no code)."""
+    code = getattr(function, "__code__", None)
+    return None if code is None else code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+
+
 _OPTIONS_ON_USE: dict[type, type] = {}  # a command class -> its subclass with the options built on use
 
 
@@ -261,6 +267,10 @@ def _deferred_options() -> None:
         return
     if getattr(build, "options_on_use", False):
         return
+    if any(_parameter_names(function) != names for function, names in zip((build, params_of, callback_of), (
+            ("command_info", "pretty_exceptions_short", "rich_markup_mode"), ("callback",),
+            ("callback", "params", "context_param_name", "pretty_exceptions_short")))):
+        return  # another typer's functions: called as this code calls them, they might fail
 
     def no_params(callback):
         return [], None

@@ -262,6 +262,25 @@ def test_a_command_s_options_are_built_on_first_use_as_typer_builds_them(monkeyp
         assert (result.exit_code, result.output) == (eager.exit_code, eager.output), argv
 
 
+def test_options_on_use_leave_another_typer_as_it_is(monkeypatch):
+    """With typer functions whose parameters are not the ones this code calls them with (another typer version),
+    typer is left to build every command with its options, as it does."""
+    from typer import main as typer_main
+
+    own = typer_main.get_command_from_info.typer_own
+    monkeypatch.setattr(typer_main, "get_command_from_info", own)
+
+    def get_callback(*, callback=None, params=(), convertors=None, context_param_name=None,
+                     pretty_exceptions_short=True):
+        return None
+
+    monkeypatch.setattr(typer_main, "get_callback", get_callback)
+    cli._deferred_options()
+    assert typer_main.get_command_from_info is own
+    assert cli._parameter_names(own) == ("command_info", "pretty_exceptions_short", "rich_markup_mode")
+    assert cli._parameter_names(len) is None
+
+
 def test_the_program_s_help_builds_no_command_s_options():
     """`templater --help` run as the program reads no command function's signature (inspect.signature is typer's
     way to a command's options) and prints the bytes typer prints when it builds them all."""
