@@ -105,6 +105,8 @@ MAX_SCRIPT_DATES = 20  # occurrences of each publication key looked at in a page
 MIN_SCRIPT_NAME_WORDS = 2  # words of each name a script's author value gives
 SCRIPT_KEY_CHARS = 60  # ... with its date (or name) in this many characters after it
 LANGID_STALE_SECONDS = 3600  # a half-written copy of the language model this old is a killed writer's: removed
+LANGID_UNUSED_SECONDS = 30 * 86400  # another install's copy of the language model (93 MB) unused this long is
+# removed when a new copy is written (each install of py3langid gets its own copy; a copy in use is marked daily)
 # --- start-up (templater/codecache.py) --------------------------------------------------------------------------
 CODE_CACHE_ENTRIES = 4096  # compiled patterns and dataclass methods kept in the cache file (a start uses ~400)
 # --- pipeline (templater/pipeline.py: ingest, build, extract; --jobs) ------------------------------------------

@@ -33,7 +33,7 @@ from .config import (  # the thresholds are config.py's (its metadata section)
     BLOCK_TAGS, MAX_AUTHOR_CHARS, MAX_NAME_WORDS, MAX_DATE_TEXT_CHARS, MAX_BYLINE_CHARS, NEAR_HEADLINE_BLOCKS,
     HEAD_BLOCKS, MIN_YEAR, MAX_FUTURE_YEARS, LANG_MIN_CHARS, LANG_SAMPLE_CHARS, MAX_TAGS, MAX_TAG_CHARS, BYLINE_DATE_LEVELS,
     NAMED_SCAN_BLOCKS, RULE_ELEMENTS, MAX_INLINE_CHILDREN, MAX_JSONLD_BYTES, MAX_SCRIPT_DATES, MIN_SCRIPT_NAME_WORDS,
-    SCRIPT_KEY_CHARS, LANGID_STALE_SECONDS, TEXT_MEMO, MAX_ACRONYM_LETTERS)
+    SCRIPT_KEY_CHARS, LANGID_STALE_SECONDS, LANGID_UNUSED_SECONDS, TEXT_MEMO, MAX_ACRONYM_LETTERS)
 from .datatypes import METADATA_FIELDS, Metadata, Rule, RuleAction, Segmented
 from .parse import compile_xpath
 
@@ -1306,6 +1306,39 @@ def language_model_cache():
     return Path(root) / f"langid-{stat.st_size}-{stat.st_mtime_ns}"
 
 
+def _mark_used(manifest_file) -> None:
+    """Mark a copy of the model as in use (its manifest's time), at most once a day: other installs remove only
+    copies left unused for LANGID_UNUSED_SECONDS."""
+    import os
+    import time
+
+    try:
+        if time.time() - manifest_file.stat().st_mtime > 86400:
+            os.utime(manifest_file)
+    except OSError:
+        pass
+
+
+def _remove_unused_copies(folder) -> None:
+    """Remove the other installs' copies of the model (93 MB each: every install of py3langid writes its own) whose
+    manifest was not marked in use for LANGID_UNUSED_SECONDS; a process that still maps one keeps its pages."""
+    import shutil
+    import time
+
+    for other in folder.parent.glob("langid-*"):
+        if other == folder or ".tmp" in other.name or not other.is_dir():
+            continue
+        try:
+            unused = time.time() - (other / "manifest.json").stat().st_mtime > LANGID_UNUSED_SECONDS
+        except OSError:  # no manifest: a foreign or broken folder, judged by its own time
+            try:
+                unused = time.time() - other.stat().st_mtime > LANGID_UNUSED_SECONDS
+            except OSError:
+                continue
+        if unused:
+            shutil.rmtree(other, ignore_errors=True)
+
+
 def _cached_model() -> dict | None:
     """The model's arrays memory-mapped from the cache folder (written first when missing); None when the folder
     cannot be written or read (the caller decompresses the packaged model then). Writers race safely: each writes
@@ -1339,7 +1372,10 @@ def _cached_model() -> dict | None:
                 shutil.rmtree(temporary, ignore_errors=True)
                 if not folder.is_dir():
                     return None
-        manifest = json_module.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+            _remove_unused_copies(folder)
+        manifest_file = folder / "manifest.json"
+        manifest = json_module.loads(manifest_file.read_text(encoding="utf-8"))
+        _mark_used(manifest_file)
         found = {}
         for name, dtype in _MODEL_ARRAYS.items():
             array = np.load(folder / (name + ".npy"), mmap_mode="r", allow_pickle=False)

@@ -576,6 +576,34 @@ def test_language_model_cache_removes_a_killed_writers_half_copy(tmp_path, monke
     assert not stale.exists() and fresh.exists()
 
 
+def test_language_model_cache_removes_other_installs_unused_copies(tmp_path, monkeypatch):
+    """A new copy of the model removes other installs' copies unused for LANGID_UNUSED_SECONDS (by their manifest's
+    time, else their folder's), keeps recent ones and other files; a copy read again is marked in use daily."""
+    import os
+    import time
+
+    monkeypatch.setenv("TEMPLATER_CACHE", str(tmp_path))
+    long_ago = time.time() - metadata.LANGID_UNUSED_SECONDS - 60
+    unused, recent, bare = tmp_path / "langid-1-1", tmp_path / "langid-2-2", tmp_path / "langid-3-3"
+    for folder in (unused, recent, bare):
+        folder.mkdir()
+    for folder in (unused, recent):
+        (folder / "manifest.json").write_text("{}")
+    os.utime(unused / "manifest.json", (long_ago, long_ago))
+    os.utime(bare, (long_ago, long_ago))
+    other = tmp_path / "code-cache.bin"
+    other.write_bytes(b"x")
+    os.utime(other, (long_ago, long_ago))
+    assert metadata._cached_model() is not None
+    assert not unused.exists() and not bare.exists()
+    assert recent.exists() and other.exists() and metadata.language_model_cache().is_dir()
+    manifest = metadata.language_model_cache() / "manifest.json"
+    two_days_ago = time.time() - 2 * 86400
+    os.utime(manifest, (two_days_ago, two_days_ago))
+    assert metadata._cached_model() is not None  # read again: marked in use
+    assert time.time() - manifest.stat().st_mtime < 3600
+
+
 # --- the date patterns' shortcuts against their plain definitions --------------------------------------------------
 
 _PLAIN_MONTH = r"(?P<month>" + "|".join(sorted(map(re.escape, metadata._MONTHS), key=len, reverse=True)) + r")\.?"
