@@ -135,6 +135,9 @@ FOREIGN_TABLES_SHOWN = 5  # the tables a refusal of another application's databa
 # decompression takes 0.05 ms at any level. Level 3 is cheaper still (0.21 ms) but larger than zlib (20.7 KB);
 # from level 6 on, each level costs another 0.1-0.3 ms for under 2% of size.
 HTML_ZSTD_LEVEL = 5
+HEAP_TRIM_PAGES = 1_000  # extract gives glibc's free heap back to the system (``native.trim_heap``) after this many
+# pages written: the heap's free space (blocks between live ones, and its top, which glibc keeps below a trim threshold
+# that rises with its dynamic mmap threshold) grew from 3.9 to 25.1 MiB over bench_scale's 40,000 pages
 STORE_ID_CHUNK = 500  # ids per IN (...) list of the page and run stores' lookups
 PAGE_READ_CHUNK = 200  # stored pages (or extractions) read per query: their HTML or text is what a query holds
 PAGE_ID_CHUNK = 4_096  # live page ids extract reads per query (store.pages.iter_live_ids): the whole crawl's ids in
