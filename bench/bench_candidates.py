@@ -2,6 +2,7 @@
 """What the near-duplicate index costs a page as its candidates grow: bench_scale's copies indexed into a grown index.
 
     python bench/bench_candidates.py STORE TEXTS [--copies 60 62] [--work FILE [--keep]] [--steps] [--checkout DIR]
+                                     [--memory]
 
 STORE is a store whose index holds bench_scale's pages (copies 0, 1, 2, ... of the suite's pages, extracted with
 the index on, or grown further by an earlier run of this script: --copies 9 33 --work GROWN --keep); TEXTS is an
@@ -14,7 +15,10 @@ page; with --steps, the CPU time a page of the index's steps (the band lookups, 
 of the recent runs, the verification: reading the candidates and measuring them, `_first_passing`; clustering,
 `_merge`); and a digest of every page's cluster, the clusters' sizes and the links, which two checkouts must give
 alike. Run it over two stores grown to different sizes: the difference of the cost a page divided by the difference
-of the candidates a page is what one more candidate costs.
+of the candidates a page is what one more candidate costs. With --memory, each index call is traced by tracemalloc
+(Python's allocations and numpy's arrays; not SQLite's or glibc's free space) and its peak over what was held
+before it is printed per copy (largest and median call), so a batch's memory can be set against its candidates (the
+CPU figures then carry the tracing's cost).
 """
 
 from __future__ import annotations
@@ -25,9 +29,11 @@ import hashlib
 import json
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -64,6 +70,8 @@ def main() -> None:
                         help="the copy of STORE indexed into (default: a temporary file, removed after)")
     parser.add_argument("--keep", action="store_true", help="keep --work (grown) for later runs")
     parser.add_argument("--steps", action="store_true", help="also print the CPU time of the index's steps")
+    parser.add_argument("--memory", action="store_true",
+                        help="trace each index call's peak memory over what was held before it (tracemalloc)")
     parser.add_argument("--checkout", default=str(Path(__file__).resolve().parent.parent),
                         help="the checkout whose templater and store.lsh index the pages (default: this one)")
     cli = parser.parse_args()
@@ -93,22 +101,31 @@ def main() -> None:
             base = [r for r in map(json.loads, lines) if r["id"].startswith("k0/")]
         vocabulary = sorted({w for r in base for w in LETTERS.findall(r["text"])})
         total, pages, candidates = 0.0, 0, 0
+        if cli.memory:
+            tracemalloc.start()
         with pipeline.GrowingBatch(db) as batch:
             for copy in range(*cli.copies):
                 words = {w: perturbed_word(copy, w) for w in vocabulary}
                 items = [dedup.TextItem(f"k{copy}/" + r["id"][3:], r["url"].replace("://k0.", f"://k{copy}.", 1),
                                         LETTERS.sub(lambda m: words[m.group()], r["text"]), 0, None) for r in base]
                 signed = dedup.sign_each([item.text for item in items], settings)
-                cpu, before = 0.0, counts["candidates"]
+                cpu, before, peaks = 0.0, counts["candidates"], []
                 for start in range(0, len(items), 200):
                     batch.begin()
+                    if cli.memory:
+                        tracemalloc.reset_peak()
+                        held_before = tracemalloc.get_traced_memory()[0]
                     started = time.process_time()
                     dedup.index_signed(db, items[start:start + 200], signed[start:start + 200], settings)
                     cpu += time.process_time() - started
+                    if cli.memory:
+                        peaks.append((tracemalloc.get_traced_memory()[1] - held_before) / 2**20)
                     batch.step(len(items[start:start + 200]))
                 total, pages, candidates = total + cpu, pages + len(items), candidates + counts["candidates"] - before
                 print(f"copy {copy}: {1000 * cpu / len(items):.3f} ms a page, "
-                      f"{(counts['candidates'] - before) / len(items):.1f} candidates a page", flush=True)
+                      f"{(counts['candidates'] - before) / len(items):.1f} candidates a page"
+                      + (f"; an index call's peak over what it found held: largest {max(peaks):.2f} MiB, median "
+                         f"{statistics.median(peaks):.2f} MiB" if peaks else ""), flush=True)
         digest = hashlib.sha256()
         for sql in ("SELECT doc, page_id, cluster FROM lsh_signatures ORDER BY doc",
                     "SELECT * FROM dup_clusters ORDER BY cluster", "SELECT * FROM lsh_links ORDER BY doc, other"):
