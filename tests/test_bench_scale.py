@@ -1,9 +1,7 @@
 """bench/bench_scale.py --reuse: extract measured again on fresh copies of databases an earlier run kept (the kept
 ones never written), with another installation in turn (--baseline) and in rounds."""
 
-import gzip
 import hashlib
-import json
 import subprocess
 import sys
 
@@ -11,6 +9,7 @@ from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
 import bench_commands  # noqa: E402
+from test_bench_commands import _pages  # noqa: E402
 
 TEMPLATER = str(bench_commands.BIN / "templater")
 SCRIPT = str(ROOT / "bench" / "bench_scale.py")
@@ -18,14 +17,7 @@ SCRIPT = str(ROOT / "bench" / "bench_scale.py")
 
 def _kept_store(folder, size=6):
     """DIR/scale-N.db as `--stages ingest build --keep DIR` leaves it: ingested and built, not extracted."""
-    pages = folder / "pages.jsonl.gz"
-    with gzip.open(pages, "wt", encoding="utf-8") as f:
-        for i in range(size):
-            body = " ".join(f"Sentence {i} {w} of an article about gardens and rivers." for w in range(30))
-            f.write(json.dumps({"id": f"s/{i}", "url": f"https://example.org/posts/{i}.html",
-                                "html": f"<html><head><title>Post {i}</title></head><body><nav>Home About"
-                                        f"</nav><article><h1>Post {i}</h1><p>{body}</p></article>"
-                                        "<footer>(c) Example</footer></body></html>"}) + "\n")
+    pages = _pages(folder / "pages.jsonl.gz", size)
     kept = folder / "kept"
     kept.mkdir()
     db = kept / f"scale-{size}.db"
