@@ -2,6 +2,7 @@
 """What the near-duplicate index costs a page as its candidates grow: bench_scale's copies indexed into a grown index.
 
     python bench/bench_candidates.py STORE TEXTS [--copies 60 62] [--work FILE [--keep]] [--steps] [--checkout DIR]
+                                     [--memory]
 
 STORE is a store whose index holds bench_scale's pages (copies 0, 1, 2, ... of the suite's pages, extracted with
 the index on, or grown further by an earlier run of this script: --copies 9 33 --work GROWN --keep); TEXTS is an
@@ -14,7 +15,10 @@ page; with --steps, the CPU time a page of the index's steps (the band lookups, 
 of the recent runs, the verification: reading the candidates and measuring them, `_first_passing`; clustering,
 `_merge`); and a digest of every page's cluster, the clusters' sizes and the links, which two checkouts must give
 alike. Run it over two stores grown to different sizes: the difference of the cost a page divided by the difference
-of the candidates a page is what one more candidate costs.
+of the candidates a page is what one more candidate costs. With --memory, each index call is traced by tracemalloc
+(Python's allocations and numpy's arrays; not SQLite's or glibc's free space) and its peak over what was held
+before it is printed per copy (largest and median call), so a batch's memory can be set against its candidates (the
+CPU figures then carry the tracing's cost); with --steps too, each step's own peak (median and largest of its calls).
 """
 
 from __future__ import annotations
@@ -25,9 +29,11 @@ import hashlib
 import json
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -37,19 +43,35 @@ STEPS = ("_lookup_rows", "_candidate_pairs", "_merge_recent", "_verified_edges",
          "_insert_docs")
 
 
-def timed(spent: dict[str, float], counts: dict[str, int], module, name: str) -> None:
-    """Wrap ``module.name`` to add its CPU time to ``spent[name]`` (and the candidates it verifies)."""
+def timed(spent: dict[str, float], counts: dict[str, int], module, name: str,
+          peaks: dict[str, list[float]] | None = None, stack: list[list[int]] | None = None) -> None:
+    """Wrap ``module.name`` to add its CPU time to ``spent[name]`` (and the candidates it verifies); with ``peaks``
+    (tracemalloc tracing), each call's peak over what was held when it began goes to ``peaks[name]`` (``stack``: the
+    calls under way, whose peaks a nested call's reset of tracemalloc's peak must not lose)."""
     function = getattr(module, name)
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
         if name == "_first_passing":
             counts["candidates"] += len(args[0])
+        if peaks is not None:
+            held, peak = tracemalloc.get_traced_memory()
+            if stack:
+                stack[-1][1] = max(stack[-1][1], peak)
+            tracemalloc.reset_peak()
+            stack.append([held, 0])
         started = time.process_time()
         try:
             return function(*args, **kwargs)
         finally:
             spent[name] = spent.get(name, 0.0) + time.process_time() - started
+            if peaks is not None:
+                held, highest = stack.pop()
+                highest = max(highest, tracemalloc.get_traced_memory()[1])
+                peaks.setdefault(name, []).append((highest - held) / 2**20)
+                if stack:
+                    stack[-1][1] = max(stack[-1][1], highest)
+                tracemalloc.reset_peak()
 
     setattr(module, name, wrapper)
 
@@ -64,6 +86,8 @@ def main() -> None:
                         help="the copy of STORE indexed into (default: a temporary file, removed after)")
     parser.add_argument("--keep", action="store_true", help="keep --work (grown) for later runs")
     parser.add_argument("--steps", action="store_true", help="also print the CPU time of the index's steps")
+    parser.add_argument("--memory", action="store_true",
+                        help="trace each index call's peak memory over what was held before it (tracemalloc)")
     parser.add_argument("--checkout", default=str(Path(__file__).resolve().parent.parent),
                         help="the checkout whose templater and store.lsh index the pages (default: this one)")
     cli = parser.parse_args()
@@ -83,8 +107,10 @@ def main() -> None:
     shutil.copy(cli.store, work)
     spent: dict[str, float] = {}
     counts = {"candidates": 0}
+    peaks: dict[str, list[float]] | None = {} if cli.memory and cli.steps else None
+    calls: list[list[int]] = []  # (the index call's own entry, then the steps under way)
     for name in STEPS:
-        timed(spent, counts, lsh, name)
+        timed(spent, counts, lsh, name, peaks, calls)
     try:
         db = pipeline.open_store(work)
         settings = pipeline.index_settings(db)
@@ -93,22 +119,32 @@ def main() -> None:
             base = [r for r in map(json.loads, lines) if r["id"].startswith("k0/")]
         vocabulary = sorted({w for r in base for w in LETTERS.findall(r["text"])})
         total, pages, candidates = 0.0, 0, 0
+        if cli.memory:
+            tracemalloc.start()
         with pipeline.GrowingBatch(db) as batch:
             for copy in range(*cli.copies):
                 words = {w: perturbed_word(copy, w) for w in vocabulary}
                 items = [dedup.TextItem(f"k{copy}/" + r["id"][3:], r["url"].replace("://k0.", f"://k{copy}.", 1),
                                         LETTERS.sub(lambda m: words[m.group()], r["text"]), 0, None) for r in base]
                 signed = dedup.sign_each([item.text for item in items], settings)
-                cpu, before = 0.0, counts["candidates"]
+                cpu, before, call_peaks = 0.0, counts["candidates"], []
                 for start in range(0, len(items), 200):
                     batch.begin()
+                    if cli.memory:
+                        tracemalloc.reset_peak()
+                        calls.append([tracemalloc.get_traced_memory()[0], 0])
                     started = time.process_time()
                     dedup.index_signed(db, items[start:start + 200], signed[start:start + 200], settings)
                     cpu += time.process_time() - started
+                    if cli.memory:
+                        held, highest = calls.pop()
+                        call_peaks.append((max(highest, tracemalloc.get_traced_memory()[1]) - held) / 2**20)
                     batch.step(len(items[start:start + 200]))
                 total, pages, candidates = total + cpu, pages + len(items), candidates + counts["candidates"] - before
                 print(f"copy {copy}: {1000 * cpu / len(items):.3f} ms a page, "
-                      f"{(counts['candidates'] - before) / len(items):.1f} candidates a page", flush=True)
+                      f"{(counts['candidates'] - before) / len(items):.1f} candidates a page"
+                      + (f"; an index call's peak over what it found held: largest {max(call_peaks):.2f} MiB, median "
+                         f"{statistics.median(call_peaks):.2f} MiB" if call_peaks else ""), flush=True)
         digest = hashlib.sha256()
         for sql in ("SELECT doc, page_id, cluster FROM lsh_signatures ORDER BY doc",
                     "SELECT * FROM dup_clusters ORDER BY cluster", "SELECT * FROM lsh_links ORDER BY doc, other"):
@@ -120,6 +156,10 @@ def main() -> None:
         if cli.steps:
             print("steps, ms a page (nested steps are inside the steps that call them): " + ", ".join(
                 f"{name.lstrip('_')} {1000 * spent.get(name, 0.0) / max(pages, 1):.3f}" for name in STEPS))
+        if peaks:
+            print("steps' peaks over what each call found held, MiB, median (largest) of the calls: " + ", ".join(
+                f"{name.lstrip('_')} {statistics.median(peaks[name]):.2f} ({max(peaks[name]):.2f})"
+                for name in STEPS if name in peaks))
         db.conn.close()
     finally:
         if folder is not None and not cli.keep:

@@ -2,6 +2,7 @@
 """How `templater` scales with the crawl: ingest, build and extract (index on) as processes at growing sizes.
 
     python bench/bench_scale.py [--sizes 2500 10000 40000] [--jobs 1] [--suite sites] [--keep DIR] [--cache DIR]
+                                [--stages ingest build extract] [--reuse DIR] [--baseline TEMPLATER] [--rounds N]
 
 The pages are the dev corpus suite's (default `sites`: sites with 3+ pages), replicated into distinct sites: copy
 k of a page gets the host `k<k>.<host>` and its words rewritten by a substitution of copy k (each word of the copy
@@ -17,6 +18,13 @@ For every size, each stage runs as a process on a fresh database, timed by wall 
 (os.wait4's rusage: user + system, workers included) with its peak RSS; printed as pages/s and pages per CPU
 second, and the time exponent between consecutive sizes (log(t2 / t1) / log(n2 / n1); 1.0 is linear). The
 machine's load average is printed: other processes slow wall time, CPU time least.
+
+--stages runs some of the stages only: `--stages ingest build --keep DIR` keeps each size's database ingested and
+built, not extracted, as DIR/scale-N.db. --reuse DIR then runs the stages (default with --reuse: extract alone) on a
+fresh copy of each size's DIR/scale-N.db (with its -wal and -shm files; DIR is never written), so extract is measured
+again without ingesting and building again. --baseline TEMPLATER (another installation's `templater` executable) runs
+each stage with it too, on a copy of its own, in turn with this installation's (the order alternating by round);
+--rounds N repeats each size's stages N times (a fresh copy each), and the exponents are taken from the medians.
 """
 
 from __future__ import annotations
@@ -28,6 +36,8 @@ import json
 import math
 import os
 import re
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -145,44 +155,86 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, default=None, help="folder for the databases (kept; default: removed)")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "templater-bench-scale",
                         help="folder of the generated inputs, written once per size (default: %(default)s)")
+    parser.add_argument("--stages", nargs="+", choices=STAGES, default=None,
+                        help="the stages to run, in their order (default: all three; with --reuse: extract)")
+    parser.add_argument("--reuse", type=Path, default=None,
+                        help="folder of databases an earlier run kept (DIR/scale-N.db, e.g. with --stages ingest "
+                             "build --keep DIR): the stages run on a fresh copy of each, DIR is not written")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="another installation's templater executable: each stage runs with it too, on a copy "
+                             "of its own, in turn with this one")
+    parser.add_argument("--rounds", type=int, default=1, help="runs of each size's stages (default 1)")
     args = parser.parse_args()
+    if args.reuse and args.keep and args.reuse.resolve() == args.keep.resolve():
+        parser.error("--keep must be another folder than --reuse (the copies would replace the kept databases)")
+    stages = args.stages or (["extract"] if args.reuse else list(STAGES))
+    stages = [stage for stage in STAGES if stage in stages]
     env = {**os.environ, **ONE_THREAD}
     folder = args.keep or Path(tempfile.mkdtemp(prefix="bench-scale-"))
     folder.mkdir(parents=True, exist_ok=True)
-    templater = str(BIN / "templater")
-    print(f"sizes {args.sizes}, --jobs {args.jobs}, suite {args.suite}; load average at start {load_average()}",
-          flush=True)
-    rows: dict[str, list[tuple[int, float, float, float]]] = {}
+    installs = {"": (str(BIN / "templater"), env)}
+    if args.baseline:
+        installs["baseline "] = (str(args.baseline), env)  # (its bytecode and caches where it keeps them)
+    print(f"sizes {args.sizes}, stages {stages}, --jobs {args.jobs}, suite {args.suite}"
+          f"{f', databases from {args.reuse}' if args.reuse else ''}, {args.rounds} round(s); load average at start "
+          f"{load_average()}", flush=True)
+    rows: dict[str, dict[int, list[tuple[float, float, float]]]] = {}
     for size in args.sizes:
-        pages, db = cached_pages(suite_file(args.suite), size, args.cache), folder / f"scale-{size}.db"
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{db}{suffix}").unlink(missing_ok=True)
-        jobs = ["--jobs", str(args.jobs)]
-        stages = {"ingest": [templater, "ingest", str(pages), "--db", str(db), "--quiet", *jobs],
-                  "build": [templater, "build", "--db", str(db), "--quiet", *jobs],
-                  "extract": [templater, "extract", "--db", str(db), "--output", os.devnull, "--quiet", *jobs]}
-        for stage, argv in stages.items():
-            wall, cpu, rss = timed_process(argv, env=env)
-            rows.setdefault(stage, []).append((size, wall, cpu, rss))
-            print(f"{size:>7} pages  {stage:8} {wall:8.1f} s wall {cpu:8.1f} s CPU  {size / wall:7.1f} pages/s "
-                  f"{size / cpu:7.1f} pages/CPU s  peak RSS {rss:6.0f} MB  (load {load_average()})", flush=True)
-        if not args.keep:
-            for suffix in ("", "-wal", "-shm"):
-                Path(f"{db}{suffix}").unlink(missing_ok=True)
-    print(f"\n{'stage':8} {'pages':>7} {'pages/s':>8} {'pages/CPU s':>11} {'peak RSS MB':>11} "
-          f"{'exponent wall':>13} {'exponent CPU':>12}")
+        pages = cached_pages(suite_file(args.suite), size, args.cache) if "ingest" in stages else None
+        for round_ in range(args.rounds):
+            names = list(installs) if round_ % 2 == 0 else list(installs)[::-1]
+            for name in names:
+                templater, install_env = installs[name]
+                db = folder / f"scale-{size}{'-baseline' if name else ''}.db"
+                remove_db(db)
+                if args.reuse:
+                    copy_db(args.reuse / f"scale-{size}.db", db)
+                jobs = ["--jobs", str(args.jobs)]
+                argvs = {"ingest": [templater, "ingest", str(pages), "--db", str(db), "--quiet", *jobs],
+                         "build": [templater, "build", "--db", str(db), "--quiet", *jobs],
+                         "extract": [templater, "extract", "--db", str(db), "--output", os.devnull, "--quiet",
+                                     *jobs]}
+                for stage in stages:
+                    wall, cpu, rss = timed_process(argvs[stage], env=install_env)
+                    rows.setdefault(f"{name}{stage}", {}).setdefault(size, []).append((wall, cpu, rss))
+                    print(f"{size:>7} pages  {name}{stage:8} {wall:8.1f} s wall {cpu:8.1f} s CPU  "
+                          f"{size / wall:7.1f} pages/s {size / cpu:7.1f} pages/CPU s  peak RSS {rss:6.0f} MB  "
+                          f"(load {load_average()})", flush=True)
+                if not args.keep:
+                    remove_db(db)
+    print(f"\n{'stage':17} {'pages':>7} {'pages/s':>8} {'pages/CPU s':>11} {'peak RSS MB':>11} "
+          f"{'exponent wall':>13} {'exponent CPU':>12}  (medians of the rounds)")
     for stage, results in rows.items():
-        for i, (size, wall, cpu, rss) in enumerate(results):
+        medians = [(size, *(statistics.median(run[k] for run in runs) for k in range(3)))
+                   for size, runs in results.items()]
+        for i, (size, wall, cpu, rss) in enumerate(medians):
             exponents = ("", "")
             if i:
-                n0, w0, c0, _ = results[i - 1]
+                n0, w0, c0, _ = medians[i - 1]
                 exponents = tuple(f"{math.log(t / t0) / math.log(size / n0):.2f}" for t, t0 in ((wall, w0), (cpu, c0)))
-            print(f"{stage:8} {size:>7} {size / wall:8.1f} {size / cpu:11.1f} {rss:11.0f} {exponents[0]:>13} "
+            print(f"{stage:17} {size:>7} {size / wall:8.1f} {size / cpu:11.1f} {rss:11.0f} {exponents[0]:>13} "
                   f"{exponents[1]:>12}")
     print(f"load average at end {load_average()}")
     if not args.keep:
-        folder.rmdir()  # its databases went after each size
+        shutil.rmtree(folder, ignore_errors=True)  # (its databases went after each size)
     return 0
+
+
+STAGES = ("ingest", "build", "extract")
+
+
+def remove_db(db: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+
+
+def copy_db(source: Path, target: Path) -> None:
+    """A copy of a kept database with its -wal and -shm files (where it has them)."""
+    if not source.exists():
+        raise SystemExit(f"{source} does not exist: keep the databases of an earlier run (--keep DIR)")
+    for suffix in ("", "-wal", "-shm"):
+        if Path(f"{source}{suffix}").exists():
+            shutil.copyfile(f"{source}{suffix}", f"{target}{suffix}")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ and ``band_rows_h`` (the set of band and anchor key rows) leave out what a chang
 (page key rows, filters, the state tokens made from the rows): two layouts that store the same pages and key rows
 give the same values.
 
-    python bench/index_identity.py CHECKOUT N RECENT_PAGES OUT.json [--filter-memory-bytes B]
+    python bench/index_identity.py CHECKOUT N RECENT_PAGES OUT.json [--filter-memory-bytes B] [--verify-bytes B]
 
 N pages in batches of 200 inside extract's growing transactions, RECENT_PAGES as given (small: many flushes and
 merges of segments), and halfway a few pages removed (their rows leave the band index).
@@ -27,6 +27,9 @@ parser.add_argument("recent_pages", type=int, help="RECENT_PAGES for this run")
 parser.add_argument("out", help="JSON file of the digests")
 parser.add_argument("--filter-memory-bytes", type=int, default=None,
                     help="FILTER_MEMORY_BYTES for this run (small: filters shared, thinned, rebuilt as the index grows)")
+parser.add_argument("--verify-bytes", type=int, default=None,
+                    help="VERIFY_BYTES for this run (small: each batch's candidates verified in many slices; a "
+                         "checkout without the setting ignores it)")
 cli = parser.parse_args()
 checkout, n, recent, out = cli.checkout, cli.n, cli.recent_pages, cli.out
 sys.path.insert(0, checkout)
@@ -41,6 +44,8 @@ import bench_index as b
 lsh.RECENT_PAGES = recent
 if cli.filter_memory_bytes is not None:
     lsh.FILTER_MEMORY_BYTES = cli.filter_memory_bytes
+if cli.verify_bytes is not None:
+    lsh.VERIFY_BYTES = cli.verify_bytes
 settings = ShingleSettings()
 args = type("A", (), dict(dup_share=0.1, set_size=1000, verify="sample", sample=settings.sample))()
 db = open_db(Path(tempfile.mkdtemp()) / "i.db")

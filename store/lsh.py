@@ -76,7 +76,7 @@ from templater.config import (BUCKET_CAP, ID_CHUNK, IN_LIST_IDS, SITE_CACHE, CAC
                               RECENT_TIER_FANOUT, PAIR_CHUNK, SEGMENT_BLOCK_ROWS, SEGMENT_FANOUT,
                               SEGMENT_SLICE_ROWS, SEGMENT_FILTER_BITS, SEGMENT_FILTER_MAX_BITS, FILTER_MEMORY_BYTES,
                               FILTER_MIN_BITS, FILTER_HEADROOM, FILTER_REBUILD_BLOCKS, FILTER_IO_BYTES,
-                              BLOOM_CHUNK_KEYS, BLOOM_DENSE_SPAN)  # noqa: F401
+                              BLOOM_CHUNK_KEYS, BLOOM_DENSE_SPAN, VERIFY_BYTES)  # noqa: F401
 from templater import native
 from templater.errors import InputError, SettingsMismatchError
 from templater.unionfind import UnionFind
@@ -451,6 +451,7 @@ class _SignatureSource:
         self.urls = dict(zip(docs.tolist(), urls)) if urls is not None else {}  # sites made when first needed
         self.sites: dict[int, str] = {}
         self.sets = dict(shingle_sets or {})  # as stored
+        self._own = set(docs.tolist()) | self.sets.keys()  # the pages given, which ``release`` keeps
         self.sorted: dict[int, np.ndarray] = {}  # comparable sets, made when first verified
         # (a, b) -> the pair's similarity / Jaccard, computed once: clustering asks again for pairs verification
         # (and the reference checks) asked for, a new page against a cluster's longest page most often
@@ -528,6 +529,16 @@ class _SignatureSource:
         dtype = np.uint32 if self.settings.hash_bits == 32 else np.uint64
         self.held = _HeldSets([*mine, *docs], [*[self.sets[d].astype(dtype, copy=False).tobytes() for d in mine],
                                                 *blobs], self.settings)
+
+    def release(self) -> None:
+        """Let go of what was read of stored pages (the held sets, and the sets and signatures read one by one),
+        keeping the batch's own and every verdict and measure made: a batch's candidates are verified a slice at a
+        time (``_verified_edges``), and a stored page's set asked for again is read again (the same values)."""
+        self.held = None
+        own = self._own
+        for cache in (self.sets, self.sorted, self.__dict__.get("rows", {})):
+            for doc in [d for d in cache if d not in own]:
+                del cache[doc]
 
     def _measured(self, a: np.ndarray, b: np.ndarray,
                   pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
@@ -1876,13 +1887,68 @@ def _verified_edges(db: sqlite_utils.Database, pairs: np.ndarray, docs: np.ndarr
     among those groups.
 
     ``pairs`` are (new page, stored page) and (new page, earlier new page), one row per shared band. A group is an
-    existing cluster (by its label) or another page of this batch.
+    existing cluster (by its label) or another page of this batch. The pairs are verified a slice of new pages at a
+    time (``_verification_slices``: each slice's stored partners read and held together, then let go), so what a
+    batch holds is bounded by VERIFY_BYTES, not by its candidates; a new page's edges are its own pairs' (a verdict
+    is its pair's alone), so the edges, and their order, are those of one slice.
     """
     codes, shared = np.unique((pairs[:, 0] << PAIR_SHIFT) | pairs[:, 1], return_counts=True)
     if not len(codes):
         return [], {}
-    x, y = codes >> PAIR_SHIFT, codes & ((1 << PAIR_SHIFT) - 1)
-    old = sorted_set(y[~np.isin(y, docs)])
+    x, y = codes >> PAIR_SHIFT, codes & ((1 << PAIR_SHIFT) - 1)  # (x ascending: a slice of new pages is a range)
+    stored = ~np.isin(y, docs)
+    found: list[tuple[int, int, int]] = []
+    labels: set[int] = set()
+    for n, (low, high) in enumerate(_verification_slices(x, y, stored, _partner_bytes(source))):
+        if n:
+            source.release()
+        found += _verified_slice(db, x[low:high], y[low:high], shared[low:high], stored[low:high], source, labels)
+    # the sizes of the clusters an edge reaches: joining and the references need no other (most candidates fail, and
+    # the clusters of the pages they name were read, with each one's references, for nothing)
+    return found, _cluster_sizes(db, sorted({g for _, g, _ in found if g in labels}))
+
+
+def _partner_bytes(source: _SignatureSource) -> int:
+    """What reading one stored partner for verification takes, in bytes: its verification set at its largest
+    (``sample`` hashes, verifying by sample), the batch's own sets' mean (verify "exact": a whole set's size is
+    not known before it is read), or its signature (verify "estimate")."""
+    settings = source.settings
+    width = 4 if settings.hash_bits == 32 else 8
+    if settings.verify == "sample":
+        return settings.sample * width
+    if settings.verify == "estimate":
+        return settings.permutations * 4
+    sizes = [len(s) for s in source.sets.values()]
+    return max(1, width * sum(sizes) // max(len(sizes), 1))
+
+
+def _verification_slices(x: np.ndarray, y: np.ndarray, stored: np.ndarray, partner_bytes: int,
+                         budget: int | None = None) -> list[tuple[int, int]]:
+    """Ranges [low, high) of the pairs (x[i], y[i]) (x ascending) that are verified together: whole runs of one new
+    page x, as many as keep the distinct stored partners (y where ``stored``) of a range within ``budget`` bytes
+    (VERIFY_BYTES) at ``partner_bytes`` each. One range when all fit (the common case: nothing counted); a new page
+    whose own partners do not fit is a range of its own."""
+    limit = max(1, (VERIFY_BYTES if budget is None else budget) // max(partner_bytes, 1))
+    if len(np.unique(y[stored])) <= limit:
+        return [(0, len(x))]
+    starts = np.flatnonzero(np.r_[True, x[1:] != x[:-1]]).tolist()
+    ys, mask = y.tolist(), stored.tolist()
+    cuts, held = [0], set()
+    for start, end in zip(starts, [*starts[1:], len(x)]):
+        mine = {ys[i] for i in range(start, end) if mask[i]}
+        if held and len(held) + len(mine - held) > limit:
+            cuts.append(start)
+            held = mine
+        else:
+            held |= mine
+    return list(zip(cuts, [*cuts[1:], len(x)]))
+
+
+def _verified_slice(db: sqlite_utils.Database, x: np.ndarray, y: np.ndarray, shared: np.ndarray, stored: np.ndarray,
+                    source: _SignatureSource, labels: set[int]) -> list[tuple[int, int, int]]:
+    """``_first_passing`` of a slice of the pairs, their stored partners (y where ``stored``) read and held for it
+    (their clusters added to ``labels``)."""
+    old = sorted_set(y[stored])
     # the partners' clusters and sets in one statement, taken column by column: no Python step a partner
     # (verification needs every partner's set; the URLs of the few whose similarity reaches a threshold are read
     # when their sites are asked for, ``_same_where_needed``)
@@ -1890,22 +1956,22 @@ def _verified_edges(db: sqlite_utils.Database, pairs: np.ndarray, docs: np.ndarr
     rows = _select_in(db, f"SELECT doc, cluster, {'hashes' if sets else 'NULL'} FROM lsh_signatures"
                           " WHERE doc IN ({ids})", old.tolist())
     row_docs, clusters, blobs = zip(*rows) if rows else ((), (), ())
+    del rows
     if sets:
         older = [doc for doc, blob in zip(row_docs, blobs) if blob is None]  # stored before migration 7: their sets
         if older:  # are in lsh_shingles
             kept = stored_sets(db, older, source.settings)
             blobs = [kept[doc].tobytes() if blob is None else blob for doc, blob in zip(row_docs, blobs)]
         source.hold(row_docs, blobs)
-    stored, cluster_of = np.array(row_docs, dtype=np.int64), np.array(clusters, dtype=np.int64)
-    order = np.argsort(stored)
-    stored, cluster_of = stored[order], cluster_of[order]
-    at = np.minimum(np.searchsorted(stored, y), max(len(stored) - 1, 0))
-    group = np.where(stored[at] == y, cluster_of[at], y) if len(stored) else y.copy()  # (a new page is its own group)
-    found = _first_passing(x, group, y, shared, source)
-    # the sizes of the clusters an edge reaches: joining and the references need no other (most candidates fail, and
-    # the clusters of the pages they name were read, with each one's references, for nothing)
-    labels = set(clusters)
-    return found, _cluster_sizes(db, sorted({g for _, g, _ in found if g in labels}))
+    del blobs
+    partners, cluster_of = np.array(row_docs, dtype=np.int64), np.array(clusters, dtype=np.int64)
+    labels.update(clusters)
+    order = np.argsort(partners)
+    partners, cluster_of = partners[order], cluster_of[order]
+    at = np.minimum(np.searchsorted(partners, y), max(len(partners) - 1, 0))
+    group = np.where(partners[at] == y, cluster_of[at], y) if len(partners) else y.copy()  # (a new page is its own
+    # group)
+    return _first_passing(x, group, y, shared, source)
 
 
 def _cluster_sizes(db: sqlite_utils.Database, labels: list[int]) -> dict[int, int]:

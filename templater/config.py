@@ -137,6 +137,9 @@ FOREIGN_TABLES_SHOWN = 5  # the tables a refusal of another application's databa
 # decompression takes 0.05 ms at any level. Level 3 is cheaper still (0.21 ms) but larger than zlib (20.7 KB);
 # from level 6 on, each level costs another 0.1-0.3 ms for under 2% of size.
 HTML_ZSTD_LEVEL = 5
+HEAP_TRIM_PAGES = 1_000  # extract gives glibc's free heap back to the system (``native.trim_heap``) after this many
+# pages written: the heap's free space (blocks between live ones, and its top, which glibc keeps below a trim threshold
+# that rises with its dynamic mmap threshold) grew from 3.9 to 25.1 MiB over bench_scale's 40,000 pages
 STORE_ID_CHUNK = 500  # ids per IN (...) list of the page and run stores' lookups
 PAGE_READ_CHUNK = 200  # stored pages (or extractions) read per query: their HTML or text is what a query holds
 PAGE_ID_CHUNK = 4_096  # live page ids extract reads per query (store.pages.iter_live_ids): the whole crawl's ids in
@@ -397,6 +400,14 @@ FILTER_IO_BYTES = 1 << 22  # bytes of a segment's filter written to or read from
 # BLOB I/O): a filter bound as one value was held three times over while written (the bytes, SQLite's copy, the
 # record it builds: +360 MiB for a 120 MiB filter, the peak of a merge into the top at 6.4M pages) and twice when read
 FILTER_REBUILD_BLOCKS = 4_096  # segment blocks whose keys a filter's rebuild reads at once (1M rows: 8 MB of keys)
+VERIFY_BYTES = 2 * 2**20  # stored candidates' rows a batch's verification reads and holds at once, in bytes of their
+# verification sets (a stored sample is at most SAMPLE hashes: 1 KiB at 32 bits, so about 2,048 stored pages): the
+# new pages' candidate pairs are verified a slice of new pages at a time, each slice's partners read, held and let go
+# (store.lsh._verification_slices). Without it a batch held all its candidates' rows, about 2.6 KB a candidate with
+# their arrays and pairs: the candidates a page grow with the crawl (4-5 a page at 10,000 pages of bench_scale, 15-18
+# at 40,000, about 110 at 160,000), and so did a 200-page batch's peak (4-6 MiB, 10-12, some 50 projected), and a
+# `templater dedup` batch of 50,000 pages held all of its own. Same verdicts, edges and clusters whatever its value
+# (tests/test_lsh.py, bench/index_identity.py --verify-bytes); smaller costs a few statements and numpy passes a slice
 ROUND_LIMITS = (1, 4, 16, 64, 256, 1 << 62)  # candidates verified per (page, cluster) before giving up, cumulative
 REFERENCE_MEMBERS = 1_000  # a cluster's reference pages (its longest text per site, which a page joining it must
 # pass with) are chosen among its this many longest members: a popular cluster costs a bounded read

@@ -77,6 +77,39 @@ def tune_heap() -> None:
     _heap_tuned = True
 
 
+_malloc_trim: object = None  # glibc's malloc_trim, found at the first ``trim_heap`` (False: not glibc, or not found)
+
+
+def trim_heap() -> bool:
+    """Give the free memory of glibc's heap back to the system (``malloc_trim(0)``: the free top of the heap, and the
+    whole pages of free blocks within it), True where that was done; nothing on another C library. glibc keeps the
+    free top while it is below its trim threshold, which rises with its dynamic mmap threshold (up to twice the
+    largest block it mapped apart and freed: 64 MiB on 64-bit), so the space that a batch's large arrays left, and
+    the free blocks between live ones, stayed resident and grew with a long run. Outputs do not depend on it.
+    ctypes loads at the first call only (no start-up cost)."""
+    global _malloc_trim
+    if _malloc_trim is None:
+        _malloc_trim = False
+        try:
+            glibc = bool(os.confstr("CS_GNU_LIBC_VERSION"))
+        except (ValueError, OSError, AttributeError):  # (another C library, or a system without confstr)
+            glibc = False
+        if glibc:
+            import ctypes
+
+            try:
+                function = ctypes.CDLL(None).malloc_trim
+            except (OSError, AttributeError):
+                function = None
+            if function is not None:
+                function.argtypes, function.restype = [ctypes.c_size_t], ctypes.c_int
+                _malloc_trim = function
+    if _malloc_trim is False:
+        return False
+    _malloc_trim(0)
+    return True
+
+
 def slow_path_warning() -> str | None:
     """A warning for users on the pure path who did not ask for it, else None."""
     if COMPILED or os.environ.get(PURE_ENV):

@@ -729,6 +729,7 @@ def _extracted(db: sqlite_utils.Database, *, method: str, ids: Sequence[str] | N
     signing = index_settings(db) if index else None
     pending: list[Extraction] = []
     signed: list[dedup.SignedText] = []
+    untrimmed = 0  # pages written since glibc's heap was last trimmed (``native.trim_heap``)
     with GrowingBatch(db) as batch:
         for done, (digest, result, signature, rendered) in enumerate(_iter_chunks_extracted(
                 db, chunks, total, method=method, classifier=classifier, jobs=jobs, signing=signing,
@@ -752,8 +753,12 @@ def _extracted(db: sqlite_utils.Database, *, method: str, ids: Sequence[str] | N
                 if index:
                     _index(db, pending, signed, signing)
                 batch.step(len(pending))
+                untrimmed += len(pending)
                 pending.clear()
                 signed.clear()
+                if untrimmed >= config.HEAP_TRIM_PAGES:  # (what the batches freed given back: a long run's heap
+                    native.trim_heap()  # kept its free space resident, growing with the crawl)
+                    untrimmed = 0
             if progress:
                 progress(done, total)
             yield result, rendered

@@ -1337,3 +1337,67 @@ def test_measured_arrays_are_the_pair_by_pair_measures(shapes, verify, measure, 
     else:
         assert jaccards is None
     assert all(source.pair_similarity[p] == v for p, v in zip(pairs, sims.tolist()))
+
+
+@given(st.lists(st.tuples(st.integers(1, 30), st.integers(0, 12), st.booleans()), min_size=2, max_size=50),
+       st.lists(st.integers(0, 400), min_size=1, max_size=80))
+@hsettings(max_examples=60, deadline=None)
+def test_verification_slices_are_whole_pages_within_the_budget(pages, partners):
+    """``_verification_slices`` cuts the pairs (x ascending) only between new pages, covers them all in order, and
+    keeps each slice's distinct stored partners within the budget unless they are all one page's; one slice when all
+    fit."""
+    x, y, stored = [], [], []
+    for page, (doc, count, mixed) in enumerate(pages):
+        for k in range(count):
+            x.append(page)
+            y.append(partners[(page * 7 + k) % len(partners)])
+            stored.append(not (mixed and k % 3 == 0))
+    x, y, stored = np.array(x, np.int64), np.array(y, np.int64), np.array(stored, bool)
+    for limit in (1, 2, 5, 1000):
+        ranges = lsh._verification_slices(x, y, stored, 8, budget=8 * limit)
+        assert ranges[0][0] == 0 and ranges[-1][1] == len(x)
+        assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+        assert all(low < high or len(x) == 0 for low, high in ranges)
+        for low, high in ranges:
+            assert low == 0 or x[low] != x[low - 1]  # (whole pages)
+            held = len(set(y[low:high][stored[low:high]].tolist()))
+            assert held <= limit or len(set(x[low:high][stored[low:high]].tolist())) == 1
+        if len(set(y[stored].tolist())) <= limit:
+            assert ranges == [(0, len(x))]
+
+
+@pytest.mark.parametrize("verify", ["sample", "exact", "estimate"])
+def test_verification_a_slice_at_a_time_gives_what_one_slice_gives(tmp_path, monkeypatch, verify):
+    """The same batches indexed with a budget of one stored partner a slice (every new page's pairs verified apart,
+    the sets read again and again), a few partners, and the default: the same edges in the same order from every
+    batch's verification, and the same stored bytes (pages, clusters, links, band index)."""
+    settings = ShingleSettings(permutations=32, bands=8, rows=4, threshold=0.6, verify=verify, sample=16)
+    rng = np.random.default_rng(11)
+    base = rng.integers(0, 2**32, size=(5, 60), dtype=np.uint64)
+    texts = [np.unique(np.where(rng.random(60) < rng.uniform(0.05, 0.4), rng.integers(0, 2**32, 60, dtype=np.uint64),
+                                base[i % 5])) for i in range(90)]
+    shingles = Shingles(np.concatenate(texts), np.r_[0, np.cumsum([len(t) for t in texts])])
+    signatures = sign_shingles(shingles, settings)
+    pages = [IndexedPage(f"p{i}", f"http://site{i % 4}.example/{i}", text_chars=len(texts[i])) for i in range(90)]
+    verified, cut = lsh._verified_edges, lsh._verification_slices
+    results = []
+    for budget in (None, 1, 5 * 16 * 8):
+        if budget is not None:
+            monkeypatch.setattr(lsh, "VERIFY_BYTES", budget)
+        edges: list = []
+        slices: list = []
+        monkeypatch.setattr(lsh, "_verified_edges", lambda *a: edges.append(verified(*a)) or edges[-1])
+        monkeypatch.setattr(lsh, "_verification_slices", lambda *a: slices.append(cut(*a)) or slices[-1])
+        db = open_db(tmp_path / f"{budget}.db")
+        for start in range(0, 90, 30):
+            part = slice(start, start + 30)
+            lsh.add_signatures(db, pages[part], Signatures(signatures.values[part], signatures.empty[part], settings,
+                                                           None),
+                               shingles=None if verify == "estimate" else Shingles(
+                                   np.concatenate(texts[part]), np.r_[0, np.cumsum([len(t) for t in texts[part]])]))
+        tables = [db.conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
+                  for t in ("lsh_signatures", "dup_clusters", "lsh_links", "lsh_blocks", "lsh_runs", "lsh_state")]
+        results.append((edges, tables))
+        assert budget is None or max(len(s) for s in slices) > 1  # (the small budgets cut the batches)
+    assert results[0][0][-1][0]  # (edges found)
+    assert results[1] == results[0] and results[2] == results[0]

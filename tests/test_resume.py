@@ -217,6 +217,27 @@ def test_extract_with_worker_processes_stores_and_yields_what_one_process_does(t
     assert snapshots[2] == snapshots[1] and snapshots[3] == snapshots[1]
 
 
+def test_extract_trims_the_heap_every_heap_trim_pages_and_stores_what_it_stores_without(tmp_path, crawls,
+                                                                                         monkeypatch):
+    """extract gives glibc's free heap back (native.trim_heap) once HEAP_TRIM_PAGES pages were written since the last
+    time, after an index batch; the results and every stored byte are those of a run that never trims."""
+    monkeypatch.setattr(pipeline, "BATCH_PAGES", 3)
+    base = built_store(tmp_path, crawls)
+    trims, outputs, snapshots = [], {}, {}
+    monkeypatch.setattr(pipeline.native, "trim_heap", lambda: trims.append(1) or True)
+    for every in (7, 10**9):
+        monkeypatch.setattr(pipeline.config, "HEAP_TRIM_PAGES", every)
+        path = tmp_path / f"trim{every}.db"
+        copy_database(base, path)
+        db = pipeline.open_store(path)
+        trims.clear()
+        outputs[every] = [r.to_json() for r in pipeline.extract(db, index=True)]
+        snapshots[every] = snapshot(db)
+        indexed = 3 * (sum(1 for _ in outputs[every]) // 3)  # (pages written in full batches)
+        assert len(trims) == (indexed // 9 if every == 7 else 0)  # (a trim after the batch that reaches 7 pages)
+    assert outputs[7] == outputs[10**9] and snapshots[7] == snapshots[10**9] and len(outputs[7]) >= 20
+
+
 def test_texts_signed_by_the_workers_index_as_index_texts_indexes_them(tmp_path, crawls, monkeypatch):
     """Extract signs each text where it extracts it (in the workers with --jobs) and the writer only stores the
     signatures: the index is the one ``dedup.index_texts`` makes of the same texts in the same batches."""

@@ -1908,6 +1908,30 @@ def test_tune_heap_turns_glibc_fast_bins_off_where_glibc_runs():
     native.tune_heap()
 
 
+def test_trim_heap_gives_glibc_free_memory_back_and_does_nothing_elsewhere(monkeypatch):
+    """native.trim_heap calls glibc's malloc_trim (True) where glibc runs, its resident memory no larger after than
+    before; on another C library (no glibc version to read) it does nothing and says so, and never loads ctypes'
+    libc."""
+    import platform
+    import resource
+
+    monkeypatch.setattr(native, "_malloc_trim", None)
+    glibc = platform.libc_ver()[0] == "glibc"
+    blocks = [bytearray(100_000) for _ in range(300)]  # (about 30 MB from the heap, most of it then freed)
+    del blocks[:-1]
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert native.trim_heap() is glibc and native.trim_heap() is glibc
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss == before  # (the peak is not raised by a trim)
+
+    def no_glibc(name):
+        raise ValueError(name)
+
+    monkeypatch.setattr(native, "_malloc_trim", None)
+    monkeypatch.setattr(native.os, "confstr", no_glibc)
+    assert native.trim_heap() is False and native._malloc_trim is False
+    assert native.trim_heap() is False
+
+
 # libxml2's allocator (native.tune_heap's numeric.xml_heap): where a tree's blocks lie changes, nothing else. Each
 # side runs in a process of its own (the allocator is set for a process's life): the same trees, serialized, with
 # glibc's malloc and with the chunks, blocks made and freed by several threads, grown (long texts built from
