@@ -1317,6 +1317,12 @@ class _Segment:
         with ``cap``, enough blocks for each band key's first ``cap`` rows). ``positions``: see ``_bloom_has``."""
         if not len(self.fences) or not len(keys):
             return keys[:0], np.empty(0, np.int64)
+        compiled = _kernels()
+        if compiled is not None and hasattr(compiled, "segment_blocks"):  # (one pass; None: keys not rising)
+            made = compiled.segment_blocks(self.bits, _int64(self.fences), _int64(keys), FILTER_HASHES,
+                                           -1 if cap is None else cap // SEGMENT_BLOCK_ROWS + 1, PAGE_KEY_BASE)
+            if made is not None:
+                return np.frombuffer(made[0], dtype=np.int64), np.frombuffer(made[1], dtype=np.int64)
         keys = keys[_bloom_has(self.bits, keys, positions)]
         first = np.maximum(np.searchsorted(self.fences, keys, side="left") - 1, 0)
         last = np.searchsorted(self.fences, keys, side="right") - 1  # (-1: below the first key, not here)
@@ -2053,7 +2059,14 @@ def _first_checks(edges: list[tuple[int, int, int]], refs: _NewReferences, sourc
     pairs = [p for p in wanted if p[0] != p[1]]
     if pairs:
         a, b = (np.array(side, dtype=np.int64) for side in zip(*pairs))
-        source.passing(a, b)
+        ok = source.passing(a, b).tolist()
+        if source.settings.verify != "estimate":
+            # the similarities of the pairs that pass, which ``_join`` ranks a page's groups by: those that pass by
+            # resemblance (below both thresholds, so not kept by verification) measured in one call here, where
+            # the ranking measured each alone (about four a 200-page batch, each a call with its own arrays)
+            unmeasured = [p for p, good in zip(pairs, ok) if good and p not in source.pair_similarity]
+            if unmeasured:
+                source.similarities(unmeasured)
 
 
 def _merge(docs: np.ndarray, edges: list[tuple[int, int, int]], sizes: dict[int, int], chars: dict[int, int],
