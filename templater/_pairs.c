@@ -25,7 +25,9 @@ word_has(words, keys, hashes) / word_add(words, keys, hashes): the same for the 
 merge_rows(keys, docs, out_keys, out_docs): the (key, doc) runs ``keys[i]``/``docs[i]`` (each sorted by key then doc)
     merged into ``out_keys``/``out_docs`` in (key, doc) order, as ``np.lexsort((docs, keys))`` orders them;
 segment_blocks(bits, fences, keys, hashes, cap, page_base) -> (keys, blocks): ``store.lsh._Segment.blocks_of`` of
-    sorted distinct keys in one pass (the filter's probe, the fences' searches, the blocks' union). */
+    sorted distinct keys in one pass (the filter's probe, the fences' searches, the blocks' union);
+gather_rows(queries, keys, docs) -> rows: the (key, doc) rows of sorted runs whose keys are among sorted query keys
+    (``store.lsh._gather`` of each run, stacked), as an (n, 2) int64 array's bytes. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -513,6 +515,75 @@ done:
     return out;
 }
 
+/* The (key, doc) rows of sorted runs whose keys are among sorted distinct query keys (``store.lsh._gather`` of each
+run, stacked): for run i, every row of ``runs_keys[i]``/``runs_docs[i]`` whose key is one of ``queries[i]``, key by key
+in the queries' order, a key's rows in the run's order; the runs' rows one after the other. Returns the rows as int64
+(key, doc) pairs end to end (an (n, 2) array's bytes), or None when a query list does not rise. */
+static PyObject *gather_rows(PyObject *self, PyObject *args) {
+    PyObject *query_list, *key_list, *doc_list;
+    if (!PyArg_ParseTuple(args, "O!O!O!", &PyList_Type, &query_list, &PyList_Type, &key_list, &PyList_Type, &doc_list))
+        return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(key_list), made = 0, room = 256, filled = 0;
+    if (count != PyList_GET_SIZE(doc_list) || count != PyList_GET_SIZE(query_list)) {
+        PyErr_SetString(PyExc_ValueError, "gather_rows: as many query lists, key runs and doc runs");
+        return NULL;
+    }
+    Py_buffer *views = PyMem_Calloc(3 * count + 1, sizeof(Py_buffer));
+    int64_t *rows = PyMem_Malloc((size_t)room * 16);
+    PyObject *out = NULL;
+    if (!views || !rows) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *items[3] = {PyList_GET_ITEM(query_list, i), PyList_GET_ITEM(key_list, i), PyList_GET_ITEM(doc_list, i)};
+        for (int j = 0; j < 3; j++) {
+            if (PyObject_GetBuffer(items[j], &views[3 * i + j], PyBUF_SIMPLE) < 0)
+                goto done;
+            filled = 3 * i + j + 1;
+        }
+        if (views[3 * i].len % 8 || views[3 * i + 1].len % 8 || views[3 * i + 1].len != views[3 * i + 2].len) {
+            PyErr_SetString(PyExc_ValueError, "gather_rows: a run's keys and docs differ in length");
+            goto done;
+        }
+        const int64_t *q = views[3 * i].buf;
+        for (Py_ssize_t j = 1, nq = views[3 * i].len / 8; j < nq; j++)
+            if (q[j] <= q[j - 1]) {
+                out = Py_None;
+                Py_INCREF(out);
+                goto done;
+            }
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        const int64_t *q = views[3 * i].buf, *k = views[3 * i + 1].buf, *d = views[3 * i + 2].buf;
+        Py_ssize_t nq = views[3 * i].len / 8, n = views[3 * i + 1].len / 8, low = 0;
+        for (Py_ssize_t j = 0; j < nq && low < n; j++) {
+            low = lower_bound(k, low, n, q[j], 0);  /* (the queries rise: so do their first rows) */
+            for (Py_ssize_t at = low; at < n && k[at] == q[j]; at++) {
+                if (made == room) {
+                    room *= 2;
+                    int64_t *grown = PyMem_Realloc(rows, (size_t)room * 16);
+                    if (!grown) {
+                        PyErr_NoMemory();
+                        goto done;
+                    }
+                    rows = grown;
+                }
+                rows[2 * made] = k[at];
+                rows[2 * made + 1] = d[at];
+                made++;
+            }
+        }
+    }
+    out = PyBytes_FromStringAndSize((const char *)rows, made * 16);
+done:
+    for (Py_ssize_t i = 0; i < filled; i++)
+        PyBuffer_Release(&views[i]);
+    PyMem_Free(views);
+    PyMem_Free(rows);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"pair_measures", pair_measures, METH_VARARGS,
      "pair_measures(hashes, offsets, a, b, width, sample, min_hashes, jaccard) -> bytes of float64"},
@@ -521,6 +592,8 @@ static PyMethodDef methods[] = {
     {"word_has", word_has, METH_VARARGS, "word_has(words, keys, hashes) -> bytes (0/1 a key)"},
     {"word_add", word_add, METH_VARARGS, "word_add(words, keys, hashes): set the keys' bits in place"},
     {"merge_rows", merge_rows, METH_VARARGS, "merge_rows(keys, docs, out_keys, out_docs): merge sorted runs"},
+    {"gather_rows", gather_rows, METH_VARARGS,
+     "gather_rows(queries, keys, docs) -> bytes of (key, doc) int64 rows, or None"},
     {"segment_blocks", segment_blocks, METH_VARARGS,
      "segment_blocks(bits, fences, keys, hashes, cap, page_base) -> (keys, blocks) as int64 bytes, or None"},
     {NULL, NULL, 0, NULL},

@@ -952,6 +952,29 @@ def test_compiled_segment_blocks_equal_the_numpy_definition(blocks, rows, probes
                                              lsh.PAGE_KEY_BASE) is None
 
 
+@pytest.mark.skipif(lsh._kernels() is None, reason="templater._pairs is not built")
+@given(st.integers(0, 6), st.integers(0, 2**32 - 1))
+@hsettings(max_examples=80, deadline=None)
+def test_compiled_gather_equals_the_numpy_definition(runs, seed):
+    """``_gathered`` by the compiled kernel (every run's rows whose key is one of its sorted query keys, in one call)
+    gives the rows, in the order, of ``_gather`` run by run: keys repeated in a run, keys absent, empty runs and
+    empty queries; queries that do not rise go the numpy way."""
+    rng = np.random.default_rng(seed)
+    made, queries = [], []
+    for _ in range(runs):
+        keys = np.sort(rng.integers(0, 60, size=rng.integers(0, 80)))
+        made.append((keys, rng.integers(0, 1000, size=len(keys))))
+        queries.append(np.unique(rng.integers(0, 70, size=rng.integers(0, 30))))
+    got = lsh._gathered(queries, made)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(native, "pairs", None)
+        want = lsh._gathered(queries, made)
+    assert got.shape == want.shape and got.tolist() == want.tolist()
+    if any(len(q) > 1 for q in queries):
+        falling = [q[::-1].copy() for q in queries]
+        assert lsh._kernels().gather_rows(falling, [k for k, _ in made], [d for _, d in made]) is None
+
+
 def test_first_checks_measure_the_similarities_of_pairs_that_pass_by_resemblance(monkeypatch):
     """A new page that passes with its group's longest page by resemblance alone (containment below both thresholds,
     Jaccard at least ``resemblance``) has that pair's similarity measured by ``_first_checks`` with the others, so
