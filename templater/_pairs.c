@@ -433,6 +433,19 @@ static Py_ssize_t lower_bound(const int64_t *a, Py_ssize_t low, Py_ssize_t high,
     return low;
 }
 
+/* ``buffer`` of ``*room`` items of ``width`` bytes made twice as large (``*room`` doubled); NULL, the buffer freed and
+MemoryError set, when there is no memory. */
+static int64_t *grown(int64_t *buffer, Py_ssize_t *room, size_t width) {
+    int64_t *made = PyMem_Realloc(buffer, (size_t)*room * 2 * width);
+    if (!made) {
+        PyMem_Free(buffer);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    *room *= 2;
+    return made;
+}
+
 static PyObject *segment_blocks(PyObject *self, PyObject *args) {
     Py_buffer bits, fences, keys;
     int hashes;
@@ -486,15 +499,8 @@ static PyObject *segment_blocks(PyObject *self, PyObject *args) {
             continue;
         sought_at[found++] = k[i];
         for (Py_ssize_t block = first > next ? first : next; block <= last; block++) {
-            if (made == room) {
-                room *= 2;
-                int64_t *grown = PyMem_Realloc(block_at, (size_t)room * 8);
-                if (!grown) {
-                    PyErr_NoMemory();
-                    goto done;
-                }
-                block_at = grown;
-            }
+            if (made == room && !(block_at = grown(block_at, &room, 8)))
+                goto done;
             block_at[made++] = block;
         }
         if (last + 1 > next)
@@ -560,15 +566,8 @@ static PyObject *gather_rows(PyObject *self, PyObject *args) {
         for (Py_ssize_t j = 0; j < nq && low < n; j++) {
             low = lower_bound(k, low, n, q[j], 0);  /* (the queries rise: so do their first rows) */
             for (Py_ssize_t at = low; at < n && k[at] == q[j]; at++) {
-                if (made == room) {
-                    room *= 2;
-                    int64_t *grown = PyMem_Realloc(rows, (size_t)room * 16);
-                    if (!grown) {
-                        PyErr_NoMemory();
-                        goto done;
-                    }
-                    rows = grown;
-                }
+                if (made == room && !(rows = grown(rows, &room, 16)))
+                    goto done;
                 rows[2 * made] = k[at];
                 rows[2 * made + 1] = d[at];
                 made++;
