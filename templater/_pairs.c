@@ -177,6 +177,21 @@ done:
 #define BLOCK_BITS 512
 #define PREFETCH_AHEAD 8
 
+/* Whether the blocked Bloom filter ``b`` of ``blocks`` blocks may hold key ``i`` of the ``n`` keys ``k``, the block of
+the key a few ahead prefetched (its cache miss overlaps this key's probe). */
+static inline int bloom_probe(const uint8_t *b, uint64_t blocks, const uint64_t *k, Py_ssize_t i, Py_ssize_t n,
+                              int hashes) {
+    if (i + PREFETCH_AHEAD < n)
+        __builtin_prefetch(b + (((((k[i + PREFETCH_AHEAD] >> 15) & 0xFFFFFFFFULL) * blocks) >> 32) * BLOCK_BITS >> 3));
+    uint64_t u = k[i], base = ((((u >> 15) & 0xFFFFFFFFULL) * blocks) >> 32) * BLOCK_BITS, mixed = u * MIX0;
+    for (int h = 0; h < hashes; h++) {
+        uint64_t at = base + ((mixed >> (55 - 9 * h)) & 511);
+        if (!((b[at >> 3] >> (at & 7)) & 1))
+            return 0;
+    }
+    return 1;
+}
+
 static PyObject *bloom_has(PyObject *self, PyObject *args) {
     Py_buffer bits, keys;
     int hashes;
@@ -195,20 +210,8 @@ static PyObject *bloom_has(PyObject *self, PyObject *args) {
     const uint8_t *b = (const uint8_t *)bits.buf;
     const uint64_t *k = (const uint64_t *)keys.buf;
     uint64_t blocks = (uint64_t)bits.len * 8 / BLOCK_BITS;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (i + PREFETCH_AHEAD < n) /* the block of a key a few ahead: its cache miss overlaps this key's probe */
-            __builtin_prefetch(b + (((((k[i + PREFETCH_AHEAD] >> 15) & 0xFFFFFFFFULL) * blocks) >> 32) * BLOCK_BITS >> 3));
-        uint64_t u = k[i], base = ((((u >> 15) & 0xFFFFFFFFULL) * blocks) >> 32) * BLOCK_BITS, mixed = u * MIX0;
-        char hit = 1;
-        for (int h = 0; h < hashes; h++) {
-            uint64_t at = base + ((mixed >> (55 - 9 * h)) & 511);
-            if (!((b[at >> 3] >> (at & 7)) & 1)) {
-                hit = 0;
-                break;
-            }
-        }
-        found[i] = hit;
-    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        found[i] = (char)bloom_probe(b, blocks, k, i, n, hashes);
 done:
     PyBuffer_Release(&bits);
     PyBuffer_Release(&keys);
@@ -476,20 +479,7 @@ static PyObject *segment_blocks(PyObject *self, PyObject *args) {
     uint64_t blocks_in = (uint64_t)bits.len * 8 / BLOCK_BITS;
     Py_ssize_t low = 0, next = 0;  /* (fences below ``low`` are below every key to come; blocks below ``next`` made) */
     for (Py_ssize_t i = 0; i < n && nf; i++) {
-        if (i + PREFETCH_AHEAD < n)
-            __builtin_prefetch(b + (((((uint64_t)k[i + PREFETCH_AHEAD] >> 15) & 0xFFFFFFFFULL) * blocks_in) >> 32) *
-                               BLOCK_BITS / 8);
-        uint64_t u = (uint64_t)k[i], base = ((((u >> 15) & 0xFFFFFFFFULL) * blocks_in) >> 32) * BLOCK_BITS,
-                 mixed = u * MIX0;
-        int hit = 1;
-        for (int h = 0; h < hashes; h++) {
-            uint64_t at = base + ((mixed >> (55 - 9 * h)) & 511);
-            if (!((b[at >> 3] >> (at & 7)) & 1)) {
-                hit = 0;
-                break;
-            }
-        }
-        if (!hit)
+        if (!bloom_probe(b, blocks_in, (const uint64_t *)k, i, n, hashes))
             continue;
         low = lower_bound(f, low, nf, k[i], 0);
         Py_ssize_t first = low > 0 ? low - 1 : 0, last = lower_bound(f, low, nf, k[i], 1) - 1;
