@@ -983,6 +983,23 @@ def _gather(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
     return np.repeat(first - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
 
 
+def _gathered(queries: Sequence[np.ndarray], runs: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """The (key, doc) rows of each run (keys sorted) whose key is one of its sorted distinct ``queries`` (``_gather``),
+    stacked, run after run: by the compiled kernel (``gather_rows``, one call for all the runs: a batch's lookup has
+    a dozen recent tiers and half a dozen segments, each five numpy calls here), or in numpy."""
+    compiled = _kernels()
+    if compiled is not None and hasattr(compiled, "gather_rows") and runs:
+        made = compiled.gather_rows([_int64(q) for q in queries], [_int64(k) for k, _ in runs],
+                                    [_int64(d) for _, d in runs])
+        if made is not None:  # (None: queries that do not rise)
+            return np.frombuffer(made, dtype=np.int64).reshape(-1, 2)
+    parts = [np.empty((0, 2), np.int64)]
+    for sought, (run_keys, run_docs) in zip(queries, runs):
+        at = _gather(sought, run_keys)
+        parts.append(np.stack((run_keys[at], run_docs[at]), axis=1))
+    return np.concatenate(parts)
+
+
 class _WordFilter:
     """A Bloom filter of 64-bit words for the recent runs' keys (in memory only): a key sets RECENT_FILTER_HASHES
     bits of one word, the word chosen by the key's top bits (so sorted keys set words in order, and the bits of a
@@ -1064,12 +1081,8 @@ class _Recent:
 
     def find(self, keys: np.ndarray) -> np.ndarray:
         """(key, doc) rows of the distinct sorted ``keys`` (unordered)."""
-        parts = [np.empty((0, 2), np.int64)]
         keys = keys[self.filter.may_hold(keys)] if len(keys) and self.tiers else keys[:0]
-        for tier_keys, tier_docs in self.tiers if len(keys) else ():
-            at = _gather(keys, tier_keys)
-            parts.append(np.stack((tier_keys[at], tier_docs[at]), axis=1))
-        return np.concatenate(parts)
+        return _gathered([keys] * len(self.tiers), self.tiers) if len(keys) else np.empty((0, 2), np.int64)
 
     def rows(self) -> tuple[np.ndarray, np.ndarray]:
         """Every row, in key order."""
@@ -1328,6 +1341,12 @@ class _Segment:
         with ``cap``, enough blocks for each band key's first ``cap`` rows). ``positions``: see ``_bloom_has``."""
         if not len(self.fences) or not len(keys):
             return keys[:0], np.empty(0, np.int64)
+        compiled = _kernels()
+        if compiled is not None and hasattr(compiled, "segment_blocks"):  # (one pass; None: keys not rising)
+            made = compiled.segment_blocks(self.bits, _int64(self.fences), _int64(keys), FILTER_HASHES,
+                                           -1 if cap is None else cap // SEGMENT_BLOCK_ROWS + 1, PAGE_KEY_BASE)
+            if made is not None:
+                return np.frombuffer(made[0], dtype=np.int64), np.frombuffer(made[1], dtype=np.int64)
         keys = keys[_bloom_has(self.bits, keys, positions)]
         first = np.maximum(np.searchsorted(self.fences, keys, side="left") - 1, 0)
         last = np.searchsorted(self.fences, keys, side="right") - 1  # (-1: below the first key, not here)
@@ -1709,14 +1728,13 @@ def _segment_rows(db: sqlite_utils.Database, keys: np.ndarray, cap: int | None =
     block_keys = np.frombuffer(b"".join([r[1] for r in fetched]), dtype=np.int64)
     block_docs = np.frombuffer(b"".join([r[2] for r in fetched]), dtype=np.int64)
     ends = np.cumsum([len(r[1]) >> 3 for r in fetched]).tolist()
-    parts = [np.empty((0, 2), np.int64)]
+    runs = []
     done = 0
     for s, sought, blocks in wanted:
         start, end = ends[done - 1] if done else 0, ends[done + len(blocks) - 1]
         done += len(blocks)
-        at = _gather(sought, block_keys[start:end]) + start
-        parts.append(np.stack((block_keys[at], block_docs[at]), axis=1))
-    return np.concatenate(parts)
+        runs.append((block_keys[start:end], block_docs[start:end]))
+    return _gathered([sought for _, sought, _ in wanted], runs)
 
 
 def _drop_segment_rows(db: sqlite_utils.Database, keys: np.ndarray, docs: np.ndarray) -> None:
@@ -2119,7 +2137,14 @@ def _first_checks(edges: list[tuple[int, int, int]], refs: _NewReferences, sourc
     pairs = [p for p in wanted if p[0] != p[1]]
     if pairs:
         a, b = (np.array(side, dtype=np.int64) for side in zip(*pairs))
-        source.passing(a, b)
+        ok = source.passing(a, b).tolist()
+        if source.settings.verify != "estimate":
+            # the similarities of the pairs that pass, which ``_join`` ranks a page's groups by: those that pass by
+            # resemblance (below both thresholds, so not kept by verification) measured in one call here, where
+            # the ranking measured each alone (about four a 200-page batch, each a call with its own arrays)
+            unmeasured = [p for p, good in zip(pairs, ok) if good and p not in source.pair_similarity]
+            if unmeasured:
+                source.similarities(unmeasured)
 
 
 def _merge(docs: np.ndarray, edges: list[tuple[int, int, int]], sizes: dict[int, int], chars: dict[int, int],

@@ -23,7 +23,11 @@ bloom_add(bits, keys, hashes): set the keys' bits in ``bits`` (in place);
 word_has(words, keys, hashes) / word_add(words, keys, hashes): the same for the recent runs' filter of 64-bit words
     (``store.lsh._WordFilter``: the word chosen by the key's top bits, its bits 6-bit slices of the key times MIX0);
 merge_rows(keys, docs, out_keys, out_docs): the (key, doc) runs ``keys[i]``/``docs[i]`` (each sorted by key then doc)
-    merged into ``out_keys``/``out_docs`` in (key, doc) order, as ``np.lexsort((docs, keys))`` orders them. */
+    merged into ``out_keys``/``out_docs`` in (key, doc) order, as ``np.lexsort((docs, keys))`` orders them;
+segment_blocks(bits, fences, keys, hashes, cap, page_base) -> (keys, blocks): ``store.lsh._Segment.blocks_of`` of
+    sorted distinct keys in one pass (the filter's probe, the fences' searches, the blocks' union);
+gather_rows(queries, keys, docs) -> rows: the (key, doc) rows of sorted runs whose keys are among sorted query keys
+    (``store.lsh._gather`` of each run, stacked), as an (n, 2) int64 array's bytes. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -173,6 +177,21 @@ done:
 #define BLOCK_BITS 512
 #define PREFETCH_AHEAD 8
 
+/* Whether the blocked Bloom filter ``b`` of ``blocks`` blocks may hold key ``i`` of the ``n`` keys ``k``, the block of
+the key a few ahead prefetched (its cache miss overlaps this key's probe). */
+static inline int bloom_probe(const uint8_t *b, uint64_t blocks, const uint64_t *k, Py_ssize_t i, Py_ssize_t n,
+                              int hashes) {
+    if (i + PREFETCH_AHEAD < n)
+        __builtin_prefetch(b + (((((k[i + PREFETCH_AHEAD] >> 15) & 0xFFFFFFFFULL) * blocks) >> 32) * BLOCK_BITS >> 3));
+    uint64_t u = k[i], base = ((((u >> 15) & 0xFFFFFFFFULL) * blocks) >> 32) * BLOCK_BITS, mixed = u * MIX0;
+    for (int h = 0; h < hashes; h++) {
+        uint64_t at = base + ((mixed >> (55 - 9 * h)) & 511);
+        if (!((b[at >> 3] >> (at & 7)) & 1))
+            return 0;
+    }
+    return 1;
+}
+
 static PyObject *bloom_has(PyObject *self, PyObject *args) {
     Py_buffer bits, keys;
     int hashes;
@@ -191,20 +210,8 @@ static PyObject *bloom_has(PyObject *self, PyObject *args) {
     const uint8_t *b = (const uint8_t *)bits.buf;
     const uint64_t *k = (const uint64_t *)keys.buf;
     uint64_t blocks = (uint64_t)bits.len * 8 / BLOCK_BITS;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (i + PREFETCH_AHEAD < n) /* the block of a key a few ahead: its cache miss overlaps this key's probe */
-            __builtin_prefetch(b + (((((k[i + PREFETCH_AHEAD] >> 15) & 0xFFFFFFFFULL) * blocks) >> 32) * BLOCK_BITS >> 3));
-        uint64_t u = k[i], base = ((((u >> 15) & 0xFFFFFFFFULL) * blocks) >> 32) * BLOCK_BITS, mixed = u * MIX0;
-        char hit = 1;
-        for (int h = 0; h < hashes; h++) {
-            uint64_t at = base + ((mixed >> (55 - 9 * h)) & 511);
-            if (!((b[at >> 3] >> (at & 7)) & 1)) {
-                hit = 0;
-                break;
-            }
-        }
-        found[i] = hit;
-    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        found[i] = (char)bloom_probe(b, blocks, k, i, n, hashes);
 done:
     PyBuffer_Release(&bits);
     PyBuffer_Release(&keys);
@@ -289,33 +296,68 @@ done:
 static PyObject *word_has(PyObject *self, PyObject *args) { return word_filter(args, 0); }
 static PyObject *word_add(PyObject *self, PyObject *args) { return word_filter(args, 1); }
 
-/* k-way merge of sorted (key, doc) runs: a binary heap of run numbers, by (key, doc), ties by run */
+/* Merge of sorted (key, doc) runs: pairs of runs merged in rounds (two runs, then their results, ...), each merge of
+two runs without branches on the rows (the next row of each run is taken as a comparison's result, not a jump the
+processor must guess: keys are random, so a heap's or a branching merge's guesses fail half the time); a row of the
+second run goes first only when it is below the first run's, so equal rows keep their runs' order. */
 typedef struct {
     const int64_t *keys, *docs;
-    Py_ssize_t at, end;
-} Run;
+    Py_ssize_t n;
+} Span;
 
-static inline int run_less(const Run *r, int a, int b) {
-    int64_t ka = r[a].keys[r[a].at], kb = r[b].keys[r[b].at];
-    if (ka != kb)
-        return ka < kb;
-    int64_t da = r[a].docs[r[a].at], db = r[b].docs[r[b].at];
-    return da != db ? da < db : a < b;
+static Py_ssize_t merge_two(Span a, Span b, int64_t *out_keys, int64_t *out_docs) {
+    Py_ssize_t i = 0, j = 0, w = 0;
+    while (i < a.n && j < b.n) {
+        int64_t ka = a.keys[i], kb = b.keys[j], da = a.docs[i], db = b.docs[j];
+        int take_b = (kb < ka) | ((kb == ka) & (db < da));
+        out_keys[w] = take_b ? kb : ka;
+        out_docs[w] = take_b ? db : da;
+        w++;
+        j += take_b;
+        i += 1 - take_b;
+    }
+    memcpy(out_keys + w, a.keys + i, (size_t)(a.n - i) * 8);
+    memcpy(out_docs + w, a.docs + i, (size_t)(a.n - i) * 8);
+    w += a.n - i;
+    memcpy(out_keys + w, b.keys + j, (size_t)(b.n - j) * 8);
+    memcpy(out_docs + w, b.docs + j, (size_t)(b.n - j) * 8);
+    return w + b.n - j;
 }
 
-static void sift_down(const Run *runs, int *heap, int size, int i) {
-    for (;;) {
-        int l = 2 * i + 1, r = l + 1, m = i;
-        if (l < size && run_less(runs, heap[l], heap[m]))
-            m = l;
-        if (r < size && run_less(runs, heap[r], heap[m]))
-            m = r;
-        if (m == i)
-            return;
-        int t = heap[i];
-        heap[i] = heap[m];
-        heap[m] = t;
-        i = m;
+/* Merge ``count`` spans into out_keys/out_docs (``total`` rows), in rounds through ``spare`` (2 * total int64, or
+NULL when count <= 2): each round writes into the buffer the last round's results are not in, the first one chosen
+so that the last round writes into the output. */
+static void merge_spans(Span *spans, Py_ssize_t count, Py_ssize_t total, int64_t *out_keys, int64_t *out_docs,
+                        int64_t *spare) {
+    int rounds = 0;
+    for (Py_ssize_t left = count; left > 1; left = (left + 1) / 2)
+        rounds++;
+    if (rounds == 0) {
+        if (count == 1) {
+            memcpy(out_keys, spans[0].keys, (size_t)spans[0].n * 8);
+            memcpy(out_docs, spans[0].docs, (size_t)spans[0].n * 8);
+        }
+        return;
+    }
+    int64_t *bufs[2][2] = {{out_keys, out_docs}, {spare, spare ? spare + total : NULL}};
+    int target = rounds % 2 ? 0 : 1;  /* (the last round, rounds - 1 after this one, writes into bufs[0]) */
+    while (count > 1) {
+        int64_t *keys = bufs[target][0], *docs = bufs[target][1];
+        Py_ssize_t w = 0, made = 0;
+        for (Py_ssize_t i = 0; i < count; i += 2) {
+            Span next = {keys + w, docs + w, 0};
+            if (i + 1 < count) {
+                next.n = merge_two(spans[i], spans[i + 1], keys + w, docs + w);
+            } else {
+                memcpy(keys + w, spans[i].keys, (size_t)spans[i].n * 8);
+                memcpy(docs + w, spans[i].docs, (size_t)spans[i].n * 8);
+                next.n = spans[i].n;
+            }
+            w += next.n;
+            spans[made++] = next;
+        }
+        count = made;
+        target ^= 1;
     }
 }
 
@@ -324,18 +366,18 @@ static PyObject *merge_rows(PyObject *self, PyObject *args) {
     Py_buffer out_keys, out_docs;
     if (!PyArg_ParseTuple(args, "O!O!w*w*", &PyList_Type, &key_list, &PyList_Type, &doc_list, &out_keys, &out_docs))
         return NULL;
-    Py_ssize_t count = PyList_GET_SIZE(key_list), total = 0, filled = 0;
+    Py_ssize_t count = PyList_GET_SIZE(key_list), total = 0, filled = 0, live = 0;
     Py_buffer *views = NULL;
-    Run *runs = NULL;
-    int *heap = NULL, ok = 0;
+    Span *spans = NULL;
+    int64_t *spare = NULL;
+    int ok = 0;
     if (count != PyList_GET_SIZE(doc_list) || count > 1 << 20) {
         PyErr_SetString(PyExc_ValueError, "merge_rows: as many key runs as doc runs");
         goto done;
     }
     views = PyMem_Calloc(2 * count + 1, sizeof(Py_buffer));
-    runs = PyMem_Calloc(count + 1, sizeof(Run));
-    heap = PyMem_Calloc(count + 1, sizeof(int));
-    if (!views || !runs || !heap) {
+    spans = PyMem_Calloc(count + 1, sizeof(Span));
+    if (!views || !spans) {
         PyErr_NoMemory();
         goto done;
     }
@@ -350,43 +392,185 @@ static PyObject *merge_rows(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "merge_rows: a run's keys and docs differ in length");
             goto done;
         }
-        runs[i].keys = views[2 * i].buf;
-        runs[i].docs = views[2 * i + 1].buf;
-        runs[i].end = views[2 * i].len / 8;
-        total += runs[i].end;
+        Py_ssize_t n = views[2 * i].len / 8;
+        if (n)  /* (empty runs take no part) */
+            spans[live++] = (Span){views[2 * i].buf, views[2 * i + 1].buf, n};
+        total += n;
     }
     if (out_keys.len != total * 8 || out_docs.len != total * 8) {
         PyErr_SetString(PyExc_ValueError, "merge_rows: the output holds as many rows as the runs");
         goto done;
     }
-    int64_t *ok_keys = out_keys.buf, *ok_docs = out_docs.buf;
-    int size = 0;
-    for (int i = 0; i < count; i++)
-        if (runs[i].end)
-            heap[size++] = i;
-    for (int i = size / 2 - 1; i >= 0; i--)
-        sift_down(runs, heap, size, i);
-    Py_ssize_t w = 0;
-    while (size) {
-        Run *r = &runs[heap[0]];
-        ok_keys[w] = r->keys[r->at];
-        ok_docs[w++] = r->docs[r->at];
-        if (++r->at == r->end)
-            heap[0] = heap[--size];
-        sift_down(runs, heap, size, 0);
+    if (live > 2 && !(spare = PyMem_Malloc((size_t)total * 16 + 8))) {
+        PyErr_NoMemory();
+        goto done;
     }
+    merge_spans(spans, live, total, out_keys.buf, out_docs.buf, spare);
     ok = 1;
 done:
     for (Py_ssize_t i = 0; i < filled; i++)
         PyBuffer_Release(&views[i]);
     PyMem_Free(views);
-    PyMem_Free(runs);
-    PyMem_Free(heap);
+    PyMem_Free(spans);
+    PyMem_Free(spare);
     PyBuffer_Release(&out_keys);
     PyBuffer_Release(&out_docs);
     if (!ok)
         return NULL;
     Py_RETURN_NONE;
+}
+
+/* The blocks of a segment that a lookup of sorted distinct keys reads (``store.lsh._Segment.blocks_of``): the keys
+its filter may hold (``bloom_has``), and for each the blocks from the one before its first key's fence (the key's
+rows may begin there) to the last whose fence is at most the key, with ``cap`` (>= 0) at most ``cap`` blocks past
+the first for keys below ``page_base``; the keys with a block and the distinct blocks in order. Keys rise, so do
+both ends of their block spans: the union is made as they come. Returns None when the keys do not rise. */
+static Py_ssize_t lower_bound(const int64_t *a, Py_ssize_t low, Py_ssize_t high, int64_t key, int right) {
+    while (low < high) {
+        Py_ssize_t mid = low + (high - low) / 2;
+        if (right ? a[mid] <= key : a[mid] < key)
+            low = mid + 1;
+        else
+            high = mid;
+    }
+    return low;
+}
+
+/* ``buffer`` of ``*room`` items of ``width`` bytes made twice as large (``*room`` doubled); NULL, the buffer freed and
+MemoryError set, when there is no memory. */
+static int64_t *grown(int64_t *buffer, Py_ssize_t *room, size_t width) {
+    int64_t *made = PyMem_Realloc(buffer, (size_t)*room * 2 * width);
+    if (!made) {
+        PyMem_Free(buffer);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    *room *= 2;
+    return made;
+}
+
+static PyObject *segment_blocks(PyObject *self, PyObject *args) {
+    Py_buffer bits, fences, keys;
+    int hashes;
+    long long cap, page_base;
+    if (!PyArg_ParseTuple(args, "y*y*y*iLL", &bits, &fences, &keys, &hashes, &cap, &page_base))
+        return NULL;
+    PyObject *out = NULL, *sought = NULL, *blocks = NULL;
+    int64_t *sought_at = NULL, *block_at = NULL;
+    if (keys.len % 8 || fences.len % 8 || bits.len % (BLOCK_BITS / 8) || bits.len == 0 || hashes < 1 || hashes > 6) {
+        PyErr_SetString(PyExc_ValueError, "segment_blocks: bad buffer sizes");
+        goto done;
+    }
+    Py_ssize_t n = keys.len / 8, nf = fences.len / 8, found = 0, made = 0, room = 64;
+    const int64_t *k = (const int64_t *)keys.buf, *f = (const int64_t *)fences.buf;
+    for (Py_ssize_t i = 1; i < n; i++)
+        if (k[i] <= k[i - 1]) {
+            out = Py_None;
+            Py_INCREF(out);
+            goto done;
+        }
+    sought_at = PyMem_Malloc((size_t)(n + 1) * 8);
+    block_at = PyMem_Malloc((size_t)room * 8);
+    if (!sought_at || !block_at) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const uint8_t *b = (const uint8_t *)bits.buf;
+    uint64_t blocks_in = (uint64_t)bits.len * 8 / BLOCK_BITS;
+    Py_ssize_t low = 0, next = 0;  /* (fences below ``low`` are below every key to come; blocks below ``next`` made) */
+    for (Py_ssize_t i = 0; i < n && nf; i++) {
+        if (!bloom_probe(b, blocks_in, (const uint64_t *)k, i, n, hashes))
+            continue;
+        low = lower_bound(f, low, nf, k[i], 0);
+        Py_ssize_t first = low > 0 ? low - 1 : 0, last = lower_bound(f, low, nf, k[i], 1) - 1;
+        if (cap >= 0 && k[i] < page_base && last > first + cap)
+            last = first + cap;
+        if (last < first)
+            continue;
+        sought_at[found++] = k[i];
+        for (Py_ssize_t block = first > next ? first : next; block <= last; block++) {
+            if (made == room && !(block_at = grown(block_at, &room, 8)))
+                goto done;
+            block_at[made++] = block;
+        }
+        if (last + 1 > next)
+            next = last + 1;
+    }
+    sought = PyBytes_FromStringAndSize((const char *)sought_at, found * 8);
+    blocks = PyBytes_FromStringAndSize((const char *)block_at, made * 8);
+    if (sought && blocks)
+        out = PyTuple_Pack(2, sought, blocks);
+done:
+    Py_XDECREF(sought);
+    Py_XDECREF(blocks);
+    PyMem_Free(sought_at);
+    PyMem_Free(block_at);
+    PyBuffer_Release(&bits);
+    PyBuffer_Release(&fences);
+    PyBuffer_Release(&keys);
+    return out;
+}
+
+/* The (key, doc) rows of sorted runs whose keys are among sorted distinct query keys (``store.lsh._gather`` of each
+run, stacked): for run i, every row of ``runs_keys[i]``/``runs_docs[i]`` whose key is one of ``queries[i]``, key by key
+in the queries' order, a key's rows in the run's order; the runs' rows one after the other. Returns the rows as int64
+(key, doc) pairs end to end (an (n, 2) array's bytes), or None when a query list does not rise. */
+static PyObject *gather_rows(PyObject *self, PyObject *args) {
+    PyObject *query_list, *key_list, *doc_list;
+    if (!PyArg_ParseTuple(args, "O!O!O!", &PyList_Type, &query_list, &PyList_Type, &key_list, &PyList_Type, &doc_list))
+        return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(key_list), made = 0, room = 256, filled = 0;
+    if (count != PyList_GET_SIZE(doc_list) || count != PyList_GET_SIZE(query_list)) {
+        PyErr_SetString(PyExc_ValueError, "gather_rows: as many query lists, key runs and doc runs");
+        return NULL;
+    }
+    Py_buffer *views = PyMem_Calloc(3 * count + 1, sizeof(Py_buffer));
+    int64_t *rows = PyMem_Malloc((size_t)room * 16);
+    PyObject *out = NULL;
+    if (!views || !rows) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *items[3] = {PyList_GET_ITEM(query_list, i), PyList_GET_ITEM(key_list, i), PyList_GET_ITEM(doc_list, i)};
+        for (int j = 0; j < 3; j++) {
+            if (PyObject_GetBuffer(items[j], &views[3 * i + j], PyBUF_SIMPLE) < 0)
+                goto done;
+            filled = 3 * i + j + 1;
+        }
+        if (views[3 * i].len % 8 || views[3 * i + 1].len % 8 || views[3 * i + 1].len != views[3 * i + 2].len) {
+            PyErr_SetString(PyExc_ValueError, "gather_rows: a run's keys and docs differ in length");
+            goto done;
+        }
+        const int64_t *q = views[3 * i].buf;
+        for (Py_ssize_t j = 1, nq = views[3 * i].len / 8; j < nq; j++)
+            if (q[j] <= q[j - 1]) {
+                out = Py_None;
+                Py_INCREF(out);
+                goto done;
+            }
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        const int64_t *q = views[3 * i].buf, *k = views[3 * i + 1].buf, *d = views[3 * i + 2].buf;
+        Py_ssize_t nq = views[3 * i].len / 8, n = views[3 * i + 1].len / 8, low = 0;
+        for (Py_ssize_t j = 0; j < nq && low < n; j++) {
+            low = lower_bound(k, low, n, q[j], 0);  /* (the queries rise: so do their first rows) */
+            for (Py_ssize_t at = low; at < n && k[at] == q[j]; at++) {
+                if (made == room && !(rows = grown(rows, &room, 16)))
+                    goto done;
+                rows[2 * made] = k[at];
+                rows[2 * made + 1] = d[at];
+                made++;
+            }
+        }
+    }
+    out = PyBytes_FromStringAndSize((const char *)rows, made * 16);
+done:
+    for (Py_ssize_t i = 0; i < filled; i++)
+        PyBuffer_Release(&views[i]);
+    PyMem_Free(views);
+    PyMem_Free(rows);
+    return out;
 }
 
 static PyMethodDef methods[] = {
@@ -397,6 +581,10 @@ static PyMethodDef methods[] = {
     {"word_has", word_has, METH_VARARGS, "word_has(words, keys, hashes) -> bytes (0/1 a key)"},
     {"word_add", word_add, METH_VARARGS, "word_add(words, keys, hashes): set the keys' bits in place"},
     {"merge_rows", merge_rows, METH_VARARGS, "merge_rows(keys, docs, out_keys, out_docs): merge sorted runs"},
+    {"gather_rows", gather_rows, METH_VARARGS,
+     "gather_rows(queries, keys, docs) -> bytes of (key, doc) int64 rows, or None"},
+    {"segment_blocks", segment_blocks, METH_VARARGS,
+     "segment_blocks(bits, fences, keys, hashes, cap, page_base) -> (keys, blocks) as int64 bytes, or None"},
     {NULL, NULL, 0, NULL},
 };
 

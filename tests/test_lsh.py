@@ -917,6 +917,87 @@ def test_compiled_filters_and_merge_equal_the_numpy_definitions(blocks, count, s
     assert np.array_equal(out_keys, all_keys[order]) and np.array_equal(out_docs, all_docs[order])
 
 
+@pytest.mark.skipif(lsh._kernels() is None, reason="templater._pairs is not built")
+@given(st.integers(1, 16), st.integers(0, 2_000), st.integers(0, 400), st.integers(0, 2**32 - 1),
+       st.sampled_from([None, 1, 256, 600]))
+@hsettings(max_examples=80, deadline=None)
+def test_compiled_segment_blocks_equal_the_numpy_definition(blocks, rows, probes, seed, cap):
+    """``_Segment.blocks_of`` by the compiled kernel (one pass: the filter's probe, the fences' searches, the blocks'
+    union) gives the keys and blocks of the numpy path: keys repeated over several blocks (spans capped or not), page
+    keys (never capped), keys below the first fence and past the last, a filter that passes everything; and keys that
+    do not rise go the numpy way."""
+    rng = np.random.default_rng(seed)
+    few = rng.integers(0, 50, size=rows)  # (many repeats: a key's rows span blocks)
+    wide = rng.integers(0, 1 << 48, size=rows)  # (band keys and page keys)
+    keys = np.sort(np.where(rng.random(rows) < 0.5, few, wide))
+    fences = keys[::lsh.SEGMENT_BLOCK_ROWS].copy() if rows else np.empty(0, np.int64)
+    bits = np.zeros(blocks * lsh.BLOOM_BLOCK_BITS // 8, dtype=np.uint8)
+    if rng.random() < 0.2:
+        bits[:] = 255
+    else:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(native, "pairs", None)
+            lsh._bloom_add(bits, keys)
+    segment = lsh._Segment(1, 0, rows, fences, bits)
+    sought = np.unique(np.concatenate((keys[rng.integers(0, max(rows, 1), size=probes)] if rows else keys[:0],
+                                       rng.integers(0, 60, size=probes), rng.integers(0, 1 << 48, size=probes))))
+    got = segment.blocks_of(sought, cap)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(native, "pairs", None)
+        want = segment.blocks_of(sought, cap)
+    assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+    if len(sought) > 1:  # (keys that do not rise: the kernel declines, the numpy way answers)
+        falling = sought[::-1].copy()
+        assert lsh._kernels().segment_blocks(bits, fences.astype(np.int64), falling, lsh.FILTER_HASHES, -1,
+                                             lsh.PAGE_KEY_BASE) is None
+
+
+@pytest.mark.skipif(lsh._kernels() is None, reason="templater._pairs is not built")
+@given(st.integers(0, 6), st.integers(0, 2**32 - 1))
+@hsettings(max_examples=80, deadline=None)
+def test_compiled_gather_equals_the_numpy_definition(runs, seed):
+    """``_gathered`` by the compiled kernel (every run's rows whose key is one of its sorted query keys, in one call)
+    gives the rows, in the order, of ``_gather`` run by run: keys repeated in a run, keys absent, empty runs and
+    empty queries; queries that do not rise go the numpy way."""
+    rng = np.random.default_rng(seed)
+    made, queries = [], []
+    for _ in range(runs):
+        keys = np.sort(rng.integers(0, 60, size=rng.integers(0, 80)))
+        made.append((keys, rng.integers(0, 1000, size=len(keys))))
+        queries.append(np.unique(rng.integers(0, 70, size=rng.integers(0, 30))))
+    got = lsh._gathered(queries, made)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(native, "pairs", None)
+        want = lsh._gathered(queries, made)
+    assert got.shape == want.shape and got.tolist() == want.tolist()
+    if any(len(q) > 1 for q in queries):
+        falling = [q[::-1].copy() for q in queries]
+        assert lsh._kernels().gather_rows(falling, [k for k, _ in made], [d for _, d in made]) is None
+
+
+def test_first_checks_measure_the_similarities_of_pairs_that_pass_by_resemblance(monkeypatch):
+    """A new page that passes with its group's longest page by resemblance alone (containment below both thresholds,
+    Jaccard at least ``resemblance``) has that pair's similarity measured by ``_first_checks`` with the others, so
+    the ranking of ``_join`` reads it from the cache instead of measuring the pair alone: the same value."""
+    settings = ShingleSettings(verify="exact")
+    rng = np.random.default_rng(5)
+    common = rng.integers(0, 2**32, size=280, dtype=np.uint64)  # (containment 0.7, Jaccard 280 / 520)
+    sets = {doc: np.concatenate((common, rng.integers(0, 2**32, size=120, dtype=np.uint64))).astype(np.uint32)
+            for doc in (1, 2)}
+    urls = ["https://a.example/1", "https://a.example/2"]
+    source = lsh._SignatureSource(None, settings, np.array([1]), np.zeros((1, 4), np.uint32), {1: sets[1]}, urls[:1])
+    source.sites[2] = "a.example"
+    source.hold([2], [sets[2].tobytes()])
+    refs = lsh._NewReferences({2: {"a.example": (2, 400)}}, {1}, {1: 400}, source)
+    lsh._first_checks([(1, 2, 2)], refs, source)
+    ordered = {d: comparable_set(h, settings) for d, h in sets.items()}
+    value = set_similarity(ordered[1], ordered[2], settings)
+    assert value < min(settings.threshold, settings.cross_site_threshold) and source.verdicts[1, 2]  # (resemblance)
+    assert source.pair_similarity[1, 2] == value
+    monkeypatch.setattr(lsh._SignatureSource, "similarity", lambda *a: pytest.fail("measured again"))
+    assert source.similarities([(1, 2)]) == [value]
+
+
 def test_verification_without_the_compiled_pairs_gives_the_same_clusters(tmp_path, monkeypatch):
     """The pure path (pair by pair in Python, the filters and merges in numpy) and templater._pairs build the same
     index."""
