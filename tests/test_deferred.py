@@ -17,15 +17,13 @@ from templater import deferred
 WATCHED = (*deferred.DEFERRED, *deferred.NUMPY_DEFERRED, *deferred.TYPER_IMPORTERS, "numpy.linalg", "numpy._typing")
 
 EXTRACT_PROBE = """
-import json, sys
+import atexit, json, sys
 sys.argv = ['templater', 'extract', '--db', sys.argv[1], '--jobs', '1', '--quiet', '--output', sys.argv[2]]
 import cli
 from templater import deferred
-try:
-    cli.main()
-except SystemExit:
-    pass
-print(json.dumps({{name: [name in sys.modules, deferred.ran(name)] for name in {watched!r}}}), file=sys.stderr)
+atexit.register(lambda: print(json.dumps({{name: [name in sys.modules, deferred.ran(name)] for name in {watched!r}}}),
+                              file=sys.stderr))  # (the program ends in main: its atexit handlers run)
+cli.main()
 """
 
 
