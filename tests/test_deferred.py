@@ -304,3 +304,14 @@ def test_typer_s_suggestion_runs_difflib_on_first_use_and_gives_typer_s_words():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert "No such command 'extrat'. Did you mean 'extract'?" in done.stderr
     assert done.stderr.splitlines()[-1] == "2 True False"
+
+
+def test_typer_s_terminal_size_runs_shutil_on_first_use_and_gives_shutil_s_function_after():
+    """Run as the program, shutil waits for its first use: typer's package takes get_terminal_size from it by name
+    and gets a function that runs shutil at its call, gives shutil's answer, and is shutil's own function after."""
+    probe = ("import sys\nsys.argv[0] = 'templater'\nimport cli, typer\nfrom templater import deferred\n"
+             "before = deferred.ran('shutil')\nsize = typer.get_terminal_size(fallback=(91, 17))\nimport shutil\n"
+             "print(before, deferred.ran('shutil'), typer.get_terminal_size is shutil.get_terminal_size,"
+             " size == shutil.get_terminal_size(fallback=(91, 17)))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["False", "True", "True", "True"], done.stderr
