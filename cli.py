@@ -1395,6 +1395,18 @@ def stderr_log() -> None:
 
 
 def main() -> None:
+    quick = AS_PROGRAM and sys.argv[1:2] and sys.argv[1] in QUICK_EXIT_COMMANDS
+    try:
+        _main()
+    except SystemExit as done:
+        if quick:
+            quick_exit(done.code)
+        raise
+    if quick:
+        quick_exit(None)
+
+
+def _main() -> None:
     _STDERR_LOG_WANTED.append(True)
     signals.signal(signals.SIGINT, _interrupted)
     try:
@@ -1405,6 +1417,40 @@ def main() -> None:
     finally:
         codecache.save()
         before_teardown()
+
+
+# the commands whose files are all closed by the time their body returns (their output, their --log; what else they
+# write is the store's): the program ends them by quick_exit
+QUICK_EXIT_COMMANDS = frozenset({"ingest", "build", "extract", "run"})
+
+
+def quick_exit(code) -> None:
+    """End the program as the interpreter's teardown would end it, without its freeing of every module's objects
+    one by one (~11 M instructions, 2.4% of a 3-page extract): non-daemon threads are joined and the atexit handlers
+    run (logging's, the worker pool's), the store's connections still open are closed (the last one to a file
+    checkpoints its WAL, as at the teardown), stdout and stderr are flushed, and the process ends with the status the
+    interpreter gives ``sys.exit(code)``. Returns, leaving the end to the interpreter as before, where the code is not
+    a plain status (text to print), the interpreter's parts are not the ones known, or a flush fails (the
+    interpreter then reports it and ends with its status 120, as it did)."""
+    import atexit
+
+    shutdown = getattr(threading, "_shutdown", None)
+    run_handlers = getattr(atexit, "_run_exitfuncs", None)
+    if not (code is None or (type(code) is int and -2 ** 31 <= code < 2 ** 31)) or shutdown is None or \
+            run_handlers is None or sys.flags.inspect:
+        return
+    shutdown()
+    run_handlers()
+    store_db = sys.modules.get("store.db")
+    if store_db is not None:
+        store_db.close_all()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:  # noqa: BLE001 -- the interpreter's own end reports it and gives its status
+            return
+    os._exit(0 if code is None else code)
 
 
 def before_teardown() -> None:

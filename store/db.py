@@ -12,9 +12,11 @@ tables in an attached in-memory database, so an empty file stays empty.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import sqlite3
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +33,30 @@ MIGRATIONS_COLUMNS = frozenset({"component", "version"})  # what makes a schema_
 SHADOW = "templater_empty"  # the attached in-memory database holding a read-only store's missing components
 
 Migration = Callable[["Database"], None]
+
+
+class Connection(sqlite3.Connection):
+    """sqlite3's connection as the store opens every one of its own: the same connection, weakly referenceable,
+    so that ``close_all`` can find those still open when a process ends without its interpreter's teardown."""
+
+
+_opened: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # opening number -> a connection opened here
+_openings = itertools.count()  # and not freed yet
+
+
+def _connect_file(database: str, **options) -> Connection:
+    conn = sqlite3.connect(database, factory=Connection, **options)
+    _opened[next(_openings)] = conn
+    return conn
+
+
+def close_all() -> None:
+    """Close every connection opened here that is still open, the last opened first (a process's readers before
+    the writer they were opened after), as the interpreter's teardown closes each as it frees it: what was not
+    committed is rolled back, and the last connection to a file checkpoints its WAL. For a process about to end
+    without that teardown (``cli.quick_exit``)."""
+    for _, conn in sorted(_opened.items(), reverse=True):
+        conn.close()
 
 
 class Database:
@@ -109,7 +135,7 @@ def open_db(path: str | Path, *, create: bool = True, readonly: bool = False) ->
 def _connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
     if readonly:
         uri = f"{path.resolve().as_uri()}?mode=ro"
-        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        conn = _connect_file(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
         try:
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except sqlite3.OperationalError:
@@ -117,9 +143,9 @@ def _connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
                 raise
             # read-only media: SQLite cannot make the WAL index beside the file, and nothing can write the file
             conn.close()
-            conn = sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None)
+            conn = _connect_file(uri + "&immutable=1", uri=True, isolation_level=None)
     else:
-        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        conn = _connect_file(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA foreign_keys = ON")
     limit_heap(conn)
@@ -179,7 +205,7 @@ def open_reader(path: str | Path) -> Database:
     """A read-only connection to an existing database: what worker processes read through while one process
     writes (WAL lets them read the last committed state meanwhile)."""
     try:
-        conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True,
+        conn = _connect_file(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True,
                                timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         limit_heap(conn)

@@ -160,6 +160,8 @@ class IndexedPage:
 
 @dataclass(frozen=True, slots=True)
 class AddResult:
+    """What one batch of pages did to the near-duplicate index, counted by outcome."""
+
     added: int = 0
     updated: int = 0  # already indexed with another text: re-indexed, first_seen kept
     unchanged: int = 0  # already indexed with the same signature: only url and counts refreshed

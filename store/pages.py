@@ -73,6 +73,8 @@ def ensure_schema(db: sqlite_utils.Database) -> None:
 
 @dataclass(frozen=True, slots=True)
 class StoredPage:
+    """A page as the store keeps it: its HTML as UTF-8 bytes, where and when it was fetched, its site."""
+
     id: str
     url: str
     html_bytes: bytes  # the HTML as stored: valid UTF-8 (``encode_page``), parse.parse_html takes it as it is

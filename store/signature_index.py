@@ -62,6 +62,8 @@ class SignedPage:
 
 @dataclass(frozen=True, slots=True)
 class SignedAddResult:
+    """What one batch of pages did to a signature index, counted by outcome."""
+
     added: int = 0
     updated: int = 0  # stored before with other signatures: replaced, first_seen and doc kept
     unchanged: int = 0  # stored before with the same signatures: only url and counts refreshed

@@ -340,9 +340,10 @@ def _record_module_files(cache: CodeCache) -> None:
     folders = {p for p in sys.path if os.path.isabs(p)} | set(_module_files.times if _module_files else ())
     new = 0
     module_type = type(sys)
-    for name, module in sorted(sys.modules.items(), key=lambda item: item[0].count(".")):  # packages first
-        if type(module) is not module_type or name in specs:  # a lazy module (not run yet) is not looked at
-            continue
+    # the modules not in the map yet (a lazy module, not run yet, is not looked at), packages first
+    candidates = [(name, module) for name, module in sys.modules.items()
+                  if name not in specs and type(module) is module_type]
+    for name, module in sorted(candidates, key=lambda item: item[0].count(".")):
         parent = name.rpartition(".")[0]
         if parent and not specs.get(parent, (0, "", False))[2]:
             continue  # in a package the map does not hold (a namespace package's): left to the standard finders

@@ -251,6 +251,8 @@ class Rule:
 
 @dataclass(frozen=True, slots=True)
 class Template:
+    """A site's learned template: its rules, the pages it was learned from and when, and its settings."""
+
     site: str  # the group key it was learned for (URL prefix, with the layout cluster number)
     version: int
     rules: tuple[Rule, ...]
@@ -295,6 +297,8 @@ METADATA_FIELDS = ("author", "date", "date_modified", "sitename", "description",
 
 @dataclass(frozen=True, slots=True)
 class Extraction:
+    """One page's extracted content: its text, how it was found (method, template, coverage) and its metadata."""
+
     id: str
     url: str
     site: str

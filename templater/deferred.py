@@ -25,8 +25,9 @@ attribute read), with two additions:
   one that these are all the names numpy's modules take from it at import); a module taking another name from
   ``numpy.linalg`` at import just runs it there, as without this.
 
-typer's ``difflib`` (its close-match suggestion for a misspelt command) and ``typer.completion`` (shell completion,
-for an app that asks for it) are forwarded the same way (``TYPER_IMPORTERS``), in any typer version.
+typer's ``difflib`` (its close-match suggestion for a misspelt command), ``typer.completion`` (shell completion,
+for an app that asks for it) and ``shutil`` (the terminal's width, for help text and progress bars) are forwarded
+the same way (``TYPER_IMPORTERS``), in any typer version.
 
 Each module runs as it would have, only later: what it computes is the same. A module whose compiled part cannot
 be found (``NEEDS``: ``ctypes`` without ``_ctypes``...) is imported at once as before, so that an importer's
@@ -58,7 +59,10 @@ NUMPY_MAJORS = ("2",)
 # completion (typer.completion, with its shells' classes) for an app that asks for it; forwarded as numpy.linalg's
 # are (any other name taken at import just runs the module there)
 TYPER_IMPORTERS = {"difflib": {"typer.core": ("get_close_matches",)},
-                   "typer.completion": {"typer.main": ("get_completion_inspect_parameters",)}}
+                   "typer.completion": {"typer.main": ("get_completion_inspect_parameters",)},
+                   # typer's package takes shutil's terminal size by name (its and click's other uses of shutil, and
+                   # py3langid's, are in functions: help text, progress bars, shell completion, the model writer)
+                   "shutil": {"typer": ("get_terminal_size",)}}
 
 _plain_module = type(sys)
 _module_dict = _plain_module.__dict__["__dict__"].__get__  # a module's namespace, read without its __getattribute__

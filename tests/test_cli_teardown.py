@@ -168,10 +168,10 @@ def test_extract_loads_no_module_it_does_not_use(tmp_path):
     shutil.copyfile(db, tmp_path / "first.db")
     subprocess.run([*OURS, "extract", "--db", str(tmp_path / "first.db"), "--quiet", "--jobs", "1", "--output",
                     os.devnull], cwd=tmp_path, env=environment, check=True, capture_output=True)
-    script = ("import sys\nsys.argv = ['templater', 'extract', '--db', sys.argv[1], '--jobs', '1', '--quiet',"
-              " '--output', sys.argv[2]]\nimport cli\ntry:\n    cli.main()\nexcept SystemExit:\n    pass\n"
-              "print(sorted({'numpy.ma', 'hashlib', '_hashlib', 'zipfile', 'html', 'html.entities'}"
-              " & set(sys.modules)), file=sys.stderr)")
+    script = ("import atexit, sys\nsys.argv = ['templater', 'extract', '--db', sys.argv[1], '--jobs', '1', '--quiet',"
+              " '--output', sys.argv[2]]\nimport cli\n"  # (the program ends in main: the handler reports)
+              "atexit.register(lambda: print(sorted({'numpy.ma', 'hashlib', '_hashlib', 'zipfile', 'html',"
+              " 'html.entities'} & set(sys.modules)), file=sys.stderr))\ncli.main()\n")
     done = subprocess.run([sys.executable, "-c", script, str(db), str(tmp_path / "out.jsonl")], cwd=tmp_path,
                           capture_output=True, text=True, timeout=300, env=environment)
     assert done.returncode == 0 and done.stderr.strip().splitlines()[-1] == "[]", done.stderr
@@ -229,3 +229,101 @@ def test_numpy_is_imported_whole_under_a_major_version_not_checked():
     assert cli.skip_numpy_docstrings(modules, major="1") is False and modules == {}
     assert cli.installed_numpy_major(find_spec=lambda name: None) is None
     assert cli.skip_numpy_docstrings(modules, major="2") is True and set(modules) == set(cli.NUMPY_DOCSTRING_MODULES)
+
+
+QUICK_EXIT_PROBE = """
+import atexit, os, sys, threading, time
+sys.argv = ["templater", "extract"]
+import cli
+from store.db import open_db, open_reader
+db = open_db("t.db")
+db.execute("CREATE TABLE t (x)")
+db.execute("INSERT INTO t VALUES (1)")
+reader = open_reader("t.db")
+db.execute("BEGIN")
+db.execute("INSERT INTO t VALUES (2)")  # not committed: rolled back as the connection closes
+kept = db.conn, reader.conn  # (alive to the end, as a connection a module holds)
+atexit.register(lambda: print("handler ran", flush=True))
+threading.Thread(target=lambda: (time.sleep(0.3), print("thread ended"))).start()
+sys.stdout.write("buffered, no newline")
+sys.stderr.write("on stderr")
+real_exit = os._exit
+os._exit = lambda status: (sys.__stderr__.write(f" [os._exit {status}]"), sys.__stderr__.flush(), real_exit(status))
+cli.quick_exit(CODE)
+print("returned")
+"""
+
+
+@pytest.mark.parametrize("code", ["None", "0", "3", "130", "'a message'"])
+def test_quick_exit_ends_the_process_as_the_interpreter_would(tmp_path, code):
+    """The threads joined, atexit handlers run, the store's connections closed (the uncommitted row rolled back,
+    the WAL checkpointed: no -wal file left), stdout and stderr flushed, and the status of sys.exit(code); a code
+    that is text is left to the interpreter (it prints it)."""
+    done = subprocess.run([sys.executable, "-c", QUICK_EXIT_PROBE.replace("CODE", code)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    if code == "'a message'":  # (quick_exit returns: the script goes on and the interpreter ends it, as before)
+        assert done.returncode == 0 and "returned" in done.stdout and "[os._exit" not in done.stderr
+        return
+    status = 0 if code == "None" else int(code)
+    assert done.returncode == status
+    assert done.stdout == "buffered, no newlinethread ended\nhandler ran\n"
+    assert done.stderr == f"on stderr [os._exit {status}]"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.db"]
+    import sqlite3
+
+    conn = sqlite3.connect(tmp_path / "t.db")
+    assert conn.execute("SELECT x FROM t").fetchall() == [(1,)]
+    conn.close()
+
+
+def test_quick_exit_leaves_a_failed_flush_to_the_interpreter(tmp_path):
+    """stdout that cannot be written (a full device): quick_exit returns, and the interpreter's own end reports it
+    and status, as a script that does not call quick_exit ends."""
+    script = "import sys\nsys.argv = ['templater', 'extract']\nimport cli\nsys.stdout.write('lost')\n{}\n"
+    ends = []
+    for call in ("cli.quick_exit(0)", "pass"):
+        with open("/dev/full", "w") as full:
+            done = subprocess.run([sys.executable, "-c", script.format(call)], cwd=tmp_path, stdout=full,
+                                  stderr=subprocess.PIPE, text=True, timeout=120)
+        ends.append((done.returncode, done.stderr))
+    assert ends[0] == ends[1] and ends[0][0] != 0 and "No space left on device" in ends[0][1]
+
+
+def test_the_program_ends_its_store_commands_by_quick_exit(tmp_path):
+    """ingest, build, extract and run end by quick_exit when run as the program (what they write is the same as
+    with the interpreter's end: test_every_command_leaves_the_files_and_output_it_left_before); other commands and
+    cli imported by another program end as before."""
+    pages = _pages(tmp_path / "pages.jsonl.gz", count=3)
+    probe = ("import os, sys\nsys.argv[0] = sys.argv.pop(1)\nimport cli\nreal = os._exit\n"
+             "os._exit = lambda status: (sys.stderr.write(f'quick {status}'), sys.stderr.flush(), real(status))\n"
+             "cli.main()\n")
+
+    def ended(name, *argv):
+        done = subprocess.run([sys.executable, "-c", probe, name, *argv, "--db", "t.db"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300)
+        return done.returncode, done.stderr.endswith(f"quick {done.returncode}")
+
+    assert ended("templater", "ingest", str(pages), "--quiet") == (0, True)
+    assert ended("templater", "extract", "--quiet", "--output", os.devnull) == (0, True)
+    assert ended("templater", "extract", "--quiet", "--no-such-option") == (2, True)
+    assert ended("templater", "rules", "list") == (0, False)
+    assert ended("-c", "extract", "--quiet", "--output", os.devnull) == (0, False)
+    assert not any(p.name.endswith(("-wal", "-shm")) for p in tmp_path.iterdir())
+
+
+def test_close_all_closes_the_connections_the_store_opened(tmp_path):
+    from store import db as store_db
+
+    writer, reader = store_db.open_db(tmp_path / "a.db"), None
+    reader = store_db.open_reader(tmp_path / "a.db")
+    assert isinstance(writer.conn, store_db.Connection) and {writer.conn, reader.conn} <= set(store_db._opened.values())
+    store_db.close_all()
+    import sqlite3
+
+    for conn in (writer.conn, reader.conn):
+        with pytest.raises(sqlite3.ProgrammingError):
+            conn.execute("SELECT 1")
+    writer_conn, reader_conn = weakref.ref(writer.conn), weakref.ref(reader.conn)
+    del writer, reader, conn
+    gc.collect()
+    assert writer_conn() is None and reader_conn() is None  # (held weakly)

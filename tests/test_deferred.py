@@ -17,15 +17,13 @@ from templater import deferred
 WATCHED = (*deferred.DEFERRED, *deferred.NUMPY_DEFERRED, *deferred.TYPER_IMPORTERS, "numpy.linalg", "numpy._typing")
 
 EXTRACT_PROBE = """
-import json, sys
+import atexit, json, sys
 sys.argv = ['templater', 'extract', '--db', sys.argv[1], '--jobs', '1', '--quiet', '--output', sys.argv[2]]
 import cli
 from templater import deferred
-try:
-    cli.main()
-except SystemExit:
-    pass
-print(json.dumps({{name: [name in sys.modules, deferred.ran(name)] for name in {watched!r}}}), file=sys.stderr)
+atexit.register(lambda: print(json.dumps({{name: [name in sys.modules, deferred.ran(name)] for name in {watched!r}}}),
+                              file=sys.stderr))  # (the program ends in main: its atexit handlers run)
+cli.main()
 """
 
 
@@ -306,3 +304,14 @@ def test_typer_s_suggestion_runs_difflib_on_first_use_and_gives_typer_s_words():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert "No such command 'extrat'. Did you mean 'extract'?" in done.stderr
     assert done.stderr.splitlines()[-1] == "2 True False"
+
+
+def test_typer_s_terminal_size_runs_shutil_on_first_use_and_gives_shutil_s_function_after():
+    """Run as the program, shutil waits for its first use: typer's package takes get_terminal_size from it by name
+    and gets a function that runs shutil at its call, gives shutil's answer, and is shutil's own function after."""
+    probe = ("import sys\nsys.argv[0] = 'templater'\nimport cli, typer\nfrom templater import deferred\n"
+             "before = deferred.ran('shutil')\nsize = typer.get_terminal_size(fallback=(91, 17))\nimport shutil\n"
+             "print(before, deferred.ran('shutil'), typer.get_terminal_size is shutil.get_terminal_size,"
+             " size == shutil.get_terminal_size(fallback=(91, 17)))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["False", "True", "True", "True"], done.stderr

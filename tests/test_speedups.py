@@ -2112,3 +2112,12 @@ def test_compiled_loop_adds_table_cells_as_the_method(pieces, random):
     """The compiled loop adds a data table's cells (and a layout or presentation table's cells as paragraphs) as
     _Builder.add does: tables of every kind, nested, open and cut off."""
     same_documents_on_markup(pieces, random, 0.8)
+
+
+def test_the_first_code_point_classes_are_those_of_the_definition():
+    """features' class table, filled at import for the code points below 256 with each pattern run once over all of
+    them, holds what _code_point_class gives each one (and so would for the code points above, checked to 0x3000)."""
+    from templater import features
+
+    assert features._CLASS_TABLE[:256].tolist() == [features._code_point_class(code) for code in range(256)]
+    assert features._first_classes(0x3000) == [features._code_point_class(code) for code in range(0x3000)]
