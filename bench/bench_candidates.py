@@ -20,7 +20,6 @@ of the candidates a page is what one more candidate costs.
 from __future__ import annotations
 
 import argparse
-import functools
 import hashlib
 import json
 import os
@@ -28,30 +27,22 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_scale import LETTERS, perturbed_word  # noqa: E402
+from cpu_timer import time_attribute  # noqa: E402
 
 STEPS = ("_lookup_rows", "_candidate_pairs", "_merge_recent", "_verified_edges", "_first_passing", "_merge",
          "_insert_docs")
 
 
-def timed(spent: dict[str, float], counts: dict[str, int], module, name: str) -> None:
-    """Wrap ``module.name`` to add its CPU time to ``spent[name]`` (and the candidates it verifies)."""
-    function = getattr(module, name)
-
-    @functools.wraps(function)
-    def wrapper(*args, **kwargs):
-        if name == "_first_passing":
-            counts["candidates"] += len(args[0])
-        started = time.process_time()
-        try:
-            return function(*args, **kwargs)
-        finally:
-            spent[name] = spent.get(name, 0.0) + time.process_time() - started
-
-    setattr(module, name, wrapper)
+def count_candidates(counts: dict[str, int]) -> Callable[..., None]:
+    """What runs before each ``_first_passing`` call: its candidates (its first argument) counted."""
+    def count(candidates, *args, **kwargs) -> None:
+        counts["candidates"] += len(candidates)
+    return count
 
 
 def main() -> None:
@@ -84,7 +75,7 @@ def main() -> None:
     spent: dict[str, float] = {}
     counts = {"candidates": 0}
     for name in STEPS:
-        timed(spent, counts, lsh, name)
+        time_attribute(lsh, name, spent, before=count_candidates(counts) if name == "_first_passing" else None)
     try:
         db = pipeline.open_store(work)
         settings = pipeline.index_settings(db)
