@@ -2067,6 +2067,20 @@ static Py_ssize_t lean_content_end(const unsigned char *d, Py_ssize_t n, Py_ssiz
     return -1;
 }
 
+/* The span [start, end) appended to *cut's pairs (grown as needed): 0 (and *cut freed) where memory runs out. */
+static int lean_cut_add(Py_ssize_t **cut, Py_ssize_t *spans, Py_ssize_t *capacity, Py_ssize_t start, Py_ssize_t end) {
+    if (*spans == *capacity) {
+        *capacity = *capacity ? 2 * *capacity : 32;
+        Py_ssize_t *grown = PyMem_Realloc(*cut, 2 * *capacity * sizeof(Py_ssize_t));
+        if (!grown) { PyMem_Free(*cut); *cut = NULL; return 0; }
+        *cut = grown;
+    }
+    (*cut)[2 * *spans] = start;
+    (*cut)[2 * *spans + 1] = end;
+    (*spans)++;
+    return 1;
+}
+
 /* lean_markup(data) -> bytes: ``data`` without the content of its script and style elements (the same object when
  * they hold none); with ``bare``, the start tags of lean_bare's elements without their attributes too. */
 static PyObject *lean_markup_impl(PyObject *arg, int bare) {
@@ -2107,15 +2121,7 @@ static PyObject *lean_markup_impl(PyObject *arg, int bare) {
             if (q >= n) break;  /* a start tag the page ends in: no element */
             if (bare && q > name_end && size <= (Py_ssize_t)sizeof name && lean_listed(lean_bare, name, size)) {
                 /* the attributes (and the blanks and "/"s between them), up to the ">" or the "/" of "/>" */
-                if (spans == capacity) {
-                    capacity = capacity ? 2 * capacity : 32;
-                    Py_ssize_t *grown = PyMem_Realloc(cut, 2 * capacity * sizeof(Py_ssize_t));
-                    if (!grown) { PyMem_Free(cut); return PyErr_NoMemory(); }
-                    cut = grown;
-                }
-                cut[2 * spans] = name_end;
-                cut[2 * spans + 1] = q;
-                spans++;
+                if (!lean_cut_add(&cut, &spans, &capacity, name_end, q)) return PyErr_NoMemory();
                 left_out += q - name_end;
             }
             if (d[q] == '/') { i = q + 2; continue; }  /* "/>": an empty element */
@@ -2136,15 +2142,7 @@ static PyObject *lean_markup_impl(PyObject *arg, int bare) {
                 cut_out = lean_listed(lean_raw_cut, name, size);
             }
             if (end > i && cut_out) {
-                if (spans == capacity) {
-                    capacity = capacity ? 2 * capacity : 32;
-                    Py_ssize_t *grown = PyMem_Realloc(cut, 2 * capacity * sizeof(Py_ssize_t));
-                    if (!grown) { PyMem_Free(cut); return PyErr_NoMemory(); }
-                    cut = grown;
-                }
-                cut[2 * spans] = i;
-                cut[2 * spans + 1] = end;
-                spans++;
+                if (!lean_cut_add(&cut, &spans, &capacity, i, end)) return PyErr_NoMemory();
                 left_out += end - i;
             }
             i = end;
