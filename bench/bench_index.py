@@ -69,12 +69,14 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from store import lsh  # noqa: E402
 from store.db import open_db  # noqa: E402
 from store.lsh import IndexedPage  # noqa: E402
 from templater.pipeline import GrowingBatch  # noqa: E402
 from templater.shingles import ShingleSettings, Shingles, Signatures, anchor_keys  # noqa: E402
+from cpu_timer import time_attribute, timed  # noqa: E402
 
 POOL = 20_000  # recent originals a planted duplicate may copy
 CHUNK = 5_000  # synthetic pages whose full shingle sets are made at once
@@ -280,21 +282,13 @@ PHASES = {  # store.lsh's steps of an insert, by function (nested: a step's time
 }
 
 
-def timed_phases() -> dict[str, list]:
-    """Wrap PHASES' functions with CPU timers: name -> [seconds, calls]."""
-    spent: dict[str, list] = {name: [0.0, 0] for name in PHASES}
-
-    def wrap(name, function):
-        def run(*args, **kwargs):
-            began = time.process_time()
-            try:
-                return function(*args, **kwargs)
-            finally:
-                spent[name][0] += time.process_time() - began
-                spent[name][1] += 1
-        return run
-
-    probes = spent.setdefault("_probes", [0, 0, 0])  # keys passing a segment's filter, blocks read, keys found
+def timed_phases() -> dict[str, dict]:
+    """Wrap PHASES' functions with CPU timers: {"seconds": name -> CPU seconds, "calls": name -> calls, "probes":
+    [keys passing a segment's filter, blocks read, keys found]}."""
+    seconds: dict[str, float] = dict.fromkeys(PHASES, 0.0)
+    calls: dict[str, int] = dict.fromkeys(PHASES, 0)
+    probes = [0, 0, 0]
+    spent = {"seconds": seconds, "calls": calls, "probes": probes}
     blocks_of = lsh._Segment.blocks_of
 
     def counted_blocks_of(self, keys, cap, positions=None):
@@ -316,7 +310,7 @@ def timed_phases() -> dict[str, list]:
         owner = lsh._Recent if name == "find" else lsh
         if not hasattr(owner, name):  # (an older store.lsh, linked in for a comparison)
             continue
-        setattr(owner, name, wrap(name, getattr(owner, name)))
+        time_attribute(owner, name, seconds, calls=calls)
     lsh._merge_segments = merge_memory(lsh._merge_segments)
     return spent
 
@@ -357,23 +351,25 @@ def sqlite_peak(reset: bool = False) -> float:
 _SQLITE = None
 
 
-def print_phases(spent: dict[str, list], total_cpu: float, pages: int) -> None:
+def print_phases(spent: dict[str, dict], total_cpu: float, pages: int) -> None:
+    """Print ``timed_phases``' figures."""
     print(f"phases (CPU; of the timed inserts, {total_cpu:.1f} s):")
-    sought, blocks, found = spent.get("_probes", [0, 0, 0])
+    seconds_of = spent["seconds"]
+    sought, blocks, found = spent["probes"]
     print(f"  segment lookups: {sought / pages:.2f} keys a page passed a segment's filter, {blocks / pages:.2f} blocks "
           f"read a page, {found / pages:.2f} keys a page found (about {(sought - found) / pages:.2f} false \"maybe\")")
     for name, label in PHASES.items():
-        seconds, calls = spent[name]
+        seconds, calls = seconds_of[name], spent["calls"][name]
         print(f"  {label:<50} {seconds:8.2f} s {100 * seconds / total_cpu:5.1f}%  {seconds / pages * 1e6:6.1f} us a page "
               f"({calls:,} calls)")
     children = ("_candidate_pairs", "_verified_edges", "_merge", "_relabel", "_band_rows")
     for label, seconds in (
             ("    the pages' rows (INSERT lsh_signatures), rest",
-             spent["_insert_docs"][0] - sum(spent[name][0] for name in children)),
+             seconds_of["_insert_docs"] - sum(seconds_of[name] for name in children)),
             ("  known pages, verification sets, rest",
-             spent["add_signatures"][0] - spent["_insert_docs"][0] - spent["_lookup_rows"][0])):
+             seconds_of["add_signatures"] - seconds_of["_insert_docs"] - seconds_of["_lookup_rows"])):
         print(f"  {label:<50} {seconds:8.2f} s {100 * seconds / total_cpu:5.1f}%  {seconds / pages * 1e6:6.1f} us a page")
-    rest = total_cpu - spent["add_signatures"][0]
+    rest = total_cpu - seconds_of["add_signatures"]
     print(f"  {'commits (GrowingBatch) and the timing itself':<50} {rest:8.2f} s {100 * rest / total_cpu:5.1f}%  "
           f"{rest / pages * 1e6:6.1f} us a page")
 
@@ -387,23 +383,12 @@ def print_filters(db) -> None:
 
 
 def time_merge(rows: int) -> None:
-    import functools
     from store.db import transaction
     path = Path(tempfile.mkdtemp(prefix="bench-merge-")) / "merge.db"
     db = open_db(path)
     lsh.prepare(db)
     rng = np.random.default_rng(SEED)
     spent: dict[str, float] = {}
-
-    def timed(name, function):
-        @functools.wraps(function)
-        def run(*args, **kwargs):
-            began = time.process_time()
-            try:
-                return function(*args, **kwargs)
-            finally:
-                spent[name] = spent.get(name, 0.0) + time.process_time() - began
-        return run
 
     def flush(first_doc: int) -> None:  # a flush's rows: a page's 28 keys under one doc, in (key, doc) order
         keys, docs = rng.integers(0, 2**47, size=rows), first_doc + np.arange(rows) // 28
@@ -418,13 +403,13 @@ def time_merge(rows: int) -> None:
     parts = {order: "ordering the rows", "_bloom_add": "setting filters", "_range_rows": "reading blocks"}
     for name, label in parts.items():
         if hasattr(lsh, name):
-            setattr(lsh, name, timed(label, getattr(lsh, name)))
+            time_attribute(lsh, name, spent, label)
     if not hasattr(lsh, order):  # an older store.lsh (a checkout linked in for a comparison): np.lexsort
         proxy = type(np)("numpy_timed")
         proxy.__dict__.update(np.__dict__)
-        proxy.lexsort = timed("ordering the rows", np.lexsort)
+        proxy.lexsort = timed(np.lexsort, spent, "ordering the rows")
         lsh.np = proxy
-    lsh._SegmentWriter._blocks = timed("writing blocks", lsh._SegmentWriter._blocks)
+    time_attribute(lsh._SegmentWriter, "_blocks", spent, "writing blocks")
     first = 1 + (lsh.SEGMENT_FANOUT - 1) * rows
     keys, docs = rng.integers(0, 2**47, size=rows), first + np.arange(rows) // 28
     order = np.lexsort((docs, keys))

@@ -1937,6 +1937,11 @@ static int lean_mode(const unsigned char *name, Py_ssize_t size) {
 static const char *const lean_raw_cut[] = {"script", "style", "iframe", "textarea", NULL};  /* raw text left out */
 static const char *const lean_content[] = {"svg", "math", "select", "noscript", "template", "object", "applet",
                                            "button", NULL};
+/* elements whose start tags lean_markup_bare hands libxml2 without their attributes: elements parse.py strips with
+ * their attributes (config.DROP_TAGS), whose attributes libxml2's tokenizer and tree builder never read (an
+ * element's raw text mode, what it closes and what closes it depend on its name alone) */
+static const char *const lean_bare[] = {"script", "style", "noscript", "template", "svg", "math", "iframe", "object",
+                                        "embed", "applet", "select", "button", "textarea", NULL};
 static const char *const lean_refused[] = {  /* inner start tags that keep the content */
     "html", "head", "body", "frameset", "plaintext",
     "table", "caption", "colgroup", "col", "thead", "tbody", "tfoot", "tr", "td", "th", "center", "fieldset",
@@ -2062,9 +2067,23 @@ static Py_ssize_t lean_content_end(const unsigned char *d, Py_ssize_t n, Py_ssiz
     return -1;
 }
 
+/* The span [start, end) appended to *cut's pairs (grown as needed): 0 (and *cut freed) where memory runs out. */
+static int lean_cut_add(Py_ssize_t **cut, Py_ssize_t *spans, Py_ssize_t *capacity, Py_ssize_t start, Py_ssize_t end) {
+    if (*spans == *capacity) {
+        *capacity = *capacity ? 2 * *capacity : 32;
+        Py_ssize_t *grown = PyMem_Realloc(*cut, 2 * *capacity * sizeof(Py_ssize_t));
+        if (!grown) { PyMem_Free(*cut); *cut = NULL; return 0; }
+        *cut = grown;
+    }
+    (*cut)[2 * *spans] = start;
+    (*cut)[2 * *spans + 1] = end;
+    (*spans)++;
+    return 1;
+}
+
 /* lean_markup(data) -> bytes: ``data`` without the content of its script and style elements (the same object when
- * they hold none). */
-static PyObject *lean_markup(PyObject *self, PyObject *arg) {
+ * they hold none); with ``bare``, the start tags of lean_bare's elements without their attributes too. */
+static PyObject *lean_markup_impl(PyObject *arg, int bare) {
     if (!PyBytes_Check(arg)) {
         PyErr_SetString(PyExc_TypeError, "lean_markup takes bytes");
         return NULL;
@@ -2097,8 +2116,14 @@ static PyObject *lean_markup(PyObject *self, PyObject *arg) {
             Py_ssize_t q = lean_until(d, n, p + 1, LEAN_NAME_END), size = q - p - 1;
             for (Py_ssize_t k = 0; k < size && k < (Py_ssize_t)sizeof name; k++)
                 name[k] = d[p + 1 + k] >= 'A' && d[p + 1 + k] <= 'Z' ? d[p + 1 + k] + 32 : d[p + 1 + k];
+            Py_ssize_t name_end = q;
             q = lean_attributes(d, n, q);
             if (q >= n) break;  /* a start tag the page ends in: no element */
+            if (bare && q > name_end && size <= (Py_ssize_t)sizeof name && lean_listed(lean_bare, name, size)) {
+                /* the attributes (and the blanks and "/"s between them), up to the ">" or the "/" of "/>" */
+                if (!lean_cut_add(&cut, &spans, &capacity, name_end, q)) return PyErr_NoMemory();
+                left_out += q - name_end;
+            }
             if (d[q] == '/') { i = q + 2; continue; }  /* "/>": an empty element */
             i = q + 1;
             int mode = size <= (Py_ssize_t)sizeof name ? lean_mode(name, size) : RAW_NONE;
@@ -2117,15 +2142,7 @@ static PyObject *lean_markup(PyObject *self, PyObject *arg) {
                 cut_out = lean_listed(lean_raw_cut, name, size);
             }
             if (end > i && cut_out) {
-                if (spans == capacity) {
-                    capacity = capacity ? 2 * capacity : 32;
-                    Py_ssize_t *grown = PyMem_Realloc(cut, 2 * capacity * sizeof(Py_ssize_t));
-                    if (!grown) { PyMem_Free(cut); return PyErr_NoMemory(); }
-                    cut = grown;
-                }
-                cut[2 * spans] = i;
-                cut[2 * spans + 1] = end;
-                spans++;
+                if (!lean_cut_add(&cut, &spans, &capacity, i, end)) return PyErr_NoMemory();
                 left_out += end - i;
             }
             i = end;
@@ -2151,6 +2168,9 @@ static PyObject *lean_markup(PyObject *self, PyObject *arg) {
     PyMem_Free(cut);
     return out;
 }
+
+static PyObject *lean_markup(PyObject *self, PyObject *arg) { return lean_markup_impl(arg, 0); }
+static PyObject *lean_markup_bare(PyObject *self, PyObject *arg) { return lean_markup_impl(arg, 1); }
 
 
 /* first_places(data, needles, start=0) -> list[int]: [data.find(needle, start) for needle in needles] (bytes; start
@@ -3012,6 +3032,9 @@ static PyMethodDef methods[] = {
     {"lean_markup", lean_markup, METH_O,
      "lean_markup(data) -> bytes: data without the content of elements parse.py strips (lean_left_out) where the rest "
      "of the tree stays libxml2's: parse.lean_markup."},
+    {"lean_markup_bare", lean_markup_bare, METH_O,
+     "lean_markup_bare(data) -> bytes: lean_markup(data) with the start tags of lean_bare's elements without their "
+     "attributes: parse.lean_markup where the parser registers no ids."},
     {"utf8_controls_to_space", utf8_controls_to_space, METH_O,
      "utf8_controls_to_space(text) -> bytes: parse.clean_text's encode-and-translate step."},
     {"tune_heap", tune_heap, METH_NOARGS,
@@ -3092,5 +3115,15 @@ PyMODINIT_FUNC PyInit__numeric(void) {
     PyObject *names = PyList_AsTuple(left_out);
     Py_DECREF(left_out);
     if (!names || PyModule_AddObject(m, "lean_left_out", names) < 0) { Py_XDECREF(names); Py_DECREF(m); return NULL; }
+    Py_ssize_t bare_count = 0;
+    while (lean_bare[bare_count]) bare_count++;
+    PyObject *bare = PyTuple_New(bare_count);  /* lean_bare: the elements lean_markup_bare leaves without attributes */
+    if (!bare) { Py_DECREF(m); return NULL; }
+    for (Py_ssize_t k = 0; k < bare_count; k++) {
+        PyObject *item = PyUnicode_FromString(lean_bare[k]);
+        if (!item) { Py_DECREF(bare); Py_DECREF(m); return NULL; }
+        PyTuple_SET_ITEM(bare, k, item);
+    }
+    if (PyModule_AddObject(m, "lean_bare", bare) < 0) { Py_DECREF(bare); Py_DECREF(m); return NULL; }
     return m;
 }

@@ -315,7 +315,7 @@ def _title_sized(seg: Segmented, longest: int, shortest: int) -> list[int]:
     holds that letter: the caller's test of its text decides). The length tests are made on the walk's counts at
     once, not block by block."""
     chars = seg.block_chars()
-    return np.flatnonzero((chars <= longest) & (2 * chars >= shortest)).tolist()
+    return ((chars <= longest) & (2 * chars >= shortest)).nonzero()[0].tolist()
 
 
 def strip_site_name(title: str, *, from_start: bool = False) -> str:

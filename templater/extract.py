@@ -238,7 +238,7 @@ def own_content(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray,
         out = np.zeros_like(trusted)
         out[found[0]:found[1]] = trusted[found[0]:found[1]]
         return out
-    where = np.flatnonzero(trusted)
+    where = trusted.nonzero()[0]
     if not len(where):
         return trusted
     chars = seg.block_chars()
@@ -271,14 +271,14 @@ def _own_stretch(seg: Segmented, trusted: np.ndarray, chrome: np.ndarray, where:
     chars = seg.block_chars()
     heading[:-1] &= text[where[1:]] & placed[1:]  # ... over the page's own text (not over a list of links, nor
     heading[-1:] = False  # an <aside> of other stories: "Latest in Gear")
-    strong = np.flatnonzero(((chars[where] >= settings.paragraph_chars) | heading) & text[where])
+    strong = (((chars[where] >= settings.paragraph_chars) | heading) & text[where]).nonzero()[0]
     if not len(strong):
         return trusted
     gaps = np.diff(np.cumsum(chrome)[where])  # the template's blocks between consecutive trusted blocks
     first, last = strong[0], strong[-1]
-    cut = np.flatnonzero(gaps[:first] >= settings.own_content_gap)
+    cut = (gaps[:first] >= settings.own_content_gap).nonzero()[0]
     start = cut[-1] + 1 if len(cut) else 0
-    cut = np.flatnonzero(gaps[last:] >= settings.own_content_gap)
+    cut = (gaps[last:] >= settings.own_content_gap).nonzero()[0]
     end = last + cut[0] + 1 if len(cut) else len(where)
     out = np.zeros_like(trusted)
     out[where[start:end]] = True
@@ -686,7 +686,7 @@ def drop_repeats(seg: Segmented, keep: np.ndarray, trusted: np.ndarray | None = 
     chars = seg.block_chars()
     long = keep & (chars >= settings.repeat_min_chars)
     repeat = np.zeros(len(keep), dtype=bool)
-    where = np.flatnonzero(long).tolist()
+    where = long.nonzero()[0].tolist()
     lengths = chars[where].tolist()
     if len(set(lengths)) == len(lengths):  # only texts of a length another shares can be repeats (a page's few long
         return keep.copy()  # blocks: a set, then a Counter where two share one, not np.unique's sort and np.isin)

@@ -204,7 +204,7 @@ def region_chrome(seg: Segmented, tree: Tree, trusted: np.ndarray,
     links = seg.block_links()
     below = _below_region(seg, trusted)
     position = np.zeros(len(seg.blocks), dtype=bool)  # only trusted blocks are judged by their place
-    position[np.flatnonzero(trusted)] = [not settings.region_chrome_tags.isdisjoint(tags) for tags in below]
+    position[trusted.nonzero()[0]] = [not settings.region_chrome_tags.isdisjoint(tags) for tags in below]
     linked = (links > settings.region_link_density * chars) & ~among_own_text(seg, trusted, links, settings)
     chrome = (named | linked | position) & ~protected_blocks(seg, trusted, below, settings=settings)
     judged = chrome & trusted & (True if among is None else among)
@@ -334,7 +334,7 @@ def protected_blocks(seg: Segmented, trusted: np.ndarray, below: list[list[str]]
     if not trusted.any():
         return np.zeros(len(seg.blocks), dtype=bool)
     below = _below_region(seg, trusted) if below is None else below
-    where = np.flatnonzero(trusted)
+    where = trusted.nonzero()[0]
     runs = link_runs(seg, settings)[where].tolist()
     out = np.zeros(len(seg.blocks), dtype=bool)  # only trusted blocks are judged
     out[where] = [_protected(tags, run, settings.protected_tags) for tags, run in zip(below, runs)]
@@ -350,7 +350,7 @@ def _below_region(seg: Segmented, trusted: np.ndarray) -> list[list[str]]:
     """Per trusted block, in order, the tags of its tag path below the trusted blocks' deepest common ancestor
     (what is not trusted is never judged by these tags). A page's blocks share a few tag paths: each is split and
     cut once."""
-    tag_paths = [seg.blocks[i].tag_path for i in np.flatnonzero(trusted).tolist()]
+    tag_paths = [seg.blocks[i].tag_path for i in trusted.nonzero()[0].tolist()]
     steps = {path: path.split("/") for path in tag_paths}
     depth = len(os.path.commonprefix(list(steps.values())))  # of lists: the steps all the paths begin with
     top = max(depth - 1, 0)  # the common ancestor itself stays in: a region that is a <table> protects its cells

@@ -285,7 +285,7 @@ def _region(tree: Tree, block_score: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 def _hint_columns(tree: Tree, mass: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per block: inside any content hint; inside the hint element holding the most text."""
-    hints = np.flatnonzero(tree.hint)
+    hints = tree.hint.nonzero()[0]
     if not len(hints):
         zeros = np.zeros(len(tree.owner))
         return zeros, zeros
@@ -359,7 +359,7 @@ def _text_columns(seg: Segmented, rows: np.ndarray | None = None) -> np.ndarray:
     if found is None:  # an empty text
         return _text_columns_plain(seg, rows)
     columns = np.frombuffer(found, dtype=np.float64).reshape(len(seg.blocks), 10)
-    for i in np.flatnonzero(columns[:, 8]).tolist():  # copyright candidates: the regex decides
+    for i in columns[:, 8].nonzero()[0].tolist():  # copyright candidates: the regex decides
         columns[i, 8] = 1.0 if _COPYRIGHT.search(seg.blocks[i].text) else 0.0
     return columns
 

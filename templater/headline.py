@@ -53,7 +53,7 @@ def keep_headline(seg: Segmented, features: np.ndarray, keep: np.ndarray) -> np.
     first = int(np.argmax(keep))
     overlap = features[:first, TITLE_OVERLAP_COLUMN]
     blocks = seg.blocks
-    for i in np.flatnonzero(overlap >= HEADLINE_MIN_OVERLAP)[::-1].tolist():  # the last such heading
+    for i in (overlap >= HEADLINE_MIN_OVERLAP).nonzero()[0][::-1].tolist():  # the last such heading
         if blocks[i].tag in HEADLINE_TAGS:
             keep = keep.copy()
             keep[i] = True

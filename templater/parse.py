@@ -178,12 +178,19 @@ def lean_markup(data: bytes) -> bytes:
     tokenizer reads it, so the tree is the one ``data`` gives once those elements are stripped. Where the C
     extension is not built, or lxml runs another libxml2 than the one whose tokenizer and tree builder it follows
     (LEAN_LIBXML2), ``data`` as it is (the same tree)."""
-    return native.numeric.lean_markup(data) if _LEAN else data
+    if not _LEAN:
+        return data
+    return native.numeric.lean_markup_bare(data) if _LEAN_BARE else native.numeric.lean_markup(data)
 
 
 LEAN_LIBXML2 = (2, 14)  # the libxml2 (major, minor) whose HTML tokenizer lean_markup follows (HTML5's, since 2.14)
 _LEAN = (native.numeric is not None and etree.LIBXML_VERSION[:2] == LEAN_LIBXML2
          and set(native.numeric.lean_left_out) <= set(config.DROP_TAGS))  # (elements kept keep their content)
+# The start tags of the elements _parse_clean strips are handed over without their attributes too (lean_bare: about
+# 70 attributes a page, 6% of those libxml2 would build, each parsed, made and freed for nothing): libxml2 builds
+# and strips the same elements either way. Not where the parser registers ids (no compiled walk): an id an element
+# to strip holds would then stay taken once the element is gone, as an id it holds stays taken now.
+_LEAN_BARE = _LEAN and _IDS_ON_DEMAND and set(native.numeric.lean_bare) <= set(config.DROP_TAGS)
 
 
 def _parse_clean(markup: bytes) -> etree._Element | None:

@@ -15,7 +15,7 @@ SAMPLES = ROOT / "samples"
 # whose pure path the other tests run. CI's pure-Python pass leaves them out (`-m "not path_independent"`); the
 # compiled pass runs every test.
 PATH_INDEPENDENT = frozenset({
-    "test_bench_commands", "test_bench_index_paired", "test_bench_probe_memory", "test_bench_scale",
+    "test_bench_commands", "test_bench_cpu_timer", "test_bench_index_paired", "test_bench_probe_memory", "test_bench_scale",
     "test_cli_eval", "test_cli_output", "test_cli_rules", "test_cli_surfaces", "test_cli_teardown",
     "test_cli_values", "test_codecache", "test_config", "test_docs", "test_evaluation", "test_layering",
     "test_recrawl", "test_recrawl_output", "test_report", "test_resume", "test_rule_inspect",

@@ -1713,6 +1713,8 @@ LEAN_PIECES = [
     "</ x>", "</p a='>'>", "<p>", "</p>", "<div class=\"<script>\">", "<a href=x>", "<a b='", "<a b=\"",
     "<br/>", "<img src=x/>", "< p>", "<", ">", "-", "--", "x", " ", "\n", "\r\n", "&lt;", "&#60;", "&amp",
     "var s = '</scr' + 'ipt>';", "if (a<b) c--;", "\u00e9", "<body>", "<head>", "<html>", "</body>",
+    "<script src=x/>", "<script a=\"b\"/>", "<script/a=b>", "<style\nx = 'y' >", "<iframe src='a' />", "<noscript id=n>",
+    "<textarea rows=2 cols='3'>", "<embed src=x>", "<p id=n>",
 ]
 # the elements whose whole content lean_markup may leave out, and what may stand in it
 LEAN_CONTENT_PIECES = [
@@ -1726,6 +1728,8 @@ LEAN_CONTENT_PIECES = [
     "<iframe>", "</iframe>", "<textarea>", "</textarea>", "<plaintext>", "<xmp>", "</xmp>", "</>", "</ x>",
     "<source>", "<wbr>", "text", " ", "\n", "<", "&amp;", "<h1>", "</h1>", "<form>", "</form>", "<frameset>",
     "<center>", "<fieldset>", "</fieldset>", "<legend>", "<i>", "</i>", "<font>", "<u>", "<em>", "<a>", "<div class=x>",
+    "<select name=s multiple>", "<button type=submit/>", "<object data='x' type=y>", "<template id=t>",
+    "<math display=block>", "<applet code=x>", "<svg viewBox=\"0 0 1 1\"/>", "<noscript/a>",
 ]
 
 
@@ -1761,7 +1765,7 @@ def test_lean_markup_leaves_out_content_nobody_reads():
             b"<optgroup><option>y</select><noscript><img src=x></noscript><iframe>x</iframe><textarea>x</textarea>"
             b"<button><span>x</span></button><noscript><div><a href=x><img src=y></a></div></noscript>"
             b"<svg><p>keeps its content</p></svg><noscript><div>keeps its content</noscript></p>")
-    assert parse.lean_markup(page) == (b"<p>a<svg class=x></svg>b<select name=s></select><noscript></noscript>"
+    assert parse.lean_markup(page) == (b"<p>a<svg></svg>b<select></select><noscript></noscript>"
                                        b"<iframe></iframe><textarea></textarea><button></button><noscript></noscript>"
                                        b"<svg><p>keeps its content</p></svg><noscript><div>keeps its content"
                                        b"</noscript></p>")
@@ -1776,13 +1780,31 @@ def test_lean_markup_leaves_out_the_raw_text_of_stripped_elements_only():
             b"<body><p a='<script>'>x</p><script type=x><!--<script></script>--></script><xmp><script>"
             b"</xmp><!--<script>--></body></html>")
     assert parse.lean_markup(page) == (b"<html><head><title>t</title><style></style><script></script></head>"
-                                       b"<body><p a='<script>'>x</p><script type=x></script><xmp><script>"
+                                       b"<body><p a='<script>'>x</p><script></script><xmp><script>"
                                        b"</xmp><!--<script>--></body></html>")
     plain = b"<p>no script here</p>"
     assert parse.lean_markup(plain) is plain
     for seg in sample_pages(8):
         data = parse.clean_utf8(seg.page.html.encode("utf-8"))
         assert stripped_tree(parse.lean_markup(data)) == stripped_tree(data)
+
+
+@needs_lean
+def test_lean_markup_leaves_the_stripped_elements_start_tags_bare_only_where_ids_wait():
+    """The start tags of the elements parse.py strips lose their attributes (the blanks and slashes between them
+    too, a "/>" kept) where the parser registers no ids; with ids registered by the parser, they keep them."""
+    page = (b"<p id=a>x<script type='a>b' src=y></script><SCRIPT/async>z</SCRIPT><svg class=s></svg><iframe src=x />"
+            b"<button\tdisabled>go</button><embed src=e><select name=n id=a><option>1</select>y</p>")
+    bare = (b"<p id=a>x<script></script><SCRIPT></SCRIPT><svg></svg><iframe/><button></button><embed><select>"
+            b"</select>y</p>")
+    assert parse._LEAN_BARE == parse._IDS_ON_DEMAND
+    if parse._LEAN_BARE:
+        assert parse.lean_markup(page) == bare
+    assert native.numeric.lean_markup_bare(page) == bare
+    assert stripped_tree(bare) == stripped_tree(page)
+    assert set(native.numeric.lean_bare) <= set(parse.config.DROP_TAGS)
+    kept = native.numeric.lean_markup(page)  # (the parser registers ids: the attributes stay)
+    assert b"src=y" in kept and b"class=s" in kept and stripped_tree(kept) == stripped_tree(page)
 
 
 def test_lean_markup_without_the_c_pass_is_the_page(monkeypatch):
@@ -2121,3 +2143,15 @@ def test_the_first_code_point_classes_are_those_of_the_definition():
 
     assert features._CLASS_TABLE[:256].tolist() == [features._code_point_class(code) for code in range(256)]
     assert features._first_classes(0x3000) == [features._code_point_class(code) for code in range(0x3000)]
+
+# --- a mask's indexes: ndarray.nonzero()[0] where the extraction steps took np.flatnonzero (a quarter of its cost) --
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([0.0, -0.0, 1.0, -2.5, float("nan"), float("inf")]), max_size=40), st.integers(1, 3))
+def test_nonzero_of_a_one_dimensional_array_is_flatnonzero(values, step):
+    """For the 1-D arrays the extraction steps index (masks, comparisons, a column of a matrix: a strided view),
+    ``array.nonzero()[0]`` is ``np.flatnonzero(array)``: the same indexes, in order, of the same dtype."""
+    floats = np.array(values, dtype=np.float64)
+    for array in (floats, floats != 0, floats[::step], np.tile(floats, (2, 1)).T.copy()[:, 0] if len(floats) else floats):
+        ours, theirs = array.nonzero()[0], np.flatnonzero(array)
+        assert ours.dtype == theirs.dtype and ours.tolist() == theirs.tolist()
