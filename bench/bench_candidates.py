@@ -34,44 +34,46 @@ import sys
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_scale import LETTERS, perturbed_word  # noqa: E402
+from cpu_timer import time_attribute  # noqa: E402
 
 STEPS = ("_lookup_rows", "_candidate_pairs", "_merge_recent", "_verified_edges", "_first_passing", "_merge",
          "_insert_docs")
 
 
-def timed(spent: dict[str, float], counts: dict[str, int], module, name: str,
-          peaks: dict[str, list[float]] | None = None, stack: list[list[int]] | None = None) -> None:
-    """Wrap ``module.name`` to add its CPU time to ``spent[name]`` (and the candidates it verifies); with ``peaks``
-    (tracemalloc tracing), each call's peak over what was held when it began goes to ``peaks[name]`` (``stack``: the
-    calls under way, whose peaks a nested call's reset of tracemalloc's peak must not lose)."""
+def count_candidates(counts: dict[str, int]) -> Callable[..., None]:
+    """What runs before each ``_first_passing`` call: its candidates (its first argument) counted."""
+    def count(candidates, *args, **kwargs) -> None:
+        counts["candidates"] += len(candidates)
+    return count
+
+
+def trace_peaks(module, name: str, peaks: dict[str, list[float]], stack: list[list[int]]) -> None:
+    """Wrap ``module.name`` so that each call's peak over what was held when it began (tracemalloc) goes to
+    ``peaks[name]`` (``stack``: the calls under way, whose peaks a nested call's reset of tracemalloc's peak must not
+    lose)."""
     function = getattr(module, name)
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
-        if name == "_first_passing":
-            counts["candidates"] += len(args[0])
-        if peaks is not None:
-            held, peak = tracemalloc.get_traced_memory()
-            if stack:
-                stack[-1][1] = max(stack[-1][1], peak)
-            tracemalloc.reset_peak()
-            stack.append([held, 0])
-        started = time.process_time()
+        held, peak = tracemalloc.get_traced_memory()
+        if stack:
+            stack[-1][1] = max(stack[-1][1], peak)
+        tracemalloc.reset_peak()
+        stack.append([held, 0])
         try:
             return function(*args, **kwargs)
         finally:
-            spent[name] = spent.get(name, 0.0) + time.process_time() - started
-            if peaks is not None:
-                held, highest = stack.pop()
-                highest = max(highest, tracemalloc.get_traced_memory()[1])
-                peaks.setdefault(name, []).append((highest - held) / 2**20)
-                if stack:
-                    stack[-1][1] = max(stack[-1][1], highest)
-                tracemalloc.reset_peak()
+            held, highest = stack.pop()
+            highest = max(highest, tracemalloc.get_traced_memory()[1])
+            peaks.setdefault(name, []).append((highest - held) / 2**20)
+            if stack:
+                stack[-1][1] = max(stack[-1][1], highest)
+            tracemalloc.reset_peak()
 
     setattr(module, name, wrapper)
 
@@ -110,7 +112,9 @@ def main() -> None:
     peaks: dict[str, list[float]] | None = {} if cli.memory and cli.steps else None
     calls: list[list[int]] = []  # (the index call's own entry, then the steps under way)
     for name in STEPS:
-        timed(spent, counts, lsh, name, peaks, calls)
+        time_attribute(lsh, name, spent, before=count_candidates(counts) if name == "_first_passing" else None)
+        if peaks is not None:  # (outside the CPU clock)
+            trace_peaks(lsh, name, peaks, calls)
     try:
         db = pipeline.open_store(work)
         settings = pipeline.index_settings(db)

@@ -1,8 +1,8 @@
 """CPU timers around functions, for the benches that time a library's steps inside their own process
-(bench_index.py): each call's CPU time (``time.process_time``) added up under a key.
+(bench_candidates.py, bench_index.py): each call's CPU time (``time.process_time``) added up under a key.
 
 Imports nothing of the project, so a bench can import it before it reads its arguments and loads the checkout
-they name.
+they name (bench_candidates.py's --checkout).
 """
 
 from __future__ import annotations
