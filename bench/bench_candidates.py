@@ -38,7 +38,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_scale import LETTERS, perturbed_word  # noqa: E402
+from bench_commands import remove_db  # noqa: E402
+from bench_scale import LETTERS, copy_db, perturbed_word  # noqa: E402
 from cpu_timer import time_attribute  # noqa: E402
 
 STEPS = ("_lookup_rows", "_candidate_pairs", "_merge_recent", "_verified_edges", "_first_passing", "_merge",
@@ -93,6 +94,8 @@ def main() -> None:
     parser.add_argument("--checkout", default=str(Path(__file__).resolve().parent.parent),
                         help="the checkout whose templater and store.lsh index the pages (default: this one)")
     cli = parser.parse_args()
+    if not Path(cli.store).exists():
+        parser.error(f"{cli.store} does not exist")
     sys.path.insert(0, cli.checkout)
 
     from store import lsh
@@ -103,10 +106,8 @@ def main() -> None:
     if work is None:
         folder = tempfile.mkdtemp(prefix="bench-candidates-")
         work = os.path.join(folder, "index.db")
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(work + suffix):
-            os.remove(work + suffix)
-    shutil.copy(cli.store, work)
+    remove_db(Path(work))
+    copy_db(Path(cli.store), Path(work))  # (with its -wal and -shm files, where it has them)
     spent: dict[str, float] = {}
     counts = {"candidates": 0}
     peaks: dict[str, list[float]] | None = {} if cli.memory and cli.steps else None

@@ -203,9 +203,14 @@ def database_of(name: str, ours: Path, baselines: Path | None) -> Path:
     return baselines if name.startswith(BASELINE_PREFIX) and baselines is not None else ours
 
 
-def fresh_db(base: Path, target: Path) -> None:
+def remove_db(db: Path) -> None:
+    """A database gone with its -wal and -shm files."""
     for suffix in ("", "-wal", "-shm"):
-        Path(str(target) + suffix).unlink(missing_ok=True)
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+
+
+def fresh_db(base: Path, target: Path) -> None:
+    remove_db(target)
     shutil.copyfile(base, target)
 
 

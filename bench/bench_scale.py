@@ -46,7 +46,7 @@ from typing import Iterable
 from urllib.parse import urlsplit, urlunsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_commands import BIN, ONE_THREAD, load_average, timed_process  # noqa: E402
+from bench_commands import BIN, ONE_THREAD, load_average, remove_db, timed_process  # noqa: E402
 from suites import suite_file  # noqa: E402
 
 PERTURB = 0.15  # share of a copy's distinct words replaced
@@ -221,11 +221,6 @@ def main() -> int:
 
 
 STAGES = ("ingest", "build", "extract")
-
-
-def remove_db(db: Path) -> None:
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{db}{suffix}").unlink(missing_ok=True)
 
 
 def copy_db(source: Path, target: Path) -> None:
